@@ -1,0 +1,80 @@
+"""Concurrency-aware CPU model (paper Sec. 4, Eq. 2-3) over a learned phi table.
+
+phi (the parallel fraction) and the single-thread CPU time per operation are
+per (design class, operation) and live in ``data/phi.yaml`` with how they were
+obtained; ``cosine calibrate`` rewrites that file. A workload's phi is the
+mix-weighted average (Algorithm 1, getPhiForWorkload).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from cost_models.io_model import OPS
+from cost_models.layout import CLASS_CODES
+from cost_models.symbolic import compiled
+
+PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
+
+
+class PhiTableError(ValueError):
+    """The phi table is missing a class/operation or holds an impossible value."""
+
+
+@lru_cache(maxsize=4)
+def phi_table(path: Path = PHI_TABLE) -> dict[str, Any]:
+    """Load and check the phi table."""
+    raw = yaml.safe_load(path.read_text())
+    classes = raw.get("classes", {})
+    for cls in CLASS_CODES:
+        if cls not in classes:
+            raise PhiTableError(f"{path.name}: class {cls!r} missing")
+        for key in ("phi", "cpu_seconds"):
+            for op in OPS:
+                v = classes[cls].get(key, {}).get(op)
+                if v is None:
+                    raise PhiTableError(f"{path.name}: {cls}.{key}.{op} missing")
+                if key == "phi" and not 0.0 <= float(v) <= 1.0:
+                    raise PhiTableError(f"{path.name}: {cls}.phi.{op}={v} outside [0, 1]")
+                if key == "cpu_seconds" and not float(v) > 0.0:
+                    raise PhiTableError(f"{path.name}: {cls}.cpu_seconds.{op} must be positive")
+    return raw
+
+
+def _by_class(key: str, cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
+    table = phi_table()["classes"]
+    per_class = np.array(
+        [sum(mix.get(op, 0.0) * float(table[name][key][op]) for op in OPS) for name in CLASS_CODES]
+    )
+    return per_class[np.asarray(cls, dtype=int)]
+
+
+def workload_phi(cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
+    """phi of the workload on each design's class (mix-weighted)."""
+    return _by_class("phi", cls, mix)
+
+
+def cpu_seconds(cls: np.ndarray, mix: dict[str, float], scan_length: float) -> np.ndarray:
+    """Single-thread CPU seconds per operation of the mix, never zero."""
+    per_entry = float(phi_table()["range_per_entry_seconds"])
+    return _by_class("cpu_seconds", cls, mix) + mix.get("range", 0.0) * scan_length * per_entry
+
+
+def node_throughput(
+    io_per_op: np.ndarray, iops: float | np.ndarray, cls: np.ndarray, mix: dict[str, float],
+    threads: float | np.ndarray, scan_length: float,
+) -> np.ndarray:
+    """Operations per second one node sustains (Eq. 2-3, capped by the device IOPS)."""
+    c = compiled()
+    phi = workload_phi(cls, mix)
+    cpu = cpu_seconds(cls, mix, scan_length)
+    io = np.maximum(np.asarray(io_per_op, dtype=float), 0.0)
+    x_cpu = c["throughput_cpu"](phi, threads, io, iops, cpu)
+    with np.errstate(divide="ignore"):
+        x_io = np.where(io > 0, c["throughput_io"](iops, np.where(io > 0, io, 1.0)), np.inf)
+    return np.minimum(x_cpu, x_io)

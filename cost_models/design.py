@@ -1,0 +1,211 @@
+"""Engine designs: the layout knobs of the paper's Table 1, one design or a batch.
+
+A :class:`Design` is what a user writes (``--design T=8,K=3,Z=1,buffer=1GiB,
+bloom_bits=10``) or what a preset is; a :class:`DesignBatch` is many designs
+as numpy arrays, which is what the models evaluate.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+CLASSES = ("lsm", "btree", "lsh", "hybrid")
+
+_DATA = Path(__file__).resolve().parent / "data"
+
+
+@lru_cache(maxsize=1)
+def model_constants() -> dict[str, float]:
+    """Model constants from ``data/model_constants.yaml`` (value only)."""
+    raw = yaml.safe_load((_DATA / "model_constants.yaml").read_text())
+    return {k: float(v["value"]) for k, v in raw.items()}
+
+
+class DesignError(ValueError):
+    """A malformed design string or an impossible knob value."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """One engine design (the layout primitives of Table 1).
+
+    ``bloom_bits`` is the average Bloom-filter bits per key over the hot levels;
+    ``bloom_allocation`` spreads them per level (``monkey``: optimal per-level
+    false-positive rates, Dayan et al. 2017; ``uniform``: the same bits per key
+    everywhere, as RocksDB). ``lsh`` selects the log-structured hash-table
+    layout (T is then N*E/M_B, a single never-compacted level, Table 1).
+    ``all_hot`` keeps fence pointers and filters of every level in memory
+    whatever it costs (the paper's RocksDB baseline, Sec. 7).
+    """
+
+    T: int = 10
+    K: int = 1
+    Z: int = 1
+    buffer_bytes: float = 64 * 2**20
+    bloom_bits: float = 10.0
+    bloom_allocation: str = "monkey"
+    block_bytes: int = 4096
+    lsh: bool = False
+    all_hot: bool = False
+    threads: int | None = None
+    name: str = "custom"
+
+    def validate(self) -> Design:
+        if self.lsh:
+            if self.buffer_bytes <= 0:
+                raise DesignError("buffer must be positive")
+            return self
+        if self.T < 2:
+            raise DesignError(f"T={self.T}: size ratio must be at least 2")
+        if not 1 <= self.K <= max(1, self.T - 1):
+            raise DesignError(f"K={self.K}: runs per hot level must be in 1..T-1={self.T - 1}")
+        if not 1 <= self.Z <= max(1, self.T - 1):
+            raise DesignError(f"Z={self.Z}: runs per cold level must be in 1..T-1={self.T - 1}")
+        if self.buffer_bytes <= 0:
+            raise DesignError("buffer must be positive")
+        if self.bloom_bits < 0 or self.bloom_bits > 64:
+            raise DesignError(f"bloom_bits={self.bloom_bits}: must be in 0..64")
+        if self.bloom_allocation not in ("monkey", "uniform"):
+            raise DesignError("bloom_allocation must be monkey or uniform")
+        if self.block_bytes < 64:
+            raise DesignError(f"block={self.block_bytes}: blocks must be at least 64 bytes")
+        if self.threads is not None and self.threads < 1:
+            raise DesignError("threads must be at least 1")
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?i?[bB]?)\s*$")
+_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,
+          "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12, "tib": 2**40}
+
+
+def parse_size(text: str) -> float:
+    """'1GiB' -> 1073741824.0; '64MB' -> 64e6; '4096' -> 4096.0."""
+    m = _SIZE.match(text)
+    if not m:
+        raise DesignError(f"{text!r} is not a size (e.g. 64MiB, 1GiB, 4096)")
+    unit = m.group(2).lower()
+    if unit not in _UNITS:
+        raise DesignError(f"{text!r}: unknown unit {m.group(2)!r}")
+    return float(m.group(1)) * _UNITS[unit]
+
+
+def parse_design(text: str) -> Design:
+    """Parse a preset name or ``T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10[,block=4096,threads=4,lsh=1]``."""
+    text = text.strip()
+    if text in PRESETS:
+        return preset(text)
+    if not text:
+        raise DesignError("empty design")
+    kw: dict[str, Any] = {"name": "custom"}
+    aliases = {"buffer": "buffer_bytes", "block": "block_bytes", "bits": "bloom_bits",
+               "bloom": "bloom_bits", "alloc": "bloom_allocation"}
+    valid = {f.name for f in fields(Design)}
+    for part in text.split(","):
+        if "=" not in part:
+            raise DesignError(
+                f"{part.strip()!r} is not key=value (presets: {', '.join(PRESETS)})"
+            )
+        k, v = (s.strip() for s in part.split("=", 1))
+        key = aliases.get(k, k)
+        if key not in valid or key == "name":
+            raise DesignError(f"unknown design knob {k!r} (T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh)")
+        try:
+            if key in ("T", "K", "Z", "threads"):
+                kw[key] = int(v)
+            elif key in ("buffer_bytes", "block_bytes"):
+                kw[key] = parse_size(v)
+                if key == "block_bytes":
+                    kw[key] = int(kw[key])
+            elif key == "bloom_bits":
+                kw[key] = float(v)
+            elif key in ("lsh", "all_hot"):
+                kw[key] = v.lower() in ("1", "true", "yes")
+            else:
+                kw[key] = v
+        except ValueError:
+            raise DesignError(f"{k}={v!r} is not a valid value") from None
+    return Design(**kw).validate()
+
+
+def preset(name: str) -> Design:
+    """The paper's baselines as Table 1 and Sec. 7 initialize them."""
+    if name not in PRESETS:
+        raise DesignError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
+    return PRESETS[name]
+
+
+def _presets() -> dict[str, Design]:
+    buf = model_constants()["preset_buffer_bytes"]
+    return {
+        # RocksDB: T=10, K=Z=1, 10 bits/key Bloom filters on every level, fence
+        # pointers for every level (no cold levels), 1 GB buffer, 4 KiB blocks.
+        "rocksdb": Design(T=10, K=1, Z=1, buffer_bytes=buf, bloom_bits=10.0,
+                          bloom_allocation="uniform", block_bytes=4096, all_hot=True,
+                          name="rocksdb"),
+        # WiredTiger: B-tree, fanout T=32, no filters, 32 KB leaf pages; the
+        # fence-pointer memory decides hot and cold levels.
+        "wiredtiger": Design(T=32, K=1, Z=1, buffer_bytes=buf, bloom_bits=0.0,
+                             block_bytes=32768, name="wiredtiger"),
+        # FASTER: a log-structured hash table (in-memory hash index over a log).
+        "faster": Design(buffer_bytes=buf, bloom_bits=0.0, lsh=True, block_bytes=4096,
+                         name="faster"),
+    }
+
+
+PRESETS: dict[str, Design] = _presets()
+
+
+@dataclass
+class DesignBatch:
+    """Many designs as arrays (shape ``(n,)`` each)."""
+
+    T: np.ndarray
+    K: np.ndarray
+    Z: np.ndarray
+    buffer_bytes: np.ndarray
+    bloom_bits: np.ndarray
+    monkey: np.ndarray
+    block_bytes: np.ndarray
+    lsh: np.ndarray
+    all_hot: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.T.size)
+
+    @classmethod
+    def of(cls, designs: list[Design]) -> DesignBatch:
+        return cls(
+            T=np.array([d.T for d in designs], dtype=float),
+            K=np.array([d.K for d in designs], dtype=float),
+            Z=np.array([d.Z for d in designs], dtype=float),
+            buffer_bytes=np.array([d.buffer_bytes for d in designs], dtype=float),
+            bloom_bits=np.array([d.bloom_bits for d in designs], dtype=float),
+            monkey=np.array([d.bloom_allocation == "monkey" for d in designs]),
+            block_bytes=np.array([d.block_bytes for d in designs], dtype=float),
+            lsh=np.array([d.lsh for d in designs]),
+            all_hot=np.array([d.all_hot for d in designs]),
+        )
+
+    def take(self, idx: np.ndarray) -> DesignBatch:
+        return DesignBatch(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    def design(self, i: int, threads: int | None = None, name: str = "cosine") -> Design:
+        return Design(
+            T=int(self.T[i]), K=int(self.K[i]), Z=int(self.Z[i]),
+            buffer_bytes=float(self.buffer_bytes[i]), bloom_bits=float(self.bloom_bits[i]),
+            bloom_allocation="monkey" if self.monkey[i] else "uniform",
+            block_bytes=int(self.block_bytes[i]), lsh=bool(self.lsh[i]),
+            all_hot=bool(self.all_hot[i]), threads=threads, name=name,
+        )

@@ -1,0 +1,160 @@
+"""Map the spec's key distributions onto the model's uniform partitions.
+
+The paper's model (Sec. 3, "Skewed Distribution", "Other Distributions") splits
+the key space into partitions that are each accessed uniformly: a partition j
+holds a fraction ``frac_j`` of the keys and receives a fraction ``p_j`` of the
+gets (or puts). docs/distributions.md derives the mapping used here:
+
+* uniform  -> one partition.
+* skew{h, p} -> the paper's special/regular keys: (h, p) and (1-h, 1-p).
+* zipfian{theta} -> rank buckets growing by a factor 4 (ranks 1, 2-4, 5-16, ...);
+  bucket mass = (H(hi) - H(lo-1)) / H(N) with H the generalized harmonic number.
+  Within a bucket the first and last key differ by at most 4^theta in
+  probability. YCSB scrambles ranks over the key space, so the buckets are key
+  *sets*, not ranges.
+* latest{theta} -> the same zipfian buckets over *recency* ranks (rank 1 is the
+  newest put); the model places a recency bucket in the levels by position.
+* normal{mean, stddev} -> bins of stddev/2 over mean +- 4 stddev, clipped to the
+  key space [0, 1], plus the rest of the key space; mass from the normal CDF,
+  renormalized to the key space (a truncated normal).
+
+Gets and puts share the partitioning when they have the same distribution (the
+same hot keys, as YCSB's single key chooser); if one is uniform the other's
+partitions are used; otherwise the two are independent and the partitions are
+their product.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from specs.schema import Distribution
+
+#: Ratio between consecutive zipfian rank-bucket boundaries.
+ZIPF_BUCKET_GROWTH = 4
+#: Number of leading ranks whose harmonic sum is computed exactly.
+_EXACT_HARMONIC = 10_000
+
+
+def harmonic(n: float, theta: float) -> float:
+    """Generalized harmonic number H(n, theta) = sum_{i=1}^{n} i^-theta.
+
+    Exact up to 10^4 terms, Euler-Maclaurin beyond (error below 1e-9 relative).
+    """
+    if n <= 0:
+        return 0.0
+    m = min(int(n), _EXACT_HARMONIC)
+    exact = float(np.sum(np.arange(1, m + 1, dtype=float) ** -theta))
+    if n <= _EXACT_HARMONIC:
+        return exact
+    a, b = float(m), float(n)
+    if abs(theta - 1.0) < 1e-12:
+        integral = math.log(b / a)
+    else:
+        integral = (b ** (1 - theta) - a ** (1 - theta)) / (1 - theta)
+    correction = 0.5 * (b**-theta - a**-theta) + theta / 12 * (a ** (-theta - 1) - b ** (-theta - 1))
+    return exact + integral + correction
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """One distribution's partitions: key fraction and access probability each."""
+
+    frac: np.ndarray
+    prob: np.ndarray
+    recency: bool = False  # partitions are recency-rank intervals, newest first
+
+
+def marginal(d: Distribution, n_keys: float) -> Marginal:
+    """Partitions of one distribution over ``n_keys`` keys."""
+    if d.kind == "uniform":
+        return Marginal(np.array([1.0]), np.array([1.0]))
+    if d.kind == "skew":
+        h, p = d.hot_fraction, d.hot_probability
+        return Marginal(np.array([h, 1 - h]), np.array([p, 1 - p]))
+    if d.kind in ("zipfian", "latest"):
+        n = max(1.0, float(n_keys))
+        total = harmonic(n, d.theta)
+        bounds = [1.0]
+        while bounds[-1] < n:
+            bounds.append(min(n, max(bounds[-1] + 1, bounds[-1] * ZIPF_BUCKET_GROWTH)))
+        frac, prob = [], []
+        prev_h = 0.0
+        for lo, hi in zip([0.0, *bounds[:-1]], bounds, strict=True):
+            h_hi = harmonic(hi, d.theta)
+            frac.append((hi - lo) / n)
+            prob.append((h_hi - prev_h) / total)
+            prev_h = h_hi
+        f, p = np.array(frac), np.array(prob)
+        return Marginal(f / f.sum(), p / p.sum(), recency=d.kind == "latest")
+    if d.kind == "normal":
+        mu, sd = d.mean, d.stddev
+        edges = np.arange(mu - 4 * sd, mu + 4 * sd + 1e-12, sd / 2)
+        edges = np.unique(np.clip(edges, 0.0, 1.0))
+        cdf = np.array([0.5 * (1 + math.erf((x - mu) / (sd * math.sqrt(2)))) for x in edges])
+        frac = list(np.diff(edges))
+        prob = list(np.diff(cdf))
+        rest_frac = 1.0 - (edges[-1] - edges[0])
+        if rest_frac > 1e-12:
+            c0 = 0.5 * (1 + math.erf((0.0 - mu) / (sd * math.sqrt(2))))
+            c1 = 0.5 * (1 + math.erf((1.0 - mu) / (sd * math.sqrt(2))))
+            frac.append(rest_frac)
+            prob.append((c1 - c0) - (cdf[-1] - cdf[0]))
+        f, p = np.array(frac), np.maximum(np.array(prob), 0.0)
+        keep = f > 0
+        f, p = f[keep], p[keep]
+        if p.sum() <= 0:
+            p = f.copy()
+        return Marginal(f / f.sum(), p / p.sum())
+    raise ValueError(f"unknown distribution kind {d.kind!r}")
+
+
+@dataclass(frozen=True)
+class Partitions:
+    """Joint partitions for a node: what the lookup model iterates over.
+
+    ``frac`` (keys), ``p_get`` and ``p_put`` sum to 1 each. ``recency[j]`` is
+    the interval of recency ranks (fractions of the keys, newest = 0) of a
+    partition drawn by a ``latest`` get distribution, or NaN. ``put`` is the
+    put distribution's own partitioning, used for the write windows.
+    """
+
+    frac: np.ndarray
+    p_get: np.ndarray
+    p_put: np.ndarray
+    recency: np.ndarray
+    put: Marginal
+
+    @property
+    def count(self) -> int:
+        return int(self.frac.size)
+
+
+def partitions(get: Distribution, put: Distribution, n_keys: float) -> Partitions:
+    """Joint get/put partitions (see the module docstring)."""
+    g = marginal(get, n_keys)
+    p = marginal(put, n_keys)
+    if put.kind == "latest":
+        # Updates to recent keys: as zipfian over recency for the windows; for
+        # placement we treat it like zipfian (documented approximation).
+        p = Marginal(p.frac, p.prob, recency=False)
+    nan2 = np.full((0, 2), np.nan)
+    if g.recency:
+        starts = np.concatenate([[0.0], np.cumsum(g.frac)[:-1]])
+        rec = np.stack([starts, starts + g.frac], axis=1)
+        return Partitions(g.frac, g.prob, g.frac.copy(), rec, p)
+    if get == put or (get.kind == put.kind and get.kind == "latest"):
+        frac, pg, pp = g.frac, g.prob, p.prob
+    elif get.kind == "uniform":
+        frac, pg, pp = p.frac, p.frac.copy(), p.prob
+    elif put.kind == "uniform":
+        frac, pg, pp = g.frac, g.prob, g.frac.copy()
+    else:
+        frac = np.outer(g.frac, p.frac).ravel()
+        pg = np.outer(g.prob, p.frac).ravel()
+        pp = np.outer(g.frac, p.prob).ravel()
+    rec = np.full((frac.size, 2), np.nan) if frac.size else nan2
+    return Partitions(frac, pg, pp, rec, p)

@@ -1,0 +1,183 @@
+"""Put the models together: a design on a VM cluster -> I/O, throughput, bill.
+
+``evaluate_designs`` is the vectorized inner loop (many designs, one node);
+``evaluate_config`` is what ``cosine evaluate`` prints for one configuration,
+and what the solver's exact re-evaluation calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices
+from cost_models.cpu import node_throughput
+from cost_models.design import Design, DesignBatch
+from cost_models.distributions import Partitions, partitions
+from cost_models.io_model import OPS, IOCost, io_costs
+from cost_models.layout import CLASS_NAMES, Layout, derive
+from cost_models.pricing import Catalog, VmType, load_catalog
+from specs.schema import Spec, Workload
+
+
+@dataclass
+class NodeEval:
+    """Model outputs for a batch of designs on one node (arrays over designs)."""
+
+    layout: Layout
+    io: IOCost
+    io_total: np.ndarray
+
+    def throughput(self, workload: Workload, iops: float, threads: float) -> np.ndarray:
+        x = node_throughput(self.io_total, iops, self.layout.cls, workload.operations, threads,
+                            workload.scan_length)
+        return np.where(self.layout.feasible, x, 0.0)
+
+    def disk_gib(self) -> np.ndarray:
+        return self.layout.space_entries * self.layout.entry_bytes / GIB
+
+
+def workload_partitions(workload: Workload) -> Partitions:
+    """Key partitions of the whole data set (a node's shard keeps the same fractions)."""
+    return partitions(workload.get_distribution, workload.put_distribution, workload.entries)
+
+
+def evaluate_designs(batch: DesignBatch, workload: Workload, n_keys: float, memory_bytes: float,
+                     parts: Partitions | None = None) -> NodeEval:
+    """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries."""
+    parts = parts or workload_partitions(workload)
+    lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes)
+    io = io_costs(lay, parts, workload.operations, workload.scan_length)
+    return NodeEval(lay, io, io.total(workload.operations))
+
+
+@dataclass
+class ConfigEval:
+    """One configuration (design x VM cluster x storage) evaluated by the exact model."""
+
+    provider: str
+    vm: str
+    count: int
+    design: Design
+    design_class: str
+    levels: int
+    cold_levels: int
+    bloom_bits_per_level: list[float]
+    buffer_bytes: float
+    filter_bytes: float
+    fence_bytes: float
+    cache_bytes: float
+    entries_per_node: float
+    io_per_op: dict[str, float]
+    io_total: float
+    node_throughput: float
+    throughput_ops: float
+    latency_s: float
+    storage: StorageChoice | None
+    monthly_cost: dict[str, float]
+    feasible: bool
+    reason: str = ""
+    threads: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        st = None
+        if self.storage is not None:
+            st = {"product": self.storage.product, "disks": self.storage.disks,
+                  "gib": round(self.storage.gib, 3), "iops": self.storage.iops,
+                  "usd_month": round(self.storage.usd_month, 4), "label": self.storage.label}
+        return {
+            "provider": self.provider,
+            "vm": self.vm,
+            "count": self.count,
+            "design": {
+                "name": self.design.name,
+                "class": self.design_class,
+                "T": self.design.T, "K": self.design.K, "Z": self.design.Z,
+                "L": self.levels, "Y": self.cold_levels,
+                "block_bytes": self.design.block_bytes,
+                "buffer_bytes": self.buffer_bytes,
+                "bloom_bits_per_key": self.design.bloom_bits,
+                "bloom_bits_per_level": [round(b, 3) for b in self.bloom_bits_per_level],
+                "bloom_allocation": self.design.bloom_allocation,
+                "filter_bytes": self.filter_bytes,
+                "fence_bytes": self.fence_bytes,
+                "cache_bytes": self.cache_bytes,
+                "threads": self.threads,
+                "lsh": self.design.lsh,
+            },
+            "entries_per_node": self.entries_per_node,
+            "io_per_op": {k: round(v, 6) for k, v in self.io_per_op.items()},
+            "io_total": self.io_total,
+            "node_throughput_ops": self.node_throughput,
+            "throughput_ops": self.throughput_ops,
+            "latency_s": self.latency_s,
+            "storage": st,
+            "monthly_cost": {k: round(v, 2) for k, v in self.monthly_cost.items()},
+            "feasible": self.feasible,
+            "reason": self.reason,
+        }
+
+
+def evaluate_config(spec: Spec, design: Design, vm: VmType, count: int,
+                    storage: StorageChoice | None = None, catalog: Catalog | None = None,
+                    entries_per_node: float | None = None) -> ConfigEval:
+    """Evaluate ``count`` VMs of type ``vm`` each running ``design`` on an equal shard."""
+    catalog = catalog or load_catalog(spec.pricing)
+    wl = spec.workload
+    n_node = entries_per_node if entries_per_node is not None else wl.entries / count
+    memory = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
+    threads = design.threads or vm.vcpu
+    ne = evaluate_designs(DesignBatch.of([design]), wl, n_node, memory)
+    lay = ne.layout
+    need_gib = float(ne.disk_gib()[0])
+    reasons = []
+    if storage is None:
+        options = storage_choices(catalog, vm.provider, need_gib)
+        if not options:
+            reasons.append(f"no {vm.provider} storage holds {need_gib:,.0f} GiB per node")
+        else:
+            # The volume that maximizes this node's throughput per dollar of the node.
+            best = max(options, key=lambda s: float(ne.throughput(wl, s.iops, threads)[0])
+                       / (vm.usd_per_month + s.usd_month))
+            storage = best
+    iops = storage.iops if storage else 0.0
+    x_node = float(ne.throughput(wl, iops, threads)[0]) if storage else 0.0
+    feasible = bool(lay.feasible[0]) and storage is not None
+    if not lay.feasible[0]:
+        used = design.buffer_bytes + lay.mem_filter[0] + lay.mem_fence[0]
+        reasons.append(
+            f"needs {used / GIB:,.1f} GiB of memory per node (buffer + filters + "
+            f"{'hash index' if design.lsh else 'fence pointers'}), the VM has {memory / GIB:,.1f} GiB"
+        )
+    terms = sla_terms(catalog, vm.provider, spec.slas)
+    if terms.unavailable:
+        feasible = False
+        reasons.append(f"{vm.provider} cannot price SLA {', '.join(terms.unavailable)} (catalog GAP)")
+    if count < terms.min_nodes:
+        feasible = False
+        reasons.append(f"the availability SLA needs at least {terms.min_nodes} VMs")
+    compute = compute_cost(vm.usd_per_hour, count)
+    stor = (storage.usd_month if storage else 0.0) * count
+    data_gib = wl.data_bytes / GIB
+    sla = sla_cost(terms, count, data_gib, compute + stor)
+    tp = x_node * count if feasible else 0.0
+    return ConfigEval(
+        provider=vm.provider, vm=vm.name, count=count, design=design,
+        design_class=lay.class_name(0), levels=int(lay.L[0]), cold_levels=int(lay.Y[0]),
+        bloom_bits_per_level=[float(b) for b, e in zip(lay.bits[0], lay.exists[0], strict=True) if e],
+        buffer_bytes=float(design.buffer_bytes), filter_bytes=float(lay.mem_filter[0]),
+        fence_bytes=float(lay.mem_fence[0]), cache_bytes=float(lay.mem_cache[0]),
+        entries_per_node=n_node,
+        io_per_op={op: float(v[0]) for op, v in ne.io.per_op().items()},
+        io_total=float(ne.io_total[0]), node_throughput=x_node, throughput_ops=tp,
+        latency_s=(1.0 / tp) if tp > 0 else float("inf"), storage=storage,
+        monthly_cost={"compute": compute, "storage": stor, "sla": sla, "total": compute + stor + sla},
+        feasible=feasible, reason="; ".join(reasons), threads=threads,
+    )
+
+
+__all__ = ["OPS", "CLASS_NAMES", "ConfigEval", "NodeEval", "evaluate_config", "evaluate_designs",
+           "workload_partitions"]

@@ -1,0 +1,354 @@
+"""The pricing catalog: VMs, storage and SLA features per provider and price set.
+
+The human-editable source is the three CSV files under ``pricing/`` (one row per
+item, each with ``source`` and ``as_of``). ``cosine pricing build`` turns them
+into ``pricing.parquet`` (one table, ``kind`` in {vm, storage, sla}); the models
+only ever read the parquet file, through :func:`load_catalog`.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cost_models import REPO_ROOT
+
+PRICING_SOURCE_DIR = REPO_ROOT / "pricing"
+PRICING_PARQUET = REPO_ROOT / "pricing.parquet"
+
+#: Hours in a billing month, the convention all three providers use.
+HOURS_PER_MONTH = 730.0
+
+#: Price sets a spec may select, and what each is.
+PRICE_SETS = {
+    "paper2021": "the Cosine paper's 2021 figures (technical report Table 2, paper Sec. 7)",
+    "ondemand": "current on-demand list prices (shared/reference, 2024-2026)",
+    "committed1y": "1-year committed-use prices where the reference has them (GCP)",
+    "spot": "spot/preemptible prices where the reference has them (GCP)",
+}
+
+PROVIDERS = ("aws", "gcp", "azure")
+SLA_FEATURES = ("migration", "support", "backup", "reliability", "availability")
+
+_SCHEMA = pa.schema(
+    [
+        ("price_set", pa.string()),
+        ("provider", pa.string()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("vcpu", pa.int32()),
+        ("memory_gib", pa.float64()),
+        ("usd_per_hour", pa.float64()),
+        ("storage_rule", pa.string()),
+        ("size_gib", pa.float64()),
+        ("free_gib", pa.float64()),
+        ("usd_per_gb_month", pa.float64()),
+        ("usd_per_disk_month", pa.float64()),
+        ("iops", pa.float64()),
+        ("iops_per_gib", pa.float64()),
+        ("max_iops", pa.float64()),
+        ("usd_per_iops_month", pa.float64()),
+        ("feature", pa.string()),
+        ("available", pa.bool_()),
+        ("usd_flat_month", pa.float64()),
+        ("usd_per_node_month", pa.float64()),
+        ("percent_of_spend", pa.float64()),
+        ("minimum_usd", pa.float64()),
+        ("min_nodes", pa.int32()),
+        ("source", pa.string()),
+        ("as_of", pa.string()),
+        ("notes", pa.string()),
+    ]
+)
+
+
+class CatalogError(ValueError):
+    """The pricing source or parquet file is malformed."""
+
+
+def _num(row: dict[str, str], key: str, path: Path, line: int) -> float | None:
+    raw = (row.get(key) or "").strip()
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise CatalogError(f"{path.name}:{line}: column {key!r} is not a number: {raw!r}") from exc
+    if value < 0:
+        raise CatalogError(f"{path.name}:{line}: column {key!r} is negative: {raw!r}")
+    return value
+
+
+def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
+    if not path.is_file():
+        raise CatalogError(f"pricing source {path} is missing")
+    with path.open(newline="") as fh:
+        return list(enumerate(csv.DictReader(fh), start=2))
+
+
+def _price_sets(row: dict[str, str]) -> list[str]:
+    ps = row["price_set"].strip()
+    return list(PRICE_SETS) if ps == "*" else [ps]
+
+
+def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]:
+    """Read the CSV sources into catalog rows (validated, typed)."""
+    rows: list[dict[str, object]] = []
+    empty = {f.name: None for f in _SCHEMA}
+
+    def check_common(row: dict[str, str], path: Path, line: int) -> None:
+        if row["provider"] not in PROVIDERS:
+            raise CatalogError(f"{path.name}:{line}: unknown provider {row['provider']!r}")
+        if row["price_set"] != "*" and row["price_set"] not in PRICE_SETS:
+            raise CatalogError(f"{path.name}:{line}: unknown price set {row['price_set']!r}")
+        if not row.get("source", "").strip():
+            raise CatalogError(f"{path.name}:{line}: every row needs a source")
+
+    path = source_dir / "vms.csv"
+    for line, r in _read_csv(path):
+        check_common(r, path, line)
+        hourly = _num(r, "usd_per_hour", path, line)
+        mem = _num(r, "memory_gib", path, line)
+        vcpu = _num(r, "vcpu", path, line)
+        if hourly is None or mem is None or vcpu is None or mem <= 0 or vcpu <= 0:
+            raise CatalogError(f"{path.name}:{line}: a VM needs vcpu, memory_gib, usd_per_hour")
+        for ps in _price_sets(r):
+            rows.append(
+                {
+                    **empty,
+                    "price_set": ps,
+                    "provider": r["provider"],
+                    "kind": "vm",
+                    "name": r["name"],
+                    "vcpu": int(vcpu),
+                    "memory_gib": mem,
+                    "usd_per_hour": hourly,
+                    "source": r["source"],
+                    "as_of": r["as_of"],
+                    "notes": r.get("notes", ""),
+                }
+            )
+
+    path = source_dir / "storage.csv"
+    for line, r in _read_csv(path):
+        check_common(r, path, line)
+        rule = r["rule"].strip()
+        if rule not in ("per_gb", "slab", "provisioned"):
+            raise CatalogError(f"{path.name}:{line}: storage rule must be per_gb|slab|provisioned")
+        rec = {
+            **empty,
+            "provider": r["provider"],
+            "kind": "storage",
+            "name": r["name"],
+            "storage_rule": rule,
+            "size_gib": _num(r, "size_gib", path, line),
+            "free_gib": _num(r, "free_gib", path, line),
+            "usd_per_gb_month": _num(r, "usd_per_gb_month", path, line),
+            "usd_per_disk_month": _num(r, "usd_per_disk_month", path, line),
+            "iops": _num(r, "iops", path, line),
+            "iops_per_gib": _num(r, "iops_per_gib", path, line),
+            "max_iops": _num(r, "max_iops", path, line),
+            "usd_per_iops_month": _num(r, "usd_per_iops_month", path, line),
+            "source": r["source"],
+            "as_of": r["as_of"],
+            "notes": r.get("notes", ""),
+        }
+        if rule == "slab" and (rec["size_gib"] is None or rec["usd_per_disk_month"] is None):
+            raise CatalogError(f"{path.name}:{line}: a slab needs size_gib and usd_per_disk_month")
+        if rule != "slab" and rec["usd_per_gb_month"] is None:
+            raise CatalogError(f"{path.name}:{line}: {rule} storage needs usd_per_gb_month")
+        if rec["iops"] is None and rec["iops_per_gib"] is None:
+            raise CatalogError(f"{path.name}:{line}: storage needs iops or iops_per_gib")
+        for ps in _price_sets(r):
+            rows.append({**rec, "price_set": ps})
+
+    path = source_dir / "slas.csv"
+    for line, r in _read_csv(path):
+        check_common(r, path, line)
+        if r["feature"] not in SLA_FEATURES:
+            raise CatalogError(f"{path.name}:{line}: unknown SLA feature {r['feature']!r}")
+        available = r["available"].strip().lower() == "true"
+        min_nodes = _num(r, "min_nodes", path, line)
+        rec = {
+            **empty,
+            "provider": r["provider"],
+            "kind": "sla",
+            "name": r["name"],
+            "feature": r["feature"],
+            "available": available,
+            "usd_flat_month": _num(r, "usd_flat_month", path, line),
+            "usd_per_node_month": _num(r, "usd_per_node_month", path, line),
+            "usd_per_gb_month": _num(r, "usd_per_gb_month", path, line),
+            "percent_of_spend": _num(r, "percent_of_spend", path, line),
+            "minimum_usd": _num(r, "minimum_usd", path, line),
+            "min_nodes": int(min_nodes) if min_nodes is not None else None,
+            "source": r["source"],
+            "as_of": r["as_of"],
+            "notes": r.get("notes", ""),
+        }
+        for ps in _price_sets(r):
+            rows.append({**rec, "price_set": ps})
+    return rows
+
+
+def build_parquet(
+    source_dir: Path = PRICING_SOURCE_DIR, out: Path = PRICING_PARQUET
+) -> tuple[Path, int]:
+    """Build ``pricing.parquet`` from the CSV sources; returns (path, row count)."""
+    rows = build_rows(source_dir)
+    table = pa.Table.from_pylist(rows, schema=_SCHEMA)
+    pq.write_table(table, out)
+    load_catalog.cache_clear()
+    return out, table.num_rows
+
+
+@dataclass(frozen=True)
+class VmType:
+    """One purchasable VM type."""
+
+    provider: str
+    name: str
+    vcpu: int
+    memory_gib: float
+    usd_per_hour: float
+
+    @property
+    def usd_per_month(self) -> float:
+        return self.usd_per_hour * HOURS_PER_MONTH
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+@dataclass(frozen=True)
+class StorageOption:
+    """A block-storage product and its price/IOPS rule."""
+
+    provider: str
+    name: str
+    rule: str  # per_gb | slab | provisioned
+    size_gib: float | None
+    free_gib: float
+    usd_per_gb_month: float
+    usd_per_disk_month: float
+    iops: float | None
+    iops_per_gib: float | None
+    max_iops: float | None
+    usd_per_iops_month: float
+
+
+@dataclass(frozen=True)
+class SlaPrice:
+    """Price model of one SLA feature on one provider (linear + a minimum)."""
+
+    provider: str
+    feature: str
+    name: str
+    available: bool
+    usd_flat_month: float = 0.0
+    usd_per_node_month: float = 0.0
+    usd_per_gb_month: float = 0.0
+    percent_of_spend: float = 0.0
+    minimum_usd: float = 0.0
+    min_nodes: int = 1
+    notes: str = ""
+
+
+@dataclass
+class Catalog:
+    """The prices of one price set, grouped by provider."""
+
+    price_set: str
+    vms: dict[str, list[VmType]] = field(default_factory=dict)
+    storage: dict[str, list[StorageOption]] = field(default_factory=dict)
+    slas: dict[str, dict[str, SlaPrice]] = field(default_factory=dict)
+
+    def vm(self, provider: str, name: str) -> VmType:
+        for v in self.vms.get(provider, []):
+            if v.name == name:
+                return v
+        names = ", ".join(v.name for v in self.vms.get(provider, []))
+        raise CatalogError(
+            f"unknown VM {provider}:{name} in price set {self.price_set} (known: {names})"
+        )
+
+
+def _f(x: object, default: float = 0.0) -> float:
+    return default if x is None else float(x)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=8)
+def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> Catalog:
+    """Load one price set from ``pricing.parquet``."""
+    if price_set not in PRICE_SETS:
+        raise CatalogError(f"unknown price set {price_set!r} (known: {', '.join(PRICE_SETS)})")
+    if not path.is_file():
+        raise CatalogError(f"{path} is missing; run `cosine pricing build`")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a corrupt file
+        raise CatalogError(f"{path} is not a readable parquet file: {exc}") from exc
+    missing = set(_SCHEMA.names) - set(table.column_names)
+    if missing:
+        raise CatalogError(f"{path} lacks columns {sorted(missing)}; rebuild it")
+    cat = Catalog(price_set=price_set)
+    for r in table.to_pylist():
+        if r["price_set"] != price_set:
+            continue
+        p = r["provider"]
+        if r["kind"] == "vm":
+            cat.vms.setdefault(p, []).append(
+                VmType(p, r["name"], int(r["vcpu"]), float(r["memory_gib"]), float(r["usd_per_hour"]))
+            )
+        elif r["kind"] == "storage":
+            cat.storage.setdefault(p, []).append(
+                StorageOption(
+                    provider=p,
+                    name=r["name"],
+                    rule=r["storage_rule"],
+                    size_gib=r["size_gib"],
+                    free_gib=_f(r["free_gib"]),
+                    usd_per_gb_month=_f(r["usd_per_gb_month"]),
+                    usd_per_disk_month=_f(r["usd_per_disk_month"]),
+                    iops=r["iops"],
+                    iops_per_gib=r["iops_per_gib"],
+                    max_iops=r["max_iops"],
+                    usd_per_iops_month=_f(r["usd_per_iops_month"]),
+                )
+            )
+        elif r["kind"] == "sla":
+            cat.slas.setdefault(p, {})[r["feature"]] = SlaPrice(
+                provider=p,
+                feature=r["feature"],
+                name=r["name"],
+                available=bool(r["available"]),
+                usd_flat_month=_f(r["usd_flat_month"]),
+                usd_per_node_month=_f(r["usd_per_node_month"]),
+                usd_per_gb_month=_f(r["usd_per_gb_month"]),
+                percent_of_spend=_f(r["percent_of_spend"]),
+                minimum_usd=_f(r["minimum_usd"]),
+                min_nodes=int(r["min_nodes"]) if r["min_nodes"] is not None else 1,
+                notes=r["notes"] or "",
+            )
+    for p in cat.vms:
+        cat.vms[p].sort(key=lambda v: (v.memory_gib, v.usd_per_hour))
+    return cat
+
+
+def catalog_rows(price_set: str | None = None, provider: str | None = None) -> list[dict]:
+    """Raw catalog rows (for ``cosine pricing show``)."""
+    table = pq.read_table(PRICING_PARQUET)
+    out = []
+    for r in table.to_pylist():
+        if price_set and r["price_set"] != price_set:
+            continue
+        if provider and r["provider"] != provider:
+            continue
+        out.append(r)
+    return out

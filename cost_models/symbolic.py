@@ -1,0 +1,268 @@
+"""The Cosine cost model written once, in sympy, and compiled to numpy.
+
+Every formula of the I/O and CPU models lives here as a sympy expression; the
+rest of ``cost_models`` only composes the compiled functions over levels,
+partitions and designs (products over levels, sums over partitions). Nothing
+is written a second time by hand.
+
+Notation follows the Cosine technical report (seeds/001, Sections 1-2) and the
+paper's Table 2 (seeds/000); where this model departs from them the docstring of
+the expression says why (see also docs/model.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- symbols
+
+
+def _symbols() -> SimpleNamespace:
+    """The model's symbols (sympy is imported only when deriving)."""
+    import sympy as sp
+
+    W = sp.Symbol("W", positive=True)  # puts in a window (a run's "age" in puts)
+    U = sp.Symbol("U", positive=True)  # keys in a partition (its universe)
+    P = sp.Symbol("p", nonnegative=True)  # probability a put/get targets the partition
+    IOTA = sp.Symbol("iota", nonnegative=True)  # fraction of puts that insert new keys
+    NKEYS = sp.Symbol("N", positive=True)  # keys on the node
+    R = sp.Symbol("R", positive=True)  # distinct entries (a run, a level, a buffer)
+    V = sp.Symbol("V", positive=True)
+    M = sp.Symbol("M", positive=True)
+    BITS = sp.Symbol("b", nonnegative=True)  # Bloom filter bits per key
+    FPR = sp.Symbol("f", positive=True)
+    X = sp.Symbol("x", nonnegative=True)  # per-run miss probability 1 - alpha
+    GEOM = sp.Function("geom")  # (1 - (1-alpha)^n) / alpha, implemented stably below
+    NRUNS = sp.Symbol("n", positive=True, integer=True)  # runs in a level
+    RUN = sp.Symbol("r", positive=True, integer=True)
+    PREFIX = sp.Symbol("A", nonnegative=True)  # P(lookup not finished before this level)
+    SUFFIX = sp.Symbol("S", nonnegative=True)  # P(key absent from every later level)
+    ALPHA = sp.Symbol("alpha", nonnegative=True)
+    BLK = sp.Symbol("B", positive=True)  # entries per block
+    SEL = sp.Symbol("s", nonnegative=True)  # range selectivity (fraction of keys)
+    INCOMING = sp.Symbol("I", nonnegative=True)  # entries merged into a level
+    EXISTING = sp.Symbol("E_x", nonnegative=True)  # entries already in the target run
+    LEVELED = sp.Symbol("lev", nonnegative=True)  # 1 if the merge rewrites the target run
+    QPUTS = sp.Symbol("Q", positive=True)  # puts needed to fill the source
+    READS_SRC = sp.Symbol("src", nonnegative=True)  # 1 if the source lives on disk
+    GARBAGE = sp.Symbol("g", positive=True)  # dead fraction that triggers log GC
+    OVERWRITE = sp.Symbol("u", nonnegative=True)  # fraction of appends that kill a version
+    PHI = sp.Symbol("phi", nonnegative=True)
+    ETA = sp.Symbol("eta", positive=True)
+    IO = sp.Symbol("io", nonnegative=True)
+    IOPS = sp.Symbol("IOPS", positive=True)
+    CPU = sp.Symbol("c", positive=True)
+    LAMBDA = sp.Symbol("mu", positive=True)
+    NENT = sp.Symbol("n_i", positive=True)
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+def _expressions() -> dict[str, Any]:
+    import sympy as sp
+
+    y = _symbols()
+    e: dict[str, Any] = {}
+
+    # -- Workload windows (replaces the report's coupon-collector Q_i and alpha^i).
+    # A run holding R distinct entries was filled by the last W puts, where W
+    # solves distinct(W) = R. New keys (inserts, fraction iota) are always
+    # distinct; updates hit partition j with probability p_j, uniformly among
+    # its U_j keys, so its expected distinct keys after W puts is
+    # U_j (1 - exp(-W (1-iota) p_j / U_j)). For one uniform partition this
+    # inverts to W = U log(U / (U - R)), the report's f(V, M) = V log(V/(V-M+1)).
+    e["distinct_new"] = y.IOTA * y.W
+    e["distinct_part"] = y.U * (1 - sp.exp(-y.W * (1 - y.IOTA) * y.P / y.U))
+    e["coupon_collector"] = y.V * sp.log(y.V / (y.V - y.M + 1))
+    # Probability that a given key of the partition has a version in a run
+    # filled by a window of W puts: updated during the window, or one of the
+    # inserted keys (inserts are uniform over the key space, like the report's
+    # regular-key alpha = R (1 - p) / U_2).
+    e["alpha_window"] = 1 - (1 - sp.Min(1, y.IOTA * y.W / y.NKEYS)) * sp.exp(-y.W * (1 - y.IOTA) * y.P / y.U)
+
+    # -- Bloom filters.
+    e["bloom_fpr"] = sp.exp(-y.BITS * sp.log(2) ** 2)
+    e["bloom_bits"] = sp.solve(sp.Eq(y.FPR, sp.exp(-y.BITS * sp.log(2) ** 2)), y.BITS)[0]
+    # Monkey allocation (Dayan et al. 2017, cited by the paper for per-level
+    # bits): minimise sum_i r_i p_i subject to sum_i n_i bits(p_i) = M_BF. The
+    # stationarity condition of the Lagrangian gives p_i = mu n_i / r_i.
+    lag = y.NRUNS * y.FPR + y.LAMBDA * y.NENT * sp.log(2) ** -2 * (-sp.log(y.FPR))
+    e["monkey_fpr"] = sp.solve(sp.diff(lag, y.FPR), y.FPR)[0]
+
+    # -- Lookups: sums over the n runs of one level (report Sec. 1, c_{r,i}, d_{r,i}).
+    # x = 1 - alpha is the miss probability of one run; A the probability the
+    # lookup reached this level (not in buffer, not in block cache, not in an
+    # earlier level); S the probability the key is in no later level.
+    # False-positive exposure: sum_r A x^r (1 - x^(n-r) S)  (run r probed for a
+    # key that is not in it, while the key lives later).
+    # The geometric sums are closed by sympy and checked against a stable
+    # helper geom(alpha, n) = (1 - (1-alpha)^n) / alpha = sum_{r<n} x^r, which
+    # avoids the 0/0 of the closed form when alpha -> 0.
+    x = 1 - y.ALPHA
+    geo = sp.summation(y.X**y.RUN, (y.RUN, 1, y.NRUNS)).subs(y.X, x)
+    closed = x * y.GEOM(y.ALPHA, y.NRUNS)
+    check = sp.simplify((geo - closed.subs(y.GEOM(y.ALPHA, y.NRUNS), (1 - x**y.NRUNS) / y.ALPHA)).rewrite(sp.Piecewise))
+    if check != 0 and sp.simplify(check.subs(y.ALPHA, sp.Rational(1, 3)).subs(y.NRUNS, 4)) != 0:
+        raise RuntimeError("geometric closed form does not match the summation")
+    e["fp_exposure"] = y.PREFIX * (closed - y.NRUNS * x**y.NRUNS * y.SUFFIX)
+    e["reach_exposure"] = y.PREFIX * (y.GEOM(y.ALPHA, y.NRUNS) - y.NRUNS * x**y.NRUNS * y.SUFFIX)
+    e["level_miss"] = x**y.NRUNS
+
+    # -- Range scans: a run contributes the blocks its share of the range spans
+    # (expected 1 + (m-1)/B for m contiguous entries, bounded by 1 + m/B).
+    e["range_run"] = 1 + y.SEL * y.R / y.BLK
+
+    # -- Writes, amortized per put. A merge into a level reads the incoming
+    # runs (when they are on disk) and, if the level keeps one run, the
+    # existing run too; it writes everything it read. Paper Table 2 counts
+    # only (R^{i-1} K + R^i) / B, the read side; we count both because both
+    # consume the device's iops (docs/model.md).
+    e["merge_cost"] = (
+        (y.READS_SRC * y.INCOMING + y.INCOMING) / y.BLK + y.LEVELED * 2 * y.EXISTING / y.BLK
+    ) / y.QPUTS
+    # Log-structured hash table: appends cost 1/B per entry; a GC pass at dead
+    # fraction g reads the log (N/(1-g)) and writes the live N, and happens
+    # every N g / ((1-g) u) appends, so it adds u (2-g) / (g B) per append.
+    e["log_append"] = (1 + y.OVERWRITE * (2 - y.GARBAGE) / y.GARBAGE) / y.BLK
+
+    # -- cpu (paper Eq. 2, 3): Amdahl speed-up, then throughput bounded by the
+    # cpu (single-op time scaled by g) and by the device's iops, which threads
+    # cannot raise.
+    e["amdahl"] = 1 / (1 - y.PHI * (1 - 1 / y.ETA))
+    e["op_time"] = y.IO / y.IOPS + y.CPU
+    e["throughput_cpu"] = e["amdahl"] / e["op_time"]
+    e["throughput_io"] = y.IOPS / y.IO
+    return e
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled expression: the sympy source and its numpy function."""
+
+    name: str
+    expr: Any  # the sympy expression; None when loaded from the cache
+    args: tuple[Any, ...]
+    fn: Callable[..., Any]
+
+    def __call__(self, *a: Any) -> Any:
+        return self.fn(*a)
+
+
+_ARGS: dict[str, tuple[str, ...]] = {
+    "distinct_new": ("W", "IOTA"),
+    "distinct_part": ("W", "U", "P", "IOTA"),
+    "coupon_collector": ("V", "M"),
+    "alpha_window": ("W", "U", "P", "IOTA", "NKEYS"),
+    "bloom_fpr": ("BITS",),
+    "bloom_bits": ("FPR",),
+    "monkey_fpr": ("LAMBDA", "NENT", "NRUNS"),
+    "fp_exposure": ("PREFIX", "ALPHA", "NRUNS", "SUFFIX"),
+    "reach_exposure": ("PREFIX", "ALPHA", "NRUNS", "SUFFIX"),
+    "level_miss": ("ALPHA", "NRUNS"),
+    "range_run": ("SEL", "R", "BLK"),
+    "merge_cost": ("READS_SRC", "INCOMING", "LEVELED", "EXISTING", "BLK", "QPUTS"),
+    "log_append": ("OVERWRITE", "GARBAGE", "BLK"),
+    "amdahl": ("PHI", "ETA"),
+    "op_time": ("IO", "IOPS", "CPU"),
+    "throughput_cpu": ("PHI", "ETA", "IO", "IOPS", "CPU"),
+    "throughput_io": ("IOPS", "IO"),
+}
+
+
+def _geom(alpha: Any, n: Any) -> Any:
+    """(1 - (1-alpha)^n) / alpha without cancellation; n when alpha = 0."""
+    a = np.asarray(alpha, dtype=float)
+    nn = np.asarray(n, dtype=float)
+    safe = np.where(a > 0, a, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # alpha = 1 gives log1p(-1) = -inf, val = 1
+        val = -np.expm1(nn * np.log1p(-np.minimum(safe, 1.0))) / safe
+    return np.where(a > 0, val, nn)
+
+
+def _cache_path() -> Path:
+    """Where the generated numpy source is cached, keyed by this file's content."""
+    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cosine"
+    return root / f"compiled-{digest}.json"
+
+
+def _namespace() -> dict[str, Any]:
+    ns: dict[str, Any] = dict(vars(np))
+    ns["geom"] = _geom
+    ns["numpy"] = np
+    return ns
+
+
+def _derive_all() -> dict[str, Compiled]:
+    import sympy as sp
+
+    exprs = _expressions()
+    y = _symbols()
+    out: dict[str, Compiled] = {}
+    for name, arg_names in _ARGS.items():
+        expr = exprs[name]
+        args = tuple(getattr(y, a) for a in arg_names)
+        missing = expr.free_symbols - set(args)
+        if missing:  # a guard against an expression silently losing an argument
+            raise RuntimeError(f"{name}: symbols {missing} are not arguments")
+        fn = sp.lambdify(args, expr, modules=[{"geom": _geom}, "numpy"])
+        out[name] = Compiled(name, expr, args, fn)
+    return out
+
+
+@lru_cache(maxsize=1)
+def compiled() -> dict[str, Compiled]:
+    """The compiled model: lambdified numpy functions of every expression.
+
+    Deriving the expressions takes sympy about half a second, so the generated
+    numpy source is cached on disk, keyed by the hash of this file; the cache
+    is only ever the output of ``sympy.lambdify`` on these expressions (a test
+    checks cached and freshly derived functions agree).
+    """
+    path = _cache_path()
+    if path.is_file() and not os.environ.get("COSINE_NO_SYMBOLIC_CACHE"):
+        try:
+            cached = json.loads(path.read_text())
+            out = {}
+            for name, src in cached.items():
+                ns = _namespace()
+                exec(compile(src, f"<cosine-compiled {name}>", "exec"), ns)  # noqa: S102
+                out[name] = Compiled(name, None, _ARGS[name], ns["_lambdifygenerated"])
+            if set(out) == set(_ARGS):
+                return out
+        except (OSError, ValueError, KeyError, SyntaxError):
+            pass  # a damaged cache is rebuilt below
+    out = _derive_all()
+    try:
+        sources = {name: inspect.getsource(c.fn) for name, c in out.items()}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(sources))
+        tmp.replace(path)
+    except OSError:
+        pass  # caching is an optimisation only
+    return out
+
+
+@lru_cache(maxsize=1)
+def derived() -> dict[str, Compiled]:
+    """Freshly derived expressions and functions (no cache)."""
+    return _derive_all()
+
+
+def expression(name: str) -> sp.Expr:
+    """The sympy expression behind a compiled function (for docs and tests)."""
+    return derived()[name].expr

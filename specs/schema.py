@@ -1,0 +1,539 @@
+"""The workload spec: YAML in, a validated, typed :class:`Spec` out.
+
+Every problem is reported as a :class:`SpecError` naming the field (dotted path)
+and what is wrong, in one line. The loader refuses YAML alias bombs, duplicate
+keys and files larger than :data:`MAX_SPEC_BYTES` before building any object.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Largest spec file accepted; real specs are a few hundred bytes.
+MAX_SPEC_BYTES = 1 << 20
+#: YAML aliases allowed per file (anchors are handy for sharing a distribution;
+#: a "billion laughs" file needs many more).
+MAX_ALIASES = 50
+#: Entries above this are rejected as absurd (1e15 x 1 KiB = 1 EB).
+MAX_ENTRIES = 1e15
+
+OPERATIONS = ("get", "empty_get", "range", "insert", "update", "rmw")
+DISTRIBUTION_KINDS = {
+    "uniform": {},
+    "zipfian": {"theta": 0.99},
+    "skew": {"hot_fraction": None, "hot_probability": None},
+    "normal": {"mean": 0.5, "stddev": None},
+    "latest": {"theta": 0.99},
+}
+PROVIDERS = ("aws", "gcp", "azure")
+SLA_FEATURES = ("migration", "support", "backup", "reliability", "availability")
+DESIGN_CLASSES = ("lsm", "btree", "lsh", "hybrid")
+PRICE_SETS = ("paper2021", "ondemand", "committed1y", "spot")
+
+
+class SpecError(ValueError):
+    """A spec problem: ``field`` is the dotted path, ``problem`` the one-line reason."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A key distribution as the user wrote it (mapped to partitions in cost_models)."""
+
+    kind: str = "uniform"
+    theta: float = 0.99
+    hot_fraction: float = 0.0
+    hot_probability: float = 0.0
+    mean: float = 0.5
+    stddev: float = 0.1
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind}
+        for k in DISTRIBUTION_KINDS[self.kind]:
+            d[k] = getattr(self, k)
+        return d
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the key-value store must serve."""
+
+    entries: int
+    key_bytes: int
+    value_bytes: int
+    operations: dict[str, float]
+    scan_length: float
+    get_distribution: Distribution
+    put_distribution: Distribution
+    operations_per_month: float | None
+
+    @property
+    def entry_bytes(self) -> int:
+        return self.key_bytes + self.value_bytes
+
+    @property
+    def range_selectivity(self) -> float:
+        return self.scan_length / self.entries
+
+    @property
+    def data_bytes(self) -> float:
+        return float(self.entries) * self.entry_bytes
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """Constraints on the engine designs the search may consider."""
+
+    classes: tuple[str, ...] = DESIGN_CLASSES
+    size_ratio: tuple[int, int] = (2, 64)
+    max_runs: int = 64
+    block_bytes: tuple[int, ...] = (4096,)
+    memory_step: float = 0.1
+    max_cluster_size: int = 30
+    memory_headroom: float = 0.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated Cosine spec."""
+
+    name: str
+    workload: Workload
+    budget_usd: float
+    budget_range: tuple[float, float]
+    min_throughput: float | None
+    max_latency_s: float | None
+    providers: tuple[str, ...]
+    slas: tuple[str, ...]
+    design: DesignSpace
+    noise: float
+    kl_radius: float | None
+    pricing: str
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+# ----------------------------------------------------------------------------- YAML loading
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """SafeLoader that counts aliases and refuses duplicate mapping keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise SpecError("", f"more than {MAX_ALIASES} YAML aliases (alias bomb?)")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                dup = key in seen
+            except TypeError:
+                raise SpecError("", f"line {key_node.start_mark.line + 1}: unhashable key") from None
+            if dup:
+                raise SpecError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml_text(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_GuardedLoader)  # noqa: S506 - guarded SafeLoader
+    except SpecError:
+        raise
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError("", f"not valid YAML: {where}{problem}") from None
+    except RecursionError:
+        raise SpecError("", "YAML nesting too deep") from None
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read, parse and validate a spec file."""
+    p = Path(path)
+    if not p.exists():
+        raise SpecError("", f"{p}: no such file")
+    if not p.is_file():
+        raise SpecError("", f"{p}: not a file")
+    try:
+        size = p.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError("", f"{p}: {size} bytes is too large for a spec (max {MAX_SPEC_BYTES})")
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SpecError("", f"{p}: not UTF-8 text") from None
+    except OSError as exc:
+        raise SpecError("", f"{p}: cannot read ({exc.strerror})") from None
+    spec = parse_spec(text)
+    return spec if spec.source else _with_source(spec, str(p))
+
+
+def _with_source(spec: Spec, source: str) -> Spec:
+    from dataclasses import replace
+
+    return replace(spec, source=source)
+
+
+def parse_spec(text: str) -> Spec:
+    """Parse and validate spec YAML text."""
+    if not text.strip():
+        raise SpecError("", "the spec is empty")
+    data = _load_yaml_text(text)
+    if data is None:
+        raise SpecError("", "the spec is empty")
+    if not isinstance(data, dict):
+        raise SpecError("", f"the spec must be a YAML mapping, got {_type_name(data)}")
+    return validate(data)
+
+
+# ----------------------------------------------------------------------------- validation helpers
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return f"the number {v!r}"
+    if isinstance(v, str):
+        return f"the string {v!r}"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    return type(v).__name__
+
+
+def _check_keys(where: str, data: dict[str, Any], allowed: list[str], required: list[str]) -> None:
+    for k in data:
+        if not isinstance(k, str):
+            raise SpecError(where or "spec", f"keys must be strings, got {_type_name(k)}")
+        if k not in allowed:
+            near = difflib.get_close_matches(k, allowed, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else f" (valid: {', '.join(allowed)})"
+            raise SpecError(_join(where, k), f"unknown field{hint}")
+    for k in required:
+        if k not in data:
+            raise SpecError(_join(where, k), "required field is missing")
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _mapping(where: str, v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise SpecError(where, f"must be a mapping, got {_type_name(v)}")
+    return v
+
+
+def _number(
+    where: str,
+    v: Any,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    integer: bool = False,
+) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        if isinstance(v, str):
+            try:
+                v = float(v)  # YAML 1.1 reads "1e8" (no dot) as a string
+            except ValueError:
+                raise SpecError(where, f"must be a number, got {_type_name(v)}") from None
+        else:
+            raise SpecError(where, f"must be a number, got {_type_name(v)}")
+    x = float(v)
+    if math.isnan(x):
+        raise SpecError(where, "must be a number, got NaN")
+    if math.isinf(x):
+        raise SpecError(where, "must be finite, got infinity")
+    if integer and x != math.floor(x):
+        raise SpecError(where, f"must be a whole number, got {v!r}")
+    if lo is not None and (x < lo or (lo_open and x == lo)):
+        rel = "greater than" if lo_open else "at least"
+        raise SpecError(where, f"must be {rel} {lo:g}, got {v!r}")
+    if hi is not None and x > hi:
+        raise SpecError(where, f"must be at most {hi:g}, got {v!r}")
+    return x
+
+
+def _choice_list(where: str, v: Any, valid: tuple[str, ...], what: str) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list):
+        raise SpecError(where, f"must be a list of {what}s, got {_type_name(v)}")
+    out: list[str] = []
+    for i, item in enumerate(v):
+        if not isinstance(item, str):
+            raise SpecError(f"{where}[{i}]", f"must be a {what} name, got {_type_name(item)}")
+        name = item.strip().lower()
+        if name not in valid:
+            near = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise SpecError(
+                f"{where}[{i}]", f"unknown {what} {item!r} (valid: {', '.join(valid)}){hint}"
+            )
+        if name in out:
+            raise SpecError(f"{where}[{i}]", f"{what} {item!r} is listed twice")
+        out.append(name)
+    if not out:
+        raise SpecError(where, f"must list at least one {what}")
+    return tuple(out)
+
+
+def _pair(where: str, v: Any, *, integer: bool, lo: float, lo_open: bool = False) -> tuple[float, float]:
+    if not isinstance(v, list) or len(v) != 2:
+        raise SpecError(where, f"must be a [low, high] pair, got {_type_name(v)}")
+    a = _number(f"{where}[0]", v[0], lo=lo, lo_open=lo_open, integer=integer)
+    b = _number(f"{where}[1]", v[1], lo=lo, lo_open=lo_open, integer=integer)
+    if a > b:
+        raise SpecError(where, f"empty range: low {v[0]!r} is above high {v[1]!r}")
+    return a, b
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def _distribution(where: str, v: Any) -> Distribution:
+    if isinstance(v, str):
+        v = {"kind": v}
+    d = _mapping(where, v)
+    if "kind" not in d:
+        raise SpecError(_join(where, "kind"), "required field is missing")
+    kind = d["kind"]
+    if not isinstance(kind, str) or kind not in DISTRIBUTION_KINDS:
+        near = difflib.get_close_matches(str(kind), list(DISTRIBUTION_KINDS), n=1, cutoff=0.5)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SpecError(
+            _join(where, "kind"),
+            f"unknown distribution {kind!r} (valid: {', '.join(DISTRIBUTION_KINDS)}){hint}",
+        )
+    params = DISTRIBUTION_KINDS[kind]
+    required = [k for k, default in params.items() if default is None]
+    _check_keys(where, d, ["kind", *params], required)
+    vals: dict[str, float] = {}
+    for k, default in params.items():
+        raw = d.get(k, default)
+        w = _join(where, k)
+        if k == "theta":
+            vals[k] = _number(w, raw, lo=0.0, lo_open=True, hi=10.0)
+        elif k == "hot_fraction":
+            vals[k] = _number(w, raw, lo=0.0, lo_open=True, hi=1.0)
+            if vals[k] >= 1.0:
+                raise SpecError(w, "must be below 1 (a hot set of every key is uniform)")
+        elif k == "hot_probability":
+            vals[k] = _number(w, raw, lo=0.0, hi=1.0)
+        elif k == "mean":
+            vals[k] = _number(w, raw, lo=0.0, hi=1.0)
+        elif k == "stddev":
+            vals[k] = _number(w, raw, lo=0.0, lo_open=True, hi=1.0)
+    return Distribution(kind=kind, **vals)
+
+
+def _workload(v: Any) -> Workload:
+    w = _mapping("workload", v)
+    allowed = [
+        "entries",
+        "key_bytes",
+        "value_bytes",
+        "operations",
+        "range_selectivity",
+        "scan_length",
+        "distribution",
+        "operations_per_month",
+    ]
+    _check_keys("workload", w, allowed, ["entries", "key_bytes", "value_bytes", "operations"])
+    entries = _number("workload.entries", w["entries"], lo=1, integer=True)
+    if entries > MAX_ENTRIES:
+        raise SpecError("workload.entries", f"{entries:.3g} entries is absurd (max {MAX_ENTRIES:.0e})")
+    key_bytes = _number("workload.key_bytes", w["key_bytes"], lo=1, hi=65536, integer=True)
+    value_bytes = _number("workload.value_bytes", w["value_bytes"], lo=1, hi=1 << 30, integer=True)
+
+    ops_raw = _mapping("workload.operations", w["operations"])
+    _check_keys("workload.operations", ops_raw, list(OPERATIONS), [])
+    ops = {
+        op: _number(f"workload.operations.{op}", ops_raw.get(op, 0.0), lo=0.0, hi=1.0)
+        for op in OPERATIONS
+    }
+    total = sum(ops.values())
+    if abs(total - 1.0) > 1e-6:
+        raise SpecError("workload.operations", f"fractions sum to {total:.6g}, must sum to 1 (±1e-6)")
+    ops = {k: x / total for k, x in ops.items()}
+
+    if "range_selectivity" in w and "scan_length" in w:
+        raise SpecError("workload.scan_length", "give range_selectivity or scan_length, not both")
+    if "range_selectivity" in w:
+        s = _number("workload.range_selectivity", w["range_selectivity"], lo=0.0, lo_open=True, hi=1.0)
+        scan_length = max(1.0, s * entries)
+    elif "scan_length" in w:
+        scan_length = _number("workload.scan_length", w["scan_length"], lo=1, integer=False)
+        if scan_length > entries:
+            raise SpecError("workload.scan_length", f"{scan_length:g} exceeds the {entries:.0f} entries")
+    else:
+        scan_length = min(100.0, entries)  # YCSB's default maxscanlength
+
+    dist = w.get("distribution", {})
+    dist = _mapping("workload.distribution", dist)
+    _check_keys("workload.distribution", dist, ["get", "put"], [])
+    get_d = _distribution("workload.distribution.get", dist.get("get", {"kind": "uniform"}))
+    put_d = _distribution("workload.distribution.put", dist.get("put", {"kind": "uniform"}))
+
+    opm = None
+    if "operations_per_month" in w:
+        opm = _number("workload.operations_per_month", w["operations_per_month"], lo=0.0, lo_open=True)
+    return Workload(
+        entries=int(entries),
+        key_bytes=int(key_bytes),
+        value_bytes=int(value_bytes),
+        operations=ops,
+        scan_length=scan_length,
+        get_distribution=get_d,
+        put_distribution=put_d,
+        operations_per_month=opm,
+    )
+
+
+def _design(v: Any) -> DesignSpace:
+    d = _mapping("design", v)
+    allowed = [
+        "classes",
+        "size_ratio",
+        "max_runs",
+        "block_bytes",
+        "memory_step",
+        "max_cluster_size",
+        "memory_headroom",
+    ]
+    _check_keys("design", d, allowed, [])
+    base = DesignSpace()
+    classes = _choice_list("design.classes", d["classes"], DESIGN_CLASSES, "design class") if "classes" in d else base.classes
+    tr = base.size_ratio
+    if "size_ratio" in d:
+        a, b = _pair("design.size_ratio", d["size_ratio"], integer=True, lo=2)
+        tr = (int(a), int(b))
+    max_runs = int(_number("design.max_runs", d.get("max_runs", base.max_runs), lo=1, hi=4096, integer=True))
+    bb = d.get("block_bytes", list(base.block_bytes))
+    if not isinstance(bb, list):
+        bb = [bb]
+    if not bb:
+        raise SpecError("design.block_bytes", "must list at least one block size")
+    blocks = tuple(
+        int(_number(f"design.block_bytes[{i}]", x, lo=512, hi=1 << 24, integer=True))
+        for i, x in enumerate(bb)
+    )
+    step = _number("design.memory_step", d.get("memory_step", base.memory_step), lo=0.0, lo_open=True, hi=0.5)
+    mcs = int(_number("design.max_cluster_size", d.get("max_cluster_size", base.max_cluster_size), lo=1, hi=1000, integer=True))
+    headroom = _number("design.memory_headroom", d.get("memory_headroom", 0.0), lo=0.0, hi=0.9)
+    return DesignSpace(
+        classes=classes,
+        size_ratio=tr,
+        max_runs=max_runs,
+        block_bytes=blocks,
+        memory_step=step,
+        max_cluster_size=mcs,
+        memory_headroom=headroom,
+    )
+
+
+def validate(data: dict[str, Any]) -> Spec:
+    """Validate a parsed YAML mapping into a :class:`Spec`."""
+    allowed = [
+        "name",
+        "workload",
+        "budget",
+        "performance",
+        "providers",
+        "slas",
+        "design",
+        "robustness",
+        "pricing",
+    ]
+    _check_keys("", data, allowed, ["name", "workload", "budget"])
+    name = data["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError("name", f"must be a non-empty string, got {_type_name(name)}")
+    if any(c in name for c in "/\\\0") or name.startswith("."):
+        raise SpecError("name", f"{name!r} cannot contain '/' or '\\' or start with '.' (it names a run directory)")
+    workload = _workload(data["workload"])
+
+    b = _mapping("budget", data["budget"])
+    _check_keys("budget", b, ["monthly_usd", "range"], ["monthly_usd"])
+    budget = _number("budget.monthly_usd", b["monthly_usd"], lo=0.0, lo_open=True, hi=1e9)
+    if "range" in b:
+        lo, hi = _pair("budget.range", b["range"], integer=False, lo=0.0, lo_open=True)
+        if lo == hi:
+            raise SpecError("budget.range", "low and high are equal; give a range")
+    else:
+        lo, hi = 1.0, 500_000.0
+    if not lo <= budget <= hi:
+        # The paper: a budget outside the range widens it to 1..(b + 500,000).
+        lo, hi = min(lo, 1.0), max(hi, budget + 500_000.0)
+
+    min_tp = max_lat = None
+    if "performance" in data and data["performance"] is not None:
+        perf = _mapping("performance", data["performance"])
+        _check_keys("performance", perf, ["min_throughput", "max_latency_s"], [])
+        if "min_throughput" in perf:
+            min_tp = _number("performance.min_throughput", perf["min_throughput"], lo=0.0, lo_open=True)
+        if "max_latency_s" in perf:
+            max_lat = _number("performance.max_latency_s", perf["max_latency_s"], lo=0.0, lo_open=True)
+
+    providers = _choice_list("providers", data["providers"], PROVIDERS, "provider") if "providers" in data else PROVIDERS
+    slas: tuple[str, ...] = ()
+    if "slas" in data and data["slas"] not in (None, []):
+        slas = _choice_list("slas", data["slas"], SLA_FEATURES, "SLA")
+    design = _design(data["design"]) if data.get("design") is not None else DesignSpace()
+
+    noise, kl = 0.0, None
+    if data.get("robustness") is not None:
+        r = _mapping("robustness", data["robustness"])
+        _check_keys("robustness", r, ["noise", "kl_radius"], [])
+        if "noise" in r:
+            noise = _number("robustness.noise", r["noise"], lo=0.0, hi=0.9)
+        if "kl_radius" in r:
+            kl = _number("robustness.kl_radius", r["kl_radius"], lo=0.0, hi=20.0)
+
+    pricing = data.get("pricing", "paper2021")
+    if not isinstance(pricing, str) or pricing not in PRICE_SETS:
+        near = difflib.get_close_matches(str(pricing), PRICE_SETS, n=1, cutoff=0.5)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SpecError("pricing", f"unknown price set {pricing!r} (valid: {', '.join(PRICE_SETS)}){hint}")
+
+    return Spec(
+        name=name.strip(),
+        workload=workload,
+        budget_usd=budget,
+        budget_range=(lo, hi),
+        min_throughput=min_tp,
+        max_latency_s=max_lat,
+        providers=providers,
+        slas=slas,
+        design=design,
+        noise=noise,
+        kl_radius=kl,
+        pricing=pricing,
+        raw=data,
+    )
