@@ -86,6 +86,10 @@ pub struct Table {
     pub max_key: Vec<u8>,
     /// Total file size in bytes.
     pub file_bytes: u64,
+    /// Flush sequence of the oldest data in the file (file picking `oldest_flushed`).
+    pub flushed_seq: u64,
+    /// Sequence of the merge that wrote the file (file picking `oldest_merged`).
+    pub merged_seq: u64,
     top: Arc<Fences>,
     filter_kind: FilterKind,
     filter_handle: BlockHandle,
@@ -128,6 +132,7 @@ pub struct TableBuilder<'a> {
     tombstones: u64,
     min_key: Vec<u8>,
     max_key: Vec<u8>,
+    seqs: (u64, u64),
     io: &'a IoCounter,
 }
 
@@ -152,8 +157,14 @@ impl<'a> TableBuilder<'a> {
             tombstones: 0,
             min_key: Vec::new(),
             max_key: Vec::new(),
+            seqs: (0, 0),
             io,
         })
+    }
+
+    /// Records the flush sequence of the oldest input and the sequence of this merge.
+    pub fn set_seqs(&mut self, flushed_seq: u64, merged_seq: u64) {
+        self.seqs = (flushed_seq, merged_seq);
     }
 
     /// Entries added so far.
@@ -276,6 +287,8 @@ impl<'a> TableBuilder<'a> {
         m.u64(filter_handle.offset);
         m.u32(filter_handle.len);
         m.len_bytes(&top.encode());
+        m.u64(self.seqs.0);
+        m.u64(self.seqs.1);
         m.seal();
         let meta = m.finish();
         let meta_h = self.write(&meta)?;
@@ -300,6 +313,8 @@ impl<'a> TableBuilder<'a> {
             min_key: self.min_key,
             max_key: self.max_key,
             file_bytes: self.offset,
+            flushed_seq: self.seqs.0,
+            merged_seq: self.seqs.1,
             top: Arc::new(top),
             filter_kind: self.opts.filter,
             filter_handle,
@@ -364,6 +379,8 @@ impl Table {
         };
         let filter_handle = BlockHandle { offset: m.u64()?, len: m.u32()? };
         let top = Fences::decode(m.len_bytes()?)?;
+        let flushed_seq = m.u64()?;
+        let merged_seq = m.u64()?;
         let mut t = Table {
             id,
             path,
@@ -375,6 +392,8 @@ impl Table {
             min_key,
             max_key,
             file_bytes: len,
+            flushed_seq,
+            merged_seq,
             top: Arc::new(top),
             filter_kind,
             filter_handle,
@@ -435,6 +454,8 @@ impl Table {
             min_key: self.min_key.clone(),
             max_key: self.max_key.clone(),
             file_bytes: self.file_bytes,
+            flushed_seq: self.flushed_seq,
+            merged_seq: self.merged_seq,
             top: self.top.clone(),
             filter_kind: self.filter_kind,
             filter_handle: self.filter_handle,
