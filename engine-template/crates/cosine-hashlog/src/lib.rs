@@ -24,7 +24,6 @@ use cosine_run::{Block, BlockBuilder, BlockCache};
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,7 +83,7 @@ pub struct HashLog {
 pub struct Prepared {
     /// Segment list to record in the manifest.
     pub segments: Vec<SegmentRecord>,
-    updates: Vec<(Vec<u8>, Option<Loc>)>,
+    updates: Vec<(Vec<u8>, Option<Loc>, u64)>,
     appended: Vec<(u64, SegStats)>,
     new_segments: Vec<Arc<Segment>>,
     active: Option<u64>,
@@ -286,7 +285,7 @@ impl HashLog {
         next_id: &mut dyn FnMut() -> u64,
         avoid: Option<u64>,
         io: &IoCounter,
-    ) -> Result<(Vec<(Vec<u8>, Option<Loc>)>, Vec<(u64, SegStats)>, Vec<Arc<Segment>>, Option<u64>)> {
+    ) -> Result<(Vec<(Vec<u8>, Option<Loc>, u64)>, Vec<(u64, SegStats)>, Vec<Arc<Segment>>, Option<u64>)> {
         let (mut active, mut active_total) = {
             let st = self.state.read();
             match st.active {
@@ -362,7 +361,7 @@ impl HashLog {
             }
             active_total += n;
             for (k, live) in pending.drain(..) {
-                updates.push((k, live.then_some(loc)));
+                updates.push((k, live.then_some(loc), s.id));
             }
             if done {
                 break;
@@ -408,6 +407,9 @@ impl HashLog {
             let lb = read_exact(&seg, pos, 4)?;
             let blen = u32::from_le_bytes([lb[0], lb[1], lb[2], lb[3]]);
             let loc = Loc { seg: victim, offset: pos + 4, len: blen };
+            if loc.offset + blen as u64 > len {
+                return Err(Error::corruption(format!("{}: block at {pos} crosses the committed end", seg.path.display())));
+            }
             let raw = read_exact(&seg, loc.offset, blen as usize)?;
             io.read(BlockKind::Data, 1, raw.len() as u64);
             let b = Block::decode(raw, self.key_len, &format!("{} block at {}", seg.path.display(), loc.offset))?;
@@ -443,8 +445,7 @@ impl HashLog {
             let s = st.stats.entry(*id).or_default();
             s.len += a.len;
         }
-        for (k, loc) in p.updates {
-            let seg = loc.map_or_else(|| p.active.unwrap_or(0), |l| l.seg);
+        for (k, loc, seg) in p.updates {
             Self::apply(&mut st, k, loc, seg);
         }
         if let Some(a) = p.active {
