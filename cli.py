@@ -87,7 +87,7 @@ def pricing_show(
         from rich.console import Console
         from rich.table import Table
 
-        from cost_models.pricing import PRICE_SETS, PROVIDERS, catalog_rows
+        from cost_models.pricing import PRICE_SETS, PROVIDERS, catalog_rows, price_summary
 
         if price_set not in PRICE_SETS:
             raise InputError(f"--set: unknown price set {price_set!r} (valid: {', '.join(PRICE_SETS)})")
@@ -104,18 +104,12 @@ def pricing_show(
             if not sel:
                 continue
             t = Table(title=f"{k} prices ({price_set})")
-            if k == "vm":
-                cols = ["provider", "name", "vcpu", "memory_gib", "usd_per_hour", "as_of", "source"]
-            elif k == "storage":
-                cols = ["provider", "name", "storage_rule", "size_gib", "free_gib", "usd_per_gb_month",
-                        "usd_per_disk_month", "iops", "iops_per_gib", "max_iops", "usd_per_iops_month", "as_of"]
-            else:
-                cols = ["provider", "feature", "name", "available", "usd_flat_month", "usd_per_node_month",
-                        "usd_per_gb_month", "percent_of_spend", "minimum_usd", "min_nodes", "notes"]
-            for c in cols:
+            for c in ("provider", "name", "figures", "price", "as of"):
                 t.add_column(c, overflow="fold")
             for r in sel:
-                t.add_row(*["" if r[c] is None else str(r[c]) for c in cols])
+                figures, price = price_summary(r)
+                t.add_row(r["provider"], r["name"] if k != "sla" else f"{r['feature']}: {r['name']}",
+                          figures, price, r["as_of"] or "")
             con.print(t)
 
 

@@ -133,6 +133,8 @@ def parse_design(text: str) -> Design:
                 kw[key] = v.lower() in ("1", "true", "yes")
             else:
                 kw[key] = v
+        except DesignError:
+            raise
         except ValueError:
             raise DesignError(f"{k}={v!r} is not a valid value") from None
     return Design(**kw).validate()

@@ -133,6 +133,30 @@ class Partitions:
         return int(self.frac.size)
 
 
+#: Kinds whose partitions run from the hottest keys to the coldest: two of them
+#: describe the *same* hot keys (the paper's one set U_1 of special keys, or
+#: YCSB's one key chooser), so they are aligned rather than independent.
+_POPULARITY_ORDERED = ("skew", "zipfian")
+
+
+def _aligned(a: Marginal, b: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Common refinement of two hottest-first partitionings of the same keys."""
+    ca = np.concatenate([[0.0], np.cumsum(a.frac)])
+    cb = np.concatenate([[0.0], np.cumsum(b.frac)])
+    ca[-1] = cb[-1] = 1.0
+    edges = np.unique(np.concatenate([ca, cb]))
+    lo, hi = edges[:-1], edges[1:]
+    keep = hi - lo > 0
+    lo, hi = lo[keep], hi[keep]
+    mid = (lo + hi) / 2
+    ia = np.clip(np.searchsorted(ca, mid, side="right") - 1, 0, a.frac.size - 1)
+    ib = np.clip(np.searchsorted(cb, mid, side="right") - 1, 0, b.frac.size - 1)
+    width = hi - lo
+    pa = a.prob[ia] * width / a.frac[ia]
+    pb = b.prob[ib] * width / b.frac[ib]
+    return width, pa / pa.sum(), pb / pb.sum()
+
+
 def partitions(get: Distribution, put: Distribution, n_keys: float) -> Partitions:
     """Joint get/put partitions (see the module docstring)."""
     g = marginal(get, n_keys)
@@ -152,6 +176,8 @@ def partitions(get: Distribution, put: Distribution, n_keys: float) -> Partition
         frac, pg, pp = p.frac, p.frac.copy(), p.prob
     elif put.kind == "uniform":
         frac, pg, pp = g.frac, g.prob, g.frac.copy()
+    elif get.kind in _POPULARITY_ORDERED and put.kind in _POPULARITY_ORDERED:
+        frac, pg, pp = _aligned(g, p)
     else:
         frac = np.outer(g.frac, p.frac).ravel()
         pg = np.outer(g.prob, p.frac).ravel()

@@ -119,10 +119,12 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     last_occ = np.maximum(N - upper.sum(axis=1), 1.0)
     occ = np.where(last, last_occ[:, None], upper)
 
-    # Hot levels: memory for filters (bits over capacity) and fences, shallowest first.
-    per_level_fence = np.where(exists, cap / B[:, None] * fence_bytes, 0.0)
+    # Hot levels: memory for filters and fences, shallowest first, sized for a
+    # full level (the last level for the keys it can hold, at most N).
+    sized = np.where(last, np.minimum(cap, N), cap)
+    per_level_fence = np.where(exists, sized / B[:, None] * fence_bytes, 0.0)
     bits_avg = np.where(batch.lsh, 0.0, batch.bloom_bits)
-    per_level_filter = np.where(exists, cap * bits_avg[:, None] / 8.0, 0.0)
+    per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
     cum_mem = np.cumsum(per_level_fence + per_level_filter, axis=1)
     spare = memory_bytes - batch.buffer_bytes
     hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
@@ -138,11 +140,11 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     per_run = np.where(exists, np.maximum(occ / np.maximum(runs, 1e-9), 1.0), 0.0)
 
     # Filters: the same total memory either spread Monkey-style or uniformly.
-    hot_cap = np.where(hot, cap, 0.0)
+    hot_cap = np.where(hot, sized, 0.0)
     budget_bits = bits_avg * hot_cap.sum(axis=1)
     uniform_fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
     if np.any(batch.monkey & (bits_avg > 0)):
-        monkey = _monkey_fpr(cap, runs, hot, budget_bits)
+        monkey = _monkey_fpr(sized, runs, hot, budget_bits)
         fpr = np.where((batch.monkey & (bits_avg > 0))[:, None], monkey, uniform_fpr)
     else:
         fpr = uniform_fpr
@@ -151,7 +153,7 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     bits = np.where(hot & (fpr < 1.0), c["bloom_bits"](np.maximum(fpr, 1e-300)), 0.0)
     bits = np.where(batch.lsh[:, None], 0.0, bits)
 
-    mem_filter = np.where(hot, cap * bits / 8.0, 0.0).sum(axis=1)
+    mem_filter = np.where(hot, sized * bits / 8.0, 0.0).sum(axis=1)
     mem_fence = np.where(hot, per_level_fence, 0.0).sum(axis=1)
     lsh_index = N * k["hash_index_bytes_per_key"]
     mem_fence = np.where(batch.lsh, lsh_index, mem_fence)

@@ -291,7 +291,7 @@ def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> 
     if not path.is_file():
         raise CatalogError(f"{path} is missing; run `cosine pricing build`")
     try:
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()  # read_table would import pyarrow.dataset (+pandas)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
         raise CatalogError(f"{path} is not a readable parquet file: {exc}") from exc
     missing = set(_SCHEMA.names) - set(table.column_names)
@@ -343,7 +343,7 @@ def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> 
 
 def catalog_rows(price_set: str | None = None, provider: str | None = None) -> list[dict]:
     """Raw catalog rows (for ``cosine pricing show``)."""
-    table = pq.read_table(PRICING_PARQUET)
+    table = pq.ParquetFile(PRICING_PARQUET).read()
     out = []
     for r in table.to_pylist():
         if price_set and r["price_set"] != price_set:
@@ -352,3 +352,35 @@ def catalog_rows(price_set: str | None = None, provider: str | None = None) -> l
             continue
         out.append(r)
     return out
+
+
+def price_summary(r: dict) -> tuple[str, str]:
+    """(figures, price) of a catalog row as short human-readable strings."""
+
+    def usd(x: float) -> str:
+        return f"${x:,.4g}"
+
+    if r["kind"] == "vm":
+        return f"{r['vcpu']} vCPU, {r['memory_gib']:g} GiB", f"{usd(r['usd_per_hour'])}/h"
+    if r["kind"] == "storage":
+        if r["storage_rule"] == "slab":
+            return f"{r['size_gib']:g} GiB, {r['iops']:g} IOPS", f"{usd(r['usd_per_disk_month'])}/month"
+        iops = f"{r['iops']:g} IOPS" if r["iops"] is not None else f"{r['iops_per_gib']:g} IOPS/GiB"
+        cap = f" (max {r['max_iops']:g})" if r["max_iops"] is not None else ""
+        free = f" beyond {r['free_gib']:g} GB free" if r["free_gib"] else ""
+        extra = f" + {usd(r['usd_per_iops_month'])}/IOPS-month" if r["usd_per_iops_month"] else ""
+        return iops + cap, f"{usd(r['usd_per_gb_month'])}/GB-month{free}{extra}"
+    if not r["available"]:
+        return "", "no price: " + (r["notes"] or "GAP")
+    parts = []
+    if r["usd_flat_month"]:
+        parts.append(f"{usd(r['usd_flat_month'])}/month")
+    if r["usd_per_node_month"]:
+        parts.append(f"{usd(r['usd_per_node_month'])}/node-month")
+    if r["usd_per_gb_month"]:
+        parts.append(f"{usd(r['usd_per_gb_month'])}/GB-month")
+    if r["percent_of_spend"]:
+        parts.append(f"max({usd(r['minimum_usd'] or 0)}, {r['percent_of_spend']:.0%} of spend)")
+    if r["min_nodes"] and r["min_nodes"] > 1:
+        parts.append(f"needs >= {r['min_nodes']} VMs")
+    return "", " + ".join(parts) or "free"

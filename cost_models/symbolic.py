@@ -12,6 +12,7 @@ the expression says why (see also docs/model.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -201,6 +202,7 @@ def _cache_path() -> Path:
 
 def _namespace() -> dict[str, Any]:
     ns: dict[str, Any] = dict(vars(np))
+    ns["reduce"] = functools.reduce  # lambdify prints Min/Max of several args with it
     ns["geom"] = _geom
     ns["numpy"] = np
     return ns
@@ -247,6 +249,10 @@ def compiled() -> dict[str, Compiled]:
             pass  # a damaged cache is rebuilt below
     out = _derive_all()
     try:
+        ns = _namespace()
+        unknown = {n for c in out.values() for n in c.fn.__code__.co_names if n not in ns}
+        if unknown:  # the cache could not be executed; keep deriving instead
+            return out
         sources = {name: inspect.getsource(c.fn) for name, c in out.items()}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

@@ -1,0 +1,30 @@
+# One-command entry points (see README). `make solve` and `make test` set up a
+# virtualenv from pyproject.toml on first use.
+PYTHON ?= python3
+VENV ?= .venv
+SPEC ?= specs/ycsb_a.yaml
+
+.PHONY: setup solve test test-python test-engine lint bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+solve: setup
+	$(VENV)/bin/cosine solve $(SPEC)
+
+test: test-python test-engine
+
+test-python: setup
+	$(VENV)/bin/pytest
+
+test-engine:
+	cd engine-template && cargo test --release --workspace
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy cost_models solver specs cli.py

@@ -1,0 +1,148 @@
+"""Each formula against a value worked out by hand for a tiny case.
+
+The working is written next to each assertion. The functions under test are the
+compiled sympy expressions (cost_models.symbolic) and the model composed from them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cost_models.design import Design, DesignBatch
+from cost_models.distributions import harmonic, marginal, partitions
+from cost_models.io_model import io_costs, window
+from cost_models.layout import derive
+from cost_models.symbolic import compiled, derived
+from specs.schema import Distribution
+
+C = compiled()
+UNI = Distribution("uniform")
+
+
+def test_bloom_fpr_10_bits():
+    # ln 2 = 0.693147, ln^2 2 = 0.480453; 10 bits -> exp(-4.80453) = 0.0081925 (e^-4.8 = 0.0082297, e^-0.00453 = 0.99548)
+    assert C["bloom_fpr"](10.0) == pytest.approx(0.0081925, rel=1e-4)
+    # inverse: bits for 1% FPR = -ln(0.01) / 0.480453 = 4.60517 / 0.480453 = 9.5851
+    assert C["bloom_bits"](0.01) == pytest.approx(9.5851, rel=1e-4)
+
+
+def test_coupon_collector():
+    # f(V, M) = V ln(V / (V - M + 1)); f(100, 10) = 100 ln(100/91) = 9.4311
+    assert C["coupon_collector"](100.0, 10.0) == pytest.approx(9.4311, rel=1e-4)
+
+
+def test_window_inverts_uniform_distinct_count():
+    # One uniform partition of U = 1000 keys, updates only: distinct(W) = 1000 (1 - e^{-W/1000}).
+    # 500 distinct keys need W = -1000 ln(0.5) = 693.147 puts; the report's
+    # coupon collector f(1000, 500) = 1000 ln(1000/501) = 691.15 (within 0.3%).
+    w = window(np.array([500.0]), marginal(UNI, 1000), 1000, 0.0)[0]
+    assert w == pytest.approx(693.147, rel=1e-4)
+    assert w == pytest.approx(C["coupon_collector"](1000.0, 500.0), rel=5e-3)
+    # Inserts only (iota = 1): every put is a new key, W = R.
+    assert window(np.array([500.0]), marginal(UNI, 1000), 1000, 1.0)[0] == pytest.approx(500.0, rel=1e-6)
+
+
+def test_fp_and_reach_exposure_three_runs():
+    # alpha = 0.5 per run, n = 3 runs, A = 1, S = 1 (the key is in no later level):
+    # fp = sum_r x^r (1 - x^{3-r}) = .5(.75) + .25(.5) + .125(0) = 0.5
+    # reach = sum_r x^{r-1} (1 - x^{4-r}) = 1(.875) + .5(.75) + .25(.5) = 1.375
+    assert C["fp_exposure"](1.0, 0.5, 3.0, 1.0) == pytest.approx(0.5)
+    assert C["reach_exposure"](1.0, 0.5, 3.0, 1.0) == pytest.approx(1.375)
+    # alpha -> 0: nothing is in the run, fp exposure = n (1 - S)
+    assert C["fp_exposure"](1.0, 0.0, 3.0, 0.25) == pytest.approx(3 * 0.75)
+
+
+def test_merge_cost():
+    # read 1000 incoming + write 1000, plus rewrite (read+write) a 500-entry run,
+    # B = 10, over 2000 puts: ((1000 + 1000)/10 + 2*500/10) / 2000 = 0.15
+    assert C["merge_cost"](1.0, 1000.0, 1.0, 500.0, 10.0, 2000.0) == pytest.approx(0.15)
+
+
+def test_log_append_and_amdahl():
+    # every append kills a version, GC at half dead, B = 4: (1 + 1*1.5/0.5)/4 = 1.0
+    assert C["log_append"](1.0, 0.5, 4.0) == pytest.approx(1.0)
+    # phi = 0.9, eta = 4: 1 / (1 - 0.9 * 0.75) = 3.0769
+    assert C["amdahl"](0.9, 4.0) == pytest.approx(3.0769, rel=1e-4)
+    # 0.5 I/O per op at 1000 IOPS + 1 ms CPU = 1.5 ms; g = 3.0769 -> 2051.3 ops/s
+    assert C["throughput_cpu"](0.9, 4.0, 0.5, 1000.0, 1e-3) == pytest.approx(2051.28, rel=1e-4)
+
+
+def test_harmonic_numbers():
+    # H(4, 1) = 1 + 1/2 + 1/3 + 1/4 = 2.08333
+    assert harmonic(4, 1.0) == pytest.approx(25 / 12)
+    # H(n, 0.99) past the exact range agrees with brute force to 1e-9
+    n = 30_000
+    brute = float(np.sum(np.arange(1, n + 1, dtype=float) ** -0.99))
+    assert harmonic(n, 0.99) == pytest.approx(brute, rel=1e-9)
+
+
+def _tiny(N: float, mix: dict[str, float], scan: float = 1.0, **kw):
+    # key 8 B + value 92 B = 100 B entries; buffer 100 entries; 4 entries per block
+    d = Design(T=10, K=1, Z=1, buffer_bytes=100 * 100, bloom_bits=kw.get("bits", 0.0),
+               bloom_allocation="uniform", block_bytes=400)
+    lay = derive(DesignBatch.of([d]), N, 8, 92, 1e12)
+    from dataclasses import replace
+    lay = replace(lay, mem_cache=np.zeros(1))
+    return lay, io_costs(lay, partitions(UNI, UNI, N), mix, scan)
+
+
+def test_levels_and_occupancy():
+    # E_B = 100, T = 10: level capacities 1000, 10000; N = 5000 -> L = 2.
+    # Level 1 is half full on average (500); the last level holds the rest (4500).
+    lay, _ = _tiny(5000, {"get": 1.0})
+    assert lay.L[0] == 2 and lay.Y[0] == 0
+    assert lay.occ[0, 0] == pytest.approx(500) and lay.occ[0, 1] == pytest.approx(4500)
+
+
+def test_single_result_lookup_one_level():
+    # N = 500 fits level 1 (cap 1000): one run with every key, no filter, no cache.
+    # Read-only: the buffer holds the newest 50 of 500 keys, alpha0 = 0.1, so
+    # sigma_l = 1 - 0.1 = 0.9 (the key's block, unless it is in the buffer).
+    _, io = _tiny(500, {"get": 1.0})
+    assert io.get[0] == pytest.approx(0.9, rel=1e-6)
+
+
+def test_no_result_lookup_with_filters():
+    # Two hot levels, one run each, 10 bits/key: 2 * 0.0081925 = 0.016385
+    _, io = _tiny(5000, {"empty_get": 1.0}, bits=10.0)
+    assert io.empty_get[0] == pytest.approx(2 * 0.0081925, rel=1e-3)
+
+
+def test_range_cost():
+    # 50 of 5000 keys: s = 0.01. Level 1: 1 + 0.01*500/4 = 2.25 blocks; level 2:
+    # 1 + 0.01*4500/4 = 12.25 blocks. Total 14.5.
+    _, io = _tiny(5000, {"range": 1.0}, scan=50)
+    assert io.range[0] == pytest.approx(14.5)
+
+
+def test_put_cost_leveling_inserts():
+    # Inserts only (each put is a new key), B = 4.
+    # Flush into level 1: write 100/4 = 25 blocks and rewrite the level-1 run
+    # (500 entries, read + write: 250 blocks) every 100 puts -> 2.75 per put.
+    # Level 1 -> 2: read + write 1000 entries (500 blocks) and rewrite the
+    # last level's 4500 entries (2250 blocks) every 1000 puts -> 2.75 per put.
+    _, io = _tiny(5000, {"insert": 1.0})
+    assert io.insert[0] == pytest.approx(5.5, rel=1e-6)
+    assert io.update[0] == pytest.approx(io.insert[0])
+
+
+def test_cache_matches_fresh_derivation():
+    fresh = derived()
+    x = np.linspace(0.01, 0.99, 7)
+    for name in ("alpha_window", "fp_exposure", "merge_cost", "throughput_cpu"):
+        n_args = len(fresh[name].args)
+        args = [x + i * 0.1 for i in range(n_args)]
+        assert np.allclose(C[name](*args), fresh[name](*args), equal_nan=True)
+
+
+def test_monkey_beats_uniform_for_the_same_memory():
+    # Monkey's allocation never has a higher sum of FPRs than uniform bits.
+    kw = dict(T=10, K=1, Z=1, buffer_bytes=100 * 100, bloom_bits=5.0, block_bytes=400)
+    mk = derive(DesignBatch.of([Design(**kw, bloom_allocation="monkey")]), 1e6, 8, 92, 1e12)
+    un = derive(DesignBatch.of([Design(**kw, bloom_allocation="uniform")]), 1e6, 8, 92, 1e12)
+    assert mk.mem_filter[0] == pytest.approx(un.mem_filter[0], rel=1e-3)
+    assert (mk.runs * mk.fpr)[mk.exists].sum() < (un.runs * un.fpr)[un.exists].sum()
+    assert math.isfinite(mk.fpr[mk.exists].sum())

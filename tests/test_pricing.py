@@ -1,0 +1,82 @@
+"""The pricing catalog: built from the CSV sources, every row sourced and dated."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from cost_models.cloud import compute_cost, sla_cost, sla_terms, storage_choices
+from cost_models.pricing import PRICING_PARQUET, CatalogError, build_parquet, build_rows, load_catalog
+
+
+def test_parquet_is_up_to_date_with_sources(tmp_path):
+    out, n = build_parquet(out=tmp_path / "p.parquet")
+    fresh = pq.ParquetFile(out).read().to_pylist()
+    committed = pq.ParquetFile(PRICING_PARQUET).read().to_pylist()
+    assert fresh == committed, "pricing.parquet is stale: run `cosine pricing build`"
+
+
+def test_every_row_has_source_and_figures():
+    for r in build_rows():
+        assert r["source"], r
+        assert r["provider"] in ("aws", "gcp", "azure")
+        if r["kind"] == "vm":
+            assert r["vcpu"] > 0 and r["memory_gib"] > 0 and r["usd_per_hour"] > 0
+
+
+def test_paper_catalog_has_the_21_vms_of_table_2():
+    cat = load_catalog("paper2021")
+    assert sum(len(v) for v in cat.vms.values()) == 21
+    assert cat.vm("aws", "r5d.large").usd_per_hour == 0.091
+    assert cat.vm("gcp", "n1-highmem-96").memory_gib == 624
+    assert cat.vm("azure", "E64 v3").usd_per_hour == 2.5024
+
+
+def test_paper_storage_rules():
+    cat = load_catalog("paper2021")
+    # AWS: $0.10/GB-month beyond a 75 GB free slab, 15K IOPS.
+    aws = storage_choices(cat, "aws", 100.0)
+    assert aws[0].usd_month == pytest.approx(2.5) and aws[0].iops == 15000
+    assert storage_choices(cat, "aws", 50.0)[0].usd_month == 0.0
+    # GCP: $0.24/GB-month, 30K IOPS.
+    assert storage_choices(cat, "gcp", 100.0)[0].usd_month == pytest.approx(24.0)
+    # Azure: flat slabs from 32 GB/120 IOPS at $5.28 to 2 TB/7500 IOPS at $259.05.
+    az = storage_choices(cat, "azure", 20.0)
+    assert az[0].usd_month == pytest.approx(5.28) and az[0].iops == 120
+    big = storage_choices(cat, "azure", 2000.0)
+    assert any(s.usd_month == pytest.approx(259.05) and s.iops == 7500 for s in big)
+
+
+def test_ondemand_prices_are_higher_than_the_papers():
+    p, o = load_catalog("paper2021"), load_catalog("ondemand")
+    assert o.vm("aws", "r5d.large").usd_per_hour > p.vm("aws", "r5d.large").usd_per_hour
+    gp3 = storage_choices(o, "aws", 100.0)
+    assert gp3[0].iops == 3000 and any(s.iops == 16000 for s in gp3)
+
+
+def test_sla_price_models():
+    cat = load_catalog("paper2021")
+    t = sla_terms(cat, "aws", ("support", "backup", "availability"))
+    # support: max($29, 3% of spend); backup $0.05/GB; availability: >= 2 nodes.
+    assert t.min_nodes == 2 and not t.unavailable
+    assert sla_cost(t, 2, 100.0, 500.0) == pytest.approx(29 + 5.0)
+    assert sla_cost(t, 2, 100.0, 5000.0) == pytest.approx(150 + 5.0)
+    # GCP has no reliability price (GAP in the reference): reported, not invented.
+    assert sla_terms(cat, "gcp", ("reliability",)).unavailable == ("reliability",)
+    assert compute_cost(0.091, 3) == pytest.approx(0.091 * 730 * 3)
+
+
+def test_bad_source_is_reported(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "vms.csv").write_text("price_set,provider,name,vcpu,memory_gib,usd_per_hour,source,as_of,notes\n"
+                                 "paper2021,ibm,x,2,16,0.1,somewhere,2021,\n")
+    with pytest.raises(CatalogError, match="unknown provider"):
+        build_rows(src)
+
+
+def test_corrupt_parquet_is_an_input_error(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    with pytest.raises(CatalogError, match="not a readable parquet"):
+        load_catalog.__wrapped__("paper2021", bad)
