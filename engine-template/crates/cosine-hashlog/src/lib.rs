@@ -230,9 +230,9 @@ impl HashLog {
         Ok(b)
     }
 
-    /// Live entries with `lo <= key <= hi`, sorted. The index holds every live key,
-    /// so only blocks holding keys in the range are read (each once).
-    pub fn scan(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, io: &IoCounter) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    /// Up to `limit` live entries with `lo <= key <= hi`, sorted. The index holds every
+    /// live key, so only blocks holding the selected keys are read (each once).
+    pub fn scan(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, limit: usize, io: &IoCounter) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut hits: Vec<(Vec<u8>, Loc)> = {
             let st = self.state.read();
             st.index
@@ -242,6 +242,7 @@ impl HashLog {
                 .collect()
         };
         hits.sort_by(|a, b| a.0.cmp(&b.0));
+        hits.truncate(limit);
         let mut blocks: HashMap<(u64, u64), Arc<Block>> = HashMap::new();
         let mut out = Vec::with_capacity(hits.len());
         for (k, loc) in hits {

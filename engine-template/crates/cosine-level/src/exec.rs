@@ -9,22 +9,22 @@ use cosine_core::{hash64, Error, IoCounter, KvIterator, MergingIterator, Result}
 use cosine_filter::Bloom;
 use cosine_run::{table_path, run_filter_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Id and sequence counters persisted in the manifest.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct IdAlloc {
-    /// Next file/run id.
-    pub next_id: u64,
-    /// Flush/merge sequence.
+    /// Next file/run/segment id, shared with the writer (WAL segments take ids too).
+    pub next_id: Arc<AtomicU64>,
+    /// Flush/merge sequence (advanced only by the background worker).
     pub seq: u64,
 }
 
 impl IdAlloc {
     /// Hands out a fresh id.
     pub fn id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id - 1
+        self.next_id.fetch_add(1, Ordering::SeqCst)
     }
 }
 

@@ -1,0 +1,175 @@
+//! Shared helpers for the integration tests: scratch directories, keys, and the
+//! model-based harness that checks the engine against a `BTreeMap`.
+#![deny(unsafe_code, clippy::unwrap_used)]
+
+use cosine_config::Config;
+use cosine_engine::{Engine, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A scratch directory removed on drop.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl TempDir {
+    /// A fresh empty directory under the system temp dir.
+    pub fn new(name: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("cosine-it-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        if let Err(e) = std::fs::create_dir_all(&p) {
+            panic!("cannot create {}: {e}", p.display());
+        }
+        TempDir(p)
+    }
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Record index `i` as a 16-byte order-preserving key (big-endian, zero padded).
+pub fn key(i: u64) -> Vec<u8> {
+    let mut k = i.to_be_bytes().to_vec();
+    k.resize(16, 0);
+    k
+}
+
+/// A value of varying length derived from `seed`.
+pub fn value(seed: u32) -> Vec<u8> {
+    let len = (seed % 23) as usize;
+    (0..len).map(|i| (seed.wrapping_mul(31).wrapping_add(i as u32 * 7) % 251) as u8).collect()
+}
+
+/// One step of a model-based test.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// put(key, value)
+    Put(u64, u32),
+    /// delete(key)
+    Delete(u64),
+    /// update(key, value)
+    Update(u64, u32),
+    /// rmw(key): append a byte to the value (or create it)
+    Rmw(u64, u8),
+    /// get(key)
+    Get(u64),
+    /// scan(lo, hi)
+    Scan(u64, u64),
+    /// range(lo, limit)
+    Range(u64, usize),
+    /// flush()
+    Flush,
+    /// close and reopen
+    Reopen,
+}
+
+/// Applies `ops` to a fresh engine and to a `BTreeMap`, comparing every read.
+/// Ends with a full scan and a reopen. Returns a description of the first mismatch.
+pub fn check_against_model(cfg: &Config, ops: &[Op]) -> std::result::Result<(), String> {
+    let dir = TempDir::new(&cfg.design.name);
+    let err = |e: cosine_engine::Error| format!("engine error: {e}");
+    let mut engine = Some(Engine::open(dir.path(), cfg).map_err(err)?);
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for (step, op) in ops.iter().enumerate() {
+        let Some(e) = engine.as_ref() else { return Err("engine missing".into()) };
+        match op {
+            Op::Put(k, v) | Op::Update(k, v) => {
+                let (k, v) = (key(*k), value(*v));
+                if matches!(op, Op::Put(..)) {
+                    e.put(&k, &v).map_err(err)?;
+                } else {
+                    e.update(&k, &v).map_err(err)?;
+                }
+                model.insert(k, v);
+            }
+            Op::Delete(k) => {
+                e.delete(&key(*k)).map_err(err)?;
+                model.remove(&key(*k));
+            }
+            Op::Rmw(k, b) => {
+                let k = key(*k);
+                e.rmw(&k, |cur| {
+                    let mut v = cur.map(|c| c.to_vec()).unwrap_or_default();
+                    v.push(*b);
+                    Some(v)
+                })
+                .map_err(err)?;
+                model.entry(k).or_default().push(*b);
+            }
+            Op::Get(k) => {
+                let got = e.get(&key(*k)).map_err(err)?;
+                let want = model.get(&key(*k)).cloned();
+                if got != want {
+                    return Err(format!("step {step} {op:?}: engine {got:?}, model {want:?}"));
+                }
+            }
+            Op::Scan(a, b) => {
+                let (lo, hi) = (key(*a.min(b)), key(*a.max(b)));
+                let got = e.scan(&lo, &hi).map_err(err)?;
+                let want: Vec<_> = model.range(lo..=hi).map(|(k, v)| (k.clone(), v.clone())).collect();
+                if got != want {
+                    return Err(format!("step {step} {op:?}: engine {} entries, model {}", got.len(), want.len()));
+                }
+            }
+            Op::Range(a, n) => {
+                let got = e.range(&key(*a), *n).map_err(err)?;
+                let want: Vec<_> = model.range(key(*a)..).take(*n).map(|(k, v)| (k.clone(), v.clone())).collect();
+                if got != want {
+                    return Err(format!("step {step} {op:?}: engine {} entries, model {}", got.len(), want.len()));
+                }
+            }
+            Op::Flush => e.flush().map_err(err)?,
+            Op::Reopen => {
+                if let Some(e) = engine.take() {
+                    e.close().map_err(err)?;
+                }
+                engine = Some(Engine::open(dir.path(), cfg).map_err(err)?);
+            }
+        }
+    }
+    let final_check = |e: &Engine| -> std::result::Result<(), String> {
+        let all = e.scan(&key(0), &key(u64::MAX)).map_err(err)?;
+        let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if all != want {
+            return Err(format!("final scan: engine {} entries, model {}", all.len(), want.len()));
+        }
+        for (k, v) in &model {
+            if e.get(k).map_err(err)?.as_ref() != Some(v) {
+                return Err(format!("final get of {k:?} differs"));
+            }
+        }
+        Ok(())
+    };
+    let Some(e) = engine.take() else { return Err("engine missing".into()) };
+    e.wait_idle().map_err(err)?;
+    final_check(&e)?;
+    e.close().map_err(err)?;
+    let e = Engine::open(dir.path(), cfg).map_err(err)?;
+    final_check(&e)?;
+    e.close().map_err(err)
+}
+
+/// Opens, applies `n` seeded random writes over `keys` keys, and returns the engine and model.
+pub fn fill(dir: &Path, cfg: &Config, n: u64, keys: u64, seed: u64) -> Result<(Engine, BTreeMap<Vec<u8>, Vec<u8>>)> {
+    use rand::{Rng, SeedableRng};
+    let e = Engine::open(dir, cfg)?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut model = BTreeMap::new();
+    for _ in 0..n {
+        let k = key(rng.gen_range(0..keys));
+        let v = value(rng.gen());
+        e.put(&k, &v)?;
+        model.insert(k, v);
+    }
+    Ok((e, model))
+}
