@@ -22,6 +22,8 @@ pub(crate) fn run(inner: Arc<Inner>) {
         }
         match step(&inner) {
             Ok(true) => {
+                // Notify under the lock so a waiter between its check and its wait cannot miss it.
+                let _g = inner.bg.lock();
                 inner.bg_cv.notify_all();
             }
             Ok(false) => {

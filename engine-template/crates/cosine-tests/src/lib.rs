@@ -15,10 +15,16 @@ pub struct TempDir(PathBuf);
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl TempDir {
-    /// A fresh empty directory under the system temp dir.
+    /// A fresh empty directory under `$COSINE_TEST_DIR`, else `/dev/shm` (tmpfs: the
+    /// tests check logic and crash consistency, not the disk), else the temp dir.
     pub fn new(name: &str) -> TempDir {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let p = std::env::temp_dir().join(format!("cosine-it-{name}-{}-{n}", std::process::id()));
+        let base = match std::env::var_os("COSINE_TEST_DIR") {
+            Some(d) => PathBuf::from(d),
+            None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
+            None => std::env::temp_dir(),
+        };
+        let p = base.join(format!("cosine-it-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         if let Err(e) = std::fs::create_dir_all(&p) {
             panic!("cannot create {}: {e}", p.display());
