@@ -1,0 +1,351 @@
+//! The benchmark driver behind `cosine-bench`: loads records, runs a
+//! `workload.json` mix on η threads, and reports throughput, latency
+//! percentiles and block I/O per operation type (contract section 3).
+//!
+//! Engines are driven through [`BenchKv`], so peers (RocksDB, fjall) print the
+//! same JSON as Cosine.
+#![deny(unsafe_code, clippy::unwrap_used)]
+
+pub mod hist;
+pub mod workload;
+
+use cosine_core::IoSnapshot;
+use hist::Histogram;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, RngCore, SeedableRng};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+use workload::{encode_empty_key, encode_key, Sampler, Workload};
+
+/// What the driver needs from an engine.
+pub trait BenchKv: Sync {
+    /// Design name for the report.
+    fn design(&self) -> String;
+    /// Design class for the report.
+    fn class(&self) -> String;
+    /// Insert or overwrite.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String>;
+    /// Point lookup: found?, blocks read.
+    fn get(&self, key: &[u8]) -> Result<(bool, IoSnapshot), String>;
+    /// Scan of up to `n` entries from `key`: entries returned, blocks read.
+    fn range(&self, key: &[u8], n: usize) -> Result<(usize, IoSnapshot), String>;
+    /// Read-modify-write replacing the value with `value`: found?, blocks read.
+    fn rmw(&self, key: &[u8], value: &[u8]) -> Result<(bool, IoSnapshot), String>;
+    /// Waits until background work (flushes, compactions) is done.
+    fn settle(&self) -> Result<(), String>;
+    /// Cumulative background counters.
+    fn background(&self) -> BTreeMap<String, u64>;
+    /// Level shapes for the report.
+    fn levels(&self) -> Value;
+}
+
+/// The Cosine engine as a benchmark target.
+pub struct CosineKv(pub cosine_engine::Engine);
+
+impl BenchKv for CosineKv {
+    fn design(&self) -> String {
+        self.0.config().design.name.clone()
+    }
+    fn class(&self) -> String {
+        format!("{:?}", self.0.config().design.class).to_lowercase()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        self.0.put(key, value).map_err(|e| e.to_string())
+    }
+    fn get(&self, key: &[u8]) -> Result<(bool, IoSnapshot), String> {
+        self.0.get_counted(key).map(|(v, io)| (v.is_some(), io)).map_err(|e| e.to_string())
+    }
+    fn range(&self, key: &[u8], n: usize) -> Result<(usize, IoSnapshot), String> {
+        let k = self.0.config().normalize_key(key);
+        self.0.scan_counted(Some(&k), None, n).map(|(v, io)| (v.len(), io)).map_err(|e| e.to_string())
+    }
+    fn rmw(&self, key: &[u8], value: &[u8]) -> Result<(bool, IoSnapshot), String> {
+        let mut found = false;
+        let io = self
+            .0
+            .rmw(key, |cur| {
+                found = cur.is_some();
+                Some(value.to_vec())
+            })
+            .map_err(|e| e.to_string())?;
+        Ok((found, io))
+    }
+    fn settle(&self) -> Result<(), String> {
+        self.0.wait_idle().map_err(|e| e.to_string())
+    }
+    fn background(&self) -> BTreeMap<String, u64> {
+        let s = self.0.stats();
+        let mut m = BTreeMap::new();
+        m.insert("flush_blocks_written".into(), s.flush.blocks_written());
+        m.insert("flush_blocks_read".into(), s.flush.blocks_read());
+        m.insert("compaction_blocks_read".into(), s.compaction.blocks_read());
+        m.insert("compaction_blocks_written".into(), s.compaction.blocks_written());
+        m.insert("flush_data_blocks_written".into(), s.flush.data_written);
+        m.insert("compaction_data_blocks_read".into(), s.compaction.data_read);
+        m.insert("compaction_data_blocks_written".into(), s.compaction.data_written);
+        m.insert("wal_bytes".into(), s.wal_bytes);
+        m.insert("flushes".into(), s.flushes);
+        m.insert("compactions".into(), s.compactions);
+        m.insert("trivial_moves".into(), s.trivial_moves);
+        m.insert("stall_micros".into(), s.stall_micros);
+        m
+    }
+    fn levels(&self) -> Value {
+        let s = self.0.stats();
+        json!({
+            "levels": s.levels.iter().map(|l| json!({
+                "level": l.level, "runs": l.runs, "files": l.files, "entries": l.entries,
+                "hot": l.hot, "capacity": l.capacity,
+            })).collect::<Vec<_>>(),
+            "buffered": s.buffered,
+            "fence_memory_bytes": s.fence_memory,
+            "filter_memory_bytes": s.filter_memory,
+        })
+    }
+}
+
+const OPS: [&str; 6] = ["get", "empty_get", "range", "insert", "update", "rmw"];
+
+#[derive(Default, Clone)]
+struct OpAgg {
+    count: u64,
+    found: u64,
+    io: IoSnapshot,
+    entries: u64,
+    hist: Histogram,
+}
+
+fn value(rng: &mut SmallRng, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    rng.fill_bytes(&mut v);
+    v
+}
+
+/// Splits `n` items over `t` threads.
+fn share(n: u64, t: usize, i: usize) -> u64 {
+    n / t as u64 + u64::from((i as u64) < n % t as u64)
+}
+
+/// Loads `w.records` records (shuffled order) and runs `w.operations` operations.
+pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
+    let threads = w.threads.max(1);
+    // Load: a seeded permutation, so keys arrive in random order as in YCSB's hashed load.
+    let mut order: Vec<u64> = (0..w.records).collect();
+    order.shuffle(&mut SmallRng::seed_from_u64(w.seed));
+    let chunk = order.len().div_ceil(threads).max(1);
+    let t0 = Instant::now();
+    std::thread::scope(|s| -> Result<(), String> {
+        let hs: Vec<_> = order
+            .chunks(chunk)
+            .enumerate()
+            .map(|(ti, part)| {
+                s.spawn(move || -> Result<(), String> {
+                    let mut rng = SmallRng::seed_from_u64(w.seed ^ (0x10ad + ti as u64));
+                    for &i in part {
+                        kv.put(&encode_key(i, w.key_bytes), &value(&mut rng, w.value_bytes))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().map_err(|_| "load thread panicked".to_string())??;
+        }
+        Ok(())
+    })?;
+    let load_secs = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    kv.settle()?;
+    let settle_secs = t1.elapsed().as_secs_f64();
+    let bg0 = kv.background();
+
+    // Run.
+    let m = &w.mix;
+    let weights = [m.get, m.empty_get, m.range, m.insert, m.update, m.rmw];
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return Err("workload mix is empty".into());
+    }
+    let get_s = Sampler::new(&w.distribution.get, w.records);
+    let put_s = Sampler::new(&w.distribution.put, w.records);
+    let inserted = AtomicU64::new(0);
+    let t2 = Instant::now();
+    let results: Vec<Vec<OpAgg>> = std::thread::scope(|s| -> Result<Vec<Vec<OpAgg>>, String> {
+        let hs: Vec<_> = (0..threads)
+            .map(|ti| {
+                let (get_s, put_s, inserted) = (&get_s, &put_s, &inserted);
+                s.spawn(move || -> Result<Vec<OpAgg>, String> {
+                    let mut rng = SmallRng::seed_from_u64(w.seed.wrapping_mul(31) ^ (ti as u64 + 1));
+                    let mut agg = vec![OpAgg::default(); OPS.len()];
+                    for _ in 0..share(w.operations, threads, ti) {
+                        let mut x = rng.gen::<f64>() * total;
+                        let mut op = OPS.len() - 1;
+                        for (i, wgt) in weights.iter().enumerate() {
+                            if x < *wgt {
+                                op = i;
+                                break;
+                            }
+                            x -= wgt;
+                        }
+                        let n = w.records + inserted.load(Ordering::Relaxed);
+                        let start = Instant::now();
+                        let (found, io, entries) = match OPS[op] {
+                            "get" => {
+                                let (f, io) = kv.get(&encode_key(get_s.sample(&mut rng, n), w.key_bytes))?;
+                                (f, io, 0)
+                            }
+                            "empty_get" => {
+                                let k = encode_empty_key(rng.gen_range(0..w.records.max(1)), w.records, w.key_bytes);
+                                let (f, io) = kv.get(&k)?;
+                                (f, io, 0)
+                            }
+                            "range" => {
+                                let k = encode_key(get_s.sample(&mut rng, n), w.key_bytes);
+                                let (c, io) = kv.range(&k, w.scan_length)?;
+                                (c > 0, io, c as u64)
+                            }
+                            "insert" => {
+                                let i = w.records + inserted.fetch_add(1, Ordering::Relaxed);
+                                kv.put(&encode_key(i, w.key_bytes), &value(&mut rng, w.value_bytes))?;
+                                (false, IoSnapshot::default(), 0)
+                            }
+                            "update" => {
+                                let k = encode_key(put_s.sample(&mut rng, n), w.key_bytes);
+                                kv.put(&k, &value(&mut rng, w.value_bytes))?;
+                                (false, IoSnapshot::default(), 0)
+                            }
+                            _ => {
+                                let k = encode_key(get_s.sample(&mut rng, n), w.key_bytes);
+                                let (f, io) = kv.rmw(&k, &value(&mut rng, w.value_bytes))?;
+                                (f, io, 0)
+                            }
+                        };
+                        let ns = start.elapsed().as_nanos() as u64;
+                        let a = &mut agg[op];
+                        a.count += 1;
+                        a.found += u64::from(found);
+                        a.io = a.io.plus(&io);
+                        a.entries += entries;
+                        a.hist.record(ns);
+                    }
+                    Ok(agg)
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for h in hs {
+            out.push(h.join().map_err(|_| "worker thread panicked".to_string())??);
+        }
+        Ok(out)
+    })?;
+    let run_secs = t2.elapsed().as_secs_f64();
+    let t3 = Instant::now();
+    kv.settle()?;
+    let run_settle_secs = t3.elapsed().as_secs_f64();
+    let bg1 = kv.background();
+
+    let mut all = Histogram::default();
+    let mut per_op = Map::new();
+    for (i, name) in OPS.iter().enumerate() {
+        let mut a = OpAgg::default();
+        for r in &results {
+            let b = &r[i];
+            a.count += b.count;
+            a.found += b.found;
+            a.io = a.io.plus(&b.io);
+            a.entries += b.entries;
+            a.hist.merge(&b.hist);
+        }
+        all.merge(&a.hist);
+        if a.count == 0 {
+            continue;
+        }
+        let mut o = json!({
+            "count": a.count,
+            "blocks_read": a.io.blocks_read(),
+            "blocks_written": a.io.blocks_written(),
+            "data_blocks_read": a.io.data_read,
+            "index_blocks_read": a.io.index_read,
+            "filter_blocks_read": a.io.filter_read,
+            "latency_us": {"p50": a.hist.quantile(0.5) as f64 / 1e3, "p99": a.hist.quantile(0.99) as f64 / 1e3, "mean": a.hist.mean() / 1e3},
+        });
+        if matches!(*name, "get" | "empty_get" | "rmw" | "range") {
+            o["found"] = json!(a.found);
+        }
+        if *name == "range" {
+            o["entries"] = json!(a.entries);
+        }
+        per_op.insert(name.to_string(), o);
+    }
+    let mut background = Map::new();
+    for (k, v) in &bg1 {
+        background.insert(k.clone(), json!(v - bg0.get(k).copied().unwrap_or(0)));
+    }
+    let load_bg: Map<String, Value> = bg0.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    let throughput = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    Ok(json!({
+        "design": kv.design(),
+        "class": kv.class(),
+        "records": w.records,
+        "operations": w.operations,
+        "threads": threads,
+        "load": {"seconds": load_secs, "throughput_ops": throughput(w.records, load_secs), "settle_seconds": settle_secs, "background": load_bg},
+        "run": {"seconds": run_secs, "throughput_ops": throughput(w.operations, run_secs), "settle_seconds": run_settle_secs,
+                "latency_us": {"p50": all.quantile(0.5) as f64 / 1e3, "p99": all.quantile(0.99) as f64 / 1e3,
+                               "p999": all.quantile(0.999) as f64 / 1e3, "mean": all.mean() / 1e3}},
+        "per_op": per_op,
+        "background": background,
+        "stats": kv.levels(),
+    }))
+}
+
+/// Renders a report as text.
+pub fn text_report(r: &Value) -> String {
+    let mut s = String::new();
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    s += &format!(
+        "design {} ({}), {} records, {} operations, {} threads\n",
+        r["design"].as_str().unwrap_or("?"),
+        r["class"].as_str().unwrap_or("?"),
+        r["records"],
+        r["operations"],
+        r["threads"]
+    );
+    s += &format!(
+        "load: {:.2} s, {:.0} ops/s (then {:.2} s settling)\n",
+        f(&r["load"]["seconds"]),
+        f(&r["load"]["throughput_ops"]),
+        f(&r["load"]["settle_seconds"])
+    );
+    let l = &r["run"]["latency_us"];
+    s += &format!(
+        "run:  {:.2} s, {:.0} ops/s; latency us p50 {:.1} p99 {:.1} p99.9 {:.1} mean {:.1}\n",
+        f(&r["run"]["seconds"]),
+        f(&r["run"]["throughput_ops"]),
+        f(&l["p50"]),
+        f(&l["p99"]),
+        f(&l["p999"]),
+        f(&l["mean"])
+    );
+    s += &format!("{:>10} {:>10} {:>10} {:>12} {:>12} {:>10}\n", "op", "count", "found", "blocks_read", "blocks/op", "p50 us");
+    if let Some(m) = r["per_op"].as_object() {
+        for (k, v) in m {
+            let c = f(&v["count"]).max(1.0);
+            s += &format!(
+                "{:>10} {:>10} {:>10} {:>12} {:>12.3} {:>10.1}\n",
+                k,
+                v["count"],
+                v.get("found").map_or("-".to_string(), |x| x.to_string()),
+                v["blocks_read"],
+                f(&v["blocks_read"]) / c,
+                f(&v["latency_us"]["p50"])
+            );
+        }
+    }
+    s += &format!("background: {}\n", r["background"]);
+    s += &format!("levels: {}\n", r["stats"]);
+    s
+}

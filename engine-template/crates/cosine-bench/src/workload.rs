@@ -1,0 +1,295 @@
+//! `workload.json` (contract section 2) and the key distributions.
+
+use rand::Rng;
+use serde::Deserialize;
+
+/// Operation mix (fractions; normalized by their sum).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Mix {
+    /// Point lookups of loaded keys.
+    pub get: f64,
+    /// Point lookups of keys that were never inserted.
+    pub empty_get: f64,
+    /// Range scans of `scan_length` entries.
+    pub range: f64,
+    /// Inserts of new record indexes.
+    pub insert: f64,
+    /// Blind updates of loaded keys.
+    pub update: f64,
+    /// Read-modify-writes of loaded keys.
+    pub rmw: f64,
+}
+
+/// A key distribution over record indexes `0..n`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Dist {
+    /// Uniform.
+    Uniform,
+    /// Scrambled zipfian (YCSB).
+    Zipfian {
+        /// Skew, 0 < theta < 1 (YCSB default 0.99).
+        #[serde(default = "default_theta")]
+        theta: f64,
+    },
+    /// Zipfian over the most recently inserted keys.
+    Latest {
+        /// Skew.
+        #[serde(default = "default_theta")]
+        theta: f64,
+    },
+    /// Normal, mean and stddev as fractions of the key space.
+    Normal {
+        /// Mean (fraction of the key space).
+        #[serde(default = "half")]
+        mean: f64,
+        /// Standard deviation (fraction of the key space).
+        #[serde(default = "tenth")]
+        stddev: f64,
+    },
+    /// The first `hot_fraction` of the key space drawn with `hot_probability`.
+    Skew {
+        /// Fraction of keys that are hot.
+        hot_fraction: f64,
+        /// Probability of drawing a hot key.
+        hot_probability: f64,
+    },
+}
+
+fn default_theta() -> f64 {
+    0.99
+}
+fn half() -> f64 {
+    0.5
+}
+fn tenth() -> f64 {
+    0.1
+}
+
+impl Default for Dist {
+    fn default() -> Self {
+        Dist::Uniform
+    }
+}
+
+/// Distributions for reads and writes.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Distributions {
+    /// For get, range and rmw.
+    pub get: Dist,
+    /// For update.
+    pub put: Dist,
+}
+
+/// A workload description.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Workload {
+    /// Records loaded before the run.
+    pub records: u64,
+    /// Operations in the run.
+    pub operations: u64,
+    /// Key size.
+    pub key_bytes: usize,
+    /// Value size.
+    pub value_bytes: usize,
+    /// Operation mix.
+    pub mix: Mix,
+    /// Entries per range scan.
+    pub scan_length: usize,
+    /// Key distributions.
+    pub distribution: Distributions,
+    /// Worker threads (eta).
+    pub threads: usize,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            records: 100_000,
+            operations: 100_000,
+            key_bytes: 16,
+            value_bytes: 100,
+            mix: Mix { get: 0.5, update: 0.5, ..Mix::default() },
+            scan_length: 100,
+            distribution: Distributions { get: Dist::Zipfian { theta: 0.99 }, put: Dist::Uniform },
+            threads: 1,
+            seed: 42,
+        }
+    }
+}
+
+/// Encodes record index `i` as an order-preserving key: big-endian in the first
+/// 8 bytes, zero padded (or the low bytes, for keys shorter than 8 bytes).
+pub fn encode_key(i: u64, key_bytes: usize) -> Vec<u8> {
+    let be = i.to_be_bytes();
+    if key_bytes >= 8 {
+        let mut k = be.to_vec();
+        k.resize(key_bytes, 0);
+        k
+    } else {
+        be[8 - key_bytes..].to_vec()
+    }
+}
+
+/// A key inside the loaded range that was never inserted: index `i` with a
+/// non-zero padding byte (sorts between `i` and `i + 1`), so fence pointers
+/// cannot rule it out. Keys shorter than 9 bytes use indexes past the loaded set.
+pub fn encode_empty_key(i: u64, records: u64, key_bytes: usize) -> Vec<u8> {
+    if key_bytes > 8 {
+        let mut k = encode_key(i, key_bytes);
+        if let Some(last) = k.last_mut() {
+            *last = 1;
+        }
+        k
+    } else {
+        encode_key(records + (1 << 40) + i, key_bytes)
+    }
+}
+
+/// YCSB's zipfian generator over `0..n` (Gray et al.).
+#[derive(Debug, Clone)]
+pub struct Zipf {
+    n: u64,
+    theta: f64,
+    alpha: f64,
+    zetan: f64,
+    eta: f64,
+}
+
+fn zeta(n: u64, theta: f64) -> f64 {
+    (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum()
+}
+
+impl Zipf {
+    /// A generator over `n` items with skew `theta` (clamped to (0, 0.9999]).
+    pub fn new(n: u64, theta: f64) -> Zipf {
+        let n = n.max(1);
+        let theta = theta.clamp(1e-6, 0.9999);
+        let zetan = zeta(n, theta);
+        let zeta2 = zeta(2.min(n), theta);
+        let alpha = 1.0 / (1.0 - theta);
+        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+        Zipf { n, theta, alpha, zetan, eta }
+    }
+
+    /// A rank in `0..n`; rank 0 is the most popular.
+    pub fn next(&self, rng: &mut impl Rng) -> u64 {
+        let u: f64 = rng.gen();
+        let uz = u * self.zetan;
+        if uz < 1.0 {
+            return 0;
+        }
+        if uz < 1.0 + 0.5f64.powf(self.theta) {
+            return 1.min(self.n - 1);
+        }
+        ((self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64).min(self.n - 1)
+    }
+}
+
+fn fnv64(x: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in x.to_le_bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A sampler for one distribution.
+#[derive(Debug, Clone)]
+pub enum Sampler {
+    /// Uniform over the loaded keys.
+    Uniform,
+    /// Scrambled zipfian.
+    Zipf(Zipf),
+    /// Zipfian by recency.
+    Latest(Zipf),
+    /// Normal.
+    Normal(f64, f64),
+    /// Hot/cold skew.
+    Skew(f64, f64),
+}
+
+impl Sampler {
+    /// Prepares `d` over `n` records.
+    pub fn new(d: &Dist, n: u64) -> Sampler {
+        match d {
+            Dist::Uniform => Sampler::Uniform,
+            Dist::Zipfian { theta } => Sampler::Zipf(Zipf::new(n, *theta)),
+            Dist::Latest { theta } => Sampler::Latest(Zipf::new(n, *theta)),
+            Dist::Normal { mean, stddev } => Sampler::Normal(*mean, *stddev),
+            Dist::Skew { hot_fraction, hot_probability } => Sampler::Skew(*hot_fraction, *hot_probability),
+        }
+    }
+
+    /// A record index in `0..n` (`n` = keys present now, which grows with inserts).
+    pub fn sample(&self, rng: &mut impl Rng, n: u64) -> u64 {
+        let n = n.max(1);
+        match self {
+            Sampler::Uniform => rng.gen_range(0..n),
+            Sampler::Zipf(z) => fnv64(z.next(rng)) % n,
+            Sampler::Latest(z) => n - 1 - z.next(rng).min(n - 1),
+            Sampler::Normal(mean, sd) => {
+                // Box-Muller.
+                let u1: f64 = rng.gen::<f64>().max(1e-12);
+                let u2: f64 = rng.gen();
+                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                let x = (mean + sd * z) * n as f64;
+                (x.max(0.0) as u64).min(n - 1)
+            }
+            Sampler::Skew(frac, p) => {
+                let hot = ((frac * n as f64) as u64).clamp(1, n);
+                if rng.gen::<f64>() < *p || hot == n {
+                    rng.gen_range(0..hot)
+                } else {
+                    rng.gen_range(hot..n)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn parses_contract_example() {
+        let w: Workload = serde_json::from_str(
+            r#"{"records": 1000000, "operations": 1000000, "key_bytes": 16, "value_bytes": 100,
+                "mix": {"get": 0.5, "empty_get": 0.0, "range": 0.0, "insert": 0.0, "update": 0.5, "rmw": 0.0},
+                "scan_length": 100,
+                "distribution": {"get": {"kind": "zipfian", "theta": 0.99}, "put": {"kind": "uniform"}},
+                "threads": 2, "seed": 42}"#,
+        )
+        .expect("parse");
+        assert_eq!(w.threads, 2);
+        assert!(matches!(w.distribution.get, Dist::Zipfian { .. }));
+        let s: Dist = serde_json::from_str(r#"{"kind": "skew", "hot_fraction": 0.1, "hot_probability": 0.9}"#).expect("skew");
+        assert!(matches!(s, Dist::Skew { .. }));
+    }
+
+    #[test]
+    fn keys_preserve_order_and_empty_keys_interleave() {
+        assert!(encode_key(1, 16) < encode_empty_key(1, 10, 16));
+        assert!(encode_empty_key(1, 10, 16) < encode_key(2, 16));
+        assert!(encode_key(255, 16) < encode_key(256, 16));
+    }
+
+    #[test]
+    fn zipf_is_skewed_and_skew_respects_probability() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let z = Zipf::new(1000, 0.99);
+        let top = (0..10_000).filter(|_| z.next(&mut rng) < 10).count();
+        assert!(top > 3000, "{top}");
+        let s = Sampler::new(&Dist::Skew { hot_fraction: 0.1, hot_probability: 0.9 }, 1000);
+        let hot = (0..10_000).filter(|_| s.sample(&mut rng, 1000) < 100).count();
+        assert!((8700..9300).contains(&hot), "{hot}");
+    }
+}
