@@ -44,8 +44,13 @@ fn run() -> Result<(), String> {
                 i += 1;
             }
             "--json" => json = true,
+            "--emit-toml" => {
+                let c = cfg.clone().ok_or("--emit-toml needs --config or --preset first")?;
+                print!("{}", presets::to_toml(&c));
+                return Ok(());
+            }
             "-h" | "--help" => {
-                println!("usage: cosine-sim (--config engine.toml | --preset NAME) [--inserts N] [--universe U] [--seed S] [--json]");
+                println!("usage: cosine-sim (--config engine.toml | --preset NAME) [--emit-toml] [--inserts N] [--universe U] [--seed S] [--json]");
                 return Ok(());
             }
             a => return Err(format!("unknown argument {a}")),
