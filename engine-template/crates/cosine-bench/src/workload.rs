@@ -22,10 +22,11 @@ pub struct Mix {
 }
 
 /// A key distribution over record indexes `0..n`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Dist {
     /// Uniform.
+    #[default]
     Uniform,
     /// Scrambled zipfian (YCSB).
     Zipfian {
@@ -67,11 +68,6 @@ fn tenth() -> f64 {
     0.1
 }
 
-impl Default for Dist {
-    fn default() -> Self {
-        Dist::Uniform
-    }
-}
 
 /// Distributions for reads and writes.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -223,7 +223,7 @@ impl TemplateStrategy {
         Merge { source_level: src, inputs, target_level: t, target, drop_tombstones, trivial_move, entries: n }
     }
 
-    fn pick_run<'a>(&self, s: &'a LevelState, i: usize) -> Option<usize> {
+    fn pick_run(&self, s: &LevelState, i: usize) -> Option<usize> {
         let runs = s.runs(i);
         if runs.is_empty() {
             return None;

@@ -35,6 +35,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// A key and its value, as scans return them.
+pub type KvPair = (Vec<u8>, Vec<u8>);
+
 /// Frozen memtables allowed to wait for a flush before writers stall.
 const MAX_IMMUTABLE: usize = 2;
 const RMW_STRIPES: usize = 64;
@@ -351,20 +354,20 @@ impl Engine {
     }
 
     /// Live entries with `lo <= key <= hi`, in key order.
-    pub fn scan(&self, lo: &[u8], hi: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub fn scan(&self, lo: &[u8], hi: &[u8]) -> Result<Vec<KvPair>> {
         let lo = self.inner.cfg.normalize_key(lo);
         let hi = self.inner.cfg.normalize_key(hi);
         Ok(self.scan_counted(Some(&lo), Some(&hi), usize::MAX)?.0)
     }
 
     /// Up to `limit` live entries with key `>= lo`, in key order.
-    pub fn range(&self, lo: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub fn range(&self, lo: &[u8], limit: usize) -> Result<Vec<KvPair>> {
         let lo = self.inner.cfg.normalize_key(lo);
         Ok(self.scan_counted(Some(&lo), None, limit)?.0)
     }
 
     /// Range scan over normalized bounds, returning the blocks it read.
-    pub fn scan_counted(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, limit: usize) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, IoSnapshot)> {
+    pub fn scan_counted(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, limit: usize) -> Result<(Vec<KvPair>, IoSnapshot)> {
         let sv = self.snapshot();
         let io = Arc::new(IoCounter::new());
         let mut sources: Vec<Box<dyn KvIterator + Send>> = Vec::new();

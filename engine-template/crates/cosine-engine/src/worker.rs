@@ -5,7 +5,7 @@ use crate::{Inner, Store, SuperVersion};
 use cosine_buffer::MemTable;
 use cosine_compaction::{Choice, CompactionStrategy, PendingFlush};
 use cosine_core::{Error, Result};
-use cosine_level::{execute, IdAlloc, MergeOutcome, Tree};
+use cosine_level::{execute, IdAlloc, MergeCtx, MergeOutcome, Tree};
 use cosine_manifest::{Manifest, SegmentRecord};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -70,14 +70,14 @@ fn step(inner: &Arc<Inner>) -> Result<bool> {
                 }
                 Choice::Flush(m) => {
                     let Some(mem) = oldest else { return Ok(false) };
-                    let out = execute(&inner.dir, &inner.cfg, &inner.cache, &sv.tree, &m, Some(&mem), &mut ids, &inner.stats.flush)?;
+                    let out = execute(ctx(inner), &sv.tree, &m, Some(&mem), &mut ids, &inner.stats.flush)?;
                     let MergeOutcome { tree, obsolete, created } = out;
                     install_tree(inner, &mut ids, tree, obsolete, created, Some(&mem))?;
                     inner.stats.flushes.fetch_add(1, Ordering::Relaxed);
                     Ok(true)
                 }
                 Choice::Compact(m) => {
-                    let out = execute(&inner.dir, &inner.cfg, &inner.cache, &sv.tree, &m, None, &mut ids, &inner.stats.compaction)?;
+                    let out = execute(ctx(inner), &sv.tree, &m, None, &mut ids, &inner.stats.compaction)?;
                     let MergeOutcome { tree, obsolete, created } = out;
                     install_tree(inner, &mut ids, tree, obsolete, created, None)?;
                     inner.stats.compactions.fetch_add(1, Ordering::Relaxed);
@@ -189,4 +189,8 @@ fn install_tree(
         }
     }
     Ok(())
+}
+
+fn ctx(inner: &Inner) -> MergeCtx<'_> {
+    MergeCtx { dir: &inner.dir, cfg: &inner.cfg, cache: &inner.cache }
 }

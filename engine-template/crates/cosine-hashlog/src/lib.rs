@@ -78,6 +78,10 @@ pub struct HashLog {
     state: RwLock<State>,
 }
 
+/// What an append produced: index updates (key, new location or tombstone, segment),
+/// bytes per segment, segments created, and the active segment afterwards.
+type Appended = (Vec<(Vec<u8>, Option<Loc>, u64)>, Vec<(u64, SegStats)>, Vec<Arc<Segment>>, Option<u64>);
+
 /// Log bytes written and fsynced, waiting for the manifest commit.
 #[derive(Debug)]
 pub struct Prepared {
@@ -286,7 +290,7 @@ impl HashLog {
         next_id: &mut dyn FnMut() -> u64,
         avoid: Option<u64>,
         io: &IoCounter,
-    ) -> Result<(Vec<(Vec<u8>, Option<Loc>, u64)>, Vec<(u64, SegStats)>, Vec<Arc<Segment>>, Option<u64>)> {
+    ) -> Result<Appended> {
         let (mut active, mut active_total) = {
             let st = self.state.read();
             match st.active {

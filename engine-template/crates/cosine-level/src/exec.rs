@@ -66,12 +66,21 @@ fn needs_run_filter(cfg: &Config, level: usize) -> bool {
     cfg.is_hot(level) && cfg.bloom_bits(level) > 0.0 && cfg.algorithms.filter_granularity == FilterGranularity::Run
 }
 
+/// Where a merge writes and how: the database directory, the design, the block cache.
+#[derive(Debug, Clone, Copy)]
+pub struct MergeCtx<'a> {
+    /// Database directory.
+    pub dir: &'a Path,
+    /// The design.
+    pub cfg: &'a Config,
+    /// Block cache handed to the files written.
+    pub cache: &'a Option<Arc<BlockCache>>,
+}
+
 /// Runs `m` against `tree`. `buffer` is the frozen memtable for a flush.
 /// Reads and writes are charged to `io`.
 pub fn execute(
-    dir: &Path,
-    cfg: &Config,
-    cache: &Option<Arc<BlockCache>>,
+    ctx: MergeCtx<'_>,
     tree: &Tree,
     m: &Merge,
     buffer: Option<&MemTable>,
@@ -79,7 +88,7 @@ pub fn execute(
     io: &Arc<IoCounter>,
 ) -> Result<MergeOutcome> {
     let mut created = Vec::new();
-    let r = execute_inner(dir, cfg, cache, tree, m, buffer, ids, io, &mut created);
+    let r = execute_inner(ctx, tree, m, buffer, ids, io, &mut created);
     if r.is_err() {
         for p in &created {
             let _ = std::fs::remove_file(p);
@@ -88,11 +97,8 @@ pub fn execute(
     r
 }
 
-#[allow(clippy::too_many_arguments)]
 fn execute_inner(
-    dir: &Path,
-    cfg: &Config,
-    cache: &Option<Arc<BlockCache>>,
+    ctx: MergeCtx<'_>,
     tree: &Tree,
     m: &Merge,
     buffer: Option<&MemTable>,
@@ -100,6 +106,7 @@ fn execute_inner(
     io: &Arc<IoCounter>,
     created: &mut Vec<std::path::PathBuf>,
 ) -> Result<MergeOutcome> {
+    let MergeCtx { dir, cfg, cache } = ctx;
     let t = m.target_level;
     let mut levels = tree.levels.clone();
     while levels.len() < t {

@@ -9,7 +9,7 @@
 
 mod exec;
 
-pub use exec::{execute, IdAlloc, MergeOutcome};
+pub use exec::{execute, IdAlloc, MergeCtx, MergeOutcome};
 
 use cosine_compaction::{FileState, LevelState, RunState};
 use cosine_config::Config;

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The reference model: what the engine should hold.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// A scratch directory removed on drop.
 #[derive(Debug)]
 pub struct TempDir(PathBuf);
@@ -166,7 +169,7 @@ pub fn check_against_model(cfg: &Config, ops: &[Op]) -> std::result::Result<(), 
 }
 
 /// Opens, applies `n` seeded random writes over `keys` keys, and returns the engine and model.
-pub fn fill(dir: &Path, cfg: &Config, n: u64, keys: u64, seed: u64) -> Result<(Engine, BTreeMap<Vec<u8>, Vec<u8>>)> {
+pub fn fill(dir: &Path, cfg: &Config, n: u64, keys: u64, seed: u64) -> Result<(Engine, Model)> {
     use rand::{Rng, SeedableRng};
     let e = Engine::open(dir, cfg)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);

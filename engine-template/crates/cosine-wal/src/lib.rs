@@ -294,7 +294,9 @@ mod tests {
         d
     }
 
-    fn collect(path: &Path) -> Result<(Vec<(Vec<u8>, Value)>, ReplayReport)> {
+    type Records = Vec<(Vec<u8>, Value)>;
+
+    fn collect(path: &Path) -> Result<(Records, ReplayReport)> {
         let mut v = Vec::new();
         let r = replay(path, |k, val| v.push((k, val)))?;
         Ok((v, r))
