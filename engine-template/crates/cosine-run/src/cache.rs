@@ -6,7 +6,7 @@
 use crate::block::Block;
 use cosine_fence::Fences;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A cached block.
@@ -29,15 +29,55 @@ impl Cached {
 
 type BlockId = (u64, u64);
 
-#[derive(Debug, Default)]
-struct Shard {
-    map: HashMap<BlockId, (Cached, u64)>,
-    order: BTreeMap<u64, BlockId>,
-    used: usize,
-    tick: u64,
+struct Slot {
+    id: BlockId,
+    block: Cached,
+    charge: usize,
+    referenced: bool,
 }
 
-/// A sharded LRU block cache with a byte budget.
+// CLOCK replacement: a hit only sets a bit (O(1) under the shard lock); the hand
+// evicts the first unreferenced slot, clearing bits as it passes.
+#[derive(Default)]
+struct Shard {
+    map: HashMap<BlockId, usize>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    hand: usize,
+    used: usize,
+}
+
+impl std::fmt::Debug for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shard").field("blocks", &self.map.len()).field("used", &self.used).finish()
+    }
+}
+
+impl Shard {
+    fn evict_one(&mut self) -> bool {
+        let n = self.slots.len();
+        for _ in 0..2 * n + 1 {
+            if n == 0 {
+                return false;
+            }
+            let i = self.hand % n;
+            self.hand = (i + 1) % n;
+            if let Some(s) = &mut self.slots[i] {
+                if s.referenced {
+                    s.referenced = false;
+                } else if let Some(s) = self.slots[i].take() {
+                    self.map.remove(&s.id);
+                    self.used -= s.charge;
+                    self.free.push(i);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// A sharded block cache with a byte budget and CLOCK (second-chance) eviction.
 #[derive(Debug)]
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
@@ -58,44 +98,64 @@ impl BlockCache {
     }
 
     fn shard(&self, id: BlockId) -> &Mutex<Shard> {
-        let h = id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id.1.rotate_left(17);
-        &self.shards[(h >> 32) as usize % SHARDS]
+        let h = id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id.1.rotate_left(17).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        &self.shards[(h >> 40) as usize % SHARDS]
     }
 
-    /// Looks up block `offset` of file `file`, refreshing its recency.
+    /// Looks up block `offset` of file `file`, marking it recently used.
     pub fn get(&self, file: u64, offset: u64) -> Option<Cached> {
         let mut s = self.shard((file, offset)).lock();
-        s.tick += 1;
-        let tick = s.tick;
-        let (c, old) = {
-            let e = s.map.get_mut(&(file, offset))?;
-            let old = e.1;
-            e.1 = tick;
-            (e.0.clone(), old)
-        };
-        s.order.remove(&old);
-        s.order.insert(tick, (file, offset));
-        Some(c)
+        let i = *s.map.get(&(file, offset))?;
+        let slot = s.slots[i].as_mut()?;
+        slot.referenced = true;
+        Some(slot.block.clone())
     }
 
-    /// Inserts a block, evicting least recently used ones beyond the budget.
+    /// Inserts a block, evicting others (second chance) beyond the budget.
     pub fn insert(&self, file: u64, offset: u64, c: Cached) {
         let charge = c.charge();
         let mut s = self.shard((file, offset)).lock();
-        s.tick += 1;
-        let tick = s.tick;
-        if let Some((old, t)) = s.map.insert((file, offset), (c, tick)) {
-            s.order.remove(&t);
-            s.used -= old.charge();
+        if s.map.contains_key(&(file, offset)) {
+            return;
         }
-        s.order.insert(tick, (file, offset));
-        s.used += charge;
-        while s.used > self.per_shard {
-            let Some((&t, &id)) = s.order.iter().next() else { break };
-            s.order.remove(&t);
-            if let Some((old, _)) = s.map.remove(&id) {
-                s.used -= old.charge();
+        while s.used + charge > self.per_shard && s.evict_one() {}
+        if s.used + charge > self.per_shard {
+            return; // larger than the whole shard: not cached
+        }
+        let slot = Slot { id: (file, offset), block: c, charge, referenced: false };
+        let i = match s.free.pop() {
+            Some(i) => {
+                s.slots[i] = Some(slot);
+                i
             }
+            None => {
+                s.slots.push(Some(slot));
+                s.slots.len() - 1
+            }
+        };
+        s.map.insert((file, offset), i);
+        s.used += charge;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::{Block, BlockBuilder};
+
+    #[test]
+    fn respects_budget_and_keeps_hot_blocks() {
+        let mut b = BlockBuilder::default();
+        b.add(b"k", Some(&[0u8; 100]));
+        let blk = Arc::new(Block::decode(b.finish(), 1, "t").expect("block"));
+        let per = blk.charge();
+        let cache = BlockCache::new((per * 4 * SHARDS) as u64).expect("cache");
+        cache.insert(1, 0, Cached::Data(blk.clone()));
+        for i in 1..1000u64 {
+            assert!(cache.get(1, 0).is_some(), "hot block evicted at {i}");
+            cache.insert(2, i, Cached::Data(blk.clone()));
         }
+        let total: usize = cache.shards.iter().map(|s| s.lock().used).sum();
+        assert!(total <= per * 4 * SHARDS);
     }
 }
