@@ -66,6 +66,167 @@ def evaluate(
             print_evaluation(out, s.workload.operations)
 
 
+def _progress_bar():  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+                    transient=True)
+
+
+@app.command()
+def solve(
+    spec: Annotated[Path, typer.Argument(help="Workload spec (YAML).")],
+    budget: Annotated[float | None, typer.Option(help="Monthly budget in USD (default: the spec's).")] = None,
+    providers: Annotated[str | None, typer.Option(help="Comma-separated subset of the spec's providers.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<spec name>/).")] = None,
+    backend: Annotated[str, typer.Option(help="highs | ortools | pyomo")] = "highs",
+    method: Annotated[str, typer.Option(help="mip | exhaustive")] = "mip",
+    bands: Annotated[int, typer.Option(help="Budget bands of the frontier (>= 2).")] = 40,
+    workers: Annotated[int | None, typer.Option(help="Processes for the design tables (default: CPUs).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print solution.json to stdout.")] = False,
+    plot: Annotated[bool, typer.Option("--plot", help="Also write frontier.png.")] = False,
+    write_model: Annotated[Path | None, typer.Option(help="Write the MIP at the budget as .lp or .mps (pyomo).")] = None,
+) -> None:
+    """Search designs x VMs x storage x SLAs x providers: the certified optimum and its Pareto frontier."""
+    with cli_errors(str(spec)):
+        from cost_models.pricing import load_catalog
+        from solver.backends import get_backend
+        from solver.run import run_solve
+        from specs.schema import load_spec
+
+        s = load_spec(spec)
+        if method not in ("mip", "exhaustive"):
+            raise InputError(f"--method: must be mip or exhaustive, got {method!r}")
+        be = get_backend(backend)
+        provs = tuple(p.strip() for p in providers.split(",") if p.strip()) if providers else None
+        run_dir = out or Path("runs") / s.name
+        cat = load_catalog(s.pricing)
+        with _progress_bar() as bar:
+            task = bar.add_task("building design tables", total=1)
+
+            def prog(stage: str, done: int, total: int) -> None:
+                if stage == "tables":
+                    bar.update(task, description="building design tables", completed=0, total=1)
+                else:
+                    bar.update(task, description="solving budget bands", completed=done, total=total)
+
+            run = run_solve(s, cat, be, method=method, bands=bands, budget=budget, providers=provs, out_dir=run_dir,
+                            workers=workers, progress=None if as_json else prog)
+        if plot:
+            from solver.plot import plot_frontier
+
+            plot_frontier(run_dir)
+        if write_model is not None:
+            from solver.backends import PyomoBackend
+            from solver.model import build_mip
+
+            ctx = run.tables.contexts.get(run.solution["provider"], [])
+            m, _ = build_mip(s, cat, ctx, run.solution["budget"], providers=[run.solution["provider"]])
+            if write_model.suffix not in (".lp", ".mps"):
+                raise InputError("--write-model: the file must end in .lp or .mps")
+            PyomoBackend().write(m, write_model)
+        if as_json:
+            from solver.frontier import to_json
+
+            typer.echo(to_json(run.solution))
+        else:
+            from solver.report import print_solution
+
+            print_solution(run.solution)
+            typer.echo(f"wrote {run_dir}/solution.json, frontier.parquet, solver.log.jsonl, solver/"
+                       + (", frontier.png" if plot else ""))
+
+
+@app.command()
+def audit(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
+    max_gap: Annotated[float, typer.Option(help="Largest acceptable MIP gap.")] = 0.001,
+    max_approx_error: Annotated[float, typer.Option(help="Largest acceptable approximation error.")] = 0.01,
+) -> None:
+    """Check every band's certificate; exit 1 if any is over the thresholds."""
+    with cli_errors(str(run_dir)):
+        from rich.console import Console
+        from rich.table import Table
+
+        from solver.audit import audit as do_audit
+
+        rows = do_audit(run_dir, max_gap, max_approx_error)
+        t = Table(title=f"audit of {run_dir} (max gap {max_gap:g}, max approximation error {max_approx_error:g})")
+        for c in ("band", "provider", "budget", "status", "MIP gap", "approx error", "nodes", "wall s", "flags"):
+            t.add_column(c)
+        flagged = 0
+        for r in rows:
+            rec = r.record
+            flagged += bool(r.flags)
+
+            def f(v: object, fmt: str) -> str:
+                return "-" if v is None else format(v, fmt)
+
+            t.add_row(str(rec["band"]), rec["provider"], f"${rec['budget']:,.0f}", rec["status"],
+                      f(rec.get("mip_gap"), ".1e"), f(rec.get("approx_error"), ".1e"), f(rec.get("nodes"), "d"),
+                      f(rec.get("wall_s"), ".3f"), ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else "ok")
+        Console().print(t)
+        typer.echo(f"{flagged} of {len(rows)} bands flagged")
+        if flagged:
+            raise typer.Exit(1)
+
+
+@app.command()
+def whatif(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
+    budget: Annotated[float | None, typer.Option(help="Best configuration within this monthly budget.")] = None,
+    throughput: Annotated[float | None, typer.Option(help="Cheapest configuration reaching this ops/s.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Answer instantly from the saved frontier (no re-solve)."""
+    with cli_errors(str(run_dir)):
+        from solver.audit import whatif as do_whatif
+        from solver.frontier import to_json
+
+        ans = do_whatif(run_dir, budget, throughput)
+        if as_json:
+            typer.echo(to_json(ans))
+            return
+        a = ans["answer"]
+        if a is None:
+            typer.echo(ans["note"])
+            return
+        cfg = a["configuration"]
+        vms = ", ".join(f"{v['count']} x {v['type']}" for v in cfg.get("vms", []))
+        typer.echo(f"{a['provider']}: {vms} ({a['class']}) -> {a['throughput_ops']:,.0f} ops/s for "
+                   f"${a['monthly_cost']:,.2f}/month (saved band {a['band']}, budget ${a['budget']:,.0f})")
+        for p, v in ans["per_provider"].items():
+            typer.echo(f"  {p}: {v['throughput_ops']:,.0f} ops/s for ${v['monthly_cost']:,.2f}/month")
+
+
+@app.command()
+def sweep(
+    specs: Annotated[list[Path], typer.Argument(help="One or more specs.")],
+    budgets: Annotated[str, typer.Option(help="LO:HI:N geometric budget grid.")],
+    out: Annotated[Path, typer.Option(help="Output .parquet (resumed if it exists).")],
+    workers: Annotated[int, typer.Option(help="Parallel processes.")] = 1,
+    backend: Annotated[str, typer.Option(help="highs | ortools | pyomo")] = "highs",
+) -> None:
+    """Batch-solve specs x budgets in parallel: one row per (spec, budget, provider), resumable."""
+    with cli_errors():
+        from solver.backends import get_backend
+        from solver.sweep import parse_budgets
+        from solver.sweep import sweep as do_sweep
+
+        if workers < 1:
+            raise InputError("--workers must be at least 1")
+        get_backend(backend)
+        grid = parse_budgets(budgets)
+        with _progress_bar() as bar:
+            task = bar.add_task("sweeping", total=1)
+
+            def prog(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=max(total, 1))
+
+            res = do_sweep(list(specs), grid, out, workers=workers, backend=backend, progress=prog)
+        typer.echo(f"{out}: {res['rows']} rows ({res['new']} new, {res['skipped']} already there)")
+
+
 @pricing_app.command("build")
 def pricing_build() -> None:
     """Rebuild pricing.parquet from the CSV sources in pricing/."""

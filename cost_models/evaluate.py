@@ -16,7 +16,7 @@ from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_te
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import OPS, IOCost, io_costs
+from cost_models.io_model import OPS, IOCost, WindowTable, io_costs
 from cost_models.layout import CLASS_NAMES, Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
 from specs.schema import Spec, Workload
@@ -45,11 +45,16 @@ def workload_partitions(workload: Workload) -> Partitions:
 
 
 def evaluate_designs(batch: DesignBatch, workload: Workload, n_keys: float, memory_bytes: float,
-                     parts: Partitions | None = None) -> NodeEval:
-    """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries."""
+                     parts: Partitions | None = None,
+                     windows: tuple[WindowTable, WindowTable] | None = None) -> NodeEval:
+    """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries.
+
+    ``windows`` switches to the interpolated window tables (batch search); the
+    default is the exact model.
+    """
     parts = parts or workload_partitions(workload)
     lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes)
-    io = io_costs(lay, parts, workload.operations, workload.scan_length)
+    io = io_costs(lay, parts, workload.operations, workload.scan_length, windows)
     return NodeEval(lay, io, io.total(workload.operations))
 
 

@@ -10,6 +10,7 @@ them over levels (products, prefix/suffix) and partitions (weighted sums).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,6 +78,36 @@ def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> n
     return np.where(reachable, out, np.inf).reshape(shape)
 
 
+#: Points per decade of the interpolated window table (batch evaluation only).
+WINDOW_TABLE_POINTS_PER_DECADE = 40
+
+
+class WindowTable:
+    """W(R) on a log grid, interpolated in log-log space.
+
+    The exact ``window`` (a bisection per value) dominates batch evaluation; the
+    solver's tables evaluate thousands of designs, so they interpolate this
+    monotone, smooth function instead. The exact re-evaluation of a chosen
+    design never uses it, so its error shows up in the certificate.
+    """
+
+    def __init__(self, put: Marginal, n_keys: float, iota: float) -> None:
+        hi = max(2.0, n_keys * 1.0001)
+        pts = int(np.ceil(np.log10(hi) * WINDOW_TABLE_POINTS_PER_DECADE)) + 2
+        near_full = n_keys * (1.0 - np.logspace(-1, -12, 45))  # W grows fastest just below N
+        self.r = np.unique(np.concatenate([np.logspace(0.0, np.log10(hi), pts), near_full[near_full > 1]]))
+        self.w = window(self.r, put, n_keys, iota)
+        finite = np.isfinite(self.w)
+        self.r_max = self.r[finite].max() if finite.any() else 0.0
+        self.logr = np.log(self.r[finite])
+        self.logw = np.log(self.w[finite])
+
+    def __call__(self, distinct: np.ndarray) -> np.ndarray:
+        R = np.maximum(np.asarray(distinct, dtype=float), 1.0)
+        out = np.exp(np.interp(np.log(R), self.logr, self.logw))
+        return np.where(R > self.r_max, np.inf, out)
+
+
 def _alpha(w: np.ndarray, parts: Partitions, n_keys: float, iota: float) -> np.ndarray:
     """Presence probability per partition for windows ``w`` (shape (..., P))."""
     c = compiled()
@@ -102,8 +133,37 @@ def _recency_alpha(lo: np.ndarray, hi: np.ndarray, parts: Partitions, runs: np.n
     return per_run
 
 
-def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float) -> IOCost:
-    """Per-operation block I/O for every design of ``lay``."""
+def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:
+    """Interpolated windows for puts (runs, buffer, merges) and gets (block cache)."""
+    return (WindowTable(parts.put, n_keys, insert_fraction(mix)),
+            WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0))
+
+
+@dataclass
+class Structure:
+    """The memory-independent part of the I/O of each design (rows = designs).
+
+    Everything here depends on the run structure (T, K, Z, buffer, block, keys
+    on the node) and the workload, not on how the rest of memory is split
+    between filters, fences and the block cache; :func:`combine` adds that.
+    ``base``, ``fp`` and ``reach`` are the lookup terms divided by q and
+    without the block-cache factor (1 - alpha_BC), which multiplies them all.
+    """
+
+    base: np.ndarray  # (n, P): the key's own block
+    fp: np.ndarray  # (n, L, P): false-positive exposure per level
+    reach: np.ndarray  # (n, L, P): runs reached (on-disk index reads at cold levels)
+    runs: np.ndarray  # (n, L)
+    exists: np.ndarray  # (n, L)
+    range_blocks: np.ndarray  # (n, L): blocks a range reads per level, seeks included
+    put: np.ndarray  # (n,): sigma_p
+    lsh: np.ndarray  # (n,)
+    log_blocks: np.ndarray  # (n,): a full scan of the hash log
+
+
+def structure(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float,
+              win: Callable[[np.ndarray], np.ndarray]) -> Structure:
+    """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
     k = model_constants()
     fill = k["level_fill"]
@@ -114,79 +174,121 @@ def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length:
     recency = ~np.isnan(parts.recency[:, 0])
 
     # --- presence probabilities alpha (designs, levels, partitions)
-    w_run = window(lay.per_run, parts.put, N, iota)  # (n, lm)
-    alpha = _alpha(w_run, parts, N, iota)
-    w_buf = window(fill * lay.E_B, parts.put, N, iota)
-    alpha0 = _alpha(w_buf, parts, N, iota)  # (n, P)
+    alpha = _alpha(win(lay.per_run), parts, N, iota)
+    alpha0 = _alpha(win(fill * lay.E_B), parts, N, iota)  # (n, P)
     if recency.any():
         # Recency ranks: the buffer holds the newest fill*E_B keys, then each
         # level holds the next occupancy's worth.
-        bounds = np.concatenate([fill * lay.E_B[:, None], fill * lay.E_B[:, None] + np.cumsum(lay.occ, axis=1)], axis=1) / N
+        bounds = np.concatenate([fill * lay.E_B[:, None], fill * lay.E_B[:, None] + np.cumsum(lay.occ, axis=1)],
+                                axis=1) / N
         lo = np.concatenate([np.zeros((n, 1)), bounds[:, :-1]], axis=1)
         ra0 = _recency_alpha(np.zeros(n), bounds[:, 0], parts, 1.0)
         ra = _recency_alpha(lo[:, 1:], bounds[:, 1:], parts, lay.runs)
         alpha0 = np.where(recency[None, :], ra0, alpha0)
         alpha = np.where(recency[None, None, :], ra, alpha)
     alpha = np.where(lay.exists[..., None], alpha, 0.0)
-    # The last level holds a version of every key (the data set's base copy).
-    # It is the remainder of the load (occupancy), so alpha there follows too.
 
-    # --- block cache (Che's approximation at block granularity)
-    cache_blocks = lay.mem_cache / (lay.B * lay.entry_bytes)
-    U = parts.frac * N
-    t = window(np.maximum(cache_blocks, 1.0), Marginal(parts.frac, parts.p_get), N, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        a_hot = 1.0 - np.exp(-np.minimum(t, 1e300)[:, None] * parts.p_get / U)
-    a_hot = np.where(np.isinf(t)[:, None], 1.0, a_hot)
-    a_cov = np.minimum(1.0, cache_blocks * lay.B / N)[:, None]
-    alpha_bc = np.where(cache_blocks[:, None] >= 1.0, np.maximum(a_hot, a_cov), 0.0)
-    alpha_bc = np.clip(alpha_bc, 0.0, 1.0)
-
-    # --- single-result lookups (sigma_l)
+    # --- single-result lookups: report Sec. 1's q, c, c_{r,i}, d_{r,i} per partition
     runs = lay.runs[..., None]
     miss = np.where(lay.exists[..., None], c["level_miss"](alpha, runs), 1.0)  # (n, lm, P)
     before = np.cumprod(np.concatenate([np.ones((n, 1, P)), miss[:, :-1, :]], axis=1), axis=1)
     after_incl = np.cumprod(miss[:, ::-1, :], axis=1)[:, ::-1, :]
     after = np.concatenate([after_incl[:, 1:, :], np.ones((n, 1, P))], axis=1)
-    gate = ((1 - alpha0) * (1 - alpha_bc))[:, None, :]
-    prefix = gate * before
+    prefix = (1 - alpha0)[:, None, :] * before
     all_miss = after_incl[:, 0, :]
     q = np.maximum(1 - (1 - alpha0) * all_miss, 1e-12)
-    on_disk = (1 - alpha_bc) * (1 - alpha0) * (1 - all_miss)
-    fp = c["fp_exposure"](prefix, alpha, runs, after)
-    reach = c["reach_exposure"](prefix, alpha, runs, after)
-    probe = lay.fpr[..., None]  # hot: filter FPR (1 without a filter); cold: 1
-    index = (~lay.hot & lay.exists)[..., None].astype(float)
-    per_level = np.where(lay.exists[..., None], probe * fp + index * reach, 0.0)
-    cost = (on_disk + per_level.sum(axis=1)) / q  # (n, P)
-    sigma_l = (cost * parts.p_get).sum(axis=1)
+    base = (1 - alpha0) * (1 - all_miss) / q
+    fp = np.where(lay.exists[..., None], c["fp_exposure"](prefix, alpha, runs, after), 0.0) / q[:, None, :]
+    reach = np.where(lay.exists[..., None], c["reach_exposure"](prefix, alpha, runs, after), 0.0) / q[:, None, :]
 
-    # --- no-result lookups (sigma_n): every run's filter, every cold run's index + block
-    sigma_n = np.where(lay.exists, lay.runs * (lay.fpr + (~lay.hot).astype(float)), 0.0).sum(axis=1)
-
-    # --- ranges (sigma_s): each run's share of the range plus its seek;
-    # the hash log is unsorted, so a range reads the whole log.
+    # --- ranges: each run's share of the range plus its seek
     sel = scan_length / N
-    per_run_blocks = c["range_run"](sel, lay.per_run, lay.B[:, None])
-    sorted_cost = np.where(lay.exists, lay.runs * (per_run_blocks + (~lay.hot).astype(float)), 0.0).sum(axis=1)
-    sigma_s = np.where(lay.lsh, lay.space_entries / lay.B, sorted_cost)
+    range_blocks = np.where(lay.exists, lay.runs * c["range_run"](sel, lay.per_run, lay.B[:, None]), 0.0)
 
     # --- puts (sigma_p), amortized merges per put
-    q0 = window(lay.E_B, parts.put, N, iota)  # puts per flush
+    q0 = win(lay.E_B)  # puts per flush
     src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries moved into level i
-    q_src = np.concatenate([q0[:, None], window(np.maximum(lay.cap[:, :-1], 1.0), parts.put, N, iota)], axis=1)
+    q_src = np.concatenate([q0[:, None], win(np.maximum(lay.cap[:, :-1], 1.0))], axis=1)
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         merges = c["merge_cost"](reads_src, src_full, lay.leveled.astype(float), lay.occ, lay.B[:, None], q_src)
     merges = np.where(lay.exists & np.isfinite(merges), merges, 0.0)
-    sigma_p_lsm = merges.sum(axis=1)
     g = k["lsh_gc_dead_fraction"]
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
-    sigma_p_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
-    sigma_p = np.where(lay.lsh, sigma_p_lsh, sigma_p_lsm)
+    put_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
+    put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.B)
+    return Structure(base=base, fp=fp, reach=reach, runs=lay.runs, exists=lay.exists,
+                     range_blocks=range_blocks, put=put, lsh=lay.lsh.copy(),
+                     log_blocks=lay.space_entries / lay.B)
 
+
+def cache_alpha(cache_bytes: np.ndarray, block_entries: np.ndarray, entry_bytes: int, parts: Partitions,
+                n_keys: float, cache_win: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Probability a lookup's block is in the LRU block cache, per partition.
+
+    Che's approximation at block granularity: a cache of C blocks has a
+    characteristic time t with sum_j U_j (1 - exp(-t p_j / U_j)) = C (the same
+    distinct-count expression as the windows); a key of partition j hits with
+    1 - exp(-t p_j / U_j). Keys sharing a cached block also hit, so the hit
+    rate is at least the cached share of the data, C B / N.
+    """
+    blocks = cache_bytes / (block_entries * entry_bytes)
+    U = parts.frac * n_keys
+    t = cache_win(np.maximum(blocks, 1.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        a_hot = 1.0 - np.exp(-np.minimum(t, 1e300)[:, None] * parts.p_get / U)
+    a_hot = np.where(np.isinf(t)[:, None], 1.0, a_hot)
+    a_cov = np.minimum(1.0, blocks * block_entries / n_keys)[:, None]
+    return np.clip(np.where(blocks[:, None] >= 1.0, np.maximum(a_hot, a_cov), 0.0), 0.0, 1.0)
+
+
+def combine(st: Structure, rows: np.ndarray, fpr: np.ndarray, hot: np.ndarray, alpha_bc: np.ndarray,
+            p_get: np.ndarray) -> IOCost:
+    """Per-operation I/O of designs = structure rows + a memory split.
+
+    ``rows`` (n,) picks a structure row; each row carries m memory splits:
+    ``fpr`` and ``hot`` (n, m, L) are the per-level filter rates and hot flags,
+    ``alpha_bc`` (n, m, P) the block-cache hit probabilities. Returns arrays of
+    shape (n, m). (The exact path is m = 1.)
+    """
+    exists = st.exists[rows][:, None, :]
+    cold = (~hot & exists).astype(float)
+    probe = np.where(hot, fpr, 1.0)  # hot: filter rate (1 without a filter); cold: the data block
+    # sum over levels as a batched matrix product: (n, m, L) @ (n, L, P) -> (n, m, P)
+    per_level = np.matmul(probe, st.fp[rows]) + np.matmul(cold, st.reach[rows])
+    cost = (1 - alpha_bc) * (st.base[rows][:, None, :] + per_level)
+    sigma_l = cost @ p_get
+    runs = st.runs[rows][:, None, :]
+    sigma_n = np.where(exists, runs * (probe + cold), 0.0).sum(axis=2)
+    sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] + np.where(exists, runs * cold, 0.0).sum(axis=2)
+    sigma_s = np.where(st.lsh[rows][:, None], st.log_blocks[rows][:, None], sorted_scan)  # the hash log is unsorted
+    sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
     return IOCost(get=sigma_l, empty_get=sigma_n, range=sigma_s, insert=sigma_p,
                   update=sigma_p.copy(), rmw=sigma_l + sigma_p)
+
+
+def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float,
+             windows: tuple[WindowTable, WindowTable] | None = None) -> IOCost:
+    """Per-operation block I/O for every design of ``lay``.
+
+    ``windows``: interpolated W(R) tables (puts, and gets for the block cache)
+    for batch evaluation; exact bisection when None.
+    """
+    N = lay.n_keys
+    iota = insert_fraction(mix)
+    gets = Marginal(parts.frac, parts.p_get)
+    if windows is not None:
+        win, cache_win = windows
+    else:
+        def win(r: np.ndarray) -> np.ndarray:
+            return window(r, parts.put, N, iota)
+
+        def cache_win(r: np.ndarray) -> np.ndarray:
+            return window(r, gets, N, 0.0)
+    st = structure(lay, parts, mix, scan_length, win)
+    abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win)
+    io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get)
+    return IOCost(**{op: v[:, 0] for op, v in io.per_op().items()})

@@ -63,32 +63,39 @@ class Layout:
 def _monkey_fpr(cap: np.ndarray, runs: np.ndarray, hot: np.ndarray, budget_bits: np.ndarray) -> np.ndarray:
     """Per-level FPRs minimizing sum runs_i p_i with sum cap_i bits(p_i) = budget.
 
-    p_i = min(1, mu cap_i / runs_i / ln^2 2) (symbolic.monkey_fpr); mu found by
-    bisection in log space, vectorized over designs.
+    p_i = min(1, mu cap_i / runs_i / ln^2 2) (symbolic.monkey_fpr). On the
+    levels where p_i < 1 the budget fixes mu in closed form,
+    ln mu = -(budget ln^2 2 + sum cap_i ln(cap_i / runs_i / ln^2 2)) / sum cap_i;
+    levels whose p_i would reach 1 get no filter and the rest is re-solved, at
+    most once per level.
     """
     c = compiled()
-    n = cap.shape[0]
-    lo = np.full(n, -80.0)
-    hi = np.full(n, 80.0)
+    ln2sq = np.log(2.0) ** 2
     runs_safe = np.maximum(runs, 1e-9)
-
-    def used_bits(log_mu: np.ndarray) -> np.ndarray:
-        p = np.minimum(1.0, c["monkey_fpr"](np.exp(log_mu)[:, None], cap, runs_safe))
-        b = c["bloom_bits"](np.maximum(p, 1e-300))
-        return np.where(hot, cap * b, 0.0).sum(axis=1)
-
-    for _ in range(70):  # smaller mu -> smaller FPRs -> more bits
-        mid = (lo + hi) / 2
-        too_many = used_bits(mid) > budget_bits
-        lo = np.where(too_many, mid, lo)
-        hi = np.where(too_many, hi, mid)
-    p = np.minimum(1.0, c["monkey_fpr"](np.exp(hi)[:, None], cap, runs_safe))
+    unit = np.where(hot, c["monkey_fpr"](1.0, np.maximum(cap, 1e-300), runs_safe), 1.0)  # p_i at mu = 1
+    active = hot & (cap > 0)
+    log_unit = np.log(np.where(active, unit, 1.0))
+    log_mu = np.zeros(cap.shape[0])
+    for _ in range(cap.shape[1] + 1):
+        w = np.where(active, cap, 0.0)
+        denom = w.sum(axis=1)
+        num = budget_bits * ln2sq + (w * log_unit).sum(axis=1)
+        log_mu = np.where(denom > 0, -num / np.maximum(denom, 1e-300), -np.inf)
+        still = active & (log_mu[:, None] + log_unit < 0.0)
+        if not (still != active).any():
+            break
+        active = still
+    p = np.where(active, np.exp(np.minimum(log_mu[:, None] + log_unit, 0.0)), 1.0)
     return np.where(hot, p, 1.0)
 
 
 def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
-           memory_bytes: float) -> Layout:
-    """Derive the layout of every design in ``batch`` on a node."""
+           memory_bytes: float, levels: int | None = None) -> Layout:
+    """Derive the layout of every design in ``batch`` on a node.
+
+    ``levels`` pads the level axis to a given width (so batches derived apart
+    line up); by default it is the deepest design's level count.
+    """
     c = compiled()
     k = model_constants()
     fill = k["level_fill"]
@@ -103,6 +110,8 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     # Levels: capacity E_B T^i; L is the first level whose cumulative capacity holds N.
     need = np.log(np.maximum(N / E_B * (T - 1) / T + 1, 1.0)) / np.log(T)
     lm = int(min(MAX_LEVELS, max(1, np.ceil(np.nanmax(need)) + 1)))
+    if levels is not None:
+        lm = max(lm, int(levels))
     i = np.arange(1, lm + 1, dtype=float)[None, :]
     with np.errstate(over="ignore"):
         cap = E_B[:, None] * T[:, None] ** i
@@ -132,7 +141,11 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     Y = np.where(batch.lsh, 0.0, L - hot_count)
     hot = exists & (lvl <= hot_count[:, None])
 
-    max_runs = np.where(last | ~hot, batch.Z[:, None], batch.K[:, None])
+    # Runs per level follow the level's position (K above the last level, Z at
+    # the last), not whether its fences fit in memory: the engine compacts by
+    # position, and it keeps the run structure independent of memory, which
+    # lets the search share it across VM sizes (docs/model.md).
+    max_runs = np.where(last, batch.Z[:, None], batch.K[:, None])
     max_runs = np.where(batch.lsh[:, None], 1.0, max_runs)
     leveled = max_runs <= 1
     runs = np.where(leveled, 1.0, np.maximum(1.0, fill * max_runs))
@@ -143,11 +156,11 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     hot_cap = np.where(hot, sized, 0.0)
     budget_bits = bits_avg * hot_cap.sum(axis=1)
     uniform_fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
-    if np.any(batch.monkey & (bits_avg > 0)):
-        monkey = _monkey_fpr(sized, runs, hot, budget_bits)
-        fpr = np.where((batch.monkey & (bits_avg > 0))[:, None], monkey, uniform_fpr)
-    else:
-        fpr = uniform_fpr
+    fpr = uniform_fpr
+    need = np.flatnonzero(batch.monkey & (bits_avg > 0))
+    if need.size:
+        fpr = fpr.copy()
+        fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
     fpr = np.where(hot, fpr, 1.0)
     fpr = np.where(batch.lsh[:, None], 0.0, fpr)  # the hash index is exact
     bits = np.where(hot & (fpr < 1.0), c["bloom_bits"](np.maximum(fpr, 1e-300)), 0.0)

@@ -75,3 +75,63 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
     perf.add_row("SLAs", money(mc["sla"]))
     perf.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
     con.print(perf)
+
+
+def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
+    """The solve summary: configuration, designs, bill, certificate, neighbours."""
+    con = console or Console()
+    mc = sol["monthly_cost"]
+    pred = sol["predicted"]
+    cert = sol["certificate"]
+    vms = ", ".join(f"{v['count']} x {v['type']}" for v in sol["vms"])
+    con.print(f"[bold]{sol['spec']}[/] at {money(sol['budget'])}/month ({sol['pricing']} prices): "
+              f"[bold cyan]{sol['provider']}[/] {vms}")
+    t = Table(title="engine design per VM type", show_header=False)
+    for d, st in zip(sol["designs"], sol["storage"], strict=True):
+        layout = ("log-structured hash table" if d["lsh"] else
+                  f"T={d['T']} K={d['K']} Z={d['Z']}, L={d['L']} levels, Y={d['Y']} cold")
+        bits = "-" if d["lsh"] else (f"{d['bloom_bits_per_key']:g} avg (" +
+                                     ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) + ")")
+        t.add_row(f"[bold]{d['count']} x {d['vm_type']}[/]", f"[cyan]{d['class']}[/]: {layout}")
+        t.add_row("  keys per node / threads", f"{si(d['entries_per_node'])} / {d['threads']}")
+        t.add_row("  buffer / fences / cache", f"{gib(d['buffer_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}")
+        t.add_row("  Bloom bits per key", bits)
+        t.add_row("  block / storage per node", f"{d['block_bytes']:,} B / {st['label']}")
+    con.print(t)
+    p = Table(title="prediction, bill and certificate", show_header=False)
+    p.add_row("throughput", f"{si(pred['throughput_ops'])} ops/s")
+    p.add_row("latency (Eq. 3, per operation)", f"{pred['latency_s']:.3e} s" if pred["latency_s"] else "-")
+    io = pred["io_per_op"]
+    p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in io.items()))
+    if pred.get("operations_per_month"):
+        ratio = pred["monthly_capacity_ops"] / pred["operations_per_month"]
+        p.add_row("monthly capacity / workload", f"{ratio:,.2f}x")
+    p.add_row("compute / storage / SLAs", f"{money(mc['compute'])} / {money(mc['storage'])} / {money(mc['sla'])}")
+    p.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
+    gap = cert["mip_gap"]
+    p.add_row("certificate", f"{cert['status']} by {cert['backend']} ({cert['method']}): MIP gap "
+              f"{'-' if gap is None else f'{gap:.2e}'}, approximation error {cert['approx_error']:.2e}")
+    fc = sol.get("frontier_check", {})
+    p.add_row("frontier", f"{fc.get('bands')} bands x {len(fc.get('providers', []))} providers; monotone: "
+              f"{'yes' if fc.get('monotone') else 'repaired ' + str(fc.get('repaired_bands')) + ' bands'}")
+    con.print(p)
+    tgt = sol.get("target") or {}
+    if tgt.get("min_throughput"):
+        if tgt.get("met"):
+            con.print(f"target {si(tgt['min_throughput'])} ops/s: [green]met[/]")
+        else:
+            chp = tgt.get("cheapest_meeting_target")
+            extra = (f"; the cheapest configuration that meets it costs {money(chp['monthly_cost']['total'])}/month"
+                     if chp else "; no configuration meets it")
+            con.print(f"target {si(tgt['min_throughput'])} ops/s: [red]not met within the budget[/]{extra}")
+    nb = sol.get("neighbours", {})
+    if "up" in nb:
+        u = nb["up"]
+        con.print(f"+{money(u['extra_usd'])}/month buys {u['gain']:.1%} more throughput ({u['provider']})")
+    if "down" in nb:
+        d = nb["down"]
+        con.print(f"-{money(d['saved_usd'])}/month costs {d['loss']:.1%} of the throughput ({d['provider']})")
+    opt = {k: v for k, v in (sol.get("optional_slas_usd") or {}).items()}
+    if opt:
+        con.print("optional SLAs: " + ", ".join(
+            f"{k} {'+' + money(v) if v is not None else 'not priced'}" for k, v in opt.items()))

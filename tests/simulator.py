@@ -47,9 +47,7 @@ class LSMSim:
         return self.d.E_B * self.d.T ** (i + 1)
 
     def max_runs(self, i: int) -> int:
-        last = i == self.d.L - 1
-        cold = i >= self.d.hot_levels
-        return self.d.Z if (last or cold) else self.d.K
+        return self.d.Z if i == self.d.L - 1 else self.d.K
 
     def put(self, key: int) -> None:
         self.buffer.add(key)

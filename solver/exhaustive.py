@@ -1,0 +1,86 @@
+"""The oracle: enumerate every cluster over the same contexts, no MIP.
+
+Clusters are multisets of contexts of one provider with at most ``max_cluster``
+nodes that hold the data (sum of entries >= N). The cluster's throughput is
+min over its contexts of N x_c / s_c (the same epigraph the MIP uses) and its
+bill is computed with the same SLA price model. Feasible only for small
+instances; it is what the tests compare the MIP against.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.pricing import Catalog
+from solver.model import X_SCALE
+from solver.tables import Context
+from specs.schema import Spec
+
+#: Refuse instances whose cluster count is estimated above this.
+MAX_ENUMERATION = 5_000_000
+
+
+@dataclass
+class Best:
+    throughput_kops: float = -1.0
+    cost: float = math.inf
+    nodes: tuple[tuple[int, int], ...] = ()  # (context index, count)
+    provider: str = ""
+    visited: int = 0
+
+
+def estimate(n_contexts: int, max_cluster: int) -> float:
+    """Multisets of size <= m from n kinds: C(n + m, m)."""
+    return math.comb(n_contexts + max_cluster, max_cluster)
+
+
+def exhaustive(spec: Spec, catalog: Catalog, contexts: list[Context], budget: float, max_cluster: int,
+               min_throughput: float | None = None, limit: int = MAX_ENUMERATION) -> Best:
+    """Best (max throughput, then min cost) cluster within ``budget``."""
+    from solver.errors import InputError
+
+    N = spec.workload.entries
+    data_gib = spec.workload.data_bytes / GIB
+    best = Best()
+    target = (min_throughput or 0.0) * X_SCALE
+    if spec.max_latency_s:
+        target = max(target, X_SCALE / spec.max_latency_s)
+    for provider in sorted({c.provider for c in contexts}):
+        terms = sla_terms(catalog, provider, spec.slas)
+        if terms.unavailable:
+            continue
+        ctx = [(i, c) for i, c in enumerate(contexts) if c.provider == provider]
+        if estimate(len(ctx), max_cluster) > limit:
+            raise InputError(f"exhaustive search over {len(ctx)} contexts x {max_cluster} nodes is too large "
+                             f"(> {limit:,} clusters); use --method mip or a smaller instance")
+        x_hat = [N * c.throughput / c.entries * X_SCALE for _, c in ctx]
+
+        def rec(k: int, nodes: int, entries: float, cost: float, xmin: float, chosen: list[tuple[int, int]],
+                provider: str = provider, ctx: list = ctx, x_hat: list = x_hat, terms=terms) -> None:
+            if k == len(ctx):
+                if nodes == 0 or entries < N * (1 - 1e-9) or nodes < terms.min_nodes:
+                    return
+                total = cost + sla_cost(terms, nodes, data_gib, cost)
+                best.visited += 1
+                if total > budget * (1 + 1e-12) or xmin < target * (1 - 1e-12):
+                    return
+                better = xmin > best.throughput_kops * (1 + 1e-12) or (
+                    xmin >= best.throughput_kops * (1 - 1e-12) and total < best.cost)
+                if better:
+                    best.throughput_kops, best.cost = xmin, total
+                    best.nodes, best.provider = tuple(chosen), provider
+                return
+            i, c = ctx[k]
+            rec(k + 1, nodes, entries, cost, xmin, chosen)
+            for cnt in range(1, max_cluster - nodes + 1):
+                add = cnt * c.cost_month
+                if cost + add > budget * (1 + 1e-12):
+                    break
+                chosen.append((i, cnt))
+                rec(k + 1, nodes + cnt, entries + cnt * c.entries, cost + add, min(xmin, x_hat[k]), chosen)
+                chosen.pop()
+
+        rec(0, 0, 0.0, 0.0, math.inf, [])
+    return best

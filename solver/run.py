@@ -1,0 +1,218 @@
+"""`cosine solve`: tables -> frontier -> the answer for the spec's budget -> files.
+
+Files written to the run directory (a contract other tools read):
+``solution.json``, ``frontier.parquet`` (one row per band x provider),
+``baselines.parquet`` (the presets on the same hardware), ``solver.log.jsonl``
+(one record per band x provider) and ``solver/`` (each band's raw solver log).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.pricing import SLA_FEATURES, Catalog
+from solver.backends import Backend
+from solver.errors import BudgetTooLow, InputError
+from solver.frontier import (
+    DEFAULT_BANDS,
+    PRESETS,
+    Frontier,
+    Point,
+    baselines,
+    cheapest,
+    clean,
+    neighbours,
+    solve_frontier,
+    to_json,
+)
+from solver.tables import Tables, build_tables
+from specs.schema import Spec
+
+SOLUTION_VERSION = 1
+
+
+@dataclass
+class SolveRun:
+    """Everything a solve produced (what the CLI prints)."""
+
+    spec: Spec
+    frontier: Frontier
+    answer: Point
+    solution: dict[str, Any]
+    out_dir: Path
+    tables: Tables
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def solution_dict(spec: Spec, pt: Point, backend: str, method: str, budget: float) -> dict[str, Any]:
+    """The contract's solution.json body for one frontier point."""
+    assert pt.chosen is not None and pt.exact is not None
+    ex, ch = pt.exact, pt.chosen
+    r = pt.result
+    x = ex.throughput
+    return {
+        "version": SOLUTION_VERSION,
+        "spec": spec.name,
+        "spec_source": spec.source,
+        "spec_raw": spec.raw,
+        "budget": budget,
+        "provider": ch.provider,
+        "pricing": spec.pricing,
+        "vms": [{"type": n["vm_type"], "count": n["count"]} for n in ex.per_node],
+        "storage": [{"vm_type": n["vm_type"], **n["storage"]} for n in ex.per_node],
+        "slas": list(spec.slas),
+        "designs": [{k: v for k, v in n.items() if k != "storage"} for n in ex.per_node],
+        "monthly_cost": {"compute": ch.compute, "storage": ch.storage, "sla": ch.sla, "total": ch.monthly_cost},
+        "predicted": {"latency_s": (1.0 / x) if x > 0 else None, "throughput_ops": x,
+                      "io_per_op": ex.io_per_op,
+                      "monthly_capacity_ops": x * 730 * 3600,
+                      "operations_per_month": spec.workload.operations_per_month},
+        "certificate": {"mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
+                        "approx_error": pt.approx_error, "backend": backend, "method": method,
+                        "status": pt.status, "objective": None if r is None else r.objective,
+                        "best_bound": None if r is None else r.bound, "nodes": None if r is None else r.nodes,
+                        "wall_s": None if r is None else r.seconds,
+                        "scaling_error": None if r is None else r.scaling_error},
+    }
+
+
+def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[str, float | None]:
+    """What adding each SLA the spec does not require would cost this configuration."""
+    if pt.chosen is None:
+        return {}
+    ch = pt.chosen
+    nodes = sum(k for _, k in ch.nodes)
+    base = ch.compute + ch.storage
+    data_gib = spec.workload.data_bytes / GIB
+    out: dict[str, float | None] = {}
+    for f in SLA_FEATURES:
+        if f in spec.slas:
+            continue
+        t = sla_terms(catalog, ch.provider, (f,))
+        if t.unavailable:
+            out[f] = None
+        elif nodes < t.min_nodes:
+            out[f] = None
+        else:
+            out[f] = sla_cost(t, nodes, data_gib, base)
+    return out
+
+
+def write_outputs(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = run_dir / "solution.json.tmp"
+    tmp.write_text(to_json(solution))
+    tmp.replace(run_dir / "solution.json")
+    rows = []
+    recs = []
+    for p, pts in fr.points.items():
+        for pt in pts:
+            r = pt.result
+            rows.append({
+                "band": pt.band, "budget": pt.budget, "provider": p, "status": pt.status,
+                "monthly_cost": pt.cost if pt.chosen else None,
+                "throughput_ops": pt.throughput if pt.chosen else None,
+                "latency_s": (1.0 / pt.throughput) if pt.chosen and pt.throughput > 0 else None,
+                "class": pt.dominant_class(), "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
+                "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
+                "repaired": pt.repaired, "configuration": to_json(pt.configuration(), indent=None),
+            })
+            log = f"solver/band{pt.band:02d}_{p}.log"
+            recs.append(pt.log_record(fr.backend, fr.method, log if (run_dir / log).exists() else None))
+    schema = pa.schema([("band", pa.int32()), ("budget", pa.float64()), ("provider", pa.string()),
+                        ("status", pa.string()), ("monthly_cost", pa.float64()), ("throughput_ops", pa.float64()),
+                        ("latency_s", pa.float64()), ("class", pa.string()), ("gap", pa.float64()),
+                        ("approx_error", pa.float64()), ("repaired", pa.bool_()), ("configuration", pa.string())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), run_dir / "frontier.parquet")
+    brows = [r for rs in fr.baselines.values() for r in rs]
+    bschema = pa.schema([("preset", pa.string()), ("band", pa.int32()), ("budget", pa.float64()),
+                         ("provider", pa.string()), ("monthly_cost", pa.float64()), ("throughput_ops", pa.float64()),
+                         ("vm", pa.string()), ("count", pa.int32()), ("class", pa.string())])
+    pq.write_table(pa.Table.from_pylist(brows, schema=bschema), run_dir / "baselines.parquet")
+    with (run_dir / "solver.log.jsonl").open("w") as fh:
+        for rec in recs:
+            fh.write(to_json(rec, indent=None) + "\n")
+
+
+def run_solve(spec: Spec, catalog: Catalog, backend: Backend, *, method: str = "mip", bands: int = DEFAULT_BANDS,
+              budget: float | None = None, providers: tuple[str, ...] | None = None, out_dir: Path,
+              workers: int | None = None, progress: Callable[[str, int, int], None] | None = None,
+              time_limit: float = 30.0) -> SolveRun:
+    """Solve the frontier, pick the answer for the budget, write the files."""
+    provs = providers or spec.providers
+    bad = [p for p in provs if p not in spec.providers]
+    if bad:
+        raise InputError(f"--providers: {', '.join(bad)} not in the spec's providers ({', '.join(spec.providers)})")
+    if budget is not None and (not math.isfinite(budget) or budget <= 0):
+        raise InputError(f"--budget must be a positive number, got {budget}")
+    if bands < 2:
+        raise InputError(f"--bands must be at least 2, got {bands}")
+    b0 = budget if budget is not None else spec.budget_usd
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if progress:
+        progress("tables", 0, 1)
+    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS)
+    timings["tables_s"] = time.perf_counter() - t0
+    if not any(tables.contexts.values()):
+        raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
+    total = bands_total = (bands + 1) * len(provs)
+    done = 0
+
+    def tick(_p: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress("bands", done, bands_total)
+
+    t1 = time.perf_counter()
+    fr = solve_frontier(spec, catalog, tables, backend, method=method, bands=bands, budget=b0,
+                        providers=tuple(p for p in provs if p in tables.contexts), out_dir=out_dir,
+                        progress=tick, time_limit=time_limit)
+    timings["frontier_s"] = time.perf_counter() - t1
+    del total
+    fr.baselines = baselines(spec, catalog, tables, fr.budgets)
+    idx = int(abs(fr.budgets - b0).argmin())
+    answer = fr.best[idx]
+    lowest = cheapest(spec, catalog, tables, backend) if method == "mip" else None
+    if answer.chosen is None:
+        cheapest_cost = lowest.cost if lowest else None
+        if lowest is None:
+            unavailable = {p: sla_terms(catalog, p, spec.slas).unavailable for p in provs}
+            why = "; ".join(f"{p} cannot price SLA {', '.join(u)}" for p, u in unavailable.items() if u)
+            raise BudgetTooLow(b0, None, why or "no feasible configuration")
+        raise BudgetTooLow(b0, cheapest_cost)
+    solution = solution_dict(spec, answer, fr.backend, method, b0)
+    target = spec.min_throughput or 0.0
+    if spec.max_latency_s:
+        target = max(target, 1.0 / spec.max_latency_s)
+    solution["target"] = {"min_throughput": target or None, "met": answer.throughput >= target * (1 - 1e-9)}
+    if target and not solution["target"]["met"]:
+        meets = cheapest(spec, catalog, tables, backend, min_throughput=target)
+        solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput,
+                                                       "monthly_cost": answer.cost}
+        if meets is not None and meets.chosen is not None:
+            solution["target"]["cheapest_meeting_target"] = solution_dict(spec, meets, fr.backend, method, meets.cost)
+        else:
+            solution["target"]["cheapest_meeting_target"] = None
+    solution["cheapest_possible_usd"] = lowest.cost if lowest else None
+    solution["neighbours"] = neighbours(fr.best, b0)
+    solution["optional_slas_usd"] = optional_slas(spec, catalog, answer)
+    solution["frontier_check"] = {"monotone": fr.monotone, "repaired_bands": fr.repaired,
+                                  "bands": len(fr.budgets), "providers": list(fr.points)}
+    solution["providers_at_budget"] = {
+        p: {"throughput_ops": pts[idx].throughput, "monthly_cost": pts[idx].cost if pts[idx].chosen else None}
+        for p, pts in fr.points.items()}
+    solution["search"] = {"contexts": {p: len(c) for p, c in tables.contexts.items()},
+                          "designs_per_vm": tables.grid_size, "timings_s": timings}
+    write_outputs(out_dir, fr, clean(solution))
+    return SolveRun(spec, fr, answer, clean(solution), out_dir, tables, timings)

@@ -1,0 +1,99 @@
+"""The discretized search space: engine-design ladders and shard sizes.
+
+Knob ladders (paper Sec. 5, "Storage Engine Design Space"): T from a ladder
+within the spec's ``design.size_ratio``; K in {1, 2, 4, T-1} and Z in {1, T-1}
+(leveling, light/heavy tiering, Dostoevsky's lazy leveling); Bloom bits per key
+over the hot levels from a ladder (Monkey allocation across levels); the
+buffer M_B by memory hopping along a geometric ladder whose ratio is
+1 + 10 * epsilon (epsilon = 0.1, the paper's default, gives x2 steps: 16 MiB,
+32 MiB, ...) up to (1 - epsilon) of the VM's memory; block sizes from the spec;
+and the log-structured hash-table family (buffer only). Threads eta are set to
+the VM's vCPUs: the Amdahl speed-up is increasing in eta for every phi >= 0,
+so fewer threads never help in the model.
+
+Shard sizes: a node of a cluster holds N / k entries for k in :data:`SHARD_DIVISORS`
+(every homogeneous cluster of up to 6 nodes and a ladder beyond), so the MIP
+can mix VM types with different shard sizes (docs/solver.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost_models.design import Design, DesignBatch
+from specs.schema import Spec
+
+T_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
+BITS_LADDER = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0)
+MIN_BUFFER_BYTES = 16 * 2**20
+SHARD_DIVISORS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 50, 60, 80, 100)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The design ladders for one spec."""
+
+    T: tuple[int, ...]
+    bits: tuple[float, ...]
+    blocks: tuple[int, ...]
+    buffer_ratio: float
+    epsilon: float
+    max_runs: int
+    classes: tuple[str, ...]
+
+    def K(self, T: int) -> list[int]:
+        return sorted({k for k in (1, 2, 4, T - 1) if 1 <= k <= min(T - 1, self.max_runs)} or {1})
+
+    def Z(self, T: int) -> list[int]:
+        return sorted({z for z in (1, T - 1) if 1 <= z <= min(T - 1, self.max_runs)} or {1})
+
+    def buffers(self, memory_bytes: float) -> list[float]:
+        top = (1 - self.epsilon) * memory_bytes
+        out, b = [], float(MIN_BUFFER_BYTES)
+        while b <= top:
+            out.append(b)
+            b *= self.buffer_ratio
+        return out
+
+    def layouts(self, max_buffer_memory: float) -> DesignBatch:
+        """Every (T, K, Z, block, buffer) with bits = 0, plus the LSH family."""
+        ds: list[Design] = []
+        lsm_like = any(c in self.classes for c in ("lsm", "btree", "hybrid"))
+        for buf in self.buffers(max_buffer_memory):
+            for blk in self.blocks:
+                if lsm_like:
+                    for T in self.T:
+                        for K in self.K(T):
+                            for Z in self.Z(T):
+                                ds.append(Design(T=T, K=K, Z=Z, buffer_bytes=buf, bloom_bits=0.0, block_bytes=blk))
+                if "lsh" in self.classes:
+                    ds.append(Design(buffer_bytes=buf, bloom_bits=0.0, block_bytes=blk, lsh=True))
+        return DesignBatch.of(ds)
+
+    def size(self, memory_bytes: float) -> int:
+        """Designs per VM of this memory (for reports)."""
+        per_buffer = sum(len(self.K(T)) * len(self.Z(T)) for T in self.T) * len(self.bits) + 1
+        return per_buffer * len(self.buffers(memory_bytes)) * len(self.blocks)
+
+
+def grid_for(spec: Spec) -> Grid:
+    lo, hi = spec.design.size_ratio
+    ts = tuple(t for t in T_LADDER if lo <= t <= hi) or tuple(sorted({lo, hi}))
+    bits = BITS_LADDER
+    if set(spec.design.classes) <= {"btree", "lsh"}:
+        bits = (0.0,)
+    elif "btree" not in spec.design.classes and "lsh" not in spec.design.classes:
+        bits = tuple(b for b in BITS_LADDER if b > 0)
+    eps = spec.design.memory_step
+    return Grid(T=ts, bits=bits, blocks=spec.design.block_bytes, buffer_ratio=1.0 + 10.0 * eps,
+                epsilon=eps, max_runs=spec.design.max_runs, classes=spec.design.classes)
+
+
+def shard_sizes(n_entries: int, max_cluster: int) -> np.ndarray:
+    """Entries per node the MIP may assign (N/k, largest first)."""
+    ks = [k for k in SHARD_DIVISORS if k <= max_cluster]
+    if max_cluster not in ks:
+        ks.append(max_cluster)
+    return np.array([n_entries / k for k in sorted(set(ks))])

@@ -1,0 +1,220 @@
+"""Precomputed tables: the best engine design for every (VM type, shard size, volume).
+
+The layout knobs of one node enter no other term of the MIP: a node's design
+changes only its own throughput. So the MIP does not need a binary per design:
+for every *context* c = (VM type, entries per node, storage volume) we take the
+maximum of the model's node throughput over the whole discretized design grid
+(exactly, by enumeration) and give the MIP one integer column per context. The
+run structure (windows, presence probabilities, merge costs) does not depend on
+memory, so it is computed once per shard size and combined with each VM's
+memory split (filters, fences, cache) cheaply (cost_models.io_model.combine).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cost_models.cloud import GIB, StorageChoice, storage_choices
+from cost_models.cpu import node_throughput
+from cost_models.design import Design, DesignBatch, preset
+from cost_models.distributions import Partitions
+from cost_models.evaluate import workload_partitions
+from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
+from cost_models.layout import CLASS_CODES, CLASS_NAMES, derive
+from cost_models.pricing import Catalog, VmType
+from solver.space import Grid, grid_for, shard_sizes
+from specs.schema import Spec
+
+#: Volume sizes offered per node, as multiples of the shard's logical data
+#: (space amplification of LSM levels and of the hash log's garbage).
+VOLUME_HEADROOM = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6)
+
+
+@dataclass
+class Context:
+    """One MIP column: a node of ``vm`` holding ``entries`` on ``storage``."""
+
+    provider: str
+    vm: VmType
+    entries: float
+    storage: StorageChoice
+    cost_month: float
+    throughput: float  # node ops/s with the best design
+    io_total: float
+    design: Design
+    design_class: str
+    levels: int
+    cold_levels: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.vm.key}|{self.entries:.6g}|{self.storage.label}"
+
+
+@dataclass
+class Tables:
+    """All contexts of a spec, per provider, for Cosine and for the presets."""
+
+    spec_name: str
+    entries: int
+    grid_size: dict[str, int]
+    contexts: dict[str, list[Context]] = field(default_factory=dict)  # provider -> columns
+    presets: dict[str, dict[str, list[Context]]] = field(default_factory=dict)  # preset -> provider -> columns
+    seconds: float = 0.0
+
+
+def _throughput(io_total: np.ndarray, cls: np.ndarray, spec: Spec, iops: float, vcpu: int) -> np.ndarray:
+    wl = spec.workload
+    return node_throughput(io_total, iops, cls, wl.operations, vcpu, wl.scan_length)
+
+
+def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
+    codes = [CLASS_CODES[c] for c in spec.design.classes]
+    return np.isin(cls, codes)
+
+
+def _best_per_vm(spec: Spec, catalog: Catalog, vms: list[VmType], s: float, io_total: np.ndarray,
+                 cls: np.ndarray, ok: np.ndarray, need_gib: np.ndarray, make_design: Any,
+                 layout_info: tuple[np.ndarray, np.ndarray]) -> list[Context]:
+    """Best design per (VM, volume) for one shard size, Pareto-pruned per VM."""
+    out: list[Context] = []
+    base_gib = s * spec.workload.entry_bytes / GIB
+    L, Y = layout_info
+    for vm in vms:
+        seen: dict[tuple[str, int, float], StorageChoice] = {}
+        for h in VOLUME_HEADROOM:
+            for st in storage_choices(catalog, vm.provider, base_gib * h):
+                seen.setdefault((st.product, st.disks, round(st.gib, 6)), st)
+        cands: list[Context] = []
+        for st in seen.values():
+            fits = ok & (need_gib <= st.gib * (1 + 1e-9))
+            if not fits.any():
+                continue
+            x = np.where(fits, _throughput(io_total, cls, spec, st.iops, vm.vcpu), 0.0)
+            i = int(np.argmax(x))
+            if x[i] <= 0:
+                continue
+            cands.append(Context(
+                provider=vm.provider, vm=vm, entries=s, storage=st,
+                cost_month=vm.usd_per_month + st.usd_month, throughput=float(x[i]),
+                io_total=float(io_total[i]), design=make_design(i, vm.vcpu),
+                design_class=CLASS_NAMES[int(cls[i])], levels=int(L[i]), cold_levels=int(Y[i]),
+            ))
+        cands.sort(key=lambda c: (c.cost_month, -c.throughput))
+        best = -1.0
+        for c in cands:  # a dearer volume must buy more throughput
+            if c.throughput > best * (1 + 1e-12):
+                out.append(c)
+                best = c.throughput
+    return out
+
+
+def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]) -> tuple[list[Context], dict]:
+    spec, catalog, grid, s, vms, parts = args
+    wl = spec.workload
+    wins = window_tables(parts, wl.operations, s)
+    max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
+    lays = grid.layouts(max_mem)
+    if lays.size == 0:
+        return [], {"presets": {}}
+    shape = derive(lays, s, wl.key_bytes, wl.value_bytes, np.inf)
+    st = structure(shape, parts, wl.operations, wl.scan_length, wins[0])
+    out: list[Context] = []
+    by_mem: dict[float, list[VmType]] = {}
+    for vm in vms:
+        by_mem.setdefault(vm.memory_gib, []).append(vm)
+    bits = np.array(grid.bits)
+    data_bytes = s * wl.entry_bytes
+    for mem_gib, group in sorted(by_mem.items()):
+        mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
+        # A buffer past twice the shard's data buys nothing more: it already holds it all.
+        fits = (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * data_bytes)
+        parts_out: list[tuple[np.ndarray, ...]] = []
+        batches: list[DesignBatch] = []
+        for is_lsh, m_bits in ((False, bits), (True, np.zeros(1))):
+            sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
+            if sel.size == 0:
+                continue
+            m = m_bits.size
+            batch = lays.take(np.repeat(sel, m))
+            batch.bloom_bits = np.tile(m_bits, sel.size)
+            lay = derive(batch, s, wl.key_bytes, wl.value_bytes, mem, levels=shape.cap.shape[1])
+            abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
+            P = abc.shape[1]
+            io: IOCost = combine(st, sel, lay.fpr.reshape(sel.size, m, -1), lay.hot.reshape(sel.size, m, -1),
+                                 abc.reshape(sel.size, m, P), parts.p_get)
+            parts_out.append((io.total(wl.operations).ravel(), lay.cls, lay.feasible & _allowed(lay.cls, spec),
+                              lay.space_entries * lay.entry_bytes / GIB, lay.L, lay.Y))
+            batches.append(batch)
+        if not parts_out:
+            continue
+        total, cls, ok, need, L, Y = (np.concatenate(x) for x in zip(*parts_out, strict=True))
+        offsets = np.cumsum([0] + [b.size for b in batches])
+
+        def make(i: int, vcpu: int, batches: list[DesignBatch] = batches, offsets: np.ndarray = offsets) -> Design:
+            k = int(np.searchsorted(offsets, i, side="right") - 1)
+            return batches[k].design(i - int(offsets[k]), threads=vcpu, name="cosine")
+
+        out += _best_per_vm(spec, catalog, group, s, total, cls, ok, need, make, (L, Y))
+    return out, {}
+
+
+def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]) -> list[Context]:
+    spec, catalog, name, s, vms, parts = args
+    wl = spec.workload
+    d = preset(name)
+    wins = window_tables(parts, wl.operations, s)
+    out: list[Context] = []
+    for vm in vms:
+        mem = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
+        lay = derive(DesignBatch.of([d]), s, wl.key_bytes, wl.value_bytes, mem)
+        st = structure(lay, parts, wl.operations, wl.scan_length, wins[0])
+        abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
+        io = combine(st, np.arange(1), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get)
+        total = io.total(wl.operations)[:, 0]
+        need = lay.space_entries * lay.entry_bytes / GIB
+
+        def make(i: int, vcpu: int) -> Design:
+            return Design(**{**d.as_dict(), "threads": vcpu})
+
+        out += _best_per_vm(spec, catalog, [vm], s, total, lay.cls, lay.feasible, need, make, (lay.L, lay.Y))
+    return out
+
+
+def build_tables(spec: Spec, catalog: Catalog, providers: tuple[str, ...], *, workers: int | None = None,
+                 presets: tuple[str, ...] = (), max_cluster: int | None = None) -> Tables:
+    """Best design per context for every provider (and the presets' own tables)."""
+    import time
+
+    t0 = time.perf_counter()
+    mc = max_cluster or spec.design.max_cluster_size
+    grid = grid_for(spec)
+    parts = workload_partitions(spec.workload)
+    vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
+    sizes = shard_sizes(spec.workload.entries, mc)
+    jobs = [(spec, catalog, grid, float(s), vms, parts) for s in sizes]
+    workers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
+    results: list[list[Context]] = []
+    pjobs = [(spec, catalog, name, float(s), vms, parts) for name in presets for s in sizes]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            results = [r for r, _ in ex.map(_shard_job, jobs)]
+            pres = list(ex.map(_preset_job, pjobs)) if pjobs else []
+    else:
+        results = [_shard_job(j)[0] for j in jobs]
+        pres = [_preset_job(j) for j in pjobs]
+    tables = Tables(spec_name=spec.name, entries=spec.workload.entries,
+                    grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms})
+    for ctxs in results:
+        for c in ctxs:
+            tables.contexts.setdefault(c.provider, []).append(c)
+    for (name, *_), ctxs in zip([(p[2],) for p in pjobs], pres, strict=True):
+        for c in ctxs:
+            tables.presets.setdefault(name, {}).setdefault(c.provider, []).append(c)
+    tables.seconds = time.perf_counter() - t0
+    return tables

@@ -1,0 +1,177 @@
+"""`cosine solve`, `audit`, `whatif`, `sweep` end to end through CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+
+runner = CliRunner()
+
+SPEC = """
+name: tiny
+workload:
+  entries: 2000000
+  key_bytes: 16
+  value_bytes: 100
+  operations: {get: 0.5, update: 0.5}
+  distribution:
+    get: {kind: zipfian, theta: 0.99}
+    put: {kind: zipfian, theta: 0.99}
+  operations_per_month: 1.0e9
+budget: {monthly_usd: 800, range: [10, 5000]}
+performance: {min_throughput: 1000}
+providers: [aws, gcp]
+slas: [backup, availability]
+design:
+  size_ratio: [4, 10]
+  max_cluster_size: 4
+"""
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    d = tmp_path_factory.mktemp("run")
+    spec = d / "tiny.yaml"
+    spec.write_text(SPEC)
+    out = d / "out"
+    res = runner.invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "8", "--json", "--plot"])
+    assert res.exit_code == 0, res.output + res.stderr
+    return spec, out, json.loads(res.stdout)
+
+
+def test_solution_contract(solved):
+    _, out, sol = solved
+    for k in ("spec", "budget", "provider", "vms", "storage", "slas", "designs", "monthly_cost", "predicted",
+              "certificate"):
+        assert k in sol, k
+    for k in ("vm_type", "class", "T", "K", "Z", "L", "Y", "buffer_bytes", "bloom_bits_per_key", "fence_bytes",
+              "threads"):
+        assert k in sol["designs"][0], k
+    assert set(sol["monthly_cost"]) == {"compute", "storage", "sla", "total"}
+    assert set(sol["predicted"]["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw"}
+    assert sol["predicted"]["latency_s"] == pytest.approx(1 / sol["predicted"]["throughput_ops"])
+    assert set(sol["certificate"]) >= {"mip_gap", "approx_error", "backend", "method"}
+    assert sol["monthly_cost"]["total"] <= 800 * (1 + 1e-6)
+    assert sol["target"]["met"] is True
+    assert sol["frontier_check"]["monotone"] is True
+    assert sum(v["count"] for v in sol["vms"]) >= 2  # availability SLA
+    assert (out / "frontier.png").stat().st_size > 1000
+
+
+def test_frontier_and_log_files(solved):
+    _, out, _ = solved
+    rows = pq.ParquetFile(out / "frontier.parquet").read().to_pylist()
+    assert {r["provider"] for r in rows} == {"aws", "gcp"}
+    assert {"budget", "monthly_cost", "throughput_ops", "latency_s", "class", "provider", "gap",
+            "configuration"} <= set(rows[0])
+    recs = [json.loads(x) for x in (out / "solver.log.jsonl").read_text().splitlines()]
+    assert len(recs) == len(rows)
+    for r in recs:
+        assert {"status", "objective", "best_bound", "mip_gap", "nodes", "wall_s", "approx_error"} <= set(r)
+        if r["solver_log"]:
+            assert (out / r["solver_log"]).is_file()
+
+
+def test_audit_passes_then_flags(solved, tmp_path):
+    _, out, _ = solved
+    res = runner.invoke(app, ["audit", str(out)])
+    assert res.exit_code == 0, res.output
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in ("solution.json", "frontier.parquet"):
+        (bad / f).write_bytes((out / f).read_bytes())
+    recs = [json.loads(x) for x in (out / "solver.log.jsonl").read_text().splitlines()]
+    feasible = next(r for r in recs if r["status"] == "optimal")
+    feasible["mip_gap"] = 0.2
+    (bad / "solver.log.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    res = runner.invoke(app, ["audit", str(bad), "--max-gap", "0.01"])
+    assert res.exit_code == 1 and "1 of" in res.output
+
+
+def test_audit_bad_inputs(tmp_path):
+    res = runner.invoke(app, ["audit", str(tmp_path / "nope")])
+    assert res.exit_code == 2
+    (tmp_path / "solver.log.jsonl").write_text("{not json\n")
+    (tmp_path / "solution.json").write_text("{}")
+    res = runner.invoke(app, ["audit", str(tmp_path)])
+    assert res.exit_code == 2 and "corrupt" in res.stderr
+
+
+def test_whatif(solved, tmp_path):
+    _, out, sol = solved
+    res = runner.invoke(app, ["whatif", str(out), "--budget", "800", "--json"])
+    assert res.exit_code == 0
+    ans = json.loads(res.stdout)["answer"]
+    assert ans["monthly_cost"] <= 800 and ans["throughput_ops"] == pytest.approx(sol["predicted"]["throughput_ops"])
+    res = runner.invoke(app, ["whatif", str(out), "--throughput", "1000"])
+    assert res.exit_code == 0 and "ops/s for $" in res.output
+    res = runner.invoke(app, ["whatif", str(out), "--budget", "5", "--throughput", "5"])
+    assert res.exit_code == 2
+    (tmp_path / "frontier.parquet").write_bytes(b"garbage")
+    res = runner.invoke(app, ["whatif", str(tmp_path), "--budget", "100"])
+    assert res.exit_code == 2 and "corrupt" in res.stderr
+
+
+def test_budget_below_cheapest_exits_3(solved):
+    spec, out, _ = solved
+    res = runner.invoke(app, ["solve", str(spec), "--budget", "20", "--bands", "4", "--out", str(out.parent / "o2")])
+    assert res.exit_code == 3, res.output
+    assert "cheapest possible configuration" in res.stderr and "$" in res.stderr
+
+
+def test_target_not_met_gives_both_configurations(solved, tmp_path):
+    spec, _, _ = solved
+    hard = tmp_path / "hard.yaml"
+    hard.write_text(SPEC.replace("min_throughput: 1000", "min_throughput: 5.0e7"))
+    res = runner.invoke(app, ["solve", str(hard), "--bands", "4", "--json", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.stderr
+    tgt = json.loads(res.stdout)["target"]
+    assert tgt["met"] is False and "fastest_within_budget" in tgt
+    ch = tgt["cheapest_meeting_target"]
+    assert ch is None or ch["predicted"]["throughput_ops"] >= 5.0e7 * (1 - 1e-6)
+
+
+def test_solve_bad_flags(solved):
+    spec, out, _ = solved
+    for args in (["--backend", "gurobi"], ["--method", "magic"], ["--budget", "-5"], ["--bands", "1"],
+                 ["--providers", "azure"]):
+        res = runner.invoke(app, ["solve", str(spec), "--out", str(out.parent / "x"), *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert res.stderr.startswith("error:")
+
+
+def test_write_model_lp(solved, tmp_path):
+    spec, _, _ = solved
+    lp = tmp_path / "m.lp"
+    res = runner.invoke(app, ["solve", str(spec), "--bands", "3", "--out", str(tmp_path / "o"),
+                              "--write-model", str(lp)])
+    assert res.exit_code == 0, res.stderr
+    text = lp.read_text()
+    assert text.lstrip().startswith("\\* Source Pyomo") and "\nend" in text
+    # the written model, handed to a solver on its own, has the solve's optimum
+    import highspy
+
+    sol = json.loads((tmp_path / "o" / "solution.json").read_text())
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(lp))
+    h.run()
+    assert h.getInfo().objective_function_value == pytest.approx(sol["certificate"]["objective"], rel=1e-6)
+
+
+def test_sweep_is_resumable(solved, tmp_path):
+    spec, _, _ = solved
+    out = tmp_path / "sweep.parquet"
+    res = runner.invoke(app, ["sweep", str(spec), "--budgets", "100:2000:3", "--out", str(out)])
+    assert res.exit_code == 0, res.stderr
+    rows = pq.ParquetFile(out).read().to_pylist()
+    assert len(rows) == 3 * 2  # budgets x providers
+    res = runner.invoke(app, ["sweep", str(spec), "--budgets", "100:2000:3", "--out", str(out)])
+    assert res.exit_code == 0 and "0 new" in res.output
+    res = runner.invoke(app, ["sweep", str(spec), "--budgets", "100:2000", "--out", str(out)])
+    assert res.exit_code == 2
