@@ -38,7 +38,9 @@ def _parse_vm(text: str) -> tuple[str, str, int]:
 @app.command()
 def evaluate(
     spec: Annotated[Path, typer.Argument(help="Workload spec (YAML).")],
-    design: Annotated[str, typer.Option(help="rocksdb | wiredtiger | faster | T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10")] = "rocksdb",
+    design: Annotated[
+        str, typer.Option(help="rocksdb | wiredtiger | faster | T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10")
+    ] = "rocksdb",
     vm: Annotated[str, typer.Option(help="PROVIDER:TYPE[xCOUNT], e.g. aws:r5d.xlarge[x3]")] = "aws:r5d.xlarge[x3]",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -69,8 +71,9 @@ def evaluate(
 def _progress_bar():  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                    transient=True)
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(), transient=True
+    )
 
 
 @app.command()
@@ -85,7 +88,9 @@ def solve(
     workers: Annotated[int | None, typer.Option(help="Processes for the design tables (default: CPUs).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print solution.json to stdout.")] = False,
     plot: Annotated[bool, typer.Option("--plot", help="Also write frontier.png.")] = False,
-    write_model: Annotated[Path | None, typer.Option(help="Write the MIP at the budget as .lp or .mps (pyomo).")] = None,
+    write_model: Annotated[
+        Path | None, typer.Option(help="Write the MIP at the budget as .lp or .mps (pyomo).")
+    ] = None,
 ) -> None:
     """Search designs x VMs x storage x SLAs x providers: the certified optimum and its Pareto frontier."""
     with cli_errors(str(spec)):
@@ -110,8 +115,18 @@ def solve(
                 else:
                     bar.update(task, description="solving budget bands", completed=done, total=total)
 
-            run = run_solve(s, cat, be, method=method, bands=bands, budget=budget, providers=provs, out_dir=run_dir,
-                            workers=workers, progress=None if as_json else prog)
+            run = run_solve(
+                s,
+                cat,
+                be,
+                method=method,
+                bands=bands,
+                budget=budget,
+                providers=provs,
+                out_dir=run_dir,
+                workers=workers,
+                progress=None if as_json else prog,
+            )
         if plot:
             from solver.plot import plot_frontier
 
@@ -133,8 +148,10 @@ def solve(
             from solver.report import print_solution
 
             print_solution(run.solution)
-            typer.echo(f"wrote {run_dir}/solution.json, frontier.parquet, solver.log.jsonl, solver/"
-                       + (", frontier.png" if plot else ""))
+            typer.echo(
+                f"wrote {run_dir}/solution.json, frontier.parquet, solver.log.jsonl, solver/"
+                + (", frontier.png" if plot else "")
+            )
 
 
 @app.command()
@@ -162,9 +179,17 @@ def audit(
             def f(v: object, fmt: str) -> str:
                 return "-" if v is None else format(v, fmt)
 
-            t.add_row(str(rec["band"]), rec["provider"], f"${rec['budget']:,.0f}", rec["status"],
-                      f(rec.get("mip_gap"), ".1e"), f(rec.get("approx_error"), ".1e"), f(rec.get("nodes"), "d"),
-                      f(rec.get("wall_s"), ".3f"), ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else "ok")
+            t.add_row(
+                str(rec["band"]),
+                rec["provider"],
+                f"${rec['budget']:,.0f}",
+                rec["status"],
+                f(rec.get("mip_gap"), ".1e"),
+                f(rec.get("approx_error"), ".1e"),
+                f(rec.get("nodes"), "d"),
+                f(rec.get("wall_s"), ".3f"),
+                ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else "ok",
+            )
         Console().print(t)
         typer.echo(f"{flagged} of {len(rows)} bands flagged")
         if flagged:
@@ -193,8 +218,10 @@ def whatif(
             return
         cfg = a["configuration"]
         vms = ", ".join(f"{v['count']} x {v['type']}" for v in cfg.get("vms", []))
-        typer.echo(f"{a['provider']}: {vms} ({a['class']}) -> {a['throughput_ops']:,.0f} ops/s for "
-                   f"${a['monthly_cost']:,.2f}/month (saved band {a['band']}, budget ${a['budget']:,.0f})")
+        typer.echo(
+            f"{a['provider']}: {vms} ({a['class']}) -> {a['throughput_ops']:,.0f} ops/s for "
+            f"${a['monthly_cost']:,.2f}/month (saved band {a['band']}, budget ${a['budget']:,.0f})"
+        )
         for p, v in ans["per_provider"].items():
             typer.echo(f"  {p}: {v['throughput_ops']:,.0f} ops/s for ${v['monthly_cost']:,.2f}/month")
 
@@ -269,8 +296,13 @@ def pricing_show(
                 t.add_column(c, overflow="fold")
             for r in sel:
                 figures, price = price_summary(r)
-                t.add_row(r["provider"], r["name"] if k != "sla" else f"{r['feature']}: {r['name']}",
-                          figures, price, r["as_of"] or "")
+                t.add_row(
+                    r["provider"],
+                    r["name"] if k != "sla" else f"{r['feature']}: {r['name']}",
+                    figures,
+                    price,
+                    r["as_of"] or "",
+                )
             con.print(t)
 
 

@@ -69,8 +69,11 @@ def _slab(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
     disks = max(1, math.ceil(need_gib / size))
     if disks > MAX_SLABS_PER_NODE:
         return []
-    return [StorageChoice(opt.provider, opt.name, disks, disks * size, disks * float(opt.iops or 0.0),
-                          disks * opt.usd_per_disk_month)]
+    return [
+        StorageChoice(
+            opt.provider, opt.name, disks, disks * size, disks * float(opt.iops or 0.0), disks * opt.usd_per_disk_month
+        )
+    ]
 
 
 def storage_choices(catalog: Catalog, provider: str, need_gib: float) -> list[StorageChoice]:
@@ -132,5 +135,9 @@ def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[
 
 def sla_cost(terms: SlaTerms, nodes: int, data_gib: float, spend: float) -> float:
     """Monthly SLA cost for a cluster (spend = compute + storage)."""
-    return (terms.flat + terms.per_node * nodes + terms.per_gb * data_gib
-            + sum(max(m, p * spend) for p, m in terms.percent_terms))
+    return (
+        terms.flat
+        + terms.per_node * nodes
+        + terms.per_gb * data_gib
+        + sum(max(m, p * spend) for p, m in terms.percent_terms)
+    )

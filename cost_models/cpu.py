@@ -48,9 +48,7 @@ def phi_table(path: Path = PHI_TABLE) -> dict[str, Any]:
 
 def _by_class(key: str, cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
     table = phi_table()["classes"]
-    per_class = np.array(
-        [sum(mix.get(op, 0.0) * float(table[name][key][op]) for op in OPS) for name in CLASS_CODES]
-    )
+    per_class = np.array([sum(mix.get(op, 0.0) * float(table[name][key][op]) for op in OPS) for name in CLASS_CODES])
     return per_class[np.asarray(cls, dtype=int)]
 
 
@@ -66,8 +64,12 @@ def cpu_seconds(cls: np.ndarray, mix: dict[str, float], scan_length: float) -> n
 
 
 def node_throughput(
-    io_per_op: np.ndarray, iops: float | np.ndarray, cls: np.ndarray, mix: dict[str, float],
-    threads: float | np.ndarray, scan_length: float,
+    io_per_op: np.ndarray,
+    iops: float | np.ndarray,
+    cls: np.ndarray,
+    mix: dict[str, float],
+    threads: float | np.ndarray,
+    scan_length: float,
 ) -> np.ndarray:
     """Operations per second one node sustains (Eq. 2-3, capped by the device IOPS)."""
     c = compiled()

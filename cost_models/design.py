@@ -85,8 +85,22 @@ class Design:
 
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?i?[bB]?)\s*$")
-_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,
-          "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "kib": 2**10,
+    "m": 1e6,
+    "mb": 1e6,
+    "mib": 2**20,
+    "g": 1e9,
+    "gb": 1e9,
+    "gib": 2**30,
+    "t": 1e12,
+    "tb": 1e12,
+    "tib": 2**40,
+}
 
 
 def parse_size(text: str) -> float:
@@ -108,18 +122,23 @@ def parse_design(text: str) -> Design:
     if not text:
         raise DesignError("empty design")
     kw: dict[str, Any] = {"name": "custom"}
-    aliases = {"buffer": "buffer_bytes", "block": "block_bytes", "bits": "bloom_bits",
-               "bloom": "bloom_bits", "alloc": "bloom_allocation"}
+    aliases = {
+        "buffer": "buffer_bytes",
+        "block": "block_bytes",
+        "bits": "bloom_bits",
+        "bloom": "bloom_bits",
+        "alloc": "bloom_allocation",
+    }
     valid = {f.name for f in fields(Design)}
     for part in text.split(","):
         if "=" not in part:
-            raise DesignError(
-                f"{part.strip()!r} is not key=value (presets: {', '.join(PRESETS)})"
-            )
+            raise DesignError(f"{part.strip()!r} is not key=value (presets: {', '.join(PRESETS)})")
         k, v = (s.strip() for s in part.split("=", 1))
         key = aliases.get(k, k)
         if key not in valid or key == "name":
-            raise DesignError(f"unknown design knob {k!r} (T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh)")
+            raise DesignError(
+                f"unknown design knob {k!r} (T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh)"
+            )
         try:
             if key in ("T", "K", "Z", "threads"):
                 kw[key] = int(v)
@@ -152,16 +171,22 @@ def _presets() -> dict[str, Design]:
     return {
         # RocksDB: T=10, K=Z=1, 10 bits/key Bloom filters on every level, fence
         # pointers for every level (no cold levels), 1 GB buffer, 4 KiB blocks.
-        "rocksdb": Design(T=10, K=1, Z=1, buffer_bytes=buf, bloom_bits=10.0,
-                          bloom_allocation="uniform", block_bytes=4096, all_hot=True,
-                          name="rocksdb"),
+        "rocksdb": Design(
+            T=10,
+            K=1,
+            Z=1,
+            buffer_bytes=buf,
+            bloom_bits=10.0,
+            bloom_allocation="uniform",
+            block_bytes=4096,
+            all_hot=True,
+            name="rocksdb",
+        ),
         # WiredTiger: B-tree, fanout T=32, no filters, 32 KB leaf pages; the
         # fence-pointer memory decides hot and cold levels.
-        "wiredtiger": Design(T=32, K=1, Z=1, buffer_bytes=buf, bloom_bits=0.0,
-                             block_bytes=32768, name="wiredtiger"),
+        "wiredtiger": Design(T=32, K=1, Z=1, buffer_bytes=buf, bloom_bits=0.0, block_bytes=32768, name="wiredtiger"),
         # FASTER: a log-structured hash table (in-memory hash index over a log).
-        "faster": Design(buffer_bytes=buf, bloom_bits=0.0, lsh=True, block_bytes=4096,
-                         name="faster"),
+        "faster": Design(buffer_bytes=buf, bloom_bits=0.0, lsh=True, block_bytes=4096, name="faster"),
     }
 
 
@@ -205,9 +230,15 @@ class DesignBatch:
 
     def design(self, i: int, threads: int | None = None, name: str = "cosine") -> Design:
         return Design(
-            T=int(self.T[i]), K=int(self.K[i]), Z=int(self.Z[i]),
-            buffer_bytes=float(self.buffer_bytes[i]), bloom_bits=float(self.bloom_bits[i]),
+            T=int(self.T[i]),
+            K=int(self.K[i]),
+            Z=int(self.Z[i]),
+            buffer_bytes=float(self.buffer_bytes[i]),
+            bloom_bits=float(self.bloom_bits[i]),
             bloom_allocation="monkey" if self.monkey[i] else "uniform",
-            block_bytes=int(self.block_bytes[i]), lsh=bool(self.lsh[i]),
-            all_hot=bool(self.all_hot[i]), threads=threads, name=name,
+            block_bytes=int(self.block_bytes[i]),
+            lsh=bool(self.lsh[i]),
+            all_hot=bool(self.all_hot[i]),
+            threads=threads,
+            name=name,
         )

@@ -31,8 +31,7 @@ class NodeEval:
     io_total: np.ndarray
 
     def throughput(self, workload: Workload, iops: float, threads: float) -> np.ndarray:
-        x = node_throughput(self.io_total, iops, self.layout.cls, workload.operations, threads,
-                            workload.scan_length)
+        x = node_throughput(self.io_total, iops, self.layout.cls, workload.operations, threads, workload.scan_length)
         return np.where(self.layout.feasible, x, 0.0)
 
     def disk_gib(self) -> np.ndarray:
@@ -44,9 +43,14 @@ def workload_partitions(workload: Workload) -> Partitions:
     return partitions(workload.get_distribution, workload.put_distribution, workload.entries)
 
 
-def evaluate_designs(batch: DesignBatch, workload: Workload, n_keys: float, memory_bytes: float,
-                     parts: Partitions | None = None,
-                     windows: tuple[WindowTable, WindowTable] | None = None) -> NodeEval:
+def evaluate_designs(
+    batch: DesignBatch,
+    workload: Workload,
+    n_keys: float,
+    memory_bytes: float,
+    parts: Partitions | None = None,
+    windows: tuple[WindowTable, WindowTable] | None = None,
+) -> NodeEval:
     """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries.
 
     ``windows`` switches to the interpolated window tables (batch search); the
@@ -90,9 +94,14 @@ class ConfigEval:
     def as_dict(self) -> dict[str, Any]:
         st = None
         if self.storage is not None:
-            st = {"product": self.storage.product, "disks": self.storage.disks,
-                  "gib": round(self.storage.gib, 3), "iops": self.storage.iops,
-                  "usd_month": round(self.storage.usd_month, 4), "label": self.storage.label}
+            st = {
+                "product": self.storage.product,
+                "disks": self.storage.disks,
+                "gib": round(self.storage.gib, 3),
+                "iops": self.storage.iops,
+                "usd_month": round(self.storage.usd_month, 4),
+                "label": self.storage.label,
+            }
         return {
             "provider": self.provider,
             "vm": self.vm,
@@ -100,8 +109,11 @@ class ConfigEval:
             "design": {
                 "name": self.design.name,
                 "class": self.design_class,
-                "T": self.design.T, "K": self.design.K, "Z": self.design.Z,
-                "L": self.levels, "Y": self.cold_levels,
+                "T": self.design.T,
+                "K": self.design.K,
+                "Z": self.design.Z,
+                "L": self.levels,
+                "Y": self.cold_levels,
                 "block_bytes": self.design.block_bytes,
                 "buffer_bytes": self.buffer_bytes,
                 "bloom_bits_per_key": self.design.bloom_bits,
@@ -126,9 +138,15 @@ class ConfigEval:
         }
 
 
-def evaluate_config(spec: Spec, design: Design, vm: VmType, count: int,
-                    storage: StorageChoice | None = None, catalog: Catalog | None = None,
-                    entries_per_node: float | None = None) -> ConfigEval:
+def evaluate_config(
+    spec: Spec,
+    design: Design,
+    vm: VmType,
+    count: int,
+    storage: StorageChoice | None = None,
+    catalog: Catalog | None = None,
+    entries_per_node: float | None = None,
+) -> ConfigEval:
     """Evaluate ``count`` VMs of type ``vm`` each running ``design`` on an equal shard."""
     catalog = catalog or load_catalog(spec.pricing)
     wl = spec.workload
@@ -145,8 +163,9 @@ def evaluate_config(spec: Spec, design: Design, vm: VmType, count: int,
             reasons.append(f"no {vm.provider} storage holds {need_gib:,.0f} GiB per node")
         else:
             # The volume that maximizes this node's throughput per dollar of the node.
-            best = max(options, key=lambda s: float(ne.throughput(wl, s.iops, threads)[0])
-                       / (vm.usd_per_month + s.usd_month))
+            best = max(
+                options, key=lambda s: float(ne.throughput(wl, s.iops, threads)[0]) / (vm.usd_per_month + s.usd_month)
+            )
             storage = best
     iops = storage.iops if storage else 0.0
     x_node = float(ne.throughput(wl, iops, threads)[0]) if storage else 0.0
@@ -170,19 +189,30 @@ def evaluate_config(spec: Spec, design: Design, vm: VmType, count: int,
     sla = sla_cost(terms, count, data_gib, compute + stor)
     tp = x_node * count if feasible else 0.0
     return ConfigEval(
-        provider=vm.provider, vm=vm.name, count=count, design=design,
-        design_class=lay.class_name(0), levels=int(lay.L[0]), cold_levels=int(lay.Y[0]),
+        provider=vm.provider,
+        vm=vm.name,
+        count=count,
+        design=design,
+        design_class=lay.class_name(0),
+        levels=int(lay.L[0]),
+        cold_levels=int(lay.Y[0]),
         bloom_bits_per_level=[float(b) for b, e in zip(lay.bits[0], lay.exists[0], strict=True) if e],
-        buffer_bytes=float(design.buffer_bytes), filter_bytes=float(lay.mem_filter[0]),
-        fence_bytes=float(lay.mem_fence[0]), cache_bytes=float(lay.mem_cache[0]),
+        buffer_bytes=float(design.buffer_bytes),
+        filter_bytes=float(lay.mem_filter[0]),
+        fence_bytes=float(lay.mem_fence[0]),
+        cache_bytes=float(lay.mem_cache[0]),
         entries_per_node=n_node,
         io_per_op={op: float(v[0]) for op, v in ne.io.per_op().items()},
-        io_total=float(ne.io_total[0]), node_throughput=x_node, throughput_ops=tp,
-        latency_s=(1.0 / tp) if tp > 0 else float("inf"), storage=storage,
+        io_total=float(ne.io_total[0]),
+        node_throughput=x_node,
+        throughput_ops=tp,
+        latency_s=(1.0 / tp) if tp > 0 else float("inf"),
+        storage=storage,
         monthly_cost={"compute": compute, "storage": stor, "sla": sla, "total": compute + stor + sla},
-        feasible=feasible, reason="; ".join(reasons), threads=threads,
+        feasible=feasible,
+        reason="; ".join(reasons),
+        threads=threads,
     )
 
 
-__all__ = ["OPS", "CLASS_NAMES", "ConfigEval", "NodeEval", "evaluate_config", "evaluate_designs",
-           "workload_partitions"]
+__all__ = ["OPS", "CLASS_NAMES", "ConfigEval", "NodeEval", "evaluate_config", "evaluate_designs", "workload_partitions"]

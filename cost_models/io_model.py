@@ -135,8 +135,10 @@ def _recency_alpha(lo: np.ndarray, hi: np.ndarray, parts: Partitions, runs: np.n
 
 def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:
     """Interpolated windows for puts (runs, buffer, merges) and gets (block cache)."""
-    return (WindowTable(parts.put, n_keys, insert_fraction(mix)),
-            WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0))
+    return (
+        WindowTable(parts.put, n_keys, insert_fraction(mix)),
+        WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0),
+    )
 
 
 @dataclass
@@ -161,8 +163,9 @@ class Structure:
     log_blocks: np.ndarray  # (n,): a full scan of the hash log
 
 
-def structure(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float,
-              win: Callable[[np.ndarray], np.ndarray]) -> Structure:
+def structure(
+    lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float, win: Callable[[np.ndarray], np.ndarray]
+) -> Structure:
     """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
     k = model_constants()
@@ -179,8 +182,9 @@ def structure(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length
     if recency.any():
         # Recency ranks: the buffer holds the newest fill*E_B keys, then each
         # level holds the next occupancy's worth.
-        bounds = np.concatenate([fill * lay.E_B[:, None], fill * lay.E_B[:, None] + np.cumsum(lay.occ, axis=1)],
-                                axis=1) / N
+        bounds = (
+            np.concatenate([fill * lay.E_B[:, None], fill * lay.E_B[:, None] + np.cumsum(lay.occ, axis=1)], axis=1) / N
+        )
         lo = np.concatenate([np.zeros((n, 1)), bounds[:, :-1]], axis=1)
         ra0 = _recency_alpha(np.zeros(n), bounds[:, 0], parts, 1.0)
         ra = _recency_alpha(lo[:, 1:], bounds[:, 1:], parts, lay.runs)
@@ -217,13 +221,27 @@ def structure(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     put_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
     put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.B)
-    return Structure(base=base, fp=fp, reach=reach, runs=lay.runs, exists=lay.exists,
-                     range_blocks=range_blocks, put=put, lsh=lay.lsh.copy(),
-                     log_blocks=lay.space_entries / lay.B)
+    return Structure(
+        base=base,
+        fp=fp,
+        reach=reach,
+        runs=lay.runs,
+        exists=lay.exists,
+        range_blocks=range_blocks,
+        put=put,
+        lsh=lay.lsh.copy(),
+        log_blocks=lay.space_entries / lay.B,
+    )
 
 
-def cache_alpha(cache_bytes: np.ndarray, block_entries: np.ndarray, entry_bytes: int, parts: Partitions,
-                n_keys: float, cache_win: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def cache_alpha(
+    cache_bytes: np.ndarray,
+    block_entries: np.ndarray,
+    entry_bytes: int,
+    parts: Partitions,
+    n_keys: float,
+    cache_win: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
     """Probability a lookup's block is in the LRU block cache, per partition.
 
     Che's approximation at block granularity: a cache of C blocks has a
@@ -242,8 +260,9 @@ def cache_alpha(cache_bytes: np.ndarray, block_entries: np.ndarray, entry_bytes:
     return np.clip(np.where(blocks[:, None] >= 1.0, np.maximum(a_hot, a_cov), 0.0), 0.0, 1.0)
 
 
-def combine(st: Structure, rows: np.ndarray, fpr: np.ndarray, hot: np.ndarray, alpha_bc: np.ndarray,
-            p_get: np.ndarray) -> IOCost:
+def combine(
+    st: Structure, rows: np.ndarray, fpr: np.ndarray, hot: np.ndarray, alpha_bc: np.ndarray, p_get: np.ndarray
+) -> IOCost:
     """Per-operation I/O of designs = structure rows + a memory split.
 
     ``rows`` (n,) picks a structure row; each row carries m memory splits:
@@ -266,12 +285,18 @@ def combine(st: Structure, rows: np.ndarray, fpr: np.ndarray, hot: np.ndarray, a
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
-    return IOCost(get=sigma_l, empty_get=sigma_n, range=sigma_s, insert=sigma_p,
-                  update=sigma_p.copy(), rmw=sigma_l + sigma_p)
+    return IOCost(
+        get=sigma_l, empty_get=sigma_n, range=sigma_s, insert=sigma_p, update=sigma_p.copy(), rmw=sigma_l + sigma_p
+    )
 
 
-def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float,
-             windows: tuple[WindowTable, WindowTable] | None = None) -> IOCost:
+def io_costs(
+    lay: Layout,
+    parts: Partitions,
+    mix: dict[str, float],
+    scan_length: float,
+    windows: tuple[WindowTable, WindowTable] | None = None,
+) -> IOCost:
     """Per-operation block I/O for every design of ``lay``.
 
     ``windows``: interpolated W(R) tables (puts, and gets for the block cache)
@@ -283,11 +308,13 @@ def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length:
     if windows is not None:
         win, cache_win = windows
     else:
+
         def win(r: np.ndarray) -> np.ndarray:
             return window(r, parts.put, N, iota)
 
         def cache_win(r: np.ndarray) -> np.ndarray:
             return window(r, gets, N, 0.0)
+
     st = structure(lay, parts, mix, scan_length, win)
     abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win)
     io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get)

@@ -89,8 +89,9 @@ def _monkey_fpr(cap: np.ndarray, runs: np.ndarray, hot: np.ndarray, budget_bits:
     return np.where(hot, p, 1.0)
 
 
-def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
-           memory_bytes: float, levels: int | None = None) -> Layout:
+def derive(
+    batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float, levels: int | None = None
+) -> Layout:
     """Derive the layout of every design in ``batch`` on a node.
 
     ``levels`` pads the level axis to a given width (so batches derived apart
@@ -177,18 +178,38 @@ def derive(batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int,
     # Paper Algorithm 3: filters -> LSM (no cold levels) or hybrid; else LSH if
     # flat, else B-tree.
     has_filter = bits_avg > 0
-    cls = np.where(batch.lsh, CLASS_CODES["lsh"],
-                   np.where(has_filter, np.where(Y > 0, CLASS_CODES["hybrid"], CLASS_CODES["lsm"]),
-                            CLASS_CODES["btree"]))
+    cls = np.where(
+        batch.lsh,
+        CLASS_CODES["lsh"],
+        np.where(has_filter, np.where(Y > 0, CLASS_CODES["hybrid"], CLASS_CODES["lsm"]), CLASS_CODES["btree"]),
+    )
 
     g = k["lsh_gc_dead_fraction"]
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
 
     return Layout(
-        n_keys=N, entry_bytes=E, key_bytes=key_bytes, E_B=E_B, B=B, L=L, Y=Y,
-        exists=exists, hot=hot, cap=cap, occ=occ, runs=runs, per_run=per_run,
-        leveled=leveled, fpr=fpr, bits=bits, mem_filter=mem_filter, mem_fence=mem_fence,
-        mem_cache=mem_cache, feasible=feasible, cls=cls, lsh=batch.lsh.copy(),
+        n_keys=N,
+        entry_bytes=E,
+        key_bytes=key_bytes,
+        E_B=E_B,
+        B=B,
+        L=L,
+        Y=Y,
+        exists=exists,
+        hot=hot,
+        cap=cap,
+        occ=occ,
+        runs=runs,
+        per_run=per_run,
+        leveled=leveled,
+        fpr=fpr,
+        bits=bits,
+        mem_filter=mem_filter,
+        mem_fence=mem_fence,
+        mem_cache=mem_cache,
+        feasible=feasible,
+        cls=cls,
+        lsh=batch.lsh.copy(),
         space_entries=space,
     )

@@ -196,9 +196,7 @@ def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]
     return rows
 
 
-def build_parquet(
-    source_dir: Path = PRICING_SOURCE_DIR, out: Path = PRICING_PARQUET
-) -> tuple[Path, int]:
+def build_parquet(source_dir: Path = PRICING_SOURCE_DIR, out: Path = PRICING_PARQUET) -> tuple[Path, int]:
     """Build ``pricing.parquet`` from the CSV sources; returns (path, row count)."""
     rows = build_rows(source_dir)
     table = pa.Table.from_pylist(rows, schema=_SCHEMA)
@@ -274,9 +272,7 @@ class Catalog:
             if v.name == name:
                 return v
         names = ", ".join(v.name for v in self.vms.get(provider, []))
-        raise CatalogError(
-            f"unknown VM {provider}:{name} in price set {self.price_set} (known: {names})"
-        )
+        raise CatalogError(f"unknown VM {provider}:{name} in price set {self.price_set} (known: {names})")
 
 
 def _f(x: object, default: float = 0.0) -> float:

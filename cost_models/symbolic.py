@@ -131,9 +131,7 @@ def _expressions() -> dict[str, Any]:
     # existing run too; it writes everything it read. Paper Table 2 counts
     # only (R^{i-1} K + R^i) / B, the read side; we count both because both
     # consume the device's iops (docs/model.md).
-    e["merge_cost"] = (
-        (y.READS_SRC * y.INCOMING + y.INCOMING) / y.BLK + y.LEVELED * 2 * y.EXISTING / y.BLK
-    ) / y.QPUTS
+    e["merge_cost"] = ((y.READS_SRC * y.INCOMING + y.INCOMING) / y.BLK + y.LEVELED * 2 * y.EXISTING / y.BLK) / y.QPUTS
     # Log-structured hash table: appends cost 1/B per entry; a GC pass at dead
     # fraction g reads the log (N/(1-g)) and writes the live N, and happens
     # every N g / ((1-g) u) appends, so it adds u (2-g) / (g B) per append.
@@ -274,6 +272,6 @@ def derived() -> dict[str, Compiled]:
     return _derive_all()
 
 
-def expression(name: str) -> sp.Expr:
+def expression(name: str) -> Any:
     """The sympy expression behind a compiled function (for docs and tests)."""
     return derived()[name].expr

@@ -87,28 +87,46 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
         ok = [r for r in rows if r["monthly_cost"] <= budget * (1 + 1e-9)]
         if not ok:
             cheapest = min(rows, key=lambda r: r["monthly_cost"])
-            return {"query": {"budget": budget}, "answer": None,
-                    "note": f"no saved configuration costs at most ${budget:,.2f}; the cheapest costs "
-                            f"${cheapest['monthly_cost']:,.2f}", "cheapest": cheapest}
+            return {
+                "query": {"budget": budget},
+                "answer": None,
+                "note": f"no saved configuration costs at most ${budget:,.2f}; the cheapest costs "
+                f"${cheapest['monthly_cost']:,.2f}",
+                "cheapest": cheapest,
+            }
         best = max(ok, key=lambda r: (r["throughput_ops"], -r["monthly_cost"]))
     else:
         ok = [r for r in rows if r["throughput_ops"] >= throughput * (1 - 1e-9)]  # type: ignore[operator]
         if not ok:
             fastest = max(rows, key=lambda r: r["throughput_ops"])
-            return {"query": {"throughput": throughput}, "answer": None,
-                    "note": f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
-                            f"{fastest['throughput_ops']:,.0f} ops/s for ${fastest['monthly_cost']:,.2f}",
-                    "fastest": fastest}
+            return {
+                "query": {"throughput": throughput},
+                "answer": None,
+                "note": f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
+                f"{fastest['throughput_ops']:,.0f} ops/s for ${fastest['monthly_cost']:,.2f}",
+                "fastest": fastest,
+            }
         best = min(ok, key=lambda r: (r["monthly_cost"], -r["throughput_ops"]))
     best = dict(best)
     best["configuration"] = json.loads(best["configuration"]) if best.get("configuration") else {}
     by_provider: dict[str, dict[str, float]] = {}
     for r in ok:
         p = r["provider"]
-        key = (r["throughput_ops"], -r["monthly_cost"]) if budget is not None else (-r["monthly_cost"], r["throughput_ops"])
+        key = (
+            (r["throughput_ops"], -r["monthly_cost"])
+            if budget is not None
+            else (-r["monthly_cost"], r["throughput_ops"])
+        )
         cur = by_provider.get(p)
-        cur_key = None if cur is None else ((cur["throughput_ops"], -cur["monthly_cost"]) if budget is not None
-                                            else (-cur["monthly_cost"], cur["throughput_ops"]))
+        cur_key = (
+            None
+            if cur is None
+            else (
+                (cur["throughput_ops"], -cur["monthly_cost"])
+                if budget is not None
+                else (-cur["monthly_cost"], cur["throughput_ops"])
+            )
+        )
         if cur_key is None or key > cur_key:
             by_provider[p] = {"throughput_ops": r["throughput_ops"], "monthly_cost": r["monthly_cost"]}
     return {"query": {"budget": budget, "throughput": throughput}, "answer": best, "per_provider": by_provider}

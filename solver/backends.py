@@ -50,8 +50,15 @@ class Backend:
     def supports(self, model: LinearModel) -> bool:  # noqa: ARG002 - every back end takes MILPs
         return True
 
-    def solve(self, model: LinearModel, *, gap: float = 1e-4, time_limit: float = 60.0,
-              warm_start: np.ndarray | None = None, log_path: Path | None = None) -> Result:
+    def solve(
+        self,
+        model: LinearModel,
+        *,
+        gap: float = 1e-4,
+        time_limit: float = 60.0,
+        warm_start: np.ndarray | None = None,
+        log_path: Path | None = None,
+    ) -> Result:
         raise NotImplementedError
 
 
@@ -68,8 +75,15 @@ class HighsBackend(Backend):
             return False
         return True
 
-    def solve(self, model: LinearModel, *, gap: float = 1e-4, time_limit: float = 60.0,
-              warm_start: np.ndarray | None = None, log_path: Path | None = None) -> Result:
+    def solve(
+        self,
+        model: LinearModel,
+        *,
+        gap: float = 1e-4,
+        time_limit: float = 60.0,
+        warm_start: np.ndarray | None = None,
+        log_path: Path | None = None,
+    ) -> Result:
         import highspy
 
         t0 = time.perf_counter()
@@ -96,8 +110,7 @@ class HighsBackend(Backend):
         lp.a_matrix_.start_ = indptr.astype(np.int32)
         lp.a_matrix_.index_ = indices.astype(np.int32)
         lp.a_matrix_.value_ = data
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in integer]
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
         h.passModel(lp)
         if warm_start is not None:
             sol = highspy.HighsSolution()
@@ -120,8 +133,16 @@ class HighsBackend(Backend):
             st = "error" if status != ms.kTimeLimit else "timeout"
         obj = float(info.objective_function_value) if has else math.inf
         bound = float(info.mip_dual_bound) if has else math.inf
-        return Result(st, obj, bound, rel_gap(obj, bound) if has else math.inf, int(info.mip_node_count),
-                      time.perf_counter() - t0, x, self.name)
+        return Result(
+            st,
+            obj,
+            bound,
+            rel_gap(obj, bound) if has else math.inf,
+            int(info.mip_node_count),
+            time.perf_counter() - t0,
+            x,
+            self.name,
+        )
 
 
 class OrtoolsBackend(Backend):
@@ -146,8 +167,15 @@ class OrtoolsBackend(Backend):
 
         return importlib.util.find_spec("ortools") is not None
 
-    def solve(self, model: LinearModel, *, gap: float = 1e-4, time_limit: float = 60.0,
-              warm_start: np.ndarray | None = None, log_path: Path | None = None) -> Result:
+    def solve(
+        self,
+        model: LinearModel,
+        *,
+        gap: float = 1e-4,
+        time_limit: float = 60.0,
+        warm_start: np.ndarray | None = None,
+        log_path: Path | None = None,
+    ) -> Result:
         # OR-Tools 9.15 bundles its own HiGHS, whose symbols clash with highspy's
         # in one process (an ImportError either way round), so CP-SAT runs in a
         # separate, spawned interpreter that never imports highspy.
@@ -174,9 +202,9 @@ class OrtoolsBackend(Backend):
         return f, ints, err
 
 
-
-def _cpsat_solve(model: LinearModel, gap: float, time_limit: float, warm_start: np.ndarray | None,
-                 log_path: Path | None) -> Result:
+def _cpsat_solve(
+    model: LinearModel, gap: float, time_limit: float, warm_start: np.ndarray | None, log_path: Path | None
+) -> Result:
     """CP-SAT on the scaled model (runs in the OR-Tools worker process)."""
     from ortools.sat.python import cp_model
 
@@ -227,8 +255,17 @@ def _cpsat_solve(model: LinearModel, gap: float, time_limit: float, warm_start: 
         obj = solver.ObjectiveValue() / f_obj
         bound = solver.BestObjectiveBound() / f_obj
         status = "optimal" if st == cp_model.OPTIMAL else "feasible"
-        return Result(status, obj, bound, rel_gap(obj, bound), int(solver.NumBranches()),
-                      time.perf_counter() - t0, x, OrtoolsBackend.name, worst)
+        return Result(
+            status,
+            obj,
+            bound,
+            rel_gap(obj, bound),
+            int(solver.NumBranches()),
+            time.perf_counter() - t0,
+            x,
+            OrtoolsBackend.name,
+            worst,
+        )
     status = "infeasible" if st == cp_model.INFEASIBLE else "error"
     return Result(status, math.inf, math.inf, math.inf, 0, time.perf_counter() - t0, None, OrtoolsBackend.name, worst)
 
@@ -284,8 +321,15 @@ class PyomoBackend(Backend):
         pm.write(str(path), io_options={"symbolic_solver_labels": False})
         return path
 
-    def solve(self, model: LinearModel, *, gap: float = 1e-4, time_limit: float = 60.0,
-              warm_start: np.ndarray | None = None, log_path: Path | None = None) -> Result:
+    def solve(
+        self,
+        model: LinearModel,
+        *,
+        gap: float = 1e-4,
+        time_limit: float = 60.0,
+        warm_start: np.ndarray | None = None,
+        log_path: Path | None = None,
+    ) -> Result:
         import pyomo.environ as pyo
         from pyomo.contrib.solver.common.factory import SolverFactory
 
@@ -298,8 +342,14 @@ class PyomoBackend(Backend):
         options = {"output_flag": log_path is not None, "log_to_console": False}
         if log_path is not None:
             options["log_file"] = str(log_path)
-        res = opt.solve(pm, rel_gap=gap, time_limit=time_limit, load_solutions=False,
-                        raise_exception_on_nonoptimal_result=False, solver_options=options)
+        res = opt.solve(
+            pm,
+            rel_gap=gap,
+            time_limit=time_limit,
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            solver_options=options,
+        )
         tc = str(res.termination_condition)
         obj = res.incumbent_objective
         if obj is None:

@@ -26,8 +26,10 @@ class BudgetTooLow(RuntimeError):
         if cheapest is None:
             msg = f"no configuration is feasible at any budget{': ' + detail if detail else ''}"
         else:
-            msg = (f"budget ${budget:,.2f}/month is below the cheapest possible configuration "
-                   f"(${cheapest:,.2f}/month){': ' + detail if detail else ''}")
+            msg = (
+                f"budget ${budget:,.2f}/month is below the cheapest possible configuration "
+                f"(${cheapest:,.2f}/month){': ' + detail if detail else ''}"
+            )
         super().__init__(msg)
 
 
@@ -63,8 +65,7 @@ def cli_errors(source: str = "") -> Iterator[None]:
         if os.environ.get("COSINE_DEBUG"):
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
-        typer.echo(f"internal error: {type(exc).__name__}: {first} (set COSINE_DEBUG=1 for a traceback)",
-                   err=True)
+        typer.echo(f"internal error: {type(exc).__name__}: {first} (set COSINE_DEBUG=1 for a traceback)", err=True)
         raise typer.Exit(1) from None
     finally:
         sys.stdout.flush()

@@ -36,8 +36,15 @@ def estimate(n_contexts: int, max_cluster: int) -> float:
     return math.comb(n_contexts + max_cluster, max_cluster)
 
 
-def exhaustive(spec: Spec, catalog: Catalog, contexts: list[Context], budget: float, max_cluster: int,
-               min_throughput: float | None = None, limit: int = MAX_ENUMERATION) -> Best:
+def exhaustive(
+    spec: Spec,
+    catalog: Catalog,
+    contexts: list[Context],
+    budget: float,
+    max_cluster: int,
+    min_throughput: float | None = None,
+    limit: int = MAX_ENUMERATION,
+) -> Best:
     """Best (max throughput, then min cost) cluster within ``budget``."""
     from solver.errors import InputError
 
@@ -53,12 +60,24 @@ def exhaustive(spec: Spec, catalog: Catalog, contexts: list[Context], budget: fl
             continue
         ctx = [(i, c) for i, c in enumerate(contexts) if c.provider == provider]
         if estimate(len(ctx), max_cluster) > limit:
-            raise InputError(f"exhaustive search over {len(ctx)} contexts x {max_cluster} nodes is too large "
-                             f"(> {limit:,} clusters); use --method mip or a smaller instance")
+            raise InputError(
+                f"exhaustive search over {len(ctx)} contexts x {max_cluster} nodes is too large "
+                f"(> {limit:,} clusters); use --method mip or a smaller instance"
+            )
         x_hat = [N * c.throughput / c.entries * X_SCALE for _, c in ctx]
 
-        def rec(k: int, nodes: int, entries: float, cost: float, xmin: float, chosen: list[tuple[int, int]],
-                provider: str = provider, ctx: list = ctx, x_hat: list = x_hat, terms=terms) -> None:
+        def rec(
+            k: int,
+            nodes: int,
+            entries: float,
+            cost: float,
+            xmin: float,
+            chosen: list[tuple[int, int]],
+            provider: str = provider,
+            ctx: list = ctx,
+            x_hat: list = x_hat,
+            terms=terms,
+        ) -> None:
             if k == len(ctx):
                 if nodes == 0 or entries < N * (1 - 1e-9) or nodes < terms.min_nodes:
                     return
@@ -67,7 +86,8 @@ def exhaustive(spec: Spec, catalog: Catalog, contexts: list[Context], budget: fl
                 if total > budget * (1 + 1e-12) or xmin < target * (1 - 1e-12):
                     return
                 better = xmin > best.throughput_kops * (1 + 1e-12) or (
-                    xmin >= best.throughput_kops * (1 - 1e-12) and total < best.cost)
+                    xmin >= best.throughput_kops * (1 - 1e-12) and total < best.cost
+                )
                 if better:
                     best.throughput_kops, best.cost = xmin, total
                     best.nodes, best.provider = tuple(chosen), provider

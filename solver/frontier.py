@@ -69,18 +69,40 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
         for op, v in ne.io.per_op().items():
             io[op] += share * float(v[0])
         lay = ne.layout
-        per_node.append({
-            "vm_type": c.vm.name, "count": k, "entries_per_node": s, "class": lay.class_name(0),
-            "T": c.design.T, "K": c.design.K, "Z": c.design.Z, "L": int(lay.L[0]), "Y": int(lay.Y[0]),
-            "lsh": c.design.lsh, "block_bytes": c.design.block_bytes, "buffer_bytes": c.design.buffer_bytes,
-            "bloom_bits_per_key": c.design.bloom_bits,
-            "bloom_bits_per_level": [round(float(b), 3) for b, e in zip(lay.bits[0], lay.exists[0], strict=True) if e],
-            "bloom_allocation": c.design.bloom_allocation, "filter_bytes": float(lay.mem_filter[0]),
-            "fence_bytes": float(lay.mem_fence[0]), "cache_bytes": float(lay.mem_cache[0]),
-            "threads": c.design.threads or c.vm.vcpu, "node_throughput_ops": x,
-            "storage": {"product": c.storage.product, "disks": c.storage.disks, "gib": c.storage.gib,
-                        "iops": c.storage.iops, "usd_month": c.storage.usd_month, "label": c.storage.label},
-        })
+        per_node.append(
+            {
+                "vm_type": c.vm.name,
+                "count": k,
+                "entries_per_node": s,
+                "class": lay.class_name(0),
+                "T": c.design.T,
+                "K": c.design.K,
+                "Z": c.design.Z,
+                "L": int(lay.L[0]),
+                "Y": int(lay.Y[0]),
+                "lsh": c.design.lsh,
+                "block_bytes": c.design.block_bytes,
+                "buffer_bytes": c.design.buffer_bytes,
+                "bloom_bits_per_key": c.design.bloom_bits,
+                "bloom_bits_per_level": [
+                    round(float(b), 3) for b, e in zip(lay.bits[0], lay.exists[0], strict=True) if e
+                ],
+                "bloom_allocation": c.design.bloom_allocation,
+                "filter_bytes": float(lay.mem_filter[0]),
+                "fence_bytes": float(lay.mem_fence[0]),
+                "cache_bytes": float(lay.mem_cache[0]),
+                "threads": c.design.threads or c.vm.vcpu,
+                "node_throughput_ops": x,
+                "storage": {
+                    "product": c.storage.product,
+                    "disks": c.storage.disks,
+                    "gib": c.storage.gib,
+                    "iops": c.storage.iops,
+                    "usd_month": c.storage.usd_month,
+                    "label": c.storage.label,
+                },
+            }
+        )
     return Exact(min(xs) if xs else 0.0, per_node, io)
 
 
@@ -117,29 +139,45 @@ class Point:
     def configuration(self) -> dict[str, Any]:
         if not self.chosen or not self.exact:
             return {}
-        return {"provider": self.chosen.provider,
-                "vms": [{"type": n["vm_type"], "count": n["count"]} for n in self.exact.per_node],
-                "designs": self.exact.per_node,
-                "monthly_cost": {"compute": self.chosen.compute, "storage": self.chosen.storage,
-                                 "sla": self.chosen.sla, "total": self.chosen.monthly_cost}}
+        return {
+            "provider": self.chosen.provider,
+            "vms": [{"type": n["vm_type"], "count": n["count"]} for n in self.exact.per_node],
+            "designs": self.exact.per_node,
+            "monthly_cost": {
+                "compute": self.chosen.compute,
+                "storage": self.chosen.storage,
+                "sla": self.chosen.sla,
+                "total": self.chosen.monthly_cost,
+            },
+        }
 
     def log_record(self, backend: str, method: str, log_file: str | None) -> dict[str, Any]:
         r = self.result
-        return {"band": self.band, "provider": self.provider, "budget": self.budget, "status": self.status,
-                "objective": None if r is None or not math.isfinite(r.objective) else r.objective,
-                "best_bound": None if r is None or not math.isfinite(r.bound) else r.bound,
-                "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-                "nodes": None if r is None else r.nodes, "wall_s": None if r is None else r.seconds,
-                "approx_error": None if math.isnan(self.approx_error) else self.approx_error,
-                "throughput_mip_ops": self.chosen.throughput_kops / X_SCALE if self.chosen else None,
-                "throughput_exact_ops": self.throughput if self.exact else None,
-                "monthly_cost": None if not self.chosen else self.chosen.monthly_cost,
-                "repaired": self.repaired, "backend": backend, "method": method,
-                "scaling_error": None if r is None else r.scaling_error, "solver_log": log_file}
+        return {
+            "band": self.band,
+            "provider": self.provider,
+            "budget": self.budget,
+            "status": self.status,
+            "objective": None if r is None or not math.isfinite(r.objective) else r.objective,
+            "best_bound": None if r is None or not math.isfinite(r.bound) else r.bound,
+            "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
+            "nodes": None if r is None else r.nodes,
+            "wall_s": None if r is None else r.seconds,
+            "approx_error": None if math.isnan(self.approx_error) else self.approx_error,
+            "throughput_mip_ops": self.chosen.throughput_kops / X_SCALE if self.chosen else None,
+            "throughput_exact_ops": self.throughput if self.exact else None,
+            "monthly_cost": None if not self.chosen else self.chosen.monthly_cost,
+            "repaired": self.repaired,
+            "backend": backend,
+            "method": method,
+            "scaling_error": None if r is None else r.scaling_error,
+            "solver_log": log_file,
+        }
 
 
-def _point(spec: Spec, catalog: Catalog, m: LinearModel, meta: MipMeta, res: Result, band: int, budget: float,
-           provider: str) -> Point:
+def _point(
+    spec: Spec, catalog: Catalog, m: LinearModel, meta: MipMeta, res: Result, band: int, budget: float, provider: str
+) -> Point:
     if res.x is None:
         return Point(band, budget, provider, res.status, res, None, None)
     chosen = read_solution(m, meta, res.x, spec, catalog)
@@ -149,16 +187,31 @@ def _point(spec: Spec, catalog: Catalog, m: LinearModel, meta: MipMeta, res: Res
     return Point(band, budget, provider, res.status, res, chosen, ex, err)
 
 
-def _exhaustive_point(spec: Spec, catalog: Catalog, contexts: list[Context], budget: float, band: int,
-                      provider: str, max_cluster: int, min_throughput: float | None = None) -> Point:
+def _exhaustive_point(
+    spec: Spec,
+    catalog: Catalog,
+    contexts: list[Context],
+    budget: float,
+    band: int,
+    provider: str,
+    max_cluster: int,
+    min_throughput: float | None = None,
+) -> Point:
     import time
 
     t0 = time.perf_counter()
     b = exhaustive(spec, catalog, contexts, budget, max_cluster, min_throughput)
     secs = time.perf_counter() - t0
     if b.throughput_kops < 0:
-        return Point(band, budget, provider, "infeasible", Result("infeasible", math.inf, math.inf, math.inf,
-                                                                    b.visited, secs, None, "exhaustive"), None, None)
+        return Point(
+            band,
+            budget,
+            provider,
+            "infeasible",
+            Result("infeasible", math.inf, math.inf, math.inf, b.visited, secs, None, "exhaustive"),
+            None,
+            None,
+        )
     nodes = [(contexts[i], k) for i, k in b.nodes]
     compute = sum(c.vm.usd_per_month * k for c, k in nodes)
     storage = sum(c.storage.usd_month * k for c, k in nodes)
@@ -190,10 +243,22 @@ class Frontier:
     tables_seconds: float = 0.0
 
 
-def solve_frontier(spec: Spec, catalog: Catalog, tables: Tables, backend: Backend, *, method: str = "mip",
-                   bands: int = DEFAULT_BANDS, budget: float | None = None, providers: tuple[str, ...] = (),
-                   out_dir: Path | None = None, gap: float = 1e-4, time_limit: float = 30.0,
-                   progress: Callable[[str], None] | None = None, budgets: np.ndarray | None = None) -> Frontier:
+def solve_frontier(
+    spec: Spec,
+    catalog: Catalog,
+    tables: Tables,
+    backend: Backend,
+    *,
+    method: str = "mip",
+    bands: int = DEFAULT_BANDS,
+    budget: float | None = None,
+    providers: tuple[str, ...] = (),
+    out_dir: Path | None = None,
+    gap: float = 1e-4,
+    time_limit: float = 30.0,
+    progress: Callable[[str], None] | None = None,
+    budgets: np.ndarray | None = None,
+) -> Frontier:
     """Solve every band for every provider and certify each answer."""
     import time
 
@@ -205,8 +270,13 @@ def solve_frontier(spec: Spec, catalog: Catalog, tables: Tables, backend: Backen
         budgets = band_grid(lo, hi, bands, b0)
     budgets = np.sort(np.asarray(budgets, dtype=float))
     provs = providers or tuple(p for p in spec.providers if p in tables.contexts)
-    fr = Frontier(spec, budgets, backend=backend.name if method == "mip" else "exhaustive", method=method,
-                  tables_seconds=tables.seconds)
+    fr = Frontier(
+        spec,
+        budgets,
+        backend=backend.name if method == "mip" else "exhaustive",
+        method=method,
+        tables_seconds=tables.seconds,
+    )
     logdir = None
     if out_dir is not None:
         logdir = out_dir / "solver"
@@ -243,8 +313,11 @@ def solve_frontier(spec: Spec, catalog: Catalog, tables: Tables, backend: Backen
     fr.best = []
     for i in range(len(budgets)):
         cands = [fr.points[p][i] for p in fr.points if fr.points[p][i].chosen]
-        fr.best.append(max(cands, key=lambda q: (q.throughput, -q.cost)) if cands else
-                       Point(i, float(budgets[i]), "", "infeasible", None, None, None))
+        fr.best.append(
+            max(cands, key=lambda q: (q.throughput, -q.cost))
+            if cands
+            else Point(i, float(budgets[i]), "", "infeasible", None, None, None)
+        )
     return fr
 
 
@@ -262,15 +335,31 @@ def _make_monotone(fr: Frontier) -> None:
                 if pt.chosen is not None or best.chosen is not None:
                     fr.repaired += 1
                     fr.monotone = False
-                    pts[i] = Point(pt.band, pt.budget, pt.provider, best.status, best.result, best.chosen,
-                                   best.exact, best.approx_error, repaired=True)
+                    pts[i] = Point(
+                        pt.band,
+                        pt.budget,
+                        pt.provider,
+                        best.status,
+                        best.result,
+                        best.chosen,
+                        best.exact,
+                        best.approx_error,
+                        repaired=True,
+                    )
                     continue
             if pt.chosen is not None:
                 best = pts[i]
 
 
-def cheapest(spec: Spec, catalog: Catalog, tables: Tables, backend: Backend, *,
-             min_throughput: float | None = None, providers: tuple[str, ...] = ()) -> Point | None:
+def cheapest(
+    spec: Spec,
+    catalog: Catalog,
+    tables: Tables,
+    backend: Backend,
+    *,
+    min_throughput: float | None = None,
+    providers: tuple[str, ...] = (),
+) -> Point | None:
     """The cheapest configuration overall (or meeting ``min_throughput``)."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
@@ -319,8 +408,19 @@ def baselines(spec: Spec, catalog: Catalog, tables: Tables, budgets: np.ndarray)
                 if not ok:
                     continue
                 cost, x, c, k = max(ok, key=lambda t: (t[1], -t[0]))
-                rows.append({"preset": name, "band": i, "budget": float(b), "provider": p, "monthly_cost": cost,
-                             "throughput_ops": x, "vm": c.vm.name, "count": k, "class": c.design_class})
+                rows.append(
+                    {
+                        "preset": name,
+                        "band": i,
+                        "budget": float(b),
+                        "provider": p,
+                        "monthly_cost": cost,
+                        "throughput_ops": x,
+                        "vm": c.vm.name,
+                        "count": k,
+                        "class": c.design_class,
+                    }
+                )
         out[name] = rows
     return out
 
@@ -336,13 +436,23 @@ def neighbours(points: list[Point], budget: float) -> dict[str, Any]:
     up = [p for p in feas if p.throughput > cur.throughput * 1.0001 and p.cost > cur.cost]
     if up:
         nxt = min(up, key=lambda p: p.cost)
-        out["up"] = {"extra_usd": nxt.cost - cur.cost, "gain": nxt.throughput / cur.throughput - 1,
-                     "monthly_cost": nxt.cost, "throughput_ops": nxt.throughput, "provider": nxt.provider}
+        out["up"] = {
+            "extra_usd": nxt.cost - cur.cost,
+            "gain": nxt.throughput / cur.throughput - 1,
+            "monthly_cost": nxt.cost,
+            "throughput_ops": nxt.throughput,
+            "provider": nxt.provider,
+        }
     down = [p for p in feas if p.cost < cur.cost * 0.9999]
     if down:
         prv = max(down, key=lambda p: (p.throughput, -p.cost))
-        out["down"] = {"saved_usd": cur.cost - prv.cost, "loss": 1 - prv.throughput / cur.throughput,
-                       "monthly_cost": prv.cost, "throughput_ops": prv.throughput, "provider": prv.provider}
+        out["down"] = {
+            "saved_usd": cur.cost - prv.cost,
+            "loss": 1 - prv.throughput / cur.throughput,
+            "monthly_cost": prv.cost,
+            "throughput_ops": prv.throughput,
+            "provider": prv.provider,
+        }
     return out
 
 

@@ -77,25 +77,40 @@ class LinearModel:
     n_cons: int = 0
     cost: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    def add_vars(self, name: str, size: int, lb: float | np.ndarray = 0.0, ub: float | np.ndarray = np.inf,
-                 integer: bool = False) -> VarBlock:
-        b = VarBlock(name, self.n_vars, size, np.broadcast_to(np.asarray(lb, float), (size,)).copy(),
-                     np.broadcast_to(np.asarray(ub, float), (size,)).copy(), integer)
+    def add_vars(
+        self, name: str, size: int, lb: float | np.ndarray = 0.0, ub: float | np.ndarray = np.inf, integer: bool = False
+    ) -> VarBlock:
+        b = VarBlock(
+            name,
+            self.n_vars,
+            size,
+            np.broadcast_to(np.asarray(lb, float), (size,)).copy(),
+            np.broadcast_to(np.asarray(ub, float), (size,)).copy(),
+            integer,
+        )
         self.vars[name] = b
         self.n_vars += size
         self.cost = np.concatenate([self.cost, np.zeros(size)])
         return b
 
-    def add_cons(self, name: str, rows: list[tuple[np.ndarray, np.ndarray]], lo: float | np.ndarray,
-                 hi: float | np.ndarray) -> ConBlock:
+    def add_cons(
+        self, name: str, rows: list[tuple[np.ndarray, np.ndarray]], lo: float | np.ndarray, hi: float | np.ndarray
+    ) -> ConBlock:
         """Add len(rows) constraints; each row is (variable indices, coefficients)."""
         m = len(rows)
         lens = np.array([len(r[0]) for r in rows], dtype=np.int64)
         indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         indices = np.concatenate([np.asarray(r[0], np.int64) for r in rows]) if m else np.zeros(0, np.int64)
         data = np.concatenate([np.asarray(r[1], float) for r in rows]) if m else np.zeros(0)
-        b = ConBlock(name, indptr, indices, data, np.broadcast_to(np.asarray(lo, float), (m,)).copy(),
-                     np.broadcast_to(np.asarray(hi, float), (m,)).copy(), self.n_cons)
+        b = ConBlock(
+            name,
+            indptr,
+            indices,
+            data,
+            np.broadcast_to(np.asarray(lo, float), (m,)).copy(),
+            np.broadcast_to(np.asarray(hi, float), (m,)).copy(),
+            self.n_cons,
+        )
         self.cons[name] = b
         self.n_cons += m
         return b
@@ -108,15 +123,22 @@ class LinearModel:
         for b in blocks:
             indptr.append(b.indptr[1:] + off)
             off += int(b.indptr[-1])
-        return (np.concatenate(indptr), np.concatenate([b.indices for b in blocks]),
-                np.concatenate([b.data for b in blocks]), np.concatenate([b.lo for b in blocks]),
-                np.concatenate([b.hi for b in blocks]))
+        return (
+            np.concatenate(indptr),
+            np.concatenate([b.indices for b in blocks]),
+            np.concatenate([b.data for b in blocks]),
+            np.concatenate([b.lo for b in blocks]),
+            np.concatenate([b.hi for b in blocks]),
+        )
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(lb, ub, is_integer) over all variables."""
         blocks = sorted(self.vars.values(), key=lambda b: b.start)
-        return (np.concatenate([b.lb for b in blocks]), np.concatenate([b.ub for b in blocks]),
-                np.concatenate([np.full(b.size, b.integer) for b in blocks]))
+        return (
+            np.concatenate([b.lb for b in blocks]),
+            np.concatenate([b.ub for b in blocks]),
+            np.concatenate([np.full(b.size, b.integer) for b in blocks]),
+        )
 
     def objective_value(self, x: np.ndarray) -> float:
         return float(self.cost @ x)
@@ -127,8 +149,15 @@ class LinearModel:
         ax = np.add.reduceat(data * x[indices], indptr[:-1]) if data.size else np.zeros(0)
         ax = np.where(np.diff(indptr) > 0, ax, 0.0)
         lb, ub, _ = self.bounds()
-        return float(max(0.0, np.max(lo - ax, initial=0.0), np.max(ax - hi, initial=0.0),
-                         np.max(lb - x, initial=0.0), np.max(x - ub, initial=0.0)))
+        return float(
+            max(
+                0.0,
+                np.max(lo - ax, initial=0.0),
+                np.max(ax - hi, initial=0.0),
+                np.max(lb - x, initial=0.0),
+                np.max(x - ub, initial=0.0),
+            )
+        )
 
 
 @dataclass
@@ -146,9 +175,15 @@ class MipMeta:
     tie: float
 
 
-def build_mip(spec: Spec, catalog: Catalog, contexts: list[Context], budget: float,
-              max_cluster: int | None = None, min_throughput: float | None = None,
-              providers: list[str] | None = None) -> tuple[LinearModel, MipMeta]:
+def build_mip(
+    spec: Spec,
+    catalog: Catalog,
+    contexts: list[Context],
+    budget: float,
+    max_cluster: int | None = None,
+    min_throughput: float | None = None,
+    providers: list[str] | None = None,
+) -> tuple[LinearModel, MipMeta]:
     """Declare the MIP for one budget over the given contexts."""
     provs = providers or sorted({c.provider for c in contexts})
     N = spec.workload.entries
@@ -182,20 +217,45 @@ def build_mip(spec: Spec, catalog: Catalog, contexts: list[Context], budget: flo
     m.add_cons("cluster_size", [(n.idx(), np.ones(C))], -np.inf, mc)
     m.add_cons("one_provider", [(z.idx(), np.ones(len(provs)))], 1.0, 1.0)
     m.add_cons("use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -mc])) for c in range(C)], -np.inf, 0.0)
-    m.add_cons("provider_link", [(np.array([y.start + c, z.start + pidx[c]]), np.array([1.0, -1.0]))
-                                 for c in range(C)], -np.inf, 0.0)
-    m.add_cons("min_nodes", [(np.concatenate([n.idx()[pidx == i], [z.start + i]]),
-                              np.concatenate([np.ones(int((pidx == i).sum())), [-float(terms[p].min_nodes)]]))
-                             for i, p in enumerate(provs)], 0.0, np.inf)
-    m.add_cons("bottleneck", [(np.array([X.start, y.start + c]), np.array([1.0, big_m - x_hat[c]]))
-                              for c in range(C)], -np.inf, big_m)
+    m.add_cons(
+        "provider_link",
+        [(np.array([y.start + c, z.start + pidx[c]]), np.array([1.0, -1.0])) for c in range(C)],
+        -np.inf,
+        0.0,
+    )
+    m.add_cons(
+        "min_nodes",
+        [
+            (
+                np.concatenate([n.idx()[pidx == i], [z.start + i]]),
+                np.concatenate([np.ones(int((pidx == i).sum())), [-float(terms[p].min_nodes)]]),
+            )
+            for i, p in enumerate(provs)
+        ],
+        0.0,
+        np.inf,
+    )
+    m.add_cons(
+        "bottleneck",
+        [(np.array([X.start, y.start + c]), np.array([1.0, big_m - x_hat[c]])) for c in range(C)],
+        -np.inf,
+        big_m,
+    )
     for k, (i, pc, mn) in enumerate(pct):
         sel = pidx == i
         m.add_cons(f"support_min_{k}", [(np.array([sup.start + k, z.start + i]), np.array([1.0, -mn]))], 0.0, np.inf)
-        m.add_cons(f"support_pct_{k}", [(np.concatenate([[sup.start + k], n.idx()[sel]]),
-                                         np.concatenate([one, -pc * cost[sel]]))], 0.0, np.inf)
-    bud = m.add_cons("budget", [(np.concatenate([n.idx(), z.idx(), sup.idx()]),
-                                 np.concatenate([cost + per_node, fixed, np.ones(len(pct))]))], -np.inf, budget)
+        m.add_cons(
+            f"support_pct_{k}",
+            [(np.concatenate([[sup.start + k], n.idx()[sel]]), np.concatenate([one, -pc * cost[sel]]))],
+            0.0,
+            np.inf,
+        )
+    bud = m.add_cons(
+        "budget",
+        [(np.concatenate([n.idx(), z.idx(), sup.idx()]), np.concatenate([cost + per_node, fixed, np.ones(len(pct))]))],
+        -np.inf,
+        budget,
+    )
     target = 0.0
     if min_throughput:
         target = max(target, min_throughput)
@@ -209,8 +269,17 @@ def build_mip(spec: Spec, catalog: Catalog, contexts: list[Context], budget: flo
     m.cost[n.idx()] = tie * (cost + per_node)
     m.cost[z.idx()] = tie * fixed
     m.cost[sup.idx()] = tie
-    meta = MipMeta(contexts=ctx, providers=provs, entries=N, x_hat=x_hat, fixed_cost=fixed,
-                   per_node_sla=per_node, big_m=big_m, budget_row=bud.start, tie=tie)
+    meta = MipMeta(
+        contexts=ctx,
+        providers=provs,
+        entries=N,
+        x_hat=x_hat,
+        fixed_cost=fixed,
+        per_node_sla=per_node,
+        big_m=big_m,
+        budget_row=bud.start,
+        tie=tie,
+    )
     return m, meta
 
 

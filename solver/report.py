@@ -36,8 +36,7 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
     """Print one evaluated configuration (``ConfigEval.as_dict()``)."""
     con = console or Console()
     d = ev["design"]
-    head = (f"[bold]{d['name']}[/] design ([cyan]{d['class']}[/]) on "
-            f"{ev['count']} x {ev['provider']}:{ev['vm']}")
+    head = f"[bold]{d['name']}[/] design ([cyan]{d['class']}[/]) on {ev['count']} x {ev['provider']}:{ev['vm']}"
     con.print(head)
     if not ev["feasible"]:
         con.print(f"[red]infeasible:[/] {ev['reason']}")
@@ -51,8 +50,10 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
         bits = ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) or "none"
         lay.add_row("Bloom bits per key, per level", bits)
     lay.add_row("block", f"{d['block_bytes']:,} B")
-    lay.add_row("buffer / filters / " + ("hash index" if d["lsh"] else "fences") + " / cache",
-                f"{gib(d['buffer_bytes'])} / {gib(d['filter_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}")
+    lay.add_row(
+        "buffer / filters / " + ("hash index" if d["lsh"] else "fences") + " / cache",
+        f"{gib(d['buffer_bytes'])} / {gib(d['filter_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}",
+    )
     lay.add_row("threads", str(d["threads"]))
     con.print(lay)
     io = Table(title="expected block I/O per operation")
@@ -65,8 +66,10 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
     con.print(io)
     perf = Table(title="performance and monthly bill", show_header=False)
     perf.add_row("throughput (cluster)", f"{si(ev['throughput_ops'])} ops/s")
-    perf.add_row("latency (Eq. 3: time per op = 1/throughput)",
-                 f"{ev['latency_s']:.3e} s" if ev["latency_s"] != float("inf") else "-")
+    perf.add_row(
+        "latency (Eq. 3: time per op = 1/throughput)",
+        f"{ev['latency_s']:.3e} s" if ev["latency_s"] != float("inf") else "-",
+    )
     if ev["storage"]:
         perf.add_row("storage per node", ev["storage"]["label"])
     mc = ev["monthly_cost"]
@@ -84,17 +87,27 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
     pred = sol["predicted"]
     cert = sol["certificate"]
     vms = ", ".join(f"{v['count']} x {v['type']}" for v in sol["vms"])
-    con.print(f"[bold]{sol['spec']}[/] at {money(sol['budget'])}/month ({sol['pricing']} prices): "
-              f"[bold cyan]{sol['provider']}[/] {vms}")
+    con.print(
+        f"[bold]{sol['spec']}[/] at {money(sol['budget'])}/month ({sol['pricing']} prices): "
+        f"[bold cyan]{sol['provider']}[/] {vms}"
+    )
     t = Table(title="engine design per VM type", show_header=False)
     for d, st in zip(sol["designs"], sol["storage"], strict=True):
-        layout = ("log-structured hash table" if d["lsh"] else
-                  f"T={d['T']} K={d['K']} Z={d['Z']}, L={d['L']} levels, Y={d['Y']} cold")
-        bits = "-" if d["lsh"] else (f"{d['bloom_bits_per_key']:g} avg (" +
-                                     ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) + ")")
+        layout = (
+            "log-structured hash table"
+            if d["lsh"]
+            else f"T={d['T']} K={d['K']} Z={d['Z']}, L={d['L']} levels, Y={d['Y']} cold"
+        )
+        bits = (
+            "-"
+            if d["lsh"]
+            else (f"{d['bloom_bits_per_key']:g} avg (" + ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) + ")")
+        )
         t.add_row(f"[bold]{d['count']} x {d['vm_type']}[/]", f"[cyan]{d['class']}[/]: {layout}")
         t.add_row("  keys per node / threads", f"{si(d['entries_per_node'])} / {d['threads']}")
-        t.add_row("  buffer / fences / cache", f"{gib(d['buffer_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}")
+        t.add_row(
+            "  buffer / fences / cache", f"{gib(d['buffer_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}"
+        )
         t.add_row("  Bloom bits per key", bits)
         t.add_row("  block / storage per node", f"{d['block_bytes']:,} B / {st['label']}")
     con.print(t)
@@ -109,11 +122,17 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
     p.add_row("compute / storage / SLAs", f"{money(mc['compute'])} / {money(mc['storage'])} / {money(mc['sla'])}")
     p.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
     gap = cert["mip_gap"]
-    p.add_row("certificate", f"{cert['status']} by {cert['backend']} ({cert['method']}): MIP gap "
-              f"{'-' if gap is None else f'{gap:.2e}'}, approximation error {cert['approx_error']:.2e}")
+    p.add_row(
+        "certificate",
+        f"{cert['status']} by {cert['backend']} ({cert['method']}): MIP gap "
+        f"{'-' if gap is None else f'{gap:.2e}'}, approximation error {cert['approx_error']:.2e}",
+    )
     fc = sol.get("frontier_check", {})
-    p.add_row("frontier", f"{fc.get('bands')} bands x {len(fc.get('providers', []))} providers; monotone: "
-              f"{'yes' if fc.get('monotone') else 'repaired ' + str(fc.get('repaired_bands')) + ' bands'}")
+    p.add_row(
+        "frontier",
+        f"{fc.get('bands')} bands x {len(fc.get('providers', []))} providers; monotone: "
+        f"{'yes' if fc.get('monotone') else 'repaired ' + str(fc.get('repaired_bands')) + ' bands'}",
+    )
     con.print(p)
     tgt = sol.get("target") or {}
     if tgt.get("min_throughput"):
@@ -121,8 +140,11 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
             con.print(f"target {si(tgt['min_throughput'])} ops/s: [green]met[/]")
         else:
             chp = tgt.get("cheapest_meeting_target")
-            extra = (f"; the cheapest configuration that meets it costs {money(chp['monthly_cost']['total'])}/month"
-                     if chp else "; no configuration meets it")
+            extra = (
+                f"; the cheapest configuration that meets it costs {money(chp['monthly_cost']['total'])}/month"
+                if chp
+                else "; no configuration meets it"
+            )
             con.print(f"target {si(tgt['min_throughput'])} ops/s: [red]not met within the budget[/]{extra}")
     nb = sol.get("neighbours", {})
     if "up" in nb:
@@ -133,5 +155,7 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
         con.print(f"-{money(d['saved_usd'])}/month costs {d['loss']:.1%} of the throughput ({d['provider']})")
     opt = {k: v for k, v in (sol.get("optional_slas_usd") or {}).items()}
     if opt:
-        con.print("optional SLAs: " + ", ".join(
-            f"{k} {'+' + money(v) if v is not None else 'not priced'}" for k, v in opt.items()))
+        con.print(
+            "optional SLAs: "
+            + ", ".join(f"{k} {'+' + money(v) if v is not None else 'not priced'}" for k, v in opt.items())
+        )

@@ -72,16 +72,25 @@ def solution_dict(spec: Spec, pt: Point, backend: str, method: str, budget: floa
         "slas": list(spec.slas),
         "designs": [{k: v for k, v in n.items() if k != "storage"} for n in ex.per_node],
         "monthly_cost": {"compute": ch.compute, "storage": ch.storage, "sla": ch.sla, "total": ch.monthly_cost},
-        "predicted": {"latency_s": (1.0 / x) if x > 0 else None, "throughput_ops": x,
-                      "io_per_op": ex.io_per_op,
-                      "monthly_capacity_ops": x * 730 * 3600,
-                      "operations_per_month": spec.workload.operations_per_month},
-        "certificate": {"mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-                        "approx_error": pt.approx_error, "backend": backend, "method": method,
-                        "status": pt.status, "objective": None if r is None else r.objective,
-                        "best_bound": None if r is None else r.bound, "nodes": None if r is None else r.nodes,
-                        "wall_s": None if r is None else r.seconds,
-                        "scaling_error": None if r is None else r.scaling_error},
+        "predicted": {
+            "latency_s": (1.0 / x) if x > 0 else None,
+            "throughput_ops": x,
+            "io_per_op": ex.io_per_op,
+            "monthly_capacity_ops": x * 730 * 3600,
+            "operations_per_month": spec.workload.operations_per_month,
+        },
+        "certificate": {
+            "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
+            "approx_error": pt.approx_error,
+            "backend": backend,
+            "method": method,
+            "status": pt.status,
+            "objective": None if r is None else r.objective,
+            "best_bound": None if r is None else r.bound,
+            "nodes": None if r is None else r.nodes,
+            "wall_s": None if r is None else r.seconds,
+            "scaling_error": None if r is None else r.scaling_error,
+        },
     }
 
 
@@ -117,36 +126,75 @@ def write_outputs(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None
     for p, pts in fr.points.items():
         for pt in pts:
             r = pt.result
-            rows.append({
-                "band": pt.band, "budget": pt.budget, "provider": p, "status": pt.status,
-                "monthly_cost": pt.cost if pt.chosen else None,
-                "throughput_ops": pt.throughput if pt.chosen else None,
-                "latency_s": (1.0 / pt.throughput) if pt.chosen and pt.throughput > 0 else None,
-                "class": pt.dominant_class(), "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-                "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
-                "repaired": pt.repaired, "configuration": to_json(pt.configuration(), indent=None),
-            })
+            rows.append(
+                {
+                    "band": pt.band,
+                    "budget": pt.budget,
+                    "provider": p,
+                    "status": pt.status,
+                    "monthly_cost": pt.cost if pt.chosen else None,
+                    "throughput_ops": pt.throughput if pt.chosen else None,
+                    "latency_s": (1.0 / pt.throughput) if pt.chosen and pt.throughput > 0 else None,
+                    "class": pt.dominant_class(),
+                    "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
+                    "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
+                    "repaired": pt.repaired,
+                    "configuration": to_json(pt.configuration(), indent=None),
+                }
+            )
             log = f"solver/band{pt.band:02d}_{p}.log"
             recs.append(pt.log_record(fr.backend, fr.method, log if (run_dir / log).exists() else None))
-    schema = pa.schema([("band", pa.int32()), ("budget", pa.float64()), ("provider", pa.string()),
-                        ("status", pa.string()), ("monthly_cost", pa.float64()), ("throughput_ops", pa.float64()),
-                        ("latency_s", pa.float64()), ("class", pa.string()), ("gap", pa.float64()),
-                        ("approx_error", pa.float64()), ("repaired", pa.bool_()), ("configuration", pa.string())])
+    schema = pa.schema(
+        [
+            ("band", pa.int32()),
+            ("budget", pa.float64()),
+            ("provider", pa.string()),
+            ("status", pa.string()),
+            ("monthly_cost", pa.float64()),
+            ("throughput_ops", pa.float64()),
+            ("latency_s", pa.float64()),
+            ("class", pa.string()),
+            ("gap", pa.float64()),
+            ("approx_error", pa.float64()),
+            ("repaired", pa.bool_()),
+            ("configuration", pa.string()),
+        ]
+    )
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), run_dir / "frontier.parquet")
     brows = [r for rs in fr.baselines.values() for r in rs]
-    bschema = pa.schema([("preset", pa.string()), ("band", pa.int32()), ("budget", pa.float64()),
-                         ("provider", pa.string()), ("monthly_cost", pa.float64()), ("throughput_ops", pa.float64()),
-                         ("vm", pa.string()), ("count", pa.int32()), ("class", pa.string())])
+    bschema = pa.schema(
+        [
+            ("preset", pa.string()),
+            ("band", pa.int32()),
+            ("budget", pa.float64()),
+            ("provider", pa.string()),
+            ("monthly_cost", pa.float64()),
+            ("throughput_ops", pa.float64()),
+            ("vm", pa.string()),
+            ("count", pa.int32()),
+            ("class", pa.string()),
+        ]
+    )
     pq.write_table(pa.Table.from_pylist(brows, schema=bschema), run_dir / "baselines.parquet")
     with (run_dir / "solver.log.jsonl").open("w") as fh:
         for rec in recs:
             fh.write(to_json(rec, indent=None) + "\n")
 
 
-def run_solve(spec: Spec, catalog: Catalog, backend: Backend, *, method: str = "mip", bands: int = DEFAULT_BANDS,
-              budget: float | None = None, providers: tuple[str, ...] | None = None, out_dir: Path,
-              workers: int | None = None, progress: Callable[[str, int, int], None] | None = None,
-              time_limit: float = 30.0) -> SolveRun:
+def run_solve(
+    spec: Spec,
+    catalog: Catalog,
+    backend: Backend,
+    *,
+    method: str = "mip",
+    bands: int = DEFAULT_BANDS,
+    budget: float | None = None,
+    providers: tuple[str, ...] | None = None,
+    out_dir: Path,
+    workers: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    time_limit: float = 30.0,
+) -> SolveRun:
     """Solve the frontier, pick the answer for the budget, write the files."""
     provs = providers or spec.providers
     bad = [p for p in provs if p not in spec.providers]
@@ -175,9 +223,19 @@ def run_solve(spec: Spec, catalog: Catalog, backend: Backend, *, method: str = "
             progress("bands", done, bands_total)
 
     t1 = time.perf_counter()
-    fr = solve_frontier(spec, catalog, tables, backend, method=method, bands=bands, budget=b0,
-                        providers=tuple(p for p in provs if p in tables.contexts), out_dir=out_dir,
-                        progress=tick, time_limit=time_limit)
+    fr = solve_frontier(
+        spec,
+        catalog,
+        tables,
+        backend,
+        method=method,
+        bands=bands,
+        budget=b0,
+        providers=tuple(p for p in provs if p in tables.contexts),
+        out_dir=out_dir,
+        progress=tick,
+        time_limit=time_limit,
+    )
     timings["frontier_s"] = time.perf_counter() - t1
     del total
     fr.baselines = baselines(spec, catalog, tables, fr.budgets)
@@ -198,8 +256,7 @@ def run_solve(spec: Spec, catalog: Catalog, backend: Backend, *, method: str = "
     solution["target"] = {"min_throughput": target or None, "met": answer.throughput >= target * (1 - 1e-9)}
     if target and not solution["target"]["met"]:
         meets = cheapest(spec, catalog, tables, backend, min_throughput=target)
-        solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput,
-                                                       "monthly_cost": answer.cost}
+        solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput, "monthly_cost": answer.cost}
         if meets is not None and meets.chosen is not None:
             solution["target"]["cheapest_meeting_target"] = solution_dict(spec, meets, fr.backend, method, meets.cost)
         else:
@@ -207,12 +264,20 @@ def run_solve(spec: Spec, catalog: Catalog, backend: Backend, *, method: str = "
     solution["cheapest_possible_usd"] = lowest.cost if lowest else None
     solution["neighbours"] = neighbours(fr.best, b0)
     solution["optional_slas_usd"] = optional_slas(spec, catalog, answer)
-    solution["frontier_check"] = {"monotone": fr.monotone, "repaired_bands": fr.repaired,
-                                  "bands": len(fr.budgets), "providers": list(fr.points)}
+    solution["frontier_check"] = {
+        "monotone": fr.monotone,
+        "repaired_bands": fr.repaired,
+        "bands": len(fr.budgets),
+        "providers": list(fr.points),
+    }
     solution["providers_at_budget"] = {
         p: {"throughput_ops": pts[idx].throughput, "monthly_cost": pts[idx].cost if pts[idx].chosen else None}
-        for p, pts in fr.points.items()}
-    solution["search"] = {"contexts": {p: len(c) for p, c in tables.contexts.items()},
-                          "designs_per_vm": tables.grid_size, "timings_s": timings}
+        for p, pts in fr.points.items()
+    }
+    solution["search"] = {
+        "contexts": {p: len(c) for p, c in tables.contexts.items()},
+        "designs_per_vm": tables.grid_size,
+        "timings_s": timings,
+    }
     write_outputs(out_dir, fr, clean(solution))
     return SolveRun(spec, fr, answer, clean(solution), out_dir, tables, timings)

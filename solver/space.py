@@ -87,8 +87,15 @@ def grid_for(spec: Spec) -> Grid:
     elif "btree" not in spec.design.classes and "lsh" not in spec.design.classes:
         bits = tuple(b for b in BITS_LADDER if b > 0)
     eps = spec.design.memory_step
-    return Grid(T=ts, bits=bits, blocks=spec.design.block_bytes, buffer_ratio=1.0 + 10.0 * eps,
-                epsilon=eps, max_runs=spec.design.max_runs, classes=spec.design.classes)
+    return Grid(
+        T=ts,
+        bits=bits,
+        blocks=spec.design.block_bytes,
+        buffer_ratio=1.0 + 10.0 * eps,
+        epsilon=eps,
+        max_runs=spec.design.max_runs,
+        classes=spec.design.classes,
+    )
 
 
 def shard_sizes(n_entries: int, max_cluster: int) -> np.ndarray:

@@ -20,11 +20,23 @@ import pyarrow.parquet as pq
 
 from solver.errors import InputError
 
-SCHEMA = pa.schema([("spec", pa.string()), ("spec_path", pa.string()), ("budget", pa.float64()),
-                    ("provider", pa.string()), ("status", pa.string()), ("monthly_cost", pa.float64()),
-                    ("throughput_ops", pa.float64()), ("latency_s", pa.float64()), ("class", pa.string()),
-                    ("gap", pa.float64()), ("approx_error", pa.float64()), ("backend", pa.string()),
-                    ("configuration", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("spec", pa.string()),
+        ("spec_path", pa.string()),
+        ("budget", pa.float64()),
+        ("provider", pa.string()),
+        ("status", pa.string()),
+        ("monthly_cost", pa.float64()),
+        ("throughput_ops", pa.float64()),
+        ("latency_s", pa.float64()),
+        ("class", pa.string()),
+        ("gap", pa.float64()),
+        ("approx_error", pa.float64()),
+        ("backend", pa.string()),
+        ("configuration", pa.string()),
+    ]
+)
 
 
 def parse_budgets(text: str) -> np.ndarray:
@@ -56,20 +68,35 @@ def _solve_spec(spec_path: str, budgets: list[float], providers: list[str], back
     cat = load_catalog(spec.pricing)
     provs = tuple(p for p in providers if p in spec.providers)
     tables = build_tables(spec, cat, provs, workers=1)
-    fr = solve_frontier(spec, cat, tables, get_backend(backend_name), budgets=np.array(budgets),
-                        providers=tuple(p for p in provs if p in tables.contexts))
+    fr = solve_frontier(
+        spec,
+        cat,
+        tables,
+        get_backend(backend_name),
+        budgets=np.array(budgets),
+        providers=tuple(p for p in provs if p in tables.contexts),
+    )
     rows = []
     for p, pts in fr.points.items():
         for pt in pts:
             r = pt.result
-            rows.append({"spec": spec.name, "spec_path": spec_path, "budget": pt.budget, "provider": p,
-                         "status": pt.status, "monthly_cost": pt.cost if pt.chosen else None,
-                         "throughput_ops": pt.throughput if pt.chosen else None,
-                         "latency_s": 1 / pt.throughput if pt.chosen and pt.throughput > 0 else None,
-                         "class": pt.dominant_class(),
-                         "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-                         "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
-                         "backend": fr.backend, "configuration": to_json(pt.configuration(), indent=None)})
+            rows.append(
+                {
+                    "spec": spec.name,
+                    "spec_path": spec_path,
+                    "budget": pt.budget,
+                    "provider": p,
+                    "status": pt.status,
+                    "monthly_cost": pt.cost if pt.chosen else None,
+                    "throughput_ops": pt.throughput if pt.chosen else None,
+                    "latency_s": 1 / pt.throughput if pt.chosen and pt.throughput > 0 else None,
+                    "class": pt.dominant_class(),
+                    "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
+                    "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
+                    "backend": fr.backend,
+                    "configuration": to_json(pt.configuration(), indent=None),
+                }
+            )
     return rows
 
 
@@ -92,8 +119,16 @@ def _write(out: Path, rows: list[dict[str, Any]]) -> None:
     os.replace(tmp, out)
 
 
-def sweep(spec_paths: list[Path], budgets: np.ndarray, out: Path, *, workers: int = 1, backend: str = "highs",
-          providers: list[str] | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+def sweep(
+    spec_paths: list[Path],
+    budgets: np.ndarray,
+    out: Path,
+    *,
+    workers: int = 1,
+    backend: str = "highs",
+    providers: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
     """Run (or resume) a sweep; returns counts of rows done now / skipped."""
     from specs.schema import load_spec
 

@@ -78,9 +78,18 @@ def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
     return np.isin(cls, codes)
 
 
-def _best_per_vm(spec: Spec, catalog: Catalog, vms: list[VmType], s: float, io_total: np.ndarray,
-                 cls: np.ndarray, ok: np.ndarray, need_gib: np.ndarray, make_design: Any,
-                 layout_info: tuple[np.ndarray, np.ndarray]) -> list[Context]:
+def _best_per_vm(
+    spec: Spec,
+    catalog: Catalog,
+    vms: list[VmType],
+    s: float,
+    io_total: np.ndarray,
+    cls: np.ndarray,
+    ok: np.ndarray,
+    need_gib: np.ndarray,
+    make_design: Any,
+    layout_info: tuple[np.ndarray, np.ndarray],
+) -> list[Context]:
     """Best design per (VM, volume) for one shard size, Pareto-pruned per VM."""
     out: list[Context] = []
     base_gib = s * spec.workload.entry_bytes / GIB
@@ -99,12 +108,21 @@ def _best_per_vm(spec: Spec, catalog: Catalog, vms: list[VmType], s: float, io_t
             i = int(np.argmax(x))
             if x[i] <= 0:
                 continue
-            cands.append(Context(
-                provider=vm.provider, vm=vm, entries=s, storage=st,
-                cost_month=vm.usd_per_month + st.usd_month, throughput=float(x[i]),
-                io_total=float(io_total[i]), design=make_design(i, vm.vcpu),
-                design_class=CLASS_NAMES[int(cls[i])], levels=int(L[i]), cold_levels=int(Y[i]),
-            ))
+            cands.append(
+                Context(
+                    provider=vm.provider,
+                    vm=vm,
+                    entries=s,
+                    storage=st,
+                    cost_month=vm.usd_per_month + st.usd_month,
+                    throughput=float(x[i]),
+                    io_total=float(io_total[i]),
+                    design=make_design(i, vm.vcpu),
+                    design_class=CLASS_NAMES[int(cls[i])],
+                    levels=int(L[i]),
+                    cold_levels=int(Y[i]),
+                )
+            )
         cands.sort(key=lambda c: (c.cost_month, -c.throughput))
         best = -1.0
         for c in cands:  # a dearer volume must buy more throughput
@@ -146,10 +164,24 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]
             lay = derive(batch, s, wl.key_bytes, wl.value_bytes, mem, levels=shape.cap.shape[1])
             abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
             P = abc.shape[1]
-            io: IOCost = combine(st, sel, lay.fpr.reshape(sel.size, m, -1), lay.hot.reshape(sel.size, m, -1),
-                                 abc.reshape(sel.size, m, P), parts.p_get)
-            parts_out.append((io.total(wl.operations).ravel(), lay.cls, lay.feasible & _allowed(lay.cls, spec),
-                              lay.space_entries * lay.entry_bytes / GIB, lay.L, lay.Y))
+            io: IOCost = combine(
+                st,
+                sel,
+                lay.fpr.reshape(sel.size, m, -1),
+                lay.hot.reshape(sel.size, m, -1),
+                abc.reshape(sel.size, m, P),
+                parts.p_get,
+            )
+            parts_out.append(
+                (
+                    io.total(wl.operations).ravel(),
+                    lay.cls,
+                    lay.feasible & _allowed(lay.cls, spec),
+                    lay.space_entries * lay.entry_bytes / GIB,
+                    lay.L,
+                    lay.Y,
+                )
+            )
             batches.append(batch)
         if not parts_out:
             continue
@@ -186,8 +218,15 @@ def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]
     return out
 
 
-def build_tables(spec: Spec, catalog: Catalog, providers: tuple[str, ...], *, workers: int | None = None,
-                 presets: tuple[str, ...] = (), max_cluster: int | None = None) -> Tables:
+def build_tables(
+    spec: Spec,
+    catalog: Catalog,
+    providers: tuple[str, ...],
+    *,
+    workers: int | None = None,
+    presets: tuple[str, ...] = (),
+    max_cluster: int | None = None,
+) -> Tables:
     """Best design per context for every provider (and the presets' own tables)."""
     import time
 
@@ -208,8 +247,11 @@ def build_tables(spec: Spec, catalog: Catalog, providers: tuple[str, ...], *, wo
     else:
         results = [_shard_job(j)[0] for j in jobs]
         pres = [_preset_job(j) for j in pjobs]
-    tables = Tables(spec_name=spec.name, entries=spec.workload.entries,
-                    grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms})
+    tables = Tables(
+        spec_name=spec.name,
+        entries=spec.workload.entries,
+        grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms},
+    )
     for ctxs in results:
         for c in ctxs:
             tables.contexts.setdefault(c.provider, []).append(c)

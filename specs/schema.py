@@ -293,9 +293,7 @@ def _choice_list(where: str, v: Any, valid: tuple[str, ...], what: str) -> tuple
         if name not in valid:
             near = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise SpecError(
-                f"{where}[{i}]", f"unknown {what} {item!r} (valid: {', '.join(valid)}){hint}"
-            )
+            raise SpecError(f"{where}[{i}]", f"unknown {what} {item!r} (valid: {', '.join(valid)}){hint}")
         if name in out:
             raise SpecError(f"{where}[{i}]", f"{what} {item!r} is listed twice")
         out.append(name)
@@ -374,10 +372,7 @@ def _workload(v: Any) -> Workload:
 
     ops_raw = _mapping("workload.operations", w["operations"])
     _check_keys("workload.operations", ops_raw, list(OPERATIONS), [])
-    ops = {
-        op: _number(f"workload.operations.{op}", ops_raw.get(op, 0.0), lo=0.0, hi=1.0)
-        for op in OPERATIONS
-    }
+    ops = {op: _number(f"workload.operations.{op}", ops_raw.get(op, 0.0), lo=0.0, hi=1.0) for op in OPERATIONS}
     total = sum(ops.values())
     if abs(total - 1.0) > 1e-6:
         raise SpecError("workload.operations", f"fractions sum to {total:.6g}, must sum to 1 (±1e-6)")
@@ -429,7 +424,9 @@ def _design(v: Any) -> DesignSpace:
     ]
     _check_keys("design", d, allowed, [])
     base = DesignSpace()
-    classes = _choice_list("design.classes", d["classes"], DESIGN_CLASSES, "design class") if "classes" in d else base.classes
+    classes = (
+        _choice_list("design.classes", d["classes"], DESIGN_CLASSES, "design class") if "classes" in d else base.classes
+    )
     tr = base.size_ratio
     if "size_ratio" in d:
         a, b = _pair("design.size_ratio", d["size_ratio"], integer=True, lo=2)
@@ -441,11 +438,14 @@ def _design(v: Any) -> DesignSpace:
     if not bb:
         raise SpecError("design.block_bytes", "must list at least one block size")
     blocks = tuple(
-        int(_number(f"design.block_bytes[{i}]", x, lo=512, hi=1 << 24, integer=True))
-        for i, x in enumerate(bb)
+        int(_number(f"design.block_bytes[{i}]", x, lo=512, hi=1 << 24, integer=True)) for i, x in enumerate(bb)
     )
     step = _number("design.memory_step", d.get("memory_step", base.memory_step), lo=0.0, lo_open=True, hi=0.5)
-    mcs = int(_number("design.max_cluster_size", d.get("max_cluster_size", base.max_cluster_size), lo=1, hi=1000, integer=True))
+    mcs = int(
+        _number(
+            "design.max_cluster_size", d.get("max_cluster_size", base.max_cluster_size), lo=1, hi=1000, integer=True
+        )
+    )
     headroom = _number("design.memory_headroom", d.get("memory_headroom", 0.0), lo=0.0, hi=0.9)
     return DesignSpace(
         classes=classes,
@@ -501,7 +501,9 @@ def validate(data: dict[str, Any]) -> Spec:
         if "max_latency_s" in perf:
             max_lat = _number("performance.max_latency_s", perf["max_latency_s"], lo=0.0, lo_open=True)
 
-    providers = _choice_list("providers", data["providers"], PROVIDERS, "provider") if "providers" in data else PROVIDERS
+    providers = (
+        _choice_list("providers", data["providers"], PROVIDERS, "provider") if "providers" in data else PROVIDERS
+    )
     slas: tuple[str, ...] = ()
     if "slas" in data and data["slas"] not in (None, []):
         slas = _choice_list("slas", data["slas"], SLA_FEATURES, "SLA")

@@ -98,9 +98,17 @@ def skew_draw(rng: random.Random, n: int, hot_fraction: float, hot_probability: 
     return hot + rng.randrange(n - hot)
 
 
-def simulate(d: SimDesign, n_keys: int, updates: int, snapshots: int, lookups: int, *,
-             put_skew: tuple[float, float] | None = None, get_skew: tuple[float, float] | None = None,
-             seed: int = 7) -> tuple[float, float]:
+def simulate(
+    d: SimDesign,
+    n_keys: int,
+    updates: int,
+    snapshots: int,
+    lookups: int,
+    *,
+    put_skew: tuple[float, float] | None = None,
+    get_skew: tuple[float, float] | None = None,
+    seed: int = 7,
+) -> tuple[float, float]:
     """Load n_keys (random order), apply ``updates`` puts, and average the cost of
     ``lookups`` single-result lookups and the no-result cost over ``snapshots``
     evenly spaced moments of the update phase. Returns (sigma_l, sigma_n)."""

@@ -37,7 +37,9 @@ providers: [aws]
 
 DESIGNS = {
     "worst-case optimum (report: 33e9)": "T=8,K=7,Z=1,buffer=3.2GB,bloom_bits=10,block=106KB,alloc=uniform",
-    "distribution-aware optimum (report: 19e9)": "T=32,K=13,Z=1,buffer=12.8GB,bloom_bits=2.33,block=106KB,alloc=uniform",
+    "distribution-aware optimum (report: 19e9)": (
+        "T=32,K=13,Z=1,buffer=12.8GB,bloom_bits=2.33,block=106KB,alloc=uniform"
+    ),
 }
 
 
@@ -48,7 +50,9 @@ def test_celebrity_designs():
     for label, d in DESIGNS.items():
         ev = evaluate_config(spec, parse_design(d), vm, 1, catalog=cat)
         total = ev.io_total * 5e10
-        print(f"\n{label}: L={ev.levels} Y={ev.cold_levels} io/op={ev.io_total:.4f} "
-              f"get={ev.io_per_op['get']:.4f} update={ev.io_per_op['update']:.4f} total={total:.3g} I/Os")
+        print(
+            f"\n{label}: L={ev.levels} Y={ev.cold_levels} io/op={ev.io_total:.4f} "
+            f"get={ev.io_per_op['get']:.4f} update={ev.io_per_op['update']:.4f} total={total:.3g} I/Os"
+        )
         assert ev.feasible, ev.reason
         assert 0 < total < 5e10 * 10

@@ -29,8 +29,9 @@ def test_help_is_instant():
     t0 = time.perf_counter()
     subprocess.run([sys.executable, str(REPO / "cli.py"), "--help"], check=True, capture_output=True)
     assert time.perf_counter() - t0 < 3.0
-    out = subprocess.run([sys.executable, "-X", "importtime", str(REPO / "cli.py"), "--help"],
-                         capture_output=True, text=True).stderr
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", str(REPO / "cli.py"), "--help"], capture_output=True, text=True
+    ).stderr
     for heavy in ("sympy", "highspy", "pyomo", "ortools", "pyarrow"):
         assert f" {heavy}\n" not in out and f" {heavy}." not in out, f"{heavy} imported by --help"
 
@@ -38,35 +39,49 @@ def test_help_is_instant():
 @pytest.mark.parametrize("preset", ["rocksdb", "wiredtiger", "faster"])
 @pytest.mark.parametrize("spec", ["ycsb_a", "ycsb_b", "ycsb_c", "ycsb_d", "ycsb_e", "ycsb_f"])
 def test_evaluate_presets_json(spec, preset):
-    res = runner.invoke(app, ["evaluate", str(SPECS / f"{spec}.yaml"), "--design", preset,
-                              "--vm", "aws:r5d.2xlarge[x4]", "--json"])
+    res = runner.invoke(
+        app, ["evaluate", str(SPECS / f"{spec}.yaml"), "--design", preset, "--vm", "aws:r5d.2xlarge[x4]", "--json"]
+    )
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["design"]["name"] == preset
     assert set(d["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw"}
     assert d["monthly_cost"]["total"] == pytest.approx(
-        d["monthly_cost"]["compute"] + d["monthly_cost"]["storage"] + d["monthly_cost"]["sla"], abs=0.02)
+        d["monthly_cost"]["compute"] + d["monthly_cost"]["storage"] + d["monthly_cost"]["sla"], abs=0.02
+    )
     assert d["monthly_cost"]["compute"] == pytest.approx(4 * 0.364 * 730, rel=1e-6)
     if d["feasible"]:
         assert d["throughput_ops"] > 0 and d["latency_s"] > 0
 
 
 def test_evaluate_custom_design_text():
-    res = runner.invoke(app, ["evaluate", str(SPECS / "ycsb_a.yaml"), "--design",
-                              "T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10", "--vm", "gcp:n1-highmem-8[x2]"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            str(SPECS / "ycsb_a.yaml"),
+            "--design",
+            "T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10",
+            "--vm",
+            "gcp:n1-highmem-8[x2]",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "expected block I/O per operation" in res.output and "total per month" in res.output
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--design", "T=1,K=1,Z=1,buffer=1GiB"], ["T=1"]),
-    (["--design", "Q=3"], ["unknown design knob"]),
-    (["--design", "T=8,buffer=lots"], ["size"]),
-    (["--vm", "ibm:x1"], ["unknown provider"]),
-    (["--vm", "aws:r5d.huge"], ["unknown VM"]),
-    (["--vm", "aws r5d.large"], ["PROVIDER:TYPE"]),
-    (["--vm", "aws:r5d.large[x0]"], ["at least 1"]),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--design", "T=1,K=1,Z=1,buffer=1GiB"], ["T=1"]),
+        (["--design", "Q=3"], ["unknown design knob"]),
+        (["--design", "T=8,buffer=lots"], ["size"]),
+        (["--vm", "ibm:x1"], ["unknown provider"]),
+        (["--vm", "aws:r5d.huge"], ["unknown VM"]),
+        (["--vm", "aws r5d.large"], ["PROVIDER:TYPE"]),
+        (["--vm", "aws:r5d.large[x0]"], ["at least 1"]),
+    ],
+)
 def test_evaluate_bad_flags(args, words):
     res = runner.invoke(app, ["evaluate", str(SPECS / "ycsb_a.yaml"), *args])
     assert res.exit_code == 2, res.output

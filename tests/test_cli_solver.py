@@ -46,11 +46,32 @@ def solved(tmp_path_factory):
 
 def test_solution_contract(solved):
     _, out, sol = solved
-    for k in ("spec", "budget", "provider", "vms", "storage", "slas", "designs", "monthly_cost", "predicted",
-              "certificate"):
+    for k in (
+        "spec",
+        "budget",
+        "provider",
+        "vms",
+        "storage",
+        "slas",
+        "designs",
+        "monthly_cost",
+        "predicted",
+        "certificate",
+    ):
         assert k in sol, k
-    for k in ("vm_type", "class", "T", "K", "Z", "L", "Y", "buffer_bytes", "bloom_bits_per_key", "fence_bytes",
-              "threads"):
+    for k in (
+        "vm_type",
+        "class",
+        "T",
+        "K",
+        "Z",
+        "L",
+        "Y",
+        "buffer_bytes",
+        "bloom_bits_per_key",
+        "fence_bytes",
+        "threads",
+    ):
         assert k in sol["designs"][0], k
     assert set(sol["monthly_cost"]) == {"compute", "storage", "sla", "total"}
     assert set(sol["predicted"]["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw"}
@@ -67,8 +88,16 @@ def test_frontier_and_log_files(solved):
     _, out, _ = solved
     rows = pq.ParquetFile(out / "frontier.parquet").read().to_pylist()
     assert {r["provider"] for r in rows} == {"aws", "gcp"}
-    assert {"budget", "monthly_cost", "throughput_ops", "latency_s", "class", "provider", "gap",
-            "configuration"} <= set(rows[0])
+    assert {
+        "budget",
+        "monthly_cost",
+        "throughput_ops",
+        "latency_s",
+        "class",
+        "provider",
+        "gap",
+        "configuration",
+    } <= set(rows[0])
     recs = [json.loads(x) for x in (out / "solver.log.jsonl").read_text().splitlines()]
     assert len(recs) == len(rows)
     for r in recs:
@@ -138,8 +167,13 @@ def test_target_not_met_gives_both_configurations(solved, tmp_path):
 
 def test_solve_bad_flags(solved):
     spec, out, _ = solved
-    for args in (["--backend", "gurobi"], ["--method", "magic"], ["--budget", "-5"], ["--bands", "1"],
-                 ["--providers", "azure"]):
+    for args in (
+        ["--backend", "gurobi"],
+        ["--method", "magic"],
+        ["--budget", "-5"],
+        ["--bands", "1"],
+        ["--providers", "azure"],
+    ):
         res = runner.invoke(app, ["solve", str(spec), "--out", str(out.parent / "x"), *args])
         assert res.exit_code == 2, (args, res.output)
         assert res.stderr.startswith("error:")
@@ -148,8 +182,9 @@ def test_solve_bad_flags(solved):
 def test_write_model_lp(solved, tmp_path):
     spec, _, _ = solved
     lp = tmp_path / "m.lp"
-    res = runner.invoke(app, ["solve", str(spec), "--bands", "3", "--out", str(tmp_path / "o"),
-                              "--write-model", str(lp)])
+    res = runner.invoke(
+        app, ["solve", str(spec), "--bands", "3", "--out", str(tmp_path / "o"), "--write-model", str(lp)]
+    )
     assert res.exit_code == 0, res.stderr
     text = lp.read_text()
     assert text.lstrip().startswith("\\* Source Pyomo") and "\nend" in text

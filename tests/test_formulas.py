@@ -23,7 +23,8 @@ UNI = Distribution("uniform")
 
 
 def test_bloom_fpr_10_bits():
-    # ln 2 = 0.693147, ln^2 2 = 0.480453; 10 bits -> exp(-4.80453) = 0.0081925 (e^-4.8 = 0.0082297, e^-0.00453 = 0.99548)
+    # ln 2 = 0.693147, ln^2 2 = 0.480453; 10 bits -> exp(-4.80453) = 0.0081925
+    # (e^-4.8 = 0.0082297, e^-0.00453 = 0.99548)
     assert C["bloom_fpr"](10.0) == pytest.approx(0.0081925, rel=1e-4)
     # inverse: bits for 1% FPR = -ln(0.01) / 0.480453 = 4.60517 / 0.480453 = 9.5851
     assert C["bloom_bits"](0.01) == pytest.approx(9.5851, rel=1e-4)
@@ -86,10 +87,18 @@ def test_harmonic_numbers():
 
 def _tiny(N: float, mix: dict[str, float], scan: float = 1.0, **kw):
     # key 8 B + value 92 B = 100 B entries; buffer 100 entries; 4 entries per block
-    d = Design(T=10, K=1, Z=1, buffer_bytes=100 * 100, bloom_bits=kw.get("bits", 0.0),
-               bloom_allocation="uniform", block_bytes=400)
+    d = Design(
+        T=10,
+        K=1,
+        Z=1,
+        buffer_bytes=100 * 100,
+        bloom_bits=kw.get("bits", 0.0),
+        bloom_allocation="uniform",
+        block_bytes=400,
+    )
     lay = derive(DesignBatch.of([d]), N, 8, 92, 1e12)
     from dataclasses import replace
+
     lay = replace(lay, mem_cache=np.zeros(1))
     return lay, io_costs(lay, partitions(UNI, UNI, N), mix, scan)
 

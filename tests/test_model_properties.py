@@ -13,8 +13,9 @@ from specs.schema import OPERATIONS, Distribution, Workload, validate
 dists = st.one_of(
     st.just(Distribution("uniform")),
     st.builds(lambda t: Distribution("zipfian", theta=t), st.floats(0.1, 1.5)),
-    st.builds(lambda h, p: Distribution("skew", hot_fraction=h, hot_probability=p),
-              st.floats(1e-4, 0.5), st.floats(0.0, 1.0)),
+    st.builds(
+        lambda h, p: Distribution("skew", hot_fraction=h, hot_probability=p), st.floats(1e-4, 0.5), st.floats(0.0, 1.0)
+    ),
     st.builds(lambda m, s: Distribution("normal", mean=m, stddev=s), st.floats(0, 1), st.floats(0.01, 0.5)),
     st.builds(lambda t: Distribution("latest", theta=t), st.floats(0.5, 1.2)),
 )
@@ -32,20 +33,33 @@ def mixes(draw):
 @st.composite
 def designs(draw):
     T = draw(st.integers(2, 64))
-    return Design(T=T, K=draw(st.integers(1, max(1, T - 1))), Z=draw(st.integers(1, max(1, T - 1))),
-                  buffer_bytes=draw(st.floats(1e5, 4e9)), bloom_bits=draw(st.floats(0, 20)),
-                  bloom_allocation=draw(st.sampled_from(["monkey", "uniform"])),
-                  block_bytes=draw(st.sampled_from([512, 4096, 32768])), lsh=draw(st.booleans()))
+    return Design(
+        T=T,
+        K=draw(st.integers(1, max(1, T - 1))),
+        Z=draw(st.integers(1, max(1, T - 1))),
+        buffer_bytes=draw(st.floats(1e5, 4e9)),
+        bloom_bits=draw(st.floats(0, 20)),
+        bloom_allocation=draw(st.sampled_from(["monkey", "uniform"])),
+        block_bytes=draw(st.sampled_from([512, 4096, 32768])),
+        lsh=draw(st.booleans()),
+    )
 
 
 def _workload(mix, get, put, n):
-    return Workload(entries=int(n), key_bytes=16, value_bytes=100, operations=mix, scan_length=10.0,
-                    get_distribution=get, put_distribution=put, operations_per_month=None)
+    return Workload(
+        entries=int(n),
+        key_bytes=16,
+        value_bytes=100,
+        operations=mix,
+        scan_length=10.0,
+        get_distribution=get,
+        put_distribution=put,
+        operations_per_month=None,
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(d=designs(), mix=mixes(), get=dists, put=dists, n=st.floats(1e3, 1e12),
-       mem=st.floats(2**27, 2**39))
+@given(d=designs(), mix=mixes(), get=dists, put=dists, n=st.floats(1e3, 1e12), mem=st.floats(2**27, 2**39))
 def test_costs_are_finite_and_nonnegative(d, mix, get, put, n, mem):
     ne = evaluate_designs(DesignBatch.of([d]), _workload(mix, get, put, n), n, mem)
     for op, v in ne.io.per_op().items():
@@ -56,8 +70,14 @@ def test_costs_are_finite_and_nonnegative(d, mix, get, put, n, mem):
 
 
 @settings(max_examples=40, deadline=None)
-@given(T=st.integers(2, 32), K=st.integers(1, 8), n=st.floats(1e4, 1e10),
-       bits=st.floats(0, 15), extra=st.floats(0.1, 10), monkey=st.booleans())
+@given(
+    T=st.integers(2, 32),
+    K=st.integers(1, 8),
+    n=st.floats(1e4, 1e10),
+    bits=st.floats(0, 15),
+    extra=st.floats(0.1, 10),
+    monkey=st.booleans(),
+)
 def test_more_bloom_memory_never_raises_empty_lookups(T, K, n, bits, extra, monkey):
     K = min(K, T - 1)
     mk = "monkey" if monkey else "uniform"
@@ -71,7 +91,10 @@ def test_more_bloom_memory_never_raises_empty_lookups(T, K, n, bits, extra, monk
 @settings(max_examples=100, deadline=None)
 @given(mix=mixes())
 def test_fractions_that_sum_to_one_always_validate(mix):
-    spec = {"name": "p", "workload": {"entries": 1000, "key_bytes": 8, "value_bytes": 8, "operations": mix},
-            "budget": {"monthly_usd": 100}}
+    spec = {
+        "name": "p",
+        "workload": {"entries": 1000, "key_bytes": 8, "value_bytes": 8, "operations": mix},
+        "budget": {"monthly_usd": 100},
+    }
     s = validate(spec)
     assert abs(sum(s.workload.operations.values()) - 1) < 1e-9

@@ -69,8 +69,10 @@ def test_sla_price_models():
 def test_bad_source_is_reported(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "vms.csv").write_text("price_set,provider,name,vcpu,memory_gib,usd_per_hour,source,as_of,notes\n"
-                                 "paper2021,ibm,x,2,16,0.1,somewhere,2021,\n")
+    (src / "vms.csv").write_text(
+        "price_set,provider,name,vcpu,memory_gib,usd_per_hour,source,as_of,notes\n"
+        "paper2021,ibm,x,2,16,0.1,somewhere,2021,\n"
+    )
     with pytest.raises(CatalogError, match="unknown provider"):
         build_rows(src)
 

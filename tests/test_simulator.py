@@ -29,10 +29,20 @@ N = 60_000
 REL_TOL, ABS_TOL = 0.25, 0.03
 
 
-def _model(T: int, K: int, Z: int, E_B: int, bits: float, hot_levels: int | None,
-           get: Distribution, put: Distribution, mix: dict[str, float]):
-    batch = DesignBatch.of([Design(T=T, K=K, Z=Z, buffer_bytes=E_B * E, bloom_bits=bits,
-                                   bloom_allocation="uniform", block_bytes=4 * E)])
+def _model(
+    T: int,
+    K: int,
+    Z: int,
+    E_B: int,
+    bits: float,
+    hot_levels: int | None,
+    get: Distribution,
+    put: Distribution,
+    mix: dict[str, float],
+):
+    batch = DesignBatch.of(
+        [Design(T=T, K=K, Z=Z, buffer_bytes=E_B * E, bloom_bits=bits, bloom_allocation="uniform", block_bytes=4 * E)]
+    )
     lay = derive(batch, N, KEY, VAL, 1e15)
     if hot_levels is not None and hot_levels < lay.L[0]:
         lo, hi = float(E_B * E), 1e12  # memory such that exactly hot_levels fit
@@ -74,7 +84,9 @@ def test_model_matches_simulation(case):
     s_l, s_n = simulate(sd, N, updates, snapshots=12, lookups=1500, put_skew=ps, get_skew=gs)
     err_l = abs(m_l - s_l) / max(s_l, 1e-9)
     err_n = abs(m_n - s_n) / max(s_n, 1e-9)
-    print(f"\n[{name}] L={L} hot={h} sigma_l model={m_l:.4f} sim={s_l:.4f} (err {err_l:.1%}); "
-          f"sigma_n model={m_n:.4f} sim={s_n:.4f} (err {err_n:.1%})")
+    print(
+        f"\n[{name}] L={L} hot={h} sigma_l model={m_l:.4f} sim={s_l:.4f} (err {err_l:.1%}); "
+        f"sigma_n model={m_n:.4f} sim={s_n:.4f} (err {err_n:.1%})"
+    )
     assert abs(m_l - s_l) <= REL_TOL * s_l + ABS_TOL, f"sigma_l {m_l} vs {s_l}"
     assert abs(m_n - s_n) <= REL_TOL * s_n + ABS_TOL, f"sigma_n {m_n} vs {s_n}"

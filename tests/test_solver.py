@@ -40,15 +40,40 @@ design:
 
 def small_catalog(price_set: str = "paper2021", per_provider: int = 2) -> Catalog:
     full = load_catalog(price_set)
-    return Catalog(price_set=price_set, vms={p: v[:per_provider] for p, v in full.vms.items()},
-                   storage=full.storage, slas=full.slas)
+    return Catalog(
+        price_set=price_set,
+        vms={p: v[:per_provider] for p, v in full.vms.items()},
+        storage=full.storage,
+        slas=full.slas,
+    )
 
 
-def make_spec(entries=2_000_000, mix=(0.5, 0.0, 0.0, 0.0, 0.5, 0.0), dist="{kind: uniform}", budget=500.0,
-              providers="aws", slas="", mc=3):
+def make_spec(
+    entries=2_000_000,
+    mix=(0.5, 0.0, 0.0, 0.0, 0.5, 0.0),
+    dist="{kind: uniform}",
+    budget=500.0,
+    providers="aws",
+    slas="",
+    mc=3,
+):
     g, e, r, i, u, w = mix
-    return parse_spec(BASE.format(entries=entries, g=g, e=e, r=r, i=i, u=u, w=w, dist=dist, budget=budget,
-                                  providers=providers, slas=slas, mc=mc))
+    return parse_spec(
+        BASE.format(
+            entries=entries,
+            g=g,
+            e=e,
+            r=r,
+            i=i,
+            u=u,
+            w=w,
+            dist=dist,
+            budget=budget,
+            providers=providers,
+            slas=slas,
+            mc=mc,
+        )
+    )
 
 
 _TABLES: dict = {}
@@ -61,18 +86,30 @@ def tables_for(spec, cat):
     return _TABLES[key]
 
 
-mixes = st.sampled_from([
-    (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), (0.95, 0.0, 0.0, 0.05, 0.0, 0.0), (0.0, 0.0, 0.9, 0.1, 0.0, 0.0),
-    (0.25, 0.0, 0.0, 0.25, 0.25, 0.25), (0.1, 0.4, 0.0, 0.5, 0.0, 0.0),
-])
-dists = st.sampled_from(["{kind: uniform}", "{kind: zipfian, theta: 0.99}",
-                         "{kind: skew, hot_fraction: 0.01, hot_probability: 0.9}"])
+mixes = st.sampled_from(
+    [
+        (0.5, 0.0, 0.0, 0.0, 0.5, 0.0),
+        (0.95, 0.0, 0.0, 0.05, 0.0, 0.0),
+        (0.0, 0.0, 0.9, 0.1, 0.0, 0.0),
+        (0.25, 0.0, 0.0, 0.25, 0.25, 0.25),
+        (0.1, 0.4, 0.0, 0.5, 0.0, 0.0),
+    ]
+)
+dists = st.sampled_from(
+    ["{kind: uniform}", "{kind: zipfian, theta: 0.99}", "{kind: skew, hot_fraction: 0.01, hot_probability: 0.9}"]
+)
 
 
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mix=mixes, dist=dists, entries=st.sampled_from([500_000, 5_000_000, 50_000_000]),
-       budget=st.floats(60, 3000), provider=st.sampled_from(["aws", "gcp", "azure"]),
-       slas=st.sampled_from(["", "availability", "backup, support"]), mc=st.integers(2, 3))
+@given(
+    mix=mixes,
+    dist=dists,
+    entries=st.sampled_from([500_000, 5_000_000, 50_000_000]),
+    budget=st.floats(60, 3000),
+    provider=st.sampled_from(["aws", "gcp", "azure"]),
+    slas=st.sampled_from(["", "availability", "backup, support"]),
+    mc=st.integers(2, 3),
+)
 def test_mip_matches_exhaustive(mix, dist, entries, budget, provider, slas, mc):
     cat = small_catalog()
     spec = make_spec(entries, mix, dist, budget, provider, slas, mc)
@@ -96,8 +133,15 @@ def test_mip_matches_exhaustive(mix, dist, entries, budget, provider, slas, mc):
 @pytest.mark.parametrize("name", [n for n, b in BACKENDS.items() if b.is_available()])
 def test_backends_agree(name):
     cat = small_catalog()
-    spec = make_spec(5_000_000, (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), "{kind: zipfian, theta: 0.99}", 900.0,
-                     "aws, gcp", "availability, support", 3)
+    spec = make_spec(
+        5_000_000,
+        (0.5, 0.0, 0.0, 0.0, 0.5, 0.0),
+        "{kind: zipfian, theta: 0.99}",
+        900.0,
+        "aws, gcp",
+        "availability, support",
+        3,
+    )
     tables = tables_for(spec, cat)
     ctx = [c for p in ("aws", "gcp") for c in tables.contexts[p]]
     m, meta = build_mip(spec, cat, ctx, 900.0)
@@ -130,8 +174,9 @@ def test_combined_provider_model_equals_best_single_provider():
 
 def test_frontier_is_monotone_and_certified(tmp_path):
     cat = small_catalog()
-    spec = make_spec(5_000_000, (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), "{kind: zipfian, theta: 0.99}", 900.0,
-                     "aws, azure", "", 3)
+    spec = make_spec(
+        5_000_000, (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), "{kind: zipfian, theta: 0.99}", 900.0, "aws, azure", "", 3
+    )
     tables = tables_for(spec, cat)
     fr = solve_frontier(spec, cat, tables, HighsBackend(), bands=12, out_dir=tmp_path)
     for p, pts in fr.points.items():

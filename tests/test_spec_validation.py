@@ -33,20 +33,36 @@ BAD = [
     ("unknown-nested-field", _edit("  key_bytes: 128\n", "  key_byte: 128\n"), ["key_byte", "key_bytes"]),
     ("wrong-type", _edit("  entries: 100000000\n", "  entries: lots\n"), ["workload.entries", "number"]),
     ("nan", _edit("  value_bytes: 896\n", "  value_bytes: .nan\n"), ["value_bytes", "NaN"]),
-    ("inf", _edit("  operations_per_month: 2.6e11\n", "  operations_per_month: .inf\n"), ["operations_per_month", "finite"]),
+    (
+        "inf",
+        _edit("  operations_per_month: 2.6e11\n", "  operations_per_month: .inf\n"),
+        ["operations_per_month", "finite"],
+    ),
     ("negative-budget", _edit("monthly_usd: 20000", "monthly_usd: -5"), ["budget.monthly_usd", "greater than 0"]),
     ("zero-entries", _edit("  entries: 100000000\n", "  entries: 0\n"), ["workload.entries", "at least 1"]),
     ("fractions-not-one", _edit("    update: 0.5\n", "    update: 0.4\n"), ["workload.operations", "sum to 0.9"]),
     ("fraction-over-one", _edit("    get: 0.5\n", "    get: 1.5\n"), ["operations.get", "at most 1"]),
-    ("unknown-distribution", _edit("get: {kind: zipfian, theta: 0.99}", "get: {kind: zipf, theta: 0.99}"), ["distribution.get.kind", "zipfian"]),
+    (
+        "unknown-distribution",
+        _edit("get: {kind: zipfian, theta: 0.99}", "get: {kind: zipf, theta: 0.99}"),
+        ["distribution.get.kind", "zipfian"],
+    ),
     ("unknown-provider", _edit("providers: [aws, gcp, azure]", "providers: [aws, ibm]"), ["providers[1]", "ibm"]),
     ("unknown-sla", _edit("slas: [backup, availability]", "slas: [backup, uptime]"), ["slas[1]", "uptime"]),
-    ("empty-size-ratio-range", _edit("size_ratio: [2, 64]", "size_ratio: [50, 10]"), ["design.size_ratio", "empty range"]),
+    (
+        "empty-size-ratio-range",
+        _edit("size_ratio: [2, 64]", "size_ratio: [50, 10]"),
+        ["design.size_ratio", "empty range"],
+    ),
     ("absurd-entries", _edit("  entries: 100000000\n", "  entries: 1e16\n"), ["workload.entries", "absurd"]),
     ("duplicate-key", _edit("  key_bytes: 128\n", "  key_bytes: 128\n  key_bytes: 64\n"), ["duplicate key"]),
     ("bool-as-number", _edit("  key_bytes: 128\n", "  key_bytes: true\n"), ["key_bytes", "boolean"]),
     ("bad-theta", _edit("get: {kind: zipfian, theta: 0.99}", "get: {kind: zipfian, theta: -1}"), ["theta"]),
-    ("skew-missing-param", _edit("get: {kind: zipfian, theta: 0.99}", "get: {kind: skew, hot_fraction: 0.1}"), ["hot_probability", "missing"]),
+    (
+        "skew-missing-param",
+        _edit("get: {kind: zipfian, theta: 0.99}", "get: {kind: skew, hot_fraction: 0.1}"),
+        ["hot_probability", "missing"],
+    ),
     ("bad-pricing", _edit("name: ycsb_a\n", "name: ycsb_a\npricing: cheapest\n"), ["pricing", "cheapest"]),
     ("bad-name", _edit("name: ycsb_a\n", "name: ../etc\n"), ["name"]),
 ]
@@ -108,17 +124,23 @@ def test_shipped_specs_validate():
 
 
 def test_defaults_and_scan_length():
-    s = parse_spec("name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1}}\n"
-                   "budget: {monthly_usd: 10}\n")
+    s = parse_spec(
+        "name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1}}\n"
+        "budget: {monthly_usd: 10}\n"
+    )
     assert s.workload.scan_length == 100 and s.providers == ("aws", "gcp", "azure")
     assert s.budget_range == (1.0, 500000.0)
     with pytest.raises(SpecError, match="not both"):
-        parse_spec("name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1},"
-                   " scan_length: 5, range_selectivity: 0.1}\nbudget: {monthly_usd: 10}\n")
+        parse_spec(
+            "name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1},"
+            " scan_length: 5, range_selectivity: 0.1}\nbudget: {monthly_usd: 10}\n"
+        )
 
 
 def test_budget_outside_range_widens_it():
     # Paper Sec. 5: a budget outside the range widens it to 1..(b + 500,000).
-    s = parse_spec("name: x\nworkload: {entries: 10, key_bytes: 8, value_bytes: 8, operations: {get: 1}}\n"
-                   "budget: {monthly_usd: 900000, range: [1, 500000]}\n")
+    s = parse_spec(
+        "name: x\nworkload: {entries: 10, key_bytes: 8, value_bytes: 8, operations: {get: 1}}\n"
+        "budget: {monthly_usd: 900000, range: [1, 500000]}\n"
+    )
     assert s.budget_range == (1.0, 1_400_000.0)
