@@ -220,7 +220,7 @@ def structure(
     g = k["lsh_gc_dead_fraction"]
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     put_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
-    put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.B)
+    put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.entry_bytes, k["wal_page_bytes"])
     return Structure(
         base=base,
         fp=fp,

@@ -11,7 +11,7 @@ uniform), and what memory is left for the block cache. Arrays are
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -89,15 +89,44 @@ def _monkey_fpr(cap: np.ndarray, runs: np.ndarray, hot: np.ndarray, budget_bits:
     return np.where(hot, p, 1.0)
 
 
-def derive(
-    batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float, levels: int | None = None
-) -> Layout:
-    """Derive the layout of every design in ``batch`` on a node.
+@dataclass
+class Shape:
+    """The memory-independent part of a layout: levels, capacities, runs."""
+
+    n_keys: float
+    entry_bytes: int
+    key_bytes: int
+    E_B: np.ndarray
+    B: np.ndarray
+    L: np.ndarray
+    lvl: np.ndarray
+    exists: np.ndarray
+    last: np.ndarray
+    cap: np.ndarray
+    occ: np.ndarray
+    sized: np.ndarray  # entries a level's filters and fences are sized for
+    fence: np.ndarray  # fence-pointer bytes per level
+    runs: np.ndarray
+    per_run: np.ndarray
+    leveled: np.ndarray
+    space: np.ndarray
+
+    def take(self, rows: np.ndarray) -> Shape:
+        kw = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, v in kw.items():
+            if isinstance(v, np.ndarray):
+                kw[name] = v[rows]
+        return Shape(**kw)
+
+
+def level_shape(
+    batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int, levels: int | None = None
+) -> Shape:
+    """Levels, capacities, occupancy and runs of every design (no memory split).
 
     ``levels`` pads the level axis to a given width (so batches derived apart
     line up); by default it is the deepest design's level count.
     """
-    c = compiled()
     k = model_constants()
     fill = k["level_fill"]
     fence_bytes = k["fence_pointer_bytes_per_block"] + key_bytes
@@ -129,18 +158,10 @@ def derive(
     last_occ = np.maximum(N - upper.sum(axis=1), 1.0)
     occ = np.where(last, last_occ[:, None], upper)
 
-    # Hot levels: memory for filters and fences, shallowest first, sized for a
-    # full level (the last level for the keys it can hold, at most N).
+    # Filters and fences are sized for a full level (the last level for the
+    # keys it can hold, at most N).
     sized = np.where(last, np.minimum(cap, N), cap)
-    per_level_fence = np.where(exists, sized / B[:, None] * fence_bytes, 0.0)
-    bits_avg = np.where(batch.lsh, 0.0, batch.bloom_bits)
-    per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
-    cum_mem = np.cumsum(per_level_fence + per_level_filter, axis=1)
-    spare = memory_bytes - batch.buffer_bytes
-    hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
-    hot_count = np.where(batch.all_hot, L, hot_count)
-    Y = np.where(batch.lsh, 0.0, L - hot_count)
-    hot = exists & (lvl <= hot_count[:, None])
+    fence = np.where(exists, sized / B[:, None] * fence_bytes, 0.0)
 
     # Runs per level follow the level's position (K above the last level, Z at
     # the last), not whether its fences fit in memory: the engine compacts by
@@ -153,14 +174,42 @@ def derive(
     runs = np.where(exists, runs, 0.0)
     per_run = np.where(exists, np.maximum(occ / np.maximum(runs, 1e-9), 1.0), 0.0)
 
+    g = k["lsh_gc_dead_fraction"]
+    lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
+    space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
+    return Shape(N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run,
+                 leveled, space)
+
+
+def derive(
+    batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float, levels: int | None = None
+) -> Layout:
+    """Derive the layout of every design in ``batch`` on a node."""
+    return split_memory(level_shape(batch, n_keys, key_bytes, value_bytes, levels), batch, memory_bytes)
+
+
+def split_memory(sh: Shape, batch: DesignBatch, memory_bytes: float) -> Layout:
+    """Hot/cold levels, per-level filters and the block cache for a memory size
+    (paper Algorithm 2 line 22: the smallest Y whose hot levels fit)."""
+    c = compiled()
+    k = model_constants()
+    N = sh.n_keys
+    exists, sized, runs = sh.exists, sh.sized, sh.runs
+    bits_avg = np.where(batch.lsh, 0.0, batch.bloom_bits)
+    per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
+    cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
+    spare = memory_bytes - batch.buffer_bytes
+    hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
+    hot_count = np.where(batch.all_hot, sh.L, hot_count)
+    Y = np.where(batch.lsh, 0.0, sh.L - hot_count)
+    hot = exists & (sh.lvl <= hot_count[:, None])
+
     # Filters: the same total memory either spread Monkey-style or uniformly.
     hot_cap = np.where(hot, sized, 0.0)
     budget_bits = bits_avg * hot_cap.sum(axis=1)
-    uniform_fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
-    fpr = uniform_fpr
+    fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
     need = np.flatnonzero(batch.monkey & (bits_avg > 0))
     if need.size:
-        fpr = fpr.copy()
         fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
     fpr = np.where(hot, fpr, 1.0)
     fpr = np.where(batch.lsh[:, None], 0.0, fpr)  # the hash index is exact
@@ -168,9 +217,8 @@ def derive(
     bits = np.where(batch.lsh[:, None], 0.0, bits)
 
     mem_filter = np.where(hot, sized * bits / 8.0, 0.0).sum(axis=1)
-    mem_fence = np.where(hot, per_level_fence, 0.0).sum(axis=1)
-    lsh_index = N * k["hash_index_bytes_per_key"]
-    mem_fence = np.where(batch.lsh, lsh_index, mem_fence)
+    mem_fence = np.where(hot, sh.fence, 0.0).sum(axis=1)
+    mem_fence = np.where(batch.lsh, N * k["hash_index_bytes_per_key"], mem_fence)
     used = batch.buffer_bytes + mem_filter + mem_fence
     mem_cache = np.maximum(0.0, memory_bytes - used)
     feasible = used <= memory_bytes * (1 + 1e-9)
@@ -183,11 +231,8 @@ def derive(
         CLASS_CODES["lsh"],
         np.where(has_filter, np.where(Y > 0, CLASS_CODES["hybrid"], CLASS_CODES["lsm"]), CLASS_CODES["btree"]),
     )
-
-    g = k["lsh_gc_dead_fraction"]
-    lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
-    space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
-
+    E_B, B, L, cap, occ, per_run, leveled, space = sh.E_B, sh.B, sh.L, sh.cap, sh.occ, sh.per_run, sh.leveled, sh.space
+    E, key_bytes = sh.entry_bytes, sh.key_bytes
     return Layout(
         n_keys=N,
         entry_bytes=E,

@@ -66,6 +66,8 @@ def _symbols() -> SimpleNamespace:
     CPU = sp.Symbol("c", positive=True)
     LAMBDA = sp.Symbol("mu", positive=True)
     NENT = sp.Symbol("n_i", positive=True)
+    ENTRY = sp.Symbol("E", positive=True)  # bytes per entry
+    PAGE = sp.Symbol("P_wal", positive=True)  # bytes per WAL page write
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
 
 
@@ -136,10 +138,10 @@ def _expressions() -> dict[str, Any]:
     # fraction g reads the log (N/(1-g)) and writes the live N, and happens
     # every N g / ((1-g) u) appends, so it adds u (2-g) / (g B) per append.
     e["log_append"] = (1 + y.OVERWRITE * (2 - y.GARBAGE) / y.GARBAGE) / y.BLK
-    # The write-ahead log: every put is appended once, in block-sized writes
+    # The write-ahead log: every put is appended once, in page-sized writes
     # (group commit), whatever the layout; the paper leaves the WAL out, which
     # would make a design whose buffer holds the data write for free.
-    e["wal_append"] = 1 / y.BLK
+    e["wal_append"] = y.ENTRY / y.PAGE
 
     # -- cpu (paper Eq. 2, 3): Amdahl speed-up, then throughput bounded by the
     # cpu (single-op time scaled by g) and by the device's iops, which threads
@@ -178,7 +180,7 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "range_run": ("SEL", "R", "BLK"),
     "merge_cost": ("READS_SRC", "INCOMING", "LEVELED", "EXISTING", "BLK", "QPUTS"),
     "log_append": ("OVERWRITE", "GARBAGE", "BLK"),
-    "wal_append": ("BLK",),
+    "wal_append": ("ENTRY", "PAGE"),
     "amdahl": ("PHI", "ETA"),
     "op_time": ("IO", "IOPS", "CPU"),
     "throughput_cpu": ("PHI", "ETA", "IO", "IOPS", "CPU"),

@@ -241,6 +241,7 @@ class Frontier:
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
     tables_seconds: float = 0.0
+    n_solves: int = 0
 
 
 def solve_frontier(
@@ -289,14 +290,45 @@ def solve_frontier(
             m, meta = build_mip(spec, catalog, ctx, float(budgets[0]), providers=[p])
             fr.build_seconds += time.perf_counter() - t0
         warm = None
+        floor, top = -math.inf, None
+        if method == "mip" and ctx:
+            # Two solves bracket the frontier: the cheapest feasible cluster
+            # (below its cost every band is infeasible) and the fastest at the
+            # highest budget (at or above its cost every band has that same
+            # optimum, because the feasible set only grows). Bands in between
+            # are solved, warm-started.
+            low = cheapest(spec, catalog, tables, backend, providers=(p,))
+            floor = low.cost if low else math.inf
+            if low is not None:
+                set_budget(m, meta, float(budgets[-1]))
+                log = logdir / f"band{len(budgets) - 1:02d}_{p}.log" if logdir else None
+                res = backend.solve(m, gap=gap, time_limit=time_limit, log_path=log)
+                fr.solve_seconds += res.seconds
+                fr.n_solves += 2
+                top = _point(spec, catalog, m, meta, res, len(budgets) - 1, float(budgets[-1]), p)
+                if top.chosen is None:
+                    top = None
         for i, b in enumerate(budgets):
             log = logdir / f"band{i:02d}_{p}.log" if logdir else None
-            if method == "mip":
+            if method == "mip" and b < floor * (1 - 1e-9):
+                note = (f"infeasible: below the cheapest configuration (${floor:,.2f}/month, a min-cost MIP)"
+                        if math.isfinite(floor) else "infeasible: no configuration at any budget")
+                res = Result("infeasible", math.inf, math.inf, math.inf, 0, 0.0, None, backend.name)
+                pt = Point(i, float(b), p, "infeasible", res, None, None)
+                if log is not None:
+                    log.write_text(note + "\n")
+            elif method == "mip" and top is not None and b >= top.cost * (1 + 1e-9):
+                pt = Point(i, float(b), p, top.status, top.result, top.chosen, top.exact, top.approx_error)
+                if log is not None and i != len(budgets) - 1:
+                    log.write_text(f"same optimum as band {len(budgets) - 1}: its cost ${top.cost:,.2f} is within "
+                                   f"this band's budget and no budget buys more (see band{len(budgets) - 1:02d}_{p}.log)\n")
+            elif method == "mip":
                 t0 = time.perf_counter()
                 set_budget(m, meta, float(b))
                 fr.build_seconds += time.perf_counter() - t0
                 res = backend.solve(m, gap=gap, time_limit=time_limit, warm_start=warm, log_path=log)
                 fr.solve_seconds += res.seconds
+                fr.n_solves += 1
                 if res.x is not None:
                     warm = res.x
                 pt = _point(spec, catalog, m, meta, res, i, float(b), p)

@@ -25,7 +25,7 @@ from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
-from cost_models.layout import CLASS_CODES, CLASS_NAMES, derive
+from cost_models.layout import CLASS_CODES, CLASS_NAMES, derive, level_shape, split_memory
 from cost_models.pricing import Catalog, VmType
 from solver.space import Grid, grid_for, shard_sizes
 from specs.schema import Spec
@@ -140,8 +140,8 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]
     lays = grid.layouts(max_mem)
     if lays.size == 0:
         return [], {"presets": {}}
-    shape = derive(lays, s, wl.key_bytes, wl.value_bytes, np.inf)
-    st = structure(shape, parts, wl.operations, wl.scan_length, wins[0])
+    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
+    st = structure(split_memory(shape, lays, np.inf), parts, wl.operations, wl.scan_length, wins[0])
     out: list[Context] = []
     by_mem: dict[float, list[VmType]] = {}
     for vm in vms:
@@ -161,7 +161,7 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]
             m = m_bits.size
             batch = lays.take(np.repeat(sel, m))
             batch.bloom_bits = np.tile(m_bits, sel.size)
-            lay = derive(batch, s, wl.key_bytes, wl.value_bytes, mem, levels=shape.cap.shape[1])
+            lay = split_memory(shape.take(np.repeat(sel, m)), batch, mem)
             abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
             P = abc.shape[1]
             io: IOCost = combine(

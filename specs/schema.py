@@ -97,7 +97,7 @@ class DesignSpace:
     classes: tuple[str, ...] = DESIGN_CLASSES
     size_ratio: tuple[int, int] = (2, 64)
     max_runs: int = 64
-    block_bytes: tuple[int, ...] = (4096,)
+    block_bytes: tuple[int, ...] = (4096, 32768)
     memory_step: float = 0.1
     max_cluster_size: int = 30
     memory_headroom: float = 0.0

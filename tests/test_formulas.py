@@ -63,8 +63,8 @@ def test_merge_cost():
 
 
 def test_wal_append():
-    # one 100-byte entry per put into 400-byte blocks: 1/4 block per put
-    assert C["wal_append"](4.0) == pytest.approx(0.25)
+    # one 1024-byte entry per put into 4096-byte WAL pages: 1/4 page per put
+    assert C["wal_append"](1024.0, 4096.0) == pytest.approx(0.25)
 
 
 def test_log_append_and_amdahl():
@@ -138,9 +138,9 @@ def test_put_cost_leveling_inserts():
     # (500 entries, read + write: 250 blocks) every 100 puts -> 2.75 per put.
     # Level 1 -> 2: read + write 1000 entries (500 blocks) and rewrite the
     # last level's 4500 entries (2250 blocks) every 1000 puts -> 2.75 per put.
-    # The WAL appends each put once: 1/B = 0.25. Total 5.75.
+    # The WAL appends each 100-byte put once into 4096-byte pages: 100/4096.
     _, io = _tiny(5000, {"insert": 1.0})
-    assert io.insert[0] == pytest.approx(5.75, rel=1e-6)
+    assert io.insert[0] == pytest.approx(5.5 + 100 / 4096, rel=1e-6)
     assert io.update[0] == pytest.approx(io.insert[0])
 
 
