@@ -101,11 +101,19 @@ class WindowTable:
         self.r_max = self.r[finite].max() if finite.any() else 0.0
         self.logr = np.log(self.r[finite])
         self.logw = np.log(self.w[finite])
+        self.exact = (put, n_keys, iota)
 
     def __call__(self, distinct: np.ndarray) -> np.ndarray:
         R = np.maximum(np.asarray(distinct, dtype=float), 1.0)
         out = np.exp(np.interp(np.log(R), self.logr, self.logw))
-        return np.where(R > self.r_max, np.inf, out)
+        beyond = R > self.r_max
+        if beyond.any():
+            put, n_keys, iota = self.exact
+            if iota > 0:  # more distinct entries than keys: only inserts get there, slowly; solve exactly
+                out = np.where(beyond, window(np.where(beyond, R, 1.0), put, n_keys, iota), out)
+            else:  # updates alone never produce more distinct keys than exist
+                out = np.where(beyond, np.inf, out)
+        return out
 
 
 def _alpha(w: np.ndarray, parts: Partitions, n_keys: float, iota: float) -> np.ndarray:
