@@ -254,6 +254,102 @@ def sweep(
         typer.echo(f"{out}: {res['rows']} rows ({res['new']} new, {res['skipped']} already there)")
 
 
+@app.command()
+def render(
+    solution: Annotated[Path | None, typer.Argument(help="RUN_DIR/solution.json written by `cosine solve`.")] = None,
+    out: Annotated[Path, typer.Option(help="Directory for the rendered Rust workspace.")] = Path("engine"),
+    preset: Annotated[str | None, typer.Option(help="Render a baseline instead: rocksdb | wiredtiger | faster")] = None,
+    wal_sync: Annotated[str, typer.Option(help="every_write | group_commit | none")] = "group_commit",
+) -> None:
+    """Render a solution's engine design (or a preset) as a Rust engine workspace."""
+    with cli_errors():
+        from solver.render import render_preset, render_solution
+
+        if wal_sync not in ("every_write", "group_commit", "none"):
+            raise InputError(f"--wal-sync: must be every_write, group_commit or none, got {wal_sync!r}")
+        if (solution is None) == (preset is None):
+            raise InputError("give a solution.json or --preset, not both")
+        if solution is not None:
+            path = solution / "solution.json" if solution.is_dir() else solution
+            files = render_solution(path, out, wal_sync=wal_sync)
+        else:
+            files = [render_preset(preset or "", out, wal_sync=wal_sync)]
+        typer.echo(f"rendered {out}: " + ", ".join(str(f.relative_to(out)) for f in files))
+        typer.echo(f"next: (cd {out} && cargo build --release && cargo test --release)")
+
+
+@app.command()
+def bench(
+    spec: Annotated[Path, typer.Argument(help="Workload spec (YAML): the operation mix and distributions to run.")],
+    engine: Annotated[Path, typer.Option(help="A workspace written by `cosine render`.")],
+    records: Annotated[int | None, typer.Option(help="Records to load (default: min(spec, 1,000,000)).")] = None,
+    ops: Annotated[int | None, typer.Option(help="Operations to run (default: = records).")] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="Worker threads (default: the design's, capped at the CPUs).")
+    ] = None,
+    peer: Annotated[
+        str, typer.Option(help="cosine | rocksdb | fjall (peers need bench/engine_peers_setup.sh)")
+    ] = "cosine",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Build (if needed) and run the engine's YCSB-style driver on a spec's workload."""
+    with cli_errors(str(spec)):
+        from bench.engine import bench_spec, build
+        from specs.schema import load_spec
+
+        s = load_spec(spec)
+        if peer not in ("cosine", "rocksdb", "fjall"):
+            raise InputError(f"--peer: must be cosine, rocksdb or fjall, got {peer!r}")
+        if not engine.is_dir():
+            raise InputError(f"--engine {engine}: no such directory (run `cosine render` first)")
+        with _progress_bar() as bar:
+            task = bar.add_task("building the engine (cargo build --release)", total=None)
+            if not as_json:
+                build(engine)
+            bar.update(task, description="loading records and running the workload")
+            res = bench_spec(s, engine, records=records, operations=ops, threads=threads, engine=peer)
+        if as_json:
+            from solver.frontier import to_json
+
+            typer.echo(to_json({**res.report, "scale": res.scale, "notes": res.notes, "workload": res.workload}))
+            return
+        from rich.console import Console
+        from rich.table import Table
+
+        r = res.report
+        con = Console()
+        for n in res.notes:
+            con.print(f"[yellow]note:[/] {n}")
+        run_ = r["run"]
+        lat = run_["latency_us"]
+        con.print(
+            f"[bold]{r['design']}[/] ({r['class']}): {run_['throughput_ops']:,.0f} ops/s with {r['threads']} "
+            f"threads; latency p50 {lat['p50']:.1f} us, p99 {lat['p99']:.1f} us, p99.9 {lat['p999']:.1f} us; "
+            f"load {r['load']['throughput_ops']:,.0f} records/s"
+        )
+        t = Table(title="blocks per operation (storage I/O, buffer and cache hits excluded)")
+        for c in ("operation", "count", "blocks read / op", "blocks written / op"):
+            t.add_column(c, justify="right")
+        for op, v in r["per_op"].items():
+            if v["count"]:
+                t.add_row(
+                    op,
+                    f"{v['count']:,}",
+                    f"{v['blocks_read'] / v['count']:.4f}",
+                    f"{v['blocks_written'] / v['count']:.4f}",
+                )
+        bg = r.get("background", {})
+        puts = sum(v["count"] for k, v in r["per_op"].items() if k in ("insert", "update", "rmw"))
+        if puts:
+            io = (
+                bg.get("flush_blocks_written", 0)
+                + bg.get("compaction_blocks_read", 0)
+                + bg.get("compaction_blocks_written", 0)
+            )
+            t.add_row("flush+compaction per write", f"{puts:,}", "", f"{io / puts:.4f}")
+        con.print(t)
+
+
 @pricing_app.command("build")
 def pricing_build() -> None:
     """Rebuild pricing.parquet from the CSV sources in pricing/."""

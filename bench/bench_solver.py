@@ -60,24 +60,33 @@ def full_frontier(spec_path: str, bands: int, repeat: int) -> None:
     n_solves = sum(len(ps) for ps in fr.points.values())
     n_mip = fr.n_solves
     designs = sorted(set(tables.grid_size.values()))
-    print(f"spec {spec.name}: {spec.workload.entries:.0e} entries, providers {', '.join(spec.providers)}, "
-          f"{sum(len(v) for v in cat.vms.values())} VM types, max cluster {spec.design.max_cluster_size}")
-    print(f"design grid per VM: {designs[0]:,}..{designs[-1]:,} designs (T x K x Z x buffer x bits x block + LSH); "
-          f"MIP columns (contexts): " + ", ".join(f"{p} {len(c)}" for p, c in tables.contexts.items()))
-    print(f"bands {len(fr.budgets)} x providers {len(fr.points)} = {n_solves} band answers from {n_mip} MIP solves "
-          "(bands below the cheapest cluster or above the fastest one's cost need no solve)")
-    print(f"wall time (median of {repeat}): {statistics.median(walls):.2f} s "
-          f"= tables {statistics.median(tabs):.2f} s + model build {statistics.median(builds):.3f} s "
-          f"+ solves {statistics.median(solves):.2f} s + re-evaluation/rest "
-          f"{statistics.median(walls) - statistics.median(tabs) - statistics.median(builds) - statistics.median(solves):.2f} s")
-    print(f"max MIP gap {max(gaps):.2e}; max approximation error {max(errs):.2e}; "
-          f"bands with a configuration {len(pts)}/{n_solves}; monotone {fr.monotone}")
+    print(
+        f"spec {spec.name}: {spec.workload.entries:.0e} entries, providers {', '.join(spec.providers)}, "
+        f"{sum(len(v) for v in cat.vms.values())} VM types, max cluster {spec.design.max_cluster_size}"
+    )
+    print(
+        f"design grid per VM: {designs[0]:,}..{designs[-1]:,} designs (T x K x Z x buffer x bits x block + LSH); "
+        f"MIP columns (contexts): " + ", ".join(f"{p} {len(c)}" for p, c in tables.contexts.items())
+    )
+    print(
+        f"bands {len(fr.budgets)} x providers {len(fr.points)} = {n_solves} band answers from {n_mip} MIP solves "
+        "(bands below the cheapest cluster or above the fastest one's cost need no solve)"
+    )
+    print(
+        f"wall time (median of {repeat}): {statistics.median(walls):.2f} s "
+        f"= tables {statistics.median(tabs):.2f} s + model build {statistics.median(builds):.3f} s "
+        f"+ solves {statistics.median(solves):.2f} s + re-evaluation/rest "
+        f"{statistics.median(walls) - statistics.median(tabs) - statistics.median(builds) - statistics.median(solves):.2f} s"
+    )
+    print(
+        f"max MIP gap {max(gaps):.2e}; max approximation error {max(errs):.2e}; "
+        f"bands with a configuration {len(pts)}/{n_solves}; monotone {fr.monotone}"
+    )
     print(f"peak memory {peak_mib():.0f} MiB")
 
 
 def small_catalog(cat: Catalog, provider: str, k: int) -> Catalog:
-    return Catalog(price_set=cat.price_set, vms={provider: cat.vms[provider][:k]}, storage=cat.storage,
-                   slas=cat.slas)
+    return Catalog(price_set=cat.price_set, vms={provider: cat.vms[provider][:k]}, storage=cat.storage, slas=cat.slas)
 
 
 def mip_vs_exhaustive(spec_path: str) -> None:
@@ -86,7 +95,9 @@ def mip_vs_exhaustive(spec_path: str) -> None:
     base = load_spec(spec_path)
     cat = load_catalog(base.pricing)
     print("\nMIP vs exhaustive enumeration on reduced spaces (aws, 2 VM types, same contexts)")
-    print(f"{'max cluster':>11} {'contexts':>8} {'clusters':>10} {'MIP s':>8} {'exhaustive s':>12} {'ratio':>7}  optimum")
+    print(
+        f"{'max cluster':>11} {'contexts':>8} {'clusters':>10} {'MIP s':>8} {'exhaustive s':>12} {'ratio':>7}  optimum"
+    )
     for mc in (2, 3, 4, 6, 8, 10):
         spec = replace(base, providers=("aws",), design=replace(base.design, max_cluster_size=mc))
         small = small_catalog(cat, "aws", 2)
@@ -105,8 +116,10 @@ def mip_vs_exhaustive(spec_path: str) -> None:
             continue
         t_ex = time.perf_counter() - t0
         x_mip = read_solution(m, meta, res.x, spec, small).throughput_kops if res.x is not None else -1
-        print(f"{mc:>11} {len(ctx):>8} {ex.visited:>10,} {t_mip:>8.3f} {t_ex:>12.3f} {t_ex / t_mip:>7.1f}x  "
-              f"MIP {x_mip:,.1f} kops = exhaustive {ex.throughput_kops:,.1f} kops")
+        print(
+            f"{mc:>11} {len(ctx):>8} {ex.visited:>10,} {t_mip:>8.3f} {t_ex:>12.3f} {t_ex / t_mip:>7.1f}x  "
+            f"MIP {x_mip:,.1f} kops = exhaustive {ex.throughput_kops:,.1f} kops"
+        )
 
 
 def main() -> None:
@@ -115,8 +128,10 @@ def main() -> None:
     ap.add_argument("--bands", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}, "
-          f"{__import__('os').cpu_count()} CPUs")
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}, "
+        f"{__import__('os').cpu_count()} CPUs"
+    )
     full_frontier(a.spec, a.bands, a.repeat)
     mip_vs_exhaustive(a.spec)
 

@@ -311,8 +311,11 @@ def solve_frontier(
         for i, b in enumerate(budgets):
             log = logdir / f"band{i:02d}_{p}.log" if logdir else None
             if method == "mip" and b < floor * (1 - 1e-9):
-                note = (f"infeasible: below the cheapest configuration (${floor:,.2f}/month, a min-cost MIP)"
-                        if math.isfinite(floor) else "infeasible: no configuration at any budget")
+                note = (
+                    f"infeasible: below the cheapest configuration (${floor:,.2f}/month, a min-cost MIP)"
+                    if math.isfinite(floor)
+                    else "infeasible: no configuration at any budget"
+                )
                 res = Result("infeasible", math.inf, math.inf, math.inf, 0, 0.0, None, backend.name)
                 pt = Point(i, float(b), p, "infeasible", res, None, None)
                 if log is not None:
@@ -320,8 +323,10 @@ def solve_frontier(
             elif method == "mip" and top is not None and b >= top.cost * (1 + 1e-9):
                 pt = Point(i, float(b), p, top.status, top.result, top.chosen, top.exact, top.approx_error)
                 if log is not None and i != len(budgets) - 1:
-                    log.write_text(f"same optimum as band {len(budgets) - 1}: its cost ${top.cost:,.2f} is within "
-                                   f"this band's budget and no budget buys more (see band{len(budgets) - 1:02d}_{p}.log)\n")
+                    log.write_text(
+                        f"same optimum as band {len(budgets) - 1}: its cost ${top.cost:,.2f} is within "
+                        f"this band's budget and no budget buys more (see band{len(budgets) - 1:02d}_{p}.log)\n"
+                    )
             elif method == "mip":
                 t0 = time.perf_counter()
                 set_budget(m, meta, float(b))

@@ -1,0 +1,181 @@
+"""Build and drive the Rust engine's `cosine-bench` binary from Python.
+
+Used by `cosine bench`, `cosine validate` and `cosine calibrate`: write a
+workload.json from a spec (scaled to this machine), scale the design's memory
+budgets to the records actually loaded, run the driver, parse its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cost_models import REPO_ROOT
+from solver.errors import InputError
+from specs.schema import Spec
+
+TEMPLATE = REPO_ROOT / "engine-template"
+
+
+def binary(workspace: Path, name: str = "cosine-bench") -> Path:
+    target = Path(os.environ.get("CARGO_TARGET_DIR", workspace / "target"))
+    return target / "release" / name
+
+
+def build(workspace: Path, name: str = "cosine-bench", quiet: bool = True) -> Path:
+    """`cargo build --release --bin NAME` in the workspace (a no-op when fresh)."""
+    if not (workspace / "Cargo.toml").is_file():
+        raise InputError(f"{workspace}: not an engine workspace (no Cargo.toml); run `cosine render` first")
+    if shutil.which("cargo") is None:
+        raise InputError("cargo is not installed; the engine needs a Rust toolchain")
+    cmd = ["cargo", "build", "--release", "--bin", name]
+    if quiet:
+        cmd.append("--quiet")
+    res = subprocess.run(cmd, cwd=workspace, capture_output=True, text=True)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"cargo build failed in {workspace}: {last}")
+    return binary(workspace, name)
+
+
+def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
+    """The contract's workload.json for a spec scaled to ``records``."""
+    wl = spec.workload
+    # keep the fraction of the data a scan touches, not its absolute length
+    scan = max(1.0, round(wl.range_selectivity * records)) if wl.operations.get("range", 0) > 0 else 1.0
+    return {
+        "records": int(records),
+        "operations": int(operations),
+        "key_bytes": wl.key_bytes,
+        "value_bytes": wl.value_bytes,
+        "mix": dict(wl.operations),
+        "scan_length": int(scan),
+        "distribution": {"get": wl.get_distribution.as_dict(), "put": wl.put_distribution.as_dict()},
+        "threads": int(threads),
+        "seed": int(seed),
+    }
+
+
+@dataclass
+class BenchResult:
+    report: dict[str, Any]
+    workload: dict[str, Any]
+    config: str
+    scale: float
+    notes: list[str]
+
+
+def scaled_config(config_text: str, scale: float) -> str:
+    """Scale buffer and block-cache bytes of an engine.toml by ``scale``."""
+    import tomllib
+
+    from solver.render import to_toml
+
+    try:
+        cfg = tomllib.loads(config_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"engine.toml is not valid TOML: {exc}") from None
+    lay = cfg.get("layout", {})
+    entry = int(lay.get("key_bytes", 16)) + int(lay.get("value_bytes", 100))
+    if "buffer_bytes" in lay:
+        lay["buffer_bytes"] = max(64 * entry, int(lay["buffer_bytes"] * scale))
+    if "block_cache_bytes" in lay:
+        lay["block_cache_bytes"] = int(lay["block_cache_bytes"] * scale)
+    return to_toml(cfg, f"scaled by {scale:.4g} from the rendered design (records / keys per node)")
+
+
+def run(
+    workspace: Path,
+    config_text: str,
+    wl: dict[str, Any],
+    *,
+    engine: str = "cosine",
+    data_dir: Path | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Run cosine-bench once; returns its JSON report."""
+    exe = binary(workspace)
+    if not exe.is_file():
+        exe = build(workspace)
+    with tempfile.TemporaryDirectory(prefix="cosine-bench-") as tmp:
+        t = Path(tmp)
+        (t / "engine.toml").write_text(config_text)
+        (t / "workload.json").write_text(json.dumps(wl))
+        db = data_dir or t / "db"
+        cmd = [
+            str(exe),
+            "--config",
+            str(t / "engine.toml"),
+            "--workload",
+            str(t / "workload.json"),
+            "--dir",
+            str(db),
+            "--json",
+            "--engine",
+            engine,
+        ]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"cosine-bench failed: {last}")
+    try:
+        return json.loads(res.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError("cosine-bench printed no JSON report") from None
+
+
+def bench_spec(
+    spec: Spec,
+    workspace: Path,
+    *,
+    records: int | None = None,
+    operations: int | None = None,
+    threads: int | None = None,
+    engine: str = "cosine",
+    scale_design: bool = True,
+) -> BenchResult:
+    """Run a spec's operation mix on a rendered engine, scaled to this machine."""
+    cfg_path = workspace / "engine.toml"
+    if not cfg_path.is_file():
+        raise InputError(f"--engine {workspace}: no engine.toml; run `cosine render` first")
+    meta_path = workspace / "render.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    notes = []
+    n = records or int(min(spec.workload.entries, 1_000_000))
+    if n < 1:
+        raise InputError("--records must be at least 1")
+    ops = operations or n
+    if ops < 1:
+        raise InputError("--ops must be at least 1")
+    if n < spec.workload.entries:
+        notes.append(
+            f"scaled down: {n:,} of the spec's {spec.workload.entries:,} records, {ops:,} operations "
+            f"(this machine: {os.cpu_count()} CPUs)"
+        )
+    import tomllib
+
+    text = cfg_path.read_text()
+    cfg = tomllib.loads(text)
+    cores = os.cpu_count() or 1
+    th = threads or min(int(cfg.get("algorithms", {}).get("threads", 1)), cores)
+    if th < 1:
+        raise InputError("--threads must be at least 1")
+    scale = 1.0
+    per_node = meta.get("entries_per_node")
+    if scale_design and per_node:
+        scale = n / float(per_node)
+        text = scaled_config(text, scale)
+        if abs(scale - 1) > 1e-9:
+            notes.append(
+                f"design memory (buffer, block cache) scaled by {scale:.3g}: the design was made for "
+                f"{per_node:,.0f} keys per node"
+            )
+    wl = workload_json(spec, n, ops, th)
+    report = run(workspace, text, wl, engine=engine)
+    return BenchResult(report, wl, text, scale, notes)
