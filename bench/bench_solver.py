@@ -72,11 +72,12 @@ def full_frontier(spec_path: str, bands: int, repeat: int) -> None:
         f"bands {len(fr.budgets)} x providers {len(fr.points)} = {n_solves} band answers from {n_mip} MIP solves "
         "(bands below the cheapest cluster or above the fastest one's cost need no solve)"
     )
+    rest = statistics.median(walls) - statistics.median(tabs) - statistics.median(builds) - statistics.median(solves)
     print(
         f"wall time (median of {repeat}): {statistics.median(walls):.2f} s "
         f"= tables {statistics.median(tabs):.2f} s + model build {statistics.median(builds):.3f} s "
         f"+ solves {statistics.median(solves):.2f} s + re-evaluation/rest "
-        f"{statistics.median(walls) - statistics.median(tabs) - statistics.median(builds) - statistics.median(solves):.2f} s"
+        f"{rest:.2f} s"
     )
     print(
         f"max MIP gap {max(gaps):.2e}; max approximation error {max(errs):.2e}; "
