@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 solve: setup
 	$(VENV)/bin/cosine solve $(SPEC)
 
-test: test-python test-engine
+test: test-engine test-python
 
 test-python: setup
 	$(VENV)/bin/pytest

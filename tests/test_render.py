@@ -1,0 +1,124 @@
+"""`cosine render`: solutions and presets become engine.toml files the real engine loads."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.engine import TEMPLATE, build, run, scaled_config, workload_json
+from cli import app
+from solver.render import algorithms, engine_sections, threads_from_phi, to_toml
+from specs.schema import parse_spec
+
+runner = CliRunner()
+
+SPEC = """
+name: rtiny
+workload:
+  entries: 2000000
+  key_bytes: 16
+  value_bytes: 100
+  operations: {get: 0.5, update: 0.5}
+  distribution: {get: {kind: zipfian, theta: 0.99}, put: {kind: zipfian, theta: 0.99}}
+budget: {monthly_usd: 500, range: [10, 5000]}
+providers: [aws]
+design: {size_ratio: [4, 10], max_cluster_size: 3}
+"""
+
+
+@pytest.fixture(scope="module")
+def engine_binary():
+    return build(TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    d = tmp_path_factory.mktemp("r")
+    (d / "s.yaml").write_text(SPEC)
+    res = runner.invoke(app, ["solve", str(d / "s.yaml"), "--out", str(d / "run"), "--bands", "4"])
+    assert res.exit_code == 0, res.stderr
+    return d
+
+
+def test_render_solution(solved):
+    out = solved / "eng"
+    res = runner.invoke(app, ["render", str(solved / "run" / "solution.json"), "--out", str(out)])
+    assert res.exit_code == 0, res.stderr
+    sol = json.loads((solved / "run" / "solution.json").read_text())
+    cfg = tomllib.loads((out / "engine.toml").read_text())
+    d = sol["designs"][0]
+    assert cfg["design"]["class"] == d["class"]
+    assert cfg["layout"]["key_bytes"] == 16 and cfg["layout"]["value_bytes"] == 100
+    if d["class"] != "lsh":
+        assert cfg["layout"]["size_ratio"] == d["T"] and cfg["layout"]["runs_per_hot_level"] == d["K"]
+        assert cfg["layout"]["hot_levels"] == d["L"] - d["Y"]
+        assert cfg["layout"]["bloom_bits_per_key"] == pytest.approx(d["bloom_bits_per_level"], abs=1e-3)
+    assert (out / "Cargo.toml").is_file() and (out / "README.md").is_file() and not (out / "target").exists()
+    assert d["class"] in (out / "README.md").read_text()
+    # rendering again over a previous render is fine; over someone's files it is refused
+    assert runner.invoke(app, ["render", str(solved / "run"), "--out", str(out)]).exit_code == 0
+    other = solved / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    res = runner.invoke(app, ["render", str(solved / "run"), "--out", str(other)])
+    assert res.exit_code == 2 and (other / "notes.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("preset", ["rocksdb", "wiredtiger", "faster"])
+def test_render_presets(tmp_path, preset):
+    res = runner.invoke(app, ["render", "--preset", preset, "--out", str(tmp_path / preset)])
+    assert res.exit_code == 0, res.stderr
+    cfg = tomllib.loads((tmp_path / preset / "engine.toml").read_text())
+    expect = {"rocksdb": "lsm", "wiredtiger": "btree", "faster": "lsh"}[preset]
+    assert cfg["design"]["class"] == expect
+
+
+def test_render_bad_inputs(tmp_path):
+    assert runner.invoke(app, ["render", "--preset", "leveldb", "--out", str(tmp_path / "x")]).exit_code == 2
+    assert runner.invoke(app, ["render", str(tmp_path / "missing.json"), "--out", str(tmp_path / "y")]).exit_code == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"designs": []')
+    res = runner.invoke(app, ["render", str(bad), "--out", str(tmp_path / "z")])
+    assert res.exit_code == 2 and "solution.json" in res.stderr
+
+
+def test_algorithm3_and_threads():
+    assert algorithms("lsm", 4, 0)["compaction"] == "full"
+    assert algorithms("hybrid", 5, 2)["full_compaction_levels"] == 3
+    assert algorithms("btree", 3, 1)["file_picking"] == "choose_first"
+    # eta is the first thread count whose speed-up is within 1% of all 16 cores'
+    # (e.g. phi = 0.7: g(16) = 2.909, g(15) = 2.885 within 1%, g(14) = 2.857 not -> 15)
+    import numpy as np
+
+    from cost_models.cpu import workload_phi
+    from cost_models.symbolic import compiled
+
+    g = compiled()["amdahl"]
+    for mix in ({"update": 1.0}, {"get": 1.0}, {"get": 0.5, "rmw": 0.5}):
+        phi = float(workload_phi(np.array([0]), mix)[0])
+        eta = threads_from_phi("lsm", mix, 16)
+        assert g(phi, eta) >= 0.99 * g(phi, 16)
+        assert eta == 1 or g(phi, eta - 1) < 0.99 * g(phi, 16)
+    assert g(0.7, 15) / g(0.7, 16) > 0.99 > g(0.7, 14) / g(0.7, 16)
+
+
+@pytest.mark.parametrize("cls,design", [
+    ("lsm", {"T": 6, "K": 1, "Z": 1, "L": 3, "Y": 0, "bloom_bits_per_level": [9.0, 7.0, 5.0]}),
+    ("hybrid", {"T": 4, "K": 3, "Z": 1, "L": 4, "Y": 2, "bloom_bits_per_level": [8.0, 6.0, 0.0, 0.0]}),
+    ("btree", {"T": 8, "K": 1, "Z": 1, "L": 3, "Y": 1, "bloom_bits_per_level": [0.0]}),
+    ("lsh", {"T": 10, "K": 1, "Z": 1, "L": 1, "Y": 0, "lsh": True, "bloom_bits_per_level": [0.0]}),
+])
+def test_rendered_configs_run_in_the_engine(engine_binary, cls, design):
+    """Each class's rendered engine.toml loads and serves a small workload in the real engine."""
+    d = {"class": cls, "buffer_bytes": 64 * 1024, "block_bytes": 4096, "cache_bytes": 0.0, "threads": 1,
+         "entries_per_node": 20_000, **design}
+    text = to_toml(engine_sections(d, 16, 100, {"get": 0.5, "update": 0.5}, f"test {cls}"))
+    spec = parse_spec(SPEC)
+    wl = workload_json(spec, 20_000, 20_000, 1)
+    rep = run(TEMPLATE, scaled_config(text, 1.0), wl)
+    assert rep["class"] == cls
+    assert rep["per_op"]["get"]["count"] + rep["per_op"]["update"]["count"] == 20_000
+    assert rep["run"]["throughput_ops"] > 0
