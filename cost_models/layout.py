@@ -177,8 +177,9 @@ def level_shape(
     g = k["lsh_gc_dead_fraction"]
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
-    return Shape(N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run,
-                 leveled, space)
+    return Shape(
+        N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run, leveled, space
+    )
 
 
 def derive(

@@ -66,6 +66,12 @@ def _symbols() -> SimpleNamespace:
     CPU = sp.Symbol("c", positive=True)
     LAMBDA = sp.Symbol("mu", positive=True)
     NENT = sp.Symbol("n_i", positive=True)
+    LAM = sp.Symbol("lambda", positive=True)  # dual variable of the KL constraint
+    ETA_D = sp.Symbol("eta_d", real=True)  # dual variable of sum w^ = 1
+    RHO = sp.Symbol("rho", nonnegative=True)  # KL radius
+    WI = sp.Symbol("w_i", nonnegative=True)
+    CI = sp.Symbol("c_i", real=True)
+    SUMEXP = sp.Symbol("Sigma", positive=True)  # sum_i w_i exp(c_i / lambda)
     ENTRY = sp.Symbol("E", positive=True)  # bytes per entry
     PAGE = sp.Symbol("P_wal", positive=True)  # bytes per WAL page write
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
@@ -150,6 +156,16 @@ def _expressions() -> dict[str, Any]:
     e["op_time"] = y.IO / y.IOPS + y.CPU
     e["throughput_cpu"] = e["amdahl"] / e["op_time"]
     e["throughput_io"] = y.IOPS / y.IO
+
+    # -- Robustness (ENDURE): the worst expected cost over the KL ball
+    # {w^ : KL(w^ || w) <= rho} equals min over lambda > 0, eta of the convex dual
+    # eta + rho lambda + lambda sum_i w_i phi*((c_i - eta)/lambda), phi*(s) = e^s - 1.
+    # One term of the sum, and the eta that zeroes the dual's derivative in eta
+    # (so the dual becomes a 1-D problem in lambda).
+    e["kl_dual_term"] = y.LAM * y.WI * (sp.exp((y.CI - y.ETA_D) / y.LAM) - 1)
+    e["kl_dual_head"] = y.ETA_D + y.RHO * y.LAM
+    eta_star = sp.solve(sp.diff(y.ETA_D + y.LAM * (y.SUMEXP * sp.exp(-y.ETA_D / y.LAM) - 1), y.ETA_D), y.ETA_D)[0]
+    e["kl_dual_eta"] = sp.simplify(eta_star)
     return e
 
 
@@ -185,6 +201,9 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "op_time": ("IO", "IOPS", "CPU"),
     "throughput_cpu": ("PHI", "ETA", "IO", "IOPS", "CPU"),
     "throughput_io": ("IOPS", "IO"),
+    "kl_dual_term": ("LAM", "WI", "CI", "ETA_D"),
+    "kl_dual_head": ("ETA_D", "RHO", "LAM"),
+    "kl_dual_eta": ("LAM", "SUMEXP"),
 }
 
 

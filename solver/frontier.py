@@ -25,6 +25,7 @@ from cost_models.design import DesignBatch
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from cost_models.io_model import OPS
 from cost_models.pricing import Catalog
+from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
 from solver.backends import Backend, Result
 from solver.exhaustive import exhaustive
 from solver.model import X_SCALE, Chosen, LinearModel, MipMeta, build_mip, read_solution, set_budget
@@ -52,8 +53,9 @@ class Exact:
     io_per_op: dict[str, float]
 
 
-def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
-    """Exact throughput of a cluster: real shard sizes, exact windows."""
+def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -> Exact:
+    """Exact throughput of a cluster: real shard sizes, exact windows; robust
+    (KL worst case of radius ``rho``) when rho > 0."""
     N = spec.workload.entries
     cap = sum(c.entries * k for c, k in nodes)
     parts = workload_partitions(spec.workload)
@@ -63,7 +65,11 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
         s = c.entries * N / cap  # keys actually on each node of this context
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
         ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, s, mem, parts)
-        x = float(ne.throughput(spec.workload, c.storage.iops, c.design.threads or c.vm.vcpu)[0])
+        threads = c.design.threads or c.vm.vcpu
+        x = float(ne.throughput(spec.workload, c.storage.iops, threads)[0])
+        if rho > 0 and x > 0:
+            cost = per_op_costs(ne.io, ne.layout.cls, c.storage.iops, threads, spec.workload.scan_length)
+            x = float(1.0 / kl_worst_case(cost, mix_vector(spec.workload.operations), rho)[0])
         xs.append(N * x / s if x > 0 else 0.0)
         share = s * k / N
         for op, v in ne.io.per_op().items():
@@ -176,12 +182,20 @@ class Point:
 
 
 def _point(
-    spec: Spec, catalog: Catalog, m: LinearModel, meta: MipMeta, res: Result, band: int, budget: float, provider: str
+    spec: Spec,
+    catalog: Catalog,
+    m: LinearModel,
+    meta: MipMeta,
+    res: Result,
+    band: int,
+    budget: float,
+    provider: str,
+    rho: float = 0.0,
 ) -> Point:
     if res.x is None:
         return Point(band, budget, provider, res.status, res, None, None)
     chosen = read_solution(m, meta, res.x, spec, catalog)
-    ex = reevaluate(spec, chosen.nodes)
+    ex = reevaluate(spec, chosen.nodes, rho)
     mip_x = chosen.throughput_kops / X_SCALE
     err = abs(mip_x - ex.throughput) / ex.throughput if ex.throughput > 0 else math.inf
     return Point(band, budget, provider, res.status, res, chosen, ex, err)
@@ -196,6 +210,7 @@ def _exhaustive_point(
     provider: str,
     max_cluster: int,
     min_throughput: float | None = None,
+    rho: float = 0.0,
 ) -> Point:
     import time
 
@@ -218,7 +233,7 @@ def _exhaustive_point(
     terms = sla_terms(catalog, b.provider, spec.slas)
     sla = sla_cost(terms, sum(k for _, k in nodes), spec.workload.data_bytes / GIB, compute + storage)
     chosen = Chosen(b.provider, nodes, b.throughput_kops, compute + storage + sla, compute, storage, sla)
-    ex = reevaluate(spec, nodes)
+    ex = reevaluate(spec, nodes, rho)
     mip_x = b.throughput_kops / X_SCALE
     err = abs(mip_x - ex.throughput) / ex.throughput if ex.throughput > 0 else math.inf
     res = Result("optimal", -b.throughput_kops, -b.throughput_kops, 0.0, b.visited, secs, None, "exhaustive")
@@ -259,8 +274,13 @@ def solve_frontier(
     time_limit: float = 30.0,
     progress: Callable[[str], None] | None = None,
     budgets: np.ndarray | None = None,
+    rho: float = 0.0,
 ) -> Frontier:
-    """Solve every band for every provider and certify each answer."""
+    """Solve every band for every provider and certify each answer.
+
+    ``rho`` > 0: the tables hold robust throughputs, and so does the exact
+    re-evaluation (a KL worst case of that radius).
+    """
     import time
 
     if budgets is None:
@@ -297,7 +317,7 @@ def solve_frontier(
             # highest budget (at or above its cost every band has that same
             # optimum, because the feasible set only grows). Bands in between
             # are solved, warm-started.
-            low = cheapest(spec, catalog, tables, backend, providers=(p,))
+            low = cheapest(spec, catalog, tables, backend, providers=(p,), rho=rho)
             floor = low.cost if low else math.inf
             if low is not None:
                 set_budget(m, meta, float(budgets[-1]))
@@ -305,7 +325,7 @@ def solve_frontier(
                 res = backend.solve(m, gap=gap, time_limit=time_limit, log_path=log)
                 fr.solve_seconds += res.seconds
                 fr.n_solves += 2
-                top = _point(spec, catalog, m, meta, res, len(budgets) - 1, float(budgets[-1]), p)
+                top = _point(spec, catalog, m, meta, res, len(budgets) - 1, float(budgets[-1]), p, rho)
                 if top.chosen is None:
                     top = None
         for i, b in enumerate(budgets):
@@ -336,9 +356,9 @@ def solve_frontier(
                 fr.n_solves += 1
                 if res.x is not None:
                     warm = res.x
-                pt = _point(spec, catalog, m, meta, res, i, float(b), p)
+                pt = _point(spec, catalog, m, meta, res, i, float(b), p, rho)
             else:
-                pt = _exhaustive_point(spec, catalog, ctx, float(b), i, p, spec.design.max_cluster_size)
+                pt = _exhaustive_point(spec, catalog, ctx, float(b), i, p, spec.design.max_cluster_size, rho=rho)
                 fr.solve_seconds += pt.result.seconds if pt.result else 0.0
                 if log is not None:
                     log.write_text(f"exhaustive enumeration: {pt.result.nodes if pt.result else 0} clusters\n")
@@ -396,6 +416,7 @@ def cheapest(
     *,
     min_throughput: float | None = None,
     providers: tuple[str, ...] = (),
+    rho: float = 0.0,
 ) -> Point | None:
     """The cheapest configuration overall (or meeting ``min_throughput``)."""
     provs = providers or tuple(tables.contexts)
@@ -414,7 +435,7 @@ def cheapest(
         res = backend.solve(m, gap=1e-6)
         if res.x is None:
             continue
-        pt = _point(spec, catalog, m, meta, res, -1, math.inf, p)
+        pt = _point(spec, catalog, m, meta, res, -1, math.inf, p, rho)
         if pt.chosen and (best is None or pt.cost < best.cost):
             best = pt
     return best

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.pricing import SLA_FEATURES, Catalog
+from cost_models.robust import noisy_mix
 from solver.backends import Backend
 from solver.errors import BudgetTooLow, InputError
 from solver.frontier import (
@@ -181,6 +182,59 @@ def write_outputs(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None
             fh.write(to_json(rec, indent=None) + "\n")
 
 
+def robustness_report(
+    spec: Spec,
+    ospec: Spec,
+    rho: float,
+    catalog: Catalog,
+    backend: Backend,
+    answer: Point,
+    budget: float,
+    providers: tuple[str, ...],
+    workers: int | None,
+) -> dict[str, Any]:
+    """Nominal vs robust choice at the budget, and what robustness costs at the expected workload."""
+    import numpy as np
+
+    from solver.frontier import reevaluate
+
+    tables = build_tables(spec, catalog, providers, workers=workers)
+    fr = solve_frontier(
+        spec,
+        catalog,
+        tables,
+        backend,
+        budgets=np.array([budget]),
+        providers=tuple(p for p in providers if p in tables.contexts),
+    )
+    nominal = fr.best[0]
+    if nominal.chosen is None or answer.chosen is None:
+        return {"nominal": None}
+    robust_at_expected = reevaluate(spec, answer.chosen.nodes).throughput
+    nominal_at_expected = nominal.throughput
+    nominal_worst = reevaluate(ospec, nominal.chosen.nodes, rho).throughput
+    robust_worst = answer.throughput
+
+    def summary(pt: Point) -> dict[str, Any]:
+        return {
+            "provider": pt.chosen.provider if pt.chosen else None,
+            "vms": [{"type": n["vm_type"], "count": n["count"]} for n in (pt.exact.per_node if pt.exact else [])],
+            "classes": sorted({n["class"] for n in (pt.exact.per_node if pt.exact else [])}),
+            "monthly_cost": pt.cost,
+        }
+
+    return {
+        "noise": spec.noise,
+        "kl_radius": rho or None,
+        "nominal_choice": summary(nominal),
+        "robust_choice": summary(answer),
+        "expected_workload": {"nominal_choice_ops": nominal_at_expected, "robust_choice_ops": robust_at_expected},
+        "perturbed_workload": {"nominal_choice_ops": nominal_worst, "robust_choice_ops": robust_worst},
+        "cost_of_robustness": 1.0 - robust_at_expected / nominal_at_expected if nominal_at_expected > 0 else None,
+        "gain_under_perturbation": robust_worst / nominal_worst - 1.0 if nominal_worst > 0 else None,
+    }
+
+
 def run_solve(
     spec: Spec,
     catalog: Catalog,
@@ -209,7 +263,16 @@ def run_solve(
     t0 = time.perf_counter()
     if progress:
         progress("tables", 0, 1)
-    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS)
+    # Robustness (issue 6, paper Sec. 5 / ENDURE): the search optimizes the noisy
+    # mix, and the KL worst case around it when kl_radius is set.
+    rho = float(spec.kl_radius or 0.0)
+    robust = spec.noise > 0 or rho > 0
+    ospec = (
+        replace(spec, workload=replace(spec.workload, operations=noisy_mix(spec.workload.operations, spec.noise)))
+        if spec.noise > 0
+        else spec
+    )
+    tables = build_tables(ospec, catalog, provs, workers=workers, presets=PRESETS, rho=rho)
     timings["tables_s"] = time.perf_counter() - t0
     if not any(tables.contexts.values()):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
@@ -224,7 +287,7 @@ def run_solve(
 
     t1 = time.perf_counter()
     fr = solve_frontier(
-        spec,
+        ospec,
         catalog,
         tables,
         backend,
@@ -235,13 +298,14 @@ def run_solve(
         out_dir=out_dir,
         progress=tick,
         time_limit=time_limit,
+        rho=rho,
     )
     timings["frontier_s"] = time.perf_counter() - t1
     del total
-    fr.baselines = baselines(spec, catalog, tables, fr.budgets)
+    fr.baselines = baselines(ospec, catalog, tables, fr.budgets)
     idx = int(abs(fr.budgets - b0).argmin())
     answer = fr.best[idx]
-    lowest = cheapest(spec, catalog, tables, backend) if method == "mip" else None
+    lowest = cheapest(ospec, catalog, tables, backend, rho=rho) if method == "mip" else None
     if answer.chosen is None:
         cheapest_cost = lowest.cost if lowest else None
         if lowest is None:
@@ -255,7 +319,7 @@ def run_solve(
         target = max(target, 1.0 / spec.max_latency_s)
     solution["target"] = {"min_throughput": target or None, "met": answer.throughput >= target * (1 - 1e-9)}
     if target and not solution["target"]["met"]:
-        meets = cheapest(spec, catalog, tables, backend, min_throughput=target)
+        meets = cheapest(ospec, catalog, tables, backend, min_throughput=target, rho=rho)
         solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput, "monthly_cost": answer.cost}
         if meets is not None and meets.chosen is not None:
             solution["target"]["cheapest_meeting_target"] = solution_dict(spec, meets, fr.backend, method, meets.cost)
@@ -274,6 +338,13 @@ def run_solve(
         p: {"throughput_ops": pts[idx].throughput, "monthly_cost": pts[idx].cost if pts[idx].chosen else None}
         for p, pts in fr.points.items()
     }
+    if robust:
+        t2 = time.perf_counter()
+        solution["robustness"] = robustness_report(spec, ospec, rho, catalog, backend, answer, b0, provs, workers)
+        timings["nominal_s"] = time.perf_counter() - t2
+    solution["objective"] = (
+        (f"robust: noise {spec.noise:g}" + (f", KL radius {rho:g}" if rho else "")) if robust else ("nominal")
+    )
     solution["search"] = {
         "contexts": {p: len(c) for p, c in tables.contexts.items()},
         "designs_per_vm": tables.grid_size,

@@ -27,6 +27,7 @@ from cost_models.evaluate import workload_partitions
 from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
 from cost_models.layout import CLASS_CODES, CLASS_NAMES, derive, level_shape, split_memory
 from cost_models.pricing import Catalog, VmType
+from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
 from solver.space import Grid, grid_for, shard_sizes
 from specs.schema import Spec
 
@@ -68,9 +69,35 @@ class Tables:
     seconds: float = 0.0
 
 
-def _throughput(io_total: np.ndarray, cls: np.ndarray, spec: Spec, iops: float, vcpu: int) -> np.ndarray:
-    wl = spec.workload
-    return node_throughput(io_total, iops, cls, wl.operations, vcpu, wl.scan_length)
+@dataclass
+class Scorer:
+    """Node throughput of many designs: nominal (the mix) or robust (ENDURE's
+    worst case over a KL ball of radius ``rho`` around the mix)."""
+
+    spec: Spec
+    io: IOCost  # per-operation I/O of each design
+    total: np.ndarray
+    cls: np.ndarray
+    rho: float = 0.0
+
+    def __call__(self, iops: float, vcpu: int, fits: np.ndarray) -> np.ndarray:
+        wl = self.spec.workload
+        x = np.where(fits, node_throughput(self.total, iops, self.cls, wl.operations, vcpu, wl.scan_length), 0.0)
+        if self.rho <= 0:
+            return x
+        # Robust throughput lies in [1 / max_i c_i, 1 / (w . c)]: only designs whose
+        # upper bound reaches the best lower bound can win; the dual runs on those.
+        w = mix_vector(wl.operations)
+        idx = np.flatnonzero(fits)
+        sub = IOCost(**{op: v[idx] for op, v in self.io.per_op().items()})
+        c = per_op_costs(sub, self.cls[idx], iops, vcpu, wl.scan_length)
+        upper = 1.0 / np.maximum(c @ w, 1e-300)
+        lower = 1.0 / np.maximum(np.max(np.where(w > 0, c, 0.0), axis=1), 1e-300)
+        keep = upper >= lower.max() * (1 - 1e-12)
+        out = np.zeros_like(x)
+        worst = kl_worst_case(c[keep], w, self.rho)
+        out[idx[keep]] = 1.0 / np.maximum(worst, 1e-300)
+        return out
 
 
 def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
@@ -83,8 +110,7 @@ def _best_per_vm(
     catalog: Catalog,
     vms: list[VmType],
     s: float,
-    io_total: np.ndarray,
-    cls: np.ndarray,
+    score: Scorer,
     ok: np.ndarray,
     need_gib: np.ndarray,
     make_design: Any,
@@ -104,7 +130,7 @@ def _best_per_vm(
             fits = ok & (need_gib <= st.gib * (1 + 1e-9))
             if not fits.any():
                 continue
-            x = np.where(fits, _throughput(io_total, cls, spec, st.iops, vm.vcpu), 0.0)
+            x = score(st.iops, vm.vcpu, fits)
             i = int(np.argmax(x))
             if x[i] <= 0:
                 continue
@@ -116,9 +142,9 @@ def _best_per_vm(
                     storage=st,
                     cost_month=vm.usd_per_month + st.usd_month,
                     throughput=float(x[i]),
-                    io_total=float(io_total[i]),
+                    io_total=float(score.total[i]),
                     design=make_design(i, vm.vcpu),
-                    design_class=CLASS_NAMES[int(cls[i])],
+                    design_class=CLASS_NAMES[int(score.cls[i])],
                     levels=int(L[i]),
                     cold_levels=int(Y[i]),
                 )
@@ -132,8 +158,8 @@ def _best_per_vm(
     return out
 
 
-def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]) -> tuple[list[Context], dict]:
-    spec, catalog, grid, s, vms, parts = args
+def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, float]) -> tuple[list[Context], dict]:
+    spec, catalog, grid, s, vms, parts, rho = args
     wl = spec.workload
     wins = window_tables(parts, wl.operations, s)
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
@@ -175,6 +201,7 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]
             parts_out.append(
                 (
                     io.total(wl.operations).ravel(),
+                    *[v.ravel() for v in io.per_op().values()],
                     lay.cls,
                     lay.feasible & _allowed(lay.cls, spec),
                     lay.space_entries * lay.entry_bytes / GIB,
@@ -185,19 +212,20 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]
             batches.append(batch)
         if not parts_out:
             continue
-        total, cls, ok, need, L, Y = (np.concatenate(x) for x in zip(*parts_out, strict=True))
+        total, *per_op, cls, ok, need, L, Y = (np.concatenate(x) for x in zip(*parts_out, strict=True))
+        score = Scorer(spec, IOCost(*per_op), total, cls, rho)
         offsets = np.cumsum([0] + [b.size for b in batches])
 
         def make(i: int, vcpu: int, batches: list[DesignBatch] = batches, offsets: np.ndarray = offsets) -> Design:
             k = int(np.searchsorted(offsets, i, side="right") - 1)
             return batches[k].design(i - int(offsets[k]), threads=vcpu, name="cosine")
 
-        out += _best_per_vm(spec, catalog, group, s, total, cls, ok, need, make, (L, Y))
+        out += _best_per_vm(spec, catalog, group, s, score, ok, need, make, (L, Y))
     return out, {}
 
 
-def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]) -> list[Context]:
-    spec, catalog, name, s, vms, parts = args
+def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions, float]) -> list[Context]:
+    spec, catalog, name, s, vms, parts, rho = args
     wl = spec.workload
     d = preset(name)
     wins = window_tables(parts, wl.operations, s)
@@ -208,13 +236,14 @@ def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]
         st = structure(lay, parts, wl.operations, wl.scan_length, wins[0])
         abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
         io = combine(st, np.arange(1), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get)
-        total = io.total(wl.operations)[:, 0]
+        io = IOCost(**{op: v[:, 0] for op, v in io.per_op().items()})
+        score = Scorer(spec, io, io.total(wl.operations), lay.cls, rho)
         need = lay.space_entries * lay.entry_bytes / GIB
 
         def make(i: int, vcpu: int) -> Design:
             return Design(**{**d.as_dict(), "threads": vcpu})
 
-        out += _best_per_vm(spec, catalog, [vm], s, total, lay.cls, lay.feasible, need, make, (lay.L, lay.Y))
+        out += _best_per_vm(spec, catalog, [vm], s, score, lay.feasible, need, make, (lay.L, lay.Y))
     return out
 
 
@@ -226,8 +255,12 @@ def build_tables(
     workers: int | None = None,
     presets: tuple[str, ...] = (),
     max_cluster: int | None = None,
+    rho: float = 0.0,
 ) -> Tables:
-    """Best design per context for every provider (and the presets' own tables)."""
+    """Best design per context for every provider (and the presets' own tables).
+
+    ``rho`` > 0 scores designs by their robust (KL worst-case) throughput.
+    """
     import time
 
     t0 = time.perf_counter()
@@ -236,10 +269,10 @@ def build_tables(
     parts = workload_partitions(spec.workload)
     vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
     sizes = shard_sizes(spec.workload.entries, mc)
-    jobs = [(spec, catalog, grid, float(s), vms, parts) for s in sizes]
+    jobs = [(spec, catalog, grid, float(s), vms, parts, rho) for s in sizes]
     workers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
     results: list[list[Context]] = []
-    pjobs = [(spec, catalog, name, float(s), vms, parts) for name in presets for s in sizes]
+    pjobs = [(spec, catalog, name, float(s), vms, parts, rho) for name in presets for s in sizes]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             results = [r for r, _ in ex.map(_shard_job, jobs)]

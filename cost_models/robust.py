@@ -1,0 +1,114 @@
+"""Robust designs under workload uncertainty.
+
+Two ways a spec can ask for robustness (``robustness:``):
+
+* ``noise: nu`` — the Cosine paper's (Sec. 5 "Robustness"): design for a
+  workload with noise added, by changing the proportions of the operations and
+  adding the missing ones: w' = (1 - nu) w + nu u with u uniform over the six
+  operation types (so every operation gets at least nu/6).
+* ``kl_radius: rho`` — ENDURE's: minimize the worst expected per-operation cost
+  over the KL neighbourhood {w^ : KL(w^ || w) <= rho}. The inner maximum is
+  solved exactly through its convex dual (symbolic ``kl_dual_*``):
+  max = min_{lambda > 0} lambda (rho + log sum_i w_i e^{c_i / lambda})
+  (eta eliminated in closed form), a 1-D convex problem solved per design.
+
+The per-operation cost c_i of a design on a node is the time one operation of
+type i takes at the node's full parallelism, 1 / X(pure op i): the mix's cost
+is then sum_i w^_i c_i (resources add up per operation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cost_models.cpu import node_throughput
+from cost_models.io_model import OPS, IOCost
+from cost_models.symbolic import compiled
+
+#: Bisection steps on log(lambda) for the KL dual: the bracket is e^(+-40) times
+#: the cost spread; 60 halvings of 80 leave 7e-17 in log lambda.
+KL_ITERATIONS = 60
+
+
+def noisy_mix(mix: dict[str, float], noise: float) -> dict[str, float]:
+    """The paper's noise: (1 - noise) w + noise u over all six operation types."""
+    if noise <= 0:
+        return dict(mix)
+    u = noise / len(OPS)
+    return {op: (1 - noise) * mix.get(op, 0.0) + u for op in OPS}
+
+
+def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """KL(p || q) along the last axis (0 log 0 = 0; inf if p puts mass where q has none)."""
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(p > 0, p * np.log(p / q), 0.0)
+    return t.sum(axis=-1)
+
+
+def _dual_value(c: np.ndarray, w: np.ndarray, rho: float, lam: np.ndarray) -> np.ndarray:
+    """The dual objective at lambda with the optimal eta (compiled expressions)."""
+    k = compiled()
+    scale = np.max(np.where(w > 0, c, -np.inf), axis=-1)  # shift for exp stability
+    sumexp = (w * np.exp((c - scale[:, None]) / lam[:, None])).sum(axis=-1)
+    eta = k["kl_dual_eta"](lam, sumexp) + scale
+    terms = k["kl_dual_term"](lam[:, None], w, c, eta[:, None]).sum(axis=-1)
+    return k["kl_dual_head"](eta, rho, lam) + terms
+
+
+def kl_worst_case(c: np.ndarray, w: np.ndarray, rho: float) -> np.ndarray:
+    """max over {w^ : KL(w^||w) <= rho} of w^ . c, for each row of ``c``.
+
+    Parameters
+    ----------
+    c : (n, m) per-operation costs of n designs.
+    w : (m,) the expected workload (a distribution).
+    rho : KL radius (>= 0).
+
+    Returns
+    -------
+    (n,) worst-case expected cost; equals w . c at rho = 0 and tends to the
+    largest c_i on the support of w as rho grows.
+    """
+    c = np.atleast_2d(np.asarray(c, dtype=float))
+    w = np.asarray(w, dtype=float)
+    w = w / w.sum()
+    nominal = c @ w
+    if rho <= 0:
+        return nominal
+    support = w > 0
+    top = np.max(np.where(support, c, -np.inf), axis=1)
+    spread = np.maximum(top - np.min(np.where(support, c, np.inf), axis=1), 1e-300)
+    ws = np.where(support, w, 0.0)
+    # The dual is convex in lambda. Its derivative (a search aid only; the value
+    # below is the compiled dual) is rho + log S' + (top - cbar)/lambda with
+    # S' = sum w e^{(c-top)/lambda} and cbar the e^{c/lambda}-weighted mean cost.
+    lo = np.log(spread) - 40.0
+    hi = np.log(spread) + 40.0
+    for _ in range(KL_ITERATIONS):
+        mid = (lo + hi) / 2
+        lam = np.exp(mid)[:, None]
+        e = ws * np.exp(np.where(support, (c - top[:, None]) / lam, -np.inf))
+        s_ = e.sum(axis=1)
+        cbar = (e * np.where(support, c, 0.0)).sum(axis=1) / s_
+        grad = rho + np.log(s_) + (top - cbar) / lam[:, 0]
+        lo = np.where(grad < 0, mid, lo)
+        hi = np.where(grad < 0, hi, mid)
+    best = _dual_value(np.where(support, c, 0.0), ws, rho, np.exp((lo + hi) / 2))
+    # the maximum is attained within [nominal, top]; clip rounding outside it
+    return np.clip(best, nominal, top)
+
+
+def per_op_costs(io: IOCost, cls: np.ndarray, iops: float, threads: float, scan_length: float) -> np.ndarray:
+    """(n, 6) seconds per operation of each type at full parallelism: 1 / X(pure op)."""
+    cols = []
+    for op in OPS:
+        x = node_throughput(getattr(io, op), iops, cls, {op: 1.0}, threads, scan_length)
+        cols.append(np.where(x > 0, 1.0 / np.maximum(x, 1e-300), np.inf))
+    return np.stack(cols, axis=-1)
+
+
+def mix_vector(mix: dict[str, float]) -> np.ndarray:
+    w = np.array([mix.get(op, 0.0) for op in OPS], dtype=float)
+    return w / w.sum()
