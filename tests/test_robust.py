@@ -90,3 +90,17 @@ def test_robust_solve_reports_both_choices(tmp_path, robust):
     assert exp["nominal_choice_ops"] >= exp["robust_choice_ops"] * (1 - 1e-6)
     assert pert["robust_choice_ops"] >= pert["nominal_choice_ops"] * (1 - 1e-6)
     assert sol["certificate"]["approx_error"] < 0.01
+
+
+def test_robust_eval_command(tmp_path):
+    res = runner.invoke(app, ["robust-eval", "--samples", "300", "--rho", "0..1", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.stderr
+    import pyarrow.parquet as pq
+
+    rows = pq.ParquetFile(tmp_path / "robust_eval.parquet").read().to_pylist()
+    assert len(rows) == 15 * 300 * 4  # expected workloads x samples x radii {0, .25, .5, 1}
+    assert {r["rho_expected"] for r in rows} == {0.0, 0.25, 0.5, 1.0}
+    # at rho = 0 the robust tuning is the nominal one: no gain, no loss
+    assert all(r["delta"] == 0 for r in rows if r["rho_expected"] == 0)
+    assert (tmp_path / "robust_delta_vs_rho.png").stat().st_size > 1000
+    assert runner.invoke(app, ["robust-eval", "--rho", "a..b"]).exit_code == 2
