@@ -369,7 +369,9 @@ def _parse_rhos(text: str) -> tuple[float, ...]:
 def robust_eval(
     samples: Annotated[int, typer.Option(help="Observed workloads drawn from the simplex.")] = 10_000,
     rho: Annotated[str, typer.Option(help="Expected KL radii: LO..HI or a comma list.")] = "0..4",
-    out: Annotated[Path, typer.Option(help="Directory for robust_eval.parquet and the plots.")] = Path("runs/robust-eval"),
+    out: Annotated[Path, typer.Option(help="Directory for robust_eval.parquet and the plots.")] = Path(
+        "runs/robust-eval"
+    ),
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 7,
 ) -> None:
     """ENDURE's uncertainty benchmark on the Cosine model: robust vs nominal tuning."""
@@ -394,8 +396,14 @@ def robust_eval(
             t.add_column(c, justify="right")
         for r in ev.summary:
             if r["rho_expected"] > 0:
-                t.add_row(r["type"], f"{r['rho_expected']:g}", f"{r['mean_delta']:+.3f}", f"{r['median_delta']:+.3f}",
-                          f"{r['share_better']:.0%}", f"{r['share_worse']:.0%}")
+                t.add_row(
+                    r["type"],
+                    f"{r['rho_expected']:g}",
+                    f"{r['mean_delta']:+.3f}",
+                    f"{r['median_delta']:+.3f}",
+                    f"{r['share_better']:.0%}",
+                    f"{r['share_worse']:.0%}",
+                )
         con.print(t)
         b = Table(title="mean delta by observed drift KL(observed || expected)")
         b.add_column("expected rho")
@@ -405,8 +413,11 @@ def robust_eval(
         for r in sorted({x["rho_expected"] for x in ev.rows}):
             if r == 0:
                 continue
-            vals = {(x["observed_from"], x["observed_to"]): x["mean_delta"] for x in buckets(ev.rows)
-                    if x["rho_expected"] == r}
+            vals = {
+                (x["observed_from"], x["observed_to"]): x["mean_delta"]
+                for x in buckets(ev.rows)
+                if x["rho_expected"] == r
+            }
             b.add_row(f"{r:g}", *[f"{vals.get(e, float('nan')):+.3f}" for e in edges])
         con.print(b)
         typer.echo(f"wrote {out}/robust_eval.parquet, tunings.parquet, " + ", ".join(p.name for p in pngs))

@@ -38,13 +38,20 @@ ENDURE_BLOCK = 4096
 #: The 15 expected workloads of ENDURE's benchmark, over (z0, z1, q, w).
 EXPECTED = [
     ("uniform", (0.25, 0.25, 0.25, 0.25)),
-    ("unimodal", (0.97, 0.01, 0.01, 0.01)), ("unimodal", (0.01, 0.97, 0.01, 0.01)),
-    ("unimodal", (0.01, 0.01, 0.97, 0.01)), ("unimodal", (0.01, 0.01, 0.01, 0.97)),
-    ("bimodal", (0.49, 0.49, 0.01, 0.01)), ("bimodal", (0.49, 0.01, 0.49, 0.01)),
-    ("bimodal", (0.49, 0.01, 0.01, 0.49)), ("bimodal", (0.01, 0.49, 0.49, 0.01)),
-    ("bimodal", (0.01, 0.49, 0.01, 0.49)), ("bimodal", (0.01, 0.01, 0.49, 0.49)),
-    ("trimodal", (0.33, 0.33, 0.33, 0.01)), ("trimodal", (0.33, 0.33, 0.01, 0.33)),
-    ("trimodal", (0.33, 0.01, 0.33, 0.33)), ("trimodal", (0.01, 0.33, 0.33, 0.33)),
+    ("unimodal", (0.97, 0.01, 0.01, 0.01)),
+    ("unimodal", (0.01, 0.97, 0.01, 0.01)),
+    ("unimodal", (0.01, 0.01, 0.97, 0.01)),
+    ("unimodal", (0.01, 0.01, 0.01, 0.97)),
+    ("bimodal", (0.49, 0.49, 0.01, 0.01)),
+    ("bimodal", (0.49, 0.01, 0.49, 0.01)),
+    ("bimodal", (0.49, 0.01, 0.01, 0.49)),
+    ("bimodal", (0.01, 0.49, 0.49, 0.01)),
+    ("bimodal", (0.01, 0.49, 0.01, 0.49)),
+    ("bimodal", (0.01, 0.01, 0.49, 0.49)),
+    ("trimodal", (0.33, 0.33, 0.33, 0.01)),
+    ("trimodal", (0.33, 0.33, 0.01, 0.33)),
+    ("trimodal", (0.33, 0.01, 0.33, 0.33)),
+    ("trimodal", (0.01, 0.33, 0.33, 0.33)),
 ]
 
 
@@ -58,8 +65,19 @@ def design_space() -> list[Design]:
             for frac in np.linspace(0.02, 0.98, 25):
                 buf = frac * budget
                 bits = (budget - buf) * 8 / ENDURE_ENTRIES
-                out.append(Design(T=T, K=K, Z=K, buffer_bytes=buf, bloom_bits=bits, bloom_allocation="monkey",
-                                  block_bytes=ENDURE_BLOCK, all_hot=True, name=f"T{T}{'t' if tiered else 'l'}"))
+                out.append(
+                    Design(
+                        T=T,
+                        K=K,
+                        Z=K,
+                        buffer_bytes=buf,
+                        bloom_bits=bits,
+                        bloom_allocation="monkey",
+                        block_bytes=ENDURE_BLOCK,
+                        all_hot=True,
+                        name=f"T{T}{'t' if tiered else 'l'}",
+                    )
+                )
     return out
 
 
@@ -99,13 +117,28 @@ def run(samples: int = 10_000, rhos: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2
             robust = int(np.argmin(kl_worst_case(C, w, rho))) if rho > 0 else nominal
             c_rob = observed @ C[robust]
             delta = c_nom / c_rob - 1.0  # = (1/C_R - 1/C_N) / (1/C_N)
-            tunings.append({"expected": e_idx, "type": kind, "rho": rho, "nominal": designs[nominal].name,
-                            "robust": designs[robust].name,
-                            "robust_buffer_mib": designs[robust].buffer_bytes / 2**20,
-                            "robust_bits": designs[robust].bloom_bits})
+            tunings.append(
+                {
+                    "expected": e_idx,
+                    "type": kind,
+                    "rho": rho,
+                    "nominal": designs[nominal].name,
+                    "robust": designs[robust].name,
+                    "robust_buffer_mib": designs[robust].buffer_bytes / 2**20,
+                    "robust_bits": designs[robust].bloom_bits,
+                }
+            )
             for s in range(samples):
-                rows.append({"expected": e_idx, "type": kind, "rho_expected": rho, "sample": s,
-                             "rho_observed": float(obs_rho[s]), "delta": float(delta[s])})
+                rows.append(
+                    {
+                        "expected": e_idx,
+                        "type": kind,
+                        "rho_expected": rho,
+                        "sample": s,
+                        "rho_observed": float(obs_rho[s]),
+                        "delta": float(delta[s]),
+                    }
+                )
     summary = summarize(rows, rhos)
     return RobustEval(rows, summary, tunings)
 
@@ -120,8 +153,16 @@ def summarize(rows: list[dict[str, Any]], rhos: tuple[float, ...]) -> list[dict[
     out = []
     for (kind, rho), ds in sorted(acc.items()):
         a = np.array(ds)
-        out.append({"type": kind, "rho_expected": rho, "mean_delta": float(a.mean()), "median_delta": float(np.median(a)),
-                    "share_better": float((a > 0).mean()), "share_worse": float((a < 0).mean())})
+        out.append(
+            {
+                "type": kind,
+                "rho_expected": rho,
+                "mean_delta": float(a.mean()),
+                "median_delta": float(np.median(a)),
+                "share_better": float((a > 0).mean()),
+                "share_worse": float((a < 0).mean()),
+            }
+        )
     return out
 
 
@@ -133,8 +174,16 @@ def buckets(rows: list[dict[str, Any]], edges: tuple[float, ...] = (0, 0.25, 0.5
     for r in rows:
         b = int(np.searchsorted(edges, r["rho_observed"], side="right") - 1)
         acc[(r["rho_expected"], b)].append(r["delta"])
-    return [{"rho_expected": k[0], "observed_from": edges[k[1]], "observed_to": edges[k[1] + 1],
-             "mean_delta": float(np.mean(v)), "count": len(v)} for k, v in sorted(acc.items())]
+    return [
+        {
+            "rho_expected": k[0],
+            "observed_from": edges[k[1]],
+            "observed_to": edges[k[1] + 1],
+            "mean_delta": float(np.mean(v)),
+            "count": len(v),
+        }
+        for k, v in sorted(acc.items())
+    ]
 
 
 def plots(ev: RobustEval, out: Path) -> list[Path]:
@@ -149,8 +198,12 @@ def plots(ev: RobustEval, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for rho in rhos:
         pts = [x for x in b if x["rho_expected"] == rho]
-        ax.plot([(x["observed_from"] + min(x["observed_to"], 8)) / 2 for x in pts], [x["mean_delta"] for x in pts],
-                marker="o", label=f"expected rho {rho:g}")
+        ax.plot(
+            [(x["observed_from"] + min(x["observed_to"], 8)) / 2 for x in pts],
+            [x["mean_delta"] for x in pts],
+            marker="o",
+            label=f"expected rho {rho:g}",
+        )
     ax.axhline(0, color="gray", lw=0.8)
     ax.set_xlabel("observed rho = KL(observed || expected), bucket midpoint")
     ax.set_ylabel("mean normalized delta throughput (robust vs nominal)")
