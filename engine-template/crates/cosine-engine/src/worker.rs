@@ -13,6 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) fn run(inner: Arc<Inner>) {
+    // Consecutive compactions without a flush or an idle step; a correct strategy
+    // always converges, so a runaway count is reported instead of spinning forever.
+    let mut streak = 0u64;
     loop {
         {
             let bg = inner.bg.lock();
@@ -20,7 +23,21 @@ pub(crate) fn run(inner: Arc<Inner>) {
                 break;
             }
         }
-        match step(&inner) {
+        let before = inner.stats.flushes.load(Ordering::Relaxed);
+        let result = step(&inner).and_then(|did| {
+            let flushes = inner.stats.flushes.load(Ordering::Relaxed);
+            streak = if did && flushes == before { streak + 1 } else { 0 };
+            let sv = inner.sv.read().clone();
+            let files: u64 = sv.tree.levels.iter().flatten().map(|r| r.files.len() as u64).sum();
+            let limit = 64 * (files + 64) * (sv.tree.levels.len() as u64 + 2);
+            if did && streak > limit {
+                return Err(Error::Closed(format!(
+                    "compaction did not converge after {streak} steps ({files} files, {flushes} flushes): strategy bug"
+                )));
+            }
+            Ok(did)
+        });
+        match result {
             Ok(true) => {
                 // Notify under the lock so a waiter between its check and its wait cannot miss it.
                 let _g = inner.bg.lock();

@@ -182,3 +182,8 @@ pub fn fill(dir: &Path, cfg: &Config, n: u64, keys: u64, seed: u64) -> Result<(E
     }
     Ok((e, model))
 }
+
+/// Cases per property test: `$PROPTEST_CASES` if set (for long soak runs), else `default`.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}

@@ -21,7 +21,7 @@ fn op(keys: u64) -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, max_shrink_iters: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cosine_tests::proptest_cases(64), max_shrink_iters: 200, ..ProptestConfig::default() })]
     #[test]
     fn behaves_like_a_btreemap(ops in proptest::collection::vec(op(48), 1..300)) {
         let cfg = tiny(Preset::RocksDb);
