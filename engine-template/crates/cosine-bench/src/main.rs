@@ -3,6 +3,7 @@
 //!
 //! Without arguments it runs the default workload (100k records, 50 % zipfian
 //! gets / 50 % uniform updates) on `./engine.toml` in `target/cosine-bench-data`.
+#![deny(unsafe_code, clippy::unwrap_used)]
 
 use cosine_bench::workload::Workload;
 use cosine_bench::{run, text_report, CosineKv};

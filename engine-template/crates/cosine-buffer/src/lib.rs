@@ -5,7 +5,7 @@
 //! and flushed to level 1 by the background worker while a fresh one takes writes.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
-use cosine_core::{Value, VecIterator};
+use cosine_core::{Capacity, Value, VecIterator};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -89,6 +89,15 @@ impl MemTable {
             (Some(a), Some(b)) => Some((a.clone(), b.clone())),
             _ => None,
         }
+    }
+}
+
+impl Capacity for MemTable {
+    fn entries(&self) -> u64 {
+        self.len()
+    }
+    fn capacity(&self) -> u64 {
+        self.capacity
     }
 }
 

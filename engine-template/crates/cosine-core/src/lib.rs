@@ -20,3 +20,16 @@ pub use iter::{KvIterator, MergingIterator, VecIterator};
 
 /// A stored value: `Some(bytes)` for a put, `None` for a tombstone (delete).
 pub type Value = Option<Vec<u8>>;
+
+/// Capacity checks every storage component answers (paper Section 6: each crate
+/// can tell how full it is, so the engine knows when to flush, merge or collect).
+pub trait Capacity {
+    /// Entries held now.
+    fn entries(&self) -> u64;
+    /// Entries the component is sized for.
+    fn capacity(&self) -> u64;
+    /// True when the component must be emptied (flushed, merged down, collected).
+    fn is_full(&self) -> bool {
+        self.entries() >= self.capacity()
+    }
+}

@@ -2,6 +2,7 @@
 //!
 //! `cosine-sim --config engine.toml --inserts 1000000 [--universe U] [--seed S] [--json]`
 //! (`--preset rocksdb|wiredtiger|faster|hybrid` instead of `--config` uses a standard preset.)
+#![deny(unsafe_code, clippy::unwrap_used)]
 
 use cosine_compaction::sim::Simulator;
 use cosine_config::{presets, Config};

@@ -2,6 +2,7 @@
 //! and prints each one before issuing it (`I`) and after it returned (`A`).
 //!
 //! `crash-child DIR PRESET SEED OPS` — the parent SIGKILLs it at a random point.
+#![deny(unsafe_code, clippy::unwrap_used)]
 
 use cosine_config::presets::{tiny, Preset};
 use cosine_config::WalSync;
