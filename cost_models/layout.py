@@ -189,29 +189,49 @@ def derive(
     return split_memory(level_shape(batch, n_keys, key_bytes, value_bytes, levels), batch, memory_bytes)
 
 
-def split_memory(sh: Shape, batch: DesignBatch, memory_bytes: float) -> Layout:
+def split_memory(
+    sh: Shape,
+    batch: DesignBatch,
+    memory_bytes: float,
+    *,
+    hot_levels: np.ndarray | None = None,
+    bits_per_level: np.ndarray | None = None,
+    cache_bytes: np.ndarray | None = None,
+) -> Layout:
     """Hot/cold levels, per-level filters and the block cache for a memory size
-    (paper Algorithm 2 line 22: the smallest Y whose hot levels fit)."""
+    (paper Algorithm 2 line 22: the smallest Y whose hot levels fit).
+
+    A rendered engine fixes these instead of deriving them: ``hot_levels``,
+    ``bits_per_level`` (designs x levels) and ``cache_bytes`` override the
+    derivation (used to model an engine.toml exactly).
+    """
     c = compiled()
     k = model_constants()
     N = sh.n_keys
     exists, sized, runs = sh.exists, sh.sized, sh.runs
     bits_avg = np.where(batch.lsh, 0.0, batch.bloom_bits)
-    per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
-    cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
-    spare = memory_bytes - batch.buffer_bytes
-    hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
-    hot_count = np.where(batch.all_hot, sh.L, hot_count)
+    if hot_levels is None:
+        per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
+        cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
+        spare = memory_bytes - batch.buffer_bytes
+        hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
+        hot_count = np.where(batch.all_hot, sh.L, hot_count)
+    else:
+        hot_count = np.minimum(np.asarray(hot_levels, dtype=float), sh.L)
     Y = np.where(batch.lsh, 0.0, sh.L - hot_count)
     hot = exists & (sh.lvl <= hot_count[:, None])
 
-    # Filters: the same total memory either spread Monkey-style or uniformly.
-    hot_cap = np.where(hot, sized, 0.0)
-    budget_bits = bits_avg * hot_cap.sum(axis=1)
-    fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
-    need = np.flatnonzero(batch.monkey & (bits_avg > 0))
-    if need.size:
-        fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
+    if bits_per_level is None:
+        # Filters: the same total memory either spread Monkey-style or uniformly.
+        hot_cap = np.where(hot, sized, 0.0)
+        budget_bits = bits_avg * hot_cap.sum(axis=1)
+        fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
+        need = np.flatnonzero(batch.monkey & (bits_avg > 0))
+        if need.size:
+            fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
+    else:
+        b = np.asarray(bits_per_level, dtype=float)
+        fpr = np.where(b > 0, c["bloom_fpr"](b), 1.0)
     fpr = np.where(hot, fpr, 1.0)
     fpr = np.where(batch.lsh[:, None], 0.0, fpr)  # the hash index is exact
     bits = np.where(hot & (fpr < 1.0), c["bloom_bits"](np.maximum(fpr, 1e-300)), 0.0)
@@ -221,7 +241,7 @@ def split_memory(sh: Shape, batch: DesignBatch, memory_bytes: float) -> Layout:
     mem_fence = np.where(hot, sh.fence, 0.0).sum(axis=1)
     mem_fence = np.where(batch.lsh, N * k["hash_index_bytes_per_key"], mem_fence)
     used = batch.buffer_bytes + mem_filter + mem_fence
-    mem_cache = np.maximum(0.0, memory_bytes - used)
+    mem_cache = np.maximum(0.0, memory_bytes - used) if cache_bytes is None else np.asarray(cache_bytes, float)
     feasible = used <= memory_bytes * (1 + 1e-9)
 
     # Paper Algorithm 3: filters -> LSM (no cold levels) or hybrid; else LSH if
