@@ -8,7 +8,7 @@
 //!
 //! Rules (shared with the cost model, see `docs/engine-contract.md`):
 //! * level `i >= 1` holds up to `capacity(i) = E_B * T^i` entries, in at most
-//!   K runs (hot, not last) or Z runs (cold or last), each of up to `R^i =
+//!   K runs (above the last level) or Z runs (the last level), each of up to `R^i =
 //!   capacity(i) / runs` entries;
 //! * incoming data merges into the level's newest run if that run has room for
 //!   it, else it starts a new run;

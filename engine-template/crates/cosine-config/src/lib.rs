@@ -328,9 +328,13 @@ impl Config {
         level >= 1 && level <= self.layout.hot_levels
     }
 
-    /// Runs level `i` may hold: K for hot non-last levels, Z for cold and last levels.
-    pub fn max_runs(&self, level: usize, is_last: bool) -> usize {
-        if is_last || !self.is_hot(level) {
+    /// Runs level `i` may hold: Z at the last (deepest) level, K above it.
+    ///
+    /// By position, not by hot/cold: the run structure then does not depend on
+    /// how much memory the fence pointers get, which is what the cost model
+    /// assumes (docs/model.md, "Where this departs from the paper", 4).
+    pub fn max_runs(&self, _level: usize, is_last: bool) -> usize {
+        if is_last {
             self.layout.runs_per_cold_level
         } else {
             self.layout.runs_per_hot_level
