@@ -168,7 +168,7 @@ class Structure:
     range_blocks: np.ndarray  # (n, L): blocks a range reads per level, seeks included
     put: np.ndarray  # (n,): sigma_p
     lsh: np.ndarray  # (n,)
-    log_blocks: np.ndarray  # (n,): a full scan of the hash log
+    lsh_scan: np.ndarray  # (n,): blocks a range reads in the hash log
 
 
 def structure(
@@ -229,6 +229,7 @@ def structure(
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     put_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
     put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.entry_bytes, k["wal_page_bytes"])
+    lsh_scan = c["distinct_blocks"](np.maximum(lay.space_entries / lay.B, 1.0), sel * N)
     return Structure(
         base=base,
         fp=fp,
@@ -238,7 +239,7 @@ def structure(
         range_blocks=range_blocks,
         put=put,
         lsh=lay.lsh.copy(),
-        log_blocks=lay.space_entries / lay.B,
+        lsh_scan=lsh_scan,
     )
 
 
@@ -288,7 +289,7 @@ def combine(
     runs = st.runs[rows][:, None, :]
     sigma_n = np.where(exists, runs * (probe + cold), 0.0).sum(axis=2)
     sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] + np.where(exists, runs * cold, 0.0).sum(axis=2)
-    sigma_s = np.where(st.lsh[rows][:, None], st.log_blocks[rows][:, None], sorted_scan)  # the hash log is unsorted
+    sigma_s = np.where(st.lsh[rows][:, None], st.lsh_scan[rows][:, None], sorted_scan)
     sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for

@@ -72,6 +72,8 @@ def _symbols() -> SimpleNamespace:
     WI = sp.Symbol("w_i", nonnegative=True)
     CI = sp.Symbol("c_i", real=True)
     SUMEXP = sp.Symbol("Sigma", positive=True)  # sum_i w_i exp(c_i / lambda)
+    NBLK = sp.Symbol("n_b", positive=True)  # blocks in a log
+    MKEYS = sp.Symbol("m", nonnegative=True)  # keys a range selects
     ENTRY = sp.Symbol("E", positive=True)  # bytes per entry
     PAGE = sp.Symbol("P_wal", positive=True)  # bytes per WAL page write
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
@@ -133,6 +135,9 @@ def _expressions() -> dict[str, Any]:
     # -- Range scans: a run contributes the blocks its share of the range spans
     # (expected 1 + (m-1)/B for m contiguous entries, bounded by 1 + m/B).
     e["range_run"] = 1 + y.SEL * y.R / y.BLK
+    # A hash log is unsorted: a range's m keys sit in random blocks of the log's
+    # nb blocks, and the engine reads each distinct block once.
+    e["distinct_blocks"] = y.NBLK * (1 - (1 - 1 / y.NBLK) ** y.MKEYS)
 
     # -- Writes, amortized per put. A merge into a level reads the incoming
     # runs (when they are on disk) and, if the level keeps one run, the
@@ -194,6 +199,7 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "reach_exposure": ("PREFIX", "ALPHA", "NRUNS", "SUFFIX"),
     "level_miss": ("ALPHA", "NRUNS"),
     "range_run": ("SEL", "R", "BLK"),
+    "distinct_blocks": ("NBLK", "MKEYS"),
     "merge_cost": ("READS_SRC", "INCOMING", "LEVELED", "EXISTING", "BLK", "QPUTS"),
     "log_append": ("OVERWRITE", "GARBAGE", "BLK"),
     "wal_append": ("ENTRY", "PAGE"),
