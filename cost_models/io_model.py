@@ -177,7 +177,6 @@ def structure(
     """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
     k = model_constants()
-    fill = k["level_fill"]
     N = lay.n_keys
     iota = insert_fraction(mix)
     n, lm = lay.cap.shape
@@ -186,12 +185,13 @@ def structure(
 
     # --- presence probabilities alpha (designs, levels, partitions)
     alpha = _alpha(win(lay.per_run), parts, N, iota)
-    alpha0 = _alpha(win(fill * lay.E_B), parts, N, iota)  # (n, P)
+    alpha0 = _alpha(win(np.maximum(lay.buffered, 1.0)), parts, N, iota)  # (n, P)
+    alpha0 = np.where((lay.buffered > 0)[:, None], alpha0, 0.0)
     if recency.any():
-        # Recency ranks: the buffer holds the newest fill*E_B keys, then each
+        # Recency ranks: the buffer holds the newest keys, then each
         # level holds the next occupancy's worth.
         bounds = (
-            np.concatenate([fill * lay.E_B[:, None], fill * lay.E_B[:, None] + np.cumsum(lay.occ, axis=1)], axis=1) / N
+            np.concatenate([lay.buffered[:, None], lay.buffered[:, None] + np.cumsum(lay.occ, axis=1)], axis=1) / N
         )
         lo = np.concatenate([np.zeros((n, 1)), bounds[:, :-1]], axis=1)
         ra0 = _recency_alpha(np.zeros(n), bounds[:, 0], parts, 1.0)

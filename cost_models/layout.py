@@ -51,6 +51,7 @@ class Layout:
     cls: np.ndarray  # class code (paper Algorithm 3)
     lsh: np.ndarray
     space_entries: np.ndarray  # physical entries stored (space amplification x N)
+    buffered: np.ndarray  # expected entries in the buffer
 
     @property
     def size(self) -> int:
@@ -110,6 +111,7 @@ class Shape:
     per_run: np.ndarray
     leveled: np.ndarray
     space: np.ndarray
+    buffered: np.ndarray  # expected entries in the buffer
 
     def take(self, rows: np.ndarray) -> Shape:
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -120,12 +122,20 @@ class Shape:
 
 
 def level_shape(
-    batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int, levels: int | None = None
+    batch: DesignBatch,
+    n_keys: float,
+    key_bytes: int,
+    value_bytes: int,
+    levels: int | None = None,
+    observed: tuple[float, list[tuple[float, float]]] | None = None,
 ) -> Shape:
     """Levels, capacities, occupancy and runs of every design (no memory split).
 
     ``levels`` pads the level axis to a given width (so batches derived apart
-    line up); by default it is the deepest design's level count.
+    line up); by default it is the deepest design's level count. ``observed``
+    (one design only) replaces the expected occupancy — a buffer half full,
+    upper levels half full (the report's weight 1/2) — with a known state:
+    (entries in the buffer, [(entries, runs) per disk level]).
     """
     k = model_constants()
     fill = k["level_fill"]
@@ -157,6 +167,18 @@ def level_shape(
     upper = np.where(exists & ~last, fill * cap, 0.0)
     last_occ = np.maximum(N - upper.sum(axis=1), 1.0)
     occ = np.where(last, last_occ[:, None], upper)
+    buffered = fill * E_B
+    if observed is not None:
+        buffered = np.array([float(observed[0])])
+        ent = np.zeros(lm)
+        obs_runs = np.zeros(lm)
+        for j, (e, r) in enumerate(observed[1][:lm]):
+            ent[j], obs_runs[j] = float(e), float(r)
+        depth = int(np.max(np.flatnonzero(ent > 0))) + 1 if (ent > 0).any() else 1
+        L = np.array([float(depth)])
+        exists = lvl <= L[:, None]
+        last = lvl == L[:, None]
+        occ = np.where(exists, np.maximum(ent, 0.0)[None, :], 0.0)
 
     # Filters and fences are sized for a full level (the last level for the
     # keys it can hold, at most N).
@@ -171,6 +193,8 @@ def level_shape(
     max_runs = np.where(batch.lsh[:, None], 1.0, max_runs)
     leveled = max_runs <= 1
     runs = np.where(leveled, 1.0, np.maximum(1.0, fill * max_runs))
+    if observed is not None:
+        runs = np.where(obs_runs[None, :] > 0, obs_runs[None, :], runs)
     runs = np.where(exists, runs, 0.0)
     per_run = np.where(exists, np.maximum(occ / np.maximum(runs, 1e-9), 1.0), 0.0)
 
@@ -178,7 +202,8 @@ def level_shape(
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
     return Shape(
-        N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run, leveled, space
+        N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run, leveled, space,
+        np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(),
     )
 
 
@@ -278,4 +303,5 @@ def split_memory(
         cls=cls,
         lsh=batch.lsh.copy(),
         space_entries=space,
+        buffered=sh.buffered,
     )

@@ -74,7 +74,7 @@ impl BenchKv for CosineKv {
         Ok((found, io))
     }
     fn settle(&self) -> Result<(), String> {
-        self.0.wait_idle().map_err(|e| e.to_string())
+        self.0.wait_background().map_err(|e| e.to_string())
     }
     fn background(&self) -> BTreeMap<String, u64> {
         let s = self.0.stats();
@@ -161,6 +161,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
     kv.settle()?;
     let settle_secs = t1.elapsed().as_secs_f64();
     let bg0 = kv.background();
+    let shape0 = kv.levels();
 
     // Run.
     let m = &w.mix;
@@ -292,7 +293,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
         "records": w.records,
         "operations": w.operations,
         "threads": threads,
-        "load": {"seconds": load_secs, "throughput_ops": throughput(w.records, load_secs), "settle_seconds": settle_secs, "background": load_bg},
+        "load": {"seconds": load_secs, "throughput_ops": throughput(w.records, load_secs), "settle_seconds": settle_secs, "background": load_bg, "shape": shape0},
         "run": {"seconds": run_secs, "throughput_ops": throughput(w.operations, run_secs), "settle_seconds": run_settle_secs,
                 "latency_us": {"p50": all.quantile(0.5) as f64 / 1e3, "p99": all.quantile(0.99) as f64 / 1e3,
                                "p999": all.quantile(0.999) as f64 / 1e3, "mean": all.mean() / 1e3}},

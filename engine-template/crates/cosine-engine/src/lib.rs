@@ -426,6 +426,13 @@ impl Engine {
     /// [`Engine::flush`], then waits until the compaction strategy has nothing left to do.
     pub fn wait_idle(&self) -> Result<()> {
         self.flush()?;
+        self.wait_background()
+    }
+
+    /// Waits until the background worker is idle and no frozen memtable is
+    /// waiting, without flushing the active memtable (what a running store looks
+    /// like between bursts; the benchmark's settle after loading).
+    pub fn wait_background(&self) -> Result<()> {
         let mut bg = self.inner.bg.lock();
         while !(bg.idle && self.inner.sv.read().imms.is_empty()) && bg.error.is_none() {
             self.inner.bg_cv.wait_for(&mut bg, Duration::from_millis(20));

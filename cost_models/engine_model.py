@@ -1,0 +1,83 @@
+"""The cost model of one rendered engine (an ``engine.toml``), exactly as configured.
+
+The search derives hot levels, per-level Bloom bits and the block cache from a
+memory size; a rendered engine fixes them. To compare the model with the
+engine (``cosine validate``) the model must describe the configuration the
+engine runs, so this module maps engine.toml onto the layout (same
+``level_shape``/``split_memory``/``io_costs`` as everywhere else, with the
+engine's values as overrides) and the contract's workload.json onto a mix and
+key partitions.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cost_models.design import Design, DesignBatch
+from cost_models.distributions import partitions
+from cost_models.io_model import IOCost, io_costs
+from cost_models.layout import Layout, level_shape, split_memory
+from specs.schema import Distribution
+
+
+def load_config(path_or_text: str | Path) -> dict[str, Any]:
+    text = Path(path_or_text).read_text() if isinstance(path_or_text, Path) else path_or_text
+    return tomllib.loads(text)
+
+
+def distribution(d: dict[str, Any]) -> Distribution:
+    """A workload.json distribution object as a spec Distribution."""
+    kind = d.get("kind", "uniform")
+    kw = {k: float(v) for k, v in d.items() if k != "kind"}
+    return Distribution(kind=kind, **kw)
+
+
+def observed_state(shape: dict[str, Any] | None) -> tuple[float, list[tuple[float, float]]] | None:
+    """The engine's reported shape (``load.shape`` of cosine-bench) as the model's observed state."""
+    if not shape:
+        return None
+    levels = sorted(shape.get("levels", []), key=lambda lv: lv["level"])
+    return float(shape.get("buffered", 0)), [(float(lv["entries"]), float(lv["runs"])) for lv in levels]
+
+
+def engine_layout(cfg: dict[str, Any], n_keys: float, levels: int | None = None,
+                  observed: tuple[float, list[tuple[float, float]]] | None = None) -> Layout:
+    """The layout of a configured engine holding ``n_keys`` entries (optionally in a known state)."""
+    lay = cfg["layout"]
+    key, value = int(lay["key_bytes"]), int(lay["value_bytes"])
+    entry = key + value
+    lsh = cfg["design"]["class"] == "lsh"
+    bits = [float(b) for b in lay.get("bloom_bits_per_key", [0.0])] or [0.0]
+    d = Design(T=float(lay["size_ratio"]), K=int(lay["runs_per_hot_level"]),  # type: ignore[arg-type]
+               Z=int(lay["runs_per_cold_level"]), buffer_bytes=float(lay["buffer_bytes"]),
+               bloom_bits=float(np.mean(bits)), bloom_allocation="uniform",
+               block_bytes=int(lay["block_entries"]) * entry, lsh=lsh)
+    batch = DesignBatch.of([d])
+    if observed is not None and levels is None:
+        levels = max(1, len(observed[1]))
+    sh = level_shape(batch, n_keys, key, value, levels, observed=observed)
+    lm = sh.cap.shape[1]
+    per_level = np.array([bits[min(i, len(bits) - 1)] for i in range(lm)])[None, :]
+    lay_ = split_memory(sh, batch, float("inf"), hot_levels=np.array([float(lay.get("hot_levels", lm))]),
+                        bits_per_level=per_level, cache_bytes=np.array([float(lay.get("block_cache_bytes", 0))]))
+    return lay_
+
+
+def predict(cfg: dict[str, Any], workload: dict[str, Any], n_keys: float | None = None,
+            shape: dict[str, Any] | None = None) -> IOCost:
+    """Expected blocks per operation of a configured engine on a workload.json.
+
+    ``shape``: the engine's state (``load.shape`` of a cosine-bench report); by
+    default the model's expected state (half-full buffer and upper levels).
+    """
+    n = float(n_keys if n_keys is not None else workload["records"])
+    lay = engine_layout(cfg, n, observed=observed_state(shape))
+    mix = {k: float(v) for k, v in workload["mix"].items()}
+    dist = workload.get("distribution", {})
+    parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n)
+    io = io_costs(lay, parts, mix, float(workload.get("scan_length", 1)))
+    return io
