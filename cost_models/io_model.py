@@ -116,29 +116,22 @@ class WindowTable:
         return out
 
 
-def _alpha(w: np.ndarray, parts: Partitions, n_keys: float, iota: float) -> np.ndarray:
-    """Presence probability per partition for windows ``w`` (shape (..., P))."""
+def _clipped_run_sum(A: np.ndarray, B: np.ndarray, alpha: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """sum_{r=1}^{n} clip(A - B r, 0, 1) (1-alpha)^r, via the compiled run_sum.
+
+    The linear factor is a probability: it is 1 while A - B r >= 1 (the runs
+    before a recency partition starts) and 0 once A - B r <= 0 (every key of
+    the partition found); the closed form applies between those run counts.
+    """
     c = compiled()
-    U = parts.frac * n_keys
-    wx = np.asarray(w, dtype=float)[..., None]
-    with np.errstate(over="ignore", invalid="ignore"):
-        a = c["alpha_window"](np.minimum(wx, 1e300), U, parts.p_put, iota, n_keys)
-    a = np.where(np.isinf(wx), 1.0, a)
-    return np.clip(np.nan_to_num(a, nan=1.0), 0.0, 1.0)
-
-
-def _recency_alpha(lo: np.ndarray, hi: np.ndarray, parts: Partitions, runs: np.ndarray | float) -> np.ndarray:
-    """Per-run presence for recency partitions: overlap of the partition's recency
-    interval with [lo, hi) (fractions of the keys), spread over the runs."""
-    a = parts.recency[:, 0]
-    b = parts.recency[:, 1]
-    ov = np.maximum(0.0, np.minimum(hi[..., None], b) - np.maximum(lo[..., None], a))
-    frac = ov / np.maximum(b - a, 1e-300)
-    r = np.asarray(runs, dtype=float)
-    if r.ndim:
-        r = r[..., None]
-    per_run = 1.0 - (1.0 - np.clip(frac, 0.0, 1.0)) ** (1.0 / np.maximum(r, 1.0))
-    return per_run
+    n = np.broadcast_to(n, A.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_one = np.where(B > 0, np.clip((A - 1.0) / B, 0.0, n), np.where(A >= 1.0, n, 0.0))
+        r_zero = np.where(B > 0, np.clip(A / B, 0.0, n), np.where(A > 0, n, 0.0))
+    r_zero = np.maximum(r_zero, r_one)
+    ones = c["run_sum"](1.0, 0.0, alpha, r_one)
+    lin = c["run_sum"](A, B, alpha, r_zero) - c["run_sum"](A, B, alpha, r_one)
+    return np.nan_to_num(ones + lin, nan=0.0)
 
 
 def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:
@@ -156,8 +149,9 @@ class Structure:
     Everything here depends on the run structure (T, K, Z, buffer, block, keys
     on the node) and the workload, not on how the rest of memory is split
     between filters, fences and the block cache; :func:`combine` adds that.
-    ``base``, ``fp`` and ``reach`` are the lookup terms divided by q and
-    without the block-cache factor (1 - alpha_BC), which multiplies them all.
+    ``base`` (the key's own block), ``fp`` (runs passed with the key still
+    ahead) and ``reach`` (runs reached) are per key partition and without the
+    block-cache factor (1 - alpha_BC), which multiplies them all.
     """
 
     base: np.ndarray  # (n, P): the key's own block
@@ -183,35 +177,52 @@ def structure(
     P = parts.count
     recency = ~np.isnan(parts.recency[:, 0])
 
-    # --- presence probabilities alpha (designs, levels, partitions)
-    alpha = _alpha(win(lay.per_run), parts, N, iota)
-    alpha0 = _alpha(win(np.maximum(lay.buffered, 1.0)), parts, N, iota)  # (n, P)
-    alpha0 = np.where((lay.buffered > 0)[:, None], alpha0, 0.0)
+    # --- single-result lookups in "first hit" form (symbolic.py: survival, run_sum)
+    U = parts.frac * N
+    rate = (1.0 - iota) * parts.p_put / U  # update hits per put, per key of the partition
+    runs = np.where(lay.exists, lay.runs, 0.0)
+    w_buf = np.where(lay.buffered > 0, win(np.maximum(lay.buffered, 1.0)), 0.0)  # puts the buffer spans
+    w_run = np.where(lay.exists, win(np.maximum(lay.per_run, 1.0)), 0.0)  # puts one run spans
+    with np.errstate(invalid="ignore", over="ignore"):
+        t_start = w_buf[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(runs * w_run, axis=1)[:, :-1]], axis=1)
+        decay = rate[None, None, :] * w_run[..., None]  # per run, (n, L, P)
+        alpha_run = np.where(np.isfinite(decay), -np.expm1(-decay), 1.0)
+        E = np.exp(-np.nan_to_num(rate[None, None, :] * t_start[..., None], nan=np.inf))
+        A = np.broadcast_to((1.0 - iota * t_start / N)[..., None], (n, lm, P)).copy()
+        Bl = np.broadcast_to((iota * w_run / N)[..., None], (n, lm, P)).copy()
+        g_buf = c["survival"](w_buf[:, None], U, parts.p_put, iota, N)
+    g_buf = np.where(lay.buffered[:, None] > 0, np.nan_to_num(g_buf, nan=0.0), 1.0)
+    recency = ~np.isnan(parts.recency[:, 0])
     if recency.any():
-        # Recency ranks: the buffer holds the newest keys, then each
-        # level holds the next occupancy's worth.
-        bounds = (
-            np.concatenate([lay.buffered[:, None], lay.buffered[:, None] + np.cumsum(lay.occ, axis=1)], axis=1) / N
-        )
-        lo = np.concatenate([np.zeros((n, 1)), bounds[:, :-1]], axis=1)
-        ra0 = _recency_alpha(np.zeros(n), bounds[:, 0], parts, 1.0)
-        ra = _recency_alpha(lo[:, 1:], bounds[:, 1:], parts, lay.runs)
-        alpha0 = np.where(recency[None, :], ra0, alpha0)
-        alpha = np.where(recency[None, None, :], ra, alpha)
-    alpha = np.where(lay.exists[..., None], alpha, 0.0)
-
-    # --- single-result lookups: report Sec. 1's q, c, c_{r,i}, d_{r,i} per partition
-    runs = lay.runs[..., None]
-    miss = np.where(lay.exists[..., None], c["level_miss"](alpha, runs), 1.0)  # (n, lm, P)
-    before = np.cumprod(np.concatenate([np.ones((n, 1, P)), miss[:, :-1, :]], axis=1), axis=1)
-    after_incl = np.cumprod(miss[:, ::-1, :], axis=1)[:, ::-1, :]
-    after = np.concatenate([after_incl[:, 1:, :], np.ones((n, 1, P))], axis=1)
-    prefix = (1 - alpha0)[:, None, :] * before
-    all_miss = after_incl[:, 0, :]
-    q = np.maximum(1 - (1 - alpha0) * all_miss, 1e-12)
-    base = (1 - alpha0) * (1 - all_miss) / q
-    fp = np.where(lay.exists[..., None], c["fp_exposure"](prefix, alpha, runs, after), 0.0) / q[:, None, :]
-    reach = np.where(lay.exists[..., None], c["reach_exposure"](prefix, alpha, runs, after), 0.0) / q[:, None, :]
+        # 'latest' gets: a partition is an interval [a, b) of recency ranks; its
+        # keys are still ahead at position t (entries from the newest) with
+        # probability clip((b - t/N) / (b - a), 0, 1), linear in the runs.
+        a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
+        width = np.maximum(b_r - a_r, 1e-300)
+        pos = lay.buffered[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(lay.occ, axis=1)[:, :-1]], axis=1)
+        A_rec = (b_r[None, None, :] - pos[..., None] / N) / width
+        B_rec = (lay.per_run[..., None] / N) / width
+        sel = recency[None, None, :]
+        A = np.where(sel, A_rec, A)
+        Bl = np.where(sel, B_rec, Bl)
+        E = np.where(sel, 1.0, E)
+        alpha_run = np.where(sel, 0.0, alpha_run)
+        g_rec = np.clip((b_r[None, :] - lay.buffered[:, None] / N) / width, 0.0, 1.0)
+        g_buf = np.where(recency[None, :], g_rec, g_buf)
+    A = np.nan_to_num(A, nan=-1.0, neginf=-1.0)
+    Bl = np.nan_to_num(Bl, nan=np.inf)
+    r = runs[..., None]
+    passed = E * _clipped_run_sum(A, Bl, alpha_run, r)  # runs passed with the key still ahead
+    at_start = np.clip(A, 0.0, 1.0)
+    reached = E * (at_start + _clipped_run_sum(A, Bl, alpha_run, np.maximum(r - 1.0, 0.0)))
+    reached = np.where(r > 0, reached, 0.0)
+    # The key's oldest version is in the last level: its last run never misses.
+    last = (lay.L[:, None] == np.arange(1, lm + 1)[None, :])[..., None]
+    final = E * np.clip(A - Bl * r, 0.0, 1.0) * np.exp(r * np.log1p(-np.minimum(alpha_run, 1.0 - 1e-16)))
+    passed = np.where(last, np.maximum(passed - final, 0.0), passed)
+    fp = np.where(lay.exists[..., None], np.nan_to_num(passed), 0.0)
+    reach = np.where(lay.exists[..., None], np.nan_to_num(reached), 0.0)
+    base = g_buf  # the key's own block is read from disk unless it is in the buffer
 
     # --- ranges: each run's share of the range plus its seek
     sel = scan_length / N

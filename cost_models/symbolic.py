@@ -45,10 +45,11 @@ def _symbols() -> SimpleNamespace:
     FPR = sp.Symbol("f", positive=True)
     X = sp.Symbol("x", nonnegative=True)  # per-run miss probability 1 - alpha
     GEOM = sp.Function("geom")  # (1 - (1-alpha)^n) / alpha, implemented stably below
+    GEOM1 = sp.Function("geom1")  # sum_{r<=n} r (1-alpha)^(r-1), implemented stably below
+    AFIT = sp.Symbol("A", real=True)  # survival's linear part at a level's start
+    BFIT = sp.Symbol("Bl", real=True)  # its decrease per run
     NRUNS = sp.Symbol("n", positive=True, integer=True)  # runs in a level
     RUN = sp.Symbol("r", positive=True, integer=True)
-    PREFIX = sp.Symbol("A", nonnegative=True)  # P(lookup not finished before this level)
-    SUFFIX = sp.Symbol("S", nonnegative=True)  # P(key absent from every later level)
     ALPHA = sp.Symbol("alpha", nonnegative=True)
     BLK = sp.Symbol("B", positive=True)  # entries per block
     SEL = sp.Symbol("s", nonnegative=True)  # range selectivity (fraction of keys)
@@ -113,24 +114,36 @@ def _expressions() -> dict[str, Any]:
     lag = y.NRUNS * y.FPR + y.LAMBDA * y.NENT * sp.log(2) ** -2 * (-sp.log(y.FPR))
     e["monkey_fpr"] = sp.solve(sp.diff(lag, y.FPR), y.FPR)[0]
 
-    # -- Lookups: sums over the n runs of one level (report Sec. 1, c_{r,i}, d_{r,i}).
-    # x = 1 - alpha is the miss probability of one run; A the probability the
-    # lookup reached this level (not in buffer, not in block cache, not in an
-    # earlier level); S the probability the key is in no later level.
-    # False-positive exposure: sum_r A x^r (1 - x^(n-r) S)  (run r probed for a
-    # key that is not in it, while the key lives later).
-    # The geometric sums are closed by sympy and checked against a stable
-    # helper geom(alpha, n) = (1 - (1-alpha)^n) / alpha = sum_{r<n} x^r, which
-    # avoids the 0/0 of the closed form when alpha -> 0.
+    # -- Lookups (report Sec. 1 and 2.1, "first hit" form). A lookup walks the
+    # buffer and then the runs newest first and stops at the key's newest
+    # version. Looking back over the last T puts, the key's newest version is
+    # still ahead with probability G(T) = 1 - alpha_window(T) (survival). A run
+    # is probed for nothing (a Bloom false positive, or a cold run's data block)
+    # when the key is still ahead after it, and reached (its on-disk index read)
+    # when the key is still ahead before it. Within a level of n runs of W puts
+    # each, starting T0 puts back, G at the r-th run boundary is
+    # e^{-rate (T0 + r W)} (A - B r) with A = 1 - iota T0 / N, B = iota W / N:
+    # the runs' sum is sum_r (A - B r) x^r with x = e^{-rate W}, closed by sympy
+    # (arithmetico-geometric series) and evaluated through stable helpers
+    # geom(alpha, n) = sum_{r<n} x^r and geom1(alpha, n) = sum_{r<=n} r x^{r-1}.
+    # (The report multiplies per-run miss probabilities as if independent; for a
+    # key that lives in exactly one place — a loaded store — that undercounts
+    # the disk hits: docs/model.md.)
+    e["survival"] = 1 - e["alpha_window"]
     x = 1 - y.ALPHA
     geo = sp.summation(y.X**y.RUN, (y.RUN, 1, y.NRUNS)).subs(y.X, x)
-    closed = x * y.GEOM(y.ALPHA, y.NRUNS)
-    check = sp.simplify((geo - closed.subs(y.GEOM(y.ALPHA, y.NRUNS), (1 - x**y.NRUNS) / y.ALPHA)).rewrite(sp.Piecewise))
-    if check != 0 and sp.simplify(check.subs(y.ALPHA, sp.Rational(1, 3)).subs(y.NRUNS, 4)) != 0:
-        raise RuntimeError("geometric closed form does not match the summation")
-    e["fp_exposure"] = y.PREFIX * (closed - y.NRUNS * x**y.NRUNS * y.SUFFIX)
-    e["reach_exposure"] = y.PREFIX * (y.GEOM(y.ALPHA, y.NRUNS) - y.NRUNS * x**y.NRUNS * y.SUFFIX)
-    e["level_miss"] = x**y.NRUNS
+    ageo = sp.summation(y.RUN * y.X**y.RUN, (y.RUN, 1, y.NRUNS)).subs(y.X, x)
+    closed0 = x * y.GEOM(y.ALPHA, y.NRUNS)
+    closed1 = x * y.GEOM1(y.ALPHA, y.NRUNS)
+    helper1 = (1 - (y.NRUNS + 1) * x**y.NRUNS + y.NRUNS * x ** (y.NRUNS + 1)) / y.ALPHA**2
+    for sym, ref, helper in ((closed0, geo, (1 - x**y.NRUNS) / y.ALPHA), (closed1, ageo, helper1)):
+        probe = {y.ALPHA: sp.Rational(1, 3), y.NRUNS: 4}
+        lhs = sp.simplify(ref.subs(probe))
+        rhs = sp.simplify(sym.subs({y.GEOM(y.ALPHA, y.NRUNS): (1 - x**y.NRUNS) / y.ALPHA,
+                                    y.GEOM1(y.ALPHA, y.NRUNS): helper}).subs(probe))
+        if sp.simplify(lhs - rhs) != 0:
+            raise RuntimeError("closed form of a run sum does not match sympy's summation")
+    e["run_sum"] = y.AFIT * closed0 - y.BFIT * closed1
 
     # -- Range scans: a run contributes the blocks its share of the range spans
     # (expected 1 + (m-1)/B for m contiguous entries, bounded by 1 + m/B).
@@ -195,9 +208,8 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "bloom_fpr": ("BITS",),
     "bloom_bits": ("FPR",),
     "monkey_fpr": ("LAMBDA", "NENT", "NRUNS"),
-    "fp_exposure": ("PREFIX", "ALPHA", "NRUNS", "SUFFIX"),
-    "reach_exposure": ("PREFIX", "ALPHA", "NRUNS", "SUFFIX"),
-    "level_miss": ("ALPHA", "NRUNS"),
+    "survival": ("W", "U", "P", "IOTA", "NKEYS"),
+    "run_sum": ("AFIT", "BFIT", "ALPHA", "NRUNS"),
     "range_run": ("SEL", "R", "BLK"),
     "distinct_blocks": ("NBLK", "MKEYS"),
     "merge_cost": ("READS_SRC", "INCOMING", "LEVELED", "EXISTING", "BLK", "QPUTS"),
@@ -211,6 +223,20 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "kl_dual_head": ("ETA_D", "RHO", "LAM"),
     "kl_dual_eta": ("LAM", "SUMEXP"),
 }
+
+
+def _geom1(alpha: Any, n: Any) -> Any:
+    """sum_{r=1}^{n} r (1-alpha)^(r-1) without cancellation (n(n+1)/2 at alpha = 0)."""
+    a = np.asarray(alpha, dtype=float)
+    nn = np.asarray(n, dtype=float)
+    small = a * np.maximum(nn, 1.0) < 1e-4
+    safe = np.where(small | (a <= 0), 0.5, np.minimum(a, 1.0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        xn = np.exp(nn * np.log1p(-np.minimum(safe, 1.0 - 1e-300)))
+        closed = (1 - (nn + 1) * xn + nn * xn * (1 - safe)) / (safe * safe)
+    # series in alpha: sum r (1 - (r-1) a + ...) = n(n+1)/2 - a (n-1)n(n+1)/3
+    series = nn * (nn + 1) / 2 - a * (nn - 1) * nn * (nn + 1) / 3
+    return np.where(small | (a <= 0), series, np.where(a >= 1.0, np.minimum(nn, 1.0), closed))
 
 
 def _geom(alpha: Any, n: Any) -> Any:
@@ -234,6 +260,7 @@ def _namespace() -> dict[str, Any]:
     ns: dict[str, Any] = dict(vars(np))
     ns["reduce"] = functools.reduce  # lambdify prints Min/Max of several args with it
     ns["geom"] = _geom
+    ns["geom1"] = _geom1
     ns["numpy"] = np
     return ns
 
@@ -250,7 +277,7 @@ def _derive_all() -> dict[str, Compiled]:
         missing = expr.free_symbols - set(args)
         if missing:  # a guard against an expression silently losing an argument
             raise RuntimeError(f"{name}: symbols {missing} are not arguments")
-        fn = sp.lambdify(args, expr, modules=[{"geom": _geom}, "numpy"])
+        fn = sp.lambdify(args, expr, modules=[{"geom": _geom, "geom1": _geom1}, "numpy"])
         out[name] = Compiled(name, expr, args, fn)
     return out
 

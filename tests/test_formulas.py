@@ -46,14 +46,16 @@ def test_window_inverts_uniform_distinct_count():
     assert window(np.array([500.0]), marginal(UNI, 1000), 1000, 1.0)[0] == pytest.approx(500.0, rel=1e-6)
 
 
-def test_fp_and_reach_exposure_three_runs():
-    # alpha = 0.5 per run, n = 3 runs, A = 1, S = 1 (the key is in no later level):
-    # fp = sum_r x^r (1 - x^{3-r}) = .5(.75) + .25(.5) + .125(0) = 0.5
-    # reach = sum_r x^{r-1} (1 - x^{4-r}) = 1(.875) + .5(.75) + .25(.5) = 1.375
-    assert C["fp_exposure"](1.0, 0.5, 3.0, 1.0) == pytest.approx(0.5)
-    assert C["reach_exposure"](1.0, 0.5, 3.0, 1.0) == pytest.approx(1.375)
-    # alpha -> 0: nothing is in the run, fp exposure = n (1 - S)
-    assert C["fp_exposure"](1.0, 0.0, 3.0, 0.25) == pytest.approx(3 * 0.75)
+def test_run_sum_and_survival():
+    # Runs of a level: sum_{r=1}^{4} (A - B r) x^r with A = 1, B = 0.1, x = 0.7:
+    # 0.9*0.7 + 0.8*0.49 + 0.7*0.343 + 0.6*0.2401 = 0.63 + 0.392 + 0.2401 + 0.14406 = 1.40616
+    assert C["run_sum"](1.0, 0.1, 0.3, 4.0) == pytest.approx(1.40616)
+    # alpha -> 0 (no updates reach the partition): sum (A - B r) = 4 - 0.1*10 = 3
+    assert C["run_sum"](1.0, 0.1, 0.0, 4.0) == pytest.approx(3.0)
+    # survival of a key after 200 inserts into 1000 keys: 1 - 200/1000 = 0.8
+    assert C["survival"](200.0, 1000.0, 1.0, 1.0, 1000.0) == pytest.approx(0.8)
+    # after 693.15 uniform updates of 1000 keys: e^{-0.69315} = 0.5
+    assert C["survival"](693.147, 1000.0, 1.0, 0.0, 1000.0) == pytest.approx(0.5, rel=1e-5)
 
 
 def test_merge_cost():
@@ -147,7 +149,7 @@ def test_put_cost_leveling_inserts():
 def test_cache_matches_fresh_derivation():
     fresh = derived()
     x = np.linspace(0.01, 0.99, 7)
-    for name in ("alpha_window", "fp_exposure", "merge_cost", "throughput_cpu"):
+    for name in ("alpha_window", "run_sum", "merge_cost", "throughput_cpu"):
         n_args = len(fresh[name].args)
         args = [x + i * 0.1 for i in range(n_args)]
         assert np.allclose(C[name](*args), fresh[name](*args), equal_nan=True)
