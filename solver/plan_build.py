@@ -42,6 +42,9 @@ RECONFIG_FILE = Path(__file__).resolve().parent.parent / "specs" / "traces" / "r
 SUM_TOL = 1e-6
 #: Default mix quantum: SOPHIA quantizes workload states at 10% (Sec. 6, Exp. 1 and 2).
 QUANTUM = 0.1
+#: Candidates are solved for a coarser grid of mixes (each a full MIP solve, seconds each);
+#: SOPHIA likewise caches the static tuner's optimum for a subset of workloads (Sec. 4.2).
+CANDIDATE_QUANTUM = 0.25
 MIB = float(2**20)
 BITS_PER_BYTE = 8.0
 
@@ -261,7 +264,7 @@ _CONFIG_KEYS = (
 def _design_text(n: dict[str, Any]) -> str:
     if n["lsh"]:
         return f"lsh M={n['buffer_bytes'] / GIB:.3g}G"
-    knobs = f"T={n['T']} K={n['K']} Z={n['Z']} M={n['buffer_bytes'] / GIB:.3g}G"
+    knobs = f"T={n['T']} K={n['K']} Z={n['Z']} M={n['buffer_bytes'] / GIB:.3g}G B={n['block_bytes'] // 1024}K"
     return f"{n['class']} {knobs} bits={n['bloom_bits_per_key']:g}"
 
 
@@ -302,6 +305,7 @@ class BuiltPlan:
     workloads: np.ndarray  # (W, 6) distinct quantized mixes
     step_workload: np.ndarray  # (T,) index into workloads
     quantum: float
+    candidate_quantum: float
     provider: str
     costs: ReconfigCosts
     cost_sources: dict[str, Any]
@@ -321,6 +325,7 @@ def build_plan_problem(
     rf: int = 3,
     cl: int = 1,
     quantum: float = QUANTUM,
+    candidate_quantum: float = CANDIDATE_QUANTUM,
     provider: str | None = None,
     backend: str = "highs",
     configs: list[tuple[str, Design, VmType, int]] | None = None,
@@ -340,7 +345,9 @@ def build_plan_problem(
     rf, cl : int
         Replication factor and consistency level (SOPHIA Sec. 4.5).
     quantum : float
-        Mix quantization step (a divisor of 1).
+        Mix quantization step (a divisor of 1) for the capacities.
+    candidate_quantum : float
+        Coarser step (a divisor of 1) of the mixes whose optimum becomes a candidate.
     provider : str, optional
         The provider whose configurations are candidates (default: the spec's first).
     backend : str
@@ -377,9 +384,9 @@ def build_plan_problem(
     qm = quantize(trace.mixes, quantum)
     workloads, step_w = np.unique(qm, axis=0, return_inverse=True)
     step_w = step_w.ravel()
-    # candidates in order of first appearance in the trace
-    order = list(dict.fromkeys(int(w) for w in step_w))
     specs = [with_mix(spec, workloads[w]) for w in range(len(workloads))]
+    # candidate mixes in order of first appearance in the trace
+    cand_mixes = list(dict.fromkeys(tuple(m) for m in quantize(trace.mixes, candidate_quantum).tolist()))
     timings: dict[str, float] = {}
     cands: list[Candidate] = []
     seen: dict[str, int] = {}
@@ -390,14 +397,15 @@ def build_plan_problem(
             c.origin = "given"
             cands.append(c)
     else:
-        for k, w in enumerate(order):
+        for k, m in enumerate(cand_mixes):
             if progress:
-                progress("candidates", k, len(order))
-            c = _solver_candidate(specs[w], catalog, prov, backend)
+                progress("candidates", k, len(cand_mixes))
+            mix_arr = np.array(m)
+            c = _solver_candidate(with_mix(spec, mix_arr), catalog, prov, backend)
             if c is None:
                 continue
             key = json.dumps(c.description, sort_keys=True, default=str)
-            mix_txt = _mix_text(workloads[w])
+            mix_txt = _mix_text(mix_arr)
             if key in seen:
                 cands[seen[key]].origin += f"; {mix_txt}"
                 continue
@@ -405,7 +413,7 @@ def build_plan_problem(
             seen[key] = len(cands)
             cands.append(c)
         if progress:
-            progress("candidates", len(order), len(order))
+            progress("candidates", len(cand_mixes), len(cand_mixes))
         if not cands:
             raise InputError(f"no configuration of {prov} fits the spec's budget ${spec.budget_usd:,.2f}/month")
     timings["candidates_s"] = time.perf_counter() - t0
@@ -436,7 +444,9 @@ def build_plan_problem(
         default=0,
     )
     timings["build_s"] = time.perf_counter() - t0
-    return BuiltPlan(problem, trace, spec, cands, workloads, step_w, quantum, prov, costs, sources, timings)
+    return BuiltPlan(
+        problem, trace, spec, cands, workloads, step_w, quantum, candidate_quantum, prov, costs, sources, timings
+    )
 
 
 def _unique_names(infos: list[ConfigInfo]) -> list[ConfigInfo]:
@@ -518,6 +528,7 @@ def report_dict(built: BuiltPlan, results: dict[str, PlanResult]) -> dict[str, A
             "cl": p.cl,
             "start": "default" if p.initial == 0 else "free",
             "quantum": built.quantum,
+            "candidate_quantum": built.candidate_quantum,
             "quantization_error_l1": built.quantization_error,
             "workloads": [
                 {"mix": dict(zip(OPERATIONS, m.tolist(), strict=True)), "steps": int((built.step_workload == i).sum())}
