@@ -393,9 +393,9 @@ def build_plan_problem(
     if configs:
         first = specs[int(step_w[0])]
         for name, design, vm, count in configs:
-            c = _fixed_candidate(first, catalog, name, design, vm, count)
-            c.origin = "given"
-            cands.append(c)
+            given = _fixed_candidate(first, catalog, name, design, vm, count)
+            given.origin = "given"
+            cands.append(given)
     else:
         for k, m in enumerate(cand_mixes):
             if progress:
