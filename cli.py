@@ -423,6 +423,90 @@ def robust_eval(
         typer.echo(f"wrote {out}/robust_eval.parquet, tunings.parquet, " + ", ".join(p.name for p in pngs))
 
 
+@app.command()
+def plan(
+    trace: Annotated[
+        Path, typer.Argument(help="Predicted workloads: CSV or parquet (time_s, op fractions, load_ops).")
+    ],
+    spec: Annotated[Path, typer.Option(help="Data size, budget and providers.")] = Path("specs/traces/sophia.yaml"),
+    lookahead: Annotated[
+        int | None, typer.Option(help="Re-plan every H steps (SOPHIA's T_L); default the whole trace.")
+    ] = None,
+    rf: Annotated[int, typer.Option(help="Replication factor.")] = 3,
+    cl: Annotated[int, typer.Option(help="Consistency level.")] = 1,
+    provider: Annotated[str | None, typer.Option(help="Provider (default: the spec's first).")] = None,
+    start: Annotated[
+        str, typer.Option(help="free | default: the plan may or may not choose its first configuration.")
+    ] = "free",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """When to reconfigure, and to what, for a time-varying workload (SOPHIA), against its baselines."""
+    with cli_errors(str(trace)):
+        import warnings
+
+        from cost_models.pricing import load_catalog
+        from solver.frontier import to_json
+        from solver.plan_build import report_dict, run_plan
+        from specs.schema import load_spec
+
+        if rf < 1 or cl < 1:
+            raise InputError("--rf and --cl must be at least 1")
+        if cl > rf:
+            raise InputError(f"--cl {cl} cannot exceed --rf {rf}")
+        if start not in ("free", "default"):
+            raise InputError(f"--start: must be free or default, got {start!r}")
+        s = load_spec(spec)
+        cat = load_catalog(s.pricing)
+        with warnings.catch_warnings(), _progress_bar() as bar:
+            warnings.simplefilter("ignore", RuntimeWarning)
+            task = bar.add_task("building candidate configurations", total=None)
+
+            def prog(stage: str, done: int, total: int) -> None:
+                bar.update(task, description=stage, completed=done, total=max(total, 1))
+
+            built, results = run_plan(
+                trace,
+                s,
+                cat,
+                lookahead=lookahead,
+                rf=rf,
+                cl=cl,
+                provider=provider,
+                start=start,
+                progress=None if as_json else prog,
+            )
+        d = report_dict(built, results)
+        if as_json:
+            typer.echo(to_json(d))
+            return
+        from rich.console import Console
+        from rich.table import Table
+
+        con = Console()
+        t = Table(title=f"{trace.name}: operations served over the horizon (RF={rf}, CL={cl})")
+        for c in ("strategy", "total ops", "vs default", "vs optimum", "switches"):
+            t.add_column(c, justify="right")
+        for r in d["results"]:
+            t.add_row(
+                r["label"],
+                f"{r['total_ops']:,.3g}",
+                f"{r['vs_default']:+.1%}" if r["vs_default"] is not None else "-",
+                f"{r['vs_optimum']:+.1%}" if r["vs_optimum"] is not None else "-",
+                str(r["n_switches"]),
+            )
+        con.print(t)
+        cfg = Table(title="candidate configurations")
+        for c in ("name", "nodes", "hardware", "class", "origin"):
+            cfg.add_column(c)
+        for c in d["configurations"]:
+            cfg.add_row(str(c["name"]), str(c["nodes"]), str(c["hardware"]), str(c["class"]), str(c["origin"]))
+        con.print(cfg)
+        plan_row = next(r for r in d["results"] if r["key"] == "plan")
+        for sw in plan_row.get("switches", [])[:20]:
+            con.print(f"  switch at step {sw['step']} (t={sw['start_s']:,.0f} s): {sw['from']} -> {sw['to']}")
+        con.print(f"certificate: {d['certificate']}")
+
+
 @pricing_app.command("build")
 def pricing_build() -> None:
     """Rebuild pricing.parquet from the CSV sources in pricing/."""

@@ -38,7 +38,7 @@ from solver.plan import ConfigInfo, PlanProblem, optimal_plan, phases, receding_
 
 STEP_S = 300.0  # MG-RAST's 5-minute step (SOPHIA Sec. 6)
 NODES = 8  # SOPHIA's cluster (Sec. 6)
-SWITCH_S = (70.0, 600.0)  # restart + sync .. + a shard rewrite (specs/traces/reconfiguration.yaml)
+SWITCH_S = (70.0, 600.0)  # restart + sync .. + a shard rewrite (cost_models/data/reconfiguration.yaml)
 
 
 def random_problem(rng: np.random.Generator, steps: int, configs: int) -> PlanProblem:

@@ -47,8 +47,8 @@ def build(workspace: Path, name: str = "cosine-bench", quiet: bool = True) -> Pa
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
     wl = spec.workload
-    # keep the fraction of the data a scan touches, not its absolute length
-    scan = max(1.0, round(wl.range_selectivity * records)) if wl.operations.get("range", 0) > 0 else 1.0
+    # a scan reads a number of entries (YCSB's scan length), whatever the data size
+    scan = max(1.0, min(float(records), round(wl.scan_length))) if wl.operations.get("range", 0) > 0 else 1.0
     return {
         "records": int(records),
         "operations": int(operations),

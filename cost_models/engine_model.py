@@ -68,16 +68,34 @@ def engine_layout(cfg: dict[str, Any], n_keys: float, levels: int | None = None,
 
 
 def predict(cfg: dict[str, Any], workload: dict[str, Any], n_keys: float | None = None,
-            shape: dict[str, Any] | None = None) -> IOCost:
+            shape: dict[str, Any] | None = None, end_shape: dict[str, Any] | None = None) -> IOCost:
     """Expected blocks per operation of a configured engine on a workload.json.
 
-    ``shape``: the engine's state (``load.shape`` of a cosine-bench report); by
-    default the model's expected state (half-full buffer and upper levels).
+    ``shape`` / ``end_shape``: the engine's state when the measured phase began
+    and ended (``load.shape`` and ``stats`` of a cosine-bench report): reads
+    are predicted on both and averaged. Writes keep the expected, cycle-average
+    occupancy (merges are amortized over a level's fill cycle) at the run's
+    mean key count (inserts grow the store).
     """
-    n = float(n_keys if n_keys is not None else workload["records"])
-    lay = engine_layout(cfg, n, observed=observed_state(shape))
+    n0 = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
+    total = sum(mix.values()) or 1.0
+    inserted = float(workload.get("operations", 0)) * mix.get("insert", 0.0) / total
+    n_mean = float(n_keys) if n_keys is not None else n0 + inserted / 2
     dist = workload.get("distribution", {})
-    parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n)
-    io = io_costs(lay, parts, mix, float(workload.get("scan_length", 1)))
-    return io
+    scan = float(workload.get("scan_length", 1))
+
+    def io_at(n: float, observed: dict[str, Any] | None) -> IOCost:
+        parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n)
+        return io_costs(engine_layout(cfg, n, observed=observed_state(observed)), parts, mix, scan)
+
+    expected = io_at(n_mean, None)
+    if shape is None:
+        return expected
+    states = [io_at(n0, shape)] + ([io_at(n0 + inserted, end_shape)] if end_shape else [])
+
+    def avg(op: str) -> np.ndarray:
+        return sum(getattr(s, op) for s in states) / len(states)
+
+    return IOCost(get=avg("get"), empty_get=avg("empty_get"), range=avg("range"), insert=expected.insert,
+                  update=expected.update, rmw=avg("get") + expected.rmw - expected.get)

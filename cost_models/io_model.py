@@ -171,6 +171,7 @@ def structure(
     """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
     k = model_constants()
+    fill = k["level_fill"]
     N = lay.n_keys
     iota = insert_fraction(mix)
     n, lm = lay.cap.shape
@@ -233,14 +234,22 @@ def structure(
     src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries moved into level i
     q_src = np.concatenate([q0[:, None], win(np.maximum(lay.cap[:, :-1], 1.0))], axis=1)
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
+    # Incoming data merges into the level's newest run while that run has room
+    # (engine contract): the merge rewrites the newest run, on average half full
+    # (the whole level when it keeps one run), unless one batch fills a run.
+    maxr = np.maximum(lay.max_runs, 1.0)
+    run_cap = lay.cap / maxr
+    rewrites = (maxr <= 1) | (run_cap > src_full * (1 + 1e-9))
+    existing = np.where(maxr <= 1, lay.occ, np.minimum(lay.occ, fill * run_cap))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        merges = c["merge_cost"](reads_src, src_full, lay.leveled.astype(float), lay.occ, lay.B[:, None], q_src)
+        merges = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], q_src)
     merges = np.where(lay.exists & np.isfinite(merges), merges, 0.0)
     g = k["lsh_gc_dead_fraction"]
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     put_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
     put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.entry_bytes, k["wal_page_bytes"])
-    lsh_scan = c["distinct_blocks"](np.maximum(lay.space_entries / lay.B, 1.0), sel * N)
+    chunks = np.maximum(lay.space_entries / np.maximum(lay.E_B, lay.B), 1.0)  # sorted flush chunks in the log
+    lsh_scan = c["distinct_blocks"](chunks, sel * N)
     return Structure(
         base=base,
         fp=fp,

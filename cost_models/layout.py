@@ -52,6 +52,7 @@ class Layout:
     lsh: np.ndarray
     space_entries: np.ndarray  # physical entries stored (space amplification x N)
     buffered: np.ndarray  # expected entries in the buffer
+    max_runs: np.ndarray  # (n, Lm) runs a level may hold
 
     @property
     def size(self) -> int:
@@ -112,6 +113,7 @@ class Shape:
     leveled: np.ndarray
     space: np.ndarray
     buffered: np.ndarray  # expected entries in the buffer
+    max_runs: np.ndarray  # runs a level may hold (K, or Z at the last level)
 
     def take(self, rows: np.ndarray) -> Shape:
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -203,7 +205,7 @@ def level_shape(
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
     return Shape(
         N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run, leveled, space,
-        np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(),
+        np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(), np.where(exists, max_runs, 0.0),
     )
 
 
@@ -304,4 +306,5 @@ def split_memory(
         lsh=batch.lsh.copy(),
         space_entries=space,
         buffered=sh.buffered,
+        max_runs=sh.max_runs,
     )

@@ -148,8 +148,9 @@ def _expressions() -> dict[str, Any]:
     # -- Range scans: a run contributes the blocks its share of the range spans
     # (expected 1 + (m-1)/B for m contiguous entries, bounded by 1 + m/B).
     e["range_run"] = 1 + y.SEL * y.R / y.BLK
-    # A hash log is unsorted: a range's m keys sit in random blocks of the log's
-    # nb blocks, and the engine reads each distinct block once.
+    # A hash log is unsorted, but each flush appends the buffer sorted: a
+    # range's m keys sit in random flush chunks of the log's n_b chunks, the few
+    # keys of one chunk in one block, and the engine reads each block once.
     e["distinct_blocks"] = y.NBLK * (1 - (1 - 1 / y.NBLK) ** y.MKEYS)
 
     # -- Writes, amortized per put. A merge into a level reads the incoming

@@ -77,7 +77,7 @@ class ConfigInfo:
 
 @dataclass(frozen=True)
 class ReconfigCosts:
-    """Per-node reconfiguration times and rates (``specs/traces/reconfiguration.yaml``)."""
+    """Per-node reconfiguration times and rates (``cost_models/data/reconfiguration.yaml``)."""
 
     restart_s: float  # SOPHIA steps 1-4: drain, shutdown, new configuration file, restart
     sync_s: float  # step 5: rejoin and replay the writes missed while down

@@ -11,7 +11,7 @@
    baseline: the RocksDB preset on the cluster of the first step's candidate.
 3. ``capacity[t, c]`` = the cost model's exact cluster throughput of
    configuration c under step t's (quantized) mix.
-4. Switch times from ``specs/traces/reconfiguration.yaml`` (sources inside).
+4. Switch times from ``cost_models/data/reconfiguration.yaml`` (sources inside).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from solver.plan import ConfigInfo, PlanProblem, PlanResult, ReconfigCosts, plan
 from specs.schema import OPERATIONS, PROVIDERS, Spec
 
 TRACE_COLUMNS = ("time_s", *OPERATIONS, "load_ops")
-RECONFIG_FILE = Path(__file__).resolve().parent.parent / "specs" / "traces" / "reconfiguration.yaml"
+RECONFIG_FILE = Path(__file__).resolve().parent.parent / "cost_models" / "data" / "reconfiguration.yaml"
 #: Tolerance on a row's fractions summing to 1 (the spec loader's).
 SUM_TOL = 1e-6
 #: Default mix quantum: SOPHIA quantizes workload states at 10% (Sec. 6, Exp. 1 and 2).

@@ -119,10 +119,12 @@ impl Default for Workload {
     }
 }
 
-/// Encodes record index `i` as an order-preserving key: big-endian in the first
-/// 8 bytes, zero padded (or the low bytes, for keys shorter than 8 bytes).
+/// Encodes record index `i` as a key: the big-endian [`scramble`] of `i` in the
+/// first 8 bytes, zero padded (keys shorter than 8 bytes: the low bytes of `i`).
 pub fn encode_key(i: u64, key_bytes: usize) -> Vec<u8> {
-    let be = i.to_be_bytes();
+    // YCSB's default insertorder=hashed: record i's key is a bijective mix of i,
+    // so new records land all over the key space (not appended at its end).
+    let be = if key_bytes >= 8 { scramble(i) } else { i }.to_be_bytes();
     if key_bytes >= 8 {
         let mut k = be.to_vec();
         k.resize(key_bytes, 0);
@@ -130,6 +132,14 @@ pub fn encode_key(i: u64, key_bytes: usize) -> Vec<u8> {
     } else {
         be[8 - key_bytes..].to_vec()
     }
+}
+
+/// The splitmix64 finalizer: a bijection on u64 (xor-shifts and odd multipliers
+/// are invertible), so distinct records keep distinct keys.
+pub fn scramble(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// A key inside the loaded range that was never inserted: index `i` with a

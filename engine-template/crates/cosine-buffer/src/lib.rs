@@ -70,6 +70,14 @@ impl MemTable {
     }
 
     /// Copies entries with `lo <= key <= hi` (either bound optional) into an iterator.
+    /// Tombstones with `lo <= key <= hi` (deletes that can hide older entries below).
+    pub fn tombstones_in(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> usize {
+        let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
+        let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);
+        self.map.read().range::<[u8], _>((lo_b, hi_b)).filter(|(_, v)| v.is_none()).count()
+    }
+
+    /// Entries with `lo <= key <= hi`, as a sorted iterator over a copy.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> VecIterator {
         let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
         let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);

@@ -371,17 +371,21 @@ impl Engine {
         let sv = self.snapshot();
         let io = Arc::new(IoCounter::new());
         let mut sources: Vec<Box<dyn KvIterator + Send>> = Vec::new();
-        let mut mem_entries = 0usize;
+        let mut mem_tombstones = 0usize;
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             let it = m.range(lo, hi);
-            mem_entries += m.len() as usize;
+            if matches!(self.inner.store, Store::Log(_)) {
+                mem_tombstones += m.tombstones_in(lo, hi);
+            }
             sources.push(Box::new(it));
         }
         match &self.inner.store {
             Store::Tree => sources.extend(sv.tree.iters(lo, &io, true)?),
             Store::Log(log) => {
-                // Memtable tombstones can hide at most one logged key each.
-                let want = limit.saturating_add(mem_entries);
+                // Each memtable tombstone in range can hide at most one logged key,
+                // and a live memtable entry shadows a logged one only by
+                // replacing it, so `limit + tombstones` logged keys suffice.
+                let want = limit.saturating_add(mem_tombstones);
                 sources.push(Box::new(VecIterator::new(
                     log.scan(lo, hi, want, &io)?.into_iter().map(|(k, v)| (k, Some(v))).collect(),
                 )));
