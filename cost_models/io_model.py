@@ -171,7 +171,6 @@ def structure(
     """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
     k = model_constants()
-    fill = k["level_fill"]
     N = lay.n_keys
     iota = insert_fraction(mix)
     n, lm = lay.cap.shape
@@ -235,12 +234,15 @@ def structure(
     q_src = np.concatenate([q0[:, None], win(np.maximum(lay.cap[:, :-1], 1.0))], axis=1)
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
     # Incoming data merges into the level's newest run while that run has room
-    # (engine contract): the merge rewrites the newest run, on average half full
-    # (the whole level when it keeps one run), unless one batch fills a run.
+    # (engine contract). A run takes m = run capacity / incoming batches; the
+    # merges into it find 0, 1, .., m-1 batches there, (run capacity - incoming)/2
+    # entries on average. The last level's single run holds its whole content.
     maxr = np.maximum(lay.max_runs, 1.0)
     run_cap = lay.cap / maxr
+    last = lay.L[:, None] == np.arange(1, lm + 1)[None, :]
     rewrites = (maxr <= 1) | (run_cap > src_full * (1 + 1e-9))
-    existing = np.where(maxr <= 1, lay.occ, np.minimum(lay.occ, fill * run_cap))
+    existing = np.where(last & (maxr <= 1), lay.occ,
+                        np.minimum(lay.occ, np.maximum(run_cap - src_full, 0.0) / 2))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         merges = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], q_src)
     merges = np.where(lay.exists & np.isfinite(merges), merges, 0.0)

@@ -1,0 +1,190 @@
+"""`cosine calibrate`: learn phi and the CPU time per operation (paper Algorithm 1).
+
+For every design class (LSM, B-tree, LSH, hybrid) and operation type the
+engine runs a single-operation workload with 1..eta threads on several data
+sizes. Eq. 2 turns each observed speed-up g^ = X(c) / X(1) into
+phi = (1 - 1/g^) / (1 - 1/c); the values are averaged per (class, op)
+(Algorithm 1 lines 12-17). The single-thread time per operation is split,
+by least squares over all runs, into a per-block cost (this machine's device
+— here the page cache — as an IOPS figure) and a CPU time per operation per
+(class, op), which the model uses so in-memory operations are never free.
+
+On a 2-core machine only eta = 1, 2 can be measured: phi is identified from
+one speed-up per run, and a VM with more cores extrapolates along Eq. 2 with
+the same phi (Amdahl's law is exactly that extrapolation). The table records
+the machine and the date.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from bench.engine import TEMPLATE, build, run, workload_json
+from bench.validate import KEY, VALUE, designs, measured
+from cost_models.cpu import PHI_TABLE
+from cost_models.io_model import OPS
+from solver.render import to_toml
+from specs.schema import parse_spec
+
+#: One design per class: the paper's three baselines and the base hybrid.
+CLASS_DESIGNS = {"lsm": "rocksdb", "btree": "wiredtiger", "lsh": "faster", "hybrid": "hybrid-base"}
+
+
+def _single(op: str) -> Any:
+    return parse_spec(f"name: {op}\nworkload: {{entries: 1000000, key_bytes: {KEY}, value_bytes: {VALUE}, "
+                      f"operations: {{{op}: 1.0}}, scan_length: 20}}\nbudget: {{monthly_usd: 1000}}\n")
+
+
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu} ({os.cpu_count()} CPUs), {platform.system()} {platform.release()}"
+
+
+@dataclass
+class Sample:
+    cls: str
+    op: str
+    records: int
+    threads: int
+    throughput: float
+    blocks: float
+
+
+def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
+            progress: Callable[[int, int, str], None] | None = None) -> list[Sample]:
+    build(TEMPLATE)
+    root = Path(os.environ.get("COSINE_VALIDATE_DIR", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp"))
+    out: list[Sample] = []
+    total = len(CLASS_DESIGNS) * len(OPS) * len(sizes) * len(threads)
+    done = 0
+    for n in sizes:
+        grid = designs(n, quick=True)
+        for cls, dname in CLASS_DESIGNS.items():
+            secs = grid[dname]
+            for op in OPS:
+                spec = _single(op)
+                for th in threads:
+                    text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
+                    wl = workload_json(spec, n, ops if op not in ("range",) else max(ops // 10, 1000), th)
+                    db = root / f"cosine-calibrate-{os.getpid()}-{done}"
+                    try:
+                        rep = run(TEMPLATE, text, wl, data_dir=db)
+                    finally:
+                        shutil.rmtree(db, ignore_errors=True)
+                    blocks = measured(rep).get(op, 0.0)
+                    out.append(Sample(cls, op, n, th, float(rep["run"]["throughput_ops"]), blocks))
+                    done += 1
+                    if progress:
+                        progress(done, total, f"{cls} {op} {n:,} records, {th} threads")
+    return out
+
+
+def fit(samples: list[Sample]) -> dict[str, Any]:
+    """phi per (class, op) from the speed-ups; CPU time per op and the device's
+    per-block time by least squares on the single-thread runs."""
+    single = [s for s in samples if s.threads == 1]
+    # t1 = cpu[class, op] + blocks * t_block: one shared t_block, one intercept per (class, op)
+    keys = sorted({(s.cls, s.op) for s in single})
+    A = np.zeros((len(single), len(keys) + 1))
+    y = np.zeros(len(single))
+    for i, s in enumerate(single):
+        A[i, keys.index((s.cls, s.op))] = 1.0
+        A[i, -1] = s.blocks
+        y[i] = 1.0 / s.throughput
+    sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+    t_block = max(float(sol[-1]), 1e-9)
+    cpu = {k: max(float(sol[j]), 1e-7) for j, k in enumerate(keys)}
+    phis: dict[tuple[str, str], list[float]] = {}
+    by = {(s.cls, s.op, s.records, s.threads): s for s in samples}
+    for s in samples:
+        if s.threads == 1:
+            continue
+        base = by.get((s.cls, s.op, s.records, 1))
+        if base is None or base.throughput <= 0:
+            continue
+        g = s.throughput / base.throughput
+        phi = (1 - 1 / g) / (1 - 1 / s.threads) if g > 0 else 0.0
+        phis.setdefault((s.cls, s.op), []).append(float(np.clip(phi, 0.0, 1.0)))
+    return {"t_block": t_block, "cpu": cpu, "phi": {k: float(np.mean(v)) for k, v in phis.items()},
+            "phi_samples": {f"{k[0]}/{k[1]}": v for k, v in phis.items()}}
+
+
+def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_TABLE) -> Path:
+    """Rewrite data/phi.yaml with the learned values (and how they were obtained)."""
+    old = yaml.safe_load(path.read_text())
+    classes: dict[str, Any] = {}
+    for cls in CLASS_DESIGNS:
+        phi = {op: round(result["phi"].get((cls, op), old["classes"][cls]["phi"][op]), 4) for op in OPS}
+        cpu = {op: float(f"{result['cpu'].get((cls, op), old['classes'][cls]['cpu_seconds'][op]):.4g}") for op in OPS}
+        classes[cls] = {"phi": phi, "cpu_seconds": cpu}
+    sizes = sorted({s.records for s in samples})
+    threads = sorted({s.threads for s in samples})
+    doc = {
+        "machine": machine(),
+        "date": dt.date.today().isoformat(),
+        "method": (f"cosine calibrate: the Rust engine's class presets (rocksdb, wiredtiger, faster, hybrid-base) "
+                   f"on single-operation workloads, {sizes} records, threads {threads}; phi from Eq. 2 on each "
+                   f"speed-up, averaged (Algorithm 1); CPU seconds per op and the per-block time by least squares "
+                   f"on the single-thread times (time = cpu + blocks x t_block)"),
+        "local_block_seconds": float(f"{result['t_block']:.4g}"),
+        "classes": classes,
+        "range_per_entry_seconds": old.get("range_per_entry_seconds", 1.0e-7),
+    }
+    header = ("# Amdahl parallel fraction phi and single-thread CPU time per operation, per design class.\n"
+              "# Written by `cosine calibrate` (bench/calibrate.py); the solver reads it through cost_models/cpu.py.\n")
+    path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+    from cost_models.cpu import phi_table
+
+    phi_table.cache_clear()
+    return path
+
+
+def fig4b(threads: tuple[int, ...], records: int, ops: int, t_block: float) -> list[dict[str, Any]]:
+    """Paper Fig. 4B: YCSB A with 25% each of lookups, inserts, blind updates and
+    rmws, across thread counts: the model's throughput vs the engine's."""
+    from cost_models.cpu import node_throughput
+    from cost_models.engine_model import engine_layout, predict
+    from specs.schema import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "mixed_25.yaml")
+    spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
+    grid = designs(records, quick=True)
+    root = Path(os.environ.get("COSINE_VALIDATE_DIR", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp"))
+    rows = []
+    for cls, dname in CLASS_DESIGNS.items():
+        secs = grid[dname]
+        for th in threads:
+            text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
+            wl = workload_json(spec, records, ops, th)
+            db = root / f"cosine-fig4b-{os.getpid()}-{cls}-{th}"
+            try:
+                rep = run(TEMPLATE, text, wl, data_dir=db)
+            finally:
+                shutil.rmtree(db, ignore_errors=True)
+            io = predict(secs, wl, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
+            lay = engine_layout(secs, records)
+            total = io.total(spec.workload.operations)
+            # locally the "device" is the page cache: block reads scale with threads
+            x = float(node_throughput(total, th / t_block, lay.cls, spec.workload.operations, th,
+                                      float(wl["scan_length"]))[0])
+            meas = float(rep["run"]["throughput_ops"])
+            rows.append({"class": cls, "design": dname, "threads": th, "predicted_ops": x, "measured_ops": meas,
+                         "accuracy": max(0.0, 1 - abs(x - meas) / meas), "p99_us": rep["run"]["latency_us"]["p99"]})
+    return rows
