@@ -507,6 +507,135 @@ def plan(
         con.print(f"certificate: {d['certificate']}")
 
 
+@app.command()
+def validate(
+    out: Annotated[Path, typer.Option(help="Directory for validation.parquet and validation.png.")] = Path(
+        "runs/validate"
+    ),
+    quick: Annotated[bool, typer.Option("--quick", help="A reduced grid (a few minutes).")] = False,
+    records: Annotated[int | None, typer.Option(help="Records loaded per run (default 1e6; quick 5e4).")] = None,
+    ops: Annotated[int | None, typer.Option(help="Operations per run (writes run 3x longer).")] = None,
+    min_accuracy: Annotated[float | None, typer.Option(help="Exit 1 if the mean accuracy is below this.")] = None,
+) -> None:
+    """The model's I/O per operation against the engine's counters over a grid of designs x workloads."""
+    with cli_errors():
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from rich.console import Console
+        from rich.table import Table
+
+        from bench.validate import plot
+        from bench.validate import validate as run_validation
+
+        n = records or (50_000 if quick else 1_000_000)
+        m = ops or (50_000 if quick else 200_000)
+        if n < 1000 or m < 100:
+            raise InputError("--records must be at least 1000 and --ops at least 100")
+        with _progress_bar() as bar:
+            task = bar.add_task("validating", total=1)
+
+            def prog(done: int, total: int, what: str) -> None:
+                bar.update(task, description=what, completed=done, total=total)
+
+            v = run_validation(n, m, quick, progress=prog)
+        out.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(v.rows), out / "validation.parquet")
+        png = plot(v, out)
+        s = v.summary()
+        con = Console()
+        t = Table(title=f"model vs engine: {s['cases']} cases, {n:,} records")
+        t.add_column("group")
+        t.add_column("mean accuracy", justify="right")
+        t.add_row("[bold]all[/]", f"[bold]{s['mean_accuracy']:.1%}[/]")
+        for k, v_ in s["by_class"].items():
+            t.add_row(f"class {k}", f"{v_:.1%}")
+        for k, v_ in s["by_op"].items():
+            t.add_row(f"op {k}", f"{v_:.1%}")
+        t.add_row("conservative (model >= engine)", f"{s['conservative_share']:.0%}")
+        con.print(t)
+        typer.echo(f"wrote {out}/validation.parquet, {png.name}")
+        if min_accuracy is not None and s["mean_accuracy"] < min_accuracy:
+            typer.echo(f"mean accuracy {s['mean_accuracy']:.1%} is below {min_accuracy:.1%}", err=True)
+            raise typer.Exit(1)
+
+
+@app.command()
+def calibrate(
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller data sizes (a few minutes).")] = False,
+    write: Annotated[bool, typer.Option(help="Rewrite cost_models/data/phi.yaml with the result.")] = True,
+    out: Annotated[Path, typer.Option(help="Directory for calibration.parquet and fig4b.parquet.")] = Path(
+        "runs/calibrate"
+    ),
+) -> None:
+    """Learn phi and the CPU time per operation on the Rust engine (Algorithm 1); check Fig. 4B."""
+    with cli_errors():
+        import os
+        from dataclasses import asdict
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from rich.console import Console
+        from rich.table import Table
+
+        from bench.calibrate import fig4b, fit, measure, write_table
+
+        sizes = (20_000, 80_000) if quick else (100_000, 500_000)
+        ops = 30_000 if quick else 200_000
+        threads = tuple(range(1, max(2, os.cpu_count() or 1) + 1))
+        with _progress_bar() as bar:
+            task = bar.add_task("calibrating", total=1)
+
+            def prog(done: int, total: int, what: str) -> None:
+                bar.update(task, description=what, completed=done, total=total)
+
+            samples = measure(sizes, ops, threads, progress=prog)
+            res = fit(samples)
+            bar.update(task, description="Fig. 4B: mixed workload across threads")
+            rows = fig4b(tuple(sorted({1, 2, 4} | set(threads))), sizes[-1], ops, res["t_block"])
+        out.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist([asdict(x) for x in samples]), out / "calibration.parquet")
+        pq.write_table(pa.Table.from_pylist(rows), out / "fig4b.parquet")
+        con = Console()
+        t = Table(title="learned phi (Eq. 2) and CPU microseconds per operation")
+        t.add_column("class / op")
+        for op in ("get", "empty_get", "range", "insert", "update", "rmw"):
+            t.add_column(op, justify="right")
+        for cls in ("lsm", "btree", "lsh", "hybrid"):
+            t.add_row(
+                f"{cls} phi",
+                *[
+                    f"{res['phi'].get((cls, op), float('nan')):.2f}"
+                    for op in ("get", "empty_get", "range", "insert", "update", "rmw")
+                ],
+            )
+            t.add_row(
+                f"{cls} cpu us",
+                *[
+                    f"{1e6 * res['cpu'].get((cls, op), float('nan')):.2f}"
+                    for op in ("get", "empty_get", "range", "insert", "update", "rmw")
+                ],
+            )
+        con.print(t)
+        con.print(f"per-block time on this machine: {1e6 * res['t_block']:.2f} us")
+        f = Table(title="Fig. 4B: 25% lookups/inserts/updates/rmws, model vs engine throughput")
+        for c in ("class", "threads", "predicted ops/s", "measured ops/s", "accuracy", "p99 us"):
+            f.add_column(c, justify="right")
+        for r in rows:
+            f.add_row(
+                r["class"],
+                str(r["threads"]),
+                f"{r['predicted_ops']:,.0f}",
+                f"{r['measured_ops']:,.0f}",
+                f"{r['accuracy']:.1%}",
+                f"{r['p99_us']:.1f}",
+            )
+        con.print(f)
+        if write:
+            p = write_table(res, samples)
+            typer.echo(f"wrote {p}")
+        typer.echo(f"wrote {out}/calibration.parquet, fig4b.parquet")
+
+
 @pricing_app.command("build")
 def pricing_build() -> None:
     """Rebuild pricing.parquet from the CSV sources in pricing/."""

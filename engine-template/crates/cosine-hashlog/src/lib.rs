@@ -245,8 +245,16 @@ impl HashLog {
                 .map(|(k, l)| (k.clone(), *l))
                 .collect()
         };
+        // The hash index has no order: pick the `limit` smallest keys in O(n), sort only those.
+        if hits.len() > limit {
+            if limit == 0 {
+                hits.clear();
+            } else {
+                hits.select_nth_unstable_by(limit - 1, |a, b| a.0.cmp(&b.0));
+                hits.truncate(limit);
+            }
+        }
         hits.sort_by(|a, b| a.0.cmp(&b.0));
-        hits.truncate(limit);
         let mut blocks: HashMap<(u64, u64), Arc<Block>> = HashMap::new();
         let mut out = Vec::with_capacity(hits.len());
         for (k, loc) in hits {

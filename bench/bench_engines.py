@@ -1,0 +1,133 @@
+"""The measured headline (issue 4 section 5, issue 5 section 3; the paper's Fig. 5 on real runs).
+
+    .venv/bin/python bench/bench_engines.py [--records 1000000] [--ops 500000] [--threads 2] [--peers]
+
+For each of YCSB A-F, at one memory budget that fits this machine (a quarter of
+the data, for buffer + filters + fences + block cache), run side by side in
+one session:
+  * the design Cosine picks for that memory and that workload (the model with
+    the calibrated phi table, solver/local.py),
+  * the RocksDB / WiredTiger / FASTER presets rendered from the template (the
+    paper's 1%-of-data buffer, the rest of the budget as block cache),
+  * with --peers: real RocksDB (Debian's librocksdb via the rocksdb crate,
+    T=10, 10 bits/key, compression off, the preset's buffer and the same
+    cache) and fjall, through the same driver and workload.json.
+Prints throughput, ratio to real RocksDB (or to the RocksDB preset without
+--peers), and p99 latency. Setup for peers: bench/engine_peers_setup.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.engine import TEMPLATE, build, run, workload_json  # noqa: E402
+from bench.validate import KEY, MEMORY_SHARE, PRESET_BUFFER_SHARE, VALUE  # noqa: E402
+from cost_models.cpu import phi_table  # noqa: E402
+from solver.local import local_engine_toml  # noqa: E402
+from solver.render import engine_sections, preset_design_entry, to_toml  # noqa: E402
+from specs.schema import load_spec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / "bench" / "peers" / "target" / "release" / "cosine-peers"
+
+
+def preset_config(name: str, records: int, memory: float, threads: int) -> str:
+    data = records * (KEY + VALUE)
+    d = preset_design_entry(name, records, KEY, VALUE, memory)
+    d["buffer_bytes"] = PRESET_BUFFER_SHARE * data
+    secs = engine_sections(d, KEY, VALUE, {"get": 1.0}, name, wal_sync="none")
+    used = d["buffer_bytes"] + d.get("fence_bytes", 0.0) + sum(
+        b / 8 * records for b in (d.get("bloom_bits_per_level") or [0.0])[:1])
+    secs["layout"]["block_cache_bytes"] = int(max(0.0, memory - used))
+    secs["algorithms"]["threads"] = threads
+    return to_toml(secs)
+
+
+def peer(engine: str, config: str, wl: dict, cache: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"cosine-peer-{engine}-") as tmp:
+        t = Path(tmp)
+        (t / "engine.toml").write_text(config)
+        (t / "w.json").write_text(json.dumps(wl))
+        res = subprocess.run([str(PEERS), "--engine", engine, "--config", str(t / "engine.toml"), "--workload",
+                              str(t / "w.json"), "--dir", str(t / "db"), "--cache-bytes", str(cache), "--json"],
+                             capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"{engine}: {res.stderr.strip().splitlines()[-1] if res.stderr else 'failed'}")
+    return json.loads(res.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--ops", type=int, default=500_000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--peers", action="store_true")
+    ap.add_argument("--workloads", default="abcdef")
+    a = ap.parse_args()
+    build(TEMPLATE)
+    if a.peers and not PEERS.is_file():
+        subprocess.run([str(ROOT / "bench" / "engine_peers_setup.sh")], check=True)
+    n = a.records
+    data = n * (KEY + VALUE)
+    memory = MEMORY_SHARE * data
+    t_block = float(phi_table().get("local_block_seconds", 1e-6))
+    root = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {n:,} records of "
+          f"{KEY}+{VALUE} B, memory budget {memory / 2**20:.0f} MiB, {a.threads} threads, {a.ops:,} ops per run; "
+          f"data on {root}")
+    head = f"{'workload':>8} {'engine':>22} {'class':>7} {'ops/s':>10} {'x base':>7} {'p99 us':>8}"
+    print(head)
+    summary = []
+    for c in a.workloads:
+        spec = load_spec(ROOT / "specs" / f"ycsb_{c}.yaml")
+        spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
+        wl = workload_json(spec, n, a.ops, a.threads)
+        secs, entry = local_engine_toml(spec, n, memory, a.threads, iops=a.threads / t_block,
+                                        name=f"cosine-ycsb_{c}", wal_sync="none")
+        configs = {"cosine": to_toml(secs)}
+        for p in ("rocksdb", "wiredtiger", "faster"):
+            configs[f"preset-{p}"] = preset_config(p, n, memory, a.threads)
+        results = {}
+        for name, text in configs.items():
+            db = root / f"cosine-bench-{os.getpid()}-{name}"
+            try:
+                results[name] = run(TEMPLATE, text, wl, data_dir=db)
+            finally:
+                shutil.rmtree(db, ignore_errors=True)
+        if a.peers:
+            rocks_cfg = configs["preset-rocksdb"]
+            import tomllib
+
+            cache = int(tomllib.loads(rocks_cfg)["layout"]["block_cache_bytes"])
+            for eng in ("rocksdb", "fjall"):
+                try:
+                    results[f"real-{eng}"] = peer(eng, rocks_cfg, wl, cache)
+                except RuntimeError as exc:
+                    print(f"  {eng}: {exc}")
+        base_key = "real-rocksdb" if "real-rocksdb" in results else "preset-rocksdb"
+        base = results[base_key]["run"]["throughput_ops"]
+        for name, r in results.items():
+            x = r["run"]["throughput_ops"]
+            cls = r.get("class", "-") if not name.startswith("real-") else "-"
+            print(f"ycsb_{c:>3} {name:>22} {cls:>7} {x:>10,.0f} {x / base:>7.2f} {r['run']['latency_us']['p99']:>8.1f}")
+            summary.append({"workload": f"ycsb_{c}", "engine": name, "class": cls, "ops": x, "ratio": x / base,
+                            "p99_us": r["run"]["latency_us"]["p99"], "base": base_key})
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "engines.json").write_text(json.dumps(summary, indent=1))
+    print(f"(ratios against {'real RocksDB' if a.peers else 'the RocksDB preset'}; raw rows in bench/out/engines.json)")
+
+
+if __name__ == "__main__":
+    main()
