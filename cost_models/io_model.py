@@ -231,7 +231,13 @@ def structure(
     # --- puts (sigma_p), amortized merges per put
     q0 = win(lay.E_B)  # puts per flush
     src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries moved into level i
-    q_src = np.concatenate([q0[:, None], win(np.maximum(lay.cap[:, :-1], 1.0))], axis=1)
+    # Puts to fill level i-1 before it merges down: its runs are deduplicated
+    # only within themselves, so K runs of cap/K distinct entries each — the
+    # report's Q_i = K f(U, R^i).
+    maxr_src = np.maximum(lay.max_runs[:, :-1], 1.0)
+    q_src = np.concatenate(
+        [q0[:, None], maxr_src * win(np.maximum(lay.cap[:, :-1] / maxr_src, 1.0))], axis=1
+    )
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
     # Incoming data merges into the level's newest run while that run has room
     # (engine contract). A run takes m = run capacity / incoming batches; the

@@ -51,7 +51,8 @@ class Grid:
 
     def buffers(self, memory_bytes: float) -> list[float]:
         top = (1 - self.epsilon) * memory_bytes
-        out, b = [], float(MIN_BUFFER_BYTES)
+        # start at 16 MiB, or at epsilon of the memory on a node smaller than that
+        out, b = [], float(min(MIN_BUFFER_BYTES, self.epsilon * memory_bytes))
         while b <= top:
             out.append(b)
             b *= self.buffer_ratio

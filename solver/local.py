@@ -1,0 +1,70 @@
+"""The best engine design for one given node (no cloud search).
+
+Used where the hardware is fixed — this machine's benchmarks and the
+validation grid: the same design grid as the solver's tables
+(``solver.space``), evaluated by the exact model on one node with a memory
+budget, threads and a device IOPS figure, and the fastest design rendered as
+engine.toml sections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from cost_models.design import Design, DesignBatch
+from cost_models.evaluate import evaluate_designs, workload_partitions
+from solver.render import engine_sections
+from solver.space import grid_for
+from specs.schema import Spec
+
+
+def best_design(spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops: float) -> tuple[Design, dict]:
+    """(design, solution-style design entry) maximizing the node's throughput."""
+    grid = grid_for(spec)
+    lays = grid.layouts(memory_bytes)
+    data = n_keys * spec.workload.entry_bytes
+    keep = (lays.buffer_bytes <= 2 * data) & (lays.buffer_bytes <= (1 - grid.epsilon) * memory_bytes)
+    lays = lays.take(np.flatnonzero(keep))
+    bits = np.array(grid.bits)
+    rows, bb = [], []
+    for i in range(lays.size):
+        nb = 1 if lays.lsh[i] else bits.size
+        rows += [i] * nb
+        bb += [0.0] if lays.lsh[i] else list(bits)
+    batch = lays.take(np.array(rows))
+    batch.bloom_bits = np.array(bb)
+    spec_n = replace(spec, workload=replace(spec.workload, entries=int(n_keys)))
+    parts = workload_partitions(spec_n.workload)
+    ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts)
+    x = ne.throughput(spec_n.workload, iops, threads)
+    allowed = np.isin(ne.layout.cls, [{"lsm": 0, "btree": 1, "lsh": 2, "hybrid": 3}[c] for c in spec.design.classes])
+    x = np.where(allowed, x, 0.0)
+    i = int(np.argmax(x))
+    d = batch.design(i, threads=threads, name="cosine")
+    lay = ne.layout
+    entry = {
+        "vm_type": "local", "count": 1, "entries_per_node": float(n_keys), "class": lay.class_name(i),
+        "T": d.T, "K": d.K, "Z": d.Z, "L": int(lay.L[i]), "Y": int(lay.Y[i]), "lsh": d.lsh,
+        "block_bytes": d.block_bytes, "buffer_bytes": d.buffer_bytes, "bloom_bits_per_key": d.bloom_bits,
+        "bloom_bits_per_level": [float(b) for b, e in zip(lay.bits[i], lay.exists[i], strict=True) if e],
+        "fence_bytes": float(lay.mem_fence[i]), "cache_bytes": float(lay.mem_cache[i]), "threads": threads,
+        "predicted_throughput_ops": float(x[i]),
+    }
+    return d, entry
+
+
+def local_engine_toml(spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops: float,
+                      name: str | None = None, wal_sync: str = "group_commit") -> tuple[dict[str, Any], dict]:
+    """engine.toml sections of the best local design, and its design entry."""
+    _, entry = best_design(spec, n_keys, memory_bytes, threads, iops)
+    wl = spec.workload
+    secs = engine_sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, name or f"cosine for {spec.name}",
+                           wal_sync=wal_sync)
+    secs["algorithms"]["threads"] = threads
+    return secs, entry
+
+
+__all__ = ["best_design", "local_engine_toml", "DesignBatch"]
