@@ -125,13 +125,15 @@ def _clipped_run_sum(A: np.ndarray, B: np.ndarray, alpha: np.ndarray, n: np.ndar
     """
     c = compiled()
     n = np.broadcast_to(n, A.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r_one = np.where(B > 0, np.clip((A - 1.0) / B, 0.0, n), np.where(A >= 1.0, n, 0.0))
         r_zero = np.where(B > 0, np.clip(A / B, 0.0, n), np.where(A > 0, n, 0.0))
     r_zero = np.maximum(r_zero, r_one)
     ones = c["run_sum"](1.0, 0.0, alpha, r_one)
-    lin = c["run_sum"](A, B, alpha, r_zero) - c["run_sum"](A, B, alpha, r_one)
-    return np.nan_to_num(ones + lin, nan=0.0)
+    # an infinite B (a window beyond every key) makes the linear segment empty
+    b_lin = np.where(np.isfinite(B), B, 0.0)
+    lin = c["run_sum"](A, b_lin, alpha, r_zero) - c["run_sum"](A, b_lin, alpha, r_one)
+    return ones + lin
 
 
 def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:

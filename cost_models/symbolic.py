@@ -245,8 +245,9 @@ def _geom(alpha: Any, n: Any) -> Any:
     a = np.asarray(alpha, dtype=float)
     nn = np.asarray(n, dtype=float)
     safe = np.where(a > 0, a, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):  # alpha = 1 gives log1p(-1) = -inf, val = 1
-        val = -np.expm1(nn * np.log1p(-np.minimum(safe, 1.0))) / safe
+    with np.errstate(divide="ignore", invalid="ignore"):  # alpha = 1: log1p(-1) = -inf; val = 1, or 0 at n = 0
+        log_x = np.log1p(-np.minimum(safe, 1.0))
+        val = -np.expm1(np.where(nn > 0, nn * log_x, 0.0)) / safe
     return np.where(a > 0, val, nn)
 
 
