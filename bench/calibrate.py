@@ -4,10 +4,19 @@ For every design class (LSM, B-tree, LSH, hybrid) and operation type the
 engine runs a single-operation workload with 1..eta threads on several data
 sizes. Eq. 2 turns each observed speed-up g^ = X(c) / X(1) into
 phi = (1 - 1/g^) / (1 - 1/c); the values are averaged per (class, op)
-(Algorithm 1 lines 12-17). The single-thread time per operation is split,
-by least squares over all runs, into a per-block cost (this machine's device
-— here the page cache — as an IOPS figure) and a CPU time per operation per
-(class, op), which the model uses so in-memory operations are never free.
+(Algorithm 1 lines 12-17). Only c <= the machine's cores enter phi: threads
+beyond the cores cannot speed anything up, and Eq. 2 would read that as
+serial work.
+
+The single-thread time per operation is split into block I/O and CPU:
+t = cpu + fg x t_block + bg x t_bg, where fg are the blocks the operation
+reads itself and bg the flush/merge blocks charged to each put. t_block (a
+block read served by the page cache) is identified across classes from the
+point reads (get, empty_get, rmw: one CPU intercept per operation, one shared
+slope), t_bg likewise from the blind writes; each (class, op)'s CPU time is
+then what remains of its measured time. The model charges the blocks to the
+VM's device and the CPU time to its cores, so in-memory operations are never
+free.
 
 On a 2-core machine only eta = 1, 2 can be measured: phi is identified from
 one speed-up per run, and a VM with more cores extrapolates along Eq. 2 with
@@ -64,7 +73,10 @@ class Sample:
     records: int
     threads: int
     throughput: float
-    blocks: float
+    #: blocks the operation read itself, per operation
+    fg_blocks: float
+    #: flush and merge blocks (and WAL pages) charged per put
+    bg_blocks: float
 
 
 def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
@@ -88,33 +100,50 @@ def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
                         rep = run(TEMPLATE, text, wl, data_dir=db)
                     finally:
                         shutil.rmtree(db, ignore_errors=True)
-                    blocks = measured(rep).get(op, 0.0)
-                    out.append(Sample(cls, op, n, th, float(rep["run"]["throughput_ops"]), blocks))
+                    per = rep["per_op"].get(op, {})
+                    fg = per.get("blocks_read", 0) / max(per.get("count", 0), 1)
+                    bg = measured(rep).get(op, fg) - fg
+                    out.append(Sample(cls, op, n, th, float(rep["run"]["throughput_ops"]), fg, bg))
                     done += 1
                     if progress:
                         progress(done, total, f"{cls} {op} {n:,} records, {th} threads")
     return out
 
 
-def fit(samples: list[Sample]) -> dict[str, Any]:
-    """phi per (class, op) from the speed-ups; CPU time per op and the device's
-    per-block time by least squares on the single-thread runs."""
-    single = [s for s in samples if s.threads == 1]
-    # t1 = cpu[class, op] + blocks * t_block: one shared t_block, one intercept per (class, op)
-    keys = sorted({(s.cls, s.op) for s in single})
-    A = np.zeros((len(single), len(keys) + 1))
-    y = np.zeros(len(single))
-    for i, s in enumerate(single):
-        A[i, keys.index((s.cls, s.op))] = 1.0
-        A[i, -1] = s.blocks
+def _slope(samples: list[Sample], ops: tuple[str, ...], blocks: Callable[[Sample], float]) -> float:
+    """Seconds per block: one intercept per operation, one slope shared by all classes."""
+    rows = [s for s in samples if s.op in ops]
+    if not rows:
+        return 0.0
+    A = np.zeros((len(rows), len(ops) + 1))
+    y = np.zeros(len(rows))
+    for i, s in enumerate(rows):
+        A[i, ops.index(s.op)] = 1.0
+        A[i, -1] = blocks(s)
         y[i] = 1.0 / s.throughput
     sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-    t_block = max(float(sol[-1]), 1e-9)
-    cpu = {k: max(float(sol[j]), 1e-7) for j, k in enumerate(keys)}
+    return max(float(sol[-1]), 0.0)
+
+
+def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
+    """phi per (class, op) from the speed-ups (threads <= cores); the per-block
+    times and each (class, op)'s CPU time from the single-thread runs."""
+    cores = cores or os.cpu_count() or 1
+    single = [s for s in samples if s.threads == 1]
+    t_block = max(_slope(single, ("get", "empty_get", "rmw"), lambda s: s.fg_blocks), 1e-8)
+    t_bg = _slope(single, ("insert", "update"), lambda s: s.bg_blocks)
+    per_entry = float(yaml.safe_load(PHI_TABLE.read_text()).get("range_per_entry_seconds", 1.0e-7))
+    left: dict[tuple[str, str], list[float]] = {}
+    for s in single:
+        scan = 20.0 if s.op == "range" else 0.0
+        rest = 1.0 / s.throughput - s.fg_blocks * t_block - s.bg_blocks * t_bg - scan * per_entry
+        left.setdefault((s.cls, s.op), []).append(rest)
+    #: floor: no operation costs less than 0.1 us of CPU
+    cpu = {k: max(float(np.mean(v)), 1e-7) for k, v in left.items()}
     phis: dict[tuple[str, str], list[float]] = {}
     by = {(s.cls, s.op, s.records, s.threads): s for s in samples}
     for s in samples:
-        if s.threads == 1:
+        if s.threads == 1 or s.threads > cores:
             continue
         base = by.get((s.cls, s.op, s.records, 1))
         if base is None or base.throughput <= 0:
@@ -122,7 +151,7 @@ def fit(samples: list[Sample]) -> dict[str, Any]:
         g = s.throughput / base.throughput
         phi = (1 - 1 / g) / (1 - 1 / s.threads) if g > 0 else 0.0
         phis.setdefault((s.cls, s.op), []).append(float(np.clip(phi, 0.0, 1.0)))
-    return {"t_block": t_block, "cpu": cpu, "phi": {k: float(np.mean(v)) for k, v in phis.items()},
+    return {"t_block": t_block, "t_bg": t_bg, "cpu": cpu, "phi": {k: float(np.mean(v)) for k, v in phis.items()},
             "phi_samples": {f"{k[0]}/{k[1]}": v for k, v in phis.items()}}
 
 
@@ -141,9 +170,11 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
         "date": dt.date.today().isoformat(),
         "method": (f"cosine calibrate: the Rust engine's class presets (rocksdb, wiredtiger, faster, hybrid-base) "
                    f"on single-operation workloads, {sizes} records, threads {threads}; phi from Eq. 2 on each "
-                   f"speed-up, averaged (Algorithm 1); CPU seconds per op and the per-block time by least squares "
-                   f"on the single-thread times (time = cpu + blocks x t_block)"),
+                   f"speed-up with threads <= cores, averaged (Algorithm 1); per-block times by least squares "
+                   f"across classes (time = cpu + foreground blocks x t_block + merge blocks x t_bg), CPU seconds "
+                   f"per (class, op) the rest of the single-thread time"),
         "local_block_seconds": float(f"{result['t_block']:.4g}"),
+        "local_background_block_seconds": float(f"{result['t_bg']:.4g}"),
         "classes": classes,
         "range_per_entry_seconds": old.get("range_per_entry_seconds", 1.0e-7),
     }
@@ -156,20 +187,30 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
     return path
 
 
-def fig4b(threads: tuple[int, ...], records: int, ops: int, t_block: float) -> list[dict[str, Any]]:
+def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, Any]) -> list[dict[str, Any]]:
     """Paper Fig. 4B: YCSB A with 25% each of lookups, inserts, blind updates and
-    rmws, across thread counts: the model's throughput vs the engine's."""
-    from cost_models.cpu import node_throughput
-    from cost_models.engine_model import engine_layout, predict
+    rmws, across thread counts: the model's throughput vs the engine's.
+
+    The prediction is Eq. 2-3 with the learned table: per operation, the
+    model's blocks (foreground reads at t_block, merge blocks at t_bg) plus the
+    learned CPU time, sped up by Amdahl's law over min(threads, cores) — more
+    threads than cores cannot run at once.
+    """
+    from cost_models.engine_model import predict
+    from cost_models.symbolic import compiled
     from specs.schema import load_spec
 
     spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "mixed_25.yaml")
     spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
+    mix = spec.workload.operations
+    table = yaml.safe_load(PHI_TABLE.read_text())["classes"]
+    cores = os.cpu_count() or 1
     grid = designs(records, quick=True)
     root = Path(os.environ.get("COSINE_VALIDATE_DIR", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp"))
     rows = []
     for cls, dname in CLASS_DESIGNS.items():
         secs = grid[dname]
+        phi = sum(w * result["phi"].get((cls, op), table[cls]["phi"][op]) for op, w in mix.items())
         for th in threads:
             text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
             wl = workload_json(spec, records, ops, th)
@@ -179,11 +220,15 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, t_block: float) -> l
             finally:
                 shutil.rmtree(db, ignore_errors=True)
             io = predict(secs, wl, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
-            lay = engine_layout(secs, records)
-            total = io.total(spec.workload.operations)
-            # locally the "device" is the page cache: block reads scale with threads
-            x = float(node_throughput(total, th / t_block, lay.cls, spec.workload.operations, th,
-                                      float(wl["scan_length"]))[0])
+            time1 = 0.0
+            for op, w in mix.items():
+                if w <= 0:
+                    continue
+                blocks = float(getattr(io, op)[0])
+                fg = float(io.get[0]) if op == "rmw" else (0.0 if op in ("insert", "update") else blocks)
+                cpu = result["cpu"].get((cls, op), table[cls]["cpu_seconds"][op])
+                time1 += w * (fg * result["t_block"] + (blocks - fg) * result["t_bg"] + cpu)
+            x = float(compiled()["amdahl"](phi, min(th, cores))) / time1
             meas = float(rep["run"]["throughput_ops"])
             rows.append({"class": cls, "design": dname, "threads": th, "predicted_ops": x, "measured_ops": meas,
                          "accuracy": max(0.0, 1 - abs(x - meas) / meas), "p99_us": rep["run"]["latency_us"]["p99"]})

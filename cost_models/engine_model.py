@@ -11,6 +11,7 @@ key partitions.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from cost_models.design import Design, DesignBatch
-from cost_models.distributions import partitions
-from cost_models.io_model import IOCost, io_costs
+from cost_models.distributions import Partitions, partitions
+from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
 from cost_models.layout import Layout, level_shape, split_memory
 from specs.schema import Distribution
 
@@ -92,10 +93,50 @@ def predict(cfg: dict[str, Any], workload: dict[str, Any], n_keys: float | None 
     expected = io_at(n_mean, None)
     if shape is None:
         return expected
+    puts = float(workload.get("operations", 0)) * sum(mix.get(o, 0.0) for o in ("insert", "update", "rmw")) / total
+    put = expected.insert
+    if puts > 0:
+        parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_mean)
+        put = transient_put(engine_layout(cfg, n_mean), parts, mix, shape, puts, fallback=expected.insert)
     states = [io_at(n0, shape)] + ([io_at(n0 + inserted, end_shape)] if end_shape else [])
 
     def avg(op: str) -> np.ndarray:
         return sum(getattr(s, op) for s in states) / len(states)
 
-    return IOCost(get=avg("get"), empty_get=avg("empty_get"), range=avg("range"), insert=expected.insert,
-                  update=expected.update, rmw=avg("get") + expected.rmw - expected.get)
+    return IOCost(get=avg("get"), empty_get=avg("empty_get"), range=avg("range"), insert=put,
+                  update=put.copy(), rmw=avg("get") + put)
+
+
+def transient_put(lay: Layout, parts: Partitions, mix: dict[str, float], shape: dict[str, Any], puts: float,
+                  fallback: np.ndarray) -> np.ndarray:
+    """Write blocks per put of a run of ``puts`` puts that starts in the observed state.
+
+    The steady-state model amortizes each merge over its level's fill cycle; a
+    run of a few cycles pays for the merges that actually happen in it, and the
+    state it starts in decides how many: a level at fill f0 that receives x
+    capacities' worth of entries pushes down floor(f0 + x) times. The count
+    cascades from the buffer (flushes) down; each merge costs what the model
+    says one merge into that level costs. (A level the load left exactly full
+    pays a whole extra merge — the transient the steady state averages away.)
+    Hash logs have no levels: the steady-state cost (``fallback``) is kept.
+    """
+    if lay.lsh[0]:
+        return fallback
+    iota = insert_fraction(mix)
+
+    def win(r: np.ndarray) -> np.ndarray:
+        return window(r, parts.put, lay.n_keys, iota)
+
+    mt = merge_terms(lay, parts, iota, win)
+    start = {int(lv["level"]): float(lv["entries"]) for lv in shape.get("levels", [])}
+    events = math.floor(float(shape.get("buffered", 0)) / lay.E_B[0] + puts / float(mt.puts_per_flush[0]))
+    blocks = 0.0
+    for i in range(lay.cap.shape[1]):
+        if not lay.exists[0, i]:
+            break
+        blocks += events * float(mt.per_merge[0, i])
+        if i + 1 >= int(lay.L[0]):  # the last level only grows
+            break
+        cap = float(lay.cap[0, i])
+        events = math.floor(start.get(i + 1, 0.0) / cap + events * float(mt.incoming[0, i]) / cap)
+    return np.array([blocks / puts + float(mt.wal[0])])

@@ -136,6 +136,29 @@ def _clipped_run_sum(A: np.ndarray, B: np.ndarray, alpha: np.ndarray, n: np.ndar
     return ones + lin
 
 
+def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray) -> np.ndarray:
+    """Dead share of the segment a hash log garbage-collects.
+
+    The engine collects the oldest segment whenever more than g of the log is
+    dead, so the log holds about N/(1-g) entries and the victim was appended
+    that many flushed entries (``log_puts`` puts) ago. An entry of partition j
+    is dead if its key was updated since: alpha_window over the updates of that
+    span. Entries are weighted by how many of a flush come from each partition.
+    The collected share is at least g (GC starts there).
+    """
+    c = compiled()
+    g = model_constants()["lsh_gc_dead_fraction"]
+    N = lay.n_keys
+    U = parts.frac * N
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        log_puts = np.where(np.isfinite(q0), q0 * N / (1.0 - g) / np.maximum(lay.E_B, 1.0), np.inf)
+        dead = c["alpha_window"](log_puts[:, None] * (1.0 - iota), U[None, :], parts.p_put[None, :], 0.0, N)
+        share = c["distinct_part"](q0[:, None], U[None, :], parts.p_put[None, :], iota)
+        d = (np.nan_to_num(share) * np.nan_to_num(dead, nan=1.0)).sum(axis=1) / np.maximum(
+            np.nan_to_num(share).sum(axis=1), 1e-300)
+    return np.clip(np.where(np.isfinite(q0), d, g), g, 1.0)
+
+
 def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:
     """Interpolated windows for puts (runs, buffer, merges) and gets (block cache)."""
     return (
@@ -167,12 +190,59 @@ class Structure:
     lsh_scan: np.ndarray  # (n,): blocks a range reads in the hash log
 
 
+@dataclass
+class MergeTerms:
+    """Per-level write terms of every design (rows = designs, columns = disk levels)."""
+
+    per_put: np.ndarray  # (n, L): merge blocks into level i, amortized per put
+    per_merge: np.ndarray  # (n, L): blocks one merge into level i reads and writes
+    incoming: np.ndarray  # (n, L): entries one merge moves into level i
+    puts_per_flush: np.ndarray  # (n,): Q_0
+    lsh_put: np.ndarray  # (n,): hash-log appends and GC per put
+    wal: np.ndarray  # (n,): WAL pages per put
+
+
+def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.ndarray], np.ndarray]) -> MergeTerms:
+    """Merge I/O per level: per event, per put, and what each event moves."""
+    c = compiled()
+    k = model_constants()
+    n, lm = lay.cap.shape
+    q0 = win(lay.E_B)  # puts per flush
+    src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries moved into level i
+    # Puts to fill level i-1 before it merges down: its runs are deduplicated
+    # only within themselves, so K runs of cap/K distinct entries each — the
+    # report's Q_i = K f(U, R^i).
+    maxr_src = np.maximum(lay.max_runs[:, :-1], 1.0)
+    q_src = np.concatenate(
+        [q0[:, None], maxr_src * win(np.maximum(lay.cap[:, :-1] / maxr_src, 1.0))], axis=1
+    )
+    reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
+    # Incoming data merges into the level's newest run while that run has room
+    # (engine contract). A run takes m = run capacity / incoming batches; the
+    # merges into it find 0, 1, .., m-1 batches there, (run capacity - incoming)/2
+    # entries on average. The last level's single run holds its whole content.
+    maxr = np.maximum(lay.max_runs, 1.0)
+    run_cap = lay.cap / maxr
+    last = lay.L[:, None] == np.arange(1, lm + 1)[None, :]
+    rewrites = (maxr <= 1) | (run_cap > src_full * (1 + 1e-9))
+    existing = np.where(last & (maxr <= 1), lay.occ,
+                        np.minimum(lay.occ, np.maximum(run_cap - src_full, 0.0) / 2))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        per_put = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], q_src)
+        per_merge = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], 1.0)
+    per_put = np.where(lay.exists & np.isfinite(per_put), per_put, 0.0)
+    per_merge = np.where(lay.exists & np.isfinite(per_merge), per_merge, 0.0)
+    flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
+    lsh_put = flushed * c["log_append"](1.0 - iota, gc_victim_dead(lay, parts, iota, q0), lay.B)
+    wal = np.broadcast_to(c["wal_append"](lay.entry_bytes, k["wal_page_bytes"]), (n,)).astype(float)
+    return MergeTerms(per_put, per_merge, np.where(lay.exists, src_full, 0.0), q0, lsh_put, wal)
+
+
 def structure(
     lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float, win: Callable[[np.ndarray], np.ndarray]
 ) -> Structure:
     """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
-    k = model_constants()
     N = lay.n_keys
     iota = insert_fraction(mix)
     n, lm = lay.cap.shape
@@ -231,33 +301,8 @@ def structure(
     range_blocks = np.where(lay.exists, lay.runs * c["range_run"](sel, lay.per_run, lay.B[:, None]), 0.0)
 
     # --- puts (sigma_p), amortized merges per put
-    q0 = win(lay.E_B)  # puts per flush
-    src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries moved into level i
-    # Puts to fill level i-1 before it merges down: its runs are deduplicated
-    # only within themselves, so K runs of cap/K distinct entries each — the
-    # report's Q_i = K f(U, R^i).
-    maxr_src = np.maximum(lay.max_runs[:, :-1], 1.0)
-    q_src = np.concatenate(
-        [q0[:, None], maxr_src * win(np.maximum(lay.cap[:, :-1] / maxr_src, 1.0))], axis=1
-    )
-    reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
-    # Incoming data merges into the level's newest run while that run has room
-    # (engine contract). A run takes m = run capacity / incoming batches; the
-    # merges into it find 0, 1, .., m-1 batches there, (run capacity - incoming)/2
-    # entries on average. The last level's single run holds its whole content.
-    maxr = np.maximum(lay.max_runs, 1.0)
-    run_cap = lay.cap / maxr
-    last = lay.L[:, None] == np.arange(1, lm + 1)[None, :]
-    rewrites = (maxr <= 1) | (run_cap > src_full * (1 + 1e-9))
-    existing = np.where(last & (maxr <= 1), lay.occ,
-                        np.minimum(lay.occ, np.maximum(run_cap - src_full, 0.0) / 2))
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        merges = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], q_src)
-    merges = np.where(lay.exists & np.isfinite(merges), merges, 0.0)
-    g = k["lsh_gc_dead_fraction"]
-    flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
-    put_lsh = flushed * c["log_append"](1.0 - iota, g, lay.B)
-    put = np.where(lay.lsh, put_lsh, merges.sum(axis=1)) + c["wal_append"](lay.entry_bytes, k["wal_page_bytes"])
+    mt = merge_terms(lay, parts, iota, win)
+    put = np.where(lay.lsh, mt.lsh_put, mt.per_put.sum(axis=1)) + mt.wal
     chunks = np.maximum(lay.space_entries / np.maximum(lay.E_B, lay.B), 1.0)  # sorted flush chunks in the log
     lsh_scan = c["distinct_blocks"](chunks, sel * N)
     return Structure(

@@ -16,6 +16,7 @@ import numpy as np
 
 from cost_models.design import Design, DesignBatch
 from cost_models.evaluate import evaluate_designs, workload_partitions
+from cost_models.layout import Layout
 from solver.render import engine_sections
 from solver.space import grid_for
 from specs.schema import Spec
@@ -44,27 +45,50 @@ def best_design(spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops
     x = np.where(allowed, x, 0.0)
     i = int(np.argmax(x))
     d = batch.design(i, threads=threads, name="cosine")
-    lay = ne.layout
-    entry = {
-        "vm_type": "local", "count": 1, "entries_per_node": float(n_keys), "class": lay.class_name(i),
-        "T": d.T, "K": d.K, "Z": d.Z, "L": int(lay.L[i]), "Y": int(lay.Y[i]), "lsh": d.lsh,
-        "block_bytes": d.block_bytes, "buffer_bytes": d.buffer_bytes, "bloom_bits_per_key": d.bloom_bits,
+    return d, design_entry(d, ne.layout, i, threads, float(x[i]))
+
+
+def design_entry(d: Design, lay: Layout, i: int, threads: int, throughput: float = float("nan")) -> dict[str, Any]:
+    """A solution-style design entry (what ``solver.render`` renders) for row i of a layout."""
+    return {
+        "vm_type": "local",
+        "count": 1,
+        "entries_per_node": float(lay.n_keys),
+        "class": lay.class_name(i),
+        "T": d.T,
+        "K": d.K,
+        "Z": d.Z,
+        "L": int(lay.L[i]),
+        "Y": int(lay.Y[i]),
+        "lsh": d.lsh,
+        "block_bytes": d.block_bytes,
+        "buffer_bytes": d.buffer_bytes,
+        "bloom_bits_per_key": d.bloom_bits,
         "bloom_bits_per_level": [float(b) for b, e in zip(lay.bits[i], lay.exists[i], strict=True) if e],
-        "fence_bytes": float(lay.mem_fence[i]), "cache_bytes": float(lay.mem_cache[i]), "threads": threads,
-        "predicted_throughput_ops": float(x[i]),
+        "fence_bytes": float(lay.mem_fence[i]),
+        "cache_bytes": float(lay.mem_cache[i]),
+        "threads": threads,
+        "predicted_throughput_ops": throughput,
     }
-    return d, entry
 
 
-def local_engine_toml(spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops: float,
-                      name: str | None = None, wal_sync: str = "group_commit") -> tuple[dict[str, Any], dict]:
+def local_engine_toml(
+    spec: Spec,
+    n_keys: int,
+    memory_bytes: float,
+    threads: int,
+    iops: float,
+    name: str | None = None,
+    wal_sync: str = "group_commit",
+) -> tuple[dict[str, Any], dict]:
     """engine.toml sections of the best local design, and its design entry."""
     _, entry = best_design(spec, n_keys, memory_bytes, threads, iops)
     wl = spec.workload
-    secs = engine_sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, name or f"cosine for {spec.name}",
-                           wal_sync=wal_sync)
+    secs = engine_sections(
+        entry, wl.key_bytes, wl.value_bytes, wl.operations, name or f"cosine for {spec.name}", wal_sync=wal_sync
+    )
     secs["algorithms"]["threads"] = threads
     return secs, entry
 
 
-__all__ = ["best_design", "local_engine_toml", "DesignBatch"]
+__all__ = ["best_design", "design_entry", "local_engine_toml", "DesignBatch"]

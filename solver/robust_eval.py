@@ -26,7 +26,7 @@ import numpy as np
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import partitions
 from cost_models.io_model import io_costs
-from cost_models.layout import derive
+from cost_models.layout import Layout, derive
 from cost_models.robust import kl_divergence, kl_worst_case
 from specs.schema import Distribution
 
@@ -55,16 +55,16 @@ EXPECTED = [
 ]
 
 
-def design_space() -> list[Design]:
+def design_space(entries: int = ENDURE_ENTRIES) -> list[Design]:
     """ENDURE's Phi = (buffer, filter memory, T, policy) on a fixed memory budget."""
-    budget = ENDURE_ENTRIES * ENDURE_BITS_PER_KEY / 8
+    budget = entries * ENDURE_BITS_PER_KEY / 8
     out = []
     for T in (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32, 40, 50):
         for tiered in (False, True):
             K = T - 1 if tiered else 1
             for frac in np.linspace(0.02, 0.98, 25):
                 buf = frac * budget
-                bits = (budget - buf) * 8 / ENDURE_ENTRIES
+                bits = (budget - buf) * 8 / entries
                 out.append(
                     Design(
                         T=T,
@@ -81,14 +81,22 @@ def design_space() -> list[Design]:
     return out
 
 
-def cost_vectors(designs: list[Design]) -> np.ndarray:
-    """(n, 4) I/O per (empty read, read, range, write) for each design."""
-    batch = DesignBatch.of(designs)
-    # memory large enough for fences; the buffer/filter split is the design's own
-    lay = derive(batch, ENDURE_ENTRIES, ENDURE_KEY, ENDURE_VALUE, 1e15)
+def endure_layout(
+    designs: list[Design], entries: int = ENDURE_ENTRIES, key: int = ENDURE_KEY, value: int = ENDURE_VALUE
+) -> Layout:
+    """Layouts of ENDURE's set-up: fences in memory, the design's own buffer/filter split, no block cache."""
+    lay = derive(DesignBatch.of(designs), entries, key, value, 1e15)  # memory large enough for fences
     lay.mem_cache[:] = 0.0  # ENDURE has no block cache in its cost model
+    return lay
+
+
+def cost_vectors(
+    designs: list[Design], entries: int = ENDURE_ENTRIES, key: int = ENDURE_KEY, value: int = ENDURE_VALUE
+) -> np.ndarray:
+    """(n, 4) I/O per (empty read, read, range, write) for each design."""
+    lay = endure_layout(designs, entries, key, value)
     uni = Distribution("uniform")
-    parts = partitions(uni, uni, ENDURE_ENTRIES)
+    parts = partitions(uni, uni, entries)
     # writes are unique inserts (ENDURE: "Writes are unique")
     io = io_costs(lay, parts, {"get": 0.5, "insert": 0.5}, scan_length=float(lay.B[0]))
     return np.stack([io.empty_get, io.get, io.range, io.insert], axis=1)
