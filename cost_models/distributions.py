@@ -88,8 +88,8 @@ def marginal(d: Distribution, n_keys: float) -> Marginal:
             frac.append((hi - lo) / n)
             prob.append((h_hi - prev_h) / total)
             prev_h = h_hi
-        f, p = np.array(frac), np.array(prob)
-        return Marginal(f / f.sum(), p / p.sum(), recency=d.kind == "latest")
+        fa, pa = np.array(frac), np.array(prob)
+        return Marginal(fa / fa.sum(), pa / pa.sum(), recency=d.kind == "latest")
     if d.kind == "normal":
         mu, sd = d.mean, d.stddev
         edges = np.arange(mu - 4 * sd, mu + 4 * sd + 1e-12, sd / 2)
@@ -103,12 +103,12 @@ def marginal(d: Distribution, n_keys: float) -> Marginal:
             c1 = 0.5 * (1 + math.erf((1.0 - mu) / (sd * math.sqrt(2))))
             frac.append(rest_frac)
             prob.append((c1 - c0) - (cdf[-1] - cdf[0]))
-        f, p = np.array(frac), np.maximum(np.array(prob), 0.0)
-        keep = f > 0
-        f, p = f[keep], p[keep]
-        if p.sum() <= 0:
-            p = f.copy()
-        return Marginal(f / f.sum(), p / p.sum())
+        fa, pa = np.array(frac), np.maximum(np.array(prob), 0.0)
+        keep = fa > 0
+        fa, pa = fa[keep], pa[keep]
+        if pa.sum() <= 0:
+            pa = fa.copy()
+        return Marginal(fa / fa.sum(), pa / pa.sum())
     raise ValueError(f"unknown distribution kind {d.kind!r}")
 
 

@@ -389,6 +389,8 @@ def io_costs(
     N = lay.n_keys
     iota = insert_fraction(mix)
     gets = Marginal(parts.frac, parts.p_get)
+    win: Callable[[np.ndarray], np.ndarray]
+    cache_win: Callable[[np.ndarray], np.ndarray]
     if windows is not None:
         win, cache_win = windows
     else:

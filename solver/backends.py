@@ -12,6 +12,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -159,7 +160,7 @@ class OrtoolsBackend(Backend):
     #: Significant digits kept per coefficient row.
     DIGITS = 9
 
-    _pool = None  # one spawned worker process, reused for every solve
+    _pool: Any = None  # one spawned worker process, reused for every solve
 
     @classmethod
     def is_available(cls) -> bool:
@@ -217,7 +218,7 @@ def _cpsat_solve(
     for j in range(model.n_vars):
         lo_j = -big if math.isinf(lb[j]) else int(math.floor(lb[j] * unit[j]))
         hi_j = big if math.isinf(ub[j]) else int(math.ceil(ub[j] * unit[j]))
-        xs.append(cp.NewIntVar(lo_j, hi_j, f"x{j}"))
+        xs.append(cp.new_int_var(lo_j, hi_j, f"x{j}"))
     indptr, indices, data, lo, hi = model.csr()
     worst = 0.0
     for r in range(model.n_cons):
@@ -229,16 +230,16 @@ def _cpsat_solve(
         worst = max(worst, err)
         expr = sum(int(a) * xs[int(j)] for a, j in zip(ints, idx, strict=True) if a != 0)
         if not math.isinf(lo[r]):
-            cp.Add(expr >= int(math.ceil(lo[r] * f - 1e-9)))
+            cp.add(expr >= int(math.ceil(lo[r] * f - 1e-9)))
         if not math.isinf(hi[r]):
-            cp.Add(expr <= int(math.floor(hi[r] * f + 1e-9)))
+            cp.add(expr <= int(math.floor(hi[r] * f + 1e-9)))
     nz = np.flatnonzero(model.cost)
     f_obj, obj_ints, err = OrtoolsBackend._scale(model.cost[nz] / unit[nz])
     worst = max(worst, err)
-    cp.Minimize(sum(int(a) * xs[int(j)] for a, j in zip(obj_ints, nz, strict=True)))
+    cp.minimize(sum(int(a) * xs[int(j)] for a, j in zip(obj_ints, nz, strict=True)))
     if warm_start is not None:
         for j in range(model.n_vars):
-            cp.AddHint(xs[j], int(round(warm_start[j] * unit[j])))
+            cp.add_hint(xs[j], int(round(warm_start[j] * unit[j])))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.relative_gap_limit = gap
@@ -247,11 +248,11 @@ def _cpsat_solve(
         solver.parameters.log_search_progress = True
         lines: list[str] = []
         solver.log_callback = lines.append
-    st = solver.Solve(cp)
+    st = solver.solve(cp)
     if log_path is not None:
         log_path.write_text("\n".join(lines) + "\n")
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        x = np.array([solver.Value(v) for v in xs], dtype=float) / unit
+        x = np.array([solver.value(v) for v in xs], dtype=float) / unit
         obj = solver.ObjectiveValue() / f_obj
         bound = solver.BestObjectiveBound() / f_obj
         status = "optimal" if st == cp_model.OPTIMAL else "feasible"
@@ -339,7 +340,7 @@ class PyomoBackend(Backend):
             for j in range(model.n_vars):
                 pm.x[j].set_value(float(warm_start[j]), skip_validation=True)
         opt = SolverFactory("highs")
-        options = {"output_flag": log_path is not None, "log_to_console": False}
+        options: dict[str, Any] = {"output_flag": log_path is not None, "log_to_console": False}
         if log_path is not None:
             options["log_file"] = str(log_path)
         res = opt.solve(

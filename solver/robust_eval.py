@@ -116,8 +116,8 @@ def run(samples: int = 10_000, rhos: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2
     observed = rng.dirichlet(np.ones(4), size=samples)
     rows: list[dict[str, Any]] = []
     tunings = []
-    for e_idx, (kind, w) in enumerate(EXPECTED):
-        w = np.array(w)
+    for e_idx, (kind, w_tuple) in enumerate(EXPECTED):
+        w = np.array(w_tuple)
         nominal = int(np.argmin(C @ w))
         obs_rho = kl_divergence(observed, w[None, :])
         c_nom = observed @ C[nominal]

@@ -82,7 +82,7 @@ class Grid:
 def grid_for(spec: Spec) -> Grid:
     lo, hi = spec.design.size_ratio
     ts = tuple(t for t in T_LADDER if lo <= t <= hi) or tuple(sorted({lo, hi}))
-    bits = BITS_LADDER
+    bits: tuple[float, ...] = BITS_LADDER
     if set(spec.design.classes) <= {"btree", "lsh"}:
         bits = (0.0,)
     elif "btree" not in spec.design.classes and "lsh" not in spec.design.classes:

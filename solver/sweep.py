@@ -154,7 +154,7 @@ def sweep(
         progress(0, total)
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
-            futs = {ex.submit(_solve_spec, p, b, pr, backend): (p, b, pr) for p, b, pr in jobs}
+            futs = {ex.submit(_solve_spec, sp, b, pr, backend): (sp, b, pr) for sp, b, pr in jobs}
             for f in as_completed(futs):
                 new = [r for r in f.result() if _key(r["spec"], r["budget"], r["provider"]) not in done]
                 rows += new
@@ -163,8 +163,8 @@ def sweep(
                 if progress:
                     progress(finished, total)
     else:
-        for p, b, pr in jobs:
-            new = [r for r in _solve_spec(p, b, pr, backend) if _key(r["spec"], r["budget"], r["provider"]) not in done]
+        for sp, b, pr in jobs:
+            new = [r for r in _solve_spec(sp, b, pr, backend) if _key(r["spec"], r["budget"], r["provider"]) not in done]
             rows += new
             _write(out, rows)
             finished += len(b) * len(pr)

@@ -24,7 +24,7 @@ MAX_ALIASES = 50
 MAX_ENTRIES = 1e15
 
 OPERATIONS = ("get", "empty_get", "range", "insert", "update", "rmw")
-DISTRIBUTION_KINDS = {
+DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
     "uniform": {},
     "zipfian": {"theta": 0.99},
     "skew": {"hot_fraction": None, "hot_probability": None},
