@@ -164,7 +164,8 @@ def sweep(
                     progress(finished, total)
     else:
         for sp, b, pr in jobs:
-            new = [r for r in _solve_spec(sp, b, pr, backend) if _key(r["spec"], r["budget"], r["provider"]) not in done]
+            solved = _solve_spec(sp, b, pr, backend)
+            new = [r for r in solved if _key(r["spec"], r["budget"], r["provider"]) not in done]
             rows += new
             _write(out, rows)
             finished += len(b) * len(pr)
