@@ -45,6 +45,18 @@ from cost_models.io_model import OPS
 from solver.render import to_toml
 from specs.schema import parse_spec
 
+#: Cap on ranges x records per range run: a hash log answers a scan by selecting
+#: among all N keys (O(N) CPU), so 20,000 scans of a 500k-key log take > 15 min
+#: on this machine; 10^9 keeps every run to about a minute and still times
+#: thousands of scans.
+RANGE_ENTRY_BUDGET = 1_000_000_000
+
+
+def range_ops(ops: int, records: int) -> int:
+    """Scans per range run: a tenth of `ops`, at least 1,000, within RANGE_ENTRY_BUDGET."""
+    return max(1000, min(ops // 10, RANGE_ENTRY_BUDGET // records))
+
+
 #: One design per class: the paper's three baselines and the base hybrid.
 CLASS_DESIGNS = {"lsm": "rocksdb", "btree": "wiredtiger", "lsh": "faster", "hybrid": "hybrid-base"}
 
@@ -94,7 +106,7 @@ def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
                 spec = _single(op)
                 for th in threads:
                     text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
-                    wl = workload_json(spec, n, ops if op not in ("range",) else max(ops // 10, 1000), th)
+                    wl = workload_json(spec, n, range_ops(ops, n) if op == "range" else ops, th)
                     db = root / f"cosine-calibrate-{os.getpid()}-{done}"
                     try:
                         rep = run(TEMPLATE, text, wl, data_dir=db)

@@ -183,6 +183,45 @@ pub fn fill(dir: &Path, cfg: &Config, n: u64, keys: u64, seed: u64) -> Result<(E
     Ok((e, model))
 }
 
+/// Random model-test steps over keys `0..keys`, weighted towards writes so that
+/// tiny designs flush, compact and reopen many times per case.
+pub fn op_strategy(keys: u64) -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        8 => (0..keys, any::<u32>()).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => (0..keys).prop_map(Op::Delete),
+        3 => (0..keys, any::<u32>()).prop_map(|(k, v)| Op::Update(k, v)),
+        2 => (0..keys, any::<u8>()).prop_map(|(k, b)| Op::Rmw(k, b)),
+        5 => (0..keys).prop_map(Op::Get),
+        1 => (0..keys, 0..keys).prop_map(|(a, b)| Op::Scan(a, b)),
+        1 => (0..keys, 0usize..10).prop_map(|(a, n)| Op::Range(a, n)),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// A seeded 4,000-step sequence over 600 keys with two reopens: long enough to
+/// reach deep (and cold) levels of a tiny design.
+pub fn long_sequence(seed: u64) -> Vec<Op> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let keys = 600;
+    let mut ops = Vec::new();
+    for i in 0..4000 {
+        ops.push(match rng.gen_range(0..100) {
+            0..=59 => Op::Put(rng.gen_range(0..keys), rng.gen()),
+            60..=69 => Op::Delete(rng.gen_range(0..keys)),
+            70..=74 => Op::Rmw(rng.gen_range(0..keys), rng.gen()),
+            75..=97 => Op::Get(rng.gen_range(0..keys)),
+            _ => Op::Range(rng.gen_range(0..keys), 20),
+        });
+        if i % 1500 == 1499 {
+            ops.push(Op::Reopen);
+        }
+    }
+    ops
+}
+
 /// Cases per property test: `$PROPTEST_CASES` if set (for long soak runs), else `default`.
 pub fn proptest_cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)

@@ -5,7 +5,7 @@
 
 use cosine_config::presets::{tiny, Preset};
 use cosine_config::{CompactionKind, Config, FilePicking, FilterGranularity, RunStrategy};
-use cosine_tests::{check_against_model, Op};
+use cosine_tests::{check_against_model, op_strategy};
 use proptest::prelude::*;
 
 fn design() -> impl Strategy<Value = Config> {
@@ -42,23 +42,10 @@ fn design() -> impl Strategy<Value = Config> {
         })
 }
 
-fn op(keys: u64) -> impl Strategy<Value = Op> {
-    prop_oneof![
-        10 => (0..keys, any::<u32>()).prop_map(|(k, v)| Op::Put(k, v)),
-        3 => (0..keys).prop_map(Op::Delete),
-        2 => (0..keys, any::<u8>()).prop_map(|(k, b)| Op::Rmw(k, b)),
-        5 => (0..keys).prop_map(Op::Get),
-        1 => (0..keys, 0..keys).prop_map(|(a, b)| Op::Scan(a, b)),
-        1 => (0..keys, 0usize..10).prop_map(|(a, n)| Op::Range(a, n)),
-        1 => Just(Op::Flush),
-        1 => Just(Op::Reopen),
-    ]
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: cosine_tests::proptest_cases(96), max_shrink_iters: 300, ..ProptestConfig::default() })]
     #[test]
-    fn every_design_behaves_like_a_btreemap(cfg in design(), ops in proptest::collection::vec(op(64), 1..400)) {
+    fn every_design_behaves_like_a_btreemap(cfg in design(), ops in proptest::collection::vec(op_strategy(64), 1..400)) {
         cfg.validate().map_err(|e| TestCaseError::fail(e.to_string()))?;
         if let Err(m) = check_against_model(&cfg, &ops) {
             prop_assert!(false, "{}\n{:?}", m, cfg);
