@@ -112,7 +112,17 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
         t.add_row("  block / storage per node", f"{d['block_bytes']:,} B / {st['label']}")
     con.print(t)
     p = Table(title="prediction, bill and certificate", show_header=False)
-    p.add_row("throughput", f"{si(pred['throughput_ops'])} ops/s")
+    rob = sol.get("robustness")
+    p.add_row("throughput" + (" (perturbed workload)" if rob else ""), f"{si(pred['throughput_ops'])} ops/s")
+    if rob:
+        how = f"noise {rob['noise']:g}" + (f", KL radius {rob['kl_radius']:g}" if rob.get("kl_radius") else "")
+        ex, pe = rob["expected_workload"], rob["perturbed_workload"]
+        nom = "+".join(rob["nominal_choice"]["classes"])
+        p.add_row(
+            f"robust ({how}) vs nominal ({nom})",
+            f"expected mix {si(ex['robust_choice_ops'])} vs {si(ex['nominal_choice_ops'])} ops/s; "
+            f"perturbed {si(pe['robust_choice_ops'])} vs {si(pe['nominal_choice_ops'])} ops/s",
+        )
     p.add_row("latency (Eq. 3, per operation)", f"{pred['latency_s']:.3e} s" if pred["latency_s"] else "-")
     io = pred["io_per_op"]
     p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in io.items()))
