@@ -566,6 +566,10 @@ def calibrate(
     out: Annotated[Path, typer.Option(help="Directory for calibration.parquet and fig4b.parquet.")] = Path(
         "runs/calibrate"
     ),
+    samples_from: Annotated[
+        Path | None,
+        typer.Option("--samples", help="Refit a saved calibration.parquet instead of measuring (Fig. 4B still runs)."),
+    ] = None,
 ) -> None:
     """Learn phi and the CPU time per operation on the Rust engine (Algorithm 1); check Fig. 4B."""
     with cli_errors():
@@ -577,9 +581,9 @@ def calibrate(
         from rich.console import Console
         from rich.table import Table
 
-        from bench.calibrate import fig4b, fit, measure, write_table
+        from bench.calibrate import Sample, fig4b, fit, measure, write_table
 
-        sizes = (20_000, 80_000) if quick else (100_000, 500_000)
+        sizes: tuple[int, ...] = (20_000, 80_000) if quick else (100_000, 500_000)
         ops = 30_000 if quick else 200_000
         threads = tuple(range(1, max(2, os.cpu_count() or 1) + 1))
         with _progress_bar() as bar:
@@ -588,7 +592,16 @@ def calibrate(
             def prog(done: int, total: int, what: str) -> None:
                 bar.update(task, description=what, completed=done, total=total)
 
-            samples = measure(sizes, ops, threads, progress=prog)
+            if samples_from is not None:
+                if not samples_from.is_file():
+                    raise InputError(f"--samples: {samples_from} does not exist")
+                try:
+                    samples = [Sample(**r) for r in pq.read_table(samples_from).to_pylist()]
+                except (pa.ArrowInvalid, TypeError) as exc:
+                    raise InputError(f"--samples {samples_from}: not a calibration.parquet ({exc})") from exc
+                sizes = tuple(sorted({s.records for s in samples}))
+            else:
+                samples = measure(sizes, ops, threads, progress=prog)
             res = fit(samples)
             bar.update(task, description="Fig. 4B: mixed workload across threads")
             rows = fig4b(tuple(sorted({1, 2, 4} | set(threads))), sizes[-1], ops, res)
@@ -617,7 +630,8 @@ def calibrate(
             )
         con.print(t)
         con.print(
-            f"per-block time on this machine: {1e6 * res['t_block']:.2f} us read, {1e6 * res['t_bg']:.2f} us merged"
+            f"per-block time on this machine: {1e6 * res['t_block']:.2f} us + {1e9 * res['t_block_byte']:.3f} ns/byte "
+            f"read, {1e6 * res['t_bg']:.2f} us merged"
         )
         f = Table(title="Fig. 4B: 25% lookups/inserts/updates/rmws, model vs engine throughput")
         for c in ("class", "threads", "predicted ops/s", "measured ops/s", "accuracy", "p99 us"):

@@ -26,14 +26,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.engine import TEMPLATE, build, run, workload_json  # noqa: E402
+from bench.engine import TEMPLATE, build, run, scan_capped_ops, workload_json  # noqa: E402
 from bench.validate import KEY, MEMORY_SHARE, PRESET_BUFFER_SHARE, VALUE  # noqa: E402
-from cost_models.cpu import phi_table  # noqa: E402
 from solver.local import local_engine_toml  # noqa: E402
 from solver.render import engine_sections, preset_design_entry, to_toml  # noqa: E402
 from specs.schema import load_spec  # noqa: E402
@@ -114,6 +114,19 @@ def parse_db_bench(out: str) -> dict:
     return {"run": {"throughput_ops": ops, "latency_us": {"p99": p99}}}
 
 
+def steady_ops(ops: int, cycles: float, buffer_entries: float, mix: dict[str, float], max_ops: int) -> int:
+    """Operations a run needs to see `cycles` buffer flushes (the model's costs are cycle averages).
+
+    A short run of a design with a large buffer measures where the load left
+    its flush/merge cycle (one whole-level merge, or none), not its steady
+    state; every engine in a workload runs the same count.
+    """
+    writes = sum(mix.get(op, 0.0) for op in ("insert", "update", "rmw"))
+    if writes <= 0:
+        return ops
+    return int(min(max_ops, max(ops, cycles * buffer_entries / writes)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -121,6 +134,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peers", action="store_true")
     ap.add_argument("--workloads", default="abcdef")
+    ap.add_argument("--cycles", type=float, default=2.0,
+                    help="run at least this many buffer flush cycles of the Cosine design (steady state)")
+    ap.add_argument("--max-ops", type=int, default=3_000_000)
     a = ap.parse_args()
     build(TEMPLATE)
     if a.peers and not PEERS.is_file():
@@ -128,7 +144,6 @@ def main() -> None:
     n = a.records
     data = n * (KEY + VALUE)
     memory = MEMORY_SHARE * data
-    t_block = float(phi_table().get("local_block_seconds", 1e-6))
     root = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {n:,} records of "
           f"{KEY}+{VALUE} B, memory budget {memory / 2**20:.0f} MiB, {a.threads} threads, {a.ops:,} ops per run; "
@@ -139,23 +154,31 @@ def main() -> None:
     for c in a.workloads:
         spec = load_spec(ROOT / "specs" / f"ycsb_{c}.yaml")
         spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
-        wl = workload_json(spec, n, a.ops, a.threads)
-        secs, entry = local_engine_toml(spec, n, memory, a.threads, iops=a.threads / t_block,
-                                        name=f"cosine-ycsb_{c}", wal_sync="none")
+        secs, entry = local_engine_toml(spec, n, memory, a.threads, name=f"cosine-ycsb_{c}", wal_sync="none")
+        n_ops = steady_ops(a.ops, a.cycles, entry["buffer_bytes"] / (KEY + VALUE), spec.workload.operations, a.max_ops)
+        if n_ops > a.ops:
+            cyc = n_ops * sum(spec.workload.operations.get(o, 0.0) for o in ("insert", "update", "rmw")) / (
+                entry["buffer_bytes"] / (KEY + VALUE))
+            print(f"  ycsb_{c}: {n_ops:,} ops ({cyc:.1f} buffer cycles of the Cosine design)")
+        wl = workload_json(spec, n, n_ops, a.threads)
         configs = {"cosine": to_toml(secs)}
         for p in ("rocksdb", "wiredtiger", "faster"):
             configs[f"preset-{p}"] = preset_config(p, n, memory, a.threads)
         results = {}
         for name, text in configs.items():
             db = root / f"cosine-bench-{os.getpid()}-{name}"
+            w = wl
+            if tomllib.loads(text)["design"]["class"] == "lsh":  # O(N) scans: fewer ops, same mix
+                lsh_ops = scan_capped_ops(n_ops, n, spec.workload.operations.get("range", 0.0))
+                if lsh_ops < n_ops:
+                    print(f"  {name}: {lsh_ops:,} ops (hash-log scans visit every key)")
+                    w = workload_json(spec, n, lsh_ops, a.threads)
             try:
-                results[name] = run(TEMPLATE, text, wl, data_dir=db)
+                results[name] = run(TEMPLATE, text, w, data_dir=db)
             finally:
                 shutil.rmtree(db, ignore_errors=True)
         if a.peers:
             rocks_cfg = configs["preset-rocksdb"]
-            import tomllib
-
             cache = int(tomllib.loads(rocks_cfg)["layout"]["block_cache_bytes"])
             for eng in ("rocksdb", "fjall"):
                 try:

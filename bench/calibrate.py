@@ -9,11 +9,13 @@ beyond the cores cannot speed anything up, and Eq. 2 would read that as
 serial work.
 
 The single-thread time per operation is split into block I/O and CPU:
-t = cpu + fg x t_block + bg x t_bg, where fg are the blocks the operation
-reads itself and bg the flush/merge blocks charged to each put. t_block (a
-block read served by the page cache) is identified across classes from the
-point reads (get, empty_get, rmw: one CPU intercept per operation, one shared
-slope), t_bg likewise from the blind writes; each (class, op)'s CPU time is
+t = cpu + fg x (t_block + B x t_byte) + bg x t_bg, where fg are the blocks
+the operation reads itself, B the design's block size in bytes and bg the
+flush/merge blocks charged to each put. t_block and t_byte (a block read
+served by the page cache: a fixed part, and copying/checksumming/searching its
+bytes) are identified across classes from the point reads (get, empty_get,
+rmw: one CPU intercept per operation, shared slopes; the classes' blocks are
+0.9, 4 and 32 KiB), t_bg likewise from the blind writes; each (class, op)'s CPU time is
 then what remains of its measured time. The model charges the blocks to the
 VM's device and the CPU time to its cores, so in-memory operations are never
 free.
@@ -32,29 +34,24 @@ import platform
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
-from bench.engine import TEMPLATE, build, run, workload_json
+from bench.engine import TEMPLATE, build, run, scan_capped_ops, workload_json
 from bench.validate import KEY, VALUE, designs, measured
 from cost_models.cpu import PHI_TABLE
 from cost_models.io_model import OPS
 from solver.render import to_toml
 from specs.schema import parse_spec
 
-#: Cap on ranges x records per range run: a hash log answers a scan by selecting
-#: among all N keys (O(N) CPU), so 20,000 scans of a 500k-key log take > 15 min
-#: on this machine; 10^9 keeps every run to about a minute and still times
-#: thousands of scans.
-RANGE_ENTRY_BUDGET = 1_000_000_000
-
 
 def range_ops(ops: int, records: int) -> int:
-    """Scans per range run: a tenth of `ops`, at least 1,000, within RANGE_ENTRY_BUDGET."""
-    return max(1000, min(ops // 10, RANGE_ENTRY_BUDGET // records))
+    """Scans per range run: a tenth of `ops`, at least 1,000, within the hash log's scan budget."""
+    return scan_capped_ops(ops // 10, records, 1.0)
 
 
 #: One design per class: the paper's three baselines and the base hybrid.
@@ -122,19 +119,45 @@ def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
     return out
 
 
-def _slope(samples: list[Sample], ops: tuple[str, ...], blocks: Callable[[Sample], float]) -> float:
-    """Seconds per block: one intercept per operation, one slope shared by all classes."""
+def _least_squares(samples: list[Sample], ops: tuple[str, ...],
+                   regressors: list[Callable[[Sample], float]]) -> list[float]:
+    """Seconds per unit of each regressor: one intercept per operation, slopes shared by all classes.
+
+    A slope the data would make negative is dropped and the rest refitted (time never falls with I/O).
+    """
     rows = [s for s in samples if s.op in ops]
     if not rows:
-        return 0.0
-    A = np.zeros((len(rows), len(ops) + 1))
-    y = np.zeros(len(rows))
-    for i, s in enumerate(rows):
-        A[i, ops.index(s.op)] = 1.0
-        A[i, -1] = blocks(s)
-        y[i] = 1.0 / s.throughput
-    sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-    return max(float(sol[-1]), 0.0)
+        return [0.0] * len(regressors)
+    keep = list(range(len(regressors)))
+    while keep:
+        A = np.zeros((len(rows), len(ops) + len(keep)))
+        y = np.zeros(len(rows))
+        for i, s in enumerate(rows):
+            A[i, ops.index(s.op)] = 1.0
+            for j, r in enumerate(keep):
+                A[i, len(ops) + j] = regressors[r](s)
+            y[i] = 1.0 / s.throughput
+        sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+        slopes = sol[len(ops):]
+        if (slopes >= 0).all():
+            out = [0.0] * len(regressors)
+            for j, r in enumerate(keep):
+                out[r] = float(slopes[j])
+            return out
+        keep.pop(int(np.argmin(slopes)))
+    return [0.0] * len(regressors)
+
+
+@lru_cache(maxsize=8)
+def class_block_bytes(records: int) -> dict[str, float]:
+    """Block size in bytes of each class's calibration design at ``records`` keys."""
+    grid = designs(records, quick=True)
+    return {cls: float(grid[d]["layout"]["block_entries"] * (KEY + VALUE)) for cls, d in CLASS_DESIGNS.items()}
+
+
+def block_seconds(result: dict[str, Any], block_bytes: float) -> float:
+    """Foreground time per block of ``block_bytes`` under a fit (fixed + per-byte part)."""
+    return float(result["t_block"] + result.get("t_block_byte", 0.0) * block_bytes)
 
 
 def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
@@ -142,13 +165,22 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     times and each (class, op)'s CPU time from the single-thread runs."""
     cores = cores or os.cpu_count() or 1
     single = [s for s in samples if s.threads == 1]
-    t_block = max(_slope(single, ("get", "empty_get", "rmw"), lambda s: s.fg_blocks), 1e-8)
-    t_bg = _slope(single, ("insert", "update"), lambda s: s.bg_blocks)
+
+    def nbytes(s: Sample) -> float:
+        return class_block_bytes(s.records)[s.cls]
+
+    # Reads: a fixed time per block plus a time per byte of block (the designs'
+    # blocks range from ~1 KiB to 32 KiB; one time per block fits neither end).
+    t_block, t_byte = _least_squares(single, ("get", "empty_get", "rmw"),
+                                     [lambda s: s.fg_blocks, lambda s: s.fg_blocks * nbytes(s)])
+    t_block = max(t_block, 1e-8)
+    (t_bg,) = _least_squares(single, ("insert", "update"), [lambda s: s.bg_blocks])
     per_entry = float(yaml.safe_load(PHI_TABLE.read_text()).get("range_per_entry_seconds", 1.0e-7))
     left: dict[tuple[str, str], list[float]] = {}
     for s in single:
         scan = 20.0 if s.op == "range" else 0.0
-        rest = 1.0 / s.throughput - s.fg_blocks * t_block - s.bg_blocks * t_bg - scan * per_entry
+        fg_time = s.fg_blocks * (t_block + t_byte * nbytes(s))
+        rest = 1.0 / s.throughput - fg_time - s.bg_blocks * t_bg - scan * per_entry
         left.setdefault((s.cls, s.op), []).append(rest)
     #: floor: no operation costs less than 0.1 us of CPU
     cpu = {k: max(float(np.mean(v)), 1e-7) for k, v in left.items()}
@@ -163,7 +195,8 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
         g = s.throughput / base.throughput
         phi = (1 - 1 / g) / (1 - 1 / s.threads) if g > 0 else 0.0
         phis.setdefault((s.cls, s.op), []).append(float(np.clip(phi, 0.0, 1.0)))
-    return {"t_block": t_block, "t_bg": t_bg, "cpu": cpu, "phi": {k: float(np.mean(v)) for k, v in phis.items()},
+    return {"t_block": t_block, "t_block_byte": t_byte, "t_bg": t_bg, "cpu": cpu,
+            "phi": {k: float(np.mean(v)) for k, v in phis.items()},
             "phi_samples": {f"{k[0]}/{k[1]}": v for k, v in phis.items()}}
 
 
@@ -183,9 +216,11 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
         "method": (f"cosine calibrate: the Rust engine's class presets (rocksdb, wiredtiger, faster, hybrid-base) "
                    f"on single-operation workloads, {sizes} records, threads {threads}; phi from Eq. 2 on each "
                    f"speed-up with threads <= cores, averaged (Algorithm 1); per-block times by least squares "
-                   f"across classes (time = cpu + foreground blocks x t_block + merge blocks x t_bg), CPU seconds "
+                   f"across classes (time = cpu + foreground blocks x (t_block + block bytes x t_byte) + merge "
+                   f"blocks x t_bg), CPU seconds "
                    f"per (class, op) the rest of the single-thread time"),
         "local_block_seconds": float(f"{result['t_block']:.4g}"),
+        "local_block_seconds_per_byte": float(f"{result.get('t_block_byte', 0.0):.4g}"),
         "local_background_block_seconds": float(f"{result['t_bg']:.4g}"),
         "classes": classes,
         "range_per_entry_seconds": old.get("range_per_entry_seconds", 1.0e-7),
@@ -239,7 +274,8 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, An
                 blocks = float(getattr(io, op)[0])
                 fg = float(io.get[0]) if op == "rmw" else (0.0 if op in ("insert", "update") else blocks)
                 cpu = result["cpu"].get((cls, op), table[cls]["cpu_seconds"][op])
-                time1 += w * (fg * result["t_block"] + (blocks - fg) * result["t_bg"] + cpu)
+                t_fg = block_seconds(result, float(secs["layout"]["block_entries"] * (KEY + VALUE)))
+                time1 += w * (fg * t_fg + (blocks - fg) * result["t_bg"] + cpu)
             x = float(compiled()["amdahl"](phi, min(th, cores))) / time1
             meas = float(rep["run"]["throughput_ops"])
             rows.append({"class": cls, "design": dname, "threads": th, "predicted_ops": x, "measured_ops": meas,

@@ -44,6 +44,20 @@ def build(workspace: Path, name: str = "cosine-bench", quiet: bool = True) -> Pa
     return binary(workspace, name)
 
 
+#: Cap on scans x records in one run where a scan costs O(records): a hash log
+#: selects a range among all its keys (no order in a hash index), so 20,000
+#: scans of a 500k-key log take > 15 min on this machine; 10^9 keeps a run to
+#: about a minute and still times thousands of scans.
+RANGE_ENTRY_BUDGET = 1_000_000_000
+
+
+def scan_capped_ops(operations: int, records: int, range_share: float) -> int:
+    """Operations for a hash-log run: at most RANGE_ENTRY_BUDGET keys visited by scans, at least 1,000 ops."""
+    if range_share <= 0:
+        return operations
+    return max(1000, min(operations, int(RANGE_ENTRY_BUDGET / (records * range_share))))
+
+
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
     wl = spec.workload

@@ -63,6 +63,21 @@ def cpu_seconds(cls: np.ndarray, mix: dict[str, float], scan_length: float) -> n
     return _by_class("cpu_seconds", cls, mix) + mix.get("range", 0.0) * scan_length * per_entry
 
 
+def local_block_seconds(block_bytes: float | np.ndarray) -> np.ndarray:
+    """Time to read one block of ``block_bytes`` on the calibration machine's local device.
+
+    ``cosine calibrate`` fits a fixed part per block and a part per byte (the
+    engine copies, checksums and searches every byte of a block it reads; its
+    designs range from 1 KiB to 32 KiB blocks), so a 32 KiB block costs what the
+    fit says, not what a 4 KiB one does. Tables without the per-byte term (older
+    calibrations) charge every block the same.
+    """
+    t = phi_table()
+    return float(t.get("local_block_seconds", 1e-6)) + float(t.get("local_block_seconds_per_byte", 0.0)) * np.asarray(
+        block_bytes, dtype=float
+    )
+
+
 def node_throughput(
     io_per_op: np.ndarray,
     iops: float | np.ndarray,

@@ -30,7 +30,7 @@ class NodeEval:
     io: IOCost
     io_total: np.ndarray
 
-    def throughput(self, workload: Workload, iops: float, threads: float) -> np.ndarray:
+    def throughput(self, workload: Workload, iops: float | np.ndarray, threads: float) -> np.ndarray:
         x = node_throughput(self.io_total, iops, self.layout.cls, workload.operations, threads, workload.scan_length)
         return np.where(self.layout.feasible, x, 0.0)
 

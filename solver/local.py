@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from cost_models.cpu import local_block_seconds
 from cost_models.design import Design, DesignBatch
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from cost_models.layout import Layout
@@ -22,8 +23,15 @@ from solver.space import grid_for
 from specs.schema import Spec
 
 
-def best_design(spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops: float) -> tuple[Design, dict]:
-    """(design, solution-style design entry) maximizing the node's throughput."""
+def best_design(
+    spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops: float | None = None
+) -> tuple[Design, dict]:
+    """(design, solution-style design entry) maximizing the node's throughput.
+
+    ``iops`` is the device's block rate; None means this machine's local device
+    as calibrated (``threads`` blocks in flight, each taking the calibrated time
+    for the design's block size).
+    """
     grid = grid_for(spec)
     lays = grid.layouts(memory_bytes)
     data = n_keys * spec.workload.entry_bytes
@@ -40,7 +48,8 @@ def best_design(spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops
     spec_n = replace(spec, workload=replace(spec.workload, entries=int(n_keys)))
     parts = workload_partitions(spec_n.workload)
     ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts)
-    x = ne.throughput(spec_n.workload, iops, threads)
+    rate = threads / local_block_seconds(batch.block_bytes) if iops is None else iops
+    x = ne.throughput(spec_n.workload, rate, threads)
     allowed = np.isin(ne.layout.cls, [{"lsm": 0, "btree": 1, "lsh": 2, "hybrid": 3}[c] for c in spec.design.classes])
     x = np.where(allowed, x, 0.0)
     i = int(np.argmax(x))
@@ -77,7 +86,7 @@ def local_engine_toml(
     n_keys: int,
     memory_bytes: float,
     threads: int,
-    iops: float,
+    iops: float | None = None,
     name: str | None = None,
     wal_sync: str = "group_commit",
 ) -> tuple[dict[str, Any], dict]:
