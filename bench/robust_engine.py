@@ -38,7 +38,7 @@ DRAWS = 2
 
 
 def spec_for(w: np.ndarray, scan: int):
-    ops = ", ".join(f"{o}: {float(x):.6f}" for o, x in zip(OPS, w / w.sum(), strict=True))
+    ops = ", ".join(f"{o}: {float(x)!r}" for o, x in zip(OPS, w / w.sum(), strict=True))  # full precision: sums to 1
     return parse_spec(
         f"name: endure\nworkload: {{entries: 1000000, key_bytes: {KEY}, value_bytes: {VALUE}, "
         f"operations: {{{ops}}}, scan_length: {scan}}}\nbudget: {{monthly_usd: 1000}}\n"

@@ -77,6 +77,30 @@ impl MemTable {
         self.map.read().range::<[u8], _>((lo_b, hi_b)).filter(|(_, v)| v.is_none()).count()
     }
 
+    /// Like [`MemTable::range`], but stops after `live` live entries (tombstones
+    /// in between are kept). Returns the copy and, when it stopped early, the
+    /// last key copied: the copy is complete only up to that key. A scan that
+    /// wants `live` results copies O(live) entries instead of the rest of the buffer.
+    pub fn range_live(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, live: usize) -> (VecIterator, Option<Vec<u8>>) {
+        let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
+        let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);
+        let map = self.map.read();
+        let live = live.max(1);
+        let mut items = Vec::new();
+        let mut seen = 0usize;
+        let mut rest = map.range::<[u8], _>((lo_b, hi_b));
+        for (k, v) in rest.by_ref() {
+            seen += usize::from(v.is_some());
+            items.push((k.clone(), v.clone()));
+            if seen == live {
+                break;
+            }
+        }
+        let truncated = seen == live && rest.next().is_some();
+        let bound = if truncated { items.last().map(|(k, _)| k.clone()) } else { None };
+        (VecIterator::new(items), bound)
+    }
+
     /// Entries with `lo <= key <= hi`, as a sorted iterator over a copy.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> VecIterator {
         let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
@@ -130,5 +154,27 @@ mod tests {
         it.next().expect("next");
         assert_eq!(it.value(), None);
         assert_eq!(m.key_range(), Some((b"a".to_vec(), b"c".to_vec())));
+    }
+
+    #[test]
+    fn range_live_stops_after_enough_live_entries() {
+        let m = MemTable::new(100, vec![1]);
+        for (k, v) in [(b"a", true), (b"b", false), (b"c", true), (b"d", true), (b"e", true)] {
+            m.insert(k.to_vec(), v.then(|| k.to_vec()));
+        }
+        // two live entries: a, (b is a tombstone, kept), c; complete up to c
+        let (mut it, bound) = m.range_live(None, None, 2);
+        let mut keys = Vec::new();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            it.next().expect("next");
+        }
+        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(bound, Some(b"c".to_vec()));
+        // asking for as many as there are, or more, copies everything and reports no bound
+        let (_, bound) = m.range_live(Some(b"c"), None, 3);
+        assert_eq!(bound, None);
+        let (_, bound) = m.range_live(Some(b"c"), None, 10);
+        assert_eq!(bound, None);
     }
 }

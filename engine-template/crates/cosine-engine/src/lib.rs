@@ -368,26 +368,60 @@ impl Engine {
 
     /// Range scan over normalized bounds, returning the blocks it read.
     pub fn scan_counted(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, limit: usize) -> Result<(Vec<KvPair>, IoSnapshot)> {
-        let sv = self.snapshot();
+        // Both passes charge the same counter: blocks a given-up pass read were read.
         let io = Arc::new(IoCounter::new());
+        let out = match self.scan_pass(lo, hi, limit, true, &io)? {
+            Some(r) => r,
+            // A truncated memtable copy was not enough (newer tombstones hid its
+            // live entries): scan again with whole copies.
+            None => self.scan_pass(lo, hi, limit, false, &io)?.unwrap_or_default(),
+        };
+        let s = io.snapshot();
+        self.inner.stats.record(OpKind::Scan, &s);
+        Ok((out, s))
+    }
+
+    /// One scan. With `truncate`, each memtable contributes only up to `limit`
+    /// live entries and the pass gives up (`None`) if the merge would need a
+    /// key beyond the shortest such copy.
+    fn scan_pass(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        limit: usize,
+        truncate: bool,
+        io: &Arc<IoCounter>,
+    ) -> Result<Option<Vec<KvPair>>> {
+        let sv = self.snapshot();
         let mut sources: Vec<Box<dyn KvIterator + Send>> = Vec::new();
         let mut mem_tombstones = 0usize;
+        let mut complete_to: Option<Vec<u8>> = None;
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            let it = m.range(lo, hi);
+            let it = if truncate && limit != usize::MAX {
+                let (it, bound) = m.range_live(lo, hi, limit);
+                if let Some(b) = bound {
+                    if complete_to.as_ref().is_none_or(|c| b < *c) {
+                        complete_to = Some(b);
+                    }
+                }
+                it
+            } else {
+                m.range(lo, hi)
+            };
             if matches!(self.inner.store, Store::Log(_)) {
                 mem_tombstones += m.tombstones_in(lo, hi);
             }
             sources.push(Box::new(it));
         }
         match &self.inner.store {
-            Store::Tree => sources.extend(sv.tree.iters(lo, &io, true)?),
+            Store::Tree => sources.extend(sv.tree.iters(lo, io, true)?),
             Store::Log(log) => {
                 // Each memtable tombstone in range can hide at most one logged key,
                 // and a live memtable entry shadows a logged one only by
                 // replacing it, so `limit + tombstones` logged keys suffice.
                 let want = limit.saturating_add(mem_tombstones);
                 sources.push(Box::new(VecIterator::new(
-                    log.scan(lo, hi, want, &io)?.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+                    log.scan(lo, hi, want, io)?.into_iter().map(|(k, v)| (k, Some(v))).collect(),
                 )));
             }
         }
@@ -397,14 +431,15 @@ impl Engine {
             if hi.is_some_and(|h| it.key() > h) {
                 break;
             }
+            if complete_to.as_ref().is_some_and(|c| it.key() > c.as_slice()) {
+                return Ok(None);
+            }
             if let Some(v) = it.value() {
                 out.push((it.key().to_vec(), v.to_vec()));
             }
             it.next()?;
         }
-        let s = io.snapshot();
-        self.inner.stats.record(OpKind::Scan, &s);
-        Ok((out, s))
+        Ok(Some(out))
     }
 
     /// Freezes the memtable, syncs the WAL and waits until every frozen memtable is flushed.
