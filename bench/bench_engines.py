@@ -114,6 +114,11 @@ def parse_db_bench(out: str) -> dict:
     return {"run": {"throughput_ops": ops, "latency_us": {"p99": p99}}}
 
 
+def write_share(mix: dict[str, float]) -> float:
+    """Share of operations that write (and so fill the buffer)."""
+    return sum(mix.get(op, 0.0) for op in ("insert", "update", "rmw"))
+
+
 def steady_ops(ops: int, cycles: float, buffer_entries: float, mix: dict[str, float], max_ops: int) -> int:
     """Operations a run needs to see `cycles` buffer flushes (the model's costs are cycle averages).
 
@@ -121,7 +126,7 @@ def steady_ops(ops: int, cycles: float, buffer_entries: float, mix: dict[str, fl
     its flush/merge cycle (one whole-level merge, or none), not its steady
     state; every engine in a workload runs the same count.
     """
-    writes = sum(mix.get(op, 0.0) for op in ("insert", "update", "rmw"))
+    writes = write_share(mix)
     if writes <= 0:
         return ops
     return int(min(max_ops, max(ops, cycles * buffer_entries / writes)))
@@ -155,10 +160,10 @@ def main() -> None:
         spec = load_spec(ROOT / "specs" / f"ycsb_{c}.yaml")
         spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
         secs, entry = local_engine_toml(spec, n, memory, a.threads, name=f"cosine-ycsb_{c}", wal_sync="none")
-        n_ops = steady_ops(a.ops, a.cycles, entry["buffer_bytes"] / (KEY + VALUE), spec.workload.operations, a.max_ops)
+        buffer_entries = entry["buffer_bytes"] / (KEY + VALUE)
+        n_ops = steady_ops(a.ops, a.cycles, buffer_entries, spec.workload.operations, a.max_ops)
         if n_ops > a.ops:
-            cyc = n_ops * sum(spec.workload.operations.get(o, 0.0) for o in ("insert", "update", "rmw")) / (
-                entry["buffer_bytes"] / (KEY + VALUE))
+            cyc = n_ops * write_share(spec.workload.operations) / buffer_entries
             print(f"  ycsb_{c}: {n_ops:,} ops ({cyc:.1f} buffer cycles of the Cosine design)")
         wl = workload_json(spec, n, n_ops, a.threads)
         configs = {"cosine": to_toml(secs)}

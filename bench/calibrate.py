@@ -43,7 +43,7 @@ import yaml
 
 from bench.engine import TEMPLATE, build, run, scan_capped_ops, workload_json
 from bench.validate import KEY, VALUE, designs, measured
-from cost_models.cpu import PHI_TABLE
+from cost_models.cpu import PHI_TABLE, block_time
 from cost_models.io_model import OPS
 from solver.render import to_toml
 from specs.schema import parse_spec
@@ -155,11 +155,6 @@ def class_block_bytes(records: int) -> dict[str, float]:
     return {cls: float(grid[d]["layout"]["block_entries"] * (KEY + VALUE)) for cls, d in CLASS_DESIGNS.items()}
 
 
-def block_seconds(result: dict[str, Any], block_bytes: float) -> float:
-    """Foreground time per block of ``block_bytes`` under a fit (fixed + per-byte part)."""
-    return float(result["t_block"] + result.get("t_block_byte", 0.0) * block_bytes)
-
-
 def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     """phi per (class, op) from the speed-ups (threads <= cores); the per-block
     times and each (class, op)'s CPU time from the single-thread runs."""
@@ -179,7 +174,7 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     left: dict[tuple[str, str], list[float]] = {}
     for s in single:
         scan = 20.0 if s.op == "range" else 0.0
-        fg_time = s.fg_blocks * (t_block + t_byte * nbytes(s))
+        fg_time = s.fg_blocks * float(block_time(nbytes(s), t_block, t_byte))
         rest = 1.0 / s.throughput - fg_time - s.bg_blocks * t_bg - scan * per_entry
         left.setdefault((s.cls, s.op), []).append(rest)
     #: floor: no operation costs less than 0.1 us of CPU
@@ -274,7 +269,7 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, An
                 blocks = float(getattr(io, op)[0])
                 fg = float(io.get[0]) if op == "rmw" else (0.0 if op in ("insert", "update") else blocks)
                 cpu = result["cpu"].get((cls, op), table[cls]["cpu_seconds"][op])
-                t_fg = block_seconds(result, float(secs["layout"]["block_entries"] * (KEY + VALUE)))
+                t_fg = float(block_time(class_block_bytes(records)[cls], result["t_block"], result["t_block_byte"]))
                 time1 += w * (fg * t_fg + (blocks - fg) * result["t_bg"] + cpu)
             x = float(compiled()["amdahl"](phi, min(th, cores))) / time1
             meas = float(rep["run"]["throughput_ops"])

@@ -63,6 +63,11 @@ def cpu_seconds(cls: np.ndarray, mix: dict[str, float], scan_length: float) -> n
     return _by_class("cpu_seconds", cls, mix) + mix.get("range", 0.0) * scan_length * per_entry
 
 
+def block_time(block_bytes: float | np.ndarray, fixed: float, per_byte: float) -> np.ndarray:
+    """Seconds to read one block: a fixed part plus a part per byte of the block."""
+    return fixed + per_byte * np.asarray(block_bytes, dtype=float)
+
+
 def local_block_seconds(block_bytes: float | np.ndarray) -> np.ndarray:
     """Time to read one block of ``block_bytes`` on the calibration machine's local device.
 
@@ -73,8 +78,8 @@ def local_block_seconds(block_bytes: float | np.ndarray) -> np.ndarray:
     calibrations) charge every block the same.
     """
     t = phi_table()
-    return float(t.get("local_block_seconds", 1e-6)) + float(t.get("local_block_seconds_per_byte", 0.0)) * np.asarray(
-        block_bytes, dtype=float
+    return block_time(
+        block_bytes, float(t.get("local_block_seconds", 1e-6)), float(t.get("local_block_seconds_per_byte", 0.0))
     )
 
 
