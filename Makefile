@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 SPEC ?= specs/ycsb_a.yaml
 
-.PHONY: setup solve test test-python test-engine lint bench
+.PHONY: setup solve test test-python test-engine lint
 
 setup: $(VENV)/.installed
 
@@ -27,4 +27,4 @@ test-engine:
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy cost_models solver specs cli.py
+	$(VENV)/bin/mypy cost_models solver specs render measure studies report cli.py

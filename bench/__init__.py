@@ -1,1 +1,4 @@
-"""Running the Rust engine and the benchmark scripts (kept out of the test paths)."""
+"""Benchmark scripts that print figures for BENCHMARKS.md.
+
+Run each with `python -m bench.<name>`. Nothing outside bench/ imports bench/.
+"""

@@ -1,12 +1,12 @@
 """The measured headline (issue 4 section 5, issue 5 section 3; the paper's Fig. 5 on real runs).
 
-    .venv/bin/python bench/bench_engines.py [--records 1000000] [--ops 500000] [--threads 2] [--peers]
+    .venv/bin/python -m bench.bench_engines [--records 1000000] [--ops 500000] [--threads 2] [--peers]
 
 For each of YCSB A-F, at one memory budget that fits this machine (a quarter of
 the data, for buffer + filters + fences + block cache), run side by side in
 one session:
   * the design Cosine picks for that memory and that workload (the model with
-    the calibrated phi table, solver/local.py),
+    the calibrated phi table, measure/local.py),
   * the RocksDB / WiredTiger / FASTER presets rendered from the template (the
     paper's 1%-of-data buffer, the rest of the budget as block cache),
   * with --peers: real RocksDB (Debian's librocksdb via the rocksdb crate,
@@ -24,19 +24,16 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import tempfile
 import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.engine import TEMPLATE, build, run, scan_capped_ops, workload_json  # noqa: E402
-from bench.validate import KEY, MEMORY_SHARE, PRESET_BUFFER_SHARE, VALUE  # noqa: E402
-from solver.local import local_engine_toml  # noqa: E402
-from solver.render import engine_sections, preset_design_entry, to_toml  # noqa: E402
-from specs.schema import load_spec  # noqa: E402
+from measure.engine import TEMPLATE, build, run, scan_capped_ops, workload_json
+from measure.grid import KEY, MEMORY_SHARE, PRESET_BUFFER_SHARE, VALUE
+from measure.local import local_engine_toml
+from render.config import engine_sections, preset_design_entry, to_toml
+from specs.schema import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "bench" / "peers" / "target" / "release" / "cosine-peers"
@@ -47,8 +44,11 @@ def preset_config(name: str, records: int, memory: float, threads: int) -> str:
     d = preset_design_entry(name, records, KEY, VALUE, memory)
     d["buffer_bytes"] = PRESET_BUFFER_SHARE * data
     secs = engine_sections(d, KEY, VALUE, {"get": 1.0}, name, wal_sync="none")
-    used = d["buffer_bytes"] + d.get("fence_bytes", 0.0) + sum(
-        b / 8 * records for b in (d.get("bloom_bits_per_level") or [0.0])[:1])
+    used = (
+        d["buffer_bytes"]
+        + d.get("fence_bytes", 0.0)
+        + sum(b / 8 * records for b in (d.get("bloom_bits_per_level") or [0.0])[:1])
+    )
     secs["layout"]["block_cache_bytes"] = int(max(0.0, memory - used))
     secs["algorithms"]["threads"] = threads
     return to_toml(secs)
@@ -59,9 +59,25 @@ def peer(engine: str, config: str, wl: dict, cache: int) -> dict:
         t = Path(tmp)
         (t / "engine.toml").write_text(config)
         (t / "w.json").write_text(json.dumps(wl))
-        res = subprocess.run([str(PEERS), "--engine", engine, "--config", str(t / "engine.toml"), "--workload",
-                              str(t / "w.json"), "--dir", str(t / "db"), "--cache-bytes", str(cache), "--json"],
-                             capture_output=True, text=True, check=False)
+        res = subprocess.run(
+            [
+                str(PEERS),
+                "--engine",
+                engine,
+                "--config",
+                str(t / "engine.toml"),
+                "--workload",
+                str(t / "w.json"),
+                "--dir",
+                str(t / "db"),
+                "--cache-bytes",
+                str(cache),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     if res.returncode != 0:
         raise RuntimeError(f"{engine}: {res.stderr.strip().splitlines()[-1] if res.stderr else 'failed'}")
     return json.loads(res.stdout)
@@ -86,16 +102,37 @@ def db_bench(c: str, records: int, ops: int, threads: int, buffer: int, cache: i
     if exe is None:
         return None
     db = root / f"cosine-dbbench-{os.getpid()}"
-    common = [f"--db={db}", f"--num={records}", f"--key_size={KEY}", f"--value_size={VALUE}",
-              f"--write_buffer_size={buffer}", f"--cache_size={cache}", "--bloom_bits=10",
-              "--compression_type=none", "--max_bytes_for_level_multiplier=10", "--disable_wal=true",
-              "--histogram=true"]
+    common = [
+        f"--db={db}",
+        f"--num={records}",
+        f"--key_size={KEY}",
+        f"--value_size={VALUE}",
+        f"--write_buffer_size={buffer}",
+        f"--cache_size={cache}",
+        "--bloom_bits=10",
+        "--compression_type=none",
+        "--max_bytes_for_level_multiplier=10",
+        "--disable_wal=true",
+        "--histogram=true",
+    ]
     try:
-        subprocess.run([exe, *common, "--benchmarks=fillrandom", "--threads=1"], check=True,
-                       capture_output=True, text=True)
-        res = subprocess.run([exe, *common, *DB_BENCH[c], "--use_existing_db=true", f"--threads={threads}",
-                              f"--reads={ops // threads}", f"--writes={ops // threads}"],
-                             check=True, capture_output=True, text=True)
+        subprocess.run(
+            [exe, *common, "--benchmarks=fillrandom", "--threads=1"], check=True, capture_output=True, text=True
+        )
+        res = subprocess.run(
+            [
+                exe,
+                *common,
+                *DB_BENCH[c],
+                "--use_existing_db=true",
+                f"--threads={threads}",
+                f"--reads={ops // threads}",
+                f"--writes={ops // threads}",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     finally:
         shutil.rmtree(db, ignore_errors=True)
     return parse_db_bench(res.stdout)
@@ -139,8 +176,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peers", action="store_true")
     ap.add_argument("--workloads", default="abcdef")
-    ap.add_argument("--cycles", type=float, default=2.0,
-                    help="run at least this many buffer flush cycles of the Cosine design (steady state)")
+    ap.add_argument(
+        "--cycles",
+        type=float,
+        default=2.0,
+        help="run at least this many buffer flush cycles of the Cosine design (steady state)",
+    )
     ap.add_argument("--max-ops", type=int, default=3_000_000)
     a = ap.parse_args()
     build(TEMPLATE)
@@ -150,9 +191,11 @@ def main() -> None:
     data = n * (KEY + VALUE)
     memory = MEMORY_SHARE * data
     root = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {n:,} records of "
-          f"{KEY}+{VALUE} B, memory budget {memory / 2**20:.0f} MiB, {a.threads} threads, {a.ops:,} ops per run; "
-          f"data on {root}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {n:,} records of "
+        f"{KEY}+{VALUE} B, memory budget {memory / 2**20:.0f} MiB, {a.threads} threads, {a.ops:,} ops per run; "
+        f"data on {root}"
+    )
     head = f"{'workload':>8} {'engine':>22} {'class':>7} {'ops/s':>10} {'x base':>7} {'p99 us':>8}"
     print(head)
     summary = []
@@ -200,8 +243,17 @@ def main() -> None:
             x = r["run"]["throughput_ops"]
             cls = r.get("class", "-")
             print(f"ycsb_{c:>3} {name:>22} {cls:>7} {x:>10,.0f} {x / base:>7.2f} {r['run']['latency_us']['p99']:>8.1f}")
-            summary.append({"workload": f"ycsb_{c}", "engine": name, "class": cls, "ops": x, "ratio": x / base,
-                            "p99_us": r["run"]["latency_us"]["p99"], "base": base_key})
+            summary.append(
+                {
+                    "workload": f"ycsb_{c}",
+                    "engine": name,
+                    "class": cls,
+                    "ops": x,
+                    "ratio": x / base,
+                    "p99_us": r["run"]["latency_us"]["p99"],
+                    "base": base_key,
+                }
+            )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "engines.json").write_text(json.dumps(summary, indent=1))

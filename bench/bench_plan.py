@@ -1,6 +1,6 @@
 """Benchmark the reconfiguration planner (issue 6 section 2). Prints tables; not a test.
 
-    .venv/bin/python bench/bench_plan.py [--repeat 3] [--seed 0]
+    .venv/bin/python -m bench.bench_plan [--repeat 3] [--seed 0]
 
 1. Wall time of the exact DP (transition tables + backward induction + the
    replay that certifies it) against the horizon length (50..2000 steps) and
@@ -17,7 +17,7 @@ model capacities, plan, baselines) on the three shipped traces, with SOPHIA's
 lookaheads (MG-RAST 5 min, bus tracking 5 h, HPC 1 h; Sec. 6), and prints
 the side-by-side results:
 
-    .venv/bin/python bench/bench_plan.py --traces [--spec specs/traces/sophia.yaml]
+    .venv/bin/python -m bench.bench_plan --traces [--spec specs/traces/sophia.yaml]
 """
 
 from __future__ import annotations
@@ -26,15 +26,12 @@ import argparse
 import math
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from solver.plan import ConfigInfo, PlanProblem, optimal_plan, phases, receding_plan, simulate  # noqa: E402
+from studies.plan.dp import ConfigInfo, PlanProblem, optimal_plan, phases, receding_plan, simulate
 
 STEP_S = 300.0  # MG-RAST's 5-minute step (SOPHIA Sec. 6)
 NODES = 8  # SOPHIA's cluster (Sec. 6)
@@ -94,8 +91,8 @@ SHIPPED = {"mgrast": 1, "bus": 20, "hpc": 120}
 
 def shipped_traces(spec_path: str) -> None:
     from cost_models.pricing import load_catalog
-    from solver.plan_build import report_dict, run_plan
     from specs.schema import load_spec
+    from studies.plan.build import report_dict, run_plan
 
     spec = load_spec(spec_path)
     cat = load_catalog(spec.pricing)

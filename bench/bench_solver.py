@@ -1,6 +1,6 @@
 """Benchmark the frontier search (issue 3 section 5). Prints figures; not a test.
 
-    .venv/bin/python bench/bench_solver.py [--spec specs/ycsb_a.yaml] [--bands 40] [--repeat 3]
+    .venv/bin/python -m bench.bench_solver [--spec specs/ycsb_a.yaml] [--bands 40] [--repeat 3]
 
 1. The full frontier: 3 providers x 7 VM types, >= 40 bands, heterogeneous
    clusters up to 30 VMs: wall time split into design tables / model build /
@@ -17,19 +17,15 @@ import argparse
 import platform
 import resource
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from cost_models.pricing import Catalog, load_catalog  # noqa: E402
-from solver.backends import HighsBackend  # noqa: E402
-from solver.exhaustive import exhaustive  # noqa: E402
-from solver.frontier import solve_frontier  # noqa: E402
-from solver.model import build_mip, read_solution  # noqa: E402
-from solver.tables import build_tables  # noqa: E402
-from specs.schema import load_spec  # noqa: E402
+from cost_models.pricing import Catalog, load_catalog
+from solver.backends import HighsBackend
+from solver.exhaustive import exhaustive
+from solver.frontier import solve_frontier
+from solver.model import build_mip, read_solution
+from solver.tables import build_tables
+from specs.schema import load_spec
 
 
 def peak_mib() -> float:

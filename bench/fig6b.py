@@ -1,6 +1,6 @@
 """The paper's Fig. 6B on the Cosine model: robustness to workload drift.
 
-    .venv/bin/python bench/fig6b.py [--spec specs/robust_5050.yaml] [--budget 20000]
+    .venv/bin/python -m bench.fig6b [--spec specs/robust_5050.yaml] [--budget 20000]
 
 Cosine is given the 50/50 lookup/insert workload (YCSB D variant) and $20K per
 month; the workload that arrives has 10*V% new operations: (50 - 5V)% lookups,
@@ -14,21 +14,18 @@ the workload that arrived (a fresh solve).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from cost_models.pricing import load_catalog  # noqa: E402
-from solver.backends import HighsBackend  # noqa: E402
-from solver.frontier import reevaluate, solve_frontier  # noqa: E402
-from solver.run import run_solve  # noqa: E402
-from solver.tables import build_tables  # noqa: E402
-from specs.schema import load_spec  # noqa: E402
+from cost_models.pricing import load_catalog
+from solver.backends import HighsBackend
+from solver.frontier import reevaluate, solve_frontier
+from solver.solve import run_solve
+from solver.tables import build_tables
+from specs.schema import load_spec
 
 
 def drifted(mix: dict[str, float], v: float) -> dict[str, float]:
@@ -59,10 +56,14 @@ def main() -> None:
                 best = (c.throughput * k, c, k)
         if best:
             presets[name] = [(best[1], best[2])]
-    print(f"Cosine's choice for {spec.name} at ${a.budget:,.0f}: "
-          + ", ".join(f"{k} x {c.vm.name} ({c.design_class})" for c, k in chosen))
-    print(f"{'V':>3} {'drift':>6} {'optimum ops/s':>14} {'cosine loss':>12} "
-          + " ".join(f"{p + ' loss':>16}" for p in presets))
+    print(
+        f"Cosine's choice for {spec.name} at ${a.budget:,.0f}: "
+        + ", ".join(f"{k} x {c.vm.name} ({c.design_class})" for c, k in chosen)
+    )
+    print(
+        f"{'V':>3} {'drift':>6} {'optimum ops/s':>14} {'cosine loss':>12} "
+        + " ".join(f"{p + ' loss':>16}" for p in presets)
+    )
     for v in range(5):
         mix = drifted(spec.workload.operations, v)
         s_v = replace(spec, workload=replace(spec.workload, operations=mix), noise=0.0)
@@ -71,8 +72,10 @@ def main() -> None:
         opt = fr.best[0].throughput
         x_cos = reevaluate(s_v, chosen).throughput
         losses = {p: 1 - reevaluate(s_v, nodes).throughput / opt for p, nodes in presets.items()}
-        print(f"{v:>3} {10 * v:>5}% {opt:>14,.0f} {1 - x_cos / opt:>11.1%} "
-              + " ".join(f"{losses[p]:>15.1%}" for p in presets))
+        print(
+            f"{v:>3} {10 * v:>5}% {opt:>14,.0f} {1 - x_cos / opt:>11.1%} "
+            + " ".join(f"{losses[p]:>15.1%}" for p in presets)
+        )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 For a few of ENDURE's expected workloads where the robust tuning (rho = 1,
 ENDURE's recommended radius) differs from the nominal one, both tunings are
-rendered from ENDURE's design space (solver/robust_eval.py) at this machine's
+rendered from ENDURE's design space (studies/robust_eval.py) at this machine's
 scale, and the engine runs each on the expected workload and on drifted
 observed workloads. Reported per case: the KL distance of the observed
 workload, the model's Delta (I/O), the measured Delta on block I/O per
@@ -22,13 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.engine import TEMPLATE, build, run, workload_json
-from bench.validate import measured
 from cost_models.robust import kl_divergence, kl_worst_case
-from solver.local import design_entry
-from solver.render import engine_sections, to_toml
-from solver.robust_eval import EXPECTED, cost_vectors, design_space, endure_layout
+from measure.engine import TEMPLATE, build, run, workload_json
+from measure.validate import measured
+from render.config import engine_sections, local_entry, to_toml
 from specs.schema import parse_spec
+from studies.robust_eval import EXPECTED, cost_vectors, design_space, endure_layout
 
 #: ENDURE's operations (z0, z1, q, w) in the spec's names; writes are unique inserts.
 OPS = ("empty_get", "get", "range", "insert")
@@ -61,10 +60,14 @@ def main() -> None:
     scan = int(lay.B[0])  # ENDURE's short ranges: about one block per run
     rng = np.random.default_rng(a.seed)
     root = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {n:,} records of "
-          f"{KEY}+{VALUE} B, {ENDURE_NOTE}; rho = {a.rho}, {a.ops:,} ops per run")
-    print(f"{'expected':>24} {'observed':>24} {'KL':>5} {'model D':>8} {'io D':>7} {'ops/s D':>8} "
-          f"{'nominal ops/s':>13} {'robust ops/s':>12}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {n:,} records of "
+        f"{KEY}+{VALUE} B, {ENDURE_NOTE}; rho = {a.rho}, {a.ops:,} ops per run"
+    )
+    print(
+        f"{'expected':>24} {'observed':>24} {'KL':>5} {'model D':>8} {'io D':>7} {'ops/s D':>8} "
+        f"{'nominal ops/s':>13} {'robust ops/s':>12}"
+    )
     cases = 0
     for kind, w in EXPECTED:
         w = np.array(w)
@@ -77,9 +80,12 @@ def main() -> None:
             break
         toml = {}
         for tag, i in (("nominal", nominal), ("robust", robust)):
-            entry = design_entry(designs[i], lay, i, threads=1)
-            toml[tag] = to_toml(engine_sections(entry, KEY, VALUE, dict(zip(OPS, w, strict=True)),
-                                                f"{tag} {designs[i].name}", wal_sync="none"))
+            entry = local_entry(designs[i], lay, i, threads=1)
+            toml[tag] = to_toml(
+                engine_sections(
+                    entry, KEY, VALUE, dict(zip(OPS, w, strict=True)), f"{tag} {designs[i].name}", wal_sync="none"
+                )
+            )
         observed = [w, np.full(4, 0.25)] + list(rng.dirichlet(np.ones(4), size=DRAWS))
         for obs in observed:
             spec = spec_for(obs, scan)
@@ -92,18 +98,25 @@ def main() -> None:
                     res[tag] = run(TEMPLATE, text, wl, data_dir=db)
                 finally:
                     shutil.rmtree(db, ignore_errors=True)
-            io = {t: sum(float(x) * measured(r).get(o, 0.0) for o, x in zip(OPS, obs / obs.sum(), strict=True))
-                  for t, r in res.items()}
+            io = {
+                t: sum(float(x) * measured(r).get(o, 0.0) for o, x in zip(OPS, obs / obs.sum(), strict=True))
+                for t, r in res.items()
+            }
             tput = {t: float(r["run"]["throughput_ops"]) for t, r in res.items()}
             model_d = float(obs @ C[nominal]) / float(obs @ C[robust]) - 1.0
             io_d = io["nominal"] / io["robust"] - 1.0 if io["robust"] > 0 else float("nan")
             x_d = tput["robust"] / tput["nominal"] - 1.0
             kl = float(kl_divergence(obs[None, :], w[None, :])[0])
-            print(f"{kind + ' ' + fmt(w):>24} {fmt(obs):>24} {kl:5.2f} {model_d:+8.2f} {io_d:+7.2f} {x_d:+8.2f} "
-                  f"{tput['nominal']:13,.0f} {tput['robust']:12,.0f}", flush=True)
-        print(f"{'':>24} nominal {designs[nominal].name} buffer {designs[nominal].buffer_bytes / 2**20:.1f} MiB, "
-              f"{designs[nominal].bloom_bits:.1f} bits/key; robust {designs[robust].name} buffer "
-              f"{designs[robust].buffer_bytes / 2**20:.1f} MiB, {designs[robust].bloom_bits:.1f} bits/key")
+            print(
+                f"{kind + ' ' + fmt(w):>24} {fmt(obs):>24} {kl:5.2f} {model_d:+8.2f} {io_d:+7.2f} {x_d:+8.2f} "
+                f"{tput['nominal']:13,.0f} {tput['robust']:12,.0f}",
+                flush=True,
+            )
+        print(
+            f"{'':>24} nominal {designs[nominal].name} buffer {designs[nominal].buffer_bytes / 2**20:.1f} MiB, "
+            f"{designs[nominal].bloom_bits:.1f} bits/key; robust {designs[robust].name} buffer "
+            f"{designs[robust].buffer_bytes / 2**20:.1f} MiB, {designs[robust].bloom_bits:.1f} bits/key"
+        )
 
 
 ENDURE_NOTE = "memory 10 bits/key for buffer + filters (ENDURE's set-up), no block cache"

@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from cost_models.io_model import OPS
-from cost_models.layout import CLASS_CODES
 from cost_models.symbolic import compiled
+from specs.errors import InputError
+from specs.vocab import DESIGN_CLASSES, OPERATIONS
 
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
 
 
-class PhiTableError(ValueError):
+class PhiTableError(InputError):
     """The phi table is missing a class/operation or holds an impossible value."""
 
 
@@ -31,11 +31,11 @@ def phi_table(path: Path = PHI_TABLE) -> dict[str, Any]:
     """Load and check the phi table."""
     raw = yaml.safe_load(path.read_text())
     classes = raw.get("classes", {})
-    for cls in CLASS_CODES:
+    for cls in DESIGN_CLASSES:
         if cls not in classes:
             raise PhiTableError(f"{path.name}: class {cls!r} missing")
         for key in ("phi", "cpu_seconds"):
-            for op in OPS:
+            for op in OPERATIONS:
                 v = classes[cls].get(key, {}).get(op)
                 if v is None:
                     raise PhiTableError(f"{path.name}: {cls}.{key}.{op} missing")
@@ -48,7 +48,9 @@ def phi_table(path: Path = PHI_TABLE) -> dict[str, Any]:
 
 def _by_class(key: str, cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
     table = phi_table()["classes"]
-    per_class = np.array([sum(mix.get(op, 0.0) * float(table[name][key][op]) for op in OPS) for name in CLASS_CODES])
+    per_class = np.array(
+        [sum(mix.get(op, 0.0) * float(table[name][key][op]) for op in OPERATIONS) for name in DESIGN_CLASSES]
+    )
     return per_class[np.asarray(cls, dtype=int)]
 
 

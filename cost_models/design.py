@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-CLASSES = ("lsm", "btree", "lsh", "hybrid")
+from specs.errors import InputError
 
 _DATA = Path(__file__).resolve().parent / "data"
 
@@ -28,7 +28,7 @@ def model_constants() -> dict[str, float]:
     return {k: float(v["value"]) for k, v in raw.items()}
 
 
-class DesignError(ValueError):
+class DesignError(InputError):
     """A malformed design string or an impossible knob value."""
 
 

@@ -12,8 +12,6 @@ key partitions.
 from __future__ import annotations
 
 import math
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,11 +21,6 @@ from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
 from cost_models.layout import Layout, level_shape, split_memory
 from specs.schema import Distribution
-
-
-def load_config(path_or_text: str | Path) -> dict[str, Any]:
-    text = Path(path_or_text).read_text() if isinstance(path_or_text, Path) else path_or_text
-    return tomllib.loads(text)
 
 
 def distribution(d: dict[str, Any]) -> Distribution:
@@ -45,31 +38,52 @@ def observed_state(shape: dict[str, Any] | None) -> tuple[float, list[tuple[floa
     return float(shape.get("buffered", 0)), [(float(lv["entries"]), float(lv["runs"])) for lv in levels]
 
 
-def engine_layout(cfg: dict[str, Any], n_keys: float, levels: int | None = None,
-                  observed: tuple[float, list[tuple[float, float]]] | None = None) -> Layout:
+def engine_layout(
+    cfg: dict[str, Any],
+    n_keys: float,
+    levels: int | None = None,
+    observed: tuple[float, list[tuple[float, float]]] | None = None,
+) -> Layout:
     """The layout of a configured engine holding ``n_keys`` entries (optionally in a known state)."""
     lay = cfg["layout"]
     key, value = int(lay["key_bytes"]), int(lay["value_bytes"])
     entry = key + value
     lsh = cfg["design"]["class"] == "lsh"
     bits = [float(b) for b in lay.get("bloom_bits_per_key", [0.0])] or [0.0]
-    d = Design(T=float(lay["size_ratio"]), K=int(lay["runs_per_hot_level"]),  # type: ignore[arg-type]
-               Z=int(lay["runs_per_cold_level"]), buffer_bytes=float(lay["buffer_bytes"]),
-               bloom_bits=float(np.mean(bits)), bloom_allocation="uniform",
-               block_bytes=int(lay["block_entries"]) * entry, lsh=lsh)
+    d = Design(
+        T=float(lay["size_ratio"]),  # type: ignore[arg-type]  # an engine's T may be fractional
+        K=int(lay["runs_per_hot_level"]),
+        Z=int(lay["runs_per_cold_level"]),
+        buffer_bytes=float(lay["buffer_bytes"]),
+        bloom_bits=float(np.mean(bits)),
+        bloom_allocation="uniform",
+        block_bytes=int(lay["block_entries"]) * entry,
+        lsh=lsh,
+    )
     batch = DesignBatch.of([d])
     if observed is not None and levels is None:
         levels = max(1, len(observed[1]))
     sh = level_shape(batch, n_keys, key, value, levels, observed=observed)
     lm = sh.cap.shape[1]
     per_level = np.array([bits[min(i, len(bits) - 1)] for i in range(lm)])[None, :]
-    lay_ = split_memory(sh, batch, float("inf"), hot_levels=np.array([float(lay.get("hot_levels", lm))]),
-                        bits_per_level=per_level, cache_bytes=np.array([float(lay.get("block_cache_bytes", 0))]))
+    lay_ = split_memory(
+        sh,
+        batch,
+        float("inf"),
+        hot_levels=np.array([float(lay.get("hot_levels", lm))]),
+        bits_per_level=per_level,
+        cache_bytes=np.array([float(lay.get("block_cache_bytes", 0))]),
+    )
     return lay_
 
 
-def predict(cfg: dict[str, Any], workload: dict[str, Any], n_keys: float | None = None,
-            shape: dict[str, Any] | None = None, end_shape: dict[str, Any] | None = None) -> IOCost:
+def predict(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    n_keys: float | None = None,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
+) -> IOCost:
     """Expected blocks per operation of a configured engine on a workload.json.
 
     ``shape`` / ``end_shape``: the engine's state when the measured phase began
@@ -103,12 +117,19 @@ def predict(cfg: dict[str, Any], workload: dict[str, Any], n_keys: float | None 
     def avg(op: str) -> np.ndarray:
         return sum(getattr(s, op) for s in states) / len(states)
 
-    return IOCost(get=avg("get"), empty_get=avg("empty_get"), range=avg("range"), insert=put,
-                  update=put.copy(), rmw=avg("get") + put)
+    return IOCost(
+        get=avg("get"),
+        empty_get=avg("empty_get"),
+        range=avg("range"),
+        insert=put,
+        update=put.copy(),
+        rmw=avg("get") + put,
+    )
 
 
-def transient_put(lay: Layout, parts: Partitions, mix: dict[str, float], shape: dict[str, Any], puts: float,
-                  fallback: np.ndarray) -> np.ndarray:
+def transient_put(
+    lay: Layout, parts: Partitions, mix: dict[str, float], shape: dict[str, Any], puts: float, fallback: np.ndarray
+) -> np.ndarray:
     """Write blocks per put of a run of ``puts`` puts that starts in the observed state.
 
     The steady-state model amortizes each merge over its level's fill cycle; a

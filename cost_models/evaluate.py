@@ -16,8 +16,8 @@ from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_te
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import OPS, IOCost, WindowTable, io_costs
-from cost_models.layout import CLASS_NAMES, Layout, derive
+from cost_models.io_model import IOCost, WindowTable, io_costs
+from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
 from specs.schema import Spec, Workload
 
@@ -36,6 +36,30 @@ class NodeEval:
 
     def disk_gib(self) -> np.ndarray:
         return self.layout.space_entries * self.layout.entry_bytes / GIB
+
+
+def design_entry(d: Design, lay: Layout, i: int) -> dict[str, Any]:
+    """Row ``i`` of a derived layout as one entry of solution.json's ``designs``
+    (what ``cosine render`` turns into an engine.toml); callers add the node's
+    VM, count, threads and throughput."""
+    return {
+        "entries_per_node": float(lay.n_keys),
+        "class": lay.class_name(i),
+        "T": d.T,
+        "K": d.K,
+        "Z": d.Z,
+        "L": int(lay.L[i]),
+        "Y": int(lay.Y[i]),
+        "lsh": d.lsh,
+        "block_bytes": d.block_bytes,
+        "buffer_bytes": d.buffer_bytes,
+        "bloom_bits_per_key": d.bloom_bits,
+        "bloom_bits_per_level": [round(float(b), 3) for b, e in zip(lay.bits[i], lay.exists[i], strict=True) if e],
+        "bloom_allocation": d.bloom_allocation,
+        "filter_bytes": float(lay.mem_filter[i]),
+        "fence_bytes": float(lay.mem_fence[i]),
+        "cache_bytes": float(lay.mem_cache[i]),
+    }
 
 
 def workload_partitions(workload: Workload) -> Partitions:
@@ -215,4 +239,26 @@ def evaluate_config(
     )
 
 
-__all__ = ["OPS", "CLASS_NAMES", "ConfigEval", "NodeEval", "evaluate_config", "evaluate_designs", "workload_partitions"]
+def evaluate_ref(spec: Spec, design: str, vm: str) -> dict[str, Any]:
+    """`cosine evaluate`: a design (preset name or knobs) on ``PROVIDER:TYPE[xCOUNT]``, as a JSON-ready dict."""
+    from cost_models.design import parse_design
+    from cost_models.pricing import parse_vm_ref
+
+    provider, name, count = parse_vm_ref(vm)
+    d = parse_design(design)
+    cat = load_catalog(spec.pricing)
+    out = evaluate_config(spec, d, cat.vm(provider, name), count, catalog=cat).as_dict()
+    out["spec"] = spec.name
+    out["pricing"] = spec.pricing
+    return out
+
+
+__all__ = [
+    "ConfigEval",
+    "NodeEval",
+    "design_entry",
+    "evaluate_config",
+    "evaluate_ref",
+    "evaluate_designs",
+    "workload_partitions",
+]

@@ -19,8 +19,7 @@ from cost_models.design import model_constants
 from cost_models.distributions import Marginal, Partitions
 from cost_models.layout import Layout
 from cost_models.symbolic import compiled
-
-OPS = ("get", "empty_get", "range", "insert", "update", "rmw")
+from specs.vocab import OPERATIONS
 
 
 @dataclass
@@ -35,11 +34,11 @@ class IOCost:
     rmw: np.ndarray
 
     def per_op(self) -> dict[str, np.ndarray]:
-        return {op: getattr(self, op) for op in OPS}
+        return {op: getattr(self, op) for op in OPERATIONS}
 
     def total(self, mix: dict[str, float]) -> np.ndarray:
         """Paper Eq. 1 per operation: sum_op theta_op sigma_op."""
-        return sum(mix.get(op, 0.0) * getattr(self, op) for op in OPS)  # type: ignore[return-value]
+        return sum(mix.get(op, 0.0) * getattr(self, op) for op in OPERATIONS)  # type: ignore[return-value]
 
 
 def insert_fraction(mix: dict[str, float]) -> float:
@@ -155,7 +154,8 @@ def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray) 
         dead = c["alpha_window"](log_puts[:, None] * (1.0 - iota), U[None, :], parts.p_put[None, :], 0.0, N)
         share = c["distinct_part"](q0[:, None], U[None, :], parts.p_put[None, :], iota)
         d = (np.nan_to_num(share) * np.nan_to_num(dead, nan=1.0)).sum(axis=1) / np.maximum(
-            np.nan_to_num(share).sum(axis=1), 1e-300)
+            np.nan_to_num(share).sum(axis=1), 1e-300
+        )
     return np.clip(np.where(np.isfinite(q0), d, g), g, 1.0)
 
 
@@ -213,9 +213,7 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     # only within themselves, so K runs of cap/K distinct entries each — the
     # report's Q_i = K f(U, R^i).
     maxr_src = np.maximum(lay.max_runs[:, :-1], 1.0)
-    q_src = np.concatenate(
-        [q0[:, None], maxr_src * win(np.maximum(lay.cap[:, :-1] / maxr_src, 1.0))], axis=1
-    )
+    q_src = np.concatenate([q0[:, None], maxr_src * win(np.maximum(lay.cap[:, :-1] / maxr_src, 1.0))], axis=1)
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
     # Incoming data merges into the level's newest run while that run has room
     # (engine contract). A run takes m = run capacity / incoming batches; the
@@ -225,8 +223,7 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     run_cap = lay.cap / maxr
     last = lay.L[:, None] == np.arange(1, lm + 1)[None, :]
     rewrites = (maxr <= 1) | (run_cap > src_full * (1 + 1e-9))
-    existing = np.where(last & (maxr <= 1), lay.occ,
-                        np.minimum(lay.occ, np.maximum(run_cap - src_full, 0.0) / 2))
+    existing = np.where(last & (maxr <= 1), lay.occ, np.minimum(lay.occ, np.maximum(run_cap - src_full, 0.0) / 2))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         per_put = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], q_src)
         per_merge = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], 1.0)

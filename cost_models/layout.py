@@ -17,9 +17,8 @@ import numpy as np
 
 from cost_models.design import DesignBatch, model_constants
 from cost_models.symbolic import compiled
+from specs.vocab import DesignClass
 
-CLASS_CODES = {"lsm": 0, "btree": 1, "lsh": 2, "hybrid": 3}
-CLASS_NAMES = {v: k for k, v in CLASS_CODES.items()}
 #: Deepest level count considered; T=2 over 1e15 keys and a one-entry buffer is 50.
 MAX_LEVELS = 64
 
@@ -59,7 +58,7 @@ class Layout:
         return int(self.L.size)
 
     def class_name(self, i: int) -> str:
-        return CLASS_NAMES[int(self.cls[i])]
+        return DesignClass.of_code(int(self.cls[i]))
 
 
 def _monkey_fpr(cap: np.ndarray, runs: np.ndarray, hot: np.ndarray, budget_bits: np.ndarray) -> np.ndarray:
@@ -204,8 +203,25 @@ def level_shape(
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
     return Shape(
-        N, E, key_bytes, E_B, B, L, np.array(lvl), exists, last, cap, occ, sized, fence, runs, per_run, leveled, space,
-        np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(), np.where(exists, max_runs, 0.0),
+        N,
+        E,
+        key_bytes,
+        E_B,
+        B,
+        L,
+        np.array(lvl),
+        exists,
+        last,
+        cap,
+        occ,
+        sized,
+        fence,
+        runs,
+        per_run,
+        leveled,
+        space,
+        np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(),
+        np.where(exists, max_runs, 0.0),
     )
 
 
@@ -276,8 +292,8 @@ def split_memory(
     has_filter = bits_avg > 0
     cls = np.where(
         batch.lsh,
-        CLASS_CODES["lsh"],
-        np.where(has_filter, np.where(Y > 0, CLASS_CODES["hybrid"], CLASS_CODES["lsm"]), CLASS_CODES["btree"]),
+        DesignClass.LSH.code,
+        np.where(has_filter, np.where(Y > 0, DesignClass.HYBRID.code, DesignClass.LSM.code), DesignClass.BTREE.code),
     )
     E_B, B, L, cap, occ, per_run, leveled, space = sh.E_B, sh.B, sh.L, sh.cap, sh.occ, sh.per_run, sh.leveled, sh.space
     E, key_bytes = sh.entry_bytes, sh.key_bytes

@@ -9,6 +9,7 @@ only ever read the parquet file, through :func:`load_catalog`.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cost_models import REPO_ROOT
+from specs.errors import InputError
+from specs.vocab import PRICE_SETS, PROVIDERS, SLA_FEATURES, PriceSet, Provider
 
 PRICING_SOURCE_DIR = REPO_ROOT / "pricing"
 PRICING_PARQUET = REPO_ROOT / "pricing.parquet"
@@ -25,15 +28,12 @@ PRICING_PARQUET = REPO_ROOT / "pricing.parquet"
 HOURS_PER_MONTH = 730.0
 
 #: Price sets a spec may select, and what each is.
-PRICE_SETS = {
-    "paper2021": "the Cosine paper's 2021 figures (technical report Table 2, paper Sec. 7)",
-    "ondemand": "current on-demand list prices (shared/reference, 2024-2026)",
-    "committed1y": "1-year committed-use prices where the reference has them (GCP)",
-    "spot": "spot/preemptible prices where the reference has them (GCP)",
+PRICE_SET_DESCRIPTIONS: dict[PriceSet, str] = {
+    PriceSet.PAPER2021: "the Cosine paper's 2021 figures (technical report Table 2, paper Sec. 7)",
+    PriceSet.ONDEMAND: "current on-demand list prices (shared/reference, 2024-2026)",
+    PriceSet.COMMITTED1Y: "1-year committed-use prices where the reference has them (GCP)",
+    PriceSet.SPOT: "spot/preemptible prices where the reference has them (GCP)",
 }
-
-PROVIDERS = ("aws", "gcp", "azure")
-SLA_FEATURES = ("migration", "support", "backup", "reliability", "availability")
 
 _SCHEMA = pa.schema(
     [
@@ -67,7 +67,7 @@ _SCHEMA = pa.schema(
 )
 
 
-class CatalogError(ValueError):
+class CatalogError(InputError):
     """The pricing source or parquet file is malformed."""
 
 
@@ -273,6 +273,24 @@ class Catalog:
                 return v
         names = ", ".join(v.name for v in self.vms.get(provider, []))
         raise CatalogError(f"unknown VM {provider}:{name} in price set {self.price_set} (known: {names})")
+
+
+_VM_REF = re.compile(r"^(?P<prov>[a-z]+):(?P<name>[^\[\]]+?)(?:\[x(?P<count>\d+)\])?$")
+#: Most VMs one ``--vm`` reference may ask for (the solver's own cluster cap is far lower).
+MAX_VM_COUNT = 100_000
+
+
+def parse_vm_ref(text: str) -> tuple[Provider, str, int]:
+    """``PROVIDER:TYPE[xCOUNT]`` (e.g. ``aws:r5d.xlarge[x3]``) -> (provider, type, count)."""
+    m = _VM_REF.match(text.strip())
+    if not m:
+        raise CatalogError(f"--vm {text!r}: expected PROVIDER:TYPE[xCOUNT], e.g. aws:r5d.xlarge[x3]")
+    if m.group("prov") not in PROVIDERS:
+        raise CatalogError(f"--vm: unknown provider {m.group('prov')!r} (valid: {', '.join(PROVIDERS)})")
+    count = int(m.group("count") or 1)
+    if not 1 <= count <= MAX_VM_COUNT:
+        raise CatalogError(f"--vm {text!r}: the count must be between 1 and {MAX_VM_COUNT:,}")
+    return Provider(m.group("prov")), m.group("name").strip(), count
 
 
 def _f(x: object, default: float = 0.0) -> float:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from cost_models.cpu import node_throughput
-from cost_models.io_model import OPS, IOCost
+from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
+from specs.vocab import OPERATIONS
 
 #: Bisection steps on log(lambda) for the KL dual: the bracket is e^(+-40) times
 #: the cost spread; 60 halvings of 80 leave 7e-17 in log lambda.
@@ -34,8 +35,8 @@ def noisy_mix(mix: dict[str, float], noise: float) -> dict[str, float]:
     """The paper's noise: (1 - noise) w + noise u over all six operation types."""
     if noise <= 0:
         return dict(mix)
-    u = noise / len(OPS)
-    return {op: (1 - noise) * mix.get(op, 0.0) + u for op in OPS}
+    u = noise / len(OPERATIONS)
+    return {op: (1 - noise) * mix.get(op, 0.0) + u for op in OPERATIONS}
 
 
 def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -103,12 +104,12 @@ def kl_worst_case(c: np.ndarray, w: np.ndarray, rho: float) -> np.ndarray:
 def per_op_costs(io: IOCost, cls: np.ndarray, iops: float, threads: float, scan_length: float) -> np.ndarray:
     """(n, 6) seconds per operation of each type at full parallelism: 1 / X(pure op)."""
     cols = []
-    for op in OPS:
+    for op in OPERATIONS:
         x = node_throughput(getattr(io, op), iops, cls, {op: 1.0}, threads, scan_length)
         cols.append(np.where(x > 0, 1.0 / np.maximum(x, 1e-300), np.inf))
     return np.stack(cols, axis=-1)
 
 
 def mix_vector(mix: dict[str, float]) -> np.ndarray:
-    w = np.array([mix.get(op, 0.0) for op in OPS], dtype=float)
+    w = np.array([mix.get(op, 0.0) for op in OPERATIONS], dtype=float)
     return w / w.sum()

@@ -139,8 +139,11 @@ def _expressions() -> dict[str, Any]:
     for sym, ref, helper in ((closed0, geo, (1 - x**y.NRUNS) / y.ALPHA), (closed1, ageo, helper1)):
         probe = {y.ALPHA: sp.Rational(1, 3), y.NRUNS: 4}
         lhs = sp.simplify(ref.subs(probe))
-        rhs = sp.simplify(sym.subs({y.GEOM(y.ALPHA, y.NRUNS): (1 - x**y.NRUNS) / y.ALPHA,
-                                    y.GEOM1(y.ALPHA, y.NRUNS): helper}).subs(probe))
+        rhs = sp.simplify(
+            sym.subs({y.GEOM(y.ALPHA, y.NRUNS): (1 - x**y.NRUNS) / y.ALPHA, y.GEOM1(y.ALPHA, y.NRUNS): helper}).subs(
+                probe
+            )
+        )
         if sp.simplify(lhs - rhs) != 0:
             raise RuntimeError("closed form of a run sum does not match sympy's summation")
     e["run_sum"] = y.AFIT * closed0 - y.BFIT * closed1

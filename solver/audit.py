@@ -2,74 +2,64 @@
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
-from solver.errors import InputError
-
-
-def _load_run(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    if not run_dir.is_dir():
-        raise InputError(f"{run_dir}: not a run directory")
-    log, sol = run_dir / "solver.log.jsonl", run_dir / "solution.json"
-    if not log.is_file() or not sol.is_file():
-        raise InputError(f"{run_dir}: missing solver.log.jsonl or solution.json (run `cosine solve` first)")
-    recs = []
-    for i, line in enumerate(log.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            recs.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise InputError(f"{log}:{i}: not a JSON record (the file is corrupt)") from None
-    try:
-        solution = json.loads(sol.read_text())
-    except json.JSONDecodeError:
-        raise InputError(f"{sol}: not valid JSON (the file is corrupt)") from None
-    return recs, solution
+from solver.rundir import FrontierRow, load_run
+from specs.errors import InputError
+from specs.vocab import SolverStatus
 
 
 @dataclass
 class AuditRow:
+    """One band's log record and what is wrong with its certificate (empty: nothing)."""
+
     record: dict[str, Any]
     flags: list[str]
 
 
+def _check_threshold(name: str, value: float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{name} must be a finite non-negative number, got {value}")
+
+
 def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditRow]:
     """Flag bands whose certificate is missing or over the thresholds."""
-    if max_gap < 0 or max_approx_error < 0 or math.isnan(max_gap) or math.isnan(max_approx_error):
-        raise InputError("--max-gap and --max-approx-error must be non-negative numbers")
-    recs, _ = _load_run(run_dir)
+    _check_threshold("--max-gap", max_gap)
+    _check_threshold("--max-approx-error", max_approx_error)
+    run = load_run(run_dir)
     rows = []
-    for r in recs:
+    for r in run.log:
         flags = []
-        if r.get("status") in ("optimal", "feasible"):
-            g, a = r.get("mip_gap"), r.get("approx_error")
-            if g is None or g > max_gap:
-                flags.append(f"gap {g if g is None else f'{g:.2e}'} > {max_gap:g}")
-            if a is None or a > max_approx_error:
-                flags.append(f"approx error {a if a is None else f'{a:.2e}'} > {max_approx_error:g}")
-            if r.get("status") == "feasible":
+        status = r.get("status")
+        if status in (SolverStatus.OPTIMAL, SolverStatus.FEASIBLE):
+            for label, key, limit in (("gap", "mip_gap", max_gap), ("approx error", "approx_error", max_approx_error)):
+                v = r.get(key)
+                if v is None or v > limit:
+                    flags.append(f"{label} {v if v is None else f'{v:.2e}'} > {limit:g}")
+            if status == SolverStatus.FEASIBLE:
                 flags.append("not proven optimal")
-        elif r.get("status") not in ("infeasible",):
-            flags.append(f"status {r.get('status')}")
+        elif status != SolverStatus.INFEASIBLE:
+            flags.append(f"status {status}")
         rows.append(AuditRow(r, flags))
     return rows
 
 
-def frontier_rows(run_dir: Path) -> list[dict[str, Any]]:
-    p = run_dir / "frontier.parquet"
-    if not p.is_file():
-        raise InputError(f"{run_dir}: no frontier.parquet (run `cosine solve` first)")
-    try:
-        return pq.ParquetFile(p).read().to_pylist()
-    except Exception:
-        raise InputError(f"{p}: not a readable parquet file (the file is corrupt)") from None
+def _best(rows: list[FrontierRow], by_budget: bool) -> FrontierRow:
+    """Within a budget: the fastest, then the cheapest; for a throughput: the cheapest, then the fastest."""
+    key: Callable[[FrontierRow], tuple[float, float]] = (
+        (lambda r: (r.throughput_ops or 0.0, -(r.monthly_cost or 0.0)))
+        if by_budget
+        else (lambda r: (-(r.monthly_cost or 0.0), r.throughput_ops or 0.0))
+    )
+    return max(rows, key=key)
+
+
+def _summary(r: FrontierRow) -> dict[str, Any]:
+    return {"throughput_ops": r.throughput_ops, "monthly_cost": r.monthly_cost}
 
 
 def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dict[str, Any]:
@@ -80,53 +70,55 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
     for name, v in (("--budget", budget), ("--throughput", throughput)):
         if v is not None and (not math.isfinite(v) or v <= 0):
             raise InputError(f"{name} must be a positive number, got {v}")
-    rows = [r for r in frontier_rows(run_dir) if r.get("throughput_ops")]
+    rows = [r for r in load_run(run_dir).frontier if r.throughput_ops and r.monthly_cost is not None]
     if not rows:
         raise InputError(f"{run_dir}: the frontier has no feasible point")
     if budget is not None:
-        ok = [r for r in rows if r["monthly_cost"] <= budget * (1 + 1e-9)]
+        ok = [r for r in rows if (r.monthly_cost or 0.0) <= budget * (1 + 1e-9)]
         if not ok:
-            cheapest = min(rows, key=lambda r: r["monthly_cost"])
+            cheapest = min(rows, key=lambda r: r.monthly_cost or 0.0)
             return {
                 "query": {"budget": budget},
                 "answer": None,
                 "note": f"no saved configuration costs at most ${budget:,.2f}; the cheapest costs "
-                f"${cheapest['monthly_cost']:,.2f}",
-                "cheapest": cheapest,
+                f"${cheapest.monthly_cost:,.2f}",
+                "cheapest": _row_dict(cheapest),
             }
-        best = max(ok, key=lambda r: (r["throughput_ops"], -r["monthly_cost"]))
     else:
-        ok = [r for r in rows if r["throughput_ops"] >= throughput * (1 - 1e-9)]  # type: ignore[operator]
+        assert throughput is not None
+        ok = [r for r in rows if (r.throughput_ops or 0.0) >= throughput * (1 - 1e-9)]
         if not ok:
-            fastest = max(rows, key=lambda r: r["throughput_ops"])
+            fastest = max(rows, key=lambda r: r.throughput_ops or 0.0)
             return {
                 "query": {"throughput": throughput},
                 "answer": None,
                 "note": f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
-                f"{fastest['throughput_ops']:,.0f} ops/s for ${fastest['monthly_cost']:,.2f}",
-                "fastest": fastest,
+                f"{fastest.throughput_ops:,.0f} ops/s for ${fastest.monthly_cost:,.2f}",
+                "fastest": _row_dict(fastest),
             }
-        best = min(ok, key=lambda r: (r["monthly_cost"], -r["throughput_ops"]))
-    best = dict(best)
-    best["configuration"] = json.loads(best["configuration"]) if best.get("configuration") else {}
-    by_provider: dict[str, dict[str, float]] = {}
-    for r in ok:
-        p = r["provider"]
-        key = (
-            (r["throughput_ops"], -r["monthly_cost"])
-            if budget is not None
-            else (-r["monthly_cost"], r["throughput_ops"])
-        )
-        cur = by_provider.get(p)
-        cur_key = (
-            None
-            if cur is None
-            else (
-                (cur["throughput_ops"], -cur["monthly_cost"])
-                if budget is not None
-                else (-cur["monthly_cost"], cur["throughput_ops"])
-            )
-        )
-        if cur_key is None or key > cur_key:
-            by_provider[p] = {"throughput_ops": r["throughput_ops"], "monthly_cost": r["monthly_cost"]}
-    return {"query": {"budget": budget, "throughput": throughput}, "answer": best, "per_provider": by_provider}
+    by_budget = budget is not None
+    best = _best(ok, by_budget)
+    per_provider = {p: _summary(_best([r for r in ok if r.provider == p], by_budget)) for p in {r.provider for r in ok}}
+    return {
+        "query": {"budget": budget, "throughput": throughput},
+        "answer": _row_dict(best),
+        "per_provider": dict(sorted(per_provider.items())),
+    }
+
+
+def _row_dict(r: FrontierRow) -> dict[str, Any]:
+    """A frontier row as the JSON answer shows it (``class`` spelled as in the file)."""
+    return {
+        "band": r.band,
+        "budget": r.budget,
+        "provider": r.provider,
+        "status": r.status,
+        "monthly_cost": r.monthly_cost,
+        "throughput_ops": r.throughput_ops,
+        "latency_s": r.latency_s,
+        "class": r.design_class,
+        "gap": r.gap,
+        "approx_error": r.approx_error,
+        "repaired": r.repaired,
+        "configuration": r.configuration_dict(),
+    }

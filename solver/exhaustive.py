@@ -46,7 +46,7 @@ def exhaustive(
     limit: int = MAX_ENUMERATION,
 ) -> Best:
     """Best (max throughput, then min cost) cluster within ``budget``."""
-    from solver.errors import InputError
+    from specs.errors import InputError
 
     N = spec.workload.entries
     data_gib = spec.workload.data_bytes / GIB

@@ -11,7 +11,6 @@ approximation error next to HiGHS's (or CP-SAT's) MIP gap.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,8 +21,7 @@ import numpy as np
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.design import DesignBatch
-from cost_models.evaluate import evaluate_designs, workload_partitions
-from cost_models.io_model import OPS
+from cost_models.evaluate import design_entry, evaluate_designs, workload_partitions
 from cost_models.pricing import Catalog
 from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
 from solver.backends import Backend, Result
@@ -31,6 +29,7 @@ from solver.exhaustive import exhaustive
 from solver.model import X_SCALE, Chosen, LinearModel, MipMeta, build_mip, read_solution, set_budget
 from solver.tables import Context, Tables
 from specs.schema import Spec
+from specs.vocab import OPERATIONS, Method, SolverStatus
 
 DEFAULT_BANDS = 40
 PRESETS = ("rocksdb", "wiredtiger", "faster")
@@ -60,7 +59,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
     cap = sum(c.entries * k for c, k in nodes)
     parts = workload_partitions(spec.workload)
     xs, per_node = [], []
-    io = dict.fromkeys(OPS, 0.0)
+    io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
     for c, k in nodes:
         s = c.entries * N / cap  # keys actually on each node of this context
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
@@ -74,30 +73,12 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
         share = s * k / N
         for op, v in ne.io.per_op().items():
             io[op] += share * float(v[0])
-        lay = ne.layout
         per_node.append(
             {
                 "vm_type": c.vm.name,
                 "count": k,
-                "entries_per_node": s,
-                "class": lay.class_name(0),
-                "T": c.design.T,
-                "K": c.design.K,
-                "Z": c.design.Z,
-                "L": int(lay.L[0]),
-                "Y": int(lay.Y[0]),
-                "lsh": c.design.lsh,
-                "block_bytes": c.design.block_bytes,
-                "buffer_bytes": c.design.buffer_bytes,
-                "bloom_bits_per_key": c.design.bloom_bits,
-                "bloom_bits_per_level": [
-                    round(float(b), 3) for b, e in zip(lay.bits[0], lay.exists[0], strict=True) if e
-                ],
-                "bloom_allocation": c.design.bloom_allocation,
-                "filter_bytes": float(lay.mem_filter[0]),
-                "fence_bytes": float(lay.mem_fence[0]),
-                "cache_bytes": float(lay.mem_cache[0]),
-                "threads": c.design.threads or c.vm.vcpu,
+                **design_entry(c.design, ne.layout, 0),
+                "threads": threads,
                 "node_throughput_ops": x,
                 "storage": {
                     "product": c.storage.product,
@@ -119,7 +100,7 @@ class Point:
     band: int
     budget: float
     provider: str
-    status: str
+    status: SolverStatus
     result: Result | None
     chosen: Chosen | None
     exact: Exact | None
@@ -218,15 +199,8 @@ def _exhaustive_point(
     b = exhaustive(spec, catalog, contexts, budget, max_cluster, min_throughput)
     secs = time.perf_counter() - t0
     if b.throughput_kops < 0:
-        return Point(
-            band,
-            budget,
-            provider,
-            "infeasible",
-            Result("infeasible", math.inf, math.inf, math.inf, b.visited, secs, None, "exhaustive"),
-            None,
-            None,
-        )
+        res = Result.infeasible(Method.EXHAUSTIVE, b.visited, secs)
+        return Point(band, budget, provider, SolverStatus.INFEASIBLE, res, None, None)
     nodes = [(contexts[i], k) for i, k in b.nodes]
     compute = sum(c.vm.usd_per_month * k for c, k in nodes)
     storage = sum(c.storage.usd_month * k for c, k in nodes)
@@ -236,8 +210,9 @@ def _exhaustive_point(
     ex = reevaluate(spec, nodes, rho)
     mip_x = b.throughput_kops / X_SCALE
     err = abs(mip_x - ex.throughput) / ex.throughput if ex.throughput > 0 else math.inf
-    res = Result("optimal", -b.throughput_kops, -b.throughput_kops, 0.0, b.visited, secs, None, "exhaustive")
-    return Point(band, budget, provider, "optimal", res, chosen, ex, err)
+    obj = -b.throughput_kops  # enumeration proves optimality: bound = objective
+    res = Result(SolverStatus.OPTIMAL, obj, obj, 0.0, b.visited, secs, None, Method.EXHAUSTIVE)
+    return Point(band, budget, provider, SolverStatus.OPTIMAL, res, chosen, ex, err)
 
 
 @dataclass
@@ -336,8 +311,7 @@ def solve_frontier(
                     if math.isfinite(floor)
                     else "infeasible: no configuration at any budget"
                 )
-                res = Result("infeasible", math.inf, math.inf, math.inf, 0, 0.0, None, backend.name)
-                pt = Point(i, float(b), p, "infeasible", res, None, None)
+                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, Result.infeasible(backend.name), None, None)
                 if log is not None:
                     log.write_text(note + "\n")
             elif method == "mip" and top is not None and b >= top.cost * (1 + 1e-9):
@@ -373,7 +347,7 @@ def solve_frontier(
         fr.best.append(
             max(cands, key=lambda q: (q.throughput, -q.cost))
             if cands
-            else Point(i, float(budgets[i]), "", "infeasible", None, None, None)
+            else Point(i, float(budgets[i]), "", SolverStatus.INFEASIBLE, None, None, None)
         )
     return fr
 
@@ -512,22 +486,3 @@ def neighbours(points: list[Point], budget: float) -> dict[str, Any]:
             "provider": prv.provider,
         }
     return out
-
-
-def clean(obj: Any) -> Any:
-    """JSON-safe copy: numpy scalars to Python, non-finite floats to None."""
-    if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [clean(v) for v in obj.tolist()]
-    if isinstance(obj, np.floating | np.integer | np.bool_):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def to_json(obj: Any, indent: int | None = 2) -> str:
-    return json.dumps(clean(obj), indent=indent, allow_nan=False)

@@ -8,35 +8,15 @@ temporary file, then rename), so an interrupted sweep keeps what it finished.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from solver.errors import InputError
-
-SCHEMA = pa.schema(
-    [
-        ("spec", pa.string()),
-        ("spec_path", pa.string()),
-        ("budget", pa.float64()),
-        ("provider", pa.string()),
-        ("status", pa.string()),
-        ("monthly_cost", pa.float64()),
-        ("throughput_ops", pa.float64()),
-        ("latency_s", pa.float64()),
-        ("class", pa.string()),
-        ("gap", pa.float64()),
-        ("approx_error", pa.float64()),
-        ("backend", pa.string()),
-        ("configuration", pa.string()),
-    ]
-)
+from solver.rundir import PointColumns, SweepRow
+from specs.errors import InputError
+from specs.io import read_rows, write_rows
 
 
 def parse_budgets(text: str) -> np.ndarray:
@@ -53,14 +33,23 @@ def parse_budgets(text: str) -> np.ndarray:
     return np.geomspace(lo, hi, n) if n > 1 else np.array([lo])
 
 
+#: Most sweep worker processes (each builds design tables; more than a machine's cores only adds memory).
+MAX_WORKERS = 256
+
+
+def check_workers(workers: int) -> None:
+    if not 1 <= workers <= MAX_WORKERS:
+        raise InputError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+
+
 def _key(spec: str, budget: float, provider: str) -> tuple[str, float, str]:
     return (spec, round(float(budget), 6), provider)
 
 
-def _solve_spec(spec_path: str, budgets: list[float], providers: list[str], backend_name: str) -> list[dict[str, Any]]:
+def _solve_spec(spec_path: str, budgets: list[float], providers: list[str], backend_name: str) -> list[SweepRow]:
     from cost_models.pricing import load_catalog
     from solver.backends import get_backend
-    from solver.frontier import solve_frontier, to_json
+    from solver.frontier import solve_frontier
     from solver.tables import build_tables
     from specs.schema import load_spec
 
@@ -76,47 +65,15 @@ def _solve_spec(spec_path: str, budgets: list[float], providers: list[str], back
         budgets=np.array(budgets),
         providers=tuple(p for p in provs if p in tables.contexts),
     )
-    rows = []
-    for p, pts in fr.points.items():
-        for pt in pts:
-            r = pt.result
-            rows.append(
-                {
-                    "spec": spec.name,
-                    "spec_path": spec_path,
-                    "budget": pt.budget,
-                    "provider": p,
-                    "status": pt.status,
-                    "monthly_cost": pt.cost if pt.chosen else None,
-                    "throughput_ops": pt.throughput if pt.chosen else None,
-                    "latency_s": 1 / pt.throughput if pt.chosen and pt.throughput > 0 else None,
-                    "class": pt.dominant_class(),
-                    "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-                    "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
-                    "backend": fr.backend,
-                    "configuration": to_json(pt.configuration(), indent=None),
-                }
-            )
-    return rows
+    return [
+        SweepRow(**PointColumns.of(pt), spec=spec.name, spec_path=spec_path, backend=fr.backend)
+        for pts in fr.points.values()
+        for pt in pts
+    ]
 
 
-def _read(out: Path) -> list[dict[str, Any]]:
-    if not out.exists():
-        return []
-    try:
-        t = pq.ParquetFile(out).read()
-    except Exception:
-        raise InputError(f"{out}: exists but is not a readable parquet file; move it away to start afresh") from None
-    missing = set(SCHEMA.names) - set(t.column_names)
-    if missing:
-        raise InputError(f"{out}: not a sweep file (lacks {', '.join(sorted(missing))})")
-    return t.to_pylist()
-
-
-def _write(out: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
-    os.replace(tmp, out)
+def _read(out: Path) -> list[SweepRow]:
+    return read_rows(out, SweepRow, "sweep file") if out.exists() else []
 
 
 def sweep(
@@ -139,7 +96,7 @@ def sweep(
     if out.suffix != ".parquet":
         raise InputError(f"--out {out}: the sweep file must end in .parquet")
     existing = _read(out)
-    done = {_key(r["spec"], r["budget"], r["provider"]) for r in existing}
+    done = {_key(r.spec, r.budget, r.provider) for r in existing}
     jobs = []
     skipped = 0
     for path, name, provs in specs:
@@ -156,21 +113,21 @@ def sweep(
         with ProcessPoolExecutor(max_workers=workers) as ex:
             futs = {ex.submit(_solve_spec, sp, b, pr, backend): (sp, b, pr) for sp, b, pr in jobs}
             for f in as_completed(futs):
-                new = [r for r in f.result() if _key(r["spec"], r["budget"], r["provider"]) not in done]
+                new = [r for r in f.result() if _key(r.spec, r.budget, r.provider) not in done]
                 rows += new
-                _write(out, rows)
+                write_rows(out, rows, SweepRow)
                 finished += len(futs[f][1]) * len(futs[f][2])
                 if progress:
                     progress(finished, total)
     else:
         for sp, b, pr in jobs:
             solved = _solve_spec(sp, b, pr, backend)
-            new = [r for r in solved if _key(r["spec"], r["budget"], r["provider"]) not in done]
+            new = [r for r in solved if _key(r.spec, r.budget, r.provider) not in done]
             rows += new
-            _write(out, rows)
+            write_rows(out, rows, SweepRow)
             finished += len(b) * len(pr)
             if progress:
                 progress(finished, total)
     if not jobs and not out.exists():
-        _write(out, rows)
+        write_rows(out, rows, SweepRow)
     return {"rows": len(rows), "new": len(rows) - len(existing), "skipped": skipped}

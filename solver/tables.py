@@ -25,11 +25,12 @@ from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
-from cost_models.layout import CLASS_CODES, CLASS_NAMES, derive, level_shape, split_memory
+from cost_models.layout import derive, level_shape, split_memory
 from cost_models.pricing import Catalog, VmType
 from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
 from solver.space import Grid, grid_for, shard_sizes
 from specs.schema import Spec
+from specs.vocab import DesignClass
 
 #: Volume sizes offered per node, as multiples of the shard's logical data
 #: (space amplification of LSM levels and of the hash log's garbage).
@@ -101,7 +102,7 @@ class Scorer:
 
 
 def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
-    codes = [CLASS_CODES[c] for c in spec.design.classes]
+    codes = [DesignClass(c).code for c in spec.design.classes]
     return np.isin(cls, codes)
 
 
@@ -144,7 +145,7 @@ def _best_per_vm(
                     throughput=float(x[i]),
                     io_total=float(score.total[i]),
                     design=make_design(i, vm.vcpu),
-                    design_class=CLASS_NAMES[int(score.cls[i])],
+                    design_class=DesignClass.of_code(int(score.cls[i])),
                     levels=int(L[i]),
                     cold_levels=int(Y[i]),
                 )

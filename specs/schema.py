@@ -15,6 +15,9 @@ from typing import Any
 
 import yaml
 
+from specs.errors import InputError
+from specs.vocab import DESIGN_CLASSES, OPERATIONS, PRICE_SETS, PROVIDERS, SLA_FEATURES
+
 #: Largest spec file accepted; real specs are a few hundred bytes.
 MAX_SPEC_BYTES = 1 << 20
 #: YAML aliases allowed per file (anchors are handy for sharing a distribution;
@@ -23,7 +26,6 @@ MAX_ALIASES = 50
 #: Entries above this are rejected as absurd (1e15 x 1 KiB = 1 EB).
 MAX_ENTRIES = 1e15
 
-OPERATIONS = ("get", "empty_get", "range", "insert", "update", "rmw")
 DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
     "uniform": {},
     "zipfian": {"theta": 0.99},
@@ -31,13 +33,9 @@ DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
     "normal": {"mean": 0.5, "stddev": None},
     "latest": {"theta": 0.99},
 }
-PROVIDERS = ("aws", "gcp", "azure")
-SLA_FEATURES = ("migration", "support", "backup", "reliability", "availability")
-DESIGN_CLASSES = ("lsm", "btree", "lsh", "hybrid")
-PRICE_SETS = ("paper2021", "ondemand", "committed1y", "spot")
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A spec problem: ``field`` is the dotted path, ``problem`` the one-line reason."""
 
     def __init__(self, field: str, problem: str) -> None:
@@ -372,7 +370,9 @@ def _workload(v: Any) -> Workload:
 
     ops_raw = _mapping("workload.operations", w["operations"])
     _check_keys("workload.operations", ops_raw, list(OPERATIONS), [])
-    ops = {op: _number(f"workload.operations.{op}", ops_raw.get(op, 0.0), lo=0.0, hi=1.0) for op in OPERATIONS}
+    ops: dict[str, float] = {
+        op: _number(f"workload.operations.{op}", ops_raw.get(op, 0.0), lo=0.0, hi=1.0) for op in OPERATIONS
+    }
     total = sum(ops.values())
     if abs(total - 1.0) > 1e-6:
         raise SpecError("workload.operations", f"fractions sum to {total:.6g}, must sum to 1 (±1e-6)")

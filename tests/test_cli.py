@@ -79,7 +79,7 @@ def test_evaluate_custom_design_text():
         (["--vm", "ibm:x1"], ["unknown provider"]),
         (["--vm", "aws:r5d.huge"], ["unknown VM"]),
         (["--vm", "aws r5d.large"], ["PROVIDER:TYPE"]),
-        (["--vm", "aws:r5d.large[x0]"], ["at least 1"]),
+        (["--vm", "aws:r5d.large[x0]"], ["between 1 and"]),
     ],
 )
 def test_evaluate_bad_flags(args, words):

@@ -122,11 +122,13 @@ def test_audit_passes_then_flags(solved, tmp_path):
     assert res.exit_code == 1 and "1 of" in res.output
 
 
-def test_audit_bad_inputs(tmp_path):
+def test_audit_bad_inputs(solved, tmp_path):
+    _, out, _ = solved
     res = runner.invoke(app, ["audit", str(tmp_path / "nope")])
     assert res.exit_code == 2
+    for f in ("solution.json", "frontier.parquet"):
+        (tmp_path / f).write_bytes((out / f).read_bytes())
     (tmp_path / "solver.log.jsonl").write_text("{not json\n")
-    (tmp_path / "solution.json").write_text("{}")
     res = runner.invoke(app, ["audit", str(tmp_path)])
     assert res.exit_code == 2 and "corrupt" in res.stderr
 
@@ -141,6 +143,8 @@ def test_whatif(solved, tmp_path):
     assert res.exit_code == 0 and "ops/s for $" in res.output
     res = runner.invoke(app, ["whatif", str(out), "--budget", "5", "--throughput", "5"])
     assert res.exit_code == 2
+    for f in ("solution.json", "solver.log.jsonl"):
+        (tmp_path / f).write_bytes((out / f).read_bytes())
     (tmp_path / "frontier.parquet").write_bytes(b"garbage")
     res = runner.invoke(app, ["whatif", str(tmp_path), "--budget", "100"])
     assert res.exit_code == 2 and "corrupt" in res.stderr

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from cost_models.design import Design, DesignBatch
 from cost_models.evaluate import evaluate_designs
-from specs.schema import OPERATIONS, Distribution, Workload, validate
+from specs.schema import Distribution, Workload, validate
+from specs.vocab import OPERATIONS
 
 dists = st.one_of(
     st.just(Distribution("uniform")),

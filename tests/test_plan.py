@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.errors import InputError
-from solver.plan import (
+from specs.errors import InputError
+from studies.plan.dp import (
     ConfigInfo,
     PlanProblem,
     ReconfigCosts,
@@ -28,7 +28,7 @@ from solver.plan import (
     simulate,
     static_plan,
 )
-from solver.plan_build import TRACE_COLUMNS, load_trace, quantize
+from studies.plan.trace import TRACE_COLUMNS, load_trace, quantize
 
 TRACES = Path(__file__).resolve().parent.parent / "specs" / "traces"
 REL = 1e-9
@@ -276,8 +276,8 @@ def test_parquet_trace_equals_csv(tmp_path: Path) -> None:
 
 def test_unknown_provider_and_bad_flags() -> None:
     from cost_models.pricing import load_catalog
-    from solver.plan_build import build_plan_problem
     from specs.schema import load_spec
+    from studies.plan.build import build_plan_problem
 
     spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "ycsb_a.yaml")
     trace = load_trace(TRACES / "mgrast.csv")
@@ -310,8 +310,8 @@ def test_naive_loses_to_default_on_mgrast_with_the_cost_model() -> None:
     searches them per workload)."""
     from cost_models.design import Design
     from cost_models.pricing import load_catalog
-    from solver.plan_build import build_plan_problem
     from specs.schema import load_spec
+    from studies.plan.build import build_plan_problem
 
     spec = load_spec(TRACES / "sophia.yaml")
     cat = load_catalog(spec.pricing)

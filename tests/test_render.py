@@ -8,9 +8,9 @@ import tomllib
 import pytest
 from typer.testing import CliRunner
 
-from bench.engine import TEMPLATE, build, run, scaled_config, workload_json
 from cli import app
-from solver.render import algorithms, engine_sections, threads_from_phi, to_toml
+from measure.engine import TEMPLATE, build, run, scaled_config, workload_json
+from render.config import algorithms, engine_sections, threads_from_phi, to_toml
 from specs.schema import parse_spec
 
 runner = CliRunner()
@@ -105,16 +105,26 @@ def test_algorithm3_and_threads():
     assert g(0.7, 15) / g(0.7, 16) > 0.99 > g(0.7, 14) / g(0.7, 16)
 
 
-@pytest.mark.parametrize("cls,design", [
-    ("lsm", {"T": 6, "K": 1, "Z": 1, "L": 3, "Y": 0, "bloom_bits_per_level": [9.0, 7.0, 5.0]}),
-    ("hybrid", {"T": 4, "K": 3, "Z": 1, "L": 4, "Y": 2, "bloom_bits_per_level": [8.0, 6.0, 0.0, 0.0]}),
-    ("btree", {"T": 8, "K": 1, "Z": 1, "L": 3, "Y": 1, "bloom_bits_per_level": [0.0]}),
-    ("lsh", {"T": 10, "K": 1, "Z": 1, "L": 1, "Y": 0, "lsh": True, "bloom_bits_per_level": [0.0]}),
-])
+@pytest.mark.parametrize(
+    "cls,design",
+    [
+        ("lsm", {"T": 6, "K": 1, "Z": 1, "L": 3, "Y": 0, "bloom_bits_per_level": [9.0, 7.0, 5.0]}),
+        ("hybrid", {"T": 4, "K": 3, "Z": 1, "L": 4, "Y": 2, "bloom_bits_per_level": [8.0, 6.0, 0.0, 0.0]}),
+        ("btree", {"T": 8, "K": 1, "Z": 1, "L": 3, "Y": 1, "bloom_bits_per_level": [0.0]}),
+        ("lsh", {"T": 10, "K": 1, "Z": 1, "L": 1, "Y": 0, "lsh": True, "bloom_bits_per_level": [0.0]}),
+    ],
+)
 def test_rendered_configs_run_in_the_engine(engine_binary, cls, design):
     """Each class's rendered engine.toml loads and serves a small workload in the real engine."""
-    d = {"class": cls, "buffer_bytes": 64 * 1024, "block_bytes": 4096, "cache_bytes": 0.0, "threads": 1,
-         "entries_per_node": 20_000, **design}
+    d = {
+        "class": cls,
+        "buffer_bytes": 64 * 1024,
+        "block_bytes": 4096,
+        "cache_bytes": 0.0,
+        "threads": 1,
+        "entries_per_node": 20_000,
+        **design,
+    }
     text = to_toml(engine_sections(d, 16, 100, {"get": 0.5, "update": 0.5}, f"test {cls}"))
     spec = parse_spec(SPEC)
     wl = workload_json(spec, 20_000, 20_000, 1)

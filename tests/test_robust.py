@@ -31,8 +31,11 @@ def brute_force(c: np.ndarray, w: np.ndarray, rho: float, steps: int = 200) -> f
 
 
 @settings(max_examples=30, deadline=None)
-@given(c=st.lists(st.floats(0.0, 100.0), min_size=3, max_size=3),
-       w=st.lists(st.floats(0.05, 1.0), min_size=3, max_size=3), rho=st.floats(0.001, 3.0))
+@given(
+    c=st.lists(st.floats(0.0, 100.0), min_size=3, max_size=3),
+    w=st.lists(st.floats(0.05, 1.0), min_size=3, max_size=3),
+    rho=st.floats(0.001, 3.0),
+)
 def test_dual_matches_brute_force(c, w, rho):
     c = np.array(c)
     w = np.array(w) / sum(w)

@@ -208,7 +208,7 @@ def test_approx_error_is_measured_not_assumed():
 
 
 def test_exhaustive_refuses_large_instances():
-    from solver.errors import InputError
+    from specs.errors import InputError
 
     cat = load_catalog("paper2021")
     spec = replace(make_spec(mc=30), design=replace(make_spec().design, max_cluster_size=30))
@@ -221,8 +221,9 @@ def test_x_scale_is_kops():
     assert X_SCALE == 1e-3
 
 
-@pytest.mark.parametrize("mix", [(0.1, 0.0, 0.0, 0.45, 0.45, 0.0), (0.5, 0.0, 0.0, 0.0, 0.5, 0.0),
-                                 (0.0, 0.0, 0.95, 0.05, 0.0, 0.0)])
+@pytest.mark.parametrize(
+    "mix", [(0.1, 0.0, 0.0, 0.45, 0.45, 0.0), (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), (0.0, 0.0, 0.95, 0.05, 0.0, 0.0)]
+)
 def test_tables_agree_with_the_exact_model(mix):
     """Every table entry, re-evaluated exactly at its own shard size, within 1%
     (the interpolated windows are the only difference). Regression: a buffer

@@ -9,15 +9,19 @@ its small size: few cases, short runs that see fewer merge cycles).
 
 from __future__ import annotations
 
-from bench.validate import validate
+from measure.validate import validate
 
 TARGET, MARGIN = 0.90, 0.10
 
 
-def test_model_matches_engine_on_a_small_grid(tmp_path):
-    v = validate(20_000, 10_000, quick=True, data_root=tmp_path,
-                 only_designs=("rocksdb", "wiredtiger", "faster", "hybrid-base"),
-                 only_workloads=("ycsb_c", "only_empty_get", "uniform_get_put"))
+def test_model_matches_engine_on_a_small_grid():
+    v = validate(
+        20_000,
+        10_000,
+        quick=True,
+        only_designs=("rocksdb", "wiredtiger", "faster", "hybrid-base"),
+        only_workloads=("ycsb_c", "only_empty_get", "uniform_get_put"),
+    )
     s = v.summary()
     print(f"\\nvalidation slice: {s}")
     assert s["cases"] >= 12

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-OPERATIONS = ("get", "empty_get", "range", "insert", "update", "rmw")
+from specs.vocab import OPERATIONS
+
 COLUMNS = ("time_s", *OPERATIONS, "load_ops")
 #: Decimals written per fraction; the largest fraction absorbs the rounding so
 #: each row sums to exactly 1.

@@ -1,4 +1,4 @@
-"""Rich rendering of evaluations, solutions and audits (presentation only)."""
+"""What `cosine evaluate`, `solve`, `audit`, `whatif` and `sweep` print."""
 
 from __future__ import annotations
 
@@ -7,29 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-OP_LABELS = {
-    "get": "get (single-result lookup)",
-    "empty_get": "empty get (no-result lookup)",
-    "range": "range scan",
-    "insert": "insert",
-    "update": "blind update",
-    "rmw": "read-modify-write",
-}
-
-
-def money(x: float) -> str:
-    return f"${x:,.2f}"
-
-
-def si(x: float) -> str:
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= div:
-            return f"{x / div:,.2f}{unit}"
-    return f"{x:,.2f}"
-
-
-def gib(x: float) -> str:
-    return f"{x / 2**30:,.2f} GiB"
+from report.format import OP_LABELS, gib, money, si
 
 
 def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console | None = None) -> None:
@@ -169,3 +147,56 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
             "optional SLAs: "
             + ", ".join(f"{k} {'+' + money(v) if v is not None else 'not priced'}" for k, v in opt.items())
         )
+
+
+def print_audit(rows: list[Any], run_dir: str, max_gap: float, max_approx_error: float) -> int:
+    """The audit table (``solver.audit.AuditRow`` each); returns how many bands are flagged."""
+    con = Console()
+    t = Table(title=f"audit of {run_dir} (max gap {max_gap:g}, max approximation error {max_approx_error:g})")
+    for c in ("band", "provider", "budget", "status", "MIP gap", "approx error", "nodes", "wall s", "flags"):
+        t.add_column(c)
+
+    def f(v: object, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    for r in rows:
+        rec = r.record
+        t.add_row(
+            str(rec["band"]),
+            rec["provider"],
+            f"${rec['budget']:,.0f}",
+            rec["status"],
+            f(rec.get("mip_gap"), ".1e"),
+            f(rec.get("approx_error"), ".1e"),
+            f(rec.get("nodes"), "d"),
+            f(rec.get("wall_s"), ".3f"),
+            ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else "ok",
+        )
+    con.print(t)
+    flagged = sum(bool(r.flags) for r in rows)
+    con.print(f"{flagged} of {len(rows)} bands flagged")
+    return flagged
+
+
+def print_whatif(ans: dict[str, Any]) -> None:
+    """One line for the answer, one per provider."""
+    con = Console()
+    a = ans["answer"]
+    if a is None:
+        con.print(ans["note"])
+        return
+    cfg = a["configuration"]
+    vms = ", ".join(f"{v['count']} x {v['type']}" for v in cfg.get("vms", []))
+    con.print(
+        f"{a['provider']}: {vms} ({a['class']}) -> {a['throughput_ops']:,.0f} ops/s for "
+        f"{money(a['monthly_cost'])}/month (saved band {a['band']}, budget ${a['budget']:,.0f})"
+    )
+    for p, v in ans["per_provider"].items():
+        con.print(f"  {p}: {v['throughput_ops']:,.0f} ops/s for {money(v['monthly_cost'])}/month")
+
+
+def print_written(what: str) -> None:
+    """The closing 'wrote ...' line of a command."""
+    import typer
+
+    typer.echo(f"wrote {what}")

@@ -1,188 +1,25 @@
 """`cosine render`: a solution (or a preset) -> a Rust engine workspace.
 
 Copies ``engine-template/`` (without build output) and writes ``engine.toml``
-— the contract of docs/engine-contract.md — for the design of each VM type of
-the solution, plus a README saying which design it is and how to run it.
-Algorithm 3 of the paper maps the layout to the algorithmic primitives; the
-thread count is where Eq. 2's speed-up stops improving by more than 1%.
+(:mod:`render.config`) for the design of each VM type of the solution, plus a
+README saying which design it is and how to run it.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT
-from cost_models.design import Design, DesignBatch, preset
-from cost_models.layout import CLASS_CODES, derive
-from solver.errors import InputError
+from cost_models.design import PRESETS
+from cost_models.pricing import load_catalog
+from render.config import engine_sections, preset_design_entry, to_toml
+from specs.errors import InputError
 
 TEMPLATE = REPO_ROOT / "engine-template"
 MARKER = ".cosine-render"
-#: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
-#: point where Equation 2 converges").
-THREAD_GAIN = 0.01
-#: Entries per SST file: the engine's unit of partial compaction (a 64 Ki-entry
-#: file is 6.5 MiB at 100-byte entries).
-FILE_ENTRIES = 65536
-
-
-def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
-    """Smallest eta whose Amdahl speed-up is within THREAD_GAIN of all cores'."""
-    import numpy as np
-
-    from cost_models.cpu import workload_phi
-    from cost_models.symbolic import compiled
-
-    phi = float(workload_phi(np.array([CLASS_CODES[cls]]), mix)[0])
-    g = compiled()["amdahl"]
-    full = float(g(phi, float(vcpu)))
-    for eta in range(1, vcpu + 1):
-        if float(g(phi, float(eta))) >= full * (1 - THREAD_GAIN):
-            return eta
-    return vcpu
-
-
-def algorithms(cls: str, levels: int, cold: int) -> dict[str, Any]:
-    """Paper Algorithm 3 + Table 1: the algorithmic primitives of a layout class."""
-    if cls == "lsm":
-        return {
-            "compaction": "full",
-            "run_strategy": "first",
-            "file_picking": "dense_fp",
-            "merge_threshold": 1.0,
-            "full_compaction_levels": max(1, levels),
-        }
-    if cls == "btree":
-        return {
-            "compaction": "partial",
-            "run_strategy": "first",
-            "file_picking": "choose_first",
-            "merge_threshold": 1.0,
-            "full_compaction_levels": 0,
-        }
-    if cls == "hybrid":  # LSM-like hot levels compacted fully, B-tree-like cold levels partially
-        return {
-            "compaction": "hybrid",
-            "run_strategy": "fullest",
-            "file_picking": "dense_fp",
-            "merge_threshold": 1.0,
-            "full_compaction_levels": max(1, levels - cold),
-        }
-    if cls == "lsh":
-        from cost_models.design import model_constants
-
-        return {
-            "compaction": "partial",
-            "run_strategy": "first",
-            "file_picking": "oldest_flushed",
-            "merge_threshold": 1.0 - model_constants()["lsh_gc_dead_fraction"],
-            "full_compaction_levels": 0,
-        }
-    raise InputError(f"unknown design class {cls!r}")
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(float(v)) if math.isfinite(v) else "0.0"
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(type(v))
-
-
-def to_toml(sections: dict[str, dict[str, Any]], header: str = "") -> str:
-    out = [f"# {line}" for line in header.splitlines()] + ([""] if header else [])
-    for name, body in sections.items():
-        out.append(f"[{name}]")
-        out += [f"{k} = {_toml_value(v)}" for k, v in body.items()]
-        out.append("")
-    return "\n".join(out)
-
-
-def engine_sections(
-    d: dict[str, Any],
-    key_bytes: int,
-    value_bytes: int,
-    mix: dict[str, float],
-    name: str,
-    vcpu: int | None = None,
-    wal_sync: str = "group_commit",
-    scale: float = 1.0,
-) -> dict[str, dict]:
-    """engine.toml sections for one design entry of solution.json (``designs[i]``).
-
-    ``scale`` multiplies the memory budgets (buffer, cache) when the engine
-    runs a smaller data set than the node the design was made for.
-    """
-    entry = key_bytes + value_bytes
-    cls = d["class"]
-    levels, cold = int(d["L"]), int(d["Y"])
-    bits = [float(b) for b in d.get("bloom_bits_per_level") or [0.0]] or [0.0]
-    threads = d.get("threads") or 1
-    if vcpu:
-        threads = threads_from_phi(cls, mix, vcpu)
-    lsh = bool(d.get("lsh")) or cls == "lsh"
-    T = float(d["T"])
-    if lsh:  # Table 1: T = N E / M_B, one level that is never compacted (K = Z = T - 1)
-        T = max(2.0, math.ceil(d.get("entries_per_node", 1e6) * entry / max(d["buffer_bytes"], 1.0)))
-    return {
-        "design": {"name": name, "class": cls},
-        "layout": {
-            "key_bytes": int(key_bytes),
-            "value_bytes": int(value_bytes),
-            "block_entries": max(1, int(d["block_bytes"]) // entry),
-            "size_ratio": T,
-            "runs_per_hot_level": int(T - 1) if lsh else int(d["K"]),
-            "runs_per_cold_level": int(T - 1) if lsh else int(d["Z"]),
-            "buffer_bytes": max(entry * 64, int(d["buffer_bytes"] * scale)),
-            "bloom_bits_per_key": [0.0] if lsh else [round(b, 4) for b in bits],
-            "hot_levels": 1 if lsh else max(0, levels - cold),
-            "block_cache_bytes": int(max(0.0, d.get("cache_bytes", 0.0)) * scale),
-        },
-        "algorithms": {
-            "filter_granularity": "file",
-            **algorithms(cls, levels, cold),
-            "file_entries": FILE_ENTRIES,
-            "threads": int(threads),
-        },
-        "durability": {"wal_sync": wal_sync, "group_commit_interval_us": 1000},
-    }
-
-
-def preset_design_entry(
-    name: str, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float
-) -> dict[str, Any]:
-    """A preset as a solution.json design entry (layout derived by the model)."""
-    d: Design = preset(name)
-    lay = derive(DesignBatch.of([d]), n_keys, key_bytes, value_bytes, memory_bytes)
-    return {
-        "vm_type": "local",
-        "count": 1,
-        "entries_per_node": n_keys,
-        "class": lay.class_name(0),
-        "T": d.T,
-        "K": d.K,
-        "Z": d.Z,
-        "L": int(lay.L[0]),
-        "Y": int(lay.Y[0]),
-        "lsh": d.lsh,
-        "block_bytes": d.block_bytes,
-        "buffer_bytes": d.buffer_bytes,
-        "bloom_bits_per_key": d.bloom_bits,
-        "bloom_bits_per_level": [float(b) for b, e in zip(lay.bits[0], lay.exists[0], strict=True) if e],
-        "fence_bytes": float(lay.mem_fence[0]),
-        "cache_bytes": float(lay.mem_cache[0]),
-        "threads": 1,
-    }
 
 
 def _prepare(out: Path, force: bool) -> None:
@@ -225,8 +62,6 @@ def render_solution(solution_path: Path, out: Path, *, wal_sync: str = "group_co
     if not designs:
         raise InputError(f"{solution_path}: the solution has no designs")
     _prepare(out, force=True)
-    from cost_models.pricing import load_catalog
-
     cat = load_catalog(sol.get("pricing", "paper2021"))
     written = []
     (out / "engines").mkdir(exist_ok=True)
@@ -262,8 +97,6 @@ def render_preset(
     wal_sync: str = "group_commit",
 ) -> Path:
     """Render one of the paper's baselines (rocksdb | wiredtiger | faster)."""
-    from cost_models.design import PRESETS
-
     if name not in PRESETS:
         raise InputError(f"--preset: unknown preset {name!r} (valid: {', '.join(PRESETS)})")
     d = preset_design_entry(name, records, key_bytes, value_bytes, memory_bytes)

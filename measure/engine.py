@@ -17,10 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT
-from solver.errors import InputError
+from specs.errors import InputError
 from specs.schema import Spec
 
 TEMPLATE = REPO_ROOT / "engine-template"
+#: Records `cosine bench` loads by default (the spec's, up to this), and the most it accepts.
+DEFAULT_RECORDS = 1_000_000
+MAX_RECORDS = 100_000_000
+MAX_OPERATIONS = 1_000_000_000
+#: Most driver threads (the engine's driver spawns one OS thread each).
+MAX_THREADS = 256
 
 
 def binary(workspace: Path, name: str = "cosine-bench") -> Path:
@@ -58,6 +64,23 @@ def scan_capped_ops(operations: int, records: int, range_share: float) -> int:
     return max(1000, min(operations, int(RANGE_ENTRY_BUDGET / (records * range_share))))
 
 
+def scratch_root() -> Path:
+    """Where engine runs keep their data: $COSINE_VALIDATE_DIR, else tmpfs (/dev/shm) when there is one."""
+    env = os.environ.get("COSINE_VALIDATE_DIR")
+    if env:
+        return Path(env)
+    return Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+
+
+def run_scratch(config_text: str, wl: dict[str, Any], tag: str, workspace: Path = TEMPLATE) -> dict[str, Any]:
+    """One run of the template engine on a fresh data directory under :func:`scratch_root`, removed afterwards."""
+    db = scratch_root() / f"cosine-{tag}-{os.getpid()}"
+    try:
+        return run(workspace, config_text, wl, data_dir=db)
+    finally:
+        shutil.rmtree(db, ignore_errors=True)
+
+
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
     wl = spec.workload
@@ -89,7 +112,7 @@ def scaled_config(config_text: str, scale: float) -> str:
     """Scale buffer and block-cache bytes of an engine.toml by ``scale``."""
     import tomllib
 
-    from solver.render import to_toml
+    from render.config import to_toml
 
     try:
         cfg = tomllib.loads(config_text)
@@ -155,18 +178,20 @@ def bench_spec(
     scale_design: bool = True,
 ) -> BenchResult:
     """Run a spec's operation mix on a rendered engine, scaled to this machine."""
+    if not workspace.is_dir():
+        raise InputError(f"--engine {workspace}: no such directory (run `cosine render` first)")
     cfg_path = workspace / "engine.toml"
     if not cfg_path.is_file():
         raise InputError(f"--engine {workspace}: no engine.toml; run `cosine render` first")
     meta_path = workspace / "render.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     notes = []
-    n = records or int(min(spec.workload.entries, 1_000_000))
-    if n < 1:
-        raise InputError("--records must be at least 1")
-    ops = operations or n
-    if ops < 1:
-        raise InputError("--ops must be at least 1")
+    n = int(min(spec.workload.entries, DEFAULT_RECORDS)) if records is None else records
+    if not 1 <= n <= MAX_RECORDS:
+        raise InputError(f"--records must be between 1 and {MAX_RECORDS:,}, got {n:,}")
+    ops = n if operations is None else operations
+    if not 1 <= ops <= MAX_OPERATIONS:
+        raise InputError(f"--ops must be between 1 and {MAX_OPERATIONS:,}, got {ops:,}")
     if n < spec.workload.entries:
         notes.append(
             f"scaled down: {n:,} of the spec's {spec.workload.entries:,} records, {ops:,} operations "
@@ -177,9 +202,9 @@ def bench_spec(
     text = cfg_path.read_text()
     cfg = tomllib.loads(text)
     cores = os.cpu_count() or 1
-    th = threads or min(int(cfg.get("algorithms", {}).get("threads", 1)), cores)
-    if th < 1:
-        raise InputError("--threads must be at least 1")
+    th = min(int(cfg.get("algorithms", {}).get("threads", 1)), cores) if threads is None else threads
+    if not 1 <= th <= MAX_THREADS:
+        raise InputError(f"--threads must be between 1 and {MAX_THREADS}, got {th}")
     scale = 1.0
     per_node = meta.get("entries_per_node")
     if scale_design and per_node:
@@ -191,5 +216,6 @@ def bench_spec(
                 f"{per_node:,.0f} keys per node"
             )
     wl = workload_json(spec, n, ops, th)
+    build(workspace)
     report = run(workspace, text, wl, engine=engine)
     return BenchResult(report, wl, text, scale, notes)

@@ -15,14 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from cost_models.cloud import GIB, sla_cost, sla_terms
-from cost_models.pricing import SLA_FEATURES, Catalog
+from cost_models.pricing import Catalog
 from cost_models.robust import noisy_mix
 from solver.backends import Backend
-from solver.errors import BudgetTooLow, InputError
 from solver.frontier import (
     DEFAULT_BANDS,
     PRESETS,
@@ -30,15 +26,15 @@ from solver.frontier import (
     Point,
     baselines,
     cheapest,
-    clean,
     neighbours,
     solve_frontier,
-    to_json,
 )
+from solver.rundir import SOLUTION_VERSION, write_run
 from solver.tables import Tables, build_tables
+from specs.errors import BudgetTooLow, InputError
+from specs.io import clean
 from specs.schema import Spec
-
-SOLUTION_VERSION = 1
+from specs.vocab import SLA_FEATURES, Provider
 
 
 @dataclass
@@ -117,71 +113,6 @@ def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[str, float | 
     return out
 
 
-def write_outputs(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / "solution.json.tmp"
-    tmp.write_text(to_json(solution))
-    tmp.replace(run_dir / "solution.json")
-    rows = []
-    recs = []
-    for p, pts in fr.points.items():
-        for pt in pts:
-            r = pt.result
-            rows.append(
-                {
-                    "band": pt.band,
-                    "budget": pt.budget,
-                    "provider": p,
-                    "status": pt.status,
-                    "monthly_cost": pt.cost if pt.chosen else None,
-                    "throughput_ops": pt.throughput if pt.chosen else None,
-                    "latency_s": (1.0 / pt.throughput) if pt.chosen and pt.throughput > 0 else None,
-                    "class": pt.dominant_class(),
-                    "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-                    "approx_error": None if math.isnan(pt.approx_error) else pt.approx_error,
-                    "repaired": pt.repaired,
-                    "configuration": to_json(pt.configuration(), indent=None),
-                }
-            )
-            log = f"solver/band{pt.band:02d}_{p}.log"
-            recs.append(pt.log_record(fr.backend, fr.method, log if (run_dir / log).exists() else None))
-    schema = pa.schema(
-        [
-            ("band", pa.int32()),
-            ("budget", pa.float64()),
-            ("provider", pa.string()),
-            ("status", pa.string()),
-            ("monthly_cost", pa.float64()),
-            ("throughput_ops", pa.float64()),
-            ("latency_s", pa.float64()),
-            ("class", pa.string()),
-            ("gap", pa.float64()),
-            ("approx_error", pa.float64()),
-            ("repaired", pa.bool_()),
-            ("configuration", pa.string()),
-        ]
-    )
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), run_dir / "frontier.parquet")
-    brows = [r for rs in fr.baselines.values() for r in rs]
-    bschema = pa.schema(
-        [
-            ("preset", pa.string()),
-            ("band", pa.int32()),
-            ("budget", pa.float64()),
-            ("provider", pa.string()),
-            ("monthly_cost", pa.float64()),
-            ("throughput_ops", pa.float64()),
-            ("vm", pa.string()),
-            ("count", pa.int32()),
-            ("class", pa.string()),
-        ]
-    )
-    pq.write_table(pa.Table.from_pylist(brows, schema=bschema), run_dir / "baselines.parquet")
-    with (run_dir / "solver.log.jsonl").open("w") as fh:
-        for rec in recs:
-            fh.write(to_json(rec, indent=None) + "\n")
-
-
 def robustness_report(
     spec: Spec,
     ospec: Spec,
@@ -235,6 +166,37 @@ def robustness_report(
     }
 
 
+def parse_providers(text: str | None, spec: Spec) -> tuple[Provider, ...] | None:
+    """``--providers aws,gcp``: a non-empty subset of the spec's providers (None: all of them)."""
+    if text is None:
+        return None
+    names = [p.strip() for p in text.split(",")]
+    if not all(names):
+        raise InputError(f"--providers {text!r}: expected a comma-separated list such as aws,gcp")
+    bad = [p for p in names if p not in spec.providers]
+    if bad:
+        raise InputError(f"--providers: {', '.join(bad)} not in the spec's providers ({', '.join(spec.providers)})")
+    if len(set(names)) != len(names):
+        raise InputError(f"--providers {text!r}: a provider is named twice")
+    return tuple(Provider(p) for p in names)
+
+
+#: Most budget bands a frontier may have (each is one MIP solve per provider).
+MAX_BANDS = 1000
+
+
+def check_options(spec: Spec, *, budget: float | None, bands: int, providers: tuple[str, ...] | None = None) -> None:
+    """The solve's options, checked before any work."""
+    if providers is not None:
+        bad = [p for p in providers if p not in spec.providers]
+        if bad:
+            raise InputError(f"--providers: {', '.join(bad)} not in the spec's providers ({', '.join(spec.providers)})")
+    if budget is not None and (not math.isfinite(budget) or budget <= 0):
+        raise InputError(f"--budget must be a positive number, got {budget}")
+    if not 2 <= bands <= MAX_BANDS:
+        raise InputError(f"--bands must be between 2 and {MAX_BANDS}, got {bands}")
+
+
 def run_solve(
     spec: Spec,
     catalog: Catalog,
@@ -250,14 +212,8 @@ def run_solve(
     time_limit: float = 30.0,
 ) -> SolveRun:
     """Solve the frontier, pick the answer for the budget, write the files."""
+    check_options(spec, budget=budget, bands=bands, providers=providers)
     provs = providers or spec.providers
-    bad = [p for p in provs if p not in spec.providers]
-    if bad:
-        raise InputError(f"--providers: {', '.join(bad)} not in the spec's providers ({', '.join(spec.providers)})")
-    if budget is not None and (not math.isfinite(budget) or budget <= 0):
-        raise InputError(f"--budget must be a positive number, got {budget}")
-    if bands < 2:
-        raise InputError(f"--bands must be at least 2, got {bands}")
     b0 = budget if budget is not None else spec.budget_usd
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -350,5 +306,28 @@ def run_solve(
         "designs_per_vm": tables.grid_size,
         "timings_s": timings,
     }
-    write_outputs(out_dir, fr, clean(solution))
+    write_run(out_dir, fr, clean(solution))
     return SolveRun(spec, fr, answer, clean(solution), out_dir, tables, timings)
+
+
+#: File types `--write-model` can write (Pyomo's writers, by suffix).
+MODEL_SUFFIXES = (".lp", ".mps")
+
+
+def check_model_path(path: Path) -> None:
+    """Refuse a ``--write-model`` path before any solving: its type and its directory."""
+    if path.suffix not in MODEL_SUFFIXES:
+        raise InputError(f"--write-model {path}: the file must end in {' or '.join(MODEL_SUFFIXES)}")
+    if not path.parent.is_dir():
+        raise InputError(f"--write-model {path}: the directory {path.parent} does not exist")
+
+
+def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
+    """The MIP at the answer's budget and provider, as .lp or .mps (for any solver a user owns)."""
+    from solver.backends import PyomoBackend
+    from solver.model import build_mip
+
+    provider = run.solution["provider"]
+    ctx = run.tables.contexts.get(provider, [])
+    m, _ = build_mip(run.spec, catalog, ctx, run.solution["budget"], providers=[provider])
+    return PyomoBackend().write(m, path)

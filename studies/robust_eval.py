@@ -28,6 +28,8 @@ from cost_models.distributions import partitions
 from cost_models.io_model import io_costs
 from cost_models.layout import Layout, derive
 from cost_models.robust import kl_divergence, kl_worst_case
+from specs.errors import InputError
+from specs.io import write_records
 from specs.schema import Distribution
 
 ENDURE_ENTRIES = 10_000_000
@@ -110,6 +112,9 @@ class RobustEval:
 
 
 def run(samples: int = 10_000, rhos: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0), seed: int = 7) -> RobustEval:
+    """ENDURE's benchmark: for each expected workload and radius, robust vs nominal over sampled observed workloads."""
+    if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
+        raise InputError(f"--samples must be between {MIN_SAMPLES} and {MAX_SAMPLES:,}, got {samples}")
     designs = design_space()
     C = cost_vectors(designs)
     rng = np.random.default_rng(seed)
@@ -194,45 +199,32 @@ def buckets(rows: list[dict[str, Any]], edges: tuple[float, ...] = (0, 0.25, 0.5
     ]
 
 
-def plots(ev: RobustEval, out: Path) -> list[Path]:
-    import matplotlib
+#: The expected KL radii ENDURE studies (its slides' rho ladder).
+RHO_LADDER = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+#: Largest radius accepted: KL radii past a few nats already allow almost any workload.
+MAX_RHO = 16.0
+#: Fewest observed workloads that give stable means.
+MIN_SAMPLES = 100
+#: Most observed workloads (rows = 15 workloads x radii x samples; 1e6 keeps that within memory).
+MAX_SAMPLES = 1_000_000
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def parse_rhos(text: str) -> tuple[float, ...]:
+    """``LO..HI`` (the ladder's radii within) or a comma list; 0 (nominal) is always included."""
+    try:
+        if ".." in text:
+            lo, hi = (float(x) for x in text.split("..", 1))
+            vals = tuple(r for r in RHO_LADDER if lo <= r <= hi) or (lo, hi)
+        else:
+            vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise InputError(f"--rho {text!r}: expected LO..HI (e.g. 0..4) or a comma list (e.g. 0,0.5,1)") from None
+    if not vals or any(not (math.isfinite(v) and 0 <= v <= MAX_RHO) for v in vals):
+        raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
+    return tuple(sorted(set(vals) | {0.0}))
+
+
+def write(ev: RobustEval, out: Path) -> list[Path]:
+    """robust_eval.parquet (one row per expected workload x radius x sample) and tunings.parquet."""
     out.mkdir(parents=True, exist_ok=True)
-    rhos = sorted({r["rho_expected"] for r in ev.rows})
-    b = buckets(ev.rows)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for rho in rhos:
-        pts = [x for x in b if x["rho_expected"] == rho]
-        ax.plot(
-            [(x["observed_from"] + min(x["observed_to"], 8)) / 2 for x in pts],
-            [x["mean_delta"] for x in pts],
-            marker="o",
-            label=f"expected rho {rho:g}",
-        )
-    ax.axhline(0, color="gray", lw=0.8)
-    ax.set_xlabel("observed rho = KL(observed || expected), bucket midpoint")
-    ax.set_ylabel("mean normalized delta throughput (robust vs nominal)")
-    ax.set_title("ENDURE benchmark on the Cosine model: gain by observed drift")
-    ax.legend(fontsize=8)
-    p1 = out / "robust_delta_vs_rho.png"
-    fig.tight_layout()
-    fig.savefig(p1, dpi=120)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for rho in rhos:
-        if rho == 0:
-            continue
-        d = np.array([r["delta"] for r in ev.rows if r["rho_expected"] == rho])
-        ax.hist(np.clip(d, -1, 4), bins=80, histtype="step", label=f"expected rho {rho:g}", density=True)
-    ax.set_xlabel("normalized delta throughput (clipped to [-1, 4])")
-    ax.set_ylabel("density")
-    ax.set_title("Distribution of the gain of robust over nominal tuning")
-    ax.legend(fontsize=8)
-    p2 = out / "robust_delta_distribution.png"
-    fig.tight_layout()
-    fig.savefig(p2, dpi=120)
-    plt.close(fig)
-    return [p1, p2]
+    return [write_records(out / "robust_eval.parquet", ev.rows), write_records(out / "tunings.parquet", ev.tunings)]

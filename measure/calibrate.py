@@ -31,9 +31,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,12 +40,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bench.engine import TEMPLATE, build, run, scan_capped_ops, workload_json
-from bench.validate import KEY, VALUE, designs, measured
 from cost_models.cpu import PHI_TABLE, block_time
-from cost_models.io_model import OPS
-from solver.render import to_toml
-from specs.schema import parse_spec
+from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
+from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
+from measure.validate import measured
+from render.config import to_toml
+from specs.errors import InputError
+from specs.io import read_table, write_records
+from specs.vocab import OPERATIONS
 
 
 def range_ops(ops: int, records: int) -> int:
@@ -56,11 +57,6 @@ def range_ops(ops: int, records: int) -> int:
 
 #: One design per class: the paper's three baselines and the base hybrid.
 CLASS_DESIGNS = {"lsm": "rocksdb", "btree": "wiredtiger", "lsh": "faster", "hybrid": "hybrid-base"}
-
-
-def _single(op: str) -> Any:
-    return parse_spec(f"name: {op}\nworkload: {{entries: 1000000, key_bytes: {KEY}, value_bytes: {VALUE}, "
-                      f"operations: {{{op}: 1.0}}, scan_length: 20}}\nbudget: {{monthly_usd: 1000}}\n")
 
 
 def machine() -> str:
@@ -88,27 +84,23 @@ class Sample:
     bg_blocks: float
 
 
-def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
-            progress: Callable[[int, int, str], None] | None = None) -> list[Sample]:
+def measure(
+    sizes: tuple[int, ...], ops: int, threads: tuple[int, ...], progress: Callable[[int, int, str], None] | None = None
+) -> list[Sample]:
     build(TEMPLATE)
-    root = Path(os.environ.get("COSINE_VALIDATE_DIR", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp"))
     out: list[Sample] = []
-    total = len(CLASS_DESIGNS) * len(OPS) * len(sizes) * len(threads)
+    total = len(CLASS_DESIGNS) * len(OPERATIONS) * len(sizes) * len(threads)
     done = 0
     for n in sizes:
         grid = designs(n, quick=True)
         for cls, dname in CLASS_DESIGNS.items():
             secs = grid[dname]
-            for op in OPS:
-                spec = _single(op)
+            for op in OPERATIONS:
+                spec = mix_spec({op: 1.0}, name=op)
                 for th in threads:
                     text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
                     wl = workload_json(spec, n, range_ops(ops, n) if op == "range" else ops, th)
-                    db = root / f"cosine-calibrate-{os.getpid()}-{done}"
-                    try:
-                        rep = run(TEMPLATE, text, wl, data_dir=db)
-                    finally:
-                        shutil.rmtree(db, ignore_errors=True)
+                    rep = run_scratch(text, wl, f"calibrate-{done}")
                     per = rep["per_op"].get(op, {})
                     fg = per.get("blocks_read", 0) / max(per.get("count", 0), 1)
                     bg = measured(rep).get(op, fg) - fg
@@ -119,8 +111,9 @@ def measure(sizes: tuple[int, ...], ops: int, threads: tuple[int, ...],
     return out
 
 
-def _least_squares(samples: list[Sample], ops: tuple[str, ...],
-                   regressors: list[Callable[[Sample], float]]) -> list[float]:
+def _least_squares(
+    samples: list[Sample], ops: tuple[str, ...], regressors: list[Callable[[Sample], float]]
+) -> list[float]:
     """Seconds per unit of each regressor: one intercept per operation, slopes shared by all classes.
 
     A slope the data would make negative is dropped and the rest refitted (time never falls with I/O).
@@ -138,7 +131,7 @@ def _least_squares(samples: list[Sample], ops: tuple[str, ...],
                 A[i, len(ops) + j] = regressors[r](s)
             y[i] = 1.0 / s.throughput
         sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-        slopes = sol[len(ops):]
+        slopes = sol[len(ops) :]
         if (slopes >= 0).all():
             out = [0.0] * len(regressors)
             for j, r in enumerate(keep):
@@ -166,8 +159,9 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
 
     # Reads: a fixed time per block plus a time per byte of block (the designs'
     # blocks range from ~1 KiB to 32 KiB; one time per block fits neither end).
-    t_block, t_byte = _least_squares(single, ("get", "empty_get", "rmw"),
-                                     [lambda s: s.fg_blocks, lambda s: s.fg_blocks * nbytes(s)])
+    t_block, t_byte = _least_squares(
+        single, ("get", "empty_get", "rmw"), [lambda s: s.fg_blocks, lambda s: s.fg_blocks * nbytes(s)]
+    )
     t_block = max(t_block, 1e-8)
     (t_bg,) = _least_squares(single, ("insert", "update"), [lambda s: s.bg_blocks])
     per_entry = float(yaml.safe_load(PHI_TABLE.read_text()).get("range_per_entry_seconds", 1.0e-7))
@@ -190,9 +184,14 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
         g = s.throughput / base.throughput
         phi = (1 - 1 / g) / (1 - 1 / s.threads) if g > 0 else 0.0
         phis.setdefault((s.cls, s.op), []).append(float(np.clip(phi, 0.0, 1.0)))
-    return {"t_block": t_block, "t_block_byte": t_byte, "t_bg": t_bg, "cpu": cpu,
-            "phi": {k: float(np.mean(v)) for k, v in phis.items()},
-            "phi_samples": {f"{k[0]}/{k[1]}": v for k, v in phis.items()}}
+    return {
+        "t_block": t_block,
+        "t_block_byte": t_byte,
+        "t_bg": t_bg,
+        "cpu": cpu,
+        "phi": {k: float(np.mean(v)) for k, v in phis.items()},
+        "phi_samples": {f"{k[0]}/{k[1]}": v for k, v in phis.items()},
+    }
 
 
 def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_TABLE) -> Path:
@@ -200,28 +199,35 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
     old = yaml.safe_load(path.read_text())
     classes: dict[str, Any] = {}
     for cls in CLASS_DESIGNS:
-        phi = {op: round(result["phi"].get((cls, op), old["classes"][cls]["phi"][op]), 4) for op in OPS}
-        cpu = {op: float(f"{result['cpu'].get((cls, op), old['classes'][cls]['cpu_seconds'][op]):.4g}") for op in OPS}
+        phi = {str(op): round(result["phi"].get((cls, op), old["classes"][cls]["phi"][op]), 4) for op in OPERATIONS}
+        cpu = {
+            str(op): float(f"{result['cpu'].get((cls, op), old['classes'][cls]['cpu_seconds'][op]):.4g}")
+            for op in OPERATIONS
+        }
         classes[cls] = {"phi": phi, "cpu_seconds": cpu}
     sizes = sorted({s.records for s in samples})
     threads = sorted({s.threads for s in samples})
     doc = {
         "machine": machine(),
         "date": dt.date.today().isoformat(),
-        "method": (f"cosine calibrate: the Rust engine's class presets (rocksdb, wiredtiger, faster, hybrid-base) "
-                   f"on single-operation workloads, {sizes} records, threads {threads}; phi from Eq. 2 on each "
-                   f"speed-up with threads <= cores, averaged (Algorithm 1); per-block times by least squares "
-                   f"across classes (time = cpu + foreground blocks x (t_block + block bytes x t_byte) + merge "
-                   f"blocks x t_bg), CPU seconds "
-                   f"per (class, op) the rest of the single-thread time"),
+        "method": (
+            f"cosine calibrate: the Rust engine's class presets (rocksdb, wiredtiger, faster, hybrid-base) "
+            f"on single-operation workloads, {sizes} records, threads {threads}; phi from Eq. 2 on each "
+            f"speed-up with threads <= cores, averaged (Algorithm 1); per-block times by least squares "
+            f"across classes (time = cpu + foreground blocks x (t_block + block bytes x t_byte) + merge "
+            f"blocks x t_bg), CPU seconds "
+            f"per (class, op) the rest of the single-thread time"
+        ),
         "local_block_seconds": float(f"{result['t_block']:.4g}"),
         "local_block_seconds_per_byte": float(f"{result.get('t_block_byte', 0.0):.4g}"),
         "local_background_block_seconds": float(f"{result['t_bg']:.4g}"),
         "classes": classes,
         "range_per_entry_seconds": old.get("range_per_entry_seconds", 1.0e-7),
     }
-    header = ("# Amdahl parallel fraction phi and single-thread CPU time per operation, per design class.\n"
-              "# Written by `cosine calibrate` (bench/calibrate.py); the solver reads it through cost_models/cpu.py.\n")
+    header = (
+        "# Amdahl parallel fraction phi and single-thread CPU time per operation, per design class.\n"
+        "# Written by `cosine calibrate` (measure/calibrate.py); the solver reads it through cost_models/cpu.py.\n"
+    )
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
     from cost_models.cpu import phi_table
 
@@ -240,15 +246,12 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, An
     """
     from cost_models.engine_model import predict
     from cost_models.symbolic import compiled
-    from specs.schema import load_spec
 
-    spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "mixed_25.yaml")
-    spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
+    spec = shipped_spec("mixed_25")
     mix = spec.workload.operations
     table = yaml.safe_load(PHI_TABLE.read_text())["classes"]
     cores = os.cpu_count() or 1
     grid = designs(records, quick=True)
-    root = Path(os.environ.get("COSINE_VALIDATE_DIR", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp"))
     rows = []
     for cls, dname in CLASS_DESIGNS.items():
         secs = grid[dname]
@@ -256,11 +259,7 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, An
         for th in threads:
             text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
             wl = workload_json(spec, records, ops, th)
-            db = root / f"cosine-fig4b-{os.getpid()}-{cls}-{th}"
-            try:
-                rep = run(TEMPLATE, text, wl, data_dir=db)
-            finally:
-                shutil.rmtree(db, ignore_errors=True)
+            rep = run_scratch(text, wl, f"fig4b-{cls}-{th}")
             io = predict(secs, wl, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
             time1 = 0.0
             for op, w in mix.items():
@@ -273,6 +272,75 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, An
                 time1 += w * (fg * t_fg + (blocks - fg) * result["t_bg"] + cpu)
             x = float(compiled()["amdahl"](phi, min(th, cores))) / time1
             meas = float(rep["run"]["throughput_ops"])
-            rows.append({"class": cls, "design": dname, "threads": th, "predicted_ops": x, "measured_ops": meas,
-                         "accuracy": max(0.0, 1 - abs(x - meas) / meas), "p99_us": rep["run"]["latency_us"]["p99"]})
+            rows.append(
+                {
+                    "class": cls,
+                    "design": dname,
+                    "threads": th,
+                    "predicted_ops": x,
+                    "measured_ops": meas,
+                    "accuracy": max(0.0, 1 - abs(x - meas) / meas),
+                    "p99_us": rep["run"]["latency_us"]["p99"],
+                }
+            )
     return rows
+
+
+#: (data sizes, operations per run): the full calibration, and --quick.
+DEFAULT_PLAN = ((100_000, 500_000), 200_000)
+QUICK_PLAN = ((20_000, 80_000), 30_000)
+
+
+def thread_counts() -> tuple[int, ...]:
+    """1 .. the machine's cores (at least 2: one speed-up per run identifies phi)."""
+    return tuple(range(1, max(2, os.cpu_count() or 1) + 1))
+
+
+@dataclass
+class Calibration:
+    """What one `cosine calibrate` measured and learned."""
+
+    samples: list[Sample]
+    result: dict[str, Any]
+    fig4b: list[dict[str, Any]]
+
+
+def load_samples(path: Path) -> list[Sample]:
+    """A calibration.parquet written earlier (to refit without measuring)."""
+    from dataclasses import fields
+
+    rows = read_table(path, "calibration.parquet")
+    names = {f.name for f in fields(Sample)}
+    if not rows or set(rows[0]) != names:
+        raise InputError(f"--samples {path}: not a calibration.parquet (columns {', '.join(sorted(names))})")
+    return [Sample(**r) for r in rows]
+
+
+def calibrate(
+    quick: bool, samples_from: Path | None = None, progress: Callable[[int, int, str], None] | None = None
+) -> Calibration:
+    """Measure (or reload) the samples, fit phi and CPU times, and run Fig. 4B with the fit."""
+    plan_sizes, ops = QUICK_PLAN if quick else DEFAULT_PLAN
+    sizes: tuple[int, ...] = plan_sizes
+    threads = thread_counts()
+    if samples_from is not None:
+        samples = load_samples(samples_from)
+        sizes = tuple(sorted({s.records for s in samples}))
+    else:
+        samples = measure(sizes, ops, threads, progress=progress)
+    res = fit(samples)
+    if progress:
+        progress(0, 1, "Fig. 4B: mixed workload across threads")
+    rows = fig4b(tuple(sorted({1, 2, 4} | set(threads))), sizes[-1], ops, res)
+    return Calibration(samples, res, rows)
+
+
+def write(cal: Calibration, out: Path) -> list[Path]:
+    """calibration.parquet (the samples) and fig4b.parquet."""
+    from dataclasses import asdict
+
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        write_records(out / "calibration.parquet", [asdict(s) for s in cal.samples]),
+        write_records(out / "fig4b.parquet", cal.fig4b),
+    ]

@@ -5,7 +5,7 @@ cluster to *which* configuration by a cost-benefit analysis over a lookahead
 window (Sec. 4.3, Eq. 5-6) and searches the plans with a genetic algorithm
 (Sec. 4.4). Here the same objective is solved exactly by dynamic programming
 over (step, configuration). This module is pure: it knows capacities, loads and
-switch times, not the cost model (``solver/plan_build.py`` builds a problem
+switch times, not the cost model (``studies/plan/build.py`` builds a problem
 from a trace and a spec).
 
 Accounting (docs/plan.md gives the derivation):
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.errors import InputError
+from specs.errors import InputError
 
 #: Relative tolerance under which a switch is not preferred to staying (ties
 #: keep the running configuration, so the plan never switches for nothing).

@@ -1,4 +1,4 @@
-"""Build a :class:`solver.plan.PlanProblem` from a workload trace and a spec.
+"""Build a :class:`studies.plan.dp.PlanProblem` from a workload trace and a spec.
 
 1. Read the trace (CSV or parquet: ``time_s``, the six operation fractions,
    ``load_ops``) and quantize each step's mix to multiples of ``quantum`` (the
@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import time
@@ -28,150 +27,23 @@ from typing import Any
 import numpy as np
 import yaml
 
+from cost_models import REPO_ROOT
 from cost_models.cloud import GIB
 from cost_models.design import Design, preset
 from cost_models.evaluate import evaluate_config
 from cost_models.pricing import Catalog, VmType
-from solver.errors import InputError
-from solver.plan import ConfigInfo, PlanProblem, PlanResult, ReconfigCosts, plan_report, switch_matrix
-from specs.schema import OPERATIONS, PROVIDERS, Spec
+from specs.errors import InputError
+from specs.schema import Spec
+from specs.vocab import OPERATIONS, PROVIDERS
+from studies.plan.dp import ConfigInfo, PlanProblem, PlanResult, ReconfigCosts, plan_report, switch_matrix
+from studies.plan.trace import QUANTUM, Trace, load_trace, quantize
 
-TRACE_COLUMNS = ("time_s", *OPERATIONS, "load_ops")
-RECONFIG_FILE = Path(__file__).resolve().parent.parent / "cost_models" / "data" / "reconfiguration.yaml"
-#: Tolerance on a row's fractions summing to 1 (the spec loader's).
-SUM_TOL = 1e-6
-#: Default mix quantum: SOPHIA quantizes workload states at 10% (Sec. 6, Exp. 1 and 2).
-QUANTUM = 0.1
+RECONFIG_FILE = REPO_ROOT / "cost_models" / "data" / "reconfiguration.yaml"
 #: Candidates are solved for a coarser grid of mixes (each a full MIP solve, seconds each);
 #: SOPHIA likewise caches the static tuner's optimum for a subset of workloads (Sec. 4.2).
 CANDIDATE_QUANTUM = 0.25
 MIB = float(2**20)
 BITS_PER_BYTE = 8.0
-
-
-@dataclass
-class Trace:
-    """A predicted workload: per step, its start, duration, operation mix and offered load."""
-
-    name: str
-    edges: np.ndarray  # (T + 1,) step boundaries, s
-    mixes: np.ndarray  # (T, 6) fractions over OPERATIONS
-    load: np.ndarray  # (T,) ops/s
-    source: str = ""
-
-    @property
-    def steps(self) -> int:
-        return int(self.load.size)
-
-
-def _read_rows(path: Path) -> tuple[list[str], list[list[Any]]]:
-    if path.suffix.lower() == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            table = pq.ParquetFile(path).read()
-        except Exception as exc:  # pyarrow raises several types for a corrupt file
-            raise InputError(f"{path}: not a readable parquet file ({type(exc).__name__})") from None
-        cols = list(table.column_names)
-        data = table.to_pydict()
-        return cols, [list(r) for r in zip(*(data[c] for c in cols), strict=True)]
-    if path.suffix.lower() != ".csv":
-        raise InputError(f"{path}: a trace must be .csv or .parquet")
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
-    if not rows:
-        raise InputError(f"{path}: empty trace")
-    return [c.strip() for c in rows[0]], rows[1:]
-
-
-def load_trace(path: str | Path) -> Trace:
-    """Read and validate a trace file.
-
-    Parameters
-    ----------
-    path : str or Path
-        CSV (header row) or parquet with the columns of :data:`TRACE_COLUMNS`.
-        ``time_s`` is each step's start; the last step lasts as long as the one
-        before it.
-
-    Returns
-    -------
-    Trace
-
-    Raises
-    ------
-    InputError
-        One line naming the file and the problem: missing file, wrong columns,
-        a non-number, times not increasing, fractions outside [0, 1] or not
-        summing to 1, a negative load.
-    """
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file")
-    if not p.is_file():
-        raise InputError(f"{p}: not a file")
-    cols, rows = _read_rows(p)
-    missing = [c for c in TRACE_COLUMNS if c not in cols]
-    extra = [c for c in cols if c not in TRACE_COLUMNS]
-    if missing or extra:
-        what = "; ".join(
-            x
-            for x in (
-                f"missing {', '.join(missing)}" if missing else "",
-                f"unknown {', '.join(extra)}" if extra else "",
-            )
-            if x
-        )
-        raise InputError(f"{p}: wrong columns ({what}); need {', '.join(TRACE_COLUMNS)}")
-    if len(rows) < 2:
-        raise InputError(f"{p}: need at least 2 rows (the step length is the time between rows), got {len(rows)}")
-    idx = [cols.index(c) for c in TRACE_COLUMNS]
-    arr = np.empty((len(rows), len(TRACE_COLUMNS)))
-    for i, r in enumerate(rows):
-        if len(r) != len(cols):
-            raise InputError(f"{p}: row {i + 1} has {len(r)} fields, the header {len(cols)}")
-        for j, k in enumerate(idx):
-            try:
-                arr[i, j] = float(r[k])
-            except (TypeError, ValueError):
-                raise InputError(f"{p}: row {i + 1}, {TRACE_COLUMNS[j]}: {r[k]!r} is not a number") from None
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i, j = map(int, np.argwhere(bad)[0])
-        raise InputError(f"{p}: row {i + 1}, {TRACE_COLUMNS[j]}: must be finite, got {arr[i, j]}")
-    t, mixes, load = arr[:, 0], arr[:, 1:7], arr[:, 7]
-    if np.any(np.diff(t) <= 0):
-        i = int(np.flatnonzero(np.diff(t) <= 0)[0]) + 1
-        raise InputError(f"{p}: row {i + 1}: time_s must increase, {t[i]:g} follows {t[i - 1]:g}")
-    if np.any((mixes < 0) | (mixes > 1)):
-        i, j = map(int, np.argwhere((mixes < 0) | (mixes > 1))[0])
-        raise InputError(f"{p}: row {i + 1}, {OPERATIONS[j]}: fraction {mixes[i, j]:g} is outside [0, 1]")
-    sums = mixes.sum(axis=1)
-    if np.any(np.abs(sums - 1) > SUM_TOL):
-        i = int(np.flatnonzero(np.abs(sums - 1) > SUM_TOL)[0])
-        raise InputError(f"{p}: row {i + 1}: operation fractions sum to {sums[i]:.6g}, must sum to 1 (±{SUM_TOL:g})")
-    if np.any(load < 0):
-        i = int(np.flatnonzero(load < 0)[0])
-        raise InputError(f"{p}: row {i + 1}: negative load_ops {load[i]:g}")
-    edges = np.append(t, t[-1] + (t[-1] - t[-2]))
-    return Trace(p.stem, edges, mixes / sums[:, None], load, str(p))
-
-
-def quantize(mixes: np.ndarray, quantum: float = QUANTUM) -> np.ndarray:
-    """Round each mix to multiples of ``quantum`` keeping the sum at 1 (largest remainders)."""
-    units = round(1.0 / quantum) if quantum > 0 else 0
-    if not 0 < quantum <= 1 or abs(units * quantum - 1) > 1e-9:
-        raise InputError(f"--quantum must divide 1 (e.g. 0.05, 0.1, 0.25), got {quantum}")
-    x = mixes * units
-    q = np.floor(x + 1e-9)
-    short = (units - q.sum(axis=1)).astype(int)
-    order = np.argsort(-(x - q), axis=1, kind="stable")
-    for i in np.flatnonzero(short > 0):
-        q[i, order[i, : short[i]]] += 1
-    return q / units
 
 
 def load_costs(path: Path = RECONFIG_FILE) -> tuple[ReconfigCosts, dict[str, dict[str, Any]]]:
@@ -209,7 +81,7 @@ class Candidate:
 
 def with_mix(spec: Spec, mix: np.ndarray) -> Spec:
     """``spec`` with its operation mix replaced."""
-    ops = {op: float(x) for op, x in zip(OPERATIONS, mix, strict=True)}
+    ops: dict[str, float] = {op: float(x) for op, x in zip(OPERATIONS, mix, strict=True)}
     return replace(spec, workload=replace(spec.workload, operations=ops))
 
 
@@ -472,7 +344,7 @@ def run_plan(
     """Load a trace, build the problem, plan it and run the baselines.
 
     ``kwargs`` go to :func:`build_plan_problem`. Returns the built problem and
-    :func:`solver.plan.plan_report`'s results.
+    :func:`studies.plan.dp.plan_report`'s results.
     """
     if lookahead is not None and lookahead < 1:
         raise InputError(f"--lookahead must be at least 1 step, got {lookahead}")
@@ -496,7 +368,7 @@ RESULT_ROWS = (
 
 def report_dict(built: BuiltPlan, results: dict[str, PlanResult]) -> dict[str, Any]:
     """Everything ``cosine plan --json`` prints (JSON-safe)."""
-    from solver.frontier import clean
+    from specs.io import clean
 
     p = built.problem
     ref = results["default"].total_ops

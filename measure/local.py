@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from cost_models.cpu import local_block_seconds
-from cost_models.design import Design, DesignBatch
+from cost_models.design import Design
 from cost_models.evaluate import evaluate_designs, workload_partitions
-from cost_models.layout import Layout
-from solver.render import engine_sections
+from render.config import engine_sections, local_entry
 from solver.space import grid_for
 from specs.schema import Spec
+from specs.vocab import DesignClass
 
 
 def best_design(
@@ -50,35 +50,11 @@ def best_design(
     ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts)
     rate = threads / local_block_seconds(batch.block_bytes) if iops is None else iops
     x = ne.throughput(spec_n.workload, rate, threads)
-    allowed = np.isin(ne.layout.cls, [{"lsm": 0, "btree": 1, "lsh": 2, "hybrid": 3}[c] for c in spec.design.classes])
+    allowed = np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])
     x = np.where(allowed, x, 0.0)
     i = int(np.argmax(x))
     d = batch.design(i, threads=threads, name="cosine")
-    return d, design_entry(d, ne.layout, i, threads, float(x[i]))
-
-
-def design_entry(d: Design, lay: Layout, i: int, threads: int, throughput: float = float("nan")) -> dict[str, Any]:
-    """A solution-style design entry (what ``solver.render`` renders) for row i of a layout."""
-    return {
-        "vm_type": "local",
-        "count": 1,
-        "entries_per_node": float(lay.n_keys),
-        "class": lay.class_name(i),
-        "T": d.T,
-        "K": d.K,
-        "Z": d.Z,
-        "L": int(lay.L[i]),
-        "Y": int(lay.Y[i]),
-        "lsh": d.lsh,
-        "block_bytes": d.block_bytes,
-        "buffer_bytes": d.buffer_bytes,
-        "bloom_bits_per_key": d.bloom_bits,
-        "bloom_bits_per_level": [float(b) for b, e in zip(lay.bits[i], lay.exists[i], strict=True) if e],
-        "fence_bytes": float(lay.mem_fence[i]),
-        "cache_bytes": float(lay.mem_cache[i]),
-        "threads": threads,
-        "predicted_throughput_ops": throughput,
-    }
+    return d, local_entry(d, ne.layout, i, threads, float(x[i]))
 
 
 def local_engine_toml(
@@ -98,6 +74,3 @@ def local_engine_toml(
     )
     secs["algorithms"]["threads"] = threads
     return secs, entry
-
-
-__all__ = ["best_design", "design_entry", "local_engine_toml", "DesignBatch"]

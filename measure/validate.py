@@ -1,0 +1,188 @@
+"""`cosine validate`: the cost model against the engine's measured block I/O.
+
+The paper's protocol (Sec. 7.1): run the baselines, the optimum for each YCSB
+workload and 30+ hybrid designs made by varying one primitive at a time over
+many workloads, and compare the model's I/O per operation with the engine's
+counters. The model is handed the engine's configuration exactly
+(``cost_models.engine_model``) and the state the engine was in when the
+measured phase began (buffer and level occupancy after loading), so what is
+compared is the model's I/O formulas, not its guess of a fill level.
+
+accuracy = 1 - |predicted - measured| / max(measured, FLOOR), clipped at 0;
+conservative = predicted >= measured.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cost_models.engine_model import predict
+from measure.engine import TEMPLATE, build, run_scratch, workload_json
+from measure.grid import designs, workloads
+from render.config import to_toml
+from specs.errors import InputError
+from specs.io import write_records
+from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Operation
+
+#: Measured costs below this (blocks per operation) are compared on an absolute
+#: scale: a 0.002 vs 0.001 blocks/op disagreement is not a 50% error.
+FLOOR = 0.01
+#: Workloads with writes run this many times longer (see validate()).
+WRITE_RUN_FACTOR = 3
+#: Operations of a scan-heavy run.
+RANGE_RUN_OPS = 5000
+#: A write row is only compared when its run flushed the buffer at least this
+#: often: merges are amortized over fill cycles, and a run of a few flushes
+#: measures one transient (a level that happens to be full after loading pays
+#: a whole-level merge no average predicts).
+MIN_FLUSHES = 10
+
+
+def measured(report: dict[str, Any]) -> dict[str, float]:
+    """Blocks per operation from a cosine-bench report (background I/O charged to the writes)."""
+    per = report["per_op"]
+    bg = report.get("background", {})
+    puts = sum(per.get(op, {}).get("count", 0) for op in WRITE_OPERATIONS)
+    merge = (
+        bg.get("flush_blocks_written", 0)
+        + bg.get("flush_blocks_read", 0)
+        + bg.get("compaction_blocks_read", 0)
+        + bg.get("compaction_blocks_written", 0)
+    )
+    wal_pages = bg.get("wal_bytes", 0) / 4096.0
+    write_share = (merge + wal_pages) / puts if puts else 0.0
+    out: dict[str, float] = {}
+    for op in OPERATIONS:
+        v = per.get(op)
+        if not v or not v.get("count"):
+            continue
+        reads = v["blocks_read"] / v["count"]
+        out[op] = reads + (write_share if op in WRITE_OPERATIONS else 0.0)
+    return out
+
+
+def accuracy(pred: float, meas: float) -> float:
+    return max(0.0, 1.0 - abs(pred - meas) / max(meas, FLOOR))
+
+
+@dataclass
+class Validation:
+    rows: list[dict[str, Any]]
+    #: write rows not compared: their run had fewer than MIN_FLUSHES flushes
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        import numpy as np
+
+        acc = np.array([r["accuracy"] for r in self.rows])
+        cons = np.array([r["conservative"] for r in self.rows])
+        by_class: dict[str, list[float]] = {}
+        for r in self.rows:
+            by_class.setdefault(r["class"], []).append(r["accuracy"])
+        by_op: dict[str, list[float]] = {}
+        for r in self.rows:
+            by_op.setdefault(r["op"], []).append(r["accuracy"])
+        return {
+            "cases": len(self.rows),
+            "skipped_short_write_runs": len(self.skipped),
+            "mean_accuracy": float(acc.mean()) if acc.size else None,
+            "conservative_share": float(cons.mean()) if cons.size else None,
+            "by_class": {k: float(np.mean(v)) for k, v in sorted(by_class.items())},
+            "by_op": {k: float(np.mean(v)) for k, v in sorted(by_op.items())},
+        }
+
+
+def validate(
+    records: int,
+    operations: int,
+    quick: bool,
+    progress: Callable[[int, int, str], None] | None = None,
+    only_designs: tuple[str, ...] = (),
+    only_workloads: tuple[str, ...] = (),
+) -> Validation:
+    build(TEMPLATE)
+    ds = designs(records, quick)
+    ws = workloads(quick)
+    if only_designs:
+        ds = {k: v for k, v in ds.items() if k in only_designs}
+    if only_workloads:
+        ws = {k: v for k, v in ws.items() if k in only_workloads}
+    rows: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    total = len(ds) * len(ws)
+    done = 0
+    for dname, secs in ds.items():
+        text = to_toml(secs)
+        cfg = copy.deepcopy(secs)
+        for wname, spec in ws.items():
+            # Merges are amortized over a level's fill cycle: workloads that write
+            # run long enough to go through cycles rather than one transient.
+            writes = sum(spec.workload.operations.get(o, 0.0) for o in WRITE_OPERATIONS)
+            ops = operations * (WRITE_RUN_FACTOR if writes > 0 else 1)
+            if spec.workload.operations.get(Operation.RANGE, 0.0) > 0.5:
+                # a scan-heavy run needs far fewer operations for stable averages, and a
+                # hash log scans its whole index per range (by design: it has no order)
+                ops = min(ops, RANGE_RUN_OPS)
+            wl = workload_json(spec, records, ops, 1)
+            rep = run_scratch(text, wl, f"validate-{done}")
+            pred = predict(cfg, wl, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
+            meas = measured(rep)
+            flushes = int(rep.get("background", {}).get("flushes", 0))
+            for op, m in meas.items():
+                p = float(getattr(pred, op)[0])
+                (skipped if op in WRITE_OPERATIONS and flushes < MIN_FLUSHES else rows).append(
+                    {
+                        "design": dname,
+                        "class": rep["class"],
+                        "workload": wname,
+                        "op": op,
+                        "predicted_io": p,
+                        "measured_io": m,
+                        "accuracy": accuracy(p, m),
+                        "conservative": bool(p >= m * (1 - 1e-9)),
+                        "records": records,
+                        "operations": ops,
+                        "flushes": flushes,
+                    }
+                )
+            done += 1
+            if progress:
+                progress(done, total, f"{dname} x {wname}")
+    return Validation(rows, skipped)
+
+
+#: (records, operations) per run: the full grid, and --quick.
+DEFAULT_SIZE = (1_000_000, 200_000)
+QUICK_SIZE = (50_000, 50_000)
+#: Smallest runs that still measure something (a few blocks and merges).
+MIN_RECORDS, MIN_OPS = 1000, 100
+#: Largest runs (the data lives on tmpfs: 1e8 records of 116 B is 11.6 GB).
+MAX_RECORDS, MAX_OPS = 100_000_000, 1_000_000_000
+
+
+def run_size(quick: bool, records: int | None, ops: int | None) -> tuple[int, int]:
+    """Records and operations per run: the flags, or the defaults of the grid."""
+    n, m = QUICK_SIZE if quick else DEFAULT_SIZE
+    n = n if records is None else records
+    m = m if ops is None else ops
+    if not MIN_RECORDS <= n <= MAX_RECORDS:
+        raise InputError(f"--records must be between {MIN_RECORDS:,} and {MAX_RECORDS:,}, got {n:,}")
+    if not MIN_OPS <= m <= MAX_OPS:
+        raise InputError(f"--ops must be between {MIN_OPS:,} and {MAX_OPS:,}, got {m:,}")
+    return n, m
+
+
+def check_min_accuracy(value: float | None) -> None:
+    """``--min-accuracy`` is a share: a number from 0 to 1 (NaN would make a check that can never fail)."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InputError(f"--min-accuracy must be a number from 0 to 1, got {value}")
+
+
+def write(v: Validation, out: Path) -> Path:
+    """validation.parquet: one row per (design, workload, operation)."""
+    out.mkdir(parents=True, exist_ok=True)
+    return write_records(out / "validation.parquet", v.rows)

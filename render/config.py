@@ -1,0 +1,172 @@
+"""engine.toml for one design: the contract of docs/engine-contract.md.
+
+Algorithm 3 of the paper maps the layout to the algorithmic primitives; the
+thread count is where Eq. 2's speed-up stops improving by more than 1%.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from cost_models.design import Design, DesignBatch, preset
+from cost_models.evaluate import design_entry
+from cost_models.layout import Layout, derive
+from specs.errors import InputError
+from specs.vocab import DesignClass
+
+#: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
+#: point where Equation 2 converges").
+THREAD_GAIN = 0.01
+#: Entries per SST file: the engine's unit of partial compaction (a 64 Ki-entry
+#: file is 6.5 MiB at 100-byte entries).
+FILE_ENTRIES = 65536
+
+
+def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
+    """Smallest eta whose Amdahl speed-up is within THREAD_GAIN of all cores'."""
+    import numpy as np
+
+    from cost_models.cpu import workload_phi
+    from cost_models.symbolic import compiled
+
+    phi = float(workload_phi(np.array([DesignClass(cls).code]), mix)[0])
+    g = compiled()["amdahl"]
+    full = float(g(phi, float(vcpu)))
+    for eta in range(1, vcpu + 1):
+        if float(g(phi, float(eta))) >= full * (1 - THREAD_GAIN):
+            return eta
+    return vcpu
+
+
+def algorithms(cls: str, levels: int, cold: int) -> dict[str, Any]:
+    """Paper Algorithm 3 + Table 1: the algorithmic primitives of a layout class."""
+    if cls == "lsm":
+        return {
+            "compaction": "full",
+            "run_strategy": "first",
+            "file_picking": "dense_fp",
+            "merge_threshold": 1.0,
+            "full_compaction_levels": max(1, levels),
+        }
+    if cls == "btree":
+        return {
+            "compaction": "partial",
+            "run_strategy": "first",
+            "file_picking": "choose_first",
+            "merge_threshold": 1.0,
+            "full_compaction_levels": 0,
+        }
+    if cls == "hybrid":  # LSM-like hot levels compacted fully, B-tree-like cold levels partially
+        return {
+            "compaction": "hybrid",
+            "run_strategy": "fullest",
+            "file_picking": "dense_fp",
+            "merge_threshold": 1.0,
+            "full_compaction_levels": max(1, levels - cold),
+        }
+    if cls == "lsh":
+        from cost_models.design import model_constants
+
+        return {
+            "compaction": "partial",
+            "run_strategy": "first",
+            "file_picking": "oldest_flushed",
+            "merge_threshold": 1.0 - model_constants()["lsh_gc_dead_fraction"],
+            "full_compaction_levels": 0,
+        }
+    raise InputError(f"unknown design class {cls!r}")
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(float(v)) if math.isfinite(v) else "0.0"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(type(v))
+
+
+def to_toml(sections: dict[str, dict[str, Any]], header: str = "") -> str:
+    out = [f"# {line}" for line in header.splitlines()] + ([""] if header else [])
+    for name, body in sections.items():
+        out.append(f"[{name}]")
+        out += [f"{k} = {_toml_value(v)}" for k, v in body.items()]
+        out.append("")
+    return "\n".join(out)
+
+
+def engine_sections(
+    d: dict[str, Any],
+    key_bytes: int,
+    value_bytes: int,
+    mix: dict[str, float],
+    name: str,
+    vcpu: int | None = None,
+    wal_sync: str = "group_commit",
+    scale: float = 1.0,
+) -> dict[str, dict]:
+    """engine.toml sections for one design entry of solution.json (``designs[i]``).
+
+    ``scale`` multiplies the memory budgets (buffer, cache) when the engine
+    runs a smaller data set than the node the design was made for.
+    """
+    entry = key_bytes + value_bytes
+    cls = d["class"]
+    levels, cold = int(d["L"]), int(d["Y"])
+    bits = [float(b) for b in d.get("bloom_bits_per_level") or [0.0]] or [0.0]
+    threads = d.get("threads") or 1
+    if vcpu:
+        threads = threads_from_phi(cls, mix, vcpu)
+    lsh = bool(d.get("lsh")) or cls == "lsh"
+    T = float(d["T"])
+    if lsh:  # Table 1: T = N E / M_B, one level that is never compacted (K = Z = T - 1)
+        T = max(2.0, math.ceil(d.get("entries_per_node", 1e6) * entry / max(d["buffer_bytes"], 1.0)))
+    return {
+        "design": {"name": name, "class": cls},
+        "layout": {
+            "key_bytes": int(key_bytes),
+            "value_bytes": int(value_bytes),
+            "block_entries": max(1, int(d["block_bytes"]) // entry),
+            "size_ratio": T,
+            "runs_per_hot_level": int(T - 1) if lsh else int(d["K"]),
+            "runs_per_cold_level": int(T - 1) if lsh else int(d["Z"]),
+            "buffer_bytes": max(entry * 64, int(d["buffer_bytes"] * scale)),
+            "bloom_bits_per_key": [0.0] if lsh else [round(b, 4) for b in bits],
+            "hot_levels": 1 if lsh else max(0, levels - cold),
+            "block_cache_bytes": int(max(0.0, d.get("cache_bytes", 0.0)) * scale),
+        },
+        "algorithms": {
+            "filter_granularity": "file",
+            **algorithms(cls, levels, cold),
+            "file_entries": FILE_ENTRIES,
+            "threads": int(threads),
+        },
+        "durability": {"wal_sync": wal_sync, "group_commit_interval_us": 1000},
+    }
+
+
+def local_entry(d: Design, lay: Layout, i: int, threads: int, throughput: float = math.nan) -> dict[str, Any]:
+    """A design entry for this machine (one local node), as :func:`engine_sections` takes it."""
+    return {
+        "vm_type": "local",
+        "count": 1,
+        **design_entry(d, lay, i),
+        "threads": threads,
+        "predicted_throughput_ops": throughput,
+    }
+
+
+def preset_design_entry(
+    name: str, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float
+) -> dict[str, Any]:
+    """A preset as a design entry (layout derived by the model), for one local node."""
+    d: Design = preset(name)
+    lay = derive(DesignBatch.of([d]), n_keys, key_bytes, value_bytes, memory_bytes)
+    return local_entry(d, lay, 0, threads=1)

@@ -1,0 +1,1 @@
+"""Presentation: every rich table and every plot the commands print or write."""

@@ -1,0 +1,166 @@
+"""Every figure the commands write (matplotlib, Agg back end):
+
+* ``frontier.png``: cost (log) vs throughput, colour by provider, marker by
+  class, with the fixed presets on the same hardware as baseline curves (paper Fig. 5);
+* ``validation.png``: the model's blocks per operation against the engine's;
+* ``robust_delta_*.png``: ENDURE's gain of robust over nominal tuning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+COLOURS = {"aws": "#ff9900", "gcp": "#4285f4", "azure": "#008272"}
+MARKERS = {"lsm": "o", "btree": "s", "lsh": "^", "hybrid": "D"}
+PRESET_STYLE = {"rocksdb": ("k", "--"), "wiredtiger": ("tab:purple", ":"), "faster": ("tab:red", "-.")}
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+    return path
+
+
+def plot_frontier(run_dir: Path, out: Path | None = None) -> Path:
+    """The frontier of a run directory, per provider, beside the presets' best homogeneous clusters."""
+    from dataclasses import asdict
+
+    from solver.rundir import load_run
+
+    plt = _pyplot()
+    run = load_run(run_dir, baselines=True)
+    rows = [{**asdict(r), "class": r.design_class} for r in run.frontier]
+    base = [{**asdict(r), "class": r.design_class} for r in run.baselines]
+    sol = run.solution
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for prov in sorted({r["provider"] for r in rows}):
+        pts = sorted((r for r in rows if r["provider"] == prov and r["throughput_ops"]), key=lambda r: r["budget"])
+        if not pts:
+            continue
+        ax.step(
+            [r["budget"] for r in pts],
+            [r["throughput_ops"] for r in pts],
+            where="post",
+            color=COLOURS.get(prov, "gray"),
+            alpha=0.5,
+            lw=1,
+        )
+        for cls, mk in MARKERS.items():
+            sel = [r for r in pts if r["class"] == cls]
+            if sel:
+                ax.scatter(
+                    [r["budget"] for r in sel],
+                    [r["throughput_ops"] for r in sel],
+                    marker=mk,
+                    s=22,
+                    color=COLOURS.get(prov, "gray"),
+                    label=f"{prov} {cls}",
+                )
+    for preset, (col, ls) in PRESET_STYLE.items():
+        best: dict[int, dict] = {}
+        for r in base:
+            if r["preset"] == preset and (
+                r["band"] not in best or r["throughput_ops"] > best[r["band"]]["throughput_ops"]
+            ):
+                best[r["band"]] = r
+        if best:
+            pts = sorted(best.values(), key=lambda r: r["budget"])
+            ax.step(
+                [r["budget"] for r in pts],
+                [r["throughput_ops"] for r in pts],
+                where="post",
+                color=col,
+                ls=ls,
+                lw=1.5,
+                label=f"{preset} (preset, best provider)",
+            )
+    ax.axvline(sol["budget"], color="gray", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("monthly budget (USD, log)")
+    ax.set_ylabel("throughput (ops/s, log)")
+    ax.set_title(f"Cosine frontier for {sol['spec']} ({sol['pricing']} prices)")
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    ax.grid(True, which="both", alpha=0.2)
+    return _save(fig, out or run_dir / "frontier.png")
+
+
+def plot_validation(v: Any, out: Path) -> Path:
+    """``v``: a :class:`measure.validate.Validation`."""
+    plt = _pyplot()
+
+    colours = {"lsm": "#1f77b4", "btree": "#2ca02c", "lsh": "#d62728", "hybrid": "#9467bd"}
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    lo = max(1e-4, min(min(r["predicted_io"], r["measured_io"]) for r in v.rows if r["measured_io"] > 0) / 2)
+    hi = max(max(r["predicted_io"], r["measured_io"]) for r in v.rows) * 2
+    for cls, col in colours.items():
+        pts = [r for r in v.rows if r["class"] == cls]
+        if pts:
+            ax.scatter(
+                [max(r["measured_io"], lo) for r in pts],
+                [max(r["predicted_io"], lo) for r in pts],
+                s=12,
+                color=col,
+                alpha=0.7,
+                label=cls,
+            )
+    ax.plot([lo, hi], [lo, hi], color="gray", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured blocks per operation (engine)")
+    ax.set_ylabel("predicted blocks per operation (model)")
+    s = v.summary()
+    ax.set_title(f"model vs engine: mean accuracy {s['mean_accuracy']:.1%}, conservative {s['conservative_share']:.0%}")
+    ax.legend()
+    return _save(fig, out / "validation.png")
+
+
+def plot_robust_eval(ev: Any, out: Path) -> list[Path]:
+    """``ev``: a :class:`studies.robust_eval.RobustEval`."""
+    from studies.robust_eval import buckets
+
+    plt = _pyplot()
+
+    out.mkdir(parents=True, exist_ok=True)
+    rhos = sorted({r["rho_expected"] for r in ev.rows})
+    b = buckets(ev.rows)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for rho in rhos:
+        pts = [x for x in b if x["rho_expected"] == rho]
+        ax.plot(
+            [(x["observed_from"] + min(x["observed_to"], 8)) / 2 for x in pts],
+            [x["mean_delta"] for x in pts],
+            marker="o",
+            label=f"expected rho {rho:g}",
+        )
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.set_xlabel("observed rho = KL(observed || expected), bucket midpoint")
+    ax.set_ylabel("mean normalized delta throughput (robust vs nominal)")
+    ax.set_title("ENDURE benchmark on the Cosine model: gain by observed drift")
+    ax.legend(fontsize=8)
+    p1 = _save(fig, out / "robust_delta_vs_rho.png")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for rho in rhos:
+        if rho == 0:
+            continue
+        d = np.array([r["delta"] for r in ev.rows if r["rho_expected"] == rho])
+        ax.hist(np.clip(d, -1, 4), bins=80, histtype="step", label=f"expected rho {rho:g}", density=True)
+    ax.set_xlabel("normalized delta throughput (clipped to [-1, 4])")
+    ax.set_ylabel("density")
+    ax.set_title("Distribution of the gain of robust over nominal tuning")
+    ax.legend(fontsize=8)
+    p2 = _save(fig, out / "robust_delta_distribution.png")
+    return [p1, p2]

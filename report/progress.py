@@ -1,0 +1,18 @@
+"""The progress bar every long command shows (on stderr, gone when done)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+
+def progress_bar() -> Progress:
+    """A transient bar: description, bar, percentage, elapsed time."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+        console=Console(stderr=True),
+    )

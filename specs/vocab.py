@@ -1,0 +1,157 @@
+"""The project's vocabulary: every name a spec, a flag, a file or a status can
+hold, as one StrEnum each. This is the one copy; every other module imports
+from here. A StrEnum member *is* its string (``Operation.GET == "get"``), so
+members go into JSON, parquet and TOML unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Operation(StrEnum):
+    """The operation types of the paper's Eq. 1 (and of YCSB's mixes)."""
+
+    GET = "get"  # single-result point lookup
+    EMPTY_GET = "empty_get"  # lookup of an absent key
+    RANGE = "range"  # short range scan
+    INSERT = "insert"
+    UPDATE = "update"  # blind update
+    RMW = "rmw"  # read-modify-write
+
+
+#: Operations in the order every table, vector and file uses.
+OPERATIONS: tuple[Operation, ...] = tuple(Operation)
+#: Operations that write (and pay flushes and merges).
+WRITE_OPERATIONS: tuple[Operation, ...] = (Operation.INSERT, Operation.UPDATE, Operation.RMW)
+
+
+class DesignClass(StrEnum):
+    """The layout classes of Algorithm 3 (codes 0..3 in vectorized tables, in this order)."""
+
+    LSM = "lsm"
+    BTREE = "btree"
+    LSH = "lsh"
+    HYBRID = "hybrid"
+
+    @property
+    def code(self) -> int:
+        """The class's integer code in the model's arrays."""
+        return DESIGN_CLASSES.index(self)
+
+    @classmethod
+    def of_code(cls, code: int) -> DesignClass:
+        return DESIGN_CLASSES[int(code)]
+
+
+DESIGN_CLASSES: tuple[DesignClass, ...] = tuple(DesignClass)
+
+
+class Provider(StrEnum):
+    AWS = "aws"
+    GCP = "gcp"
+    AZURE = "azure"
+
+
+PROVIDERS: tuple[Provider, ...] = tuple(Provider)
+
+
+class SlaFeature(StrEnum):
+    MIGRATION = "migration"
+    SUPPORT = "support"
+    BACKUP = "backup"
+    RELIABILITY = "reliability"
+    AVAILABILITY = "availability"
+
+
+SLA_FEATURES: tuple[SlaFeature, ...] = tuple(SlaFeature)
+
+
+class PriceSet(StrEnum):
+    """Named price sets of the catalog (pricing/*.csv)."""
+
+    PAPER2021 = "paper2021"
+    ONDEMAND = "ondemand"
+    COMMITTED1Y = "committed1y"
+    SPOT = "spot"
+
+
+PRICE_SETS: tuple[PriceSet, ...] = tuple(PriceSet)
+
+
+class CatalogKind(StrEnum):
+    """What a catalog row prices."""
+
+    VM = "vm"
+    STORAGE = "storage"
+    SLA = "sla"
+
+
+class DistributionKind(StrEnum):
+    UNIFORM = "uniform"
+    ZIPFIAN = "zipfian"
+    SKEW = "skew"
+    NORMAL = "normal"
+    LATEST = "latest"
+
+
+class Preset(StrEnum):
+    """The paper's fixed baselines (Table 1, Sec. 7). The engine's own presets
+    (engine-template/presets/*.toml) add ``hybrid``."""
+
+    ROCKSDB = "rocksdb"
+    WIREDTIGER = "wiredtiger"
+    FASTER = "faster"
+
+
+PRESETS: tuple[Preset, ...] = tuple(Preset)
+
+
+class SolverStatus(StrEnum):
+    """How one solve ended (every back end maps its own codes onto these)."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"  # a solution, not proven optimal
+    INFEASIBLE = "infeasible"
+    TIMEOUT = "timeout"  # the time limit, without a solution
+    ERROR = "error"
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (SolverStatus.OPTIMAL, SolverStatus.FEASIBLE)
+
+
+class BackendName(StrEnum):
+    HIGHS = "highs"
+    ORTOOLS = "ortools"
+    PYOMO = "pyomo"
+
+
+class Method(StrEnum):
+    """How the search is done: the MIP, or enumeration (small instances, cross-checks)."""
+
+    MIP = "mip"
+    EXHAUSTIVE = "exhaustive"
+
+
+class WalSync(StrEnum):
+    """The engine's WAL policy (engine-template cosine-config ``WalSync``)."""
+
+    EVERY_WRITE = "every_write"
+    GROUP_COMMIT = "group_commit"
+    NONE = "none"
+
+
+class EnginePeer(StrEnum):
+    """Which engine `cosine bench` drives through the same workload driver."""
+
+    COSINE = "cosine"
+    ROCKSDB = "rocksdb"
+    FJALL = "fjall"
+
+
+class PlanStart(StrEnum):
+    """Whether a reconfiguration plan may choose its first configuration."""
+
+    FREE = "free"
+    DEFAULT = "default"
