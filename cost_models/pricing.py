@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from cost_models import REPO_ROOT
 from specs.errors import InputError
+from specs.io import read_rows, write_rows
 from specs.vocab import PRICE_SETS, PROVIDERS, SLA_FEATURES, PriceSet, Provider
 
 PRICING_SOURCE_DIR = REPO_ROOT / "pricing"
@@ -35,36 +33,39 @@ PRICE_SET_DESCRIPTIONS: dict[PriceSet, str] = {
     PriceSet.SPOT: "spot/preemptible prices where the reference has them (GCP)",
 }
 
-_SCHEMA = pa.schema(
-    [
-        ("price_set", pa.string()),
-        ("provider", pa.string()),
-        ("kind", pa.string()),
-        ("name", pa.string()),
-        ("vcpu", pa.int32()),
-        ("memory_gib", pa.float64()),
-        ("usd_per_hour", pa.float64()),
-        ("storage_rule", pa.string()),
-        ("size_gib", pa.float64()),
-        ("free_gib", pa.float64()),
-        ("usd_per_gb_month", pa.float64()),
-        ("usd_per_disk_month", pa.float64()),
-        ("iops", pa.float64()),
-        ("iops_per_gib", pa.float64()),
-        ("max_iops", pa.float64()),
-        ("usd_per_iops_month", pa.float64()),
-        ("feature", pa.string()),
-        ("available", pa.bool_()),
-        ("usd_flat_month", pa.float64()),
-        ("usd_per_node_month", pa.float64()),
-        ("percent_of_spend", pa.float64()),
-        ("minimum_usd", pa.float64()),
-        ("min_nodes", pa.int32()),
-        ("source", pa.string()),
-        ("as_of", pa.string()),
-        ("notes", pa.string()),
-    ]
-)
+@dataclass
+class CatalogRow:
+    """One row of pricing.parquet: a VM type, a storage product or an SLA feature, in one price set.
+
+    Columns a kind does not use are null; the parquet schema is derived from these fields.
+    """
+
+    price_set: str
+    provider: str
+    kind: str
+    name: str
+    vcpu: int | None = None
+    memory_gib: float | None = None
+    usd_per_hour: float | None = None
+    storage_rule: str | None = None
+    size_gib: float | None = None
+    free_gib: float | None = None
+    usd_per_gb_month: float | None = None
+    usd_per_disk_month: float | None = None
+    iops: float | None = None
+    iops_per_gib: float | None = None
+    max_iops: float | None = None
+    usd_per_iops_month: float | None = None
+    feature: str | None = None
+    available: bool | None = None
+    usd_flat_month: float | None = None
+    usd_per_node_month: float | None = None
+    percent_of_spend: float | None = None
+    minimum_usd: float | None = None
+    min_nodes: int | None = None
+    source: str | None = None
+    as_of: str | None = None
+    notes: str | None = None
 
 
 class CatalogError(InputError):
@@ -99,7 +100,7 @@ def _price_sets(row: dict[str, str]) -> list[str]:
 def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]:
     """Read the CSV sources into catalog rows (validated, typed)."""
     rows: list[dict[str, object]] = []
-    empty = {f.name: None for f in _SCHEMA}
+    empty = {f.name: None for f in fields(CatalogRow)}
 
     def check_common(row: dict[str, str], path: Path, line: int) -> None:
         if row["provider"] not in PROVIDERS:
@@ -199,10 +200,9 @@ def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]
 def build_parquet(source_dir: Path = PRICING_SOURCE_DIR, out: Path = PRICING_PARQUET) -> tuple[Path, int]:
     """Build ``pricing.parquet`` from the CSV sources; returns (path, row count)."""
     rows = build_rows(source_dir)
-    table = pa.Table.from_pylist(rows, schema=_SCHEMA)
-    pq.write_table(table, out)
+    write_rows(out, rows, CatalogRow)
     load_catalog.cache_clear()
-    return out, table.num_rows
+    return out, len(rows)
 
 
 @dataclass(frozen=True)
@@ -305,14 +305,11 @@ def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> 
     if not path.is_file():
         raise CatalogError(f"{path} is missing; run `cosine pricing build`")
     try:
-        table = pq.ParquetFile(path).read()  # read_table would import pyarrow.dataset (+pandas)
-    except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise CatalogError(f"{path} is not a readable parquet file: {exc}") from exc
-    missing = set(_SCHEMA.names) - set(table.column_names)
-    if missing:
-        raise CatalogError(f"{path} lacks columns {sorted(missing)}; rebuild it")
+        rows = [asdict(r) for r in read_rows(path, CatalogRow, "pricing catalog")]
+    except InputError as exc:
+        raise CatalogError(f"{exc}; rebuild it with `cosine pricing build`") from None
     cat = Catalog(price_set=price_set)
-    for r in table.to_pylist():
+    for r in rows:
         if r["price_set"] != price_set:
             continue
         p = r["provider"]
@@ -357,9 +354,8 @@ def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> 
 
 def catalog_rows(price_set: str | None = None, provider: str | None = None) -> list[dict]:
     """Raw catalog rows (for ``cosine pricing show``)."""
-    table = pq.ParquetFile(PRICING_PARQUET).read()
     out = []
-    for r in table.to_pylist():
+    for r in (asdict(x) for x in read_rows(PRICING_PARQUET, CatalogRow, "pricing catalog")):
         if price_set and r["price_set"] != price_set:
             continue
         if provider and r["provider"] != provider:

@@ -40,43 +40,36 @@ def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
     return vcpu
 
 
-def algorithms(cls: str, levels: int, cold: int) -> dict[str, Any]:
-    """Paper Algorithm 3 + Table 1: the algorithmic primitives of a layout class."""
-    if cls == "lsm":
-        return {
-            "compaction": "full",
-            "run_strategy": "first",
-            "file_picking": "dense_fp",
-            "merge_threshold": 1.0,
-            "full_compaction_levels": max(1, levels),
-        }
-    if cls == "btree":
-        return {
-            "compaction": "partial",
-            "run_strategy": "first",
-            "file_picking": "choose_first",
-            "merge_threshold": 1.0,
-            "full_compaction_levels": 0,
-        }
-    if cls == "hybrid":  # LSM-like hot levels compacted fully, B-tree-like cold levels partially
-        return {
-            "compaction": "hybrid",
-            "run_strategy": "fullest",
-            "file_picking": "dense_fp",
-            "merge_threshold": 1.0,
-            "full_compaction_levels": max(1, levels - cold),
-        }
-    if cls == "lsh":
-        from cost_models.design import model_constants
+#: Paper Algorithm 3 + Table 1, per layout class: (compaction, run strategy, file picking).
+#: The hybrid compacts its LSM-like hot levels fully and its B-tree-like cold levels partially;
+#: the hash log garbage-collects its oldest flushed segment.
+PRIMITIVES: dict[DesignClass, tuple[str, str, str]] = {
+    DesignClass.LSM: ("full", "first", "dense_fp"),
+    DesignClass.BTREE: ("partial", "first", "choose_first"),
+    DesignClass.HYBRID: ("hybrid", "fullest", "dense_fp"),
+    DesignClass.LSH: ("partial", "first", "oldest_flushed"),
+}
 
-        return {
-            "compaction": "partial",
-            "run_strategy": "first",
-            "file_picking": "oldest_flushed",
-            "merge_threshold": 1.0 - model_constants()["lsh_gc_dead_fraction"],
-            "full_compaction_levels": 0,
-        }
-    raise InputError(f"unknown design class {cls!r}")
+
+def algorithms(cls: str, levels: int, cold: int) -> dict[str, Any]:
+    """The algorithmic primitives of a layout class (engine.toml's ``[algorithms]``)."""
+    from cost_models.design import model_constants
+
+    if cls not in PRIMITIVES:
+        raise InputError(f"unknown design class {cls!r}")
+    c = DesignClass(cls)
+    compaction, run_strategy, file_picking = PRIMITIVES[c]
+    # levels compacted fully: every level of an LSM, the hot ones of a hybrid, none of a B-tree or hash log
+    full = {DesignClass.LSM: max(1, levels), DesignClass.HYBRID: max(1, levels - cold)}.get(c, 0)
+    # the hash log collects a segment once this share of it is live
+    threshold = 1.0 - model_constants()["lsh_gc_dead_fraction"] if c == DesignClass.LSH else 1.0
+    return {
+        "compaction": compaction,
+        "run_strategy": run_strategy,
+        "file_picking": file_picking,
+        "merge_threshold": threshold,
+        "full_compaction_levels": full,
+    }
 
 
 def _toml_value(v: Any) -> str:

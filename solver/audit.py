@@ -73,30 +73,13 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
     rows = [r for r in load_run(run_dir).frontier if r.throughput_ops and r.monthly_cost is not None]
     if not rows:
         raise InputError(f"{run_dir}: the frontier has no feasible point")
-    if budget is not None:
-        ok = [r for r in rows if (r.monthly_cost or 0.0) <= budget * (1 + 1e-9)]
-        if not ok:
-            cheapest = min(rows, key=lambda r: r.monthly_cost or 0.0)
-            return {
-                "query": {"budget": budget},
-                "answer": None,
-                "note": f"no saved configuration costs at most ${budget:,.2f}; the cheapest costs "
-                f"${cheapest.monthly_cost:,.2f}",
-                "cheapest": _row_dict(cheapest),
-            }
-    else:
-        assert throughput is not None
-        ok = [r for r in rows if (r.throughput_ops or 0.0) >= throughput * (1 - 1e-9)]
-        if not ok:
-            fastest = max(rows, key=lambda r: r.throughput_ops or 0.0)
-            return {
-                "query": {"throughput": throughput},
-                "answer": None,
-                "note": f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
-                f"{fastest.throughput_ops:,.0f} ops/s for ${fastest.monthly_cost:,.2f}",
-                "fastest": _row_dict(fastest),
-            }
     by_budget = budget is not None
+    if by_budget:
+        ok = [r for r in rows if (r.monthly_cost or 0.0) <= (budget or 0.0) * (1 + 1e-9)]
+    else:
+        ok = [r for r in rows if (r.throughput_ops or 0.0) >= (throughput or 0.0) * (1 - 1e-9)]
+    if not ok:
+        return _no_answer(rows, budget, throughput)
     best = _best(ok, by_budget)
     per_provider = {p: _summary(_best([r for r in ok if r.provider == p], by_budget)) for p in {r.provider for r in ok}}
     return {
@@ -104,6 +87,20 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
         "answer": _row_dict(best),
         "per_provider": dict(sorted(per_provider.items())),
     }
+
+
+def _no_answer(rows: list[FrontierRow], budget: float | None, throughput: float | None) -> dict[str, Any]:
+    """Nothing saved meets the query: say so, and show the nearest point (the cheapest, or the fastest)."""
+    if budget is not None:
+        near = min(rows, key=lambda r: r.monthly_cost or 0.0)
+        note = f"no saved configuration costs at most ${budget:,.2f}; the cheapest costs ${near.monthly_cost:,.2f}"
+        return {"query": {"budget": budget}, "answer": None, "note": note, "cheapest": _row_dict(near)}
+    near = max(rows, key=lambda r: r.throughput_ops or 0.0)
+    note = (
+        f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
+        f"{near.throughput_ops:,.0f} ops/s for ${near.monthly_cost:,.2f}"
+    )
+    return {"query": {"throughput": throughput}, "answer": None, "note": note, "fastest": _row_dict(near)}
 
 
 def _row_dict(r: FrontierRow) -> dict[str, Any]:

@@ -9,39 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
 
-SPEC = """
-name: tiny
-workload:
-  entries: 2000000
-  key_bytes: 16
-  value_bytes: 100
-  operations: {get: 0.5, update: 0.5}
-  distribution:
-    get: {kind: zipfian, theta: 0.99}
-    put: {kind: zipfian, theta: 0.99}
-  operations_per_month: 1.0e9
-budget: {monthly_usd: 800, range: [10, 5000]}
-performance: {min_throughput: 1000}
-providers: [aws, gcp]
-slas: [backup, availability]
-design:
-  size_ratio: [4, 10]
-  max_cluster_size: 4
-"""
-
-
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory):
-    d = tmp_path_factory.mktemp("run")
-    spec = d / "tiny.yaml"
-    spec.write_text(SPEC)
-    out = d / "out"
-    res = runner.invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "8", "--json", "--plot"])
-    assert res.exit_code == 0, res.output + res.stderr
-    return spec, out, json.loads(res.stdout)
+SPEC = TINY_SPEC
 
 
 def test_solution_contract(solved):

@@ -2,52 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 
 import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from measure.engine import TEMPLATE, build, run, scaled_config, workload_json
+from measure.engine import TEMPLATE, run, scaled_config, workload_json
 from render.config import algorithms, engine_sections, threads_from_phi, to_toml
 from specs.schema import parse_spec
+from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
 
-SPEC = """
-name: rtiny
-workload:
-  entries: 2000000
-  key_bytes: 16
-  value_bytes: 100
-  operations: {get: 0.5, update: 0.5}
-  distribution: {get: {kind: zipfian, theta: 0.99}, put: {kind: zipfian, theta: 0.99}}
-budget: {monthly_usd: 500, range: [10, 5000]}
-providers: [aws]
-design: {size_ratio: [4, 10], max_cluster_size: 3}
-"""
-
-
-@pytest.fixture(scope="module")
-def engine_binary():
-    return build(TEMPLATE)
-
-
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory):
-    d = tmp_path_factory.mktemp("r")
-    (d / "s.yaml").write_text(SPEC)
-    res = runner.invoke(app, ["solve", str(d / "s.yaml"), "--out", str(d / "run"), "--bands", "4"])
+def test_render_solution(solved, tmp_path):
+    _, run_dir, sol = solved
+    out = tmp_path / "eng"
+    res = runner.invoke(app, ["render", str(run_dir / "solution.json"), "--out", str(out)])
     assert res.exit_code == 0, res.stderr
-    return d
-
-
-def test_render_solution(solved):
-    out = solved / "eng"
-    res = runner.invoke(app, ["render", str(solved / "run" / "solution.json"), "--out", str(out)])
-    assert res.exit_code == 0, res.stderr
-    sol = json.loads((solved / "run" / "solution.json").read_text())
     cfg = tomllib.loads((out / "engine.toml").read_text())
     d = sol["designs"][0]
     assert cfg["design"]["class"] == d["class"]
@@ -59,11 +31,11 @@ def test_render_solution(solved):
     assert (out / "Cargo.toml").is_file() and (out / "README.md").is_file() and not (out / "target").exists()
     assert d["class"] in (out / "README.md").read_text()
     # rendering again over a previous render is fine; over someone's files it is refused
-    assert runner.invoke(app, ["render", str(solved / "run"), "--out", str(out)]).exit_code == 0
-    other = solved / "mine"
+    assert runner.invoke(app, ["render", str(run_dir), "--out", str(out)]).exit_code == 0
+    other = tmp_path / "mine"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")
-    res = runner.invoke(app, ["render", str(solved / "run"), "--out", str(other)])
+    res = runner.invoke(app, ["render", str(run_dir), "--out", str(other)])
     assert res.exit_code == 2 and (other / "notes.txt").read_text() == "keep me"
 
 
@@ -126,7 +98,7 @@ def test_rendered_configs_run_in_the_engine(engine_binary, cls, design):
         **design,
     }
     text = to_toml(engine_sections(d, 16, 100, {"get": 0.5, "update": 0.5}, f"test {cls}"))
-    spec = parse_spec(SPEC)
+    spec = parse_spec(TINY_SPEC)
     wl = workload_json(spec, 20_000, 20_000, 1)
     rep = run(TEMPLATE, scaled_config(text, 1.0), wl)
     assert rep["class"] == cls
