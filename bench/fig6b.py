@@ -46,6 +46,7 @@ def main() -> None:
     be = HighsBackend()
     with tempfile.TemporaryDirectory() as tmp:
         run = run_solve(spec, cat, be, budget=a.budget, bands=4, out_dir=Path(tmp))
+    assert run.answer.chosen is not None, "the budget buys no configuration"
     chosen = run.answer.chosen.nodes
     presets = {}
     for name, per_p in run.tables.presets.items():  # the presets' best homogeneous cluster for the expected mix

@@ -69,8 +69,8 @@ def main() -> None:
         f"{'nominal ops/s':>13} {'robust ops/s':>12}"
     )
     cases = 0
-    for kind, w in EXPECTED:
-        w = np.array(w)
+    for kind, w_expected in EXPECTED:
+        w = np.array(w_expected)
         nominal = int(np.argmin(C @ w))
         robust = int(np.argmin(kl_worst_case(C, w, a.rho)))
         if nominal == robust:
@@ -86,7 +86,7 @@ def main() -> None:
                     entry, KEY, VALUE, dict(zip(OPS, w, strict=True)), f"{tag} {designs[i].name}", wal_sync="none"
                 )
             )
-        observed = [w, np.full(4, 0.25)] + list(rng.dirichlet(np.ones(4), size=DRAWS))
+        observed: list[np.ndarray] = [w, np.full(4, 0.25), *rng.dirichlet(np.ones(4), size=DRAWS)]
         for obs in observed:
             spec = spec_for(obs, scan)
             ops = a.ops // 5 if obs[2] > 0.5 else a.ops  # scans are slow; fewer suffice
