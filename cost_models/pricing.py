@@ -33,6 +33,7 @@ PRICE_SET_DESCRIPTIONS: dict[PriceSet, str] = {
     PriceSet.SPOT: "spot/preemptible prices where the reference has them (GCP)",
 }
 
+
 @dataclass
 class CatalogRow:
     """One row of pricing.parquet: a VM type, a storage product or an SLA feature, in one price set.

@@ -15,6 +15,7 @@ from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
 
+
 def test_render_solution(solved, tmp_path):
     _, run_dir, sol = solved
     out = tmp_path / "eng"
