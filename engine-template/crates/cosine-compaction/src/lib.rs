@@ -4,7 +4,9 @@
 //! (levels, runs, files, entry counts, key ranges) and answers with the next
 //! structural step: place the frozen buffer into level 1, merge data from level
 //! `i` into level `i + 1`, or nothing. The engine's worker executes the choice
-//! with real files; [`sim`] executes it on in-memory key lists.
+//! with real files; [`sim`] executes it on in-memory key lists. Both turn the
+//! result into the next state with the same pure function,
+//! [`apply_compaction_result`].
 //!
 //! Rules (shared with the cost model, see `docs/engine-contract.md`):
 //! * level `i >= 1` holds up to `capacity(i) = E_B * T^i` entries, in at most
@@ -22,7 +24,10 @@
 //!   *hybrid* is full for source levels `1..=full_compaction_levels`, partial below.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
+mod apply;
 pub mod sim;
+
+pub use apply::{apply_compaction_result, Applied, MergeOutput};
 
 use cosine_config::{Config, FilePicking, FilterGranularity, MergePolicy, RunStrategy};
 

@@ -1,27 +1,15 @@
 //! An I/O-free simulator: runs the strategy over in-memory key lists.
 //!
-//! It executes every [`Choice`] the way the engine's worker does (same merge,
-//! split and placement rules) but on sorted `u64` keys, so level shapes and
-//! merge traffic for millions of inserts can be checked against the cost model
-//! in seconds.
+//! It executes every [`Choice`] the way the engine's worker does: it reads the
+//! files [`LevelState::merge_inputs`] names, writes the merged keys (sorted
+//! `u64`s) split into files, and places them with [`apply_compaction_result`].
+//! So level shapes and merge traffic for millions of inserts can be checked
+//! against the cost model in seconds.
 
-use crate::{Choice, CompactionStrategy, FileState, LevelState, Merge, PendingFlush, RunState, Target, TemplateStrategy};
+use crate::{apply_compaction_result, Choice, CompactionStrategy, FileState, LevelState, Merge, MergeOutput, PendingFlush, RunState, Target, TemplateStrategy};
 use cosine_config::Config;
-use std::collections::BTreeSet;
-
-#[derive(Debug, Clone)]
-struct SimFile {
-    id: u64,
-    keys: Vec<u64>,
-    flushed_seq: u64,
-    merged_seq: u64,
-}
-
-#[derive(Debug, Clone)]
-struct SimRun {
-    id: u64,
-    files: Vec<SimFile>,
-}
+use cosine_core::{Error, Result};
+use std::collections::{BTreeSet, HashMap};
 
 /// Shape of one level after a simulation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +53,10 @@ pub struct Simulator {
     cfg: Config,
     strategy: TemplateStrategy,
     buffer: BTreeSet<u64>,
-    levels: Vec<Vec<SimRun>>,
+    /// The shape the strategy sees.
+    state: LevelState,
+    /// Keys of every live file, by file id.
+    keys: HashMap<u64, Vec<u64>>,
     next_id: u64,
     seq: u64,
     /// Counters.
@@ -83,7 +74,8 @@ impl Simulator {
             cfg: cfg.clone(),
             strategy: TemplateStrategy::new(cfg),
             buffer: BTreeSet::new(),
-            levels: Vec::new(),
+            state: LevelState::default(),
+            keys: HashMap::new(),
             next_id: 1,
             seq: 0,
             totals: SimTotals::default(),
@@ -94,152 +86,97 @@ impl Simulator {
         n.div_ceil(self.cfg.layout.block_entries) as u64
     }
 
-    fn state(&self, pending: bool) -> LevelState {
-        LevelState {
-            levels: self
-                .levels
-                .iter()
-                .map(|runs| {
-                    runs.iter()
-                        .map(|r| RunState {
-                            id: r.id,
-                            files: r
-                                .files
-                                .iter()
-                                .map(|f| FileState {
-                                    id: f.id,
-                                    entries: f.keys.len() as u64,
-                                    min_key: kb(f.keys[0]),
-                                    max_key: kb(f.keys[f.keys.len() - 1]),
-                                    flushed_seq: f.flushed_seq,
-                                    merged_seq: f.merged_seq,
-                                })
-                                .collect(),
-                        })
-                        .collect()
-                })
-                .collect(),
-            pending_flush: (pending && !self.buffer.is_empty()).then(|| PendingFlush {
-                entries: self.buffer.len() as u64,
-                min_key: kb(*self.buffer.iter().next().unwrap_or(&0)),
-                max_key: kb(*self.buffer.iter().next_back().unwrap_or(&0)),
-            }),
-        }
+    fn pending_flush(&self) -> Option<PendingFlush> {
+        (!self.buffer.is_empty()).then(|| PendingFlush {
+            entries: self.buffer.len() as u64,
+            min_key: kb(*self.buffer.iter().next().unwrap_or(&0)),
+            max_key: kb(*self.buffer.iter().next_back().unwrap_or(&0)),
+        })
     }
 
     /// Inserts one key (a put of a new version), flushing and compacting as the engine would.
-    pub fn insert(&mut self, key: u64) {
+    ///
+    /// Fails only if the strategy names files the tree does not hold (a strategy bug).
+    pub fn insert(&mut self, key: u64) -> Result<()> {
         self.totals.inserts += 1;
         self.buffer.insert(key);
         if self.buffer.len() as u64 >= self.cfg.buffer_entries() {
-            self.flush();
+            self.flush()?;
         }
+        Ok(())
     }
 
     /// Flushes the buffer and runs the strategy until it is idle.
-    pub fn flush(&mut self) {
+    pub fn flush(&mut self) -> Result<()> {
         loop {
-            let pending = !self.buffer.is_empty();
-            match self.strategy.choose(&self.state(pending)) {
-                Choice::Idle => break,
+            self.state.pending_flush = self.pending_flush();
+            match self.strategy.choose(&self.state) {
+                Choice::Idle => return Ok(()),
                 Choice::Flush(m) => {
                     let keys: Vec<u64> = std::mem::take(&mut self.buffer).into_iter().collect();
                     self.seq += 1;
                     self.totals.flushes += 1;
-                    self.apply(&m, vec![keys]);
+                    self.apply(&m, keys)?;
                 }
                 Choice::Compact(m) => {
                     self.totals.compactions += 1;
-                    self.apply(&m, Vec::new());
+                    self.apply(&m, Vec::new())?;
                 }
             }
         }
     }
 
-    fn take_files(&mut self, level: usize, run: u64, ids: &[u64]) -> Vec<SimFile> {
-        let mut out = Vec::new();
-        if let Some(runs) = self.levels.get_mut(level - 1) {
-            if let Some(r) = runs.iter_mut().find(|r| r.id == run) {
-                let (take, keep): (Vec<SimFile>, Vec<SimFile>) = r.files.drain(..).partition(|f| ids.contains(&f.id));
-                r.files = keep;
-                out = take;
-            }
-            runs.retain(|r| !r.files.is_empty());
-        }
-        out
-    }
-
-    fn apply(&mut self, m: &Merge, buffer: Vec<Vec<u64>>) {
-        let t = m.target_level;
-        while self.levels.len() < t {
-            self.levels.push(Vec::new());
-        }
-        // Gather sources, newest first.
-        let mut sources: Vec<SimFile> = Vec::new();
-        let mut flushed_seq = self.seq;
-        for (run, ids) in &m.inputs {
-            let fs = self.take_files(m.source_level, *run, ids);
-            sources.extend(fs);
-        }
-        let outputs: Vec<SimFile> = if m.trivial_move {
+    /// Executes `m`; `buffer` holds the flushed keys (sorted).
+    fn apply(&mut self, m: &Merge, buffer: Vec<u64>) -> Result<()> {
+        let mut output = MergeOutput::default();
+        if m.trivial_move {
             self.totals.trivial_moves += 1;
-            sources
         } else {
-            let mut replaced = Vec::new();
-            if let Target::Into { run, replace } = &m.target {
-                replaced = self.take_files(t, *run, replace);
-            }
-            let mut all: Vec<u64> = Vec::new();
-            for k in buffer.into_iter().flatten() {
-                all.push(k);
-            }
-            for f in sources.iter().chain(replaced.iter()) {
-                self.totals.blocks_read += self.blocks(f.keys.len());
+            let mut all = buffer;
+            let mut flushed_seq = self.seq;
+            for f in self.state.merge_inputs(m)?.into_iter().flatten() {
+                let keys = self.keys.get(&f.id).ok_or_else(|| Error::InvalidArgument(format!("no keys for file {}", f.id)))?;
+                self.totals.blocks_read += self.blocks(keys.len());
                 flushed_seq = flushed_seq.min(f.flushed_seq);
-                all.extend_from_slice(&f.keys);
+                all.extend_from_slice(keys);
             }
             all.sort_unstable();
             all.dedup();
             self.seq += 1;
-            let fe = self.cfg.algorithms.file_entries;
-            let mut out = Vec::new();
-            for chunk in all.chunks(fe) {
+            for chunk in all.chunks(self.cfg.algorithms.file_entries) {
                 self.totals.blocks_written += self.blocks(chunk.len());
-                out.push(SimFile { id: self.next_id, keys: chunk.to_vec(), flushed_seq, merged_seq: self.seq });
-                self.next_id += 1;
-            }
-            out
-        };
-        let runs = &mut self.levels[t - 1];
-        match &m.target {
-            Target::NewRun => {
                 let id = self.next_id;
                 self.next_id += 1;
-                runs.insert(0, SimRun { id, files: outputs });
+                output.files.push(FileState {
+                    id,
+                    entries: chunk.len() as u64,
+                    min_key: kb(chunk[0]),
+                    max_key: kb(chunk[chunk.len() - 1]),
+                    flushed_seq,
+                    merged_seq: self.seq,
+                });
+                self.keys.insert(id, chunk.to_vec());
             }
-            Target::Into { run, .. } => match runs.iter_mut().find(|r| r.id == *run) {
-                Some(r) => {
-                    r.files.extend(outputs);
-                    r.files.sort_by_key(|f| f.keys[0]);
-                }
-                None => {
-                    // The whole target run was replaced (full rewrite): keep its place as newest.
-                    let id = *run;
-                    runs.insert(0, SimRun { id, files: outputs });
-                }
-            },
         }
-        runs.retain(|r| !r.files.is_empty());
+        if m.target == Target::NewRun {
+            output.new_run = Some(self.next_id);
+            self.next_id += 1;
+        }
+        let applied = apply_compaction_result(&self.state, m, &output)?;
+        for id in &applied.removed {
+            self.keys.remove(id);
+        }
+        self.state = applied.state;
+        Ok(())
     }
 
     /// Level shapes (levels 1..deepest).
     pub fn shape(&self) -> Vec<LevelShape> {
-        let depth = self.levels.iter().rposition(|l| !l.is_empty()).map_or(0, |i| i + 1);
+        let depth = self.state.levels.iter().rposition(|l| !l.is_empty()).map_or(0, |i| i + 1);
         (1..=depth)
             .map(|i| {
-                let runs = &self.levels[i - 1];
-                let run_entries: Vec<u64> =
-                    runs.iter().map(|r| r.files.iter().map(|f| f.keys.len() as u64).sum()).collect();
+                let runs = &self.state.levels[i - 1];
+                let run_entries: Vec<u64> = runs.iter().map(RunState::entries).collect();
                 LevelShape {
                     level: i,
                     hot: self.cfg.is_hot(i),
@@ -272,7 +209,7 @@ mod tests {
         let mut sim = Simulator::new(&cfg);
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         for _ in 0..1000 {
-            sim.insert(rng.gen());
+            sim.insert(rng.gen()).expect("insert");
         }
         let shape = sim.shape();
         for l in &shape {
@@ -294,9 +231,9 @@ mod tests {
             for _ in 0..3000 {
                 let k = rng.gen_range(0..2000u64);
                 keys.insert(k);
-                sim.insert(k);
+                sim.insert(k).expect("insert");
             }
-            sim.flush();
+            sim.flush().expect("flush");
             let total: u64 = sim.shape().iter().map(|l| l.entries).sum();
             assert!(total >= keys.len() as u64, "{p:?} lost keys");
             for l in sim.shape() {

@@ -1,14 +1,16 @@
 //! Executes one merge: reads the inputs through a merging iterator, writes the
-//! output files, and builds the next [`Tree`].
+//! output files, and builds the next [`Tree`] in the shape
+//! [`apply_compaction_result`] gives.
 
-use crate::Tree;
+use crate::{file_state, Tree};
 use cosine_buffer::MemTable;
-use cosine_compaction::{Merge, Target};
+use cosine_compaction::{apply_compaction_result, Applied, Merge, MergeOutput, Target};
 use cosine_config::{Config, FilterGranularity, MergePolicy};
 use cosine_core::{hash64, Error, IoCounter, KvIterator, MergingIterator, Result};
 use cosine_filter::Bloom;
 use cosine_run::{table_path, run_filter_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions};
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -34,9 +36,9 @@ pub struct MergeOutcome {
     /// The next version.
     pub tree: Tree,
     /// Paths no longer referenced once the next version is committed.
-    pub obsolete: Vec<std::path::PathBuf>,
+    pub obsolete: Vec<PathBuf>,
     /// Paths created (removed again if the commit fails).
-    pub created: Vec<std::path::PathBuf>,
+    pub created: Vec<PathBuf>,
 }
 
 fn table_options(cfg: &Config, level: usize) -> TableOptions {
@@ -78,7 +80,11 @@ pub struct MergeCtx<'a> {
 }
 
 /// Runs `m` against `tree`. `buffer` is the frozen memtable for a flush.
-/// Reads and writes are charged to `io`.
+/// Reads and writes are charged to `io`. Files written by a merge that fails are removed.
+///
+/// The inputs are the files [`LevelState::merge_inputs`](cosine_compaction::LevelState::merge_inputs)
+/// names; the next tree has the shape [`apply_compaction_result`] gives (the
+/// simulator places its output with the same function).
 pub fn execute(
     ctx: MergeCtx<'_>,
     tree: &Tree,
@@ -87,108 +93,112 @@ pub fn execute(
     ids: &mut IdAlloc,
     io: &Arc<IoCounter>,
 ) -> Result<MergeOutcome> {
-    let mut created = Vec::new();
-    let r = execute_inner(ctx, tree, m, buffer, ids, io, &mut created);
-    if r.is_err() {
-        for p in &created {
+    let t = m.target_level;
+    let snapshot = tree.state();
+    let mut tables: HashMap<u64, Arc<Table>> =
+        tree.levels.iter().flatten().flat_map(|r| r.files.iter()).map(|f| (f.id, f.clone())).collect();
+    let inputs = snapshot
+        .merge_inputs(m)?
+        .iter()
+        .map(|run| run.iter().map(|f| table(&tables, f.id)).collect::<Result<Vec<_>>>())
+        .collect::<Result<Vec<_>>>()?;
+    let mut w = Writer { ctx, ids, io, created: Vec::new() };
+    let (written, hashes) = if m.trivial_move {
+        // Relink: no bytes move. A file entering a cold level drops its in-memory parts.
+        if !ctx.cfg.is_hot(t) {
+            for f in inputs.iter().flatten().filter(|f| f.is_hot()) {
+                tables.insert(f.id, f.to_cold());
+            }
+        }
+        (Vec::new(), Vec::new())
+    } else {
+        w.merge(m, &inputs, buffer)?
+    };
+    let mut output = MergeOutput { files: written.iter().map(|f| file_state(f)).collect(), new_run: None };
+    tables.extend(written.into_iter().map(|f| (f.id, f)));
+    let target = match &m.target {
+        Target::Into { run, .. } => *run,
+        Target::NewRun => *output.new_run.insert(w.ids.id()),
+    };
+    let Applied { state, removed } = apply_compaction_result(&snapshot, m, &output)?;
+
+    // The next tree: unchanged runs are shared, runs that lost source files keep
+    // their filter (keys that left are harmless extra positives), the target run
+    // gets the filter `run_filter` decides on.
+    let mut levels = Vec::with_capacity(state.levels.len());
+    for (i, runs) in state.levels.iter().enumerate() {
+        let old_runs = tree.levels.get(i).map_or(&[][..], Vec::as_slice);
+        let mut next = Vec::with_capacity(runs.len());
+        for r in runs {
+            let old = old_runs.iter().find(|o| o.id == r.id);
+            let is_target = i + 1 == t && r.id == target;
+            let unchanged = old.filter(|o| !is_target && o.files.iter().map(|f| f.id).eq(r.files.iter().map(|f| f.id)));
+            next.push(match unchanged {
+                Some(o) => o.clone(),
+                None => {
+                    let files = r.files.iter().map(|f| table(&tables, f.id)).collect::<Result<Vec<_>>>()?;
+                    let filter = if is_target { w.run_filter(m, &files, old, &hashes)? } else { old.and_then(|o| o.filter.clone()) };
+                    Arc::new(Run { id: r.id, files, filter })
+                }
+            });
+        }
+        levels.push(next);
+    }
+    let tree_next = Tree { levels };
+
+    // Everything the old version held and the next one does not.
+    let dir = ctx.dir;
+    let mut obsolete: Vec<PathBuf> = removed.iter().map(|id| table_path(dir, *id)).collect();
+    let filter_ids = |t: &Tree| -> HashSet<u64> { t.levels.iter().flatten().filter_map(|r| r.filter.as_ref().map(|(id, _)| *id)).collect() };
+    let live = filter_ids(&tree_next);
+    let mut dead: Vec<u64> = filter_ids(tree).into_iter().filter(|id| !live.contains(id)).collect();
+    dead.sort_unstable();
+    obsolete.extend(dead.into_iter().map(|id| run_filter_path(dir, id)));
+    Ok(MergeOutcome { tree: tree_next, obsolete, created: std::mem::take(&mut w.created) })
+}
+
+fn table(tables: &HashMap<u64, Arc<Table>>, id: u64) -> Result<Arc<Table>> {
+    tables.get(&id).cloned().ok_or_else(|| Error::InvalidArgument(format!("merge names unknown file {id}")))
+}
+
+/// A merge in progress: where it writes, and the files it has created so far,
+/// which are removed again unless the merge hands them over in its outcome.
+struct Writer<'a> {
+    ctx: MergeCtx<'a>,
+    ids: &'a mut IdAlloc,
+    io: &'a Arc<IoCounter>,
+    created: Vec<PathBuf>,
+}
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        for p in &self.created {
             let _ = std::fs::remove_file(p);
         }
     }
-    r
 }
 
-fn execute_inner(
-    ctx: MergeCtx<'_>,
-    tree: &Tree,
-    m: &Merge,
-    buffer: Option<&MemTable>,
-    ids: &mut IdAlloc,
-    io: &Arc<IoCounter>,
-    created: &mut Vec<std::path::PathBuf>,
-) -> Result<MergeOutcome> {
-    let MergeCtx { dir, cfg, cache } = ctx;
-    let t = m.target_level;
-    let mut levels = tree.levels.clone();
-    while levels.len() < t {
-        levels.push(Vec::new());
-    }
-    let mut obsolete = Vec::new();
-
-    // Detach the source files from their runs (empty runs disappear).
-    let mut sources: Vec<Vec<Arc<Table>>> = Vec::new();
-    if m.source_level > 0 {
-        let runs = &mut levels[m.source_level - 1];
-        for (run_id, fids) in &m.inputs {
-            let pos = runs
-                .iter()
-                .position(|r| r.id == *run_id)
-                .ok_or_else(|| Error::InvalidArgument(format!("merge names unknown run {run_id}")))?;
-            let old = &runs[pos];
-            let (take, keep): (Vec<_>, Vec<_>) = old.files.iter().cloned().partition(|f| fids.contains(&f.id));
-            if take.len() != fids.len() {
-                return Err(Error::InvalidArgument(format!("merge names unknown files of run {run_id}")));
-            }
-            sources.push(take);
-            if keep.is_empty() {
-                if let Some((fid, _)) = &old.filter {
-                    obsolete.push(run_filter_path(dir, *fid));
-                }
-                runs.remove(pos);
-            } else {
-                // Keys that left stay in a run filter as harmless extra positives.
-                runs[pos] = Arc::new(Run { id: old.id, files: keep, filter: old.filter.clone() });
-            }
-        }
-    }
-
-    let target_runs = &levels[t - 1];
-    let target_pos = match &m.target {
-        Target::Into { run, .. } => Some(
-            target_runs
-                .iter()
-                .position(|r| r.id == *run)
-                .ok_or_else(|| Error::InvalidArgument(format!("merge targets unknown run {run}")))?,
-        ),
-        Target::NewRun => None,
-    };
-    let replace: Vec<u64> = match &m.target {
-        Target::Into { replace, .. } => replace.clone(),
-        Target::NewRun => Vec::new(),
-    };
-
-    let (outputs, hashes): (Vec<Arc<Table>>, Vec<u64>) = if m.trivial_move {
-        // Relink: no bytes move. A file entering a cold level drops its in-memory parts.
-        let hot = cfg.is_hot(t);
-        let files = sources
-            .into_iter()
-            .flatten()
-            .map(|f| if !hot && f.is_hot() { f.to_cold() } else { f })
-            .collect();
-        (files, Vec::new())
-    } else {
+impl Writer<'_> {
+    /// Merges the frozen `buffer` and the `inputs` (runs in priority order) into
+    /// new files for the target level. Returns them (in key order) and, when the
+    /// target level keeps run filters, the hashes of the keys written.
+    fn merge(&mut self, m: &Merge, inputs: &[Vec<Arc<Table>>], buffer: Option<&MemTable>) -> Result<(Vec<Arc<Table>>, Vec<u64>)> {
+        let MergeCtx { dir, cfg, cache } = self.ctx;
+        let t = m.target_level;
         let mut iters: Vec<Box<dyn KvIterator + Send>> = Vec::new();
         if let Some(mem) = buffer {
             iters.push(Box::new(mem.range(None, None)));
         }
         let mut oldest_flush = u64::MAX;
-        for files in &sources {
+        for files in inputs {
             for f in files {
                 oldest_flush = oldest_flush.min(f.flushed_seq);
             }
             let tmp = Run { id: 0, files: files.clone(), filter: None };
-            iters.push(Box::new(tmp.iter(None, io.clone(), false)?));
+            iters.push(Box::new(tmp.iter(None, self.io.clone(), false)?));
         }
-        if let Some(p) = target_pos {
-            let r = &target_runs[p];
-            let files: Vec<Arc<Table>> = r.files.iter().filter(|f| replace.contains(&f.id)).cloned().collect();
-            for f in &files {
-                oldest_flush = oldest_flush.min(f.flushed_seq);
-            }
-            let tmp = Run { id: 0, files, filter: None };
-            iters.push(Box::new(tmp.iter(None, io.clone(), false)?));
-        }
-        ids.seq += 1;
-        let merge_seq = ids.seq;
+        self.ids.seq += 1;
+        let merge_seq = self.ids.seq;
         if buffer.is_some() {
             oldest_flush = merge_seq;
         }
@@ -202,9 +212,9 @@ fn execute_inner(
             let v = it.value();
             if v.is_some() || !m.drop_tombstones {
                 if builder.is_none() {
-                    let id = ids.id();
-                    created.push(table_path(dir, id));
-                    let mut b = TableBuilder::create(dir, id, opts, io)?;
+                    let id = self.ids.id();
+                    self.created.push(table_path(dir, id));
+                    let mut b = TableBuilder::create(dir, id, opts, self.io)?;
                     b.set_seqs(oldest_flush, merge_seq);
                     builder = Some(b);
                 }
@@ -225,39 +235,28 @@ fn execute_inner(
         if let Some(b) = builder.take() {
             outputs.push(b.finish(cache.clone())?);
         }
-        for files in &sources {
-            obsolete.extend(files.iter().map(|f| table_path(dir, f.id)));
-        }
-        (outputs, hashes)
-    };
+        Ok((outputs, hashes))
+    }
 
-    // Place the outputs.
-    let runs = &mut levels[t - 1];
-    let (mut files, old_filter, run_id) = match target_pos {
-        Some(p) => {
-            let r = runs[p].clone();
-            let mut keep = Vec::new();
-            for f in &r.files {
-                if replace.contains(&f.id) {
-                    obsolete.push(table_path(dir, f.id));
-                } else {
-                    keep.push(f.clone());
-                }
-            }
-            (keep, r.filter.clone(), r.id)
+    /// The run filter of the target run, now holding `files`; `old` is the run
+    /// before the merge (none for a new run), `hashes` the keys the merge wrote.
+    fn run_filter(&mut self, m: &Merge, files: &[Arc<Table>], old: Option<&Arc<Run>>, hashes: &[u64]) -> Result<Option<(u64, Arc<Bloom>)>> {
+        let MergeCtx { dir, cfg, .. } = self.ctx;
+        let t = m.target_level;
+        let old_filter = old.and_then(|o| o.filter.as_ref());
+        let whole_run_rewritten = match (old, &m.target) {
+            (Some(o), Target::Into { replace, .. }) => o.files.iter().all(|f| replace.contains(&f.id)),
+            _ => true,
+        };
+        // A run filter must cover every key of the run: extend the old one, or build
+        // one only when the whole run was rewritten (its keys all passed through here).
+        let can_filter = !m.trivial_move && (whole_run_rewritten || old_filter.is_some());
+        if !needs_run_filter(cfg, t) || files.is_empty() || !can_filter {
+            return Ok(None);
         }
-        None => (Vec::new(), None, ids.id()),
-    };
-    let whole_run_rewritten = files.is_empty();
-    files.extend(outputs);
-    files.sort_by(|a, b| a.min_key.cmp(&b.min_key));
-    // A run filter must cover every key of the run: extend the old one, or build
-    // one only when the whole run was rewritten (its keys all passed through here).
-    let can_filter = !m.trivial_move && (whole_run_rewritten || old_filter.is_some());
-    let filter = if needs_run_filter(cfg, t) && !files.is_empty() && can_filter {
         let entries: u64 = files.iter().map(|f| f.entries).sum();
         let bpk = cfg.bloom_bits(t);
-        let mut b = match (&old_filter, whole_run_rewritten) {
+        let mut b = match (old_filter, whole_run_rewritten) {
             (Some((_, old)), false) => (**old).clone(),
             _ => {
                 let partial = cfg.merge_policy(m.source_level) == MergePolicy::Partial;
@@ -265,27 +264,12 @@ fn execute_inner(
                 Bloom::new(sized, bpk)
             }
         };
-        for h in &hashes {
+        for h in hashes {
             b.insert(*h);
         }
-        let fid = ids.id();
-        created.push(run_filter_path(dir, fid));
-        write_run_filter(dir, fid, &b, cfg.block_bytes(), io)?;
-        Some((fid, Arc::new(b)))
-    } else {
-        None
-    };
-    if let Some((fid, _)) = &old_filter {
-        obsolete.push(run_filter_path(dir, *fid));
+        let fid = self.ids.id();
+        self.created.push(run_filter_path(dir, fid));
+        write_run_filter(dir, fid, &b, cfg.block_bytes(), self.io)?;
+        Ok(Some((fid, Arc::new(b))))
     }
-    let new_run = Arc::new(Run { id: run_id, files, filter });
-    match target_pos {
-        Some(p) if new_run.files.is_empty() => {
-            runs.remove(p);
-        }
-        Some(p) => runs[p] = new_run,
-        None if new_run.files.is_empty() => {}
-        None => runs.insert(0, new_run),
-    }
-    Ok(MergeOutcome { tree: Tree { levels }, obsolete, created: created.clone() })
 }

@@ -19,6 +19,18 @@ use cosine_run::{read_run_filter, BlockCache, Run, Table};
 use std::path::Path;
 use std::sync::Arc;
 
+/// The shape of file `f` as the compaction strategy sees it.
+fn file_state(f: &Table) -> FileState {
+    FileState {
+        id: f.id,
+        entries: f.entries,
+        min_key: f.min_key.clone(),
+        max_key: f.max_key.clone(),
+        flushed_seq: f.flushed_seq,
+        merged_seq: f.merged_seq,
+    }
+}
+
 /// One version of the on-disk levels. `levels[0]` is disk level 1; runs newest first.
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
@@ -74,23 +86,7 @@ impl Tree {
                 .levels
                 .iter()
                 .map(|runs| {
-                    runs.iter()
-                        .map(|r| RunState {
-                            id: r.id,
-                            files: r
-                                .files
-                                .iter()
-                                .map(|f| FileState {
-                                    id: f.id,
-                                    entries: f.entries,
-                                    min_key: f.min_key.clone(),
-                                    max_key: f.max_key.clone(),
-                                    flushed_seq: f.flushed_seq,
-                                    merged_seq: f.merged_seq,
-                                })
-                                .collect(),
-                        })
-                        .collect()
+                    runs.iter().map(|r| RunState { id: r.id, files: r.files.iter().map(|f| file_state(f)).collect() }).collect()
                 })
                 .collect(),
             pending_flush: None,

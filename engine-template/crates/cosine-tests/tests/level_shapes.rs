@@ -20,14 +20,14 @@ fn engine_shapes_match_the_simulator() {
         for _ in 0..3000 {
             let k: u64 = rng.gen_range(0..1_000_000);
             e.put(&key(k), b"v").expect("put");
-            sim.insert(k);
+            sim.insert(k).expect("simulated insert");
             // Keep the engine in lock-step with the simulator's synchronous flushes.
             if sim.buffered() == 0 {
                 e.wait_idle().expect("idle");
             }
         }
         e.wait_idle().expect("idle");
-        sim.flush();
+        sim.flush().expect("simulated flush");
         let got: Vec<(usize, u64)> = e.stats().levels.iter().filter(|l| l.entries > 0).map(|l| (l.runs, l.entries)).collect();
         let want: Vec<(usize, u64)> = sim.shape().iter().filter(|l| l.entries > 0).map(|l| (l.runs, l.entries)).collect();
         assert_eq!(got, want, "{p:?}");

@@ -69,7 +69,7 @@ fn run() -> Result<(), String> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     for _ in 0..inserts {
         let k = if universe > 0 { rng.gen_range(0..universe) } else { rng.gen() };
-        sim.insert(k);
+        sim.insert(k).map_err(|e| e.to_string())?;
     }
     let shape = sim.shape();
     let t = &sim.totals;
