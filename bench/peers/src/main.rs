@@ -197,19 +197,11 @@ fn real_main() -> Result<(), String> {
     if let Some(c) = cache {
         cfg.layout.block_cache_bytes = c;
     }
-    let mut w: Workload = match workload {
-        Some(p) => serde_json::from_str(&std::fs::read_to_string(&p).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?,
+    let mut w = match workload {
+        Some(p) => Workload::from_file(&p)?,
         None => Workload::default(),
     };
-    if let Some(n) = records {
-        w.records = n;
-    }
-    if let Some(n) = ops {
-        w.operations = n;
-    }
-    if let Some(n) = threads {
-        w.threads = n;
-    }
+    w.override_counts(records, ops, threads);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
     }

@@ -62,21 +62,10 @@ fn real_main() -> Result<(), String> {
     }
     let cfg = Config::from_toml_file(&config).map_err(|e| e.to_string())?;
     let mut w = match &workload {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            serde_json::from_str::<Workload>(&text).map_err(|e| format!("{}: {e}", p.display()))?
-        }
+        Some(p) => Workload::from_file(p)?,
         None => Workload { threads: cfg.algorithms.threads, ..Workload::default() },
     };
-    if let Some(n) = records {
-        w.records = n;
-    }
-    if let Some(n) = ops {
-        w.operations = n;
-    }
-    if let Some(n) = threads {
-        w.threads = n;
-    }
+    w.override_counts(records, ops, threads);
     if w.key_bytes != cfg.layout.key_bytes {
         eprintln!("note: workload key_bytes {} differs from the design's {}; keys are padded/truncated", w.key_bytes, cfg.layout.key_bytes);
     }

@@ -2,6 +2,7 @@
 
 use rand::Rng;
 use serde::Deserialize;
+use std::path::Path;
 
 /// Operation mix (fractions; normalized by their sum).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -116,6 +117,22 @@ impl Default for Workload {
             threads: 1,
             seed: 42,
         }
+    }
+}
+
+impl Workload {
+    /// Reads a `workload.json` file; errors name the file.
+    pub fn from_file(path: &Path) -> Result<Workload, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Overrides the record, operation and thread counts that are given (the
+    /// `--records`, `--ops` and `--threads` flags of `cosine-bench` and `cosine-peers`).
+    pub fn override_counts(&mut self, records: Option<u64>, operations: Option<u64>, threads: Option<usize>) {
+        self.records = records.unwrap_or(self.records);
+        self.operations = operations.unwrap_or(self.operations);
+        self.threads = threads.unwrap_or(self.threads);
     }
 }
 
