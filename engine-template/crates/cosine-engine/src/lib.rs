@@ -428,16 +428,23 @@ impl Engine {
         let mut it = MergingIterator::new(sources);
         let mut out = Vec::new();
         while it.valid() && out.len() < limit {
-            if hi.is_some_and(|h| it.key() > h) {
-                break;
-            }
+            // Past the end of a truncated copy (which stops at or before `hi`):
+            // entries it left out may come next.
             if complete_to.as_ref().is_some_and(|c| it.key() > c.as_slice()) {
                 return Ok(None);
+            }
+            if hi.is_some_and(|h| it.key() > h) {
+                break;
             }
             if let Some(v) = it.value() {
                 out.push((it.key().to_vec(), v.to_vec()));
             }
             it.next()?;
+        }
+        // Every source ran out short of `limit`, but a truncated copy held more
+        // (its entries were hidden by newer tombstones): they may be live.
+        if out.len() < limit && complete_to.is_some() {
+            return Ok(None);
         }
         Ok(Some(out))
     }
