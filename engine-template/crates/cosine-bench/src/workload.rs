@@ -69,7 +69,6 @@ fn tenth() -> f64 {
     0.1
 }
 
-
 /// Distributions for reads and writes.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]

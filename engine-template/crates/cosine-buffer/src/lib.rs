@@ -105,12 +105,7 @@ impl MemTable {
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> VecIterator {
         let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
         let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);
-        let items = self
-            .map
-            .read()
-            .range::<[u8], _>((lo_b, hi_b))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let items = self.map.read().range::<[u8], _>((lo_b, hi_b)).map(|(k, v)| (k.clone(), v.clone())).collect();
         VecIterator::new(items)
     }
 

@@ -217,9 +217,8 @@ impl TemplateStrategy {
                 Target::NewRun => runs.is_empty(),
                 Target::Into { .. } => runs.len() == 1,
             };
-        let run_filter_needed = self.cfg.is_hot(t)
-            && self.cfg.algorithms.filter_granularity == FilterGranularity::Run
-            && self.cfg.bloom_bits(t) > 0.0;
+        let run_filter_needed =
+            self.cfg.is_hot(t) && self.cfg.algorithms.filter_granularity == FilterGranularity::Run && self.cfg.bloom_bits(t) > 0.0;
         let nothing_to_rewrite = match &target {
             Target::NewRun => true,
             Target::Into { replace, .. } => replace.is_empty(),
@@ -280,8 +279,7 @@ impl TemplateStrategy {
         let runs = s.runs(i);
         let (inputs, n, lo, hi) = match self.cfg.merge_policy(i) {
             MergePolicy::Full => {
-                let inputs: Vec<(u64, Vec<u64>)> =
-                    runs.iter().map(|r| (r.id, r.files.iter().map(|f| f.id).collect())).collect();
+                let inputs: Vec<(u64, Vec<u64>)> = runs.iter().map(|r| (r.id, r.files.iter().map(|f| f.id).collect())).collect();
                 let lo = runs.iter().filter_map(|r| r.files.first()).map(|f| f.min_key.clone()).min();
                 let hi = runs.iter().filter_map(|r| r.files.last()).map(|f| f.max_key.clone()).max();
                 (inputs, s.entries(i), lo.unwrap_or_default(), hi.unwrap_or_default())
@@ -371,10 +369,7 @@ mod tests {
     #[test]
     fn flush_into_empty_tree_makes_a_run() {
         let cfg = tiny(Preset::RocksDb);
-        let s = LevelState {
-            levels: vec![],
-            pending_flush: Some(PendingFlush { entries: 4, min_key: vec![1], max_key: vec![9] }),
-        };
+        let s = LevelState { levels: vec![], pending_flush: Some(PendingFlush { entries: 4, min_key: vec![1], max_key: vec![9] }) };
         match TemplateStrategy::new(&cfg).choose(&s) {
             Choice::Flush(m) => {
                 assert_eq!(m.target, Target::NewRun);
@@ -389,10 +384,8 @@ mod tests {
         let cfg = tiny(Preset::RocksDb); // E_B = 4, T = 10: level 1 holds 40
         let st = TemplateStrategy::new(&cfg);
         let run = RunState { id: 1, files: vec![file(1, 36, 0, 100)] };
-        let mut s = LevelState {
-            levels: vec![vec![run]],
-            pending_flush: Some(PendingFlush { entries: 4, min_key: vec![1], max_key: vec![9] }),
-        };
+        let mut s =
+            LevelState { levels: vec![vec![run]], pending_flush: Some(PendingFlush { entries: 4, min_key: vec![1], max_key: vec![9] }) };
         assert!(matches!(st.choose(&s), Choice::Flush(Merge { target: Target::Into { run: 1, .. }, .. })));
         s.levels[0][0].files[0].entries = 40;
         match st.choose(&s) {

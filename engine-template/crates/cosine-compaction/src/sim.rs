@@ -6,7 +6,10 @@
 //! So level shapes and merge traffic for millions of inserts can be checked
 //! against the cost model in seconds.
 
-use crate::{apply_compaction_result, Choice, CompactionStrategy, FileState, LevelState, Merge, MergeOutput, PendingFlush, RunState, Target, TemplateStrategy};
+use crate::{
+    apply_compaction_result, Choice, CompactionStrategy, FileState, LevelState, Merge, MergeOutput, PendingFlush, RunState, Target,
+    TemplateStrategy,
+};
 use cosine_config::Config;
 use cosine_core::{Error, Result};
 use std::collections::{BTreeSet, HashMap};

@@ -38,7 +38,10 @@ fn check_names_missing_changed_and_unknown_files() {
     let problems = presets::check_files(&dir).expect("check");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(problems.len(), 3, "{problems:?}");
-    assert!(problems.iter().any(|p| p.contains("hybrid.toml: line 11 is `size_ratio = 4.0`, expected `size_ratio = 10.0`")), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.contains("hybrid.toml: line 11 is `size_ratio = 4.0`, expected `size_ratio = 10.0`")),
+        "{problems:?}"
+    );
     assert!(problems.iter().any(|p| p.contains("faster.toml: missing")), "{problems:?}");
     assert!(problems.iter().any(|p| p.contains("mystery.toml: not a preset")), "{problems:?}");
 }

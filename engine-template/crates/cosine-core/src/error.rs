@@ -70,10 +70,7 @@ impl std::error::Error for Error {
 impl Clone for Error {
     fn clone(&self) -> Self {
         match self {
-            Error::Io { path, source } => Error::Io {
-                path: path.clone(),
-                source: std::io::Error::new(source.kind(), source.to_string()),
-            },
+            Error::Io { path, source } => Error::Io { path: path.clone(), source: std::io::Error::new(source.kind(), source.to_string()) },
             Error::Corruption { what } => Error::Corruption { what: what.clone() },
             Error::Config(m) => Error::Config(m.clone()),
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),

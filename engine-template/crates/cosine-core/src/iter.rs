@@ -121,12 +121,7 @@ mod tests {
     use super::*;
 
     fn v(items: &[(&str, Option<&str>)]) -> Box<dyn KvIterator + Send> {
-        Box::new(VecIterator::new(
-            items
-                .iter()
-                .map(|(k, v)| (k.as_bytes().to_vec(), v.map(|x| x.as_bytes().to_vec())))
-                .collect(),
-        ))
+        Box::new(VecIterator::new(items.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.map(|x| x.as_bytes().to_vec()))).collect()))
     }
 
     #[test]

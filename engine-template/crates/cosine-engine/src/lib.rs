@@ -136,12 +136,8 @@ impl Engine {
                 m
             }
             None => {
-                let m = Manifest {
-                    class: class_name(cfg).into(),
-                    key_bytes: cfg.layout.key_bytes as u32,
-                    next_id: 1,
-                    ..Manifest::default()
-                };
+                let m =
+                    Manifest { class: class_name(cfg).into(), key_bytes: cfg.layout.key_bytes as u32, next_id: 1, ..Manifest::default() };
                 m.write_atomic(&dir)?;
                 m
             }
@@ -206,10 +202,8 @@ impl Engine {
             rmw_locks: (0..RMW_STRIPES).map(|_| Mutex::new(())).collect(),
         });
         let w = inner.clone();
-        let handle = std::thread::Builder::new()
-            .name("cosine-worker".into())
-            .spawn(move || worker::run(w))
-            .map_err(|e| Error::io(&inner.dir, e))?;
+        let handle =
+            std::thread::Builder::new().name("cosine-worker".into()).spawn(move || worker::run(w)).map_err(|e| Error::io(&inner.dir, e))?;
         Ok(Engine { inner, worker: Mutex::new(Some(handle)) })
     }
 
@@ -420,9 +414,7 @@ impl Engine {
                 // and a live memtable entry shadows a logged one only by
                 // replacing it, so `limit + tombstones` logged keys suffice.
                 let want = limit.saturating_add(mem_tombstones);
-                sources.push(Box::new(VecIterator::new(
-                    log.scan(lo, hi, want, io)?.into_iter().map(|(k, v)| (k, Some(v))).collect(),
-                )));
+                sources.push(Box::new(VecIterator::new(log.scan(lo, hi, want, io)?.into_iter().map(|(k, v)| (k, Some(v))).collect())));
             }
         }
         let mut it = MergingIterator::new(sources);
@@ -500,13 +492,27 @@ impl Engine {
                     .tree
                     .shape(&self.inner.cfg)
                     .into_iter()
-                    .map(|l| LevelStats { level: l.level, runs: l.runs, files: l.files, entries: l.entries, hot: l.hot, capacity: l.capacity })
+                    .map(|l| LevelStats {
+                        level: l.level,
+                        runs: l.runs,
+                        files: l.files,
+                        entries: l.entries,
+                        hot: l.hot,
+                        capacity: l.capacity,
+                    })
                     .collect();
                 (levels, fp, bf)
             }
             Store::Log(log) => {
                 let (_live, total, _dead, segs) = log.shape();
-                let levels = vec![LevelStats { level: 1, runs: segs, files: segs, entries: total, hot: true, capacity: self.inner.cfg.level_capacity(1) }];
+                let levels = vec![LevelStats {
+                    level: 1,
+                    runs: segs,
+                    files: segs,
+                    entries: total,
+                    hot: true,
+                    capacity: self.inner.cfg.level_capacity(1),
+                }];
                 (levels, log.memory_bytes(), 0)
             }
         };

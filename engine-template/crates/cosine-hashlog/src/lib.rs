@@ -103,13 +103,7 @@ impl Prepared {
 
 fn open_segment(dir: &Path, id: u64, create: bool) -> Result<Arc<Segment>> {
     let path = segment_path(dir, id);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+    let file = OpenOptions::new().read(true).write(true).create(create).truncate(false).open(&path).map_err(|e| Error::io(&path, e))?;
     Ok(Arc::new(Segment { id, path, file }))
 }
 
@@ -144,11 +138,7 @@ impl HashLog {
                 let seg = open_segment(dir, rec.id, false)?;
                 let actual = seg.file.metadata().map_err(|e| Error::io(&seg.path, e))?.len();
                 if actual < rec.len {
-                    return Err(Error::corruption(format!(
-                        "{}: {actual} bytes, the manifest committed {}",
-                        seg.path.display(),
-                        rec.len
-                    )));
+                    return Err(Error::corruption(format!("{}: {actual} bytes, the manifest committed {}", seg.path.display(), rec.len)));
                 }
                 if actual > rec.len {
                     seg.file.set_len(rec.len).map_err(|e| Error::io(&seg.path, e))?;

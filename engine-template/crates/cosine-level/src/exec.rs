@@ -8,7 +8,7 @@ use cosine_compaction::{apply_compaction_result, Applied, Merge, MergeOutput, Ta
 use cosine_config::{Config, FilterGranularity, MergePolicy};
 use cosine_core::{hash64, Error, IoCounter, KvIterator, MergingIterator, Result};
 use cosine_filter::Bloom;
-use cosine_run::{table_path, run_filter_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions};
+use cosine_run::{run_filter_path, table_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -149,7 +149,8 @@ pub fn execute(
     // Everything the old version held and the next one does not.
     let dir = ctx.dir;
     let mut obsolete: Vec<PathBuf> = removed.iter().map(|id| table_path(dir, *id)).collect();
-    let filter_ids = |t: &Tree| -> HashSet<u64> { t.levels.iter().flatten().filter_map(|r| r.filter.as_ref().map(|(id, _)| *id)).collect() };
+    let filter_ids =
+        |t: &Tree| -> HashSet<u64> { t.levels.iter().flatten().filter_map(|r| r.filter.as_ref().map(|(id, _)| *id)).collect() };
     let live = filter_ids(&tree_next);
     let mut dead: Vec<u64> = filter_ids(tree).into_iter().filter(|id| !live.contains(id)).collect();
     dead.sort_unstable();

@@ -85,9 +85,7 @@ impl Tree {
             levels: self
                 .levels
                 .iter()
-                .map(|runs| {
-                    runs.iter().map(|r| RunState { id: r.id, files: r.files.iter().map(|f| file_state(f)).collect() }).collect()
-                })
+                .map(|runs| runs.iter().map(|r| RunState { id: r.id, files: r.files.iter().map(|f| file_state(f)).collect() }).collect())
                 .collect(),
             pending_flush: None,
         }

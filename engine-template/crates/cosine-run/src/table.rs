@@ -99,11 +99,7 @@ pub struct Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table")
-            .field("id", &self.id)
-            .field("entries", &self.entries)
-            .field("hot", &self.hot.is_some())
-            .finish()
+        f.debug_struct("Table").field("id", &self.id).field("entries", &self.entries).field("hot", &self.hot.is_some()).finish()
     }
 }
 
@@ -516,10 +512,8 @@ impl Table {
         }
         let raw = read_at(&self.file, &self.path, h)?;
         io.read(BlockKind::Index, 1, raw.len() as u64);
-        let f = Arc::new(
-            Fences::decode(&raw)
-                .map_err(|e| Error::corruption(format!("file {} index block {j}: {e}", self.path.display())))?,
-        );
+        let f =
+            Arc::new(Fences::decode(&raw).map_err(|e| Error::corruption(format!("file {} index block {j}: {e}", self.path.display())))?);
         if use_cache {
             if let Some(c) = &self.cache {
                 c.insert(self.id, h.offset, Cached::Index(f.clone()));
@@ -682,10 +676,9 @@ mod tests {
 
     #[test]
     fn write_open_get_iterate_all_shapes() {
-        for (n, (filter, hot)) in
-            [(FilterKind::File, true), (FilterKind::Block, true), (FilterKind::None, false), (FilterKind::None, true)]
-                .into_iter()
-                .enumerate()
+        for (n, (filter, hot)) in [(FilterKind::File, true), (FilterKind::Block, true), (FilterKind::None, false), (FilterKind::None, true)]
+            .into_iter()
+            .enumerate()
         {
             let d = dir(&format!("shape{n}"));
             let io = IoCounter::new();

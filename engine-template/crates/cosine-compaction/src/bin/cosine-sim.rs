@@ -98,7 +98,10 @@ fn run() -> Result<(), String> {
         );
     } else {
         println!("design {} ({:?}), E_B = {} entries, {} inserts", cfg.design.name, cfg.design.class, cfg.buffer_entries(), t.inserts);
-        println!("{:>5} {:>4} {:>14} {:>5} {:>12} {:>6}  run entries (newest first)", "level", "hot", "capacity", "runs", "entries", "files");
+        println!(
+            "{:>5} {:>4} {:>14} {:>5} {:>12} {:>6}  run entries (newest first)",
+            "level", "hot", "capacity", "runs", "entries", "files"
+        );
         println!("{:>5} {:>4} {:>14} {:>5} {:>12} {:>6}", 0, "mem", cfg.buffer_entries(), 1, sim.buffered(), 0);
         for l in &shape {
             println!(
