@@ -10,6 +10,7 @@ error a user can cause is one line on stderr and exit 2 (:func:`cli_errors`).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from specs.errors import BudgetTooLow, ExitCode, InputError
+from specs.errors import BudgetTooLow, ExitCode, InputError, Terminated
 from specs.vocab import (
     BackendName,
     CatalogKind,
@@ -33,17 +34,34 @@ from specs.vocab import (
 from specs.vocab import Preset as PresetName
 
 
+def _terminate(signum: int, _frame: Any) -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C: every ``finally`` runs (scratch directories are
+    removed, child processes killed) instead of the interpreter dying where it stands."""
+    raise Terminated(signum)
+
+
+def _interrupted(exc: BaseException) -> ExitCode:
+    """Print why the command stopped; the exit code says which signal (130 Ctrl-C, 143 SIGTERM)."""
+    if isinstance(exc, Terminated):
+        typer.echo(f"terminated ({signal.Signals(exc.signum).name})", err=True)
+        return ExitCode.TERMINATED
+    typer.echo("interrupted", err=True)
+    return ExitCode.INTERRUPTED
+
+
 class OneLineErrors(TyperGroup):
     """Usage errors (a bad flag, an unknown choice, a missing argument) are one line on stderr and
     exit 2, like every other input error, instead of click's multi-line usage panel."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         standalone_mode = kwargs.pop("standalone_mode", True)
+        if standalone_mode:  # the process is ours (not a test runner's): clean up on termination too
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, _terminate)
         try:
             rc = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
-        except typer.Abort:
-            typer.echo("interrupted", err=True)
-            rc = ExitCode.INTERRUPTED
+        except typer.Abort as exc:
+            rc = _interrupted(exc.__cause__ or exc)
         except Exception as exc:
             # click's usage errors (vendored by typer) carry format_message(); anything else is a bug
             fmt = getattr(exc, "format_message", None)
@@ -72,7 +90,7 @@ app.add_typer(pricing_app, name="pricing")
 
 
 @contextmanager
-def cli_errors(source: str = "") -> Iterator[None]:
+def cli_errors() -> Iterator[None]:
     """Print ``error: ...`` on one line and exit with the right code; no traceback."""
     try:
         yield
@@ -82,12 +100,10 @@ def cli_errors(source: str = "") -> Iterator[None]:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(ExitCode.BUDGET) from None
     except InputError as exc:
-        prefix = f"{source}: " if source else ""
-        typer.echo(f"error: {prefix}{exc}", err=True)
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(ExitCode.INPUT) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    except KeyboardInterrupt as exc:
+        raise typer.Exit(_interrupted(exc)) from None
     except Exception as exc:
         if os.environ.get("COSINE_DEBUG"):
             raise
@@ -124,7 +140,7 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Predict I/O per operation, latency, throughput and the monthly bill of one design on given VMs."""
-    with cli_errors(str(spec)):
+    with cli_errors():
         from cost_models.evaluate import evaluate_ref
         from specs.schema import load_spec
 
@@ -155,20 +171,22 @@ def solve(
     ] = None,
 ) -> None:
     """Search designs x VMs x storage x SLAs x providers: the certified optimum and its Pareto frontier."""
-    with cli_errors(str(spec)):
+    with cli_errors():
         from cost_models.pricing import load_catalog
         from report.progress import progress_bar
         from solver.backends import get_backend
         from solver.solve import check_model_path, check_options, parse_providers, run_solve
+        from specs.io import check_output_dir
         from specs.schema import load_spec
 
         s = load_spec(spec)
         be = get_backend(backend)
         provs = parse_providers(providers, s)
-        check_options(s, budget=budget, bands=bands, providers=provs)
+        check_options(s, budget=budget, bands=bands, providers=provs, workers=workers)
         if write_model is not None:
             check_model_path(write_model)
         run_dir = out if out is not None else Path("runs") / s.name
+        check_output_dir(run_dir, "--out")
         cat = load_catalog(s.pricing)
         with progress_bar() as bar:
             task = bar.add_task("building design tables", total=1)
@@ -214,7 +232,7 @@ def audit(
     max_approx_error: Annotated[float, typer.Option(help="Largest acceptable approximation error.")] = 0.01,
 ) -> None:
     """Check every band's certificate; exit 1 if any is over the thresholds."""
-    with cli_errors(str(run_dir)):
+    with cli_errors():
         from report.solve import print_audit
         from solver.audit import audit as do_audit
 
@@ -231,7 +249,7 @@ def whatif(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Answer instantly from the saved frontier (no re-solve)."""
-    with cli_errors(str(run_dir)):
+    with cli_errors():
         from solver.audit import whatif as do_whatif
 
         ans = do_whatif(run_dir, budget, throughput)
@@ -256,8 +274,9 @@ def sweep(
         from report.progress import progress_bar
         from report.solve import print_written
         from solver.backends import get_backend
-        from solver.sweep import check_workers, parse_budgets
+        from solver.sweep import parse_budgets
         from solver.sweep import sweep as do_sweep
+        from solver.tables import check_workers
 
         check_workers(workers)
         get_backend(backend)
@@ -314,7 +333,7 @@ def bench(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Build (if needed) and run the engine's YCSB-style driver on a spec's workload."""
-    with cli_errors(str(spec)):
+    with cli_errors():
         from measure.engine import bench_spec
         from report.progress import progress_bar
         from specs.schema import load_spec
@@ -352,9 +371,11 @@ def validate(
         from report.plots import plot_validation
         from report.progress import progress_bar
         from report.solve import print_written
+        from specs.io import check_output_dir
 
         n, m = run_size(quick, records, ops)
         check_min_accuracy(min_accuracy)
+        check_output_dir(out, "--out")
         with progress_bar() as bar:
             v = run_validation(n, m, quick, progress=_bar_callback(bar, bar.add_task("validating", total=1)))
         write_validation(v, out)
@@ -387,7 +408,14 @@ def calibrate(
         from report.measure import print_calibration
         from report.progress import progress_bar
         from report.solve import print_written
+        from specs.io import check_output_dir
 
+        check_output_dir(out, "--out")
+        if write:
+            from cost_models.cpu import PHI_TABLE
+            from specs.io import check_output_file
+
+            check_output_file(PHI_TABLE, "--write")
         with progress_bar() as bar:
             cal = run_calibration(quick, samples_from, _bar_callback(bar, bar.add_task("calibrating", total=1)))
         files = write_calibration(cal, out)
@@ -414,10 +442,14 @@ def robust_eval(
         from report.plots import plot_robust_eval
         from report.solve import print_written
         from report.studies import print_robust_eval
-        from studies.robust_eval import buckets, parse_rhos, run
+        from specs.io import check_output_dir
+        from studies.robust_eval import buckets, check_options, parse_rhos, run
         from studies.robust_eval import write as write_eval
 
-        ev = run(samples=samples, rhos=parse_rhos(rho), seed=seed)
+        rhos = parse_rhos(rho)
+        check_options(samples, rhos, seed)
+        check_output_dir(out, "--out")
+        ev = run(samples=samples, rhos=rhos, seed=seed)
         files = write_eval(ev, out) + plot_robust_eval(ev, out)
         print_robust_eval(ev.summary, buckets(ev.rows), samples)
         print_written(", ".join(str(f) for f in files))
@@ -439,7 +471,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """When to reconfigure, and to what, for a time-varying workload (SOPHIA), against its baselines."""
-    with cli_errors(str(trace)):
+    with cli_errors():
         from cost_models.pricing import load_catalog
         from report.progress import progress_bar
         from specs.schema import load_spec

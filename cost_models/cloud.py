@@ -45,7 +45,8 @@ def _per_gb(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
         if opt.iops is not None:
             iops = opt.iops
         else:
-            iops = (opt.iops_per_gib or 0.0) * gib
+            assert opt.iops_per_gib is not None  # the catalog row check: iops or iops_per_gib
+            iops = opt.iops_per_gib * gib
             if opt.max_iops is not None:
                 iops = min(iops, opt.max_iops)
         cost = max(0.0, gib - opt.free_gib) * opt.usd_per_gb_month
@@ -54,8 +55,8 @@ def _per_gb(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
 
 
 def _provisioned(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
-    base = opt.iops or 0.0
-    cap = opt.max_iops or base
+    base = 0.0 if opt.iops is None else opt.iops
+    cap = base if opt.max_iops is None else opt.max_iops
     out = []
     for iops in sorted({base, *[s for s in PROVISIONED_IOPS_STEPS if base <= s <= cap]}):
         gib = max(need_gib, 1.0)
@@ -65,13 +66,19 @@ def _provisioned(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
 
 
 def _slab(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
-    size = float(opt.size_gib or 0.0)
+    assert opt.size_gib is not None and opt.size_gib > 0  # the catalog row check: a slab has a size
+    size = float(opt.size_gib)
     disks = max(1, math.ceil(need_gib / size))
     if disks > MAX_SLABS_PER_NODE:
         return []
     return [
         StorageChoice(
-            opt.provider, opt.name, disks, disks * size, disks * float(opt.iops or 0.0), disks * opt.usd_per_disk_month
+            opt.provider,
+            opt.name,
+            disks,
+            disks * size,
+            disks * (0.0 if opt.iops is None else opt.iops),
+            disks * opt.usd_per_disk_month,
         )
     ]
 

@@ -7,6 +7,7 @@ as numpy arrays, which is what the models evaluate.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from specs.errors import InputError
+from specs.errors import InputError, check_range
 
 _DATA = Path(__file__).resolve().parent / "data"
 
@@ -30,6 +31,26 @@ def model_constants() -> dict[str, float]:
 
 class DesignError(InputError):
     """A malformed design string or an impossible knob value."""
+
+
+#: Size ratio T: at least 2 (a level must outgrow the one above it); at most 1024: the
+#: search's own ladder stops at 64 (solver.space.T_LADDER), 1024 leaves room for hand-made
+#: designs while K, Z <= T - 1 stay far within the engine's 65,536 runs per level.
+MIN_SIZE_RATIO, MAX_SIZE_RATIO = 2, 1024
+#: Bloom bits per key: the engine's range (cosine-config: bloom_bits_per_key in [0, 64]);
+#: 64 bits per key already give a false-positive rate of 1e-13.
+MAX_BLOOM_BITS = 64.0
+#: Block bytes: from 64 (smaller blocks hold no entry with its header) to 16 MiB (the
+#: spec's own ceiling, design.block_bytes; the engine reads at most 65,536 entries per block).
+MIN_BLOCK_BYTES, MAX_BLOCK_BYTES = 64, 1 << 24
+#: Buffer bytes: at most 16 TiB, more memory than any VM of the catalog has (864 GiB).
+MAX_BUFFER_BYTES = float(1 << 44)
+#: Worker threads: the engine's limit (cosine-config: algorithms.threads in 1..=1024).
+MAX_THREADS = 1024
+#: How filter memory is spread over levels (Monkey: optimal per-level FPRs; uniform: RocksDB's).
+BLOOM_ALLOCATIONS = ("monkey", "uniform")
+#: Spellings of a boolean knob (``lsh=1``, ``all_hot=false``); anything else is an error.
+_BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
 @dataclass(frozen=True)
@@ -58,26 +79,21 @@ class Design:
     name: str = "custom"
 
     def validate(self) -> Design:
+        """Every knob within its range (:data:`MAX_SIZE_RATIO` and friends); NaN and infinities refused."""
+        check_range("design buffer (bytes)", self.buffer_bytes, 0, MAX_BUFFER_BYTES, lo_open=True)
+        check_range("design block (bytes)", self.block_bytes, MIN_BLOCK_BYTES, MAX_BLOCK_BYTES, integer=True)
+        if self.threads is not None:
+            check_range("design threads", self.threads, 1, MAX_THREADS, integer=True)
+        if self.bloom_allocation not in BLOOM_ALLOCATIONS:
+            raise DesignError(
+                f"bloom_allocation must be {' or '.join(BLOOM_ALLOCATIONS)}, got {self.bloom_allocation!r}"
+            )
         if self.lsh:
-            if self.buffer_bytes <= 0:
-                raise DesignError("buffer must be positive")
             return self
-        if self.T < 2:
-            raise DesignError(f"T={self.T}: size ratio must be at least 2")
-        if not 1 <= self.K <= max(1, self.T - 1):
-            raise DesignError(f"K={self.K}: runs per hot level must be in 1..T-1={self.T - 1}")
-        if not 1 <= self.Z <= max(1, self.T - 1):
-            raise DesignError(f"Z={self.Z}: runs per cold level must be in 1..T-1={self.T - 1}")
-        if self.buffer_bytes <= 0:
-            raise DesignError("buffer must be positive")
-        if self.bloom_bits < 0 or self.bloom_bits > 64:
-            raise DesignError(f"bloom_bits={self.bloom_bits}: must be in 0..64")
-        if self.bloom_allocation not in ("monkey", "uniform"):
-            raise DesignError("bloom_allocation must be monkey or uniform")
-        if self.block_bytes < 64:
-            raise DesignError(f"block={self.block_bytes}: blocks must be at least 64 bytes")
-        if self.threads is not None and self.threads < 1:
-            raise DesignError("threads must be at least 1")
+        check_range("design T (size ratio)", self.T, MIN_SIZE_RATIO, MAX_SIZE_RATIO, integer=True)
+        check_range("design K (runs per hot level)", self.K, 1, max(1, self.T - 1), integer=True)
+        check_range("design Z (runs per cold level)", self.Z, 1, max(1, self.T - 1), integer=True)
+        check_range("design bloom_bits", self.bloom_bits, 0.0, MAX_BLOOM_BITS)
         return self
 
     def as_dict(self) -> dict[str, Any]:
@@ -111,7 +127,10 @@ def parse_size(text: str) -> float:
     unit = m.group(2).lower()
     if unit not in _UNITS:
         raise DesignError(f"{text!r}: unknown unit {m.group(2)!r}")
-    return float(m.group(1)) * _UNITS[unit]
+    size = float(m.group(1)) * _UNITS[unit]
+    if not math.isfinite(size):
+        raise DesignError(f"{text!r} is not a finite size")
+    return size
 
 
 def parse_design(text: str) -> Design:
@@ -121,7 +140,7 @@ def parse_design(text: str) -> Design:
         return preset(text)
     if not text:
         raise DesignError("empty design")
-    kw: dict[str, Any] = {"name": "custom"}
+    kw: dict[str, Any] = {}
     aliases = {
         "buffer": "buffer_bytes",
         "block": "block_bytes",
@@ -129,34 +148,40 @@ def parse_design(text: str) -> Design:
         "bloom": "bloom_bits",
         "alloc": "bloom_allocation",
     }
-    valid = {f.name for f in fields(Design)}
+    valid = {f.name for f in fields(Design)} - {"name"}
     for part in text.split(","):
         if "=" not in part:
             raise DesignError(f"{part.strip()!r} is not key=value (presets: {', '.join(PRESETS)})")
         k, v = (s.strip() for s in part.split("=", 1))
         key = aliases.get(k, k)
-        if key not in valid or key == "name":
+        if key not in valid:
             raise DesignError(
-                f"unknown design knob {k!r} (T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh)"
+                f"unknown design knob {k!r} "
+                "(T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh, all_hot)"
             )
+        if key in kw:
+            raise DesignError(f"design knob {k!r} is given twice")
         try:
             if key in ("T", "K", "Z", "threads"):
                 kw[key] = int(v)
             elif key in ("buffer_bytes", "block_bytes"):
-                kw[key] = parse_size(v)
-                if key == "block_bytes":
-                    kw[key] = int(kw[key])
+                size = parse_size(v)
+                if key == "block_bytes" and not size.is_integer():
+                    raise DesignError(f"{k}={v!r}: a block is a whole number of bytes")
+                kw[key] = int(size) if key == "block_bytes" else size
             elif key == "bloom_bits":
                 kw[key] = float(v)
             elif key in ("lsh", "all_hot"):
-                kw[key] = v.lower() in ("1", "true", "yes")
+                if v.lower() not in _BOOLEANS:
+                    raise DesignError(f"{k}={v!r}: expected one of {', '.join(_BOOLEANS)}")
+                kw[key] = _BOOLEANS[v.lower()]
             else:
                 kw[key] = v
         except DesignError:
             raise
         except ValueError:
             raise DesignError(f"{k}={v!r} is not a valid value") from None
-    return Design(**kw).validate()
+    return Design(**kw, name="custom").validate()
 
 
 def preset(name: str) -> Design:

@@ -20,6 +20,7 @@ from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
 from cost_models.layout import Layout, level_shape, split_memory
+from specs.errors import InputError
 from specs.schema import Distribution
 
 
@@ -94,7 +95,9 @@ def predict(
     """
     n0 = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
-    total = sum(mix.values()) or 1.0
+    total = sum(mix.values())
+    if not total > 0:
+        raise InputError("workload.json: the operation mix is empty")
     inserted = float(workload.get("operations", 0)) * mix.get("insert", 0.0) / total
     n_mean = float(n_keys) if n_keys is not None else n0 + inserted / 2
     dist = workload.get("distribution", {})

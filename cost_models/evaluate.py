@@ -176,7 +176,7 @@ def evaluate_config(
     wl = spec.workload
     n_node = entries_per_node if entries_per_node is not None else wl.entries / count
     memory = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
-    threads = design.threads or vm.vcpu
+    threads = vm.vcpu if design.threads is None else design.threads
     ne = evaluate_designs(DesignBatch.of([design]), wl, n_node, memory)
     lay = ne.layout
     need_gib = float(ne.disk_gib()[0])

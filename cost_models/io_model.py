@@ -47,6 +47,11 @@ def insert_fraction(mix: dict[str, float]) -> float:
     return 1.0 if puts <= 0 else mix.get("insert", 0.0) / puts
 
 
+#: Relative distance to "every key distinct" below which a window counts as reachable
+#: (the exact window and the interpolated table agree on it).
+FULL_TOL = 1e-12
+
+
 def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> np.ndarray:
     """Puts W after which the put stream has produced ``distinct`` distinct keys.
 
@@ -67,7 +72,9 @@ def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> n
 
     lo = np.log(R)
     hi = lo + 70.0
-    reachable = count(np.exp(hi)) >= R * (1 - 1e-12)
+    reachable = count(np.exp(hi)) >= R * (1 - FULL_TOL)
+    if iota <= 0:  # updates alone reach every key only in the limit: a buffer of all N keys never fills
+        reachable &= R <= n_keys * (1 - FULL_TOL)
     for _ in range(64):
         mid = (lo + hi) / 2
         low = count(np.exp(mid)) < R
@@ -93,7 +100,7 @@ class WindowTable:
     def __init__(self, put: Marginal, n_keys: float, iota: float) -> None:
         hi = max(2.0, n_keys * 1.0001)
         pts = int(np.ceil(np.log10(hi) * WINDOW_TABLE_POINTS_PER_DECADE)) + 2
-        near_full = n_keys * (1.0 - np.logspace(-1, -12, 45))  # W grows fastest just below N
+        near_full = n_keys * (1.0 - np.logspace(-1, np.log10(FULL_TOL), 45))  # W grows fastest just below N
         self.r = np.unique(np.concatenate([np.logspace(0.0, np.log10(hi), pts), near_full[near_full > 1]]))
         self.w = window(self.r, put, n_keys, iota)
         finite = np.isfinite(self.w)
@@ -104,7 +111,10 @@ class WindowTable:
 
     def __call__(self, distinct: np.ndarray) -> np.ndarray:
         R = np.maximum(np.asarray(distinct, dtype=float), 1.0)
-        out = np.exp(np.interp(np.log(R), self.logr, self.logw))
+        if self.logr.size == 0:  # no count is reachable below "every key distinct" (a node of one key)
+            out = np.full(R.shape, np.inf)
+        else:
+            out = np.exp(np.interp(np.log(R), self.logr, self.logw))
         beyond = R > self.r_max
         if beyond.any():
             put, n_keys, iota = self.exact

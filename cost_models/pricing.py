@@ -16,8 +16,8 @@ from pathlib import Path
 
 from cost_models import REPO_ROOT
 from specs.errors import InputError
-from specs.io import read_rows, write_rows
-from specs.vocab import PRICE_SETS, PROVIDERS, SLA_FEATURES, PriceSet, Provider
+from specs.io import check_output_file, finite, read_rows, require, write_rows
+from specs.vocab import PRICE_SETS, PROVIDERS, SLA_FEATURES, CatalogKind, PriceSet, Provider
 
 PRICING_SOURCE_DIR = REPO_ROOT / "pricing"
 PRICING_PARQUET = REPO_ROOT / "pricing.parquet"
@@ -67,6 +67,40 @@ class CatalogRow:
     source: str | None = None
     as_of: str | None = None
     notes: str | None = None
+
+    def check(self) -> None:
+        """Values a catalog row may hold (read_rows calls this on every row of pricing.parquet)."""
+        require(self.price_set in PRICE_SETS, f"unknown price set {self.price_set!r}")
+        require(self.provider in PROVIDERS, f"unknown provider {self.provider!r}")
+        require(self.kind in CATALOG_KINDS, f"unknown kind {self.kind!r}")
+        require(bool(self.name), "a row needs a name")
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                require(finite(v), f"{f.name} {v} is not a finite non-negative number")
+        if self.kind == CatalogKind.VM:
+            require(
+                self.vcpu is not None
+                and self.vcpu >= 1
+                and self.memory_gib is not None
+                and self.memory_gib > 0
+                and self.usd_per_hour is not None,
+                f"VM {self.name}: needs vcpu >= 1, memory_gib > 0 and usd_per_hour",
+            )
+        elif self.kind == CatalogKind.STORAGE:
+            require(self.storage_rule in STORAGE_RULES, f"storage {self.name}: unknown rule {self.storage_rule!r}")
+            require(self.iops is not None or self.iops_per_gib is not None, f"storage {self.name}: no iops")
+            require(
+                self.storage_rule != "slab" or (self.size_gib is not None and self.size_gib > 0),
+                f"storage {self.name}: a slab needs size_gib",
+            )
+        else:
+            require(self.feature in SLA_FEATURES and self.available is not None, f"SLA {self.name}: bad feature")
+
+
+CATALOG_KINDS = tuple(CatalogKind)
+#: How a storage product is priced: per GB, in fixed-size slabs, or provisioned IOPS.
+STORAGE_RULES = ("per_gb", "slab", "provisioned")
 
 
 class CatalogError(InputError):
@@ -140,7 +174,7 @@ def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]
     for line, r in _read_csv(path):
         check_common(r, path, line)
         rule = r["rule"].strip()
-        if rule not in ("per_gb", "slab", "provisioned"):
+        if rule not in STORAGE_RULES:
             raise CatalogError(f"{path.name}:{line}: storage rule must be per_gb|slab|provisioned")
         rec = {
             **empty,
@@ -200,9 +234,10 @@ def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]
 
 def build_parquet(source_dir: Path = PRICING_SOURCE_DIR, out: Path = PRICING_PARQUET) -> tuple[Path, int]:
     """Build ``pricing.parquet`` from the CSV sources; returns (path, row count)."""
+    check_output_file(out, "pricing build:")
     rows = build_rows(source_dir)
     write_rows(out, rows, CatalogRow)
-    load_catalog.cache_clear()
+    _load_catalog.cache_clear()
     return out, len(rows)
 
 
@@ -298,9 +333,13 @@ def _f(x: object, default: float = 0.0) -> float:
     return default if x is None else float(x)  # type: ignore[arg-type]
 
 
+def load_catalog(price_set: str = "paper2021", path: Path | None = None) -> Catalog:
+    """Load one price set from ``pricing.parquet`` (default :data:`PRICING_PARQUET`)."""
+    return _load_catalog(price_set, PRICING_PARQUET if path is None else path)
+
+
 @lru_cache(maxsize=8)
-def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> Catalog:
-    """Load one price set from ``pricing.parquet``."""
+def _load_catalog(price_set: str, path: Path) -> Catalog:
     if price_set not in PRICE_SETS:
         raise CatalogError(f"unknown price set {price_set!r} (known: {', '.join(PRICE_SETS)})")
     if not path.is_file():
@@ -355,8 +394,12 @@ def load_catalog(price_set: str = "paper2021", path: Path = PRICING_PARQUET) -> 
 
 def catalog_rows(price_set: str | None = None, provider: str | None = None) -> list[dict]:
     """Raw catalog rows (for ``cosine pricing show``)."""
+    try:
+        rows = read_rows(PRICING_PARQUET, CatalogRow, "pricing catalog")
+    except InputError as exc:
+        raise CatalogError(f"{exc}; rebuild it with `cosine pricing build`") from None
     out = []
-    for r in (asdict(x) for x in read_rows(PRICING_PARQUET, CatalogRow, "pricing catalog")):
+    for r in (asdict(x) for x in rows):
         if price_set and r["price_set"] != price_set:
             continue
         if provider and r["provider"] != provider:

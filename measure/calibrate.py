@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from cost_models import cpu_count
 from cost_models.cpu import PHI_TABLE, block_time
 from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
@@ -151,7 +152,7 @@ def class_block_bytes(records: int) -> dict[str, float]:
 def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     """phi per (class, op) from the speed-ups (threads <= cores); the per-block
     times and each (class, op)'s CPU time from the single-thread runs."""
-    cores = cores or os.cpu_count() or 1
+    cores = cpu_count() if cores is None else cores
     single = [s for s in samples if s.threads == 1]
 
     def nbytes(s: Sample) -> float:
@@ -250,7 +251,7 @@ def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, An
     spec = shipped_spec("mixed_25")
     mix = spec.workload.operations
     table = yaml.safe_load(PHI_TABLE.read_text())["classes"]
-    cores = os.cpu_count() or 1
+    cores = cpu_count()
     grid = designs(records, quick=True)
     rows = []
     for cls, dname in CLASS_DESIGNS.items():
@@ -293,7 +294,7 @@ QUICK_PLAN = ((20_000, 80_000), 30_000)
 
 def thread_counts() -> tuple[int, ...]:
     """1 .. the machine's cores (at least 2: one speed-up per run identifies phi)."""
-    return tuple(range(1, max(2, os.cpu_count() or 1) + 1))
+    return tuple(range(1, max(2, cpu_count()) + 1))
 
 
 @dataclass

@@ -16,16 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cost_models import REPO_ROOT
-from specs.errors import InputError
-from specs.schema import Spec
+from cost_models import REPO_ROOT, cpu_count
+from cost_models.design import MAX_THREADS as ENGINE_MAX_THREADS
+from render.workspace import RENDER_META
+from specs.errors import InputError, check_range
+from specs.io import read_json
+from specs.schema import MAX_ENTRIES, Spec
 
 TEMPLATE = REPO_ROOT / "engine-template"
 #: Records `cosine bench` loads by default (the spec's, up to this), and the most it accepts.
 DEFAULT_RECORDS = 1_000_000
 MAX_RECORDS = 100_000_000
 MAX_OPERATIONS = 1_000_000_000
-#: Most driver threads (the engine's driver spawns one OS thread each).
+#: Most driver threads `cosine bench` starts (the driver spawns one OS thread each, and
+#: threads beyond the cores only contend: 256 is 128x this project's 2-core machines).
 MAX_THREADS = 256
 
 
@@ -167,6 +171,18 @@ def run(
         raise RuntimeError("cosine-bench printed no JSON report") from None
 
 
+def _entries_per_node(path: Path) -> float | None:
+    """The keys per node a rendered design was made for (render.json; None for a hand-written workspace)."""
+    if not path.is_file():
+        return None
+    meta = read_json(path, "a cosine render.json")
+    per_node = meta.get("entries_per_node") if isinstance(meta, dict) else "?"
+    if per_node is None:
+        return None
+    check_range(f"{path}: entries_per_node", per_node, 0.0, MAX_ENTRIES, lo_open=True)
+    return float(per_node)
+
+
 def bench_spec(
     spec: Spec,
     workspace: Path,
@@ -183,31 +199,32 @@ def bench_spec(
     cfg_path = workspace / "engine.toml"
     if not cfg_path.is_file():
         raise InputError(f"--engine {workspace}: no engine.toml; run `cosine render` first")
-    meta_path = workspace / "render.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    per_node = _entries_per_node(workspace / RENDER_META)
     notes = []
     n = int(min(spec.workload.entries, DEFAULT_RECORDS)) if records is None else records
-    if not 1 <= n <= MAX_RECORDS:
-        raise InputError(f"--records must be between 1 and {MAX_RECORDS:,}, got {n:,}")
+    check_range("--records", n, 1, MAX_RECORDS, integer=True)
     ops = n if operations is None else operations
-    if not 1 <= ops <= MAX_OPERATIONS:
-        raise InputError(f"--ops must be between 1 and {MAX_OPERATIONS:,}, got {ops:,}")
+    check_range("--ops", ops, 1, MAX_OPERATIONS, integer=True)
+    if threads is not None:
+        check_range("--threads", threads, 1, MAX_THREADS, integer=True)
     if n < spec.workload.entries:
         notes.append(
             f"scaled down: {n:,} of the spec's {spec.workload.entries:,} records, {ops:,} operations "
-            f"(this machine: {os.cpu_count()} CPUs)"
+            f"(this machine: {cpu_count()} CPUs)"
         )
     import tomllib
 
-    text = cfg_path.read_text()
-    cfg = tomllib.loads(text)
-    cores = os.cpu_count() or 1
-    th = min(int(cfg.get("algorithms", {}).get("threads", 1)), cores) if threads is None else threads
-    if not 1 <= th <= MAX_THREADS:
-        raise InputError(f"--threads must be between 1 and {MAX_THREADS}, got {th}")
+    try:
+        text = cfg_path.read_text()
+        cfg = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{cfg_path}: not valid TOML ({exc})") from None
+    alg = cfg.get("algorithms", {})
+    design_threads = alg.get("threads", 1) if isinstance(alg, dict) else None
+    check_range(f"{cfg_path}: algorithms.threads", design_threads, 1, ENGINE_MAX_THREADS, integer=True)
+    th = min(int(design_threads), cpu_count()) if threads is None else threads  # type: ignore[arg-type]
     scale = 1.0
-    per_node = meta.get("entries_per_node")
-    if scale_design and per_node:
+    if scale_design and per_node is not None:
         scale = n / float(per_node)
         text = scaled_config(text, scale)
         if abs(scale - 1) > 1e-9:

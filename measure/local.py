@@ -33,8 +33,8 @@ def best_design(
     for the design's block size).
     """
     grid = grid_for(spec)
-    lays = grid.layouts(memory_bytes)
     data = n_keys * spec.workload.entry_bytes
+    lays = grid.layouts(memory_bytes, data)
     keep = (lays.buffer_bytes <= 2 * data) & (lays.buffer_bytes <= (1 - grid.epsilon) * memory_bytes)
     lays = lays.take(np.flatnonzero(keep))
     bits = np.array(grid.bits)

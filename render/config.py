@@ -113,9 +113,9 @@ def engine_sections(
     entry = key_bytes + value_bytes
     cls = d["class"]
     levels, cold = int(d["L"]), int(d["Y"])
-    bits = [float(b) for b in d.get("bloom_bits_per_level") or [0.0]] or [0.0]
-    threads = d.get("threads") or 1
-    if vcpu:
+    bits = [float(b) for b in d.get("bloom_bits_per_level", [])] or [0.0]
+    threads = d.get("threads", 1)
+    if vcpu is not None:
         threads = threads_from_phi(cls, mix, vcpu)
     lsh = bool(d.get("lsh")) or cls == "lsh"
     T = float(d["T"])

@@ -7,66 +7,95 @@ README saying which design it is and how to run it.
 
 from __future__ import annotations
 
-import json
-import shutil
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT
 from cost_models.design import PRESETS
-from cost_models.pricing import load_catalog
 from render.config import engine_sections, preset_design_entry, to_toml
 from specs.errors import InputError
+from specs.io import check_output_dir, to_json, write_bytes, write_text
 
 TEMPLATE = REPO_ROOT / "engine-template"
 MARKER = ".cosine-render"
+#: What `cosine bench` reads back from a render: the design's class and keys per node.
+RENDER_META = "render.json"
+#: What a file name made from a name read from a file (a VM type) may look like: no
+#: separators, no "..", no leading dot (the name must stay inside --out).
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: The build cache cargo keeps in a workspace: never written by a render, left as it is.
+BUILD_DIR = "target"
 
 
-def _prepare(out: Path, force: bool) -> None:
+def safe_file_name(name: str, suffix: str) -> str:
+    """``name`` (spaces as underscores) + ``suffix``, or an InputError if it could leave its directory."""
+    stem = str(name).replace(" ", "_")
+    if not SAFE_NAME.fullmatch(stem) or ".." in stem:
+        raise InputError(f"{name!r} cannot name a file (letters, digits, '.', '_', '-' only)")
+    return stem + suffix
+
+
+def _no_links(out: Path) -> None:
+    """Refuse an output tree with a symbolic link anywhere a render writes (a write would follow it out)."""
+    if out.is_symlink():
+        raise InputError(f"--out {out}: is a symbolic link; give the directory itself")
+    for root, dirs, files in os.walk(out):
+        here = Path(root)
+        if here == out and BUILD_DIR in dirs:
+            dirs.remove(BUILD_DIR)
+        for name in dirs + files:
+            if (here / name).is_symlink():
+                raise InputError(f"--out {out}: {here / name} is a symbolic link; refusing to write through it")
+
+
+def _prepare(out: Path) -> None:
+    """Check ``out`` (a new or empty directory, or a previous render without symbolic links) and
+    copy the template into it; every file is written atomically."""
+    check_output_dir(out, "--out")
+    o, t = out.resolve(), TEMPLATE.resolve()
+    if o == t or t in o.parents or o in t.parents:
+        raise InputError(f"--out {out}: overlaps the engine template {TEMPLATE}")
     if out.exists():
-        if not out.is_dir():
-            raise InputError(f"--out {out}: exists and is not a directory")
-        if any(out.iterdir()):
-            if not (out / MARKER).exists():
-                raise InputError(f"--out {out}: not empty and not a previous render; refusing to overwrite it")
-            if not force:
-                pass  # a previous render: refresh the template files in place, keep target/ (build cache)
+        _no_links(out)
+        if any(out.iterdir()) and not (out / MARKER).is_file():
+            raise InputError(f"--out {out}: not empty and not a previous render; refusing to overwrite it")
     out.mkdir(parents=True, exist_ok=True)
-    for item in TEMPLATE.iterdir():
-        if item.name in ("target",) or item.name.startswith("."):
-            continue
-        dst = out / ("TEMPLATE.md" if item.name == "README.md" else item.name)
-        if item.is_dir():
-            shutil.copytree(item, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("target"))
-        else:
-            shutil.copy2(item, dst)
-    (out / MARKER).write_text("rendered by cosine render; safe to overwrite with another render\n")
+    for src_root, dirs, files in os.walk(TEMPLATE):
+        here = Path(src_root)
+        rel = here.relative_to(TEMPLATE)
+        if here == TEMPLATE:
+            dirs[:] = [d for d in dirs if d != BUILD_DIR and not d.startswith(".")]
+            files = [f for f in files if not f.startswith(".")]
+        dirs[:] = [d for d in dirs if d != BUILD_DIR]
+        dst_dir = out / rel
+        if dst_dir.exists() and not dst_dir.is_dir():
+            raise InputError(f"--out {out}: {dst_dir} is a file where the template has a directory")
+        dst_dir.mkdir(exist_ok=True)
+        for f in files:
+            name = "TEMPLATE.md" if here == TEMPLATE and f == "README.md" else f
+            write_bytes(dst_dir / name, (here / f).read_bytes())
+    write_text(out / MARKER, "rendered by cosine render; safe to overwrite with another render\n")
 
 
 def render_solution(solution_path: Path, out: Path, *, wal_sync: str = "group_commit") -> list[Path]:
     """Render every VM type's design of a solution.json into a workspace."""
-    if not solution_path.is_file():
-        raise InputError(f"{solution_path}: no such file")
-    try:
-        sol = json.loads(solution_path.read_text())
-        designs = sol["designs"]
-        raw = sol.get("spec_raw") or {}
-        wl = raw.get("workload", {})
-        key_bytes, value_bytes = int(wl["key_bytes"]), int(wl["value_bytes"])
-        mix = {k: float(v) for k, v in wl.get("operations", {}).items()}
-        for d in designs:
-            for k in ("class", "T", "K", "Z", "L", "Y", "buffer_bytes", "block_bytes", "vm_type"):
-                d[k]  # noqa: B018 - presence check
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{solution_path}: not a cosine solution.json ({type(exc).__name__}: {exc})") from None
-    if not designs:
-        raise InputError(f"{solution_path}: the solution has no designs")
-    _prepare(out, force=True)
-    cat = load_catalog(sol.get("pricing", "paper2021"))
+    from cost_models.pricing import load_catalog
+    from solver.rundir import read_solution
+    from specs.schema import validate
+
+    sol = read_solution(solution_path)  # version, spec, every design entry in range, VM types of the catalog
+    designs = sol["designs"]
+    wl = validate(sol["spec_raw"]).workload
+    key_bytes, value_bytes, mix = wl.key_bytes, wl.value_bytes, wl.operations
+    files = [safe_file_name(d["vm_type"], ".toml") for d in designs]
+    _prepare(out)
+    cat = load_catalog(sol["pricing"])
     written = []
     (out / "engines").mkdir(exist_ok=True)
-    for i, d in enumerate(designs):
-        vcpu = next((v.vcpu for p in cat.vms.values() for v in p if v.name == d["vm_type"]), None)
+    for i, (d, fname) in enumerate(zip(designs, files, strict=True)):
+        vcpu = cat.vm(sol["provider"], d["vm_type"]).vcpu
         name = f"{sol['spec']} on {sol['provider']}:{d['vm_type']} (x{d['count']})"
         secs = engine_sections(d, key_bytes, value_bytes, mix, name, vcpu=vcpu, wal_sync=wal_sync)
         header = (
@@ -74,13 +103,10 @@ def render_solution(solution_path: Path, out: Path, *, wal_sync: str = "group_co
             f"{d['entries_per_node']:.4g} keys per node\nSee docs/engine-contract.md in the Cosine repository."
         )
         text = to_toml(secs, header)
-        p = out / "engines" / f"{d['vm_type'].replace(' ', '_')}.toml"
-        p.write_text(text)
-        written.append(p)
+        written.append(write_text(out / "engines" / fname, text))
         if i == 0:
-            (out / "engine.toml").write_text(text)
-            written.insert(0, out / "engine.toml")
-    shutil.copy2(solution_path, out / "solution.json")
+            written.insert(0, write_text(out / "engine.toml", text))
+    write_text(out / "solution.json", to_json(sol) + "\n")
     _meta(out, designs[0], key_bytes, value_bytes, sol["spec"])
     _readme(out, sol, designs)
     return written
@@ -100,13 +126,13 @@ def render_preset(
     if name not in PRESETS:
         raise InputError(f"--preset: unknown preset {name!r} (valid: {', '.join(PRESETS)})")
     d = preset_design_entry(name, records, key_bytes, value_bytes, memory_bytes)
-    _prepare(out, force=True)
+    _prepare(out)
     secs = engine_sections(d, key_bytes, value_bytes, {"get": 1.0}, name, wal_sync=wal_sync)
     header = (
         f"Rendered by `cosine render --preset {name}`: the paper's {name} baseline (Table 1, Sec. 7)\n"
         f"for {records:.3g} records of {key_bytes}+{value_bytes} bytes and {memory_bytes / 2**30:.1f} GiB."
     )
-    (out / "engine.toml").write_text(to_toml(secs, header))
+    write_text(out / "engine.toml", to_toml(secs, header))
     _meta(out, d, key_bytes, value_bytes, f"preset {name}")
     _readme(out, {"spec": f"preset {name}", "provider": "local"}, [d])
     return out / "engine.toml"
@@ -114,18 +140,14 @@ def render_preset(
 
 def _meta(out: Path, d: dict[str, Any], key_bytes: int, value_bytes: int, source: str) -> None:
     """render.json: what `cosine bench` needs to scale the design to its records."""
-    (out / "render.json").write_text(
-        json.dumps(
-            {
-                "source": source,
-                "class": d["class"],
-                "entries_per_node": d.get("entries_per_node"),
-                "key_bytes": key_bytes,
-                "value_bytes": value_bytes,
-            },
-            indent=2,
-        )
-    )
+    meta = {
+        "source": source,
+        "class": d["class"],
+        "entries_per_node": d.get("entries_per_node"),
+        "key_bytes": key_bytes,
+        "value_bytes": value_bytes,
+    }
+    write_text(out / RENDER_META, to_json(meta) + "\n")
 
 
 def _readme(out: Path, sol: dict[str, Any], designs: list[dict[str, Any]]) -> None:
@@ -157,4 +179,4 @@ def _readme(out: Path, sol: dict[str, Any], designs: list[dict[str, Any]]) -> No
         "Or from the Cosine repository: `cosine bench SPEC --engine THIS_DIR` (builds if needed, scales the",
         "design's memory to the records it loads, and prints throughput, latency and block I/O per operation).",
     ]
-    (out / "README.md").write_text("\n".join(lines) + "\n")
+    write_text(out / "README.md", "\n".join(lines) + "\n")

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from solver.rundir import FrontierRow, load_run
-from specs.errors import InputError
+from specs.errors import BudgetTooLow, InputError, check_range
+from specs.schema import MAX_BUDGET_USD
 from specs.vocab import SolverStatus
+
+#: Largest --max-gap and --max-approx-error: a relative gap or error above 100% accepts any
+#: certificate (a check that can never fail).
+MAX_THRESHOLD = 1.0
 
 
 @dataclass
@@ -21,15 +25,10 @@ class AuditRow:
     flags: list[str]
 
 
-def _check_threshold(name: str, value: float) -> None:
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"{name} must be a finite non-negative number, got {value}")
-
-
 def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditRow]:
     """Flag bands whose certificate is missing or over the thresholds."""
-    _check_threshold("--max-gap", max_gap)
-    _check_threshold("--max-approx-error", max_approx_error)
+    check_range("--max-gap", max_gap, 0.0, MAX_THRESHOLD)
+    check_range("--max-approx-error", max_approx_error, 0.0, MAX_THRESHOLD)
     run = load_run(run_dir)
     rows = []
     for r in run.log:
@@ -51,11 +50,20 @@ def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditR
 def _best(rows: list[FrontierRow], by_budget: bool) -> FrontierRow:
     """Within a budget: the fastest, then the cheapest; for a throughput: the cheapest, then the fastest."""
     key: Callable[[FrontierRow], tuple[float, float]] = (
-        (lambda r: (r.throughput_ops or 0.0, -(r.monthly_cost or 0.0)))
-        if by_budget
-        else (lambda r: (-(r.monthly_cost or 0.0), r.throughput_ops or 0.0))
+        (lambda r: (_speed(r), -_cost(r))) if by_budget else (lambda r: (-_cost(r), _speed(r)))
     )
     return max(rows, key=key)
+
+
+def _cost(r: FrontierRow) -> float:
+    """A feasible row's monthly cost (whatif only looks at rows that have one)."""
+    assert r.monthly_cost is not None
+    return r.monthly_cost
+
+
+def _speed(r: FrontierRow) -> float:
+    assert r.throughput_ops is not None
+    return r.throughput_ops
 
 
 def _summary(r: FrontierRow) -> dict[str, Any]:
@@ -67,19 +75,25 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
     cheapest point reaching a throughput (across providers)."""
     if (budget is None) == (throughput is None):
         raise InputError("give exactly one of --budget or --throughput")
-    for name, v in (("--budget", budget), ("--throughput", throughput)):
-        if v is not None and (not math.isfinite(v) or v <= 0):
-            raise InputError(f"{name} must be a positive number, got {v}")
+    if budget is not None:
+        check_range("--budget", budget, 0.0, MAX_BUDGET_USD, lo_open=True)
+    if throughput is not None:
+        check_range("--throughput", throughput, 0.0, lo_open=True)
     rows = [r for r in load_run(run_dir).frontier if r.throughput_ops and r.monthly_cost is not None]
+    query = budget if budget is not None else 0.0
     if not rows:
-        raise InputError(f"{run_dir}: the frontier has no feasible point")
+        raise BudgetTooLow(query, None, f"{run_dir}: the saved frontier has no feasible point")
     by_budget = budget is not None
-    if by_budget:
-        ok = [r for r in rows if (r.monthly_cost or 0.0) <= (budget or 0.0) * (1 + 1e-9)]
+    if budget is not None:
+        ok = [r for r in rows if _cost(r) <= budget * (1 + 1e-9)]
+        if not ok:  # nothing saved fits: exit 3, as `cosine solve` does below the cheapest configuration
+            cheapest = _cost(min(rows, key=_cost))
+            raise BudgetTooLow(budget, cheapest, f"the cheapest point of the frontier saved in {run_dir}")
     else:
-        ok = [r for r in rows if (r.throughput_ops or 0.0) >= (throughput or 0.0) * (1 - 1e-9)]
-    if not ok:
-        return _no_answer(rows, budget, throughput)
+        assert throughput is not None
+        ok = [r for r in rows if _speed(r) >= throughput * (1 - 1e-9)]
+        if not ok:
+            return _too_fast(rows, throughput)
     best = _best(ok, by_budget)
     per_provider = {p: _summary(_best([r for r in ok if r.provider == p], by_budget)) for p in {r.provider for r in ok}}
     return {
@@ -89,16 +103,12 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
     }
 
 
-def _no_answer(rows: list[FrontierRow], budget: float | None, throughput: float | None) -> dict[str, Any]:
-    """Nothing saved meets the query: say so, and show the nearest point (the cheapest, or the fastest)."""
-    if budget is not None:
-        near = min(rows, key=lambda r: r.monthly_cost or 0.0)
-        note = f"no saved configuration costs at most ${budget:,.2f}; the cheapest costs ${near.monthly_cost:,.2f}"
-        return {"query": {"budget": budget}, "answer": None, "note": note, "cheapest": _row_dict(near)}
-    near = max(rows, key=lambda r: r.throughput_ops or 0.0)
+def _too_fast(rows: list[FrontierRow], throughput: float) -> dict[str, Any]:
+    """No saved configuration reaches the throughput: say so, and show the fastest."""
+    near = max(rows, key=_speed)
     note = (
         f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
-        f"{near.throughput_ops:,.0f} ops/s for ${near.monthly_cost:,.2f}"
+        f"{_speed(near):,.0f} ops/s for ${_cost(near):,.2f}"
     )
     return {"query": {"throughput": throughput}, "answer": None, "note": note, "fastest": _row_dict(near)}
 

@@ -64,7 +64,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
         s = c.entries * N / cap  # keys actually on each node of this context
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
         ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, s, mem, parts)
-        threads = c.design.threads or c.vm.vcpu
+        threads = c.vm.vcpu if c.design.threads is None else c.design.threads
         x = float(ne.throughput(spec.workload, c.storage.iops, threads)[0])
         if rho > 0 and x > 0:
             cost = per_op_costs(ne.io, ne.layout.cls, c.storage.iops, threads, spec.workload.scan_length)
@@ -150,7 +150,7 @@ class Point:
             "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
             "nodes": None if r is None else r.nodes,
             "wall_s": None if r is None else r.seconds,
-            "approx_error": None if math.isnan(self.approx_error) else self.approx_error,
+            "approx_error": self.approx_error if math.isfinite(self.approx_error) else None,
             "throughput_mip_ops": self.chosen.throughput_kops / X_SCALE if self.chosen else None,
             "throughput_exact_ops": self.throughput if self.exact else None,
             "monthly_cost": None if not self.chosen else self.chosen.monthly_cost,

@@ -187,7 +187,7 @@ def build_mip(
     """Declare the MIP for one budget over the given contexts."""
     provs = providers or sorted({c.provider for c in contexts})
     N = spec.workload.entries
-    mc = max_cluster or spec.design.max_cluster_size
+    mc = spec.design.max_cluster_size if max_cluster is None else max_cluster
     data_gib = spec.workload.data_bytes / GIB
     terms = {p: sla_terms(catalog, p, spec.slas) for p in provs}
     ctx = [c for c in contexts if c.provider in provs and not terms[c.provider].unavailable]

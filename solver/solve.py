@@ -30,10 +30,10 @@ from solver.frontier import (
     solve_frontier,
 )
 from solver.rundir import SOLUTION_VERSION, write_run
-from solver.tables import Tables, build_tables
-from specs.errors import BudgetTooLow, InputError
-from specs.io import clean
-from specs.schema import Spec
+from solver.tables import Tables, build_tables, check_workers
+from specs.errors import BudgetTooLow, InputError, check_range
+from specs.io import check_output_file, clean
+from specs.schema import MAX_BUDGET_USD, Spec
 from specs.vocab import SLA_FEATURES, Provider
 
 
@@ -156,7 +156,7 @@ def robustness_report(
 
     return {
         "noise": spec.noise,
-        "kl_radius": rho or None,
+        "kl_radius": rho if rho > 0 else None,
         "nominal_choice": summary(nominal),
         "robust_choice": summary(answer),
         "expected_workload": {"nominal_choice_ops": nominal_at_expected, "robust_choice_ops": robust_at_expected},
@@ -181,20 +181,28 @@ def parse_providers(text: str | None, spec: Spec) -> tuple[Provider, ...] | None
     return tuple(Provider(p) for p in names)
 
 
-#: Most budget bands a frontier may have (each is one MIP solve per provider).
+#: Most budget bands a frontier may have (each is one MIP solve per provider, up to the
+#: 30 s time limit each; 1000 bands are already 25x the default).
 MAX_BANDS = 1000
 
 
-def check_options(spec: Spec, *, budget: float | None, bands: int, providers: tuple[str, ...] | None = None) -> None:
+def check_options(
+    spec: Spec,
+    *,
+    budget: float | None,
+    bands: int,
+    providers: tuple[str, ...] | None = None,
+    workers: int | None = None,
+) -> None:
     """The solve's options, checked before any work."""
     if providers is not None:
         bad = [p for p in providers if p not in spec.providers]
         if bad:
             raise InputError(f"--providers: {', '.join(bad)} not in the spec's providers ({', '.join(spec.providers)})")
-    if budget is not None and (not math.isfinite(budget) or budget <= 0):
-        raise InputError(f"--budget must be a positive number, got {budget}")
-    if not 2 <= bands <= MAX_BANDS:
-        raise InputError(f"--bands must be between 2 and {MAX_BANDS}, got {bands}")
+    if budget is not None:
+        check_range("--budget", budget, 0.0, MAX_BUDGET_USD, lo_open=True)
+    check_range("--bands", bands, 2, MAX_BANDS, integer=True)
+    check_workers(workers)
 
 
 def run_solve(
@@ -212,8 +220,8 @@ def run_solve(
     time_limit: float = 30.0,
 ) -> SolveRun:
     """Solve the frontier, pick the answer for the budget, write the files."""
-    check_options(spec, budget=budget, bands=bands, providers=providers)
-    provs = providers or spec.providers
+    check_options(spec, budget=budget, bands=bands, providers=providers, workers=workers)
+    provs = spec.providers if providers is None else providers
     b0 = budget if budget is not None else spec.budget_usd
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -221,7 +229,7 @@ def run_solve(
         progress("tables", 0, 1)
     # Robustness (issue 6, paper Sec. 5 / ENDURE): the search optimizes the noisy
     # mix, and the KL worst case around it when kl_radius is set.
-    rho = float(spec.kl_radius or 0.0)
+    rho = 0.0 if spec.kl_radius is None else float(spec.kl_radius)
     robust = spec.noise > 0 or rho > 0
     ospec = (
         replace(spec, workload=replace(spec.workload, operations=noisy_mix(spec.workload.operations, spec.noise)))
@@ -270,11 +278,14 @@ def run_solve(
             raise BudgetTooLow(b0, None, why or "no feasible configuration")
         raise BudgetTooLow(b0, cheapest_cost)
     solution = solution_dict(spec, answer, fr.backend, method, b0)
-    target = spec.min_throughput or 0.0
-    if spec.max_latency_s:
+    target = 0.0 if spec.min_throughput is None else spec.min_throughput
+    if spec.max_latency_s is not None:
         target = max(target, 1.0 / spec.max_latency_s)
-    solution["target"] = {"min_throughput": target or None, "met": answer.throughput >= target * (1 - 1e-9)}
-    if target and not solution["target"]["met"]:
+    solution["target"] = {
+        "min_throughput": target if target > 0 else None,
+        "met": answer.throughput >= target * (1 - 1e-9),
+    }
+    if target > 0 and not solution["target"]["met"]:
         meets = cheapest(ospec, catalog, tables, backend, min_throughput=target, rho=rho)
         solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput, "monthly_cost": answer.cost}
         if meets is not None and meets.chosen is not None:
@@ -318,8 +329,7 @@ def check_model_path(path: Path) -> None:
     """Refuse a ``--write-model`` path before any solving: its type and its directory."""
     if path.suffix not in MODEL_SUFFIXES:
         raise InputError(f"--write-model {path}: the file must end in {' or '.join(MODEL_SUFFIXES)}")
-    if not path.parent.is_dir():
-        raise InputError(f"--write-model {path}: the directory {path.parent} does not exist")
+    check_output_file(path, "--write-model")
 
 
 def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:

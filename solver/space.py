@@ -18,17 +18,23 @@ can mix VM types with different shard sizes (docs/solver.md).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from cost_models.design import Design, DesignBatch
+from specs.errors import InputError
 from specs.schema import Spec
 
 T_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 BITS_LADDER = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0)
 MIN_BUFFER_BYTES = 16 * 2**20
 SHARD_DIVISORS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 50, 60, 80, 100)
+#: Most designs one VM's table may enumerate: 8x the default grid (24,864 at 864 GiB), about
+#: three minutes of tables on 2 cores; the grid grows with design.memory_step, size_ratio and
+#: block_bytes, and this bounds their product.
+MAX_DESIGNS_PER_VM = 200_000
 
 
 @dataclass(frozen=True)
@@ -49,20 +55,25 @@ class Grid:
     def Z(self, T: int) -> list[int]:
         return sorted({z for z in (1, T - 1) if 1 <= z <= min(T - 1, self.max_runs)} or {1})
 
-    def buffers(self, memory_bytes: float) -> list[float]:
-        top = (1 - self.epsilon) * memory_bytes
-        # start at 16 MiB, or at epsilon of the memory on a node smaller than that
-        out, b = [], float(min(MIN_BUFFER_BYTES, self.epsilon * memory_bytes))
+    def buffers(self, memory_bytes: float, data_bytes: float = math.inf) -> list[float]:
+        """The buffer ladder of a node with ``memory_bytes`` holding ``data_bytes`` of data.
+
+        It starts at 16 MiB, or lower on a small node (epsilon of its memory) or for a small
+        shard (the shard's data: one buffer then holds it all), and stops at (1 - epsilon) of
+        the memory or at twice the data (a larger buffer buys nothing more).
+        """
+        top = min((1 - self.epsilon) * memory_bytes, 2 * data_bytes)
+        out, b = [], float(min(MIN_BUFFER_BYTES, self.epsilon * memory_bytes, data_bytes))
         while b <= top:
             out.append(b)
             b *= self.buffer_ratio
         return out
 
-    def layouts(self, max_buffer_memory: float) -> DesignBatch:
+    def layouts(self, max_buffer_memory: float, data_bytes: float = math.inf) -> DesignBatch:
         """Every (T, K, Z, block, buffer) with bits = 0, plus the LSH family."""
         ds: list[Design] = []
         lsm_like = any(c in self.classes for c in ("lsm", "btree", "hybrid"))
-        for buf in self.buffers(max_buffer_memory):
+        for buf in self.buffers(max_buffer_memory, data_bytes):
             for blk in self.blocks:
                 if lsm_like:
                     for T in self.T:
@@ -73,10 +84,21 @@ class Grid:
                     ds.append(Design(buffer_bytes=buf, bloom_bits=0.0, block_bytes=blk, lsh=True))
         return DesignBatch.of(ds)
 
-    def size(self, memory_bytes: float) -> int:
-        """Designs per VM of this memory (for reports)."""
+    def size(self, memory_bytes: float, data_bytes: float = math.inf) -> int:
+        """Designs per VM of this memory (for reports, and the bound :data:`MAX_DESIGNS_PER_VM`)."""
         per_buffer = sum(len(self.K(T)) * len(self.Z(T)) for T in self.T) * len(self.bits) + 1
-        return per_buffer * len(self.buffers(memory_bytes)) * len(self.blocks)
+        return per_buffer * len(self.buffers(memory_bytes, data_bytes)) * len(self.blocks)
+
+    def check_size(self, memory_bytes: float) -> None:
+        """Refuse a design space too large to search (before any table is built)."""
+        n = self.size(memory_bytes)
+        if n > MAX_DESIGNS_PER_VM:
+            raise InputError(
+                f"design: {n:,} designs per VM of {memory_bytes / 2**30:,.0f} GiB, at most {MAX_DESIGNS_PER_VM:,} "
+                f"({len(self.buffers(memory_bytes))} buffer sizes at memory_step {self.epsilon:g}, "
+                f"{len(self.blocks)} block sizes, size ratios {self.T[0]}..{self.T[-1]}); "
+                "raise design.memory_step or narrow design.size_ratio or design.block_bytes"
+            )
 
 
 def grid_for(spec: Spec) -> Grid:
@@ -100,8 +122,9 @@ def grid_for(spec: Spec) -> Grid:
 
 
 def shard_sizes(n_entries: int, max_cluster: int) -> np.ndarray:
-    """Entries per node the MIP may assign (N/k, largest first)."""
-    ks = [k for k in SHARD_DIVISORS if k <= max_cluster]
-    if max_cluster not in ks:
-        ks.append(max_cluster)
+    """Entries per node the MIP may assign (N/k, largest first; never less than one entry)."""
+    top = min(max_cluster, n_entries)
+    ks = [k for k in SHARD_DIVISORS if k <= top]
+    if top not in ks:
+        ks.append(top)
     return np.array([n_entries / k for k in sorted(set(ks))])

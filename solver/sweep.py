@@ -7,7 +7,6 @@ temporary file, then rename), so an interrupted sweep keeps what it finished.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -15,8 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from solver.rundir import PointColumns, SweepRow
-from specs.errors import InputError
-from specs.io import read_rows, write_rows
+from specs.errors import InputError, check_range
+from specs.io import check_output_file, read_rows, write_rows
+from specs.schema import MAX_BUDGET_USD
+
+#: Most budgets of one sweep (each is a MIP solve per spec and provider; the frontier of
+#: `cosine solve` has at most solver.solve.MAX_BANDS too).
+MAX_SWEEP_BUDGETS = 1000
 
 
 def parse_budgets(text: str) -> np.ndarray:
@@ -28,18 +32,10 @@ def parse_budgets(text: str) -> np.ndarray:
         lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
     except ValueError:
         raise InputError(f"--budgets {text!r}: LO and HI must be numbers and N an integer") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi < lo or n < 1:
-        raise InputError(f"--budgets {text!r}: need 0 < LO <= HI and N >= 1")
+    check_range("--budgets LO", lo, 0.0, MAX_BUDGET_USD, lo_open=True)
+    check_range("--budgets HI", hi, lo, MAX_BUDGET_USD)
+    check_range("--budgets N", n, 1, MAX_SWEEP_BUDGETS, integer=True)
     return np.geomspace(lo, hi, n) if n > 1 else np.array([lo])
-
-
-#: Most sweep worker processes (each builds design tables; more than a machine's cores only adds memory).
-MAX_WORKERS = 256
-
-
-def check_workers(workers: int) -> None:
-    if not 1 <= workers <= MAX_WORKERS:
-        raise InputError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
 
 
 def _key(spec: str, budget: float, provider: str) -> tuple[str, float, str]:
@@ -89,12 +85,13 @@ def sweep(
     """Run (or resume) a sweep; returns counts of rows done now / skipped."""
     from specs.schema import load_spec
 
+    if out.suffix != ".parquet":
+        raise InputError(f"--out {out}: the sweep file must end in .parquet")
+    check_output_file(out, "--out")
     specs = []
     for p in spec_paths:
         s = load_spec(p)  # validate everything before any work
-        specs.append((str(p), s.name, list(providers or s.providers)))
-    if out.suffix != ".parquet":
-        raise InputError(f"--out {out}: the sweep file must end in .parquet")
+        specs.append((str(p), s.name, list(s.providers if providers is None else providers)))
     existing = _read(out)
     done = {_key(r.spec, r.budget, r.provider) for r in existing}
     jobs = []

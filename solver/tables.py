@@ -12,13 +12,13 @@ memory split (filters, fences, cache) cheaply (cost_models.io_model.combine).
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from cost_models import cpu_count
 from cost_models.cloud import GIB, StorageChoice, storage_choices
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch, preset
@@ -29,8 +29,20 @@ from cost_models.layout import derive, level_shape, split_memory
 from cost_models.pricing import Catalog, VmType
 from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
 from solver.space import Grid, grid_for, shard_sizes
+from specs.errors import check_range
 from specs.schema import Spec
 from specs.vocab import DesignClass
+
+#: Most worker processes for the design tables (and a sweep's specs): each holds a copy of the
+#: tables it builds, so more than a machine's cores only adds memory.
+MAX_WORKERS = 256
+
+
+def check_workers(workers: int | None) -> None:
+    """``--workers``: None (one per CPU) or 1..:data:`MAX_WORKERS`."""
+    if workers is not None:
+        check_range("--workers", workers, 1, MAX_WORKERS, integer=True)
+
 
 #: Volume sizes offered per node, as multiples of the shard's logical data
 #: (space amplification of LSM levels and of the hash log's garbage).
@@ -164,7 +176,7 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions,
     wl = spec.workload
     wins = window_tables(parts, wl.operations, s)
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
-    lays = grid.layouts(max_mem)
+    lays = grid.layouts(max_mem, s * wl.entry_bytes)
     if lays.size == 0:
         return [], {"presets": {}}
     shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
@@ -265,13 +277,15 @@ def build_tables(
     import time
 
     t0 = time.perf_counter()
-    mc = max_cluster or spec.design.max_cluster_size
+    mc = spec.design.max_cluster_size if max_cluster is None else max_cluster
     grid = grid_for(spec)
     parts = workload_partitions(spec.workload)
     vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
+    if vms:
+        grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
     sizes = shard_sizes(spec.workload.entries, mc)
     jobs = [(spec, catalog, grid, float(s), vms, parts, rho) for s in sizes]
-    workers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
+    workers = workers if workers is not None else min(len(jobs), cpu_count())
     results: list[list[Context]] = []
     pjobs = [(spec, catalog, name, float(s), vms, parts, rho) for name in presets for s in sizes]
     if workers > 1 and len(jobs) > 1:

@@ -3,8 +3,15 @@
 * Rows of a parquet file are a dataclass; :func:`arrow_schema` derives the
   file's schema from the dataclass's fields (no hand-written schemas), and
   :func:`read_rows` checks a file against it before anything uses it.
+* Every parquet file carries its row type and format version in its schema
+  metadata (:data:`ROWS_KEY`, :data:`VERSION_KEY`); :func:`read_rows` refuses
+  a file of another type or version, and each row's own ``check()`` (if the
+  row type has one) refuses values no writer produces (NaN, a negative cost...).
 * Writes are atomic (a temporary file in the same directory, then a rename),
-  so a crash never leaves half a file under the final name.
+  so a crash never leaves half a file under the final name; a rename replaces
+  a symbolic link instead of writing through it.
+* Outputs are checked before any long work (:func:`check_output_dir`,
+  :func:`check_output_file`).
 * JSON is strict: numpy scalars become Python numbers and non-finite floats
   become null (:func:`clean`), never ``NaN`` tokens other tools reject.
 """
@@ -26,6 +33,9 @@ import numpy as np
 from specs.errors import InputError
 
 R = TypeVar("R")
+
+#: Schema-metadata keys of every parquet file written by :func:`write_rows`.
+ROWS_KEY, VERSION_KEY = b"cosine.rows", b"cosine.version"
 
 _ARROW = {int: "int64", float: "float64", str: "string", bool: "bool_"}
 
@@ -72,15 +82,60 @@ def _replace(tmp: Path, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically."""
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (never through a symbolic link at ``path``)."""
     tmp = _tmp(path)
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         _replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    return write_bytes(path, text.encode())
+
+
+def row_version(row_type: type) -> int:
+    """A row type's format version: its ``VERSION`` class variable (1 if it has none)."""
+    return int(getattr(row_type, "VERSION", 1))
+
+
+def _first_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output_dir(path: Path, flag: str) -> None:
+    """An output directory must be a directory, or creatable: checked before any long work."""
+    if path.exists() or path.is_symlink():
+        if not path.is_dir():
+            raise InputError(f"{flag} {path}: exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InputError(f"{flag} {path}: the directory is not writable")
+        return
+    anc = _first_existing(path)
+    if not anc.is_dir():
+        raise InputError(f"{flag} {path}: cannot create it, {anc} is a file")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {path}: cannot create it, {anc} is not writable")
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """An output file's directory must exist and be writable; the file, if there, must be a regular file."""
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: is a directory, expected a file name")
+    if path.exists() and not path.is_file():
+        raise InputError(f"{flag} {path}: exists and is not a regular file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"{flag} {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {path}: the directory {parent} is not writable")
 
 
 def write_rows(path: Path, rows: Iterable[Any], row_type: type) -> Path:
@@ -95,7 +150,8 @@ def write_rows(path: Path, rows: Iterable[Any], row_type: type) -> Path:
             recs.append({column_name(f): getattr(r, f.name) for f in dataclasses.fields(r)})
         else:
             recs.append({n: r.get(n) for n in names})
-    table = pa.Table.from_pylist(recs, schema=arrow_schema(row_type))
+    meta = {ROWS_KEY: row_type.__name__.encode(), VERSION_KEY: str(row_version(row_type)).encode()}
+    table = pa.Table.from_pylist(recs, schema=arrow_schema(row_type).with_metadata(meta))
     tmp = _tmp(path)
     try:
         pq.write_table(table, tmp)
@@ -132,7 +188,8 @@ def read_table(path: Path, what: str) -> list[dict[str, Any]]:
 
 
 def read_rows(path: Path, row_type: type[R], what: str) -> list[R]:
-    """Rows of a parquet file written with :func:`write_rows`, checked against ``row_type``'s schema."""
+    """Rows of a parquet file written with :func:`write_rows`: its row type, version and
+    schema checked against ``row_type``, then every row's own ``check()``."""
     import pyarrow.parquet as pq
 
     if not path.is_file():
@@ -141,6 +198,16 @@ def read_rows(path: Path, row_type: type[R], what: str) -> list[R]:
         table = pq.ParquetFile(path).read()
     except Exception:
         raise InputError(f"{path}: not a readable parquet file ({what}; the file is corrupt or truncated)") from None
+    meta = table.schema.metadata or {}
+    rows_of = meta.get(ROWS_KEY, b"").decode(errors="replace")
+    if rows_of != row_type.__name__:
+        got = f"holds {rows_of} rows" if rows_of else "has no cosine row type (written by something else)"
+        raise InputError(f"{path}: not a {what}: the file {got}, expected {row_type.__name__}")
+    version = meta.get(VERSION_KEY, b"").decode(errors="replace")
+    if version != str(row_version(row_type)):
+        raise InputError(
+            f"{path}: {what} format version {version or 'none'}, this cosine reads version {row_version(row_type)}"
+        )
     want = arrow_schema(row_type)
     for fld in want:
         if fld.name not in table.column_names:
@@ -151,7 +218,28 @@ def read_rows(path: Path, row_type: type[R], what: str) -> list[R]:
         if not fld.nullable and table.column(fld.name).null_count:
             raise InputError(f"{path}: column {fld.name!r} has missing values ({what})")
     cols = {column_name(f): f.name for f in dataclasses.fields(row_type)}  # type: ignore[arg-type]
-    return [row_type(**{cols[k]: v for k, v in r.items() if k in cols}) for r in table.to_pylist()]
+    out = [row_type(**{cols[k]: v for k, v in r.items() if k in cols}) for r in table.to_pylist()]
+    check = getattr(row_type, "check", None)
+    if check is not None:
+        for i, row in enumerate(out, start=1):
+            try:
+                check(row)
+            except (ValueError, TypeError) as exc:
+                raise InputError(f"{path}: row {i}: {exc} ({what})") from None
+    return out
+
+
+def require(ok: bool, problem: str) -> None:
+    """A row check: raise ValueError(problem) unless ``ok`` (:func:`read_rows` names the file and row)."""
+    if not ok:
+        raise ValueError(problem)
+
+
+def finite(x: float | None, lo: float = 0.0, *, nullable: bool = False) -> bool:
+    """Whether ``x`` is a finite number >= ``lo`` (or None, when ``nullable``)."""
+    if x is None:
+        return nullable
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= lo
 
 
 def read_json(path: Path, what: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from cost_models.design import MAX_BLOCK_BYTES, MAX_SIZE_RATIO, MIN_SIZE_RATIO
 from specs.errors import InputError
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, PRICE_SETS, PROVIDERS, SLA_FEATURES
 
@@ -25,6 +26,16 @@ MAX_SPEC_BYTES = 1 << 20
 MAX_ALIASES = 50
 #: Entries above this are rejected as absurd (1e15 x 1 KiB = 1 EB).
 MAX_ENTRIES = 1e15
+#: Key bytes: the engine's limit (cosine-config: layout.key_bytes in 1..=4096).
+MAX_KEY_BYTES = 4096
+#: Smallest design.memory_step: buffer rungs 1 + 10 x 0.01 = 1.1 apart (the paper's default
+#: 0.1 doubles the buffer per rung); finer steps multiply the search (solver.space bounds the
+#: whole grid) without changing a buffer by more than the model can tell apart.
+MIN_MEMORY_STEP = 0.01
+#: Most block sizes design.block_bytes may list: each multiplies the design grid.
+MAX_BLOCK_SIZES = 8
+#: Largest monthly budget (USD) a spec or a flag may name: a billion dollars a month.
+MAX_BUDGET_USD = 1e9
 
 DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
     "uniform": {},
@@ -36,12 +47,15 @@ DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
 
 
 class SpecError(InputError):
-    """A spec problem: ``field`` is the dotted path, ``problem`` the one-line reason."""
+    """A spec problem: ``field`` is the dotted path, ``problem`` the one-line reason,
+    ``source`` the spec file (when the spec came from one)."""
 
-    def __init__(self, field: str, problem: str) -> None:
+    def __init__(self, field: str, problem: str, source: str = "") -> None:
         self.field = field
         self.problem = problem
-        super().__init__(f"{field}: {problem}" if field else problem)
+        self.source = source
+        msg = f"{field}: {problem}" if field else problem
+        super().__init__(f"{source}: {msg}" if source else msg)
 
 
 @dataclass(frozen=True)
@@ -170,19 +184,22 @@ def load_spec(path: str | Path) -> Spec:
     """Read, parse and validate a spec file."""
     p = Path(path)
     if not p.exists():
-        raise SpecError("", f"{p}: no such file")
+        raise SpecError("", "no such file", str(p))
     if not p.is_file():
-        raise SpecError("", f"{p}: not a file")
+        raise SpecError("", "not a file", str(p))
     try:
         size = p.stat().st_size
         if size > MAX_SPEC_BYTES:
-            raise SpecError("", f"{p}: {size} bytes is too large for a spec (max {MAX_SPEC_BYTES})")
+            raise SpecError("", f"{size} bytes is too large for a spec (max {MAX_SPEC_BYTES})", str(p))
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise SpecError("", f"{p}: not UTF-8 text") from None
+        raise SpecError("", "not UTF-8 text", str(p)) from None
     except OSError as exc:
-        raise SpecError("", f"{p}: cannot read ({exc.strerror})") from None
-    spec = parse_spec(text)
+        raise SpecError("", f"cannot read ({exc.strerror})", str(p)) from None
+    try:
+        spec = parse_spec(text)
+    except SpecError as exc:
+        raise SpecError(exc.field, exc.problem, str(p)) from None
     return spec if spec.source else _with_source(spec, str(p))
 
 
@@ -300,11 +317,11 @@ def _choice_list(where: str, v: Any, valid: tuple[str, ...], what: str) -> tuple
     return tuple(out)
 
 
-def _pair(where: str, v: Any, *, integer: bool, lo: float, lo_open: bool = False) -> tuple[float, float]:
+def _pair(where: str, v: Any, *, integer: bool, lo: float, hi: float, lo_open: bool = False) -> tuple[float, float]:
     if not isinstance(v, list) or len(v) != 2:
         raise SpecError(where, f"must be a [low, high] pair, got {_type_name(v)}")
-    a = _number(f"{where}[0]", v[0], lo=lo, lo_open=lo_open, integer=integer)
-    b = _number(f"{where}[1]", v[1], lo=lo, lo_open=lo_open, integer=integer)
+    a = _number(f"{where}[0]", v[0], lo=lo, hi=hi, lo_open=lo_open, integer=integer)
+    b = _number(f"{where}[1]", v[1], lo=lo, hi=hi, lo_open=lo_open, integer=integer)
     if a > b:
         raise SpecError(where, f"empty range: low {v[0]!r} is above high {v[1]!r}")
     return a, b
@@ -365,7 +382,7 @@ def _workload(v: Any) -> Workload:
     entries = _number("workload.entries", w["entries"], lo=1, integer=True)
     if entries > MAX_ENTRIES:
         raise SpecError("workload.entries", f"{entries:.3g} entries is absurd (max {MAX_ENTRIES:.0e})")
-    key_bytes = _number("workload.key_bytes", w["key_bytes"], lo=1, hi=65536, integer=True)
+    key_bytes = _number("workload.key_bytes", w["key_bytes"], lo=1, hi=MAX_KEY_BYTES, integer=True)
     value_bytes = _number("workload.value_bytes", w["value_bytes"], lo=1, hi=1 << 30, integer=True)
 
     ops_raw = _mapping("workload.operations", w["operations"])
@@ -429,7 +446,7 @@ def _design(v: Any) -> DesignSpace:
     )
     tr = base.size_ratio
     if "size_ratio" in d:
-        a, b = _pair("design.size_ratio", d["size_ratio"], integer=True, lo=2)
+        a, b = _pair("design.size_ratio", d["size_ratio"], integer=True, lo=MIN_SIZE_RATIO, hi=MAX_SIZE_RATIO)
         tr = (int(a), int(b))
     max_runs = int(_number("design.max_runs", d.get("max_runs", base.max_runs), lo=1, hi=4096, integer=True))
     bb = d.get("block_bytes", list(base.block_bytes))
@@ -437,10 +454,14 @@ def _design(v: Any) -> DesignSpace:
         bb = [bb]
     if not bb:
         raise SpecError("design.block_bytes", "must list at least one block size")
+    if len(bb) > MAX_BLOCK_SIZES:
+        raise SpecError("design.block_bytes", f"lists {len(bb)} block sizes, at most {MAX_BLOCK_SIZES}")
     blocks = tuple(
-        int(_number(f"design.block_bytes[{i}]", x, lo=512, hi=1 << 24, integer=True)) for i, x in enumerate(bb)
+        int(_number(f"design.block_bytes[{i}]", x, lo=512, hi=MAX_BLOCK_BYTES, integer=True)) for i, x in enumerate(bb)
     )
-    step = _number("design.memory_step", d.get("memory_step", base.memory_step), lo=0.0, lo_open=True, hi=0.5)
+    if len(set(blocks)) != len(blocks):
+        raise SpecError("design.block_bytes", "lists a block size twice")
+    step = _number("design.memory_step", d.get("memory_step", base.memory_step), lo=MIN_MEMORY_STEP, hi=0.5)
     mcs = int(
         _number(
             "design.max_cluster_size", d.get("max_cluster_size", base.max_cluster_size), lo=1, hi=1000, integer=True
@@ -481,9 +502,9 @@ def validate(data: dict[str, Any]) -> Spec:
 
     b = _mapping("budget", data["budget"])
     _check_keys("budget", b, ["monthly_usd", "range"], ["monthly_usd"])
-    budget = _number("budget.monthly_usd", b["monthly_usd"], lo=0.0, lo_open=True, hi=1e9)
+    budget = _number("budget.monthly_usd", b["monthly_usd"], lo=0.0, lo_open=True, hi=MAX_BUDGET_USD)
     if "range" in b:
-        lo, hi = _pair("budget.range", b["range"], integer=False, lo=0.0, lo_open=True)
+        lo, hi = _pair("budget.range", b["range"], integer=False, lo=0.0, hi=MAX_BUDGET_USD, lo_open=True)
         if lo == hi:
             raise SpecError("budget.range", "low and high are equal; give a range")
     else:

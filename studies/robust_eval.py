@@ -28,7 +28,7 @@ from cost_models.distributions import partitions
 from cost_models.io_model import io_costs
 from cost_models.layout import Layout, derive
 from cost_models.robust import kl_divergence, kl_worst_case
-from specs.errors import InputError
+from specs.errors import InputError, check_range
 from specs.io import write_records
 from specs.schema import Distribution
 
@@ -113,8 +113,7 @@ class RobustEval:
 
 def run(samples: int = 10_000, rhos: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0), seed: int = 7) -> RobustEval:
     """ENDURE's benchmark: for each expected workload and radius, robust vs nominal over sampled observed workloads."""
-    if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
-        raise InputError(f"--samples must be between {MIN_SAMPLES} and {MAX_SAMPLES:,}, got {samples}")
+    check_options(samples, rhos, seed)
     designs = design_space()
     C = cost_vectors(designs)
     rng = np.random.default_rng(seed)
@@ -205,8 +204,27 @@ RHO_LADDER = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 MAX_RHO = 16.0
 #: Fewest observed workloads that give stable means.
 MIN_SAMPLES = 100
-#: Most observed workloads (rows = 15 workloads x radii x samples; 1e6 keeps that within memory).
+#: Most observed workloads.
 MAX_SAMPLES = 1_000_000
+#: Most radii in one run (each adds a robust tuning per expected workload and its rows).
+MAX_RHOS = 16
+#: Most result rows (15 expected workloads x radii x samples), each a Python dict until it is
+#: written: 5e6 rows is about 2 GiB and a few minutes (the default run has 9e5, 30 s).
+MAX_ROWS = 5_000_000
+#: Seeds numpy's generator takes: non-negative, and 2^64 - 1 at most.
+MAX_SEED = 2**64 - 1
+
+
+def check_options(samples: int, rhos: tuple[float, ...], seed: int) -> None:
+    """``--samples``, the radii and ``--seed``, before any work."""
+    check_range("--samples", samples, MIN_SAMPLES, MAX_SAMPLES, integer=True)
+    check_range("--seed", seed, 0, MAX_SEED, integer=True)
+    rows = len(EXPECTED) * len(rhos) * samples
+    if rows > MAX_ROWS:
+        raise InputError(
+            f"--samples {samples:,} x {len(rhos)} radii x {len(EXPECTED)} workloads = {rows:,} rows, "
+            f"at most {MAX_ROWS:,}: fewer samples or radii"
+        )
 
 
 def parse_rhos(text: str) -> tuple[float, ...]:
@@ -221,7 +239,10 @@ def parse_rhos(text: str) -> tuple[float, ...]:
         raise InputError(f"--rho {text!r}: expected LO..HI (e.g. 0..4) or a comma list (e.g. 0,0.5,1)") from None
     if not vals or any(not (math.isfinite(v) and 0 <= v <= MAX_RHO) for v in vals):
         raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
-    return tuple(sorted(set(vals) | {0.0}))
+    out = tuple(sorted(set(vals) | {0.0}))
+    if len(out) > MAX_RHOS:
+        raise InputError(f"--rho {text!r}: {len(out)} radii, at most {MAX_RHOS}")
+    return out
 
 
 def write(ev: RobustEval, out: Path) -> list[Path]:

@@ -73,7 +73,7 @@ def test_evaluate_custom_design_text():
 @pytest.mark.parametrize(
     "args,words",
     [
-        (["--design", "T=1,K=1,Z=1,buffer=1GiB"], ["T=1"]),
+        (["--design", "T=1,K=1,Z=1,buffer=1GiB"], ["design T", "got 1"]),
         (["--design", "Q=3"], ["unknown design knob"]),
         (["--design", "T=8,buffer=lots"], ["size"]),
         (["--vm", "ibm:x1"], ["unknown provider"]),

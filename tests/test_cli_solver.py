@@ -9,6 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from solver.rundir import FrontierRow
+from specs.io import read_rows, write_rows
 from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
@@ -82,16 +84,29 @@ def test_audit_passes_then_flags(solved, tmp_path):
     _, out, _ = solved
     res = runner.invoke(app, ["audit", str(out)])
     assert res.exit_code == 0, res.output
+    # a band over the gap threshold, written consistently to the log and the frontier: flagged (exit 1)
     bad = tmp_path / "bad"
     bad.mkdir()
-    for f in ("solution.json", "frontier.parquet"):
-        (bad / f).write_bytes((out / f).read_bytes())
+    (bad / "solution.json").write_bytes((out / "solution.json").read_bytes())
     recs = [json.loads(x) for x in (out / "solver.log.jsonl").read_text().splitlines()]
-    feasible = next(r for r in recs if r["status"] == "optimal")
+    feasible = next(r for r in recs if r["status"] == "optimal" and r["monthly_cost"] != sol_cost(out))
     feasible["mip_gap"] = 0.2
     (bad / "solver.log.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    rows = read_rows(out / "frontier.parquet", FrontierRow, "frontier")
+    for r in rows:
+        if (r.band, r.provider) == (feasible["band"], feasible["provider"]):
+            r.gap = 0.2
+    write_rows(bad / "frontier.parquet", rows, FrontierRow)
     res = runner.invoke(app, ["audit", str(bad), "--max-gap", "0.01"])
     assert res.exit_code == 1 and "1 of" in res.output
+    # the same edit in the log alone: the files disagree, which is bad input (exit 2), not a flag
+    (bad / "frontier.parquet").write_bytes((out / "frontier.parquet").read_bytes())
+    res = runner.invoke(app, ["audit", str(bad)])
+    assert res.exit_code == 2 and "disagree at band" in res.stderr, res.stderr
+
+
+def sol_cost(run_dir):
+    return json.loads((run_dir / "solution.json").read_text())["monthly_cost"]["total"]
 
 
 def test_audit_bad_inputs(solved, tmp_path):

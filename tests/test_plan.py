@@ -284,7 +284,7 @@ def test_unknown_provider_and_bad_flags() -> None:
     cat = load_catalog(spec.pricing)
     with pytest.raises(InputError, match="unknown provider 'oracle'"):
         build_plan_problem(trace, spec, cat, provider="oracle")
-    with pytest.raises(InputError, match="CL <= RF"):
+    with pytest.raises(InputError, match="--cl must be a whole number from 1 to 1"):
         build_plan_problem(trace, spec, cat, rf=1, cl=2)
 
 

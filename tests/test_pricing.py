@@ -81,4 +81,4 @@ def test_corrupt_parquet_is_an_input_error(tmp_path):
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"PAR1 not really")
     with pytest.raises(CatalogError, match="not a readable parquet"):
-        load_catalog.__wrapped__("paper2021", bad)
+        load_catalog("paper2021", bad)

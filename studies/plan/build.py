@@ -32,7 +32,7 @@ from cost_models.cloud import GIB
 from cost_models.design import Design, preset
 from cost_models.evaluate import evaluate_config
 from cost_models.pricing import Catalog, VmType
-from specs.errors import InputError
+from specs.errors import InputError, check_range
 from specs.schema import Spec
 from specs.vocab import OPERATIONS, PROVIDERS
 from studies.plan.dp import ConfigInfo, PlanProblem, PlanResult, ReconfigCosts, plan_report, switch_matrix
@@ -44,6 +44,12 @@ RECONFIG_FILE = REPO_ROOT / "cost_models" / "data" / "reconfiguration.yaml"
 CANDIDATE_QUANTUM = 0.25
 MIB = float(2**20)
 BITS_PER_BYTE = 8.0
+#: Largest replication factor: more replicas than the largest cluster a spec allows
+#: (design.max_cluster_size <= 1000) cannot be placed.
+MAX_REPLICATION = 1000
+#: Most (step, from, to) cells of the plan's DP tables (a float and an int each: 16 bytes,
+#: so 2e7 cells are 320 MB); steps x (candidates + 1)^2, checked before any candidate is solved.
+MAX_DP_CELLS = 20_000_000
 
 
 def load_costs(path: Path = RECONFIG_FILE) -> tuple[ReconfigCosts, dict[str, dict[str, Any]]]:
@@ -241,8 +247,8 @@ def build_plan_problem(
     BuiltPlan
     """
     t0 = time.perf_counter()
-    if not 1 <= cl <= rf:
-        raise InputError(f"--rf/--cl: need 1 <= CL <= RF, got RF={rf}, CL={cl}")
+    check_range("--rf", rf, 1, MAX_REPLICATION, integer=True)
+    check_range("--cl", cl, 1, rf, integer=True)
     if start not in ("free", "default"):
         raise InputError(f"--start must be free or default, got {start!r}")
     if not math.isfinite(load_scale) or load_scale <= 0:
@@ -259,6 +265,13 @@ def build_plan_problem(
     specs = [with_mix(spec, workloads[w]) for w in range(len(workloads))]
     # candidate mixes in order of first appearance in the trace
     cand_mixes = list(dict.fromkeys(tuple(m) for m in quantize(trace.mixes, candidate_quantum).tolist()))
+    n_configs = 1 + (len(configs) if configs else len(cand_mixes))
+    cells = trace.steps * n_configs**2
+    if cells > MAX_DP_CELLS:
+        raise InputError(
+            f"plan: {trace.steps:,} steps x {n_configs} configurations^2 = {cells:,} DP cells, at most "
+            f"{MAX_DP_CELLS:,}: a shorter trace, or fewer distinct workloads in it"
+        )
     timings: dict[str, float] = {}
     cands: list[Candidate] = []
     seen: dict[str, int] = {}
@@ -346,8 +359,8 @@ def run_plan(
     ``kwargs`` go to :func:`build_plan_problem`. Returns the built problem and
     :func:`studies.plan.dp.plan_report`'s results.
     """
-    if lookahead is not None and lookahead < 1:
-        raise InputError(f"--lookahead must be at least 1 step, got {lookahead}")
+    if lookahead is not None:
+        check_range("--lookahead", lookahead, 1, integer=True)
     built = build_plan_problem(load_trace(trace_path), spec, catalog, **kwargs)
     t0 = time.perf_counter()
     results = plan_report(built.problem, lookahead)

@@ -23,6 +23,10 @@ TRACE_COLUMNS = ("time_s", *OPERATIONS, "load_ops")
 SUM_TOL = 1e-6
 #: Default mix quantum: SOPHIA quantizes workload states at 10% (Sec. 6, Exp. 1 and 2).
 QUANTUM = 0.1
+#: Largest trace file read (a step is a line of about 60 bytes: 16 MiB is ~250,000 steps).
+MAX_TRACE_BYTES = 16 * 2**20
+#: Most steps of a trace (SOPHIA's traces have hundreds; the plan's DP is steps x configurations^2).
+MAX_TRACE_STEPS = 100_000
 
 
 @dataclass
@@ -89,6 +93,9 @@ def load_trace(path: str | Path) -> Trace:
         raise InputError(f"{p}: no such file")
     if not p.is_file():
         raise InputError(f"{p}: not a file")
+    size = p.stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise InputError(f"{p}: {size:,} bytes is too large for a trace (at most {MAX_TRACE_BYTES:,})")
     cols, rows = _read_rows(p)
     missing = [c for c in TRACE_COLUMNS if c not in cols]
     extra = [c for c in cols if c not in TRACE_COLUMNS]
@@ -104,6 +111,8 @@ def load_trace(path: str | Path) -> Trace:
         raise InputError(f"{p}: wrong columns ({what}); need {', '.join(TRACE_COLUMNS)}")
     if len(rows) < 2:
         raise InputError(f"{p}: need at least 2 rows (the step length is the time between rows), got {len(rows)}")
+    if len(rows) > MAX_TRACE_STEPS:
+        raise InputError(f"{p}: {len(rows):,} steps, at most {MAX_TRACE_STEPS:,}")
     idx = [cols.index(c) for c in TRACE_COLUMNS]
     arr = np.empty((len(rows), len(TRACE_COLUMNS)))
     for i, r in enumerate(rows):
