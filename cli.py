@@ -33,10 +33,16 @@ from specs.vocab import (
 )
 from specs.vocab import Preset as PresetName
 
+#: Signals that end a command the way Ctrl-C does (cleaning up) instead of killing it on the spot.
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
 
 def _terminate(signum: int, _frame: Any) -> None:
     """SIGTERM and SIGHUP unwind like Ctrl-C: every ``finally`` runs (scratch directories are
-    removed, child processes killed) instead of the interpreter dying where it stands."""
+    removed, child processes killed) instead of the interpreter dying where it stands. Further
+    terminating signals and Ctrl-C are ignored from then on, so that nothing interrupts the cleanup."""
+    for sig in (*TERMINATING, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
     raise Terminated(signum)
 
 
@@ -55,9 +61,6 @@ class OneLineErrors(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         standalone_mode = kwargs.pop("standalone_mode", True)
-        if standalone_mode:  # the process is ours (not a test runner's): clean up on termination too
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, _terminate)
         try:
             rc = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
         except typer.Abort as exc:
@@ -460,7 +463,9 @@ def plan(
     trace: Annotated[
         Path, typer.Argument(help="Predicted workloads: CSV or parquet (time_s, op fractions, load_ops).")
     ],
-    spec: Annotated[Path, typer.Option(help="Data size, budget and providers.")] = Path("specs/traces/sophia.yaml"),
+    spec: Annotated[
+        Path | None, typer.Option(help="Data size, budget and providers (default: specs/traces/sophia.yaml).")
+    ] = None,
     lookahead: Annotated[
         int | None, typer.Option(help="Re-plan every H steps (SOPHIA's T_L); default the whole trace.")
     ] = None,
@@ -475,9 +480,9 @@ def plan(
         from cost_models.pricing import load_catalog
         from report.progress import progress_bar
         from specs.schema import load_spec
-        from studies.plan.build import report_dict, run_plan
+        from studies.plan.build import DEFAULT_SPEC, report_dict, run_plan
 
-        s = load_spec(spec)
+        s = load_spec(DEFAULT_SPEC if spec is None else spec)
         cat = load_catalog(s.pricing)
         with progress_bar() as bar:
             task = bar.add_task("building candidate configurations", total=None)
@@ -533,5 +538,12 @@ def pricing_show(
         print_catalog(catalog_rows(price_set, provider), price_set, kind)
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """The `cosine` program: the process is ours, so termination signals clean up too."""
+    for sig in TERMINATING:
+        signal.signal(sig, _terminate)
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -9,6 +9,7 @@ only ever read the parquet file, through :func:`load_catalog`.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
@@ -79,6 +80,7 @@ class CatalogRow:
             if isinstance(v, int | float) and not isinstance(v, bool):
                 require(finite(v), f"{f.name} {v} is not a finite non-negative number")
         if self.kind == CatalogKind.VM:
+            require(VM_NAME.fullmatch(self.name) is not None, f"VM name {self.name!r}: letters, digits, ' ._-' only")
             require(
                 self.vcpu is not None
                 and self.vcpu >= 1
@@ -99,6 +101,8 @@ class CatalogRow:
 
 
 CATALOG_KINDS = tuple(CatalogKind)
+#: What a VM type's name may look like (it names a rendered engine file, render.workspace).
+VM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}")
 #: How a storage product is priced: per GB, in fixed-size slabs, or provisioned IOPS.
 STORAGE_RULES = ("per_gb", "slab", "provisioned")
 
@@ -115,16 +119,44 @@ def _num(row: dict[str, str], key: str, path: Path, line: int) -> float | None:
         value = float(raw)
     except ValueError as exc:
         raise CatalogError(f"{path.name}:{line}: column {key!r} is not a number: {raw!r}") from exc
+    if not math.isfinite(value):
+        raise CatalogError(f"{path.name}:{line}: column {key!r} is not finite: {raw!r}")
     if value < 0:
         raise CatalogError(f"{path.name}:{line}: column {key!r} is negative: {raw!r}")
     return value
 
 
+#: The columns each pricing source must have (``notes`` may be left out).
+SOURCE_COLUMNS = {
+    "vms.csv": ("price_set", "provider", "name", "vcpu", "memory_gib", "usd_per_hour", "source", "as_of"),
+    "storage.csv": (
+        *("price_set", "provider", "name", "rule", "size_gib", "free_gib", "usd_per_gb_month"),
+        *("usd_per_disk_month", "iops", "iops_per_gib", "max_iops", "usd_per_iops_month", "source", "as_of"),
+    ),
+    "slas.csv": (
+        *("price_set", "provider", "feature", "name", "available", "usd_flat_month", "usd_per_node_month"),
+        *("usd_per_gb_month", "percent_of_spend", "minimum_usd", "min_nodes", "source", "as_of"),
+    ),
+}
+
+
 def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a pricing source with their line numbers; its header and every row's width checked."""
     if not path.is_file():
         raise CatalogError(f"pricing source {path} is missing")
-    with path.open(newline="") as fh:
-        return list(enumerate(csv.DictReader(fh), start=2))
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh, restval="")
+            missing = [c for c in SOURCE_COLUMNS[path.name] if c not in (reader.fieldnames or [])]
+            if missing:
+                raise CatalogError(f"{path}: no column {', '.join(missing)}")
+            rows = list(enumerate(reader, start=2))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise CatalogError(f"{path}: not a readable CSV file ({type(exc).__name__})") from None
+    for line, r in rows:
+        if None in r:
+            raise CatalogError(f"{path.name}:{line}: more fields than the header has")
+    return rows
 
 
 def _price_sets(row: dict[str, str]) -> list[str]:
@@ -132,8 +164,9 @@ def _price_sets(row: dict[str, str]) -> list[str]:
     return list(PRICE_SETS) if ps == "*" else [ps]
 
 
-def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]:
-    """Read the CSV sources into catalog rows (validated, typed)."""
+def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
+    """Read the CSV sources (default :data:`PRICING_SOURCE_DIR`) into catalog rows (validated, typed)."""
+    source_dir = PRICING_SOURCE_DIR if source_dir is None else source_dir
     rows: list[dict[str, object]] = []
     empty = {f.name: None for f in fields(CatalogRow)}
 
@@ -232,10 +265,16 @@ def build_rows(source_dir: Path = PRICING_SOURCE_DIR) -> list[dict[str, object]]
     return rows
 
 
-def build_parquet(source_dir: Path = PRICING_SOURCE_DIR, out: Path = PRICING_PARQUET) -> tuple[Path, int]:
-    """Build ``pricing.parquet`` from the CSV sources; returns (path, row count)."""
+def build_parquet(source_dir: Path | None = None, out: Path | None = None) -> tuple[Path, int]:
+    """Build ``pricing.parquet`` (default :data:`PRICING_PARQUET`) from the CSV sources; returns (path, rows)."""
+    out = PRICING_PARQUET if out is None else out
     check_output_file(out, "pricing build:")
     rows = build_rows(source_dir)
+    for r in rows:
+        try:
+            CatalogRow(**r).check()  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise CatalogError(f"{r['provider']} {r['kind']} {r['name']!r}: {exc}") from None
     write_rows(out, rows, CatalogRow)
     _load_catalog.cache_clear()
     return out, len(rows)

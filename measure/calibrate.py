@@ -47,8 +47,8 @@ from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
 from measure.validate import measured
 from render.config import to_toml
 from specs.errors import InputError
-from specs.io import read_table, write_records
-from specs.vocab import OPERATIONS
+from specs.io import finite, read_rows, require, write_records, write_rows, write_text
+from specs.vocab import DESIGN_CLASSES, OPERATIONS
 
 
 def range_ops(ops: int, records: int) -> int:
@@ -83,6 +83,14 @@ class Sample:
     fg_blocks: float
     #: flush and merge blocks (and WAL pages) charged per put
     bg_blocks: float
+
+    def check(self) -> None:
+        """Values a measurement gives (read_rows calls this on every row of a calibration.parquet)."""
+        require(self.cls in DESIGN_CLASSES, f"unknown design class {self.cls!r}")
+        require(self.op in OPERATIONS, f"unknown operation {self.op!r}")
+        require(self.records >= 1 and self.threads >= 1, "records and threads must be positive")
+        require(finite(self.throughput) and self.throughput > 0, f"throughput {self.throughput} is not positive")
+        require(finite(self.fg_blocks) and finite(self.bg_blocks), "block counts must be finite and non-negative")
 
 
 def measure(
@@ -229,7 +237,7 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
         "# Amdahl parallel fraction phi and single-thread CPU time per operation, per design class.\n"
         "# Written by `cosine calibrate` (measure/calibrate.py); the solver reads it through cost_models/cpu.py.\n"
     )
-    path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+    write_text(path, header + yaml.safe_dump(doc, sort_keys=False))
     from cost_models.cpu import phi_table
 
     phi_table.cache_clear()
@@ -308,13 +316,10 @@ class Calibration:
 
 def load_samples(path: Path) -> list[Sample]:
     """A calibration.parquet written earlier (to refit without measuring)."""
-    from dataclasses import fields
-
-    rows = read_table(path, "calibration.parquet")
-    names = {f.name for f in fields(Sample)}
-    if not rows or set(rows[0]) != names:
-        raise InputError(f"--samples {path}: not a calibration.parquet (columns {', '.join(sorted(names))})")
-    return [Sample(**r) for r in rows]
+    samples = read_rows(path, Sample, "calibration.parquet")
+    if not samples:
+        raise InputError(f"--samples {path}: the calibration has no samples")
+    return samples
 
 
 def calibrate(
@@ -338,10 +343,8 @@ def calibrate(
 
 def write(cal: Calibration, out: Path) -> list[Path]:
     """calibration.parquet (the samples) and fig4b.parquet."""
-    from dataclasses import asdict
-
     out.mkdir(parents=True, exist_ok=True)
     return [
-        write_records(out / "calibration.parquet", [asdict(s) for s in cal.samples]),
+        write_rows(out / "calibration.parquet", cal.samples, Sample),
         write_records(out / "fig4b.parquet", cal.fig4b),
     ]

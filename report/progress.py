@@ -7,12 +7,15 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 
 def progress_bar() -> Progress:
-    """A transient bar: description, bar, percentage, elapsed time."""
+    """A transient bar: description, bar, percentage, elapsed time; only on a terminal, so that
+    stderr redirected to a file or a pipe holds nothing but the command's messages."""
+    console = Console(stderr=True)
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TaskProgressColumn(),
         TimeElapsedColumn(),
         transient=True,
-        console=Console(stderr=True),
+        console=console,
+        disable=not console.is_terminal,
     )

@@ -57,11 +57,14 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
     (KL worst case of radius ``rho``) when rho > 0."""
     N = spec.workload.entries
     cap = sum(c.entries * k for c, k in nodes)
+    held = sum(max(c.entries * N / cap, 1.0) * k for c, k in nodes)  # = N unless nodes outnumber keys
     parts = workload_partitions(spec.workload)
     xs, per_node = [], []
     io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
     for c, k in nodes:
-        s = c.entries * N / cap  # keys actually on each node of this context
+        # keys actually on each node of this context; at least one (a key is not split: in a
+        # cluster with more nodes than keys, the nodes that hold one serve its operations)
+        s = max(c.entries * N / cap, 1.0)
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
         ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, s, mem, parts)
         threads = c.vm.vcpu if c.design.threads is None else c.design.threads
@@ -70,7 +73,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
             cost = per_op_costs(ne.io, ne.layout.cls, c.storage.iops, threads, spec.workload.scan_length)
             x = float(1.0 / kl_worst_case(cost, mix_vector(spec.workload.operations), rho)[0])
         xs.append(N * x / s if x > 0 else 0.0)
-        share = s * k / N
+        share = s * k / held  # the share of the operations this context's nodes serve
         for op, v in ne.io.per_op().items():
             io[op] += share * float(v[0])
         per_node.append(

@@ -122,7 +122,11 @@ def grid_for(spec: Spec) -> Grid:
 
 
 def shard_sizes(n_entries: int, max_cluster: int) -> np.ndarray:
-    """Entries per node the MIP may assign (N/k, largest first; never less than one entry)."""
+    """Entries per node the MIP may assign (N/k, largest first; never below one entry).
+
+    A key is not split: a cluster with more nodes than entries has nodes of one entry (and
+    empty ones), which the exact re-evaluation models the same way (solver.frontier.reevaluate).
+    """
     top = min(max_cluster, n_entries)
     ks = [k for k in SHARD_DIVISORS if k <= top]
     if top not in ks:

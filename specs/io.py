@@ -201,7 +201,7 @@ def read_rows(path: Path, row_type: type[R], what: str) -> list[R]:
     meta = table.schema.metadata or {}
     rows_of = meta.get(ROWS_KEY, b"").decode(errors="replace")
     if rows_of != row_type.__name__:
-        got = f"holds {rows_of} rows" if rows_of else "has no cosine row type (written by something else)"
+        got = f"holds {rows_of} rows" if rows_of else "has no cosine row type (another tool's, or an older cosine's)"
         raise InputError(f"{path}: not a {what}: the file {got}, expected {row_type.__name__}")
     version = meta.get(VERSION_KEY, b"").decode(errors="replace")
     if version != str(row_version(row_type)):

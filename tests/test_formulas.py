@@ -148,7 +148,27 @@ def test_put_cost_leveling_inserts():
     assert io.update[0] == pytest.approx(io.insert[0])
 
 
-def test_cache_matches_fresh_derivation():
+def test_generated_module_is_the_expressions():
+    """cost_models/symbolic_compiled.py is exactly what sympy prints for today's expressions."""
+    from cost_models.symbolic import GENERATED, generate_source
+
+    assert GENERATED.read_text() == generate_source(), "regenerate it: python -m cost_models.symbolic"
+
+
+def test_run_time_loads_no_code_from_a_cache(tmp_path):
+    """A model evaluation imports no sympy and reads nor writes any cache directory."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "HOME": str(tmp_path)}
+    code = "from cost_models.symbolic import compiled; import sys; compiled(); print('sympy' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "False" and not cache.exists()
+
+
+def test_compiled_matches_fresh_derivation():
     fresh = derived()
     x = np.linspace(0.01, 0.99, 7)
     for name in ("alpha_window", "run_sum", "merge_cost", "throughput_cpu"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -105,3 +106,50 @@ def test_rendered_configs_run_in_the_engine(engine_binary, cls, design):
     assert rep["class"] == cls
     assert rep["per_op"]["get"]["count"] + rep["per_op"]["update"]["count"] == 20_000
     assert rep["run"]["throughput_ops"] > 0
+
+
+def test_render_writes_nothing_outside_out(solved, tmp_path):
+    """Names read from a solution never leave --out; symbolic links in the output tree are refused."""
+    from render.workspace import safe_file_name
+    from specs.errors import InputError
+
+    for bad in ("../../../x", "a/b", ".hidden", "..", "x\0y", ""):
+        with pytest.raises(InputError):
+            safe_file_name(bad, ".toml")
+    assert safe_file_name("E8 v3", ".toml") == "E8_v3.toml"
+
+    _, run_dir, _ = solved
+    out = tmp_path / "eng"
+    assert runner.invoke(app, ["render", str(run_dir), "--out", str(out)]).exit_code == 0
+    victim = tmp_path / "victim.toml"
+    victim.write_text("keep me")
+    (out / "Cargo.toml").unlink()
+    (out / "Cargo.toml").symlink_to(victim)
+    res = runner.invoke(app, ["render", str(run_dir), "--out", str(out)])
+    assert res.exit_code == 2 and "symbolic link" in res.stderr, res.stderr
+    assert victim.read_text() == "keep me"
+    (out / "Cargo.toml").unlink()
+    (out / "crates").rename(tmp_path / "crates-elsewhere")
+    (out / "crates").symlink_to(tmp_path / "crates-elsewhere")
+    res = runner.invoke(app, ["render", "--preset", "rocksdb", "--out", str(out)])
+    assert res.exit_code == 2 and "symbolic link" in res.stderr, res.stderr
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    res = runner.invoke(app, ["render", "--preset", "rocksdb", "--out", str(link)])
+    assert res.exit_code == 2 and "symbolic link" in res.stderr, res.stderr
+    assert not any((tmp_path / "elsewhere").iterdir())
+    res = runner.invoke(app, ["render", "--preset", "rocksdb", "--out", str(TEMPLATE / "sub")])
+    assert res.exit_code == 2 and "overlaps the engine template" in res.stderr
+    assert not (TEMPLATE / "sub").exists()
+
+
+def test_render_is_atomic_and_complete(solved, tmp_path):
+    _, run_dir, _ = solved
+    out = tmp_path / "eng"
+    assert runner.invoke(app, ["render", str(run_dir), "--out", str(out)]).exit_code == 0
+    assert not [p for p in out.rglob("*.tmp")]
+    want = {p.relative_to(TEMPLATE) for p in TEMPLATE.rglob("*") if p.is_file() and "target" not in p.parts}
+    want = {Path("TEMPLATE.md") if p == Path("README.md") else p for p in want}
+    got = {p.relative_to(out) for p in out.rglob("*") if p.is_file()}
+    assert want <= got

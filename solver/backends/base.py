@@ -7,8 +7,11 @@ call and builds the certificate; each back end implements only
 from __future__ import annotations
 
 import math
+import os
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -75,6 +78,24 @@ class Result:
     def infeasible(cls, backend: str, nodes: int = 0, seconds: float = 0.0) -> Result:
         """A band known infeasible without a solve (or by enumeration)."""
         return cls(SolverStatus.INFEASIBLE, math.inf, math.inf, math.inf, nodes, seconds, None, backend)
+
+
+@contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """File descriptor 1 goes to /dev/null while a solver library runs: stdout belongs to the
+    command (``--json`` must be one JSON document), and C++ solvers print there directly."""
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def rel_gap(obj: float, bound: float) -> float:

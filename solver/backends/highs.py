@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numpy as np
 
-from solver.backends.base import Backend, Outcome, SolveOptions
+from solver.backends.base import Backend, Outcome, SolveOptions, quiet_stdout
 from solver.model import LinearModel
 from specs.vocab import BackendName, SolverStatus
-
-
-@contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """HiGHS prints its banner on file descriptor 1 when an instance is made;
-    stdout belongs to the command (``--json`` must be one JSON document)."""
-    try:
-        saved = os.dup(1)
-    except OSError:  # no stdout at all
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 class HighsBackend(Backend):
@@ -47,7 +25,7 @@ class HighsBackend(Backend):
     def _solve(self, model: LinearModel, opts: SolveOptions) -> Outcome:
         import highspy
 
-        with _quiet_stdout():
+        with quiet_stdout():  # HiGHS prints its banner on file descriptor 1 when an instance is made
             h = highspy.Highs()
         h.setOptionValue("output_flag", opts.log_path is not None)
         h.setOptionValue("log_to_console", False)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.backends.base import Backend, Outcome, SolveOptions
+from solver.backends.base import Backend, Outcome, SolveOptions, quiet_stdout
 from solver.model import LinearModel
 from specs.vocab import BackendName, SolverStatus
 
@@ -106,8 +106,10 @@ def _cpsat_solve(model: LinearModel, opts: SolveOptions) -> Outcome:
     lines: list[str] = []
     if opts.log_path is not None:
         solver.parameters.log_search_progress = True
+        solver.parameters.log_to_stdout = False  # the log goes to the callback only: stdout is the command's
         solver.log_callback = lines.append
-    st = solver.solve(cp)
+    with quiet_stdout():
+        st = solver.solve(cp)
     if opts.log_path is not None:
         opts.log_path.write_text("\n".join(lines) + "\n")
     status = {

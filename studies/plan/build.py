@@ -39,6 +39,8 @@ from studies.plan.dp import ConfigInfo, PlanProblem, PlanResult, ReconfigCosts, 
 from studies.plan.trace import QUANTUM, Trace, load_trace, quantize
 
 RECONFIG_FILE = REPO_ROOT / "cost_models" / "data" / "reconfiguration.yaml"
+#: The spec `cosine plan` uses unless given one: SOPHIA's set-up (data size, budget, providers).
+DEFAULT_SPEC = REPO_ROOT / "specs" / "traces" / "sophia.yaml"
 #: Candidates are solved for a coarser grid of mixes (each a full MIP solve, seconds each);
 #: SOPHIA likewise caches the static tuner's optimum for a subset of workloads (Sec. 4.2).
 CANDIDATE_QUANTUM = 0.25

@@ -1,0 +1,335 @@
+"""Bad input of every kind, on every command: exit 2, exactly one line on stderr naming what is
+wrong, no traceback, and nothing done first (issue 14, section 2).
+
+One row per (command, class of input defect). The classes:
+
+* ``nonfinite``  NaN or infinity in a numeric flag or knob
+* ``range``      a number outside its documented range (0 workers, 100,000 threads...)
+* ``malformed``  a list, a knob string or a choice that does not parse (repeated or unknown knobs)
+* ``size``       work without bound: a grid, a sweep, a sample count or a trace past its bound
+* ``output``     an output that cannot be written (under a regular file, a missing directory)
+* ``missing``    an input file or directory that is not there
+* ``corrupt``    an input file that is truncated or not the format it claims
+* ``tampered``   a well-formed file with a wrong version, schema or values, or files that disagree
+
+Rows marked ``SUB`` run as a real ``cosine`` process (all at once, in parallel); the rest run
+in-process through CliRunner, some with the pricing catalog's paths redirected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import TINY_SPEC
+
+REPO = Path(__file__).resolve().parent.parent
+COSINE = Path(sys.executable).parent / "cosine"
+runner = CliRunner()
+
+
+@dataclass(frozen=True)
+class Row:
+    command: str
+    kind: str
+    args: tuple[str, ...]  # with {placeholders} filled from the `files` fixture
+    word: str  # the message names this
+    sub: bool = False  # run as a real process
+    patch: str = ""  # CliRunner only: redirect a pricing path ("parquet" or "sources")
+
+    @property
+    def id(self) -> str:
+        return f"{self.command}-{self.kind}-{self.word}".replace(" ", "_")
+
+
+SUB = True
+TRACE = str(REPO / "specs" / "traces" / "mgrast.csv")
+ENGINE = str(REPO / "engine-template")
+SWEEP = ("sweep", "{spec}", "--budgets")
+
+ROWS = [
+    # evaluate
+    Row("evaluate", "nonfinite", ("evaluate", "{spec}", "--design", "T=8,bloom_bits=nan"), "bloom_bits", SUB),
+    Row("evaluate", "range", ("evaluate", "{spec}", "--design", "T=8,block=1e30"), "design block"),
+    Row("evaluate", "range", ("evaluate", "{spec}", "--design", "T=8,buffer=1e400"), "not a finite size"),
+    Row("evaluate", "range", ("evaluate", "{spec}", "--vm", "aws:r5d.large[x0]"), "count"),
+    Row("evaluate", "malformed", ("evaluate", "{spec}", "--design", "T=8,T=9"), "given twice"),
+    Row("evaluate", "malformed", ("evaluate", "{spec}", "--design", "T=8,lsh=maybe"), "lsh"),
+    Row("evaluate", "malformed", ("evaluate", "{spec}", "--design", "T=8,Q=1"), "unknown design knob"),
+    Row("evaluate", "missing", ("evaluate", "{dir}/nope.yaml"), "no such file"),
+    Row("evaluate", "corrupt", ("evaluate", "{spec}"), "not a readable parquet", patch="parquet"),
+    Row("evaluate", "tampered", ("evaluate", "{spec}"), "not a pricing catalog", patch="foreign"),
+    Row("evaluate", "tampered", ("evaluate", "{spec}"), "memory_gib", patch="values"),
+    # solve
+    Row("solve", "nonfinite", ("solve", "{spec}", "--budget", "nan", "--out", "{dir}/o"), "--budget"),
+    Row("solve", "range", ("solve", "{spec}", "--workers", "0", "--out", "{dir}/o"), "--workers", SUB),
+    Row("solve", "range", ("solve", "{spec}", "--bands", "100000", "--out", "{dir}/o"), "--bands"),
+    Row("solve", "malformed", ("solve", "{spec}", "--providers", ",", "--out", "{dir}/o"), "--providers"),
+    Row("solve", "malformed", ("solve", "{spec}", "--backend", "gurobi"), "--backend"),
+    Row("solve", "size", ("solve", "{big_grid}", "--out", "{dir}/o"), "designs per VM"),
+    Row("solve", "output", ("solve", "{spec}", "--out", "{file}/sub"), "is a file", SUB),
+    Row("solve", "output", ("solve", "{spec}", "--out", "{dir}/o", "--write-model", "{dir}/no/m.lp"), "--write-model"),
+    Row("solve", "missing", ("solve", "{dir}/nope.yaml"), "no such file"),
+    Row("solve", "corrupt", ("solve", "{spec}", "--out", "{dir}/o"), "not a readable parquet", patch="parquet"),
+    # audit
+    Row("audit", "nonfinite", ("audit", "{run}", "--max-gap", "nan"), "--max-gap"),
+    Row("audit", "range", ("audit", "{run}", "--max-approx-error", "5"), "--max-approx-error"),
+    Row("audit", "missing", ("audit", "{dir}/nope"), "not a run directory"),
+    Row("audit", "corrupt", ("audit", "{truncated_run}"), "truncated"),
+    Row("audit", "corrupt", ("audit", "{empty_log_run}"), "log is empty"),
+    Row("audit", "tampered", ("audit", "{edited_solution_run}"), "not a point of frontier.parquet", SUB),
+    Row("audit", "tampered", ("audit", "{foreign_frontier_run}"), "no cosine row type"),
+    Row("audit", "tampered", ("audit", "{swapped_frontier_run}"), "holds BaselineRow rows"),
+    Row("audit", "tampered", ("audit", "{old_log_run}"), "solver log version"),
+    Row("audit", "tampered", ("audit", "{other_log_run}"), "different bands"),
+    # whatif
+    Row("whatif", "nonfinite", ("whatif", "{run}", "--budget", "nan"), "--budget", SUB),
+    Row("whatif", "nonfinite", ("whatif", "{run}", "--throughput", "inf"), "--throughput"),
+    Row("whatif", "malformed", ("whatif", "{run}", "--budget", "5", "--throughput", "5"), "exactly one"),
+    Row("whatif", "tampered", ("whatif", "{traversal_run}", "--budget", "800"), "vm_type"),
+    Row("whatif", "tampered", ("whatif", "{nan_design_run}", "--budget", "800"), "designs[0].T"),
+    # sweep
+    Row("sweep", "size", (*SWEEP, "1:100:100000000", "--out", "{dir}/s.parquet"), "N", SUB),
+    Row("sweep", "nonfinite", (*SWEEP, "1:nan:3", "--out", "{dir}/s.parquet"), "HI"),
+    Row("sweep", "range", (*SWEEP, "1:9:3", "--out", "{dir}/s.parquet", "--workers", "0"), "--workers"),
+    Row("sweep", "malformed", (*SWEEP, "1:9", "--out", "{dir}/s.parquet"), "LO:HI:N"),
+    Row("sweep", "output", (*SWEEP, "1:9:3", "--out", "{file}/s.parquet"), "does not exist"),
+    Row("sweep", "tampered", (*SWEEP, "1:9:3", "--out", "{run}/frontier.parquet"), "FrontierRow"),
+    # render
+    Row("render", "tampered", ("render", "{traversal_run}", "--out", "{dir}/e1"), "vm_type", SUB),
+    Row("render", "tampered", ("render", "{nan_design_run}", "--out", "{dir}/e2"), "designs[0].T"),
+    Row("render", "tampered", ("render", "{version_run}", "--out", "{dir}/e3"), "version"),
+    Row("render", "corrupt", ("render", "{dir}/half.json", "--out", "{dir}/e4"), "not valid JSON"),
+    Row("render", "output", ("render", "--preset", "rocksdb", "--out", "{file}"), "not a directory"),
+    Row("render", "malformed", ("render", "{run}", "--preset", "rocksdb"), "not both"),
+    Row("render", "malformed", ("render", "--preset", "leveldb"), "--preset"),
+    # bench
+    Row("bench", "range", ("bench", "{spec}", "--engine", ENGINE, "--threads", "100000"), "--threads", SUB),
+    Row("bench", "range", ("bench", "{spec}", "--engine", ENGINE, "--records", "0"), "--records"),
+    Row("bench", "malformed", ("bench", "{spec}", "--engine", ENGINE, "--ops", "nan"), "--ops"),
+    Row("bench", "missing", ("bench", "{spec}", "--engine", "{dir}/nope"), "no such directory"),
+    Row("bench", "tampered", ("bench", "{spec}", "--engine", "{bad_render}"), "entries_per_node"),
+    # validate
+    Row("validate", "nonfinite", ("validate", "--min-accuracy", "nan"), "--min-accuracy", SUB),
+    Row("validate", "range", ("validate", "--records", "0"), "--records"),
+    Row("validate", "output", ("validate", "--quick", "--out", "{file}"), "not a directory"),
+    # calibrate
+    Row("calibrate", "output", ("calibrate", "--quick", "--out", "{file}/x"), "is a file", SUB),
+    Row("calibrate", "missing", ("calibrate", "--samples", "{dir}/nope.parquet", "--out", "{dir}/c"), "no such file"),
+    Row("calibrate", "tampered", ("calibrate", "--samples", "{run}/frontier.parquet", "--out", "{dir}/c"), "Sample"),
+    # robust-eval
+    Row("robust-eval", "nonfinite", ("robust-eval", "--rho", "inf"), "--rho", SUB),
+    Row("robust-eval", "range", ("robust-eval", "--seed", "-1"), "--seed"),
+    Row("robust-eval", "range", ("robust-eval", "--samples", "0"), "--samples"),
+    Row("robust-eval", "size", ("robust-eval", "--samples", "1000000", "--rho", "0,1,2,3"), "rows"),
+    Row("robust-eval", "size", ("robust-eval", "--rho", ",".join(str(i) for i in range(17))), "radii"),
+    Row("robust-eval", "output", ("robust-eval", "--out", "{file}"), "not a directory"),
+    # plan
+    Row("plan", "range", ("plan", TRACE, "--rf", "0"), "--rf", SUB),
+    Row("plan", "range", ("plan", TRACE, "--rf", "1", "--cl", "2"), "--cl"),
+    Row("plan", "range", ("plan", TRACE, "--lookahead", "0"), "--lookahead"),
+    Row("plan", "missing", ("plan", "{dir}/nope.csv"), "no such file"),
+    Row("plan", "nonfinite", ("plan", "{nan_trace}"), "finite"),
+    Row("plan", "size", ("plan", "{long_trace}"), "steps"),
+    Row("plan", "malformed", ("plan", TRACE, "--start", "later"), "--start"),
+    # pricing
+    Row("pricing-build", "nonfinite", ("pricing", "build"), "not finite", patch="sources"),
+    Row("pricing-build", "corrupt", ("pricing", "build"), "no column", patch="sources-columns"),
+    Row("pricing-build", "output", ("pricing", "build"), "does not exist", patch="out"),
+    Row("pricing-show", "malformed", ("pricing", "show", "--set", "nope"), "--set", SUB),
+    Row("pricing-show", "corrupt", ("pricing", "show"), "not a readable parquet", patch="parquet"),
+]
+
+
+def test_every_command_and_class_is_covered():
+    commands = {r.command for r in ROWS}
+    assert commands == {
+        "evaluate", "solve", "audit", "whatif", "sweep", "render", "bench", "validate",
+        "calibrate", "robust-eval", "plan", "pricing-build", "pricing-show",
+    }  # fmt: skip
+    assert {r.kind for r in ROWS} == {
+        "nonfinite", "range", "malformed", "size", "output", "missing", "corrupt", "tampered"
+    }  # fmt: skip
+    # one real process per command; `pricing build` reads only the repository's own files, which
+    # its rows redirect in-process
+    assert commands - {"pricing-build"} == {r.command for r in ROWS if r.sub}
+
+
+# ----------------------------------------------------------------------------- the files the rows use
+
+
+def _copy_run(src: Path, dst: Path) -> Path:
+    dst.mkdir()
+    for f in ("solution.json", "frontier.parquet", "baselines.parquet", "solver.log.jsonl"):
+        (dst / f).write_bytes((src / f).read_bytes())
+    return dst
+
+
+def _edit_solution(run: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    sol = json.loads((run / "solution.json").read_text())
+    edit(sol)
+    (run / "solution.json").write_text(json.dumps(sol))
+    return run
+
+
+@pytest.fixture(scope="module")
+def files(solved, tmp_path_factory) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    spec, run, _ = solved
+    d = tmp_path_factory.mktemp("bad")
+    f: dict[str, Path] = {"dir": d, "spec": spec, "run": run}
+    f["file"] = d / "a-file"
+    f["file"].write_text("not a directory")
+    big = d / "big.yaml"
+    grid = "size_ratio: [2, 64]\n  memory_step: 0.01\n  block_bytes: [4096, 8192, 32768]"
+    big.write_text(TINY_SPEC.replace("size_ratio: [4, 10]", grid))
+    f["big_grid"] = big
+    f["truncated_run"] = _copy_run(run, d / "truncated")
+    data = (run / "frontier.parquet").read_bytes()
+    (f["truncated_run"] / "frontier.parquet").write_bytes(data[: len(data) // 2])
+    f["empty_log_run"] = _copy_run(run, d / "empty-log")
+    (f["empty_log_run"] / "solver.log.jsonl").write_text("")
+    f["edited_solution_run"] = _edit_solution(
+        _copy_run(run, d / "edited"), lambda s: s["monthly_cost"].__setitem__("total", 1.0)
+    )
+    f["foreign_frontier_run"] = _copy_run(run, d / "foreign")
+    table = pq.ParquetFile(run / "frontier.parquet").read()
+    pq.write_table(table.replace_schema_metadata(None), f["foreign_frontier_run"] / "frontier.parquet")
+    f["swapped_frontier_run"] = _copy_run(run, d / "swapped")
+    (f["swapped_frontier_run"] / "frontier.parquet").write_bytes((run / "baselines.parquet").read_bytes())
+    f["old_log_run"] = _copy_run(run, d / "old-log")
+    lines = [json.loads(x) for x in (run / "solver.log.jsonl").read_text().splitlines()]
+    (f["old_log_run"] / "solver.log.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "version"} | {"version": 0}) + "\n" for r in lines)
+    )
+    f["other_log_run"] = _copy_run(run, d / "other-log")
+    (f["other_log_run"] / "solver.log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines[:-1]))
+    f["traversal_run"] = _edit_solution(
+        _copy_run(run, d / "traversal"), lambda s: s["designs"][0].__setitem__("vm_type", "../../../x")
+    )
+    f["nan_design_run"] = _edit_solution(
+        _copy_run(run, d / "nan-design"), lambda s: s["designs"][0].__setitem__("T", float("nan"))
+    )
+    f["version_run"] = _edit_solution(_copy_run(run, d / "version"), lambda s: s.__setitem__("version", 99))
+    (d / "half.json").write_text((run / "solution.json").read_text()[:100])
+    f["bad_render"] = d / "render"
+    f["bad_render"].mkdir()
+    (f["bad_render"] / "engine.toml").write_text((REPO / "engine-template" / "engine.toml").read_text())
+    (f["bad_render"] / "render.json").write_text('{"entries_per_node": -1}')
+    header = "time_s,get,empty_get,range,insert,update,rmw,load_ops\n"
+    f["nan_trace"] = d / "nan.csv"
+    f["nan_trace"].write_text(header + "0,1,0,0,0,0,0,100\n60,1,0,0,0,0,0,nan\n")
+    f["long_trace"] = d / "long.csv"
+    f["long_trace"].write_text(header + "".join(f"{60 * i},1,0,0,0,0,0,100\n" for i in range(100_001)))
+    return {k: str(v) for k, v in f.items()}
+
+
+def _args(row: Row, files: dict[str, str]) -> list[str]:
+    return [a.format(**files) for a in row.args]
+
+
+def _pricing_patch(row: Row, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    import cost_models.pricing as pricing
+
+    d = Path(files["dir"]) / f"pricing-{row.patch}"
+    d.mkdir(exist_ok=True)
+    real = pricing.PRICING_PARQUET
+    if row.patch == "parquet":
+        bad = d / "pricing.parquet"
+        bad.write_bytes(real.read_bytes()[:2000])
+        monkeypatch.setattr(pricing, "PRICING_PARQUET", bad)
+    elif row.patch == "foreign":
+        bad = d / "pricing.parquet"
+        pq.write_table(pq.ParquetFile(real).read().replace_schema_metadata(None), bad)
+        monkeypatch.setattr(pricing, "PRICING_PARQUET", bad)
+    elif row.patch == "values":
+        table = pq.ParquetFile(real).read()
+        mem = table.column("memory_gib").to_pylist()
+        i = mem.index(next(m for m in mem if m is not None))
+        mem[i] = -16.0
+        table = table.set_column(table.schema.get_field_index("memory_gib"), "memory_gib", [mem])
+        bad = d / "pricing.parquet"
+        pq.write_table(table, bad)
+        monkeypatch.setattr(pricing, "PRICING_PARQUET", bad)
+    elif row.patch.startswith("sources"):
+        for f in pricing.PRICING_SOURCE_DIR.glob("*.csv"):
+            (d / f.name).write_text(f.read_text())
+        vms = (d / "vms.csv").read_text().splitlines()
+        if row.patch == "sources":
+            cells = vms[1].split(",")
+            cells[4] = "nan"  # memory_gib
+            vms[1] = ",".join(cells)
+        else:
+            vms[0] = vms[0].replace("memory_gib", "memory")
+        (d / "vms.csv").write_text("\n".join(vms) + "\n")
+        monkeypatch.setattr(pricing, "PRICING_SOURCE_DIR", d)
+        monkeypatch.setattr(pricing, "PRICING_PARQUET", d / "pricing.parquet")
+    elif row.patch == "out":
+        monkeypatch.setattr(pricing, "PRICING_PARQUET", d / "missing-dir" / "pricing.parquet")
+    pricing._load_catalog.cache_clear()
+
+
+def _assert_refused(code: int, stderr: str, word: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert code == 2, stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert word in lines[0], stderr
+
+
+@pytest.fixture(scope="module")
+def processes(files) -> dict[str, tuple[int, str, str]]:
+    """Every SUB row as a real `cosine` process, started together: (exit code, stdout, stderr)."""
+    env = {**os.environ, "COLUMNS": "200"}
+    procs = {
+        r.id: subprocess.Popen(
+            [str(COSINE), *_args(r, files)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for r in ROWS
+        if r.sub
+    }
+    out = {}
+    for k, p in procs.items():
+        stdout, stderr = p.communicate(timeout=120)
+        out[k] = (p.returncode, stdout, stderr)
+    return out
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_bad_input_is_one_line_and_exit_2(row, files, processes, monkeypatch):
+    if row.sub:
+        code, stdout, stderr = processes[row.id]
+        assert stdout == "", stdout  # refused before anything was printed (or done)
+    else:
+        if row.patch:
+            _pricing_patch(row, files, monkeypatch)
+        res = runner.invoke(app, _args(row, files))
+        code, stderr = res.exit_code, res.stderr
+    _assert_refused(code, stderr, row.word)
+
+
+def test_nothing_was_written_by_refused_commands(files, processes):
+    d = Path(files["dir"])
+    for name in ("o", "e1", "e2", "e3", "e4", "c", "s.parquet"):
+        assert not (d / name).exists(), name
+    assert not list(d.glob(".*.tmp")) and Path(files["file"]).read_text() == "not a directory"
+
+
+def test_whatif_below_the_cheapest_saved_point_exits_3(solved):
+    _, run, _ = solved
+    res = runner.invoke(app, ["whatif", str(run), "--budget", "1"])
+    assert res.exit_code == 3, res.stderr
+    assert "below the cheapest" in res.stderr and len(res.stderr.splitlines()) == 1
