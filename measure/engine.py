@@ -33,6 +33,10 @@ MAX_OPERATIONS = 1_000_000_000
 MAX_THREADS = 256
 
 
+#: How the engine reports a configuration it refuses (cosine-core ``Error::Config``'s Display).
+ENGINE_CONFIG_ERROR = "invalid configuration: "
+
+
 def binary(workspace: Path, name: str = "cosine-bench") -> Path:
     target = Path(os.environ.get("CARGO_TARGET_DIR", workspace / "target"))
     return target / "release" / name
@@ -164,6 +168,9 @@ def run(
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        if ENGINE_CONFIG_ERROR in last:  # the design is bad input, not an engine failure
+            detail = last.split(ENGINE_CONFIG_ERROR, 1)[1].replace(str(t / "engine.toml"), "engine.toml")
+            raise InputError(f"the engine refuses the design: {detail}")
         raise RuntimeError(f"cosine-bench failed: {last}")
     try:
         return json.loads(res.stdout)

@@ -333,3 +333,15 @@ def test_whatif_below_the_cheapest_saved_point_exits_3(solved):
     res = runner.invoke(app, ["whatif", str(run), "--budget", "1"])
     assert res.exit_code == 3, res.stderr
     assert "below the cheapest" in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_a_design_the_engine_refuses_is_bad_input(engine_binary):
+    """An engine.toml the engine's own validation refuses is exit 2, not an engine failure."""
+    from measure.engine import TEMPLATE, run, workload_json
+    from specs.errors import InputError
+    from specs.schema import parse_spec
+
+    text = (TEMPLATE / "engine.toml").read_text()
+    bad = "\n".join("block_entries = 0" if ln.startswith("block_entries") else ln for ln in text.splitlines())
+    with pytest.raises(InputError, match=r"layout.block_entries \(B\) must be in 1..=65536, got 0"):
+        run(TEMPLATE, bad, workload_json(parse_spec(TINY_SPEC), 100, 100, 1))
