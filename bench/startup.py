@@ -27,9 +27,10 @@ REPO = Path(__file__).resolve().parent.parent
 SOLVE_PATH = "import solver.solve, solver.backends; from cost_models.symbolic import compiled; compiled()"
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> float:
+def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Wall time of one fresh process (run in ``cwd``: ``python -c`` imports from there first)."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, check=True)
     return time.perf_counter() - t0
 
 
@@ -43,16 +44,16 @@ def main() -> None:
         roots[f"{a.against}"] = a.against.resolve()
     times: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        for i in range(a.repeat):
+        for _ in range(a.repeat):
             for label, root in roots.items():
                 env = {**os.environ, "PYTHONPATH": str(root)}
-                cold = {**env, "XDG_CACHE_HOME": str(Path(scratch) / f"{len(times)}-{i}")}
+                cold = {**env, "XDG_CACHE_HOME": tempfile.mkdtemp(dir=scratch)}
                 for what, cmd, e in (
                     ("cosine --help", [sys.executable, str(root / "cli.py"), "--help"], env),
                     ("solve imports + model (warm cache)", [sys.executable, "-c", SOLVE_PATH], env),
                     ("solve imports + model (empty cache)", [sys.executable, "-c", SOLVE_PATH], cold),
                 ):
-                    times.setdefault((label, what), []).append(_run(cmd, e))
+                    times.setdefault((label, what), []).append(_run(cmd, e, root))
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {a.repeat} runs each, interleaved")
     for (label, what), xs in times.items():
         print(f"{label:>28s}  {what:38s} median {statistics.median(xs) * 1e3:6.0f} ms   min {min(xs) * 1e3:6.0f} ms")

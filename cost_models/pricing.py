@@ -362,7 +362,7 @@ def parse_vm_ref(text: str) -> tuple[Provider, str, int]:
         raise CatalogError(f"--vm {text!r}: expected PROVIDER:TYPE[xCOUNT], e.g. aws:r5d.xlarge[x3]")
     if m.group("prov") not in PROVIDERS:
         raise CatalogError(f"--vm: unknown provider {m.group('prov')!r} (valid: {', '.join(PROVIDERS)})")
-    count = int(m.group("count") or 1)
+    count = 1 if m.group("count") is None else int(m.group("count"))
     if not 1 <= count <= MAX_VM_COUNT:
         raise CatalogError(f"--vm {text!r}: the count must be between 1 and {MAX_VM_COUNT:,}")
     return Provider(m.group("prov")), m.group("name").strip(), count
