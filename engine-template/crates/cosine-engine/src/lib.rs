@@ -290,6 +290,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Returns once every write this engine has acknowledged so far is durable as the
+    /// design's WAL policy defines it. `every_write`: at once (each write already waited
+    /// for its fdatasync). `group_commit`: after the group-commit thread's next fdatasync
+    /// covering them, shared by every waiter (at most about `group_commit_interval_us`).
+    /// `none`: at once; that policy promises no durability before a flush.
+    ///
+    /// A server acknowledges a batch of writes after this returns.
+    pub fn wait_durable(&self) -> Result<()> {
+        let mark = self.inner.writer.lock().durable_mark();
+        match mark {
+            Some(m) => m.wait(),
+            None => Ok(()),
+        }
+    }
+
     /// Overwrites `key` without reading it (a blind update; same path as `put`).
     pub fn update(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.put(key, value)
@@ -516,7 +531,10 @@ impl Engine {
                 (levels, log.memory_bytes(), 0)
             }
         };
-        let wal_bytes = self.inner.writer.lock().bytes_total() + self.inner.wal_bytes_closed.load(Ordering::Relaxed);
+        let (wal_bytes, wal_syncs) = {
+            let w = self.inner.writer.lock();
+            (w.bytes_total() + self.inner.wal_bytes_closed.load(Ordering::Relaxed), w.syncs())
+        };
         StatsSnapshot {
             ops: s.snapshot_ops(),
             flush: s.flush.snapshot(),
@@ -527,6 +545,7 @@ impl Engine {
             trivial_moves: s.trivial_moves.load(Ordering::Relaxed),
             gcs: s.gcs.load(Ordering::Relaxed),
             wal_bytes,
+            wal_syncs,
             stall_micros: s.stall_micros.load(Ordering::Relaxed),
             levels,
             buffered: sv.mem.len() + sv.imms.iter().map(|m| m.len()).sum::<u64>(),

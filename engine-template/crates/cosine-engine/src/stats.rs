@@ -116,6 +116,8 @@ pub struct StatsSnapshot {
     pub gcs: u64,
     /// WAL bytes appended since open.
     pub wal_bytes: u64,
+    /// WAL fdatasync calls since open.
+    pub wal_syncs: u64,
     /// Microseconds writers waited for the flush to catch up.
     pub stall_micros: u64,
     /// Level shapes.

@@ -12,7 +12,7 @@
 
 use cosine_config::WalSync;
 use cosine_core::{crc32, Decoder, Encoder, Error, Result, Value};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,6 +51,10 @@ pub struct Segment {
     written: AtomicU64,
     /// Bytes known durable; the mutex also serialises fdatasync calls.
     synced: Mutex<u64>,
+    /// Signalled whenever `synced` advances (group-commit waiters, [`DurableMark`]).
+    synced_cv: Condvar,
+    /// fdatasync calls made on any segment of this log.
+    syncs: Arc<AtomicU64>,
 }
 
 impl Segment {
@@ -62,8 +66,40 @@ impl Segment {
         }
         let target = self.written.load(Ordering::Acquire);
         self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         *synced = target;
+        self.synced_cv.notify_all();
         Ok(())
+    }
+}
+
+/// The log's end at one instant, under `group_commit`: [`DurableMark::wait`] returns
+/// once the group-commit thread's fdatasync has covered it, so every record appended
+/// before the mark was taken is on stable storage. Concurrent waiters share one sync.
+#[derive(Debug)]
+pub struct DurableMark {
+    seg: Arc<Segment>,
+    end: u64,
+    interval: Duration,
+}
+
+impl DurableMark {
+    /// Blocks until the group commit covering the mark has happened. If no sync comes
+    /// within a few intervals (the committer stopped, or its sync failed), syncs itself.
+    pub fn wait(self) -> Result<()> {
+        let patience = self.interval.saturating_mul(4).max(Duration::from_millis(2));
+        {
+            let mut synced = self.seg.synced.lock();
+            if *synced >= self.end {
+                return Ok(());
+            }
+            // A timed-out wait falls through to syncing ourselves.
+            let _ = self.seg.synced_cv.wait_for(&mut synced, patience);
+            if *synced >= self.end {
+                return Ok(());
+            }
+        }
+        self.seg.sync_upto(self.end)
     }
 }
 
@@ -93,22 +129,33 @@ pub struct Wal {
     bytes_total: u64,
     current: Arc<Mutex<Arc<Segment>>>,
     committer: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    group_commit_interval: Duration,
+    syncs: Arc<AtomicU64>,
 }
 
-fn open_segment(dir: &Path, id: u64, sync_dir_after: bool) -> Result<Arc<Segment>> {
+fn open_segment(dir: &Path, id: u64, sync_dir_after: bool, syncs: &Arc<AtomicU64>) -> Result<Arc<Segment>> {
     let path = segment_path(dir, id);
     let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
     let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
     if sync_dir_after {
         sync_dir(dir)?;
     }
-    Ok(Arc::new(Segment { id, path, file, written: AtomicU64::new(len), synced: Mutex::new(len) }))
+    Ok(Arc::new(Segment {
+        id,
+        path,
+        file,
+        written: AtomicU64::new(len),
+        synced: Mutex::new(len),
+        synced_cv: Condvar::new(),
+        syncs: syncs.clone(),
+    }))
 }
 
 impl Wal {
     /// Opens (creating if needed) segment `id` in `dir` for appending.
     pub fn open(dir: &Path, id: u64, policy: WalSync, group_commit_interval_us: u64) -> Result<Wal> {
-        let seg = open_segment(dir, id, policy != WalSync::None)?;
+        let syncs = Arc::new(AtomicU64::new(0));
+        let seg = open_segment(dir, id, policy != WalSync::None, &syncs)?;
         let current = Arc::new(Mutex::new(seg.clone()));
         let committer = if policy == WalSync::GroupCommit {
             let stop = Arc::new(AtomicBool::new(false));
@@ -130,7 +177,17 @@ impl Wal {
         } else {
             None
         };
-        Ok(Wal { dir: dir.to_path_buf(), policy, seg, pending: Vec::new(), bytes_total: 0, current, committer })
+        Ok(Wal {
+            dir: dir.to_path_buf(),
+            policy,
+            seg,
+            pending: Vec::new(),
+            bytes_total: 0,
+            current,
+            committer,
+            group_commit_interval: Duration::from_micros(group_commit_interval_us),
+            syncs,
+        })
     }
 
     /// Id of the segment being appended to.
@@ -141,6 +198,23 @@ impl Wal {
     /// Total bytes appended since this handle was opened.
     pub fn bytes_total(&self) -> u64 {
         self.bytes_total
+    }
+
+    /// fdatasync calls made on this log since it was opened.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
+    }
+
+    /// Under `group_commit`, a mark at the current end of the log whose
+    /// [`DurableMark::wait`] returns once the group commit has synced every record
+    /// appended so far. `None` for `every_write` (each append's ticket already waited
+    /// for its sync) and for `none` (the policy makes no durability promise).
+    pub fn durable_mark(&self) -> Option<DurableMark> {
+        (self.policy == WalSync::GroupCommit).then(|| DurableMark {
+            seg: self.seg.clone(),
+            end: self.seg.written.load(Ordering::Acquire),
+            interval: self.group_commit_interval,
+        })
     }
 
     /// Appends one record. With `every_write`, call [`SyncTicket::wait`] before acknowledging.
@@ -182,7 +256,7 @@ impl Wal {
     /// Seals the current segment (synced per policy) and starts segment `new_id`.
     pub fn rotate(&mut self, new_id: u64) -> Result<()> {
         self.sync()?;
-        let seg = open_segment(&self.dir, new_id, self.policy != WalSync::None)?;
+        let seg = open_segment(&self.dir, new_id, self.policy != WalSync::None, &self.syncs)?;
         *self.current.lock() = seg.clone();
         self.seg = seg;
         Ok(())
@@ -317,6 +391,24 @@ mod tests {
             assert_eq!(r.truncated_bytes, 0);
             assert_eq!(v[7].1, None);
             assert_eq!(v[8].1.as_deref(), Some(&b"value"[..]));
+        }
+    }
+
+    #[test]
+    fn group_commit_mark_waits_for_the_committer_sync() {
+        let d = tmpdir("mark");
+        let mut w = Wal::open(&d, 1, WalSync::GroupCommit, 500).expect("open");
+        assert!(w.durable_mark().is_some());
+        w.append(b"k", Some(b"v")).expect("append").wait().expect("no-op ticket");
+        let before = w.syncs();
+        let mark = w.durable_mark().expect("mark");
+        mark.wait().expect("durable");
+        assert!(w.syncs() > before, "the mark returned before any sync");
+        assert_eq!(*w.seg.synced.lock(), w.seg.written.load(Ordering::Acquire));
+        w.close().expect("close");
+        for p in [WalSync::EveryWrite, WalSync::None] {
+            let d = tmpdir(&format!("mark-{p:?}"));
+            assert!(Wal::open(&d, 1, p, 500).expect("open").durable_mark().is_none());
         }
     }
 

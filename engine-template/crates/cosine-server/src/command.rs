@@ -1,0 +1,247 @@
+//! The commands the server understands, parsed from a request's arguments and
+//! executed against the engine.
+//!
+//! | command | reply |
+//! | --- | --- |
+//! | `GET key` | the value, or nil |
+//! | `SET key value` | `+OK` once the write is durable under the design's WAL policy |
+//! | `DEL key [key ...]` | the number of keys that existed |
+//! | `EXISTS key [key ...]` | the number of keys that exist (a key named twice counts twice) |
+//! | `MGET key [key ...]` | an array of values or nils |
+//! | `MSET key value [key value ...]` | `+OK` (each pair is written in turn; not atomic across keys) |
+//! | `RANGE start count` | a flat array `key1 value1 key2 value2 ...`: the first `count` live keys `>= start`, in byte order |
+//! | `PING [message]` | `+PONG`, or the message |
+//! | `INFO [section]` | the server's and the engine's counters (`server`, `engine`, `keyspace`) |
+//! | `QUIT` | `+OK`, then the server closes the connection |
+//!
+//! Keys are fixed-width in the engine (`key_bytes` of the design); shorter keys are
+//! padded with NUL bytes. So a key may be at most `key_bytes` long and may not end
+//! with a NUL byte (it would be indistinguishable from its padding); `RANGE` strips
+//! the padding from the keys it returns.
+
+use crate::resp::Reply;
+use crate::stats::{info_text, ServerStats};
+use cosine_engine::Engine;
+
+/// Most entries one `RANGE` may ask for (YCSB's default `maxscanlength` is 1,000;
+/// the cap keeps one request from materializing an unbounded reply).
+pub const MAX_RANGE_COUNT: usize = 100_000;
+
+/// One parsed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `GET key`
+    Get(Vec<u8>),
+    /// `SET key value`
+    Set(Vec<u8>, Vec<u8>),
+    /// `DEL key...`
+    Del(Vec<Vec<u8>>),
+    /// `EXISTS key...`
+    Exists(Vec<Vec<u8>>),
+    /// `MGET key...`
+    MGet(Vec<Vec<u8>>),
+    /// `MSET key value...`
+    MSet(Vec<(Vec<u8>, Vec<u8>)>),
+    /// `RANGE start count`
+    Range(Vec<u8>, usize),
+    /// `PING [message]`
+    Ping(Option<Vec<u8>>),
+    /// `INFO [section]`
+    Info(Option<String>),
+    /// `QUIT`
+    Quit,
+}
+
+impl Command {
+    /// True for the commands that write (their acknowledgement waits for durability).
+    pub fn writes(&self) -> bool {
+        matches!(self, Command::Set(..) | Command::Del(_) | Command::MSet(_))
+    }
+
+    /// Parses a request's arguments; the error is the reply's message.
+    pub fn parse(mut args: Vec<Vec<u8>>, key_bytes: usize) -> Result<Command, String> {
+        if args.is_empty() {
+            return Err("empty command".into());
+        }
+        let name = String::from_utf8_lossy(&args.remove(0)).to_ascii_uppercase();
+        let arity = |ok: bool| -> Result<(), String> {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("wrong number of arguments for '{}' command", name.to_ascii_lowercase()))
+            }
+        };
+        let key = |k: Vec<u8>| check_key(k, key_bytes);
+        let keys = |ks: Vec<Vec<u8>>| ks.into_iter().map(|k| check_key(k, key_bytes)).collect::<Result<Vec<_>, _>>();
+        let mut it = args.into_iter();
+        let n = it.len();
+        Ok(match name.as_str() {
+            "GET" => {
+                arity(n == 1)?;
+                Command::Get(key(it.next().unwrap_or_default())?)
+            }
+            "SET" => {
+                if n > 2 {
+                    return Err("syntax error (SET takes a key and a value; EX, PX, NX, XX and GET are not supported)".into());
+                }
+                arity(n == 2)?;
+                let k = key(it.next().unwrap_or_default())?;
+                Command::Set(k, it.next().unwrap_or_default())
+            }
+            "DEL" => {
+                arity(n >= 1)?;
+                Command::Del(keys(it.collect())?)
+            }
+            "EXISTS" => {
+                arity(n >= 1)?;
+                Command::Exists(keys(it.collect())?)
+            }
+            "MGET" => {
+                arity(n >= 1)?;
+                Command::MGet(keys(it.collect())?)
+            }
+            "MSET" => {
+                arity(n >= 2 && n.is_multiple_of(2))?;
+                let mut pairs = Vec::with_capacity(n / 2);
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((key(k)?, v));
+                }
+                Command::MSet(pairs)
+            }
+            "RANGE" => {
+                arity(n == 2)?;
+                let start = it.next().unwrap_or_default();
+                if start.len() > key_bytes {
+                    return Err(format!("start key of {} bytes is longer than key_bytes = {key_bytes}", start.len()));
+                }
+                let count = it
+                    .next()
+                    .and_then(|c| std::str::from_utf8(&c).ok().and_then(|s| s.parse::<usize>().ok()))
+                    .filter(|c| (1..=MAX_RANGE_COUNT).contains(c))
+                    .ok_or_else(|| format!("count must be an integer from 1 to {MAX_RANGE_COUNT}"))?;
+                Command::Range(start, count)
+            }
+            "PING" => {
+                arity(n <= 1)?;
+                Command::Ping(it.next())
+            }
+            "INFO" => {
+                arity(n <= 1)?;
+                Command::Info(it.next().map(|s| String::from_utf8_lossy(&s).to_ascii_lowercase()))
+            }
+            "QUIT" => Command::Quit,
+            _ => {
+                let shown: String = name.chars().take(64).collect();
+                return Err(format!("unknown command '{}'", shown.escape_default()));
+            }
+        })
+    }
+
+    /// Runs the command. Writes are acknowledged here only provisionally: the
+    /// caller turns their replies into errors if the durability wait fails.
+    pub fn execute(self, engine: &Engine, stats: &ServerStats) -> Reply {
+        let fail = |e: cosine_engine::Error| Reply::err(format!("engine: {e}"));
+        match self {
+            Command::Get(k) => match engine.get(&k) {
+                Ok(Some(v)) => Reply::Bulk(v),
+                Ok(None) => Reply::Nil,
+                Err(e) => fail(e),
+            },
+            Command::Set(k, v) => match engine.put(&k, &v) {
+                Ok(()) => Reply::ok(),
+                Err(e) => fail(e),
+            },
+            Command::Del(ks) => {
+                let mut n = 0;
+                for k in ks {
+                    match engine.get(&k).and_then(|v| engine.delete(&k).map(|()| v.is_some())) {
+                        Ok(existed) => n += i64::from(existed),
+                        Err(e) => return fail(e),
+                    }
+                }
+                Reply::Int(n)
+            }
+            Command::Exists(ks) => {
+                let mut n = 0;
+                for k in ks {
+                    match engine.get(&k) {
+                        Ok(v) => n += i64::from(v.is_some()),
+                        Err(e) => return fail(e),
+                    }
+                }
+                Reply::Int(n)
+            }
+            Command::MGet(ks) => Reply::Array(
+                ks.into_iter()
+                    .map(|k| match engine.get(&k) {
+                        Ok(Some(v)) => Reply::Bulk(v),
+                        Ok(None) => Reply::Nil,
+                        Err(e) => fail(e),
+                    })
+                    .collect(),
+            ),
+            Command::MSet(pairs) => {
+                for (k, v) in pairs {
+                    if let Err(e) = engine.put(&k, &v) {
+                        return fail(e);
+                    }
+                }
+                Reply::ok()
+            }
+            Command::Range(start, count) => match engine.range(&start, count) {
+                Ok(kvs) => Reply::Array(
+                    kvs.into_iter().flat_map(|(k, v)| [Reply::Bulk(strip_padding(k)), Reply::Bulk(v)]).collect(),
+                ),
+                Err(e) => fail(e),
+            },
+            Command::Ping(None) => Reply::Simple("PONG".into()),
+            Command::Ping(Some(m)) => Reply::Bulk(m),
+            Command::Info(section) => match info_text(engine, stats, section.as_deref()) {
+                Some(text) => Reply::Bulk(text.into_bytes()),
+                None => Reply::err("unknown INFO section (server, engine, keyspace, all)"),
+            },
+            Command::Quit => Reply::ok(),
+        }
+    }
+}
+
+fn check_key(k: Vec<u8>, key_bytes: usize) -> Result<Vec<u8>, String> {
+    if k.len() > key_bytes {
+        return Err(format!("key of {} bytes is longer than this design's key_bytes = {key_bytes}", k.len()));
+    }
+    if k.last() == Some(&0) {
+        return Err("keys may not end with a NUL byte (the engine pads keys with NUL to key_bytes)".into());
+    }
+    Ok(k)
+}
+
+fn strip_padding(mut k: Vec<u8>) -> Vec<u8> {
+    while k.last() == Some(&0) {
+        k.pop();
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<Vec<u8>> {
+        a.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn parses_and_checks_arguments() {
+        assert_eq!(Command::parse(args(&["get", "k"]), 8), Ok(Command::Get(b"k".to_vec())));
+        assert_eq!(Command::parse(args(&["RANGE", "a", "10"]), 8), Ok(Command::Range(b"a".to_vec(), 10)));
+        assert!(Command::parse(args(&["GET"]), 8).is_err_and(|e| e.contains("wrong number")));
+        assert!(Command::parse(args(&["GET", "123456789"]), 8).is_err_and(|e| e.contains("key_bytes")));
+        assert!(Command::parse(vec![b"GET".to_vec(), b"a\0".to_vec()], 8).is_err_and(|e| e.contains("NUL")));
+        assert!(Command::parse(args(&["SET", "k", "v", "EX", "10"]), 8).is_err_and(|e| e.contains("syntax")));
+        assert!(Command::parse(args(&["MSET", "a", "1", "b"]), 8).is_err());
+        assert!(Command::parse(args(&["RANGE", "a", "0"]), 8).is_err());
+        assert!(Command::parse(args(&["RANGE", "a", "x"]), 8).is_err());
+        assert!(Command::parse(args(&["FLUSHALL"]), 8).is_err_and(|e| e.contains("unknown command")));
+        assert_eq!(strip_padding(b"ab\0\0".to_vec()), b"ab".to_vec());
+    }
+}

@@ -1,0 +1,27 @@
+//! `cosine-server`: one engine directory served over the Redis protocol (RESP2), so
+//! existing clients, proxies (twemproxy) and load generators (redis-benchmark, YCSB
+//! through Jedis) work unchanged.
+//!
+//! * [`resp`]: the wire protocol (incremental request parser with bounds, replies);
+//! * [`command`]: GET, SET, DEL, EXISTS, MGET, MSET, RANGE, PING, INFO, QUIT;
+//! * [`server`]: tokio accept loop, pipelined batches, durability before `+OK`,
+//!   graceful shutdown;
+//! * [`stats`]: the `INFO` counters;
+//! * [`client`]: a blocking client for tests and drivers.
+//!
+//! Durability: a write is acknowledged only after [`cosine_engine::Engine::wait_durable`]
+//! returns, i.e. when the design's WAL policy says it is durable (`every_write`: its
+//! own fdatasync; `group_commit`: the group's fdatasync; `none`: the policy promises
+//! nothing, so neither does the acknowledgement).
+#![deny(unsafe_code, clippy::unwrap_used)]
+
+pub mod client;
+pub mod command;
+pub mod resp;
+pub mod server;
+pub mod stats;
+
+pub use command::Command;
+pub use resp::{Limits, Reply};
+pub use server::{serve, ServerConfig};
+pub use stats::ServerStats;

@@ -1,0 +1,408 @@
+//! RESP2, the Redis wire protocol: an incremental request parser and reply encoding.
+//!
+//! Requests are arrays of bulk strings (`*2\r\n$3\r\nGET\r\n$1\r\nk\r\n`) or inline
+//! commands (`PING\r\n`). The parser consumes bytes from the front of a buffer and
+//! yields one request at a time, so a pipeline of requests is parsed as it arrives.
+//!
+//! Bad input is classified by whether the stream can stay in step:
+//! * a bulk string longer than [`Limits::max_bulk`] is *skipped* (its length is
+//!   declared, so the parser discards exactly that many bytes without buffering them)
+//!   and the request is [`Parsed::Rejected`]: the connection survives;
+//! * anything that leaves the parser unable to tell where the next request starts
+//!   (a bad length, a missing `$`, a missing CRLF, an over-long header or inline
+//!   line, too many arguments) is a [`Fatal`] protocol error: the server answers
+//!   `-ERR Protocol error: ...` and closes the connection, as Redis does.
+
+use bytes::{Buf, BytesMut};
+
+/// The parser's bounds. Every one of them keeps a hostile client from making the
+/// server buffer without limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest bulk string accepted, bytes (Redis' `proto-max-bulk-len` is 512 MiB).
+    pub max_bulk: usize,
+    /// Most arguments in one request (Redis accepts up to 1024 * 1024).
+    pub max_args: usize,
+    /// Longest inline command or `*`/`$` header line, bytes (Redis' `PROTO_INLINE_MAX_SIZE`, 64 KiB).
+    pub max_inline: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_bulk: 64 << 20, max_args: 1 << 20, max_inline: 64 << 10 }
+    }
+}
+
+/// One parsed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// The arguments of a command (the first is its name).
+    Request(Vec<Vec<u8>>),
+    /// A request that was consumed but refused (an over-long bulk string); answer
+    /// with this message as an error and carry on with the next request.
+    Rejected(String),
+}
+
+/// A protocol error after which the stream cannot be resynchronized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fatal(pub String);
+
+#[derive(Debug)]
+enum State {
+    /// Between requests.
+    Start,
+    /// Inside a `*N` array: `left` bulk strings still to come.
+    Array { left: usize, args: Vec<Vec<u8>>, rejected: Option<String> },
+    /// Discarding `bytes` of an over-long bulk string (payload and CRLF).
+    Skip { bytes: usize, left: usize, rejected: String },
+}
+
+/// Incremental RESP2 request parser; one per connection.
+#[derive(Debug)]
+pub struct Parser {
+    limits: Limits,
+    state: State,
+}
+
+fn find_crlf(buf: &[u8], limit: usize) -> Option<usize> {
+    buf.iter().take(limit + 1).position(|b| *b == b'\n').filter(|&i| i > 0 && buf[i - 1] == b'\r').map(|i| i - 1)
+}
+
+fn parse_len(digits: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(digits).ok()?;
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
+impl Parser {
+    /// A parser enforcing `limits`.
+    pub fn new(limits: Limits) -> Parser {
+        Parser { limits, state: State::Start }
+    }
+
+    /// Parses the next request from the front of `buf`, consuming its bytes.
+    /// `Ok(None)`: more bytes are needed (whatever was consumed is remembered).
+    pub fn next(&mut self, buf: &mut BytesMut) -> Result<Option<Parsed>, Fatal> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Start) {
+                State::Start => {
+                    let Some(&first) = buf.first() else { return Ok(None) };
+                    if first == b'*' {
+                        let Some(end) = self.header_end(buf, "multibulk")? else { return Ok(None) };
+                        let n = parse_len(&buf[1..end])
+                            .ok_or_else(|| Fatal("Protocol error: invalid multibulk length".into()))?;
+                        buf.advance(end + 2);
+                        if n <= 0 {
+                            continue; // `*0` and `*-1` carry no command (Redis ignores them)
+                        }
+                        if n as u64 > self.limits.max_args as u64 {
+                            return Err(Fatal(format!(
+                                "Protocol error: {n} arguments exceed the limit of {}",
+                                self.limits.max_args
+                            )));
+                        }
+                        let n = n as usize;
+                        self.state = State::Array { left: n, args: Vec::with_capacity(n.min(64)), rejected: None };
+                    } else {
+                        return self.inline(buf);
+                    }
+                }
+                State::Array { left: 0, args, rejected } => {
+                    return Ok(Some(match rejected {
+                        Some(m) => Parsed::Rejected(m),
+                        None => Parsed::Request(args),
+                    }));
+                }
+                State::Array { left, mut args, rejected } => {
+                    let Some(&first) = buf.first() else {
+                        self.state = State::Array { left, args, rejected };
+                        return Ok(None);
+                    };
+                    if first != b'$' {
+                        let c = char::from(first).escape_default().to_string();
+                        return Err(Fatal(format!("Protocol error: expected '$', got '{c}'")));
+                    }
+                    let Some(end) = self.header_end(buf, "bulk")? else {
+                        self.state = State::Array { left, args, rejected };
+                        return Ok(None);
+                    };
+                    let n = parse_len(&buf[1..end])
+                        .filter(|n| *n >= 0)
+                        .ok_or_else(|| Fatal("Protocol error: invalid bulk length".into()))? as u64;
+                    if n > self.limits.max_bulk as u64 {
+                        buf.advance(end + 2);
+                        let msg = format!("bulk string of {n} bytes exceeds the limit of {} bytes", self.limits.max_bulk);
+                        self.state = State::Skip {
+                            bytes: (n + 2).try_into().unwrap_or(usize::MAX),
+                            left: left - 1,
+                            rejected: rejected.unwrap_or(msg),
+                        };
+                        continue;
+                    }
+                    let n = n as usize;
+                    if buf.len() < end + 2 + n + 2 {
+                        buf.reserve(end + 2 + n + 2 - buf.len());
+                        self.state = State::Array { left, args, rejected };
+                        return Ok(None);
+                    }
+                    if &buf[end + 2 + n..end + 2 + n + 2] != b"\r\n" {
+                        return Err(Fatal("Protocol error: bulk string not terminated by CRLF".into()));
+                    }
+                    buf.advance(end + 2);
+                    let payload = buf.split_to(n);
+                    buf.advance(2);
+                    if rejected.is_none() {
+                        args.push(payload.to_vec());
+                    }
+                    self.state = State::Array { left: left - 1, args, rejected };
+                }
+                State::Skip { bytes, left, rejected } => {
+                    let take = bytes.min(buf.len());
+                    buf.advance(take);
+                    if take < bytes {
+                        self.state = State::Skip { bytes: bytes - take, left, rejected };
+                        return Ok(None);
+                    }
+                    self.state = State::Array { left, args: Vec::new(), rejected: Some(rejected) };
+                }
+            }
+        }
+    }
+
+    /// Index of the CRLF ending the header at the front of `buf`; `None` if it has
+    /// not arrived yet; an error if the header is longer than any valid one.
+    fn header_end(&self, buf: &BytesMut, what: &str) -> Result<Option<usize>, Fatal> {
+        // a length is at most 20 characters; allow the inline bound before giving up
+        let limit = self.limits.max_inline.min(64);
+        match find_crlf(buf, limit) {
+            Some(e) => Ok(Some(e)),
+            None if buf.len() > limit || buf.iter().take(limit).any(|b| *b == b'\n') => {
+                Err(Fatal(format!("Protocol error: invalid {what} length")))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Parsed>, Fatal> {
+        let Some(nl) = buf.iter().take(self.limits.max_inline + 1).position(|b| *b == b'\n') else {
+            if buf.len() > self.limits.max_inline {
+                return Err(Fatal("Protocol error: too big inline request".into()));
+            }
+            return Ok(None);
+        };
+        let line = buf.split_to(nl + 1);
+        let args: Vec<Vec<u8>> =
+            line[..nl].split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()).map(<[u8]>::to_vec).collect();
+        if args.is_empty() {
+            return self.next(buf); // an empty line is no command
+        }
+        Ok(Some(Parsed::Request(args)))
+    }
+}
+
+/// A reply, encoded by [`Reply::encode`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `+OK`-style status.
+    Simple(String),
+    /// `-ERR ...`; the text must not hold CR or LF (encode replaces them).
+    Error(String),
+    /// `:n`
+    Int(i64),
+    /// `$n payload`
+    Bulk(Vec<u8>),
+    /// `$-1`, the absent value.
+    Nil,
+    /// `*n` followed by the elements.
+    Array(Vec<Reply>),
+}
+
+impl Reply {
+    /// `+OK`
+    pub fn ok() -> Reply {
+        Reply::Simple("OK".into())
+    }
+
+    /// An error reply with the `ERR` prefix.
+    pub fn err(msg: impl AsRef<str>) -> Reply {
+        Reply::Error(format!("ERR {}", msg.as_ref()))
+    }
+
+    /// Appends the wire form to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let line = |out: &mut Vec<u8>, prefix: u8, s: &str| {
+            out.push(prefix);
+            out.extend(s.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+            out.extend_from_slice(b"\r\n");
+        };
+        match self {
+            Reply::Simple(s) => line(out, b'+', s),
+            Reply::Error(s) => line(out, b'-', s),
+            Reply::Int(n) => line(out, b':', &n.to_string()),
+            Reply::Bulk(b) => {
+                line(out, b'$', &b.len().to_string());
+                out.extend_from_slice(b);
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+            Reply::Array(items) => {
+                line(out, b'*', &items.len().to_string());
+                for i in items {
+                    i.encode(out);
+                }
+            }
+        }
+    }
+
+    /// Parses one reply from the front of `buf` (the client side); `Ok(None)` when
+    /// incomplete. Consumes the reply's bytes on success.
+    pub fn decode(buf: &mut BytesMut) -> Result<Option<Reply>, Fatal> {
+        let mut pos = 0usize;
+        match decode_at(buf, &mut pos)? {
+            Some(r) => {
+                buf.advance(pos);
+                Ok(Some(r))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+fn decode_at(buf: &[u8], pos: &mut usize) -> Result<Option<Reply>, Fatal> {
+    let rest = &buf[*pos..];
+    let Some(nl) = rest.iter().position(|b| *b == b'\n') else { return Ok(None) };
+    if nl == 0 || rest[nl - 1] != b'\r' {
+        return Err(Fatal("reply line not terminated by CRLF".into()));
+    }
+    let text = String::from_utf8_lossy(&rest[1..nl - 1]).to_string();
+    let bad = || Fatal(format!("bad reply header {text:?}"));
+    let kind = rest[0];
+    *pos += nl + 1;
+    Ok(Some(match kind {
+        b'+' => Reply::Simple(text),
+        b'-' => Reply::Error(text),
+        b':' => Reply::Int(text.parse().map_err(|_| bad())?),
+        b'$' => {
+            let n: i64 = text.parse().map_err(|_| bad())?;
+            if n < 0 {
+                return Ok(Some(Reply::Nil));
+            }
+            let n = n as usize;
+            if buf.len() < *pos + n + 2 {
+                return Ok(None);
+            }
+            let v = buf[*pos..*pos + n].to_vec();
+            *pos += n + 2;
+            Reply::Bulk(v)
+        }
+        b'*' => {
+            let n: i64 = text.parse().map_err(|_| bad())?;
+            if n < 0 {
+                return Ok(Some(Reply::Nil));
+            }
+            let mut items = Vec::with_capacity((n as usize).min(1024));
+            for _ in 0..n {
+                match decode_at(buf, pos)? {
+                    Some(r) => items.push(r),
+                    None => return Ok(None),
+                }
+            }
+            Reply::Array(items)
+        }
+        _ => return Err(bad()),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(p: &mut Parser, bytes: &[u8]) -> (Vec<Parsed>, Option<Fatal>) {
+        let mut buf = BytesMut::from(bytes);
+        let mut out = Vec::new();
+        loop {
+            match p.next(&mut buf) {
+                Ok(Some(x)) => out.push(x),
+                Ok(None) => return (out, None),
+                Err(f) => return (out, Some(f)),
+            }
+        }
+    }
+
+    fn req(args: &[&str]) -> Parsed {
+        Parsed::Request(args.iter().map(|a| a.as_bytes().to_vec()).collect())
+    }
+
+    #[test]
+    fn arrays_inline_and_pipelines() {
+        let mut p = Parser::new(Limits::default());
+        let (out, f) = parse_all(&mut p, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\n*3\r\n$3\r\nSET\r\n$0\r\n\r\n$2\r\nv\n\r\n");
+        assert_eq!(f, None);
+        assert_eq!(out, vec![req(&["GET", "k"]), req(&["PING"]), req(&["SET", "", "v\n"])]);
+    }
+
+    #[test]
+    fn split_at_every_byte() {
+        let wire = b"*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n$5\r\nworld\r\n*1\r\n$4\r\nPING\r\n";
+        for cut in 0..wire.len() {
+            let mut p = Parser::new(Limits::default());
+            let mut buf = BytesMut::from(&wire[..cut]);
+            let mut out = Vec::new();
+            while let Some(x) = p.next(&mut buf).expect("valid") {
+                out.push(x);
+            }
+            buf.extend_from_slice(&wire[cut..]);
+            while let Some(x) = p.next(&mut buf).expect("valid") {
+                out.push(x);
+            }
+            assert_eq!(out, vec![req(&["SET", "hello", "world"]), req(&["PING"])], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn oversized_bulk_is_skipped_and_the_stream_stays_in_step() {
+        let mut p = Parser::new(Limits { max_bulk: 4, ..Limits::default() });
+        let (out, f) = parse_all(&mut p, b"*3\r\n$3\r\nSET\r\n$10\r\n0123456789\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n");
+        assert_eq!(f, None);
+        assert!(matches!(&out[0], Parsed::Rejected(m) if m.contains("10 bytes")), "{out:?}");
+        assert_eq!(out[1], req(&["PING"]));
+    }
+
+    #[test]
+    fn unrecoverable_input_is_fatal() {
+        for bad in [&b"*x\r\n"[..], b"*1\r\n+OK\r\n", b"*1\r\n$-5\r\n", b"*1\r\n$2\r\nabcd\r\n", b"*99999999999\r\n"] {
+            let mut p = Parser::new(Limits::default());
+            assert!(parse_all(&mut p, bad).1.is_some(), "{:?}", String::from_utf8_lossy(bad));
+        }
+        let mut p = Parser::new(Limits { max_inline: 8, ..Limits::default() });
+        assert!(parse_all(&mut p, b"PINGPINGPINGPING").1.is_some());
+    }
+
+    #[test]
+    fn replies_roundtrip() {
+        let r = Reply::Array(vec![
+            Reply::ok(),
+            Reply::err("bad\r\nthing"),
+            Reply::Int(-3),
+            Reply::Bulk(b"a\r\nb".to_vec()),
+            Reply::Nil,
+            Reply::Array(vec![]),
+        ]);
+        let mut out = Vec::new();
+        r.encode(&mut out);
+        let mut buf = BytesMut::from(&out[..]);
+        let back = Reply::decode(&mut buf).expect("valid").expect("complete");
+        assert!(buf.is_empty());
+        match back {
+            Reply::Array(items) => {
+                assert_eq!(items[1], Reply::Error("ERR bad  thing".into()));
+                assert_eq!(items[3], Reply::Bulk(b"a\r\nb".to_vec()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut part = BytesMut::from(&out[..out.len() - 3]);
+        assert_eq!(Reply::decode(&mut part).expect("valid"), None);
+    }
+}

@@ -1,0 +1,192 @@
+//! The network side: an accept loop on tokio, one task per connection, pipelined
+//! batches, and a graceful shutdown.
+//!
+//! A connection parses every complete request already received (a pipeline) into one
+//! batch, runs the batch on tokio's blocking pool (the engine's calls block: disk reads,
+//! WAL syncs, write stalls), waits *once* for the WAL policy's durability if the batch
+//! wrote anything, and only then writes the batch's replies. So an `+OK` to a `SET` is
+//! never sent before the write is durable, and pipelined writes share one sync.
+
+use crate::command::Command;
+use crate::resp::{Fatal, Limits, Parsed, Parser, Reply};
+use crate::stats::ServerStats;
+use bytes::BytesMut;
+use cosine_engine::Engine;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// Tunables of one server.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerConfig {
+    /// The protocol parser's bounds.
+    pub limits: Limits,
+    /// Connections served at once; more are answered with an error and closed
+    /// (Redis' `maxclients` default is 10,000).
+    pub max_clients: u64,
+    /// Most pipelined requests executed as one batch.
+    pub max_batch: usize,
+    /// How long a shutdown waits for connections to finish their batch.
+    pub drain: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { limits: Limits::default(), max_clients: 10_000, max_batch: 1024, drain: Duration::from_secs(10) }
+    }
+}
+
+/// Runs the commands of one batch in order; write acknowledgements wait for
+/// [`Engine::wait_durable`] and become errors if it fails.
+pub fn execute_batch(engine: &Engine, stats: &ServerStats, batch: Vec<Result<Command, String>>) -> Vec<Reply> {
+    let mut replies = Vec::with_capacity(batch.len());
+    let mut wrote = Vec::new();
+    for (i, c) in batch.into_iter().enumerate() {
+        ServerStats::bump(&stats.commands);
+        match c {
+            Ok(cmd) => {
+                let writes = cmd.writes();
+                let r = cmd.execute(engine, stats);
+                if matches!(r, Reply::Error(_)) {
+                    ServerStats::bump(&stats.rejected);
+                } else if writes {
+                    wrote.push(i);
+                }
+                replies.push(r);
+            }
+            Err(m) => {
+                ServerStats::bump(&stats.rejected);
+                replies.push(Reply::err(m));
+            }
+        }
+    }
+    if !wrote.is_empty() {
+        ServerStats::bump(&stats.durable_waits);
+        if let Err(e) = engine.wait_durable() {
+            for i in wrote {
+                replies[i] = Reply::err(format!("write not acknowledged: the WAL sync failed: {e}"));
+            }
+        }
+    }
+    replies
+}
+
+/// Serves `engine` on `listener` until `shutdown` resolves, then stops accepting,
+/// lets every connection finish the batch it is running (at most `cfg.drain`), and
+/// returns. The caller flushes and closes the engine.
+pub async fn serve(
+    listener: TcpListener,
+    engine: Arc<Engine>,
+    stats: Arc<ServerStats>,
+    cfg: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let Ok((sock, _)) = accepted else { continue };
+                ServerStats::bump(&stats.connections);
+                if stats.connected.load(Ordering::Relaxed) >= cfg.max_clients {
+                    ServerStats::bump(&stats.refused);
+                    let mut sock = sock;
+                    conns.spawn(async move {
+                        let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
+                    });
+                    continue;
+                }
+                let (engine, stats, stop) = (engine.clone(), stats.clone(), stop_rx.clone());
+                stats.connected.fetch_add(1, Ordering::Relaxed);
+                conns.spawn(async move {
+                    connection(sock, engine, &stats, cfg, stop).await;
+                    stats.connected.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            // reap finished connections so the set does not grow
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(cfg.drain, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        conns.abort_all();
+    }
+}
+
+async fn connection(mut sock: TcpStream, engine: Arc<Engine>, stats: &Arc<ServerStats>, cfg: ServerConfig, mut stop: watch::Receiver<bool>) {
+    let _ = sock.set_nodelay(true);
+    let key_bytes = engine.config().layout.key_bytes;
+    let mut parser = Parser::new(cfg.limits);
+    let mut buf = BytesMut::with_capacity(16 << 10);
+    let mut out = Vec::with_capacity(16 << 10);
+    loop {
+        let mut batch = Vec::new();
+        let mut fatal = None;
+        while batch.len() < cfg.max_batch {
+            match parser.next(&mut buf) {
+                Ok(Some(Parsed::Request(args))) => batch.push(Command::parse(args, key_bytes)),
+                Ok(Some(Parsed::Rejected(m))) => batch.push(Err(m)),
+                Ok(None) => break,
+                Err(Fatal(m)) => {
+                    fatal = Some(m);
+                    break;
+                }
+            }
+        }
+        let full = batch.len() >= cfg.max_batch;
+        if !batch.is_empty() {
+            let quit = batch.iter().position(|c| matches!(c, Ok(Command::Quit)));
+            if let Some(q) = quit {
+                batch.truncate(q + 1); // nothing after QUIT runs
+            }
+            let n = batch.len();
+            let (e, s) = (engine.clone(), stats.clone());
+            let replies = tokio::task::spawn_blocking(move || execute_batch(&e, &s, batch))
+                .await
+                .unwrap_or_else(|_| vec![Reply::err("internal error executing the request"); n]);
+            out.clear();
+            for r in &replies {
+                r.encode(&mut out);
+            }
+            if sock.write_all(&out).await.is_err() || quit.is_some() {
+                return;
+            }
+        }
+        if let Some(m) = fatal {
+            ServerStats::bump(&stats.protocol_errors);
+            out.clear();
+            Reply::err(m).encode(&mut out);
+            let _ = sock.write_all(&out).await;
+            let _ = sock.shutdown().await;
+            return;
+        }
+        if full {
+            continue; // more complete requests may be buffered
+        }
+        if *stop.borrow() {
+            return;
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 << 10);
+        }
+        tokio::select! {
+            r = sock.read_buf(&mut buf) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            _ = stop.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The server's own counters and the `INFO` text (server + engine counters).
+
+use cosine_config::WalSync;
+use cosine_core::IoSnapshot;
+use cosine_engine::Engine;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Counters of one server process, updated lock-free by every connection.
+#[derive(Debug)]
+pub struct ServerStats {
+    /// The port the server listens on (for `INFO`).
+    pub port: u16,
+    started: Instant,
+    /// Connections open now.
+    pub connected: AtomicU64,
+    /// Connections accepted since start.
+    pub connections: AtomicU64,
+    /// Connections refused because `max_clients` were open.
+    pub refused: AtomicU64,
+    /// Commands executed (errors included).
+    pub commands: AtomicU64,
+    /// Requests answered with an error (unknown command, bad arguments, oversized bulk).
+    pub rejected: AtomicU64,
+    /// Connections closed for a protocol error.
+    pub protocol_errors: AtomicU64,
+    /// Batches of writes whose acknowledgement waited for the WAL policy's durability.
+    pub durable_waits: AtomicU64,
+}
+
+impl ServerStats {
+    /// Zeroed counters for a server on `port`.
+    pub fn new(port: u16) -> ServerStats {
+        ServerStats {
+            port,
+            started: Instant::now(),
+            connected: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            commands: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            protocol_errors: AtomicU64::new(0),
+            durable_waits: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds one to a counter.
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The name `engine.toml` uses for a WAL policy.
+pub fn wal_sync_name(w: WalSync) -> &'static str {
+    match w {
+        WalSync::EveryWrite => "every_write",
+        WalSync::GroupCommit => "group_commit",
+        WalSync::None => "none",
+    }
+}
+
+/// `INFO` text being built: `# Section` headers, `name:value` lines, CRLF, a blank
+/// line between sections (Redis' format, which redis-cli and clients parse).
+#[derive(Default)]
+struct InfoText(String);
+
+impl InfoText {
+    fn section(&mut self, name: &str) {
+        if !self.0.is_empty() {
+            self.0.push_str("\r\n");
+        }
+        let _ = write!(self.0, "# {name}\r\n");
+    }
+    fn kv(&mut self, k: &str, v: impl std::fmt::Display) {
+        let _ = write!(self.0, "{k}:{v}\r\n");
+    }
+}
+
+/// `INFO [section]`: the server's counters (`server`), the engine's (`engine`: block
+/// reads and writes, flushes, merges, WAL syncs, operations) and its shape
+/// (`keyspace`). `None` for an unknown section.
+pub fn info_text(engine: &Engine, stats: &ServerStats, section: Option<&str>) -> Option<String> {
+    let all = matches!(section, None | Some("all") | Some("default") | Some("everything"));
+    let want = |s: &str| all || section == Some(s);
+    if !["server", "engine", "keyspace"].iter().any(|s| want(s)) {
+        return None;
+    }
+    let cfg = engine.config();
+    let st = engine.stats();
+    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let mut t = InfoText::default();
+    if want("server") {
+        t.section("Server");
+        t.kv("cosine_version", env!("CARGO_PKG_VERSION"));
+        t.kv("design", cfg.design.name.replace(['\r', '\n'], " "));
+        t.kv("class", format!("{:?}", cfg.design.class).to_ascii_lowercase());
+        t.kv("key_bytes", cfg.layout.key_bytes);
+        t.kv("wal_sync", wal_sync_name(cfg.durability.wal_sync));
+        t.kv("group_commit_interval_us", cfg.durability.group_commit_interval_us);
+        t.kv("process_id", std::process::id());
+        t.kv("tcp_port", stats.port);
+        t.kv("uptime_in_seconds", stats.started.elapsed().as_secs());
+        t.kv("connected_clients", load(&stats.connected));
+        t.kv("total_connections_received", load(&stats.connections));
+        t.kv("rejected_connections", load(&stats.refused));
+        t.kv("total_commands_processed", load(&stats.commands));
+        t.kv("rejected_requests", load(&stats.rejected));
+        t.kv("protocol_errors", load(&stats.protocol_errors));
+        t.kv("durable_waits", load(&stats.durable_waits));
+    }
+    if want("engine") {
+        let fg = st.ops.iter().fold(IoSnapshot::default(), |a, (_, o)| a.plus(&o.io));
+        let total = fg.plus(&st.flush).plus(&st.compaction).plus(&st.open);
+        t.section("Engine");
+        t.kv("block_reads", total.blocks_read());
+        t.kv("block_writes", total.blocks_written());
+        t.kv("foreground_block_reads", fg.blocks_read());
+        t.kv("flush_block_writes", st.flush.blocks_written());
+        t.kv("compaction_block_reads", st.compaction.blocks_read());
+        t.kv("compaction_block_writes", st.compaction.blocks_written());
+        t.kv("open_block_reads", st.open.blocks_read());
+        t.kv("flushes", st.flushes);
+        t.kv("merges", st.compactions);
+        t.kv("trivial_moves", st.trivial_moves);
+        t.kv("log_gcs", st.gcs);
+        t.kv("wal_syncs", st.wal_syncs);
+        t.kv("wal_bytes", st.wal_bytes);
+        t.kv("stall_micros", st.stall_micros);
+        for (k, o) in &st.ops {
+            t.kv(&format!("ops_{}", k.name()), o.count);
+        }
+    }
+    if want("keyspace") {
+        t.section("Keyspace");
+        t.kv("buffered_entries", st.buffered);
+        t.kv("levels", st.levels.len());
+        t.kv("level_entries", st.levels.iter().map(|l| l.entries).sum::<u64>());
+        t.kv("fence_memory", st.fence_memory);
+        t.kv("filter_memory", st.filter_memory);
+    }
+    Some(t.0)
+}
