@@ -27,4 +27,4 @@ test-engine:
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy cost_models solver specs render measure studies report bench cli.py
+	$(VENV)/bin/mypy cost_models solver specs render measure studies report deploy bench cli.py

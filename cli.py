@@ -428,6 +428,56 @@ def calibrate(
         print_written(", ".join(str(f) for f in files))
 
 
+@app.command()
+def deploy(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
+    local: Annotated[bool, typer.Option("--local", help="Start the cluster on this machine.")] = False,
+    status: Annotated[bool, typer.Option("--status", help="Show the running cluster.")] = False,
+    down: Annotated[bool, typer.Option("--down", help="Stop the cluster (servers flush and close).")] = False,
+    scale: Annotated[
+        float | None, typer.Option(help="Memory of each node's design x S, 0 < S <= 1 (default: fit this machine).")
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(help="Nodes to run (default: min(recommended, this machine's cores)).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Deployment directory (default RUN_DIR/deploy).")] = None,
+    port: Annotated[int | None, typer.Option(help="The proxy's loopback port (default: a free one).")] = None,
+    wal_sync: Annotated[WalSync, typer.Option(help="The engines' WAL policy.")] = WalSync.GROUP_COMMIT,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
+) -> None:
+    """Run RUN_DIR's recommended cluster locally: one cosine-server per node behind twemproxy."""
+    with cli_errors(str(run_dir)):
+        from dataclasses import asdict
+
+        from deploy.cluster import deploy_dir_of
+        from deploy.cluster import down as stop_cluster
+        from deploy.cluster import status as cluster_status
+        from deploy.cluster import up as start_cluster
+        from report.deploy import print_down, print_status, print_up
+
+        if int(local) + int(status) + int(down) != 1:
+            raise InputError("give exactly one of --local (start), --status or --down")
+        d = deploy_dir_of(run_dir, out)
+        if local:
+            st = start_cluster(run_dir, out=out, nodes=nodes, scale=scale, wal_sync=wal_sync, proxy_port=port)
+            if as_json:
+                _echo_json(asdict(st))
+            else:
+                print_up(st)
+        elif status:
+            st, rows = cluster_status(d)
+            if as_json:
+                _echo_json({"state": asdict(st), "processes": rows})
+            else:
+                print_status(st, rows)
+        else:
+            done = stop_cluster(d)
+            if as_json:
+                _echo_json(dict(done))
+            else:
+                print_down(done)
+
+
 # ----------------------------------------------------------------------------- studies
 
 

@@ -1,0 +1,341 @@
+"""Start, inspect and stop a local cluster: one cosine-server per node on a
+loopback port, nutcracker in front.
+
+Everything lives in the deployment directory (default ``RUN_DIR/deploy/``)::
+
+    state.json          pids, ports, directories (rewritten atomically after every change)
+    nutcracker.yml      the proxy's generated config; nutcracker.log, nutcracker.pid
+    node-i/engine.toml  node i's rendered design (memory scaled by S)
+    node-i/db/          its engine directory; node-i/server.log its output
+
+Processes run in their own sessions, so they outlive the ``cosine deploy`` that
+started them; ``--down`` sends SIGTERM (a cosine-server then flushes and closes
+its engine) and waits. A stopped deployment starts again on the same data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deploy import twemproxy
+from deploy.plan import ClusterPlan, plan_cluster
+from deploy.resp import info, ping
+from specs.errors import InputError
+from specs.io import read_json, write_json, write_text
+from specs.vocab import WalSync
+
+STATE = "state.json"
+#: state.json's format version.
+STATE_VERSION = 1
+#: Default deployment directory, under the run directory.
+DEPLOY_DIR = "deploy"
+#: Seconds a server or the proxy may take to answer its first PING.
+READY_TIMEOUT_S = 60.0
+#: Seconds a server may take to flush and close after SIGTERM before it is killed.
+STOP_TIMEOUT_S = 60.0
+HOST = "127.0.0.1"
+SERVER = "cosine-server"
+PROXY = "nutcracker"
+RUNNING = "running"
+STOPPED = "stopped"
+
+
+@dataclass
+class NodeState:
+    index: int
+    name: str
+    vm_type: str
+    design_class: str
+    port: int
+    pid: int | None
+    dir: str
+    config: str
+    log: str
+    memory_bytes: float
+
+
+@dataclass
+class ProxyState:
+    port: int
+    stats_port: int
+    pid: int | None
+    config: str
+    log: str
+    pid_file: str
+
+
+@dataclass
+class DeployState:
+    version: int
+    status: str
+    run_dir: str
+    deploy_dir: str
+    spec: str
+    provider: str
+    recommended_nodes: int
+    scale: float
+    scale_reason: str
+    wal_sync: str
+    predicted_cloud_ops: float
+    predicted_scaled_ops: float
+    server_binary: str
+    auto_eject: bool
+    proxy: ProxyState
+    nodes: list[NodeState]
+
+    @property
+    def path(self) -> Path:
+        return Path(self.deploy_dir)
+
+    def shard_ports(self) -> list[int]:
+        return [n.port for n in self.nodes]
+
+
+def write_state(st: DeployState) -> None:
+    write_json(st.path / STATE, dataclasses.asdict(st))
+
+
+def read_state(deploy_dir: Path) -> DeployState:
+    """A deployment's state.json, checked."""
+    path = deploy_dir / STATE
+    raw = read_json(path, "a cosine deployment's state.json")
+    try:
+        if raw.get("version") != STATE_VERSION:
+            raise InputError(f"{path}: state version {raw.get('version')!r}, this cosine reads {STATE_VERSION}")
+        proxy = ProxyState(**raw["proxy"])
+        nodes = [NodeState(**n) for n in raw["nodes"]]
+        st = DeployState(**{**raw, "proxy": proxy, "nodes": nodes})
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: not a cosine deployment state ({type(exc).__name__}: {exc})") from None
+    if Path(st.deploy_dir).resolve() != deploy_dir.resolve():
+        raise InputError(f"{path}: records deployment {st.deploy_dir}, not this directory (was it moved?)")
+    return st
+
+
+def deploy_dir_of(run_dir: Path, out: Path | None) -> Path:
+    return out if out is not None else run_dir / DEPLOY_DIR
+
+
+def alive(pid: int | None, name: str) -> bool:
+    """True if ``pid`` is a live (not zombie) process running ``name``; reaps it if it is our dead child."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read()
+    except OSError:
+        return False
+    if state == "Z":
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return False
+    return name.encode() in cmd
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def server_binary() -> Path:
+    """cosine-server, built (release) from the engine template: the same code runs every design,
+    all that is design-specific is in each node's engine.toml (docs/engine-contract.md)."""
+    from measure.engine import TEMPLATE, build
+
+    return build(TEMPLATE, SERVER)
+
+
+def _spawn(cmd: list[str], log: Path) -> int:
+    with open(log, "ab") as fh:
+        p = subprocess.Popen(cmd, stdout=fh, stderr=fh, stdin=subprocess.DEVNULL, start_new_session=True)
+    return p.pid
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1] if lines else "(empty log)"
+
+
+def _wait_ready(pid: int, name: str, port: int, log: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if ping(HOST, port):
+            return
+        if not alive(pid, name):
+            raise RuntimeError(f"{name} on port {port} exited: {_last_line(log)}")
+        time.sleep(0.05)
+    raise RuntimeError(f"{name} on port {port} did not answer PING within {READY_TIMEOUT_S:.0f} s")
+
+
+def start_node(st: DeployState, i: int) -> None:
+    """Start (or restart, after a crash) node ``i`` on its port and directory; waits until it answers."""
+    n = st.nodes[i]
+    if alive(n.pid, SERVER):
+        raise InputError(f"{n.name} is already running (pid {n.pid})")
+    cmd = [st.server_binary, "--config", n.config, "--dir", n.dir, "--bind", HOST, "--port", str(n.port)]
+    n.pid = _spawn(cmd, Path(n.log))
+    write_state(st)
+    _wait_ready(n.pid, SERVER, n.port, Path(n.log))
+
+
+def _start_proxy(st: DeployState) -> None:
+    p = st.proxy
+    p.pid = _spawn(twemproxy.command(Path(p.config), p.stats_port, Path(p.log), Path(p.pid_file)), Path(p.log))
+    write_state(st)
+    _wait_ready(p.pid, PROXY, p.port, Path(p.log))
+
+
+def _stop(pid: int | None, name: str, sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S) -> str:
+    """Signal a process and wait for it to go; SIGKILL after ``timeout``. Says what happened."""
+    if not alive(pid, name):
+        return "not running"
+    assert pid is not None
+    os.kill(pid, sig)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid, name):
+            return "stopped"
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return f"killed (no exit {timeout:.0f} s after SIGTERM)"
+
+
+def kill_node(st: DeployState, i: int) -> None:
+    """SIGKILL node ``i`` (a crash, for fault tests); its state keeps the pid until restarted."""
+    _stop(st.nodes[i].pid, SERVER, signal.SIGKILL, timeout=10.0)
+
+
+def _prepare_dir(d: Path, plan: ClusterPlan) -> DeployState | None:
+    """The previous (stopped) state to reuse, or None for a fresh directory; refuses anything else."""
+    if (d / STATE).is_file():
+        old = read_state(d)
+        if any(alive(n.pid, SERVER) for n in old.nodes) or alive(old.proxy.pid, PROXY):
+            raise InputError(f"{d}: a cluster is already running there (stop it with --down first)")
+        if len(old.nodes) != len(plan.nodes):
+            raise InputError(
+                f"{d}: the stopped deployment there holds {len(old.nodes)} shards, this plan has "
+                f"{len(plan.nodes)}; its data would map to other shards (use --nodes {len(old.nodes)} or --out)"
+            )
+        return old
+    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        raise InputError(f"{d}: exists and is not a cosine deployment; refusing to write into it")
+    return None
+
+
+def up(
+    run_dir: Path,
+    *,
+    out: Path | None = None,
+    nodes: int | None = None,
+    scale: float | None = None,
+    wal_sync: WalSync = WalSync.GROUP_COMMIT,
+    proxy_port: int | None = None,
+    auto_eject: bool = True,
+) -> DeployState:
+    """Start the local cluster of RUN_DIR's solution; returns its state (also in state.json)."""
+    if proxy_port is not None and not 1024 <= proxy_port <= 65535:
+        raise InputError(f"--port {proxy_port}: must be from 1024 to 65535")
+    plan = plan_cluster(run_dir, nodes=nodes, scale=scale, wal_sync=wal_sync)
+    twemproxy.nutcracker_binary()
+    d = deploy_dir_of(run_dir, out)
+    old = _prepare_dir(d, plan)
+    exe = server_binary()
+    d.mkdir(parents=True, exist_ok=True)
+    ports = old.shard_ports() if old else []
+    while len(ports) < len(plan.nodes):
+        p = free_port()
+        if p not in ports:
+            ports.append(p)
+    node_states = []
+    for n, port in zip(plan.nodes, ports, strict=True):
+        nd = d / n.name
+        (nd / "db").mkdir(parents=True, exist_ok=True)
+        write_text(nd / "engine.toml", n.engine_toml)
+        node_states.append(
+            NodeState(n.index, n.name, n.vm_type, n.design_class, port, None, str(nd / "db"), str(nd / "engine.toml"),
+                      str(nd / "server.log"), n.memory_bytes)
+        )
+    pport = proxy_port if proxy_port is not None else (old.proxy.port if old else free_port())
+    conf = write_text(
+        d / "nutcracker.yml", twemproxy.config_yaml(pport, [(n.name, n.port) for n in node_states], auto_eject=auto_eject)
+    )
+    twemproxy.check_config(conf)
+    proxy = ProxyState(pport, free_port(), None, str(conf), str(d / "nutcracker.log"), str(d / "nutcracker.pid"))
+    st = DeployState(
+        version=STATE_VERSION,
+        status=RUNNING,
+        run_dir=str(run_dir),
+        deploy_dir=str(d),
+        spec=plan.spec,
+        provider=plan.provider,
+        recommended_nodes=plan.recommended_nodes,
+        scale=plan.scale,
+        scale_reason=plan.scale_reason,
+        wal_sync=plan.wal_sync,
+        predicted_cloud_ops=plan.predicted_cloud_ops,
+        predicted_scaled_ops=plan.predicted_scaled_ops,
+        server_binary=str(exe),
+        auto_eject=auto_eject,
+        proxy=proxy,
+        nodes=node_states,
+    )
+    write_state(st)
+    try:
+        for i in range(len(st.nodes)):
+            start_node(st, i)
+        _start_proxy(st)
+    except BaseException:
+        down(d)
+        raise
+    return st
+
+
+def down(deploy_dir: Path) -> list[tuple[str, str]]:
+    """Stop the proxy, then every server (SIGTERM: each flushes and closes its engine)."""
+    st = read_state(deploy_dir)
+    done = [(PROXY, _stop(st.proxy.pid, PROXY))]
+    st.proxy.pid = None
+    for n in st.nodes:
+        done.append((n.name, _stop(n.pid, SERVER)))
+        n.pid = None
+    st.status = STOPPED
+    write_state(st)
+    Path(st.proxy.pid_file).unlink(missing_ok=True)
+    return done
+
+
+def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:
+    """The state and one row per process: alive, answering, and each server's INFO counters."""
+    st = read_state(deploy_dir)
+    rows: list[dict[str, Any]] = [
+        {"name": PROXY, "port": st.proxy.port, "pid": st.proxy.pid, "alive": alive(st.proxy.pid, PROXY),
+         "answers": ping(HOST, st.proxy.port)}
+    ]
+    for n in st.nodes:
+        row: dict[str, Any] = {"name": n.name, "port": n.port, "pid": n.pid, "alive": alive(n.pid, SERVER),
+                               "design": n.design_class, "vm_type": n.vm_type, "memory_bytes": n.memory_bytes}
+        row["answers"] = row["alive"] and ping(HOST, n.port)
+        if row["answers"]:
+            try:
+                row["info"] = info(HOST, n.port)
+            except (OSError, ConnectionError):
+                row["answers"] = False
+        rows.append(row)
+    return st, rows

@@ -1,0 +1,64 @@
+"""What `cosine deploy` prints: the started cluster, its status, what --down stopped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from deploy.cluster import DeployState
+from report.format import gib, si
+
+
+def _header(con: Console, st: DeployState) -> None:
+    con.print(
+        f"[bold]{st.spec}[/] on {st.provider}: {len(st.nodes)} of the {st.recommended_nodes} recommended nodes on "
+        f"this machine, memory x{st.scale:.4g} ({st.scale_reason}), wal_sync = {st.wal_sync}"
+    )
+    con.print(
+        f"proxy (nutcracker, ketama, auto_eject_hosts {'on' if st.auto_eject else 'off'}): "
+        f"127.0.0.1:{st.proxy.port}; shards: " + ", ".join(f"127.0.0.1:{n.port}" for n in st.nodes)
+    )
+    con.print(
+        f"the solution predicts {si(st.predicted_cloud_ops)} ops/s for {st.recommended_nodes} cloud nodes, "
+        f"{si(st.predicted_scaled_ops)} ops/s for {len(st.nodes)} of them"
+    )
+    con.print("scans: twemproxy routes one key per command; RANGE goes to every shard (scatter-gather, deploy/scatter.py)")
+
+
+def print_up(st: DeployState) -> None:
+    con = Console()
+    _header(con, st)
+    t = Table(title=f"started ({st.deploy_dir})")
+    for c in ("node", "design", "VM type", "port", "pid", "memory"):
+        t.add_column(c, justify="right")
+    for n in st.nodes:
+        t.add_row(n.name, n.design_class, n.vm_type, str(n.port), str(n.pid), gib(n.memory_bytes))
+    con.print(t)
+    con.print(f"stop with: cosine deploy {st.run_dir} --down" + (f" --out {st.deploy_dir}" if st.deploy_dir else ""))
+
+
+def print_status(st: DeployState, rows: list[dict[str, Any]]) -> None:
+    con = Console()
+    _header(con, st)
+    t = Table(title=f"{st.deploy_dir}: {st.status}")
+    cols = ("process", "port", "pid", "alive", "answers", "commands", "block reads", "block writes", "flushes",
+            "merges", "WAL syncs")
+    for c in cols:
+        t.add_column(c, justify="right")
+    for r in rows:
+        i = r.get("info", {})
+        t.add_row(
+            r["name"], str(r["port"]), str(r["pid"]), "yes" if r["alive"] else "[red]no[/]",
+            "yes" if r["answers"] else "[red]no[/]",
+            *(i.get(k, "") for k in ("total_commands_processed", "block_reads", "block_writes", "flushes", "merges",
+                                      "wal_syncs")),
+        )
+    con.print(t)
+
+
+def print_down(done: list[tuple[str, str]]) -> None:
+    con = Console()
+    for name, what in done:
+        con.print(f"{name}: {what}")
