@@ -28,3 +28,16 @@ test-engine:
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy cost_models solver specs render measure studies report deploy bench cli.py
+
+# System packages for `cosine deploy`, its tests and bench/ycsb: twemproxy (nutcracker),
+# redis-tools (redis-cli, redis-benchmark) and redis-server (the peer). `setup` installs
+# the missing ones with apt when it runs as root, and otherwise names them.
+.PHONY: deploy-packages
+setup: deploy-packages
+deploy-packages:
+	@missing=""; for p in nutcracker:nutcracker redis-tools:redis-benchmark redis-server:redis-server; do \
+	  command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  else echo "note: apt-get install$$missing (needed by cosine deploy and its tests)"; fi; \
+	fi

@@ -269,12 +269,23 @@ def up(
         (nd / "db").mkdir(parents=True, exist_ok=True)
         write_text(nd / "engine.toml", n.engine_toml)
         node_states.append(
-            NodeState(n.index, n.name, n.vm_type, n.design_class, port, None, str(nd / "db"), str(nd / "engine.toml"),
-                      str(nd / "server.log"), n.memory_bytes)
+            NodeState(
+                n.index,
+                n.name,
+                n.vm_type,
+                n.design_class,
+                port,
+                None,
+                str(nd / "db"),
+                str(nd / "engine.toml"),
+                str(nd / "server.log"),
+                n.memory_bytes,
+            )
         )
     pport = proxy_port if proxy_port is not None else (old.proxy.port if old else free_port())
     conf = write_text(
-        d / "nutcracker.yml", twemproxy.config_yaml(pport, [(n.name, n.port) for n in node_states], auto_eject=auto_eject)
+        d / "nutcracker.yml",
+        twemproxy.config_yaml(pport, [(n.name, n.port) for n in node_states], auto_eject=auto_eject),
     )
     twemproxy.check_config(conf)
     proxy = ProxyState(pport, free_port(), None, str(conf), str(d / "nutcracker.log"), str(d / "nutcracker.pid"))
@@ -325,12 +336,24 @@ def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:
     """The state and one row per process: alive, answering, and each server's INFO counters."""
     st = read_state(deploy_dir)
     rows: list[dict[str, Any]] = [
-        {"name": PROXY, "port": st.proxy.port, "pid": st.proxy.pid, "alive": alive(st.proxy.pid, PROXY),
-         "answers": ping(HOST, st.proxy.port)}
+        {
+            "name": PROXY,
+            "port": st.proxy.port,
+            "pid": st.proxy.pid,
+            "alive": alive(st.proxy.pid, PROXY),
+            "answers": ping(HOST, st.proxy.port),
+        }
     ]
     for n in st.nodes:
-        row: dict[str, Any] = {"name": n.name, "port": n.port, "pid": n.pid, "alive": alive(n.pid, SERVER),
-                               "design": n.design_class, "vm_type": n.vm_type, "memory_bytes": n.memory_bytes}
+        row: dict[str, Any] = {
+            "name": n.name,
+            "port": n.port,
+            "pid": n.pid,
+            "alive": alive(n.pid, SERVER),
+            "design": n.design_class,
+            "vm_type": n.vm_type,
+            "memory_bytes": n.memory_bytes,
+        }
         row["answers"] = row["alive"] and ping(HOST, n.port)
         if row["answers"]:
             try:

@@ -156,8 +156,14 @@ def plan_cluster(
         )
         header = f"Rendered by `cosine deploy` from {path}: {name}"
         plans.append(
-            NodePlan(i, str(d["vm_type"]), str(d["class"]), to_toml(secs, header), design_memory(d) * s,
-                     float(d.get("entries_per_node") or 0.0))
+            NodePlan(
+                i,
+                str(d["vm_type"]),
+                str(d["class"]),
+                to_toml(secs, header),
+                design_memory(d) * s,
+                float(d.get("entries_per_node") or 0.0),
+            )
         )
     predicted = float(sol["predicted"].get("throughput_ops") or 0.0)
     return ClusterPlan(

@@ -24,7 +24,9 @@ def _header(con: Console, st: DeployState) -> None:
         f"the solution predicts {si(st.predicted_cloud_ops)} ops/s for {st.recommended_nodes} cloud nodes, "
         f"{si(st.predicted_scaled_ops)} ops/s for {len(st.nodes)} of them"
     )
-    con.print("scans: twemproxy routes one key per command; RANGE goes to every shard (scatter-gather, deploy/scatter.py)")
+    con.print(
+        "scans: twemproxy routes one key per command; RANGE goes to every shard (scatter-gather, deploy/scatter.py)"
+    )
 
 
 def print_up(st: DeployState) -> None:
@@ -36,24 +38,28 @@ def print_up(st: DeployState) -> None:
     for n in st.nodes:
         t.add_row(n.name, n.design_class, n.vm_type, str(n.port), str(n.pid), gib(n.memory_bytes))
     con.print(t)
-    con.print(f"stop with: cosine deploy {st.run_dir} --down" + (f" --out {st.deploy_dir}" if st.deploy_dir else ""))
+    con.print(f"stop with: cosine deploy {st.run_dir} --down --out {st.deploy_dir}")
 
 
 def print_status(st: DeployState, rows: list[dict[str, Any]]) -> None:
     con = Console()
     _header(con, st)
     t = Table(title=f"{st.deploy_dir}: {st.status}")
-    cols = ("process", "port", "pid", "alive", "answers", "commands", "block reads", "block writes", "flushes",
-            "merges", "WAL syncs")
+    cols = ("process", "port", "pid", "up", "PING", "cmds", "blk rd", "blk wr", "flushes", "merges", "WAL syncs")
     for c in cols:
         t.add_column(c, justify="right")
     for r in rows:
         i = r.get("info", {})
         t.add_row(
-            r["name"], str(r["port"]), str(r["pid"]), "yes" if r["alive"] else "[red]no[/]",
+            r["name"],
+            str(r["port"]),
+            str(r["pid"]),
+            "yes" if r["alive"] else "[red]no[/]",
             "yes" if r["answers"] else "[red]no[/]",
-            *(i.get(k, "") for k in ("total_commands_processed", "block_reads", "block_writes", "flushes", "merges",
-                                      "wal_syncs")),
+            *(
+                i.get(k, "")
+                for k in ("total_commands_processed", "block_reads", "block_writes", "flushes", "merges", "wal_syncs")
+            ),
         )
     con.print(t)
 

@@ -189,9 +189,7 @@ impl Command {
                 Reply::ok()
             }
             Command::Range(start, count) => match engine.range(&start, count) {
-                Ok(kvs) => Reply::Array(
-                    kvs.into_iter().flat_map(|(k, v)| [Reply::Bulk(strip_padding(k)), Reply::Bulk(v)]).collect(),
-                ),
+                Ok(kvs) => Reply::Array(kvs.into_iter().flat_map(|(k, v)| [Reply::Bulk(strip_padding(k)), Reply::Bulk(v)]).collect()),
                 Err(e) => fail(e),
             },
             Command::Ping(None) => Reply::Simple("PONG".into()),

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379] [--max-bulk-bytes N] [--max-clients N]";
+const USAGE: &str =
+    "usage: cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379] [--max-bulk-bytes N] [--max-clients N]";
 
 struct Args {
     config: PathBuf,

@@ -91,17 +91,13 @@ impl Parser {
                     let Some(&first) = buf.first() else { return Ok(None) };
                     if first == b'*' {
                         let Some(end) = self.header_end(buf, "multibulk")? else { return Ok(None) };
-                        let n = parse_len(&buf[1..end])
-                            .ok_or_else(|| Fatal("Protocol error: invalid multibulk length".into()))?;
+                        let n = parse_len(&buf[1..end]).ok_or_else(|| Fatal("Protocol error: invalid multibulk length".into()))?;
                         buf.advance(end + 2);
                         if n <= 0 {
                             continue; // `*0` and `*-1` carry no command (Redis ignores them)
                         }
                         if n as u64 > self.limits.max_args as u64 {
-                            return Err(Fatal(format!(
-                                "Protocol error: {n} arguments exceed the limit of {}",
-                                self.limits.max_args
-                            )));
+                            return Err(Fatal(format!("Protocol error: {n} arguments exceed the limit of {}", self.limits.max_args)));
                         }
                         let n = n as usize;
                         self.state = State::Array { left: n, args: Vec::with_capacity(n.min(64)), rejected: None };
@@ -193,8 +189,7 @@ impl Parser {
             return Ok(None);
         };
         let line = buf.split_to(nl + 1);
-        let args: Vec<Vec<u8>> =
-            line[..nl].split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()).map(<[u8]>::to_vec).collect();
+        let args: Vec<Vec<u8>> = line[..nl].split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()).map(<[u8]>::to_vec).collect();
         if args.is_empty() {
             return self.next(buf); // an empty line is no command
         }

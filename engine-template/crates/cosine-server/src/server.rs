@@ -116,16 +116,19 @@ pub async fn serve(
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    let drained = tokio::time::timeout(cfg.drain, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
+    let drained = tokio::time::timeout(cfg.drain, async { while conns.join_next().await.is_some() {} }).await;
     if drained.is_err() {
         conns.abort_all();
     }
 }
 
-async fn connection(mut sock: TcpStream, engine: Arc<Engine>, stats: &Arc<ServerStats>, cfg: ServerConfig, mut stop: watch::Receiver<bool>) {
+async fn connection(
+    mut sock: TcpStream,
+    engine: Arc<Engine>,
+    stats: &Arc<ServerStats>,
+    cfg: ServerConfig,
+    mut stop: watch::Receiver<bool>,
+) {
     let _ = sock.set_nodelay(true);
     let key_bytes = engine.config().layout.key_bytes;
     let mut parser = Parser::new(cfg.limits);

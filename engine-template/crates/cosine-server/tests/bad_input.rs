@@ -62,14 +62,8 @@ fn framing_errors_close_only_that_connection() {
     let srv = InProcess::start(dir.path(), &design(Preset::RocksDb, WalSync::None), small_limits());
     let mut bystander = client(srv.addr);
     assert_eq!(bystander.call(&[b"SET", b"stay", b"1"]).expect("set"), Reply::ok());
-    let bad: [&[u8]; 6] = [
-        b"*abc\r\n",
-        b"*2\r\n$3\r\nGET\r\n+k\r\n",
-        b"*1\r\n$-7\r\n",
-        b"*1\r\n$2\r\nPINGPONG\r\n",
-        b"*100000\r\n",
-        &[b'A'; 300],
-    ];
+    let bad: [&[u8]; 6] =
+        [b"*abc\r\n", b"*2\r\n$3\r\nGET\r\n+k\r\n", b"*1\r\n$-7\r\n", b"*1\r\n$2\r\nPINGPONG\r\n", b"*100000\r\n", &[b'A'; 300]];
     for wire in bad {
         let mut c = client(srv.addr);
         c.send_raw(wire).expect("send");

@@ -66,8 +66,7 @@ fn commands_match_a_model() {
             }
             6 => {
                 let n = rng.gen_range(1..20usize);
-                let want: Vec<Reply> =
-                    model.range(k.clone()..).take(n).flat_map(|(k, v)| [bulk(k), bulk(v)]).collect();
+                let want: Vec<Reply> = model.range(k.clone()..).take(n).flat_map(|(k, v)| [bulk(k), bulk(v)]).collect();
                 let got = c.call(&[b"RANGE", &k, n.to_string().as_bytes()]).expect("range");
                 assert_eq!(got, Reply::Array(want), "RANGE {:?} {n}", String::from_utf8_lossy(&k));
             }

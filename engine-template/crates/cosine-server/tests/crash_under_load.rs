@@ -98,10 +98,7 @@ fn crash_rounds(preset: Preset, wal: WalSync, rounds: u64) {
                     other => panic!("{preset:?}/{wal:?} round {round}: acknowledged key {k} lost ({other:?})"),
                 };
                 let newer_inflight = ledger.inflight.get(k).is_some_and(|f| f.contains(&got));
-                assert!(
-                    got == *v || newer_inflight,
-                    "{preset:?}/{wal:?} round {round}: key {k} holds {got}, last acknowledged {v}"
-                );
+                assert!(got == *v || newer_inflight, "{preset:?}/{wal:?} round {round}: key {k} holds {got}, last acknowledged {v}");
                 // whatever survived is now the value to expect
                 ledger.inflight.remove(k);
                 acked_total += 1;
