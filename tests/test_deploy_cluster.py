@@ -12,9 +12,7 @@ every acknowledged write is on the shard that acknowledged it — none lost.
 
 from __future__ import annotations
 
-import random
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +20,12 @@ import pytest
 
 from cli import app
 from deploy import cluster
-from deploy.resp import Connection, encode
+from deploy.faults import AckLedger, audit, owners, random_keys, shard_values
+from deploy.resp import Connection
 from deploy.scatter import range_scan
 from deploy.twemproxy import SERVER_RETRY_TIMEOUT_MS
 
 KEYS = 2000
-#: Requests per pipeline through the proxy.
-DEPTH = 16
 
 
 def require(program: str, package: str) -> None:
@@ -38,64 +35,6 @@ def require(program: str, package: str) -> None:
 
 def key(i: int) -> bytes:
     return b"user%06d" % i
-
-
-class ProxyWriter:
-    """Writes through the proxy in pipelines of :data:`DEPTH`, reconnecting after a failure;
-    remembers every acknowledgement and the writes sent but not acknowledged since."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.conn: Connection | None = None
-        self.acked: dict[bytes, bytes] = {}
-        self.unacked: dict[bytes, set[bytes]] = {}
-        self.errors: dict[bytes, int] = {}
-        self.ops = 0
-        self.seq = 0
-
-    def batch(self, ks: list[bytes]) -> None:
-        vals = []
-        for k in ks:
-            self.seq += 1
-            vals.append(b"v%d" % self.seq)
-            self.unacked.setdefault(k, set()).add(vals[-1])
-        self.ops += len(ks)
-        replies: list[Any] = []
-        try:
-            if self.conn is None:
-                self.conn = Connection("127.0.0.1", self.port, timeout=5.0)
-            self.conn.sock.sendall(b"".join(encode("SET", k, v) for k, v in zip(ks, vals, strict=True)))
-            for _ in ks:
-                replies.append(self.conn.read())
-        except (OSError, ConnectionError):
-            if self.conn is not None:
-                self.conn.close()
-            self.conn = None
-        for i, (k, v) in enumerate(zip(ks, vals, strict=True)):
-            if i < len(replies) and replies[i] == "OK":
-                self.acked[k] = v
-                self.unacked[k] = set()
-            else:
-                self.errors[k] = self.errors.get(k, 0) + 1
-
-    def run(self, seconds: float, rng: random.Random) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.batch([key(rng.randrange(KEYS)) for _ in range(DEPTH)])
-
-    def holds_acked(self, k: bytes, v: bytes | None) -> bool:
-        """``v`` is the last acknowledged value of ``k`` or a write sent after it (in flight at a failure)."""
-        return v is not None and (v == self.acked[k] or v in self.unacked.get(k, set()))
-
-
-def shard_values(ports: list[int], keys: list[bytes]) -> list[dict[bytes, bytes]]:
-    """What each shard holds for ``keys``, asked directly (bypassing the proxy)."""
-    out = []
-    for p in ports:
-        with Connection("127.0.0.1", p) as c:
-            vals: Any = c.call("MGET", *keys)
-            out.append({k: v for k, v in zip(keys, vals, strict=True) if v is not None})
-    return out
 
 
 def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]], runner: Any, tmp_path: Path) -> None:
@@ -108,51 +47,38 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
         st = cluster.read_state(out)
         ports = st.shard_ports()
         assert len(ports) == 2 and st.proxy.port not in ports
-        rng = random.Random(16)
-        w = ProxyWriter(st.proxy.port)
+        w = AckLedger(st.proxy.port)
         # load through the proxy (pipelined), then learn which shard owns each key
-        with Connection("127.0.0.1", st.proxy.port) as c:
-            replies = c.pipeline([("SET", key(i), b"init") for i in range(KEYS)])
-        assert replies == ["OK"] * KEYS
         keys = [key(i) for i in range(KEYS)]
+        with Connection("127.0.0.1", st.proxy.port) as c:
+            assert c.pipeline([("SET", k, b"init") for k in keys]) == ["OK"] * KEYS
         w.acked = dict.fromkeys(keys, b"init")
-        held = shard_values(ports, keys)
-        owner = {k: i for i, h in enumerate(held) for k in h}
-        assert len(owner) == KEYS and all(0 < len(h) < KEYS for h in held), "ketama must spread keys over both shards"
+        owner = owners(ports, keys)
+        assert len(owner) == KEYS and 0 < sum(owner.values()) < KEYS, "ketama must spread keys over both shards"
         # scans bypass the proxy: every shard, merged
         with Connection("127.0.0.1", ports[0]) as a, Connection("127.0.0.1", ports[1]) as b:
             got = range_scan([a, b], key(100), 50)
         assert [k for k, _ in got] == keys[100:150]
 
-        w.run(0.7, rng)
+        pick = random_keys(keys, 16)
+        w.run(0.7, pick)
         before_kill = w.ops
         cluster.kill_node(st, 1)
-        w.run(2.0 + SERVER_RETRY_TIMEOUT_MS / 1000, rng)  # errors, then ejection: node-1's keys go to node-0
+        w.run(2.0 + SERVER_RETRY_TIMEOUT_MS / 1000, pick)  # errors, then ejection: node-1's keys go to node-0
         cluster.start_node(st, 1)
-        w.run(SERVER_RETRY_TIMEOUT_MS / 1000 + 1.5, rng)  # the retry timeout passes: node-1 rejoins the ring
-        total_errors = sum(w.errors.values())
-
-        assert w.ops > 3000, f"only {w.ops} operations through the proxy"
-        assert before_kill > 0 and total_errors > 0, "the crash was not felt"
-        wrong = [k for k in w.errors if owner[k] != 1]
-        assert not wrong, f"{len(wrong)} keys of the live shard saw errors, e.g. {wrong[:3]}"
-
-        held = shard_values(ports, keys)
-        lost, shadowed = [], []
-        for k in w.acked:
-            if w.holds_acked(k, held[owner[k]].get(k)):
-                continue
-            if w.holds_acked(k, held[1 - owner[k]].get(k)):
-                shadowed.append(k)  # acknowledged by the other shard while the owner was ejected
-            else:
-                lost.append(k)
+        w.run(SERVER_RETRY_TIMEOUT_MS / 1000 + 1.5, pick)  # the retry timeout passes: node-1 rejoins the ring
+        a = audit(w, ports, owner, killed=1)
         print(
-            f"\n{w.ops} SETs through the proxy ({before_kill} before the kill), {total_errors} failed "
-            f"(all on the killed shard's keys), {len(w.acked)} keys acknowledged, {len(shadowed)} shadowed, 0 lost"
+            f"\n{w.ops} SETs through the proxy ({before_kill} before the kill), {a.errors} failed, "
+            f"{a.on_owner} keys on their shard, {len(a.shadowed)} shadowed, {len(a.lost)} lost"
         )
-        assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:3]}"
-        assert all(owner[k] == 1 for k in shadowed)
+        assert w.ops > 3000, f"only {w.ops} SETs through the proxy"
+        assert before_kill > 0 and a.errors > 0, "the crash was not felt"
+        assert not a.errors_on_other_shards, f"{len(a.errors_on_other_shards)} keys of the live shard saw errors"
+        assert not a.lost, f"{len(a.lost)} acknowledged writes lost, e.g. {a.lost[:3]}"
+        assert all(owner[k] == 1 for k in a.shadowed)
         # through the proxy, every key reads its owner's value again
+        held = shard_values(ports, keys)
         with Connection("127.0.0.1", st.proxy.port) as c:
             vals: Any = c.call("MGET", *keys)
         mismatch = [k for k, v in zip(keys, vals, strict=True) if v != held[owner[k]].get(k)]

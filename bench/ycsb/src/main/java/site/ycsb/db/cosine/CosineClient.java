@@ -1,0 +1,243 @@
+package site.ycsb.db.cosine;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Properties;
+import java.util.Set;
+import java.util.Vector;
+
+import redis.clients.jedis.ClientSetInfoConfig;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.commands.ProtocolCommand;
+import site.ycsb.ByteArrayByteIterator;
+import site.ycsb.ByteIterator;
+import site.ycsb.DB;
+import site.ycsb.DBException;
+import site.ycsb.Status;
+
+/**
+ * YCSB binding for Cosine: a record is one value (its fields, length-prefixed) under the record's key.
+ *
+ * <p>Properties:
+ * <ul>
+ *   <li>{@code cosine.host} (host:port, default 127.0.0.1:6379): where point operations go, i.e. twemproxy
+ *       in front of a deployed cluster, or one cosine-server, or redis-server;</li>
+ *   <li>{@code cosine.shards} (host:port,host:port...; default {@code cosine.host}): where scans go. twemproxy
+ *       cannot route a range, so a scan asks every shard for its first {@code count} keys {@code >= start}
+ *       ({@code RANGE start count}) and merges them (scatter-gather);</li>
+ *   <li>{@code cosine.scan} ({@code range} or {@code zset}, default {@code range}): {@code zset} keeps a sorted-set
+ *       index of the keys as YCSB's own Redis binding does (ZADD on insert, ZRANGEBYLEX on scan), for servers
+ *       without RANGE (redis-server);</li>
+ *   <li>{@code cosine.timeout.ms} (default 2000).</li>
+ * </ul>
+ *
+ * <p>{@code update} of some fields is a read-modify-write of the record (GET, merge, SET): not atomic against a
+ * concurrent update of the same record (YCSB's Redis binding uses HMSET, which is).
+ */
+public class CosineClient extends DB {
+  private static final String INDEX = "_ycsb_index";
+  private static final ProtocolCommand RANGE = () -> "RANGE".getBytes(StandardCharsets.US_ASCII);
+
+  private Jedis point;
+  private final List<Jedis> shards = new ArrayList<>();
+  private boolean zsetIndex;
+
+  private static Jedis connect(String hostPort, int timeoutMs) throws DBException {
+    String[] hp = hostPort.trim().split(":");
+    if (hp.length != 2) {
+      throw new DBException("expected host:port, got " + hostPort);
+    }
+    DefaultJedisClientConfig cfg = DefaultJedisClientConfig.builder()
+        .timeoutMillis(timeoutMs)
+        // twemproxy closes a connection on a command it does not know (CLIENT SETINFO)
+        .clientSetInfoConfig(ClientSetInfoConfig.DISABLED)
+        .build();
+    return new Jedis(new HostAndPort(hp[0], Integer.parseInt(hp[1])), cfg);
+  }
+
+  @Override
+  public void init() throws DBException {
+    Properties p = getProperties();
+    int timeout = Integer.parseInt(p.getProperty("cosine.timeout.ms", "2000"));
+    String host = p.getProperty("cosine.host", "127.0.0.1:6379");
+    point = connect(host, timeout);
+    for (String s : p.getProperty("cosine.shards", host).split(",")) {
+      shards.add(connect(s, timeout));
+    }
+    String scan = p.getProperty("cosine.scan", "range");
+    if (!scan.equals("range") && !scan.equals("zset")) {
+      throw new DBException("cosine.scan must be range or zset, got " + scan);
+    }
+    zsetIndex = scan.equals("zset");
+  }
+
+  @Override
+  public void cleanup() throws DBException {
+    point.close();
+    for (Jedis j : shards) {
+      j.close();
+    }
+  }
+
+  /** Fields as {@code [u16 name length][name][u32 value length][value]...}. */
+  static byte[] encode(Map<String, byte[]> fields) {
+    int n = 0;
+    for (Map.Entry<String, byte[]> e : fields.entrySet()) {
+      n += 6 + e.getKey().getBytes(StandardCharsets.UTF_8).length + e.getValue().length;
+    }
+    ByteBuffer b = ByteBuffer.allocate(n);
+    for (Map.Entry<String, byte[]> e : fields.entrySet()) {
+      byte[] k = e.getKey().getBytes(StandardCharsets.UTF_8);
+      b.putShort((short) k.length).put(k).putInt(e.getValue().length).put(e.getValue());
+    }
+    return b.array();
+  }
+
+  static Map<String, byte[]> decode(byte[] raw) {
+    Map<String, byte[]> out = new HashMap<>();
+    ByteBuffer b = ByteBuffer.wrap(raw);
+    while (b.remaining() > 0) {
+      byte[] k = new byte[b.getShort() & 0xffff];
+      b.get(k);
+      byte[] v = new byte[b.getInt()];
+      b.get(v);
+      out.put(new String(k, StandardCharsets.UTF_8), v);
+    }
+    return out;
+  }
+
+  private static Map<String, byte[]> bytesOf(Map<String, ByteIterator> values) {
+    Map<String, byte[]> out = new HashMap<>();
+    for (Map.Entry<String, ByteIterator> e : values.entrySet()) {
+      out.put(e.getKey(), e.getValue().toArray());
+    }
+    return out;
+  }
+
+  private static void fill(byte[] raw, Set<String> fields, Map<String, ByteIterator> result) {
+    for (Map.Entry<String, byte[]> e : decode(raw).entrySet()) {
+      if (fields == null || fields.contains(e.getKey())) {
+        result.put(e.getKey(), new ByteArrayByteIterator(e.getValue()));
+      }
+    }
+  }
+
+  private static byte[] utf8(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    try {
+      byte[] raw = point.get(utf8(key));
+      if (raw == null) {
+        return Status.NOT_FOUND;
+      }
+      fill(raw, fields, result);
+      return Status.OK;
+    } catch (RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    try {
+      point.set(utf8(key), encode(bytesOf(values)));
+      if (zsetIndex) {
+        point.zadd(INDEX, 0.0, key);
+      }
+      return Status.OK;
+    } catch (RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status update(String table, String key, Map<String, ByteIterator> values) {
+    try {
+      byte[] k = utf8(key);
+      byte[] raw = point.get(k);
+      Map<String, byte[]> rec = raw == null ? new HashMap<>() : decode(raw);
+      rec.putAll(bytesOf(values));
+      point.set(k, encode(rec));
+      return Status.OK;
+    } catch (RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status delete(String table, String key) {
+    try {
+      point.del(utf8(key));
+      if (zsetIndex) {
+        point.zrem(INDEX, key);
+      }
+      return Status.OK;
+    } catch (RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status scan(String table, String startkey, int recordcount, Set<String> fields,
+                     Vector<HashMap<String, ByteIterator>> result) {
+    try {
+      List<byte[][]> rows = zsetIndex ? scanIndex(startkey, recordcount) : scanShards(startkey, recordcount);
+      for (byte[][] kv : rows) {
+        HashMap<String, ByteIterator> rec = new HashMap<>();
+        fill(kv[1], fields, rec);
+        result.add(rec);
+      }
+      return Status.OK;
+    } catch (RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  /** Scatter-gather: RANGE on every shard, merged in key order, the first {@code count} kept. */
+  @SuppressWarnings("unchecked")
+  private List<byte[][]> scanShards(String start, int count) {
+    PriorityQueue<byte[][]> heap = new PriorityQueue<>((a, b) -> Arrays.compareUnsigned(a[0], b[0]));
+    for (Jedis s : shards) {
+      List<byte[]> flat = (List<byte[]>) s.sendCommand(RANGE, utf8(start), utf8(Integer.toString(count)));
+      for (int i = 0; i + 1 < flat.size(); i += 2) {
+        heap.add(new byte[][] {flat.get(i), flat.get(i + 1)});
+      }
+    }
+    List<byte[][]> out = new ArrayList<>(count);
+    while (!heap.isEmpty() && out.size() < count) {
+      out.add(heap.poll());
+    }
+    return out;
+  }
+
+  /** The sorted-set index (for redis-server): keys from ZRANGEBYLEX, then their records. */
+  private List<byte[][]> scanIndex(String start, int count) {
+    List<String> keys = point.zrangeByLex(INDEX, "[" + start, "+", 0, count);
+    List<byte[][]> out = new ArrayList<>(keys.size());
+    if (keys.isEmpty()) {
+      return out;
+    }
+    byte[][] ks = new byte[keys.size()][];
+    for (int i = 0; i < ks.length; i++) {
+      ks[i] = utf8(keys.get(i));
+    }
+    List<byte[]> vals = point.mget(ks);
+    for (int i = 0; i < ks.length; i++) {
+      if (vals.get(i) != null) {
+        out.add(new byte[][] {ks[i], vals.get(i)});
+      }
+    }
+    return out;
+  }
+}
