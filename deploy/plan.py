@@ -115,11 +115,17 @@ def check_options(recommended: int, nodes: int | None, scale: float | None) -> N
         raise InputError(f"--scale {scale}: must be in (0, 1] (the share of each node's memory to run with)")
 
 
+def data_scale(designs: list[dict[str, Any]], records: int, n_nodes: int) -> float:
+    """S that keeps the design's memory per key when ``records`` are spread over ``n_nodes``."""
+    keys = min(float(d.get("entries_per_node") or 1.0) for d in designs)
+    return (records / n_nodes) / max(keys, 1.0)
+
+
 def default_scale(designs: list[dict[str, Any]], n_nodes: int) -> tuple[float, str]:
     """S and why: the design's memory per key for :data:`DEFAULT_RECORDS` local records,
     capped by :data:`MEMORY_SHARE` of this machine's memory."""
     keys = min(float(d.get("entries_per_node") or 1.0) for d in designs)
-    by_data = (DEFAULT_RECORDS / n_nodes) / max(keys, 1.0)
+    by_data = data_scale(designs, DEFAULT_RECORDS, n_nodes)
     total = sum(design_memory(d) for d in designs)
     by_memory = MEMORY_SHARE * machine_memory() / max(total, 1.0)
     if min(by_data, by_memory) >= 1.0:

@@ -58,6 +58,14 @@ impl Command {
         matches!(self, Command::Set(..) | Command::Del(_) | Command::MSet(_))
     }
 
+    /// True for the commands cheap and non-blocking enough to run on the network task:
+    /// point reads (a snapshot lookup: memtables, then at most a few block reads), PING,
+    /// QUIT. Writes (WAL syncs, stalls), RANGE (a hash log scans its whole index) and
+    /// INFO (walks the levels) go to the blocking pool.
+    pub fn is_quick(&self) -> bool {
+        matches!(self, Command::Get(_) | Command::MGet(_) | Command::Exists(_) | Command::Ping(_) | Command::Quit)
+    }
+
     /// Parses a request's arguments; the error is the reply's message.
     pub fn parse(mut args: Vec<Vec<u8>>, key_bytes: usize) -> Result<Command, String> {
         if args.is_empty() {

@@ -155,10 +155,16 @@ async fn connection(
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
             let n = batch.len();
-            let (e, s) = (engine.clone(), stats.clone());
-            let replies = tokio::task::spawn_blocking(move || execute_batch(&e, &s, batch))
-                .await
-                .unwrap_or_else(|_| vec![Reply::err("internal error executing the request"); n]);
+            let replies = if batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick)) {
+                // point reads of a snapshot never wait for a writer or the disk queue for long:
+                // run them here rather than pay a hand-off to the blocking pool
+                execute_batch(&engine, stats, batch)
+            } else {
+                let (e, s) = (engine.clone(), stats.clone());
+                tokio::task::spawn_blocking(move || execute_batch(&e, &s, batch))
+                    .await
+                    .unwrap_or_else(|_| vec![Reply::err("internal error executing the request"); n])
+            };
             out.clear();
             for r in &replies {
                 r.encode(&mut out);
