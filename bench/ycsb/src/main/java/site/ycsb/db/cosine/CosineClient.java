@@ -11,6 +11,7 @@ import java.util.PriorityQueue;
 import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
+import java.util.function.Supplier;
 
 import redis.clients.jedis.ClientSetInfoConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -130,68 +131,69 @@ public class CosineClient extends DB {
     }
   }
 
+  /** Runs one operation; a client or server error (refused connection, error reply, timeout) is ERROR. */
+  private static Status guarded(Supplier<Status> op) {
+    try {
+      return op.get();
+    } catch (RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
   private static byte[] utf8(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
   @Override
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
-    try {
+    return guarded(() -> {
       byte[] raw = point.get(utf8(key));
       if (raw == null) {
         return Status.NOT_FOUND;
       }
       fill(raw, fields, result);
       return Status.OK;
-    } catch (RuntimeException e) {
-      return Status.ERROR;
-    }
+    });
   }
 
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
-    try {
+    return guarded(() -> {
       point.set(utf8(key), encode(bytesOf(values)));
       if (zsetIndex) {
         point.zadd(INDEX, 0.0, key);
       }
       return Status.OK;
-    } catch (RuntimeException e) {
-      return Status.ERROR;
-    }
+    });
   }
 
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
-    try {
+    return guarded(() -> {
       byte[] k = utf8(key);
       byte[] raw = point.get(k);
       Map<String, byte[]> rec = raw == null ? new HashMap<>() : decode(raw);
       rec.putAll(bytesOf(values));
       point.set(k, encode(rec));
       return Status.OK;
-    } catch (RuntimeException e) {
-      return Status.ERROR;
-    }
+    });
   }
 
   @Override
   public Status delete(String table, String key) {
-    try {
+    return guarded(() -> {
       point.del(utf8(key));
       if (zsetIndex) {
         point.zrem(INDEX, key);
       }
       return Status.OK;
-    } catch (RuntimeException e) {
-      return Status.ERROR;
-    }
+    });
   }
 
   @Override
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
                      Vector<HashMap<String, ByteIterator>> result) {
-    try {
+    return guarded(() -> {
       List<byte[][]> rows = zsetIndex ? scanIndex(startkey, recordcount) : scanShards(startkey, recordcount);
       for (byte[][] kv : rows) {
         HashMap<String, ByteIterator> rec = new HashMap<>();
@@ -199,9 +201,7 @@ public class CosineClient extends DB {
         result.add(rec);
       }
       return Status.OK;
-    } catch (RuntimeException e) {
-      return Status.ERROR;
-    }
+    });
   }
 
   /** Scatter-gather: RANGE on every shard, merged in key order, the first {@code count} kept. */
