@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT
-from deploy import cluster
+from deploy import cluster, twemproxy
 from deploy.faults import AckLedger, audit, owners, random_keys
 from deploy.plan import data_scale
 from deploy.resp import Connection, ping
@@ -255,6 +255,9 @@ def part_faults(a: argparse.Namespace) -> dict[str, Any]:
         ledger.run(SERVER_RETRY_TIMEOUT_MS / 1000 + 4, pick)
         t.join()
         au = audit(ledger, st.shard_ports(), owner, killed=1)
+        pool = twemproxy.stats(st.proxy.stats_port)[twemproxy.POOL]
+        proxy = {"server_ejects": pool["server_ejects"], "client_err": pool["client_err"]}
+        proxy |= {f"{n}_server_err": pool[n]["server_err"] for n in ("node-0", "node-1", "node-2")}
     finally:
         undeploy(st)
     return {
@@ -268,6 +271,7 @@ def part_faults(a: argparse.Namespace) -> dict[str, Any]:
         "on_owner": au.on_owner,
         "shadowed": len(au.shadowed),
         "lost": len(au.lost),
+        "proxy": proxy,
     }
 
 

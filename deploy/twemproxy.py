@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from specs.errors import InputError
 
@@ -30,6 +31,9 @@ SERVER_FAILURE_LIMIT = 2
 SERVER_RETRY_TIMEOUT_MS = 2000
 #: Milliseconds the proxy waits for a shard's reply before failing the request (README: ``timeout``).
 TIMEOUT_MS = 2000
+
+#: Milliseconds between nutcracker's stats aggregations (its default, 30 s, would leave them stale).
+STATS_INTERVAL_MS = 1000
 
 INSTALL_HINT = "twemproxy is not installed: `apt-get install nutcracker` (`make setup` does it when run as root)"
 
@@ -70,9 +74,24 @@ def check_config(path: Path) -> None:
         raise RuntimeError(f"nutcracker rejects {path}: {detail}")
 
 
+def stats(stats_port: int, host: str = "127.0.0.1") -> dict[str, Any]:
+    """nutcracker's stats JSON (it writes one document to whoever connects to its stats port):
+    per pool ``server_ejects``, ``client_err``...; per server ``server_err``, ``server_timedout``..."""
+    import json
+    import socket
+
+    buf = b""
+    with socket.create_connection((host, stats_port), timeout=5.0) as s:
+        while chunk := s.recv(1 << 16):
+            buf += chunk
+    doc: dict[str, Any] = json.loads(buf)
+    return doc
+
+
 def command(config: Path, stats_port: int, log: Path, pid_file: Path) -> list[str]:
     """The proxy's command line: config, stats on loopback, its log and pid files in the deployment."""
     return [
         nutcracker_binary(),
-        *("-c", str(config), "-s", str(stats_port), "-a", "127.0.0.1", "-o", str(log), "-p", str(pid_file)),
+        *("-c", str(config), "-s", str(stats_port), "-a", "127.0.0.1", "-i", str(STATS_INTERVAL_MS)),
+        *("-o", str(log), "-p", str(pid_file)),
     ]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from cli import app
-from deploy import cluster
+from deploy import cluster, twemproxy
 from deploy.faults import AckLedger, audit, owners, random_keys, shard_values
 from deploy.resp import Connection
 from deploy.scatter import range_scan
@@ -74,6 +74,9 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
         )
         assert w.ops > 3000, f"only {w.ops} SETs through the proxy"
         assert before_kill > 0 and a.errors > 0, "the crash was not felt"
+        pool = twemproxy.stats(st.proxy.stats_port)[twemproxy.POOL]
+        assert pool["server_ejects"] >= 1, "the proxy never ejected the dead shard"
+        assert pool["node-1"]["server_err"] > 0 and pool["node-0"]["server_err"] == 0
         assert not a.errors_on_other_shards, f"{len(a.errors_on_other_shards)} keys of the live shard saw errors"
         assert not a.lost, f"{len(a.lost)} acknowledged writes lost, e.g. {a.lost[:3]}"
         assert all(owner[k] == 1 for k in a.shadowed)
