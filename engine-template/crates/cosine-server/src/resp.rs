@@ -25,11 +25,13 @@ pub struct Limits {
     pub max_args: usize,
     /// Longest inline command or `*`/`$` header line, bytes (Redis' `PROTO_INLINE_MAX_SIZE`, 64 KiB).
     pub max_inline: usize,
+    /// Most payload bytes one request may carry in all (Redis' `client-query-buffer-limit`, 1 GiB).
+    pub max_request: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bulk: 64 << 20, max_args: 1 << 20, max_inline: 64 << 10 }
+        Limits { max_bulk: 64 << 20, max_args: 1 << 20, max_inline: 64 << 10, max_request: 1 << 30 }
     }
 }
 
@@ -51,8 +53,8 @@ pub struct Fatal(pub String);
 enum State {
     /// Between requests.
     Start,
-    /// Inside a `*N` array: `left` bulk strings still to come.
-    Array { left: usize, args: Vec<Vec<u8>>, rejected: Option<String> },
+    /// Inside a `*N` array: `left` bulk strings still to come, `bytes` of payload so far.
+    Array { left: usize, args: Vec<Vec<u8>>, bytes: usize, rejected: Option<String> },
     /// Discarding `bytes` of an over-long bulk string (payload and CRLF).
     Skip { bytes: usize, left: usize, rejected: String },
 }
@@ -100,20 +102,20 @@ impl Parser {
                             return Err(Fatal(format!("Protocol error: {n} arguments exceed the limit of {}", self.limits.max_args)));
                         }
                         let n = n as usize;
-                        self.state = State::Array { left: n, args: Vec::with_capacity(n.min(64)), rejected: None };
+                        self.state = State::Array { left: n, args: Vec::with_capacity(n.min(64)), bytes: 0, rejected: None };
                     } else {
                         return self.inline(buf);
                     }
                 }
-                State::Array { left: 0, args, rejected } => {
+                State::Array { left: 0, args, rejected, .. } => {
                     return Ok(Some(match rejected {
                         Some(m) => Parsed::Rejected(m),
                         None => Parsed::Request(args),
                     }));
                 }
-                State::Array { left, mut args, rejected } => {
+                State::Array { left, mut args, bytes, rejected } => {
                     let Some(&first) = buf.first() else {
-                        self.state = State::Array { left, args, rejected };
+                        self.state = State::Array { left, args, bytes, rejected };
                         return Ok(None);
                     };
                     if first != b'$' {
@@ -121,15 +123,20 @@ impl Parser {
                         return Err(Fatal(format!("Protocol error: expected '$', got '{c}'")));
                     }
                     let Some(end) = self.header_end(buf, "bulk")? else {
-                        self.state = State::Array { left, args, rejected };
+                        self.state = State::Array { left, args, bytes, rejected };
                         return Ok(None);
                     };
                     let n = parse_len(&buf[1..end])
                         .filter(|n| *n >= 0)
                         .ok_or_else(|| Fatal("Protocol error: invalid bulk length".into()))? as u64;
-                    if n > self.limits.max_bulk as u64 {
+                    let over_request = bytes as u64 + n > self.limits.max_request as u64;
+                    if n > self.limits.max_bulk as u64 || over_request {
                         buf.advance(end + 2);
-                        let msg = format!("bulk string of {n} bytes exceeds the limit of {} bytes", self.limits.max_bulk);
+                        let msg = if over_request {
+                            format!("request exceeds the limit of {} bytes", self.limits.max_request)
+                        } else {
+                            format!("bulk string of {n} bytes exceeds the limit of {} bytes", self.limits.max_bulk)
+                        };
                         self.state = State::Skip {
                             bytes: (n + 2).try_into().unwrap_or(usize::MAX),
                             left: left - 1,
@@ -140,7 +147,7 @@ impl Parser {
                     let n = n as usize;
                     if buf.len() < end + 2 + n + 2 {
                         buf.reserve(end + 2 + n + 2 - buf.len());
-                        self.state = State::Array { left, args, rejected };
+                        self.state = State::Array { left, args, bytes, rejected };
                         return Ok(None);
                     }
                     if &buf[end + 2 + n..end + 2 + n + 2] != b"\r\n" {
@@ -152,7 +159,7 @@ impl Parser {
                     if rejected.is_none() {
                         args.push(payload.to_vec());
                     }
-                    self.state = State::Array { left: left - 1, args, rejected };
+                    self.state = State::Array { left: left - 1, args, bytes: bytes + n, rejected };
                 }
                 State::Skip { bytes, left, rejected } => {
                     let take = bytes.min(buf.len());
@@ -161,7 +168,7 @@ impl Parser {
                         self.state = State::Skip { bytes: bytes - take, left, rejected };
                         return Ok(None);
                     }
-                    self.state = State::Array { left, args: Vec::new(), rejected: Some(rejected) };
+                    self.state = State::Array { left, args: Vec::new(), bytes: 0, rejected: Some(rejected) };
                 }
             }
         }
@@ -362,6 +369,15 @@ mod tests {
         let (out, f) = parse_all(&mut p, b"*3\r\n$3\r\nSET\r\n$10\r\n0123456789\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n");
         assert_eq!(f, None);
         assert!(matches!(&out[0], Parsed::Rejected(m) if m.contains("10 bytes")), "{out:?}");
+        assert_eq!(out[1], req(&["PING"]));
+    }
+
+    #[test]
+    fn a_request_over_the_total_limit_is_refused_in_step() {
+        let mut p = Parser::new(Limits { max_bulk: 8, max_request: 10, ..Limits::default() });
+        let (out, f) = parse_all(&mut p, b"*3\r\n$4\r\nMSET\r\n$5\r\nabcde\r\n$5\r\nfghij\r\nPING\r\n");
+        assert_eq!(f, None);
+        assert!(matches!(&out[0], Parsed::Rejected(m) if m.contains("request exceeds")), "{out:?}");
         assert_eq!(out[1], req(&["PING"]));
     }
 

@@ -15,7 +15,7 @@ use std::io::Read;
 use std::time::Duration;
 
 fn small_limits() -> ServerConfig {
-    ServerConfig { limits: Limits { max_bulk: 1024, max_args: 64, max_inline: 256 }, ..ServerConfig::default() }
+    ServerConfig { limits: Limits { max_bulk: 1024, max_args: 64, max_inline: 256, max_request: 4096 }, ..ServerConfig::default() }
 }
 
 fn is_err(r: &Reply, needle: &str) -> bool {
