@@ -14,6 +14,8 @@ killed under load. Prints the tables recorded in BENCHMARKS.md.
   many of its cloud nodes as run here (per-node prediction x nodes).
 * **redis-benchmark**: GET and SET, pipeline 1 and 16, 50 connections, 100-byte values,
   against one cosine-server (ycsb_a's design) and redis-server (AOF everysec, and off).
+* **engine**: the one-node design driven in-process by cosine-bench with the spec's mix
+  (no network, no protocol): what the engine itself sustains here, beside the model.
 * **faults**: a 3-node ycsb_a cluster under a YCSB workload-A run; node-1 is SIGKILLed,
   restarted, and a writer beside YCSB accounts for every acknowledged write
   (deploy/faults.py): errors per shard, writes shadowed by the ejection, writes lost.
@@ -39,7 +41,7 @@ from typing import Any
 from cost_models import REPO_ROOT
 from deploy import cluster, twemproxy
 from deploy.faults import AckLedger, audit, owners, random_keys
-from deploy.plan import data_scale
+from deploy.plan import data_scale, plan_cluster
 from deploy.resp import Connection, ping
 from deploy.twemproxy import SERVER_RETRY_TIMEOUT_MS
 
@@ -187,6 +189,37 @@ def part_ycsb(a: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def part_engine(a: argparse.Namespace) -> list[dict[str, Any]]:
+    """The same one-node design driven in-process by cosine-bench (no network): the engine's own rate."""
+    from measure.engine import TEMPLATE, workload_json
+    from measure.engine import run as run_engine
+    from specs.schema import load_spec
+
+    rows = []
+    for w in a.workloads:
+        run = solve(w, a.out)
+        sol = json.loads((run / "solution.json").read_text())
+        plan = plan_cluster(run, nodes=1, scale=min(1.0, data_scale(sol["designs"], a.records, 1)))
+        wl = workload_json(load_spec(REPO_ROOT / "specs" / f"ycsb_{w}.yaml"), a.records, a.ops, a.threads)
+        db = a.out / "data" / f"engine-{w}"
+        shutil.rmtree(db, ignore_errors=True)
+        try:
+            rep = run_engine(TEMPLATE, plan.nodes[0].engine_toml, wl, data_dir=db)
+        finally:
+            shutil.rmtree(db, ignore_errors=True)
+        lat = rep["run"]["latency_us"]
+        rows.append(
+            {
+                "workload": w.upper(),
+                "throughput": rep["run"]["throughput_ops"],
+                "p50_us": lat["p50"],
+                "p99_us": lat["p99"],
+                "predicted_node_ops": plan.predicted_node_ops,
+            }
+        )
+    return rows
+
+
 def redis_benchmark(port: int, pipeline: int, n: int) -> dict[str, dict[str, float]]:
     cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", "set,get", "-n", str(n), "-c", "50"]
     cmd += ["-P", str(pipeline), "-d", "100", "-r", "100000", "--csv"]
@@ -282,7 +315,20 @@ def fmt_op(op: dict[str, Any]) -> str:
     return f"{op['p50_us'] / 1000:.2f} / {op['p99_us'] / 1000:.2f}{err}"
 
 
-def print_tables(ycsb_rows: list[dict[str, Any]], rb_rows: list[dict[str, Any]], faults: dict[str, Any] | None) -> None:
+def print_tables(
+    ycsb_rows: list[dict[str, Any]],
+    rb_rows: list[dict[str, Any]],
+    faults: dict[str, Any] | None,
+    engine_rows: list[dict[str, Any]],
+) -> None:
+    if engine_rows:
+        print("\n| workload | engine in-process (ops/s) | p50 / p99 (us) | model, one node (ops/s) |")
+        print("|---|---|---|---|")
+        for r in engine_rows:
+            print(
+                f"| {r['workload']} | {r['throughput']:,.0f} | {r['p50_us']:.1f} / {r['p99_us']:.1f} | "
+                f"{r['predicted_node_ops']:,.0f} |"
+            )
     if ycsb_rows:
         print(
             "| workload | target | throughput (ops/s) | model (ops/s) | "
@@ -313,7 +359,7 @@ def print_tables(ycsb_rows: list[dict[str, Any]], rb_rows: list[dict[str, Any]],
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="ycsb,redis-benchmark,faults")
+    ap.add_argument("--parts", default="ycsb,engine,redis-benchmark,faults")
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--ops", type=int, default=100_000)
     ap.add_argument("--threads", type=int, default=8)
@@ -333,10 +379,10 @@ def main() -> None:
     ycsb_rows = part_ycsb(a) if "ycsb" in parts else []
     rb_rows = part_redis_benchmark(a) if "redis-benchmark" in parts else []
     faults = part_faults(a) if "faults" in parts else None
-    (a.out / "results.json").write_text(
-        json.dumps({"ycsb": ycsb_rows, "redis_benchmark": rb_rows, "faults": faults}, indent=2)
-    )
-    print_tables(ycsb_rows, rb_rows, faults)
+    engine_rows = part_engine(a) if "engine" in parts else []
+    results = {"ycsb": ycsb_rows, "engine": engine_rows, "redis_benchmark": rb_rows, "faults": faults}
+    (a.out / f"results-{'-'.join(sorted(parts))}.json").write_text(json.dumps(results, indent=2))
+    print_tables(ycsb_rows, rb_rows, faults, engine_rows)
 
 
 if __name__ == "__main__":

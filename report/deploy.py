@@ -9,6 +9,7 @@ from rich.table import Table
 
 from deploy.cluster import DeployState
 from report.format import gib, si
+from specs.vocab import WalSync
 
 
 def _header(con: Console, st: DeployState) -> None:
@@ -24,9 +25,9 @@ def _header(con: Console, st: DeployState) -> None:
         f"the solution predicts {si(st.predicted_cloud_ops)} ops/s for {st.recommended_nodes} cloud nodes, "
         f"{si(st.predicted_scaled_ops)} ops/s for {len(st.nodes)} of them"
     )
-    con.print(
-        "scans: twemproxy routes one key per command; RANGE goes to every shard (scatter-gather, deploy/scatter.py)"
-    )
+    con.print("scans: twemproxy routes one key per command; RANGE goes to every shard (scatter-gather)")
+    if st.wal_sync == WalSync.NONE:
+        con.print("[yellow]note:[/] wal_sync = none: a SET is acknowledged before it is durable; a crash can lose it")
 
 
 def print_up(st: DeployState) -> None:
