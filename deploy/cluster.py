@@ -254,7 +254,8 @@ def up(
         raise InputError(f"--port {proxy_port}: must be from 1024 to 65535")
     plan = plan_cluster(run_dir, nodes=nodes, scale=scale, wal_sync=wal_sync)
     twemproxy.nutcracker_binary()
-    d = deploy_dir_of(run_dir, out)
+    run_dir = run_dir.absolute()  # the state holds absolute paths: --status/--down work from anywhere
+    d = deploy_dir_of(run_dir, out.absolute() if out is not None else None)
     old = _prepare_dir(d, plan)
     exe = server_binary()
     d.mkdir(parents=True, exist_ok=True)
