@@ -446,7 +446,7 @@ def deploy(
     as_json: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
 ) -> None:
     """Run RUN_DIR's recommended cluster locally: one cosine-server per node behind twemproxy."""
-    with cli_errors(str(run_dir)):
+    with cli_errors():
         from dataclasses import asdict
 
         from deploy.cluster import deploy_dir_of

@@ -28,7 +28,7 @@ from typing import Any
 from deploy import twemproxy
 from deploy.plan import ClusterPlan, plan_cluster
 from deploy.resp import info, ping
-from specs.errors import InputError
+from specs.errors import InputError, check_range
 from specs.io import read_json, write_json, write_text
 from specs.vocab import WalSync
 
@@ -250,8 +250,8 @@ def up(
     auto_eject: bool = True,
 ) -> DeployState:
     """Start the local cluster of RUN_DIR's solution; returns its state (also in state.json)."""
-    if proxy_port is not None and not 1024 <= proxy_port <= 65535:
-        raise InputError(f"--port {proxy_port}: must be from 1024 to 65535")
+    if proxy_port is not None:
+        check_range("--port", proxy_port, 1024, 65535, integer=True)
     plan = plan_cluster(run_dir, nodes=nodes, scale=scale, wal_sync=wal_sync)
     twemproxy.nutcracker_binary()
     run_dir = run_dir.absolute()  # the state holds absolute paths: --status/--down work from anywhere

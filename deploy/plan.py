@@ -27,7 +27,7 @@ from typing import Any
 
 from measure.engine import DEFAULT_RECORDS
 from render.config import engine_sections, to_toml
-from specs.errors import InputError
+from specs.errors import check_range
 from specs.vocab import WalSync
 
 #: Share of this machine's physical memory the whole local cluster may take by
@@ -105,14 +105,13 @@ def allocate(counts: list[int], n: int) -> list[int]:
 
 
 def check_options(recommended: int, nodes: int | None, scale: float | None) -> None:
-    """Bounds of --nodes and --scale, checked before anything starts."""
-    if nodes is not None and not 1 <= nodes <= min(recommended, MAX_NODES):
-        raise InputError(
-            f"--nodes {nodes}: must be from 1 to {min(recommended, MAX_NODES)} "
-            f"(the solution recommends {recommended}; a local deployment scales it down)"
+    """Bounds of --nodes (1 .. the recommended count) and --scale ((0, 1]), checked before anything starts."""
+    if nodes is not None:
+        check_range(
+            f"--nodes (the solution recommends {recommended})", nodes, 1, min(recommended, MAX_NODES), integer=True
         )
-    if scale is not None and not (math.isfinite(scale) and 0 < scale <= 1):
-        raise InputError(f"--scale {scale}: must be in (0, 1] (the share of each node's memory to run with)")
+    if scale is not None:
+        check_range("--scale", scale, 0, 1, lo_open=True)
 
 
 def data_scale(designs: list[dict[str, Any]], records: int, n_nodes: int) -> float:
