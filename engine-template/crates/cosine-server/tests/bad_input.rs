@@ -11,6 +11,7 @@ use cosine_config::WalSync;
 use cosine_server::{Limits, Reply, ServerConfig};
 use cosine_tests::TempDir;
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use std::io::Read;
 use std::time::Duration;
 
@@ -74,14 +75,14 @@ fn framing_errors_close_only_that_connection() {
     assert_eq!(bystander.call(&[b"GET", b"stay"]).expect("get"), Reply::Bulk(b"1".to_vec()));
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-
-    /// Random bytes, random RESP-looking fragments and valid requests mixed: the
-    /// server answers with well-formed replies (or closes), and then still serves
-    /// a fresh connection.
-    #[test]
-    fn random_bytes_never_break_the_server(chunks in prop::collection::vec(prop_oneof![
+/// Random bytes, random RESP-looking fragments and valid requests mixed (300 cases on one
+/// server): the server answers with well-formed replies and closes at the client's EOF,
+/// and then still serves a fresh connection.
+#[test]
+fn random_bytes_never_break_the_server() {
+    let dir = TempDir::new("server-fuzz");
+    let srv = InProcess::start(dir.path(), &design(Preset::RocksDb, WalSync::None), small_limits());
+    let chunk = prop_oneof![
         prop::collection::vec(any::<u8>(), 0..64),
         Just(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec()),
         Just(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n".to_vec()),
@@ -89,33 +90,28 @@ proptest! {
         Just(b"*-1\r\n".to_vec()),
         Just(b"\r\n".to_vec()),
         "[A-Z ]{0,12}\r\n".prop_map(|s| s.into_bytes()),
-    ], 1..12)) {
-        let (srv, _dir) = shared();
-        let wire: Vec<u8> = chunks.concat();
-        let mut raw = std::net::TcpStream::connect(srv.addr).expect("connect");
-        raw.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        std::io::Write::write_all(&mut raw, &wire).expect("send");
-        raw.shutdown(std::net::Shutdown::Write).expect("half-close"); // the server sees EOF and closes
-        let mut got = Vec::new();
-        raw.read_to_end(&mut got).expect("the server closes the connection");
-        let mut buf = bytes::BytesMut::from(&got[..]);
-        while !buf.is_empty() {
-            match Reply::decode(&mut buf) {
-                Ok(Some(_)) => {}
-                Ok(None) => prop_assert!(false, "truncated reply {:?}", String::from_utf8_lossy(&got)),
-                Err(e) => prop_assert!(false, "malformed reply {:?}: {}", String::from_utf8_lossy(&got), e.0),
+    ];
+    let mut runner = TestRunner::new(ProptestConfig { cases: 300, ..ProptestConfig::default() });
+    runner
+        .run(&prop::collection::vec(chunk, 1..12), |chunks| {
+            let wire: Vec<u8> = chunks.concat();
+            let mut raw = std::net::TcpStream::connect(srv.addr).expect("connect");
+            raw.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+            std::io::Write::write_all(&mut raw, &wire).expect("send");
+            raw.shutdown(std::net::Shutdown::Write).expect("half-close"); // the server sees EOF and closes
+            let mut got = Vec::new();
+            raw.read_to_end(&mut got).expect("the server closes the connection");
+            let mut buf = bytes::BytesMut::from(&got[..]);
+            while !buf.is_empty() {
+                match Reply::decode(&mut buf) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => prop_assert!(false, "truncated reply {:?}", String::from_utf8_lossy(&got)),
+                    Err(e) => prop_assert!(false, "malformed reply {:?}: {}", String::from_utf8_lossy(&got), e.0),
+                }
             }
-        }
-        let mut probe = cosine_server::client::Client::connect(srv.addr, Duration::from_secs(5)).expect("connect");
-        prop_assert_eq!(probe.call(&[b"PING"]).expect("ping"), Reply::Simple("PONG".into()));
-    }
-}
-
-/// One server for all proptest cases (starting one per case would dominate the run).
-fn shared() -> &'static (InProcess, TempDir) {
-    static S: std::sync::OnceLock<(InProcess, TempDir)> = std::sync::OnceLock::new();
-    S.get_or_init(|| {
-        let dir = TempDir::new("server-fuzz");
-        (InProcess::start(dir.path(), &design(Preset::RocksDb, WalSync::None), small_limits()), dir)
-    })
+            let mut probe = cosine_server::client::Client::connect(srv.addr, Duration::from_secs(5)).expect("connect");
+            prop_assert_eq!(probe.call(&[b"PING"]).expect("ping"), Reply::Simple("PONG".into()));
+            Ok(())
+        })
+        .expect("the property holds");
 }
