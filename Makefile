@@ -4,15 +4,23 @@ PYTHON ?= python3
 VENV ?= .venv
 SPEC ?= specs/ycsb_a.yaml
 
-.PHONY: setup solve test test-python test-engine lint
+.PHONY: setup solve test test-python test-engine lint browser
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
+
+# The what-if page's test (tests/test_report_html.py) drives Debian's chromium
+# through chromium-driver and selenium: installed with apt when root and missing.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; \
+	  else echo "chromium and chromium-driver are missing: apt-get install chromium chromium-driver (as root)"; fi
 
 solve: setup
 	$(VENV)/bin/cosine solve $(SPEC)

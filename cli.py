@@ -24,6 +24,7 @@ from specs.errors import BudgetTooLow, ExitCode, InputError, Terminated
 from specs.vocab import (
     BackendName,
     CatalogKind,
+    CostModel,
     EnginePeer,
     Method,
     PlanStart,
@@ -140,6 +141,7 @@ def evaluate(
         str, typer.Option(help="rocksdb | wiredtiger | faster | T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10")
     ] = "rocksdb",
     vm: Annotated[str, typer.Option(help="PROVIDER:TYPE[xCOUNT], e.g. aws:r5d.xlarge[x3]")] = "aws:r5d.xlarge[x3]",
+    model: Annotated[CostModel | None, typer.Option(help="The I/O model (default: the spec's cost_model).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Predict I/O per operation, latency, throughput and the monthly bill of one design on given VMs."""
@@ -148,7 +150,7 @@ def evaluate(
         from specs.schema import load_spec
 
         s = load_spec(spec)
-        out = evaluate_ref(s, design, vm)
+        out = evaluate_ref(s, design, vm, model)
         if as_json:
             _echo_json(out)
         else:
@@ -262,6 +264,19 @@ def whatif(
             from report.solve import print_whatif
 
             print_whatif(ans)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
+    out: Annotated[Path | None, typer.Option(help="The HTML file (default RUN_DIR/report.html).")] = None,
+) -> None:
+    """Write the run as one self-contained, offline what-if page (frontier, budget slider, bill, certificate)."""
+    with cli_errors():
+        from report.html import write_report
+        from report.solve import print_written
+
+        print_written(str(write_report(run_dir, out)))
 
 
 @app.command()

@@ -45,6 +45,8 @@ MAX_BLOOM_BITS = 64.0
 MIN_BLOCK_BYTES, MAX_BLOCK_BYTES = 64, 1 << 24
 #: Buffer bytes: at most 16 TiB, more memory than any VM of the catalog has (864 GiB).
 MAX_BUFFER_BYTES = float(1 << 44)
+#: Hash-index bytes per key of a hash log: at most 1 MiB (far above any key + location).
+MAX_HASH_INDEX_BYTES = float(1 << 20)
 #: Worker threads: the engine's limit (cosine-config: algorithms.threads in 1..=1024).
 MAX_THREADS = 1024
 #: How filter memory is spread over levels (Monkey: optimal per-level FPRs; uniform: RocksDB's).
@@ -64,6 +66,8 @@ class Design:
     layout (T is then N*E/M_B, a single never-compacted level, Table 1).
     ``all_hot`` keeps fence pointers and filters of every level in memory
     whatever it costs (the paper's RocksDB baseline, Sec. 7).
+    ``hash_index_bytes`` is the hash index's memory per key of a hash log
+    (None: the template's hash log, key + ``hash_index_overhead_bytes``).
     """
 
     T: int = 10
@@ -77,6 +81,7 @@ class Design:
     all_hot: bool = False
     threads: int | None = None
     name: str = "custom"
+    hash_index_bytes: float | None = None
 
     def validate(self) -> Design:
         """Every knob within its range (:data:`MAX_SIZE_RATIO` and friends); NaN and infinities refused."""
@@ -88,6 +93,8 @@ class Design:
             raise DesignError(
                 f"bloom_allocation must be {' or '.join(BLOOM_ALLOCATIONS)}, got {self.bloom_allocation!r}"
             )
+        if self.hash_index_bytes is not None:
+            check_range("design hash_index_bytes", self.hash_index_bytes, 0.0, MAX_HASH_INDEX_BYTES, lo_open=True)
         if self.lsh:
             return self
         check_range("design T (size ratio)", self.T, MIN_SIZE_RATIO, MAX_SIZE_RATIO, integer=True)
@@ -157,7 +164,7 @@ def parse_design(text: str) -> Design:
         if key not in valid:
             raise DesignError(
                 f"unknown design knob {k!r} "
-                "(T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh, all_hot)"
+                "(T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh, all_hot, hash_index_bytes)"
             )
         if key in kw:
             raise DesignError(f"design knob {k!r} is given twice")
@@ -169,7 +176,7 @@ def parse_design(text: str) -> Design:
                 if key == "block_bytes" and not size.is_integer():
                     raise DesignError(f"{k}={v!r}: a block is a whole number of bytes")
                 kw[key] = int(size) if key == "block_bytes" else size
-            elif key == "bloom_bits":
+            elif key in ("bloom_bits", "hash_index_bytes"):
                 kw[key] = float(v)
             elif key in ("lsh", "all_hot"):
                 if v.lower() not in _BOOLEANS:
@@ -191,6 +198,12 @@ def preset(name: str) -> Design:
     return PRESETS[name]
 
 
+#: FASTER's hash index (paper Sec. 7.2): 64-byte buckets, one per 8 keys, plus 1/2048 overflow.
+FASTER_BUCKET_BYTES = 64
+FASTER_KEYS_PER_BUCKET = 8
+FASTER_OVERFLOW_RATIO = 2048
+
+
 def _presets() -> dict[str, Design]:
     buf = model_constants()["preset_buffer_bytes"]
     return {
@@ -210,8 +223,18 @@ def _presets() -> dict[str, Design]:
         # WiredTiger: B-tree, fanout T=32, no filters, 32 KB leaf pages; the
         # fence-pointer memory decides hot and cold levels.
         "wiredtiger": Design(T=32, K=1, Z=1, buffer_bytes=buf, bloom_bits=0.0, block_bytes=32768, name="wiredtiger"),
-        # FASTER: a log-structured hash table (in-memory hash index over a log).
-        "faster": Design(buffer_bytes=buf, bloom_bits=0.0, lsh=True, block_bytes=4096, name="faster"),
+        # FASTER: a log-structured hash table (in-memory hash index over a log)
+        # whose index is sized, by default, for 1/8 of the keys: N/8 buckets of
+        # 64 bytes, (1 + 1/2048) with overflow buckets (paper Sec. 7 "Baselines"
+        # and Sec. 7.2: 10^12/8 * 64 * (1 + 1/2048) bytes for 10^12 keys).
+        "faster": Design(
+            buffer_bytes=buf,
+            bloom_bits=0.0,
+            lsh=True,
+            block_bytes=4096,
+            name="faster",
+            hash_index_bytes=FASTER_BUCKET_BYTES / FASTER_KEYS_PER_BUCKET * (1 + 1 / FASTER_OVERFLOW_RATIO),
+        ),
     }
 
 
@@ -231,6 +254,7 @@ class DesignBatch:
     block_bytes: np.ndarray
     lsh: np.ndarray
     all_hot: np.ndarray
+    hash_index_bytes: np.ndarray  # NaN: the template's hash log
 
     @property
     def size(self) -> int:
@@ -248,6 +272,9 @@ class DesignBatch:
             block_bytes=np.array([d.block_bytes for d in designs], dtype=float),
             lsh=np.array([d.lsh for d in designs]),
             all_hot=np.array([d.all_hot for d in designs]),
+            hash_index_bytes=np.array(
+                [np.nan if d.hash_index_bytes is None else d.hash_index_bytes for d in designs], dtype=float
+            ),
         )
 
     def take(self, idx: np.ndarray) -> DesignBatch:
@@ -266,4 +293,5 @@ class DesignBatch:
             all_hot=bool(self.all_hot[i]),
             threads=threads,
             name=name,
+            hash_index_bytes=None if np.isnan(self.hash_index_bytes[i]) else float(self.hash_index_bytes[i]),
         )

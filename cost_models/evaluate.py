@@ -19,7 +19,9 @@ from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, WindowTable, io_costs
 from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
+from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import Spec, Workload
+from specs.vocab import CostModel
 
 
 @dataclass
@@ -74,16 +76,31 @@ def evaluate_designs(
     memory_bytes: float,
     parts: Partitions | None = None,
     windows: tuple[WindowTable, WindowTable] | None = None,
+    model: CostModel = CostModel.DISTRIBUTION_AWARE,
 ) -> NodeEval:
     """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries.
 
     ``windows`` switches to the interpolated window tables (batch search); the
-    default is the exact model.
+    default is the exact model. ``model`` picks the I/O model.
     """
     parts = parts or workload_partitions(workload)
     lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes)
-    io = io_costs(lay, parts, workload.operations, workload.scan_length, windows)
+    io = node_io(model, lay, parts, workload, windows)
     return NodeEval(lay, io, io.total(workload.operations))
+
+
+def node_io(
+    model: CostModel,
+    lay: Layout,
+    parts: Partitions,
+    workload: Workload,
+    windows: tuple[WindowTable, WindowTable] | None = None,
+) -> IOCost:
+    """Per-operation I/O of every design of ``lay`` under ``model`` (the
+    distribution-aware model uses ``windows`` when given)."""
+    if model == CostModel.WORST_CASE:
+        return worst_case_io(lay, parts, workload.operations, workload.scan_length)
+    return io_costs(lay, parts, workload.operations, workload.scan_length, windows)
 
 
 @dataclass
@@ -177,7 +194,7 @@ def evaluate_config(
     n_node = entries_per_node if entries_per_node is not None else wl.entries / count
     memory = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
     threads = vm.vcpu if design.threads is None else design.threads
-    ne = evaluate_designs(DesignBatch.of([design]), wl, n_node, memory)
+    ne = evaluate_designs(DesignBatch.of([design]), wl, n_node, memory, model=spec.cost_model)
     lay = ne.layout
     need_gib = float(ne.disk_gib()[0])
     reasons = []
@@ -239,17 +256,23 @@ def evaluate_config(
     )
 
 
-def evaluate_ref(spec: Spec, design: str, vm: str) -> dict[str, Any]:
-    """`cosine evaluate`: a design (preset name or knobs) on ``PROVIDER:TYPE[xCOUNT]``, as a JSON-ready dict."""
+def evaluate_ref(spec: Spec, design: str, vm: str, model: CostModel | None = None) -> dict[str, Any]:
+    """`cosine evaluate`: a design (preset name or knobs) on ``PROVIDER:TYPE[xCOUNT]``, as a JSON-ready
+    dict; ``model`` overrides the spec's cost model."""
+    from dataclasses import replace
+
     from cost_models.design import parse_design
     from cost_models.pricing import parse_vm_ref
 
     provider, name, count = parse_vm_ref(vm)
     d = parse_design(design)
+    if model is not None:
+        spec = replace(spec, cost_model=model)
     cat = load_catalog(spec.pricing)
     out = evaluate_config(spec, d, cat.vm(provider, name), count, catalog=cat).as_dict()
     out["spec"] = spec.name
     out["pricing"] = spec.pricing
+    out["cost_model"] = spec.cost_model
     return out
 
 
@@ -260,5 +283,6 @@ __all__ = [
     "evaluate_config",
     "evaluate_ref",
     "evaluate_designs",
+    "node_io",
     "workload_partitions",
 ]

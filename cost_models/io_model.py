@@ -310,8 +310,6 @@ def structure(
     # --- puts (sigma_p), amortized merges per put
     mt = merge_terms(lay, parts, iota, win)
     put = np.where(lay.lsh, mt.lsh_put, mt.per_put.sum(axis=1)) + mt.wal
-    chunks = np.maximum(lay.space_entries / np.maximum(lay.E_B, lay.B), 1.0)  # sorted flush chunks in the log
-    lsh_scan = c["distinct_blocks"](chunks, sel * N)
     return Structure(
         base=base,
         fp=fp,
@@ -321,8 +319,15 @@ def structure(
         range_blocks=range_blocks,
         put=put,
         lsh=lay.lsh.copy(),
-        lsh_scan=lsh_scan,
+        lsh_scan=hash_log_scan(lay, sel),
     )
+
+
+def hash_log_scan(lay: Layout, sel: float) -> np.ndarray:
+    """Blocks a range of selectivity ``sel`` reads in a hash log: its keys sit in
+    random sorted flush chunks of the log (``distinct_blocks``)."""
+    chunks = np.maximum(lay.space_entries / np.maximum(lay.E_B, lay.B), 1.0)
+    return compiled()["distinct_blocks"](chunks, sel * lay.n_keys)
 
 
 def cache_alpha(

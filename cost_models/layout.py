@@ -282,7 +282,9 @@ def split_memory(
 
     mem_filter = np.where(hot, sized * bits / 8.0, 0.0).sum(axis=1)
     mem_fence = np.where(hot, sh.fence, 0.0).sum(axis=1)
-    mem_fence = np.where(batch.lsh, N * (sh.key_bytes + k["hash_index_overhead_bytes"]), mem_fence)
+    template_index = sh.key_bytes + k["hash_index_overhead_bytes"]
+    per_key = np.where(np.isnan(batch.hash_index_bytes), template_index, batch.hash_index_bytes)
+    mem_fence = np.where(batch.lsh, N * per_key, mem_fence)
     used = batch.buffer_bytes + mem_filter + mem_fence
     mem_cache = np.maximum(0.0, memory_bytes - used) if cache_bytes is None else np.asarray(cache_bytes, float)
     feasible = used <= memory_bytes * (1 + 1e-9)

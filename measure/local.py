@@ -32,22 +32,10 @@ def best_design(
     as calibrated (``threads`` blocks in flight, each taking the calibrated time
     for the design's block size).
     """
-    grid = grid_for(spec)
-    data = n_keys * spec.workload.entry_bytes
-    lays = grid.layouts(memory_bytes, data)
-    keep = (lays.buffer_bytes <= 2 * data) & (lays.buffer_bytes <= (1 - grid.epsilon) * memory_bytes)
-    lays = lays.take(np.flatnonzero(keep))
-    bits = np.array(grid.bits)
-    rows, bb = [], []
-    for i in range(lays.size):
-        nb = 1 if lays.lsh[i] else bits.size
-        rows += [i] * nb
-        bb += [0.0] if lays.lsh[i] else list(bits)
-    batch = lays.take(np.array(rows))
-    batch.bloom_bits = np.array(bb)
+    batch = grid_for(spec).node_designs(memory_bytes, n_keys * spec.workload.entry_bytes)
     spec_n = replace(spec, workload=replace(spec.workload, entries=int(n_keys)))
     parts = workload_partitions(spec_n.workload)
-    ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts)
+    ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts, model=spec.cost_model)
     rate = threads / local_block_seconds(batch.block_bytes) if iops is None else iops
     x = ne.throughput(spec_n.workload, rate, threads)
     allowed = np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])

@@ -34,6 +34,15 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def preset_frontier(baselines: list[dict[str, Any]], preset: str) -> list[dict[str, Any]]:
+    """A preset's frontier: per band, its fastest cluster over the providers, by budget."""
+    best: dict[int, dict[str, Any]] = {}
+    for r in baselines:
+        if r["preset"] == preset and (r["band"] not in best or r["throughput_ops"] > best[r["band"]]["throughput_ops"]):
+            best[r["band"]] = r
+    return sorted(best.values(), key=lambda r: r["budget"])
+
+
 def plot_frontier(run_dir: Path, out: Path | None = None) -> Path:
     """The frontier of a run directory, per provider, beside the presets' best homogeneous clusters."""
     from dataclasses import asdict
@@ -70,14 +79,8 @@ def plot_frontier(run_dir: Path, out: Path | None = None) -> Path:
                     label=f"{prov} {cls}",
                 )
     for preset, (col, ls) in PRESET_STYLE.items():
-        best: dict[int, dict] = {}
-        for r in base:
-            if r["preset"] == preset and (
-                r["band"] not in best or r["throughput_ops"] > best[r["band"]]["throughput_ops"]
-            ):
-                best[r["band"]] = r
-        if best:
-            pts = sorted(best.values(), key=lambda r: r["budget"])
+        pts = preset_frontier(base, preset)
+        if pts:
             ax.step(
                 [r["budget"] for r in pts],
                 [r["throughput_ops"] for r in pts],
@@ -96,6 +99,57 @@ def plot_frontier(run_dir: Path, out: Path | None = None) -> Path:
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     ax.grid(True, which="both", alpha=0.2)
     return _save(fig, out or run_dir / "frontier.png")
+
+
+#: The paper's Fig. 5 layout: two rows of five panels.
+FIG5_LAYOUT = ("ABCDE", "FGHIJ")
+
+
+def plot_fig5(rows: list[dict[str, Any]], out: Path) -> Path:
+    """The paper's Fig. 5: one panel per workload (2 x 5), throughput against the monthly
+    budget for Cosine (colour: provider, marker: design class) and the presets on AWS."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(FIG5_LAYOUT), len(FIG5_LAYOUT[0]), figsize=(22, 8.5), squeeze=False)
+    for r_i, line in enumerate(FIG5_LAYOUT):
+        for c_i, panel in enumerate(line):
+            ax = axes[r_i][c_i]
+            pts = [r for r in rows if r["panel"] == panel and r["throughput_ops"]]
+            if not pts:
+                ax.set_axis_off()
+                continue
+            for preset, (col, ls) in PRESET_STYLE.items():
+                pp = sorted((r for r in pts if r["system"] == preset), key=lambda r: r["budget"])
+                if pp:
+                    xs, ys = [r["budget"] for r in pp], [r["throughput_ops"] for r in pp]
+                    ax.step(xs, ys, where="post", color=col, ls=ls, lw=1.5, label=preset)
+            cos = sorted((r for r in pts if r["system"] == "cosine"), key=lambda r: r["budget"])
+            ax.step([r["budget"] for r in cos], [r["throughput_ops"] for r in cos], where="post", color="gray", lw=0.8)
+            for r in cos:
+                ax.scatter(
+                    r["budget"],
+                    r["throughput_ops"],
+                    marker=MARKERS.get(r["class"], "o"),
+                    color=COLOURS.get(r["provider"], "gray"),
+                    s=26,
+                    zorder=3,
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"({panel}) {pts[0]['workload']}", fontsize=9)
+            ax.grid(True, which="both", alpha=0.2)
+            if c_i == 0:
+                ax.set_ylabel("throughput (ops/s)")
+            if r_i == len(FIG5_LAYOUT) - 1:
+                ax.set_xlabel("monthly budget (USD)")
+    handles = [plt.Line2D([], [], color=col, ls=ls, label=f"{p} (AWS)") for p, (col, ls) in PRESET_STYLE.items()] + [
+        plt.Line2D([], [], color=c, marker="o", ls="", label=f"Cosine on {p}") for p, c in COLOURS.items()
+    ]
+    handles += [plt.Line2D([], [], color="gray", marker=m, ls="", label=f"Cosine {k}") for k, m in MARKERS.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
+    fig.subplots_adjust(left=0.04, right=0.99, bottom=0.11, top=0.95, wspace=0.22, hspace=0.3)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
 
 
 def plot_validation(v: Any, out: Path) -> Path:

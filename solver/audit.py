@@ -79,7 +79,7 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
         check_range("--budget", budget, 0.0, MAX_BUDGET_USD, lo_open=True)
     if throughput is not None:
         check_range("--throughput", throughput, 0.0, lo_open=True)
-    rows = [r for r in load_run(run_dir).frontier if r.throughput_ops and r.monthly_cost is not None]
+    rows = feasible_rows(load_run(run_dir).frontier)
     query = budget if budget is not None else 0.0
     if not rows:
         raise BudgetTooLow(query, None, f"{run_dir}: the saved frontier has no feasible point")
@@ -94,13 +94,29 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
         ok = [r for r in rows if _speed(r) >= throughput * (1 - 1e-9)]
         if not ok:
             return _too_fast(rows, throughput)
-    best = _best(ok, by_budget)
+    return {"query": {"budget": budget, "throughput": throughput}, **_answer(ok, by_budget)}
+
+
+def feasible_rows(rows: list[FrontierRow]) -> list[FrontierRow]:
+    """The frontier rows that hold a configuration (what whatif chooses from)."""
+    return [r for r in rows if r.throughput_ops and r.monthly_cost is not None]
+
+
+def _answer(ok: list[FrontierRow], by_budget: bool) -> dict[str, Any]:
+    """The best of ``ok`` and each provider's best."""
     per_provider = {p: _summary(_best([r for r in ok if r.provider == p], by_budget)) for p in {r.provider for r in ok}}
-    return {
-        "query": {"budget": budget, "throughput": throughput},
-        "answer": _row_dict(best),
-        "per_provider": dict(sorted(per_provider.items())),
-    }
+    return {"answer": row_dict(_best(ok, by_budget)), "per_provider": dict(sorted(per_provider.items()))}
+
+
+def budget_steps(rows: list[FrontierRow]) -> list[tuple[float, dict[str, Any]]]:
+    """whatif --budget as a step function: (cost, answer) for each distinct
+    monthly cost c of the feasible rows, the answer holding for budgets from c
+    up to the next cost (what the what-if page's slider shows)."""
+    feas = feasible_rows(rows)
+    out = []
+    for c in sorted({_cost(r) for r in feas}):
+        out.append((c, _answer([r for r in feas if _cost(r) <= c * (1 + 1e-9)], True)))
+    return out
 
 
 def _too_fast(rows: list[FrontierRow], throughput: float) -> dict[str, Any]:
@@ -110,10 +126,10 @@ def _too_fast(rows: list[FrontierRow], throughput: float) -> dict[str, Any]:
         f"no saved configuration reaches {throughput:,.0f} ops/s; the fastest gives "
         f"{_speed(near):,.0f} ops/s for ${_cost(near):,.2f}"
     )
-    return {"query": {"throughput": throughput}, "answer": None, "note": note, "fastest": _row_dict(near)}
+    return {"query": {"throughput": throughput}, "answer": None, "note": note, "fastest": row_dict(near)}
 
 
-def _row_dict(r: FrontierRow) -> dict[str, Any]:
+def row_dict(r: FrontierRow) -> dict[str, Any]:
     """A frontier row as the JSON answer shows it (``class`` spelled as in the file)."""
     return {
         "band": r.band,

@@ -66,7 +66,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
         # cluster with more nodes than keys, the nodes that hold one serve its operations)
         s = max(c.entries * N / cap, 1.0)
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
-        ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, s, mem, parts)
+        ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, s, mem, parts, model=spec.cost_model)
         threads = c.vm.vcpu if c.design.threads is None else c.design.threads
         x = float(ne.throughput(spec.workload, c.storage.iops, threads)[0])
         if rho > 0 and x > 0:

@@ -84,6 +84,19 @@ class Grid:
                     ds.append(Design(buffer_bytes=buf, bloom_bits=0.0, block_bytes=blk, lsh=True))
         return DesignBatch.of(ds)
 
+    def node_designs(self, memory_bytes: float, data_bytes: float) -> DesignBatch:
+        """Every design of the grid for one node: each layout with a buffer that
+        fits (at most (1 - epsilon) of the memory, and no more than twice the
+        data) and every Bloom-filter budget (none for the hash log)."""
+        lays = self.layouts(memory_bytes, data_bytes)
+        keep = (lays.buffer_bytes <= 2 * data_bytes) & (lays.buffer_bytes <= (1 - self.epsilon) * memory_bytes)
+        lays = lays.take(np.flatnonzero(keep))
+        bits = np.array(self.bits)
+        per = np.where(lays.lsh, 1, bits.size)
+        batch = lays.take(np.repeat(np.arange(lays.size), per))
+        batch.bloom_bits = np.concatenate([np.zeros(1) if lsh else bits for lsh in lays.lsh]) if lays.size else bits[:0]
+        return batch
+
     def size(self, memory_bytes: float, data_bytes: float = math.inf) -> int:
         """Designs per VM of this memory (for reports, and the bound :data:`MAX_DESIGNS_PER_VM`)."""
         per_buffer = sum(len(self.K(T)) * len(self.Z(T)) for T in self.T) * len(self.bits) + 1

@@ -23,7 +23,7 @@ from cost_models.cloud import GIB, StorageChoice, storage_choices
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
-from cost_models.evaluate import workload_partitions
+from cost_models.evaluate import node_io, workload_partitions
 from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
 from cost_models.layout import derive, level_shape, split_memory
 from cost_models.pricing import Catalog, VmType
@@ -31,7 +31,7 @@ from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
 from solver.space import Grid, grid_for, shard_sizes
 from specs.errors import check_range
 from specs.schema import Spec
-from specs.vocab import DesignClass
+from specs.vocab import CostModel, DesignClass
 
 #: Most worker processes for the design tables (and a sweep's specs): each holds a copy of the
 #: tables it builds, so more than a machine's cores only adds memory.
@@ -201,16 +201,20 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions,
             batch = lays.take(np.repeat(sel, m))
             batch.bloom_bits = np.tile(m_bits, sel.size)
             lay = split_memory(shape.take(np.repeat(sel, m)), batch, mem)
-            abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
-            P = abc.shape[1]
-            io: IOCost = combine(
-                st,
-                sel,
-                lay.fpr.reshape(sel.size, m, -1),
-                lay.hot.reshape(sel.size, m, -1),
-                abc.reshape(sel.size, m, P),
-                parts.p_get,
-            )
+            io: IOCost
+            if spec.cost_model == CostModel.WORST_CASE:
+                io = node_io(spec.cost_model, lay, parts, wl)
+            else:
+                abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
+                P = abc.shape[1]
+                io = combine(
+                    st,
+                    sel,
+                    lay.fpr.reshape(sel.size, m, -1),
+                    lay.hot.reshape(sel.size, m, -1),
+                    abc.reshape(sel.size, m, P),
+                    parts.p_get,
+                )
             parts_out.append(
                 (
                     io.total(wl.operations).ravel(),
@@ -246,10 +250,7 @@ def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions,
     for vm in vms:
         mem = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
         lay = derive(DesignBatch.of([d]), s, wl.key_bytes, wl.value_bytes, mem)
-        st = structure(lay, parts, wl.operations, wl.scan_length, wins[0])
-        abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
-        io = combine(st, np.arange(1), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get)
-        io = IOCost(**{op: v[:, 0] for op, v in io.per_op().items()})
+        io = node_io(spec.cost_model, lay, parts, wl, wins)
         score = Scorer(spec, io, io.total(wl.operations), lay.cls, rho)
         need = lay.space_entries * lay.entry_bytes / GIB
 

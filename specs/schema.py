@@ -17,7 +17,7 @@ import yaml
 
 from cost_models.design import MAX_BLOCK_BYTES, MAX_SIZE_RATIO, MIN_SIZE_RATIO
 from specs.errors import InputError
-from specs.vocab import DESIGN_CLASSES, OPERATIONS, PRICE_SETS, PROVIDERS, SLA_FEATURES
+from specs.vocab import COST_MODELS, DESIGN_CLASSES, OPERATIONS, PRICE_SETS, PROVIDERS, SLA_FEATURES, CostModel
 
 #: Largest spec file accepted; real specs are a few hundred bytes.
 MAX_SPEC_BYTES = 1 << 20
@@ -131,6 +131,7 @@ class Spec:
     noise: float
     kl_radius: float | None
     pricing: str
+    cost_model: CostModel = CostModel.DISTRIBUTION_AWARE
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -491,6 +492,7 @@ def validate(data: dict[str, Any]) -> Spec:
         "design",
         "robustness",
         "pricing",
+        "cost_model",
     ]
     _check_keys("", data, allowed, ["name", "workload", "budget"])
     name = data["name"]
@@ -545,6 +547,8 @@ def validate(data: dict[str, Any]) -> Spec:
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise SpecError("pricing", f"unknown price set {pricing!r} (valid: {', '.join(PRICE_SETS)}){hint}")
 
+    cost_model = _cost_model(data.get("cost_model", CostModel.DISTRIBUTION_AWARE))
+
     return Spec(
         name=name.strip(),
         workload=workload,
@@ -558,5 +562,15 @@ def validate(data: dict[str, Any]) -> Spec:
         noise=noise,
         kl_radius=kl,
         pricing=pricing,
+        cost_model=cost_model,
         raw=data,
     )
+
+
+def _cost_model(v: Any) -> CostModel:
+    """``cost_model``: a :class:`CostModel`, written with a hyphen or an underscore."""
+    name = v.strip().lower().replace("_", "-") if isinstance(v, str) else v
+    if name not in COST_MODELS:
+        valid = ", ".join(m.replace("-", "_") for m in COST_MODELS)
+        raise SpecError("cost_model", f"unknown cost model {v!r} (valid: {valid})")
+    return CostModel(name)

@@ -95,6 +95,19 @@ class DistributionKind(StrEnum):
     LATEST = "latest"
 
 
+class CostModel(StrEnum):
+    """The I/O model that scores designs: the paper's distribution-aware model,
+    or the worst-case model of the design continuum (Idreos et al., CIDR 2019,
+    the paper's [73]), which the technical report's Sec. 3 compares it with.
+    Specs may spell them with underscores (``worst_case``)."""
+
+    DISTRIBUTION_AWARE = "distribution-aware"
+    WORST_CASE = "worst-case"
+
+
+COST_MODELS: tuple[CostModel, ...] = tuple(CostModel)
+
+
 class Preset(StrEnum):
     """The paper's fixed baselines (Table 1, Sec. 7). The engine's own presets
     (engine-template/presets/*.toml) add ``hybrid``."""

@@ -66,6 +66,7 @@ ROWS = [
     Row("evaluate", "malformed", ("evaluate", "{spec}", "--design", "T=8,T=9"), "given twice"),
     Row("evaluate", "malformed", ("evaluate", "{spec}", "--design", "T=8,lsh=maybe"), "lsh"),
     Row("evaluate", "malformed", ("evaluate", "{spec}", "--design", "T=8,Q=1"), "unknown design knob"),
+    Row("evaluate", "malformed", ("evaluate", "{spec}", "--model", "typical"), "--model"),
     Row("evaluate", "missing", ("evaluate", "{dir}/nope.yaml"), "no such file"),
     Row("evaluate", "corrupt", ("evaluate", "{spec}"), "not a readable parquet", patch="parquet"),
     Row("evaluate", "tampered", ("evaluate", "{spec}"), "not a pricing catalog", patch="foreign"),
@@ -98,6 +99,11 @@ ROWS = [
     Row("whatif", "malformed", ("whatif", "{run}", "--budget", "5", "--throughput", "5"), "exactly one"),
     Row("whatif", "tampered", ("whatif", "{traversal_run}", "--budget", "800"), "vm_type"),
     Row("whatif", "tampered", ("whatif", "{nan_design_run}", "--budget", "800"), "designs[0].T"),
+    # report
+    Row("report", "missing", ("report", "{dir}/nope"), "not a run directory", SUB),
+    Row("report", "output", ("report", "{run}", "--out", "{file}/r.html"), "does not exist"),
+    Row("report", "corrupt", ("report", "{truncated_run}"), "truncated"),
+    Row("report", "tampered", ("report", "{nan_design_run}"), "designs[0].T"),
     # sweep
     Row("sweep", "size", (*SWEEP, "1:100:100000000", "--out", "{dir}/s.parquet"), "N", SUB),
     Row("sweep", "nonfinite", (*SWEEP, "1:nan:3", "--out", "{dir}/s.parquet"), "HI"),
@@ -154,7 +160,7 @@ ROWS = [
 def test_every_command_and_class_is_covered():
     commands = {r.command for r in ROWS}
     assert commands == {
-        "evaluate", "solve", "audit", "whatif", "sweep", "render", "bench", "validate",
+        "evaluate", "solve", "audit", "whatif", "report", "sweep", "render", "bench", "validate",
         "calibrate", "robust-eval", "plan", "pricing-build", "pricing-show",
     }  # fmt: skip
     assert {r.kind for r in ROWS} == {

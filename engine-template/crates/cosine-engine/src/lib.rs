@@ -168,7 +168,7 @@ impl Engine {
             }
         }
         wal_ids.sort_unstable();
-        let cache = BlockCache::new(cfg.layout.block_cache_bytes);
+        let cache = BlockCache::new(cfg.layout.block_cache_bytes, cfg.block_bytes() as u64);
         let stats = Stats::default();
         let (store, tree) = if cfg.is_hashlog() {
             (Store::Log(HashLog::open(&dir, cfg, &manifest.segments, cache.clone(), &stats.open)?), Tree::default())

@@ -85,21 +85,28 @@ pub struct BlockCache {
 }
 
 const SHARDS: usize = 16;
+/// Fewest blocks a shard must have room for: a cache of a few large blocks split
+/// 16 ways would have shards smaller than one block and cache nothing, where
+/// one LRU of that many blocks (what the cost model assumes) caches them all.
+const MIN_BLOCKS_PER_SHARD: u64 = 8;
 
 impl BlockCache {
-    /// A cache of `bytes` total; `None` when `bytes == 0` (caching disabled).
-    pub fn new(bytes: u64) -> Option<Arc<BlockCache>> {
+    /// A cache of `bytes` total for blocks of about `block_bytes`; `None` when
+    /// `bytes == 0` (caching disabled). Up to 16 shards, fewer when the cache
+    /// holds fewer than 8 blocks per shard.
+    pub fn new(bytes: u64, block_bytes: u64) -> Option<Arc<BlockCache>> {
         (bytes > 0).then(|| {
+            let shards = usize::try_from(bytes / (MIN_BLOCKS_PER_SHARD * block_bytes.max(1))).unwrap_or(SHARDS).clamp(1, SHARDS);
             Arc::new(BlockCache {
-                shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-                per_shard: (bytes as usize / SHARDS).max(1),
+                shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
+                per_shard: (bytes as usize / shards).max(1),
             })
         })
     }
 
     fn shard(&self, id: BlockId) -> &Mutex<Shard> {
         let h = id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id.1.rotate_left(17).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        &self.shards[(h >> 40) as usize % SHARDS]
+        &self.shards[(h >> 40) as usize % self.shards.len()]
     }
 
     /// Looks up block `offset` of file `file`, marking it recently used.
@@ -143,13 +150,18 @@ mod tests {
     use super::*;
     use crate::block::{Block, BlockBuilder};
 
+    /// A block holding one entry with a value of `value_len` bytes.
+    fn block(value_len: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::default();
+        b.add(b"k", Some(&vec![0u8; value_len]));
+        Arc::new(Block::decode(b.finish(), 1, "t").expect("block"))
+    }
+
     #[test]
     fn respects_budget_and_keeps_hot_blocks() {
-        let mut b = BlockBuilder::default();
-        b.add(b"k", Some(&[0u8; 100]));
-        let blk = Arc::new(Block::decode(b.finish(), 1, "t").expect("block"));
+        let blk = block(100);
         let per = blk.charge();
-        let cache = BlockCache::new((per * 4 * SHARDS) as u64).expect("cache");
+        let cache = BlockCache::new((per * 4 * SHARDS) as u64, 1).expect("cache");
         cache.insert(1, 0, Cached::Data(blk.clone()));
         for i in 1..1000u64 {
             assert!(cache.get(1, 0).is_some(), "hot block evicted at {i}");
@@ -157,5 +169,18 @@ mod tests {
         }
         let total: usize = cache.shards.iter().map(|s| s.lock().used).sum();
         assert!(total <= per * 4 * SHARDS);
+    }
+
+    #[test]
+    fn a_cache_of_a_few_large_blocks_caches_them() {
+        let blk = block(100_000);
+        let per = blk.charge();
+        // room for 3 blocks: 16 shards would each be smaller than one block
+        let cache = BlockCache::new((per * 3) as u64, per as u64).expect("cache");
+        assert_eq!(cache.shards.len(), 1);
+        for i in 0..3u64 {
+            cache.insert(1, i, Cached::Data(blk.clone()));
+        }
+        assert!((0..3u64).all(|i| cache.get(1, i).is_some()));
     }
 }
