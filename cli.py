@@ -592,7 +592,7 @@ def pricing_build() -> None:
 @pricing_app.command("show")
 def pricing_show(
     provider: Annotated[Provider | None, typer.Option(help="Only this provider.")] = None,
-    price_set: Annotated[PriceSet, typer.Option("--set", help="Price set.")] = PriceSet.PAPER2021,
+    price_set: Annotated[PriceSet, typer.Option("--set", help="Price set.")] = PriceSet.ONDEMAND,
     kind: Annotated[CatalogKind | None, typer.Option(help="Only this kind of row.")] = None,
 ) -> None:
     """Print the pricing catalog as a table."""

@@ -58,7 +58,7 @@ def full_frontier(spec_path: str, bands: int, repeat: int) -> None:
     designs = sorted(set(tables.grid_size.values()))
     print(
         f"spec {spec.name}: {spec.workload.entries:.0e} entries, providers {', '.join(spec.providers)}, "
-        f"{sum(len(v) for v in cat.vms.values())} VM types, max cluster {spec.design.max_cluster_size}"
+        f"{sum(len(v) for v in cat.vms.values())} VM types, max cluster {tables.max_cluster}"
     )
     print(
         f"design grid per VM: {designs[0]:,}..{designs[-1]:,} designs (T x K x Z x buffer x bits x block + LSH); "

@@ -5,21 +5,30 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cost_models.pricing import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption
+import numpy as np
+
+from cost_models.pareto import pareto_mask
+from cost_models.pricing import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmType
+from specs.vocab import StorageRule
 
 GIB = float(2**30)
-#: Provisioned-IOPS levels offered for a gp3-style volume (baseline and the
-#: product's maximum come from the catalog row; these are the steps between).
-PROVISIONED_IOPS_STEPS = (3000, 6000, 10000, 16000, 32000, 64000)
-#: IOPS levels a per-GB volume may be over-sized to reach (GCP pd-ssd style).
-PER_GB_IOPS_STEPS = (3000, 6000, 15000, 30000, 60000, 100000)
-#: Largest number of identical slabs striped on one node.
+MIB = float(2**20)
+#: IOPS levels a node may buy or size its volume for: a geometric ladder of
+#: this ratio between a product's floor and the node's ceiling (the product's
+#: and the VM's limit, both always on the ladder). Like the buffer's memory
+#: hopping, a discretization of a continuous choice: 1.25 keeps any IOPS
+#: figure within 25% of a level (the bench measures what a finer ladder buys).
+IOPS_STEP = 1.25
+#: Most identical disks striped on one node when the catalog gives the VM no
+#: data-disk limit (the paper's price set).
 MAX_SLABS_PER_NODE = 64
 
 
 @dataclass(frozen=True)
 class StorageChoice:
-    """A concrete volume for one node: what it costs and what IOPS it gives."""
+    """A concrete volume (or striped set, or instance store) for one node:
+    its size, what it sustains (IOPS, and MiB/s; ``inf`` when unlimited) on this
+    VM, and its monthly price."""
 
     provider: str
     product: str
@@ -27,78 +36,203 @@ class StorageChoice:
     gib: float
     iops: float
     usd_month: float
+    mibps: float = math.inf
+
+    def effective_iops(self, block_bytes: float | np.ndarray) -> np.ndarray:
+        """I/Os per second for blocks of ``block_bytes``: the IOPS limit or the
+        throughput limit, whichever binds (every model I/O moves one block)."""
+        return np.minimum(self.iops, self.mibps * MIB / np.asarray(block_bytes, dtype=float))
 
     @property
     def label(self) -> str:
         d = f"{self.disks}x" if self.disks > 1 else ""
-        return f"{d}{self.product} {self.gib:,.0f} GiB / {self.iops:,.0f} IOPS"
+        mib = f" / {self.mibps:,.0f} MiB/s" if math.isfinite(self.mibps) else ""
+        return f"{d}{self.product} {self.gib:,.0f} GiB / {self.iops:,.0f} IOPS{mib}"
 
 
-def _per_gb(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
-    sizes = {max(need_gib, 1.0)}
-    if opt.iops is None and opt.iops_per_gib:
-        for target in PER_GB_IOPS_STEPS:
-            if opt.max_iops is None or target <= opt.max_iops:
-                sizes.add(max(need_gib, target / opt.iops_per_gib))
-    out = []
-    for gib in sorted(sizes):
-        if opt.iops is not None:
-            iops = opt.iops
-        else:
-            assert opt.iops_per_gib is not None  # the catalog row check: iops or iops_per_gib
-            iops = opt.iops_per_gib * gib
-            if opt.max_iops is not None:
-                iops = min(iops, opt.max_iops)
-        cost = max(0.0, gib - opt.free_gib) * opt.usd_per_gb_month
-        out.append(StorageChoice(opt.provider, opt.name, 1, gib, iops, cost))
-    return out
+def _given(x: float | None) -> float:
+    """A catalog figure the row may leave empty (then 0: nothing included)."""
+    return 0.0 if x is None else float(x)
 
 
-def _provisioned(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
-    base = 0.0 if opt.iops is None else opt.iops
-    cap = base if opt.max_iops is None else opt.max_iops
-    out = []
-    for iops in sorted({base, *[s for s in PROVISIONED_IOPS_STEPS if base <= s <= cap]}):
-        gib = max(need_gib, 1.0)
-        cost = gib * opt.usd_per_gb_month + max(0.0, iops - base) * opt.usd_per_iops_month
-        out.append(StorageChoice(opt.provider, opt.name, 1, gib, iops, cost))
-    return out
+def iops_ladder(floor: float, ceiling: float) -> list[float]:
+    """Levels from ``floor`` to ``ceiling`` by :data:`IOPS_STEP` (both ends included)."""
+    if not math.isfinite(ceiling) or ceiling <= floor:
+        return [floor]
+    out, x = [], floor
+    while x < ceiling * (1 - 1e-9):
+        out.append(x)
+        x *= IOPS_STEP
+    return [*out, ceiling]
 
 
-def _slab(opt: StorageOption, need_gib: float) -> list[StorageChoice]:
-    assert opt.size_gib is not None and opt.size_gib > 0  # the catalog row check: a slab has a size
-    size = float(opt.size_gib)
-    disks = max(1, math.ceil(need_gib / size))
-    if disks > MAX_SLABS_PER_NODE:
-        return []
+def provisioned_iops_cost(opt: StorageOption, iops: float) -> float:
+    """Monthly price of ``iops`` on a provisioned volume: the IOPS beyond the
+    included ones at the product's rate, tier by tier (io2's volume discounts)."""
+    included = _given(opt.iops)
+    edges = [(included, opt.usd_per_iops_month), *[(lo, rate) for lo, rate in opt.iops_price_tiers if lo > included]]
+    cost = 0.0
+    for k, (lo, rate) in enumerate(edges):
+        hi = edges[k + 1][0] if k + 1 < len(edges) else math.inf
+        cost += rate * max(0.0, min(iops, hi) - lo)
+    return cost
+
+
+def per_gb_figures(opt: StorageOption, gib: float) -> tuple[float, float]:
+    """(IOPS, MiB/s) of a per-GB volume of ``gib``: baseline plus a rate per GiB,
+    within the product's floor and ceilings (gp2: 3/GiB, at least 100, at most
+    16,000, 128 MiB/s below 334 GiB; pd-ssd: 6,000 + 30/GiB, 240 + 0.48/GiB)."""
+    iops = min(opt.max_iops, max(opt.min_iops, _given(opt.iops) + opt.iops_per_gib * gib))
+    mibps = min(opt.max_mibps, (opt.mibps if opt.mibps is not None else math.inf) + opt.mibps_per_gib * gib)
+    if gib < opt.small_volume_gib:
+        mibps = min(mibps, opt.small_volume_mibps)
+    return iops, mibps
+
+
+def _gb_cost(opt: StorageOption, gib: float) -> float:
+    return max(0.0, gib - opt.free_gib) * opt.usd_per_gb_month
+
+
+def _flat(opt: StorageOption, needs: list[float], cap: Cap) -> list[StorageChoice]:
+    """The paper's rule: any size gets the product's IOPS, no throughput limit."""
     return [
-        StorageChoice(
-            opt.provider,
-            opt.name,
-            disks,
-            disks * size,
-            disks * (0.0 if opt.iops is None else opt.iops),
-            disks * opt.usd_per_disk_month,
-        )
+        StorageChoice(opt.provider, opt.name, 1, g, cap.iops(_given(opt.iops)), _gb_cost(opt, g), cap.mibps(math.inf))
+        for g in {max(n, opt.min_gib) for n in needs}
     ]
 
 
-def storage_choices(catalog: Catalog, provider: str, need_gib: float) -> list[StorageChoice]:
-    """Volumes that hold ``need_gib`` on one node, without dominated ones."""
+def _per_gb(opt: StorageOption, needs: list[float], cap: Cap) -> list[StorageChoice]:
+    """Sizes that hold the data, and larger sizes bought for their IOPS or their
+    MiB/s: one per level of each ladder, up to where the node's cap (or the
+    product's) stops the growth. For any larger volume the menu then holds one
+    no larger whose IOPS and MiB/s are both within one ladder step of its own."""
+    sizes = {max(n, opt.min_gib) for n in needs}
+    lo = min(sizes)
+    if opt.iops_per_gib > 0:
+        for t in iops_ladder(per_gb_figures(opt, lo)[0], min(opt.max_iops, cap.max_iops)):
+            sizes.add(max(lo, (t - _given(opt.iops)) / opt.iops_per_gib))
+    if opt.mibps_per_gib > 0:
+        for t in iops_ladder(per_gb_figures(opt, lo)[1], min(opt.max_mibps, cap.max_mibps)):
+            sizes.add(max(lo, (t - _given(opt.mibps)) / opt.mibps_per_gib))
+    if lo < opt.small_volume_gib:
+        sizes.add(opt.small_volume_gib)
+    out = []
+    for g in sorted(sizes):
+        if g > opt.max_gib:
+            continue
+        iops, mibps = per_gb_figures(opt, g)
+        out.append(StorageChoice(opt.provider, opt.name, 1, g, cap.iops(iops), _gb_cost(opt, g), cap.mibps(mibps)))
+    return out
+
+
+def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[int]) -> list[StorageChoice]:
+    """gp3 / io2: IOPS bought on the ladder (the volume grown when the product's
+    IOPS-per-GiB ratio asks for it); throughput, where it is sold separately,
+    bought to match the IOPS at each block size the design grid uses."""
+    floor = max(_given(opt.iops), opt.min_iops)
+    out = []
+    for need in {max(n, opt.min_gib) for n in needs}:
+        top = min(opt.max_iops, cap.max_iops, opt.max_iops_per_gib * opt.max_gib)
+        for t in iops_ladder(floor, top):
+            g = max(need, t / opt.max_iops_per_gib)
+            if g > opt.max_gib:
+                continue
+            mib_top = min(opt.max_mibps, opt.max_mibps_per_iops * t)
+            if opt.usd_per_mibps_month is None:  # throughput comes with the IOPS
+                levels = [mib_top]
+            else:
+                base = _given(opt.mibps)
+                levels = sorted({base, *[min(mib_top, max(base, t * b / MIB)) for b in blocks]})
+            for mib in levels:
+                mib = min(mib, cap.max_mibps) if mib > _given(opt.mibps) else mib
+                cost = g * opt.usd_per_gb_month + provisioned_iops_cost(opt, t)
+                if opt.usd_per_mibps_month is not None:
+                    cost += opt.usd_per_mibps_month * max(0.0, mib - _given(opt.mibps))
+                out.append(StorageChoice(opt.provider, opt.name, 1, g, cap.iops(t), cost, cap.mibps(mib)))
+    return out
+
+
+def _slab(opt: StorageOption, needs: list[float], cap: Cap) -> list[StorageChoice]:
+    """Azure tiers: the fewest disks of this tier that hold the data, and, on a
+    VM whose data-disk count the catalog knows, more disks striped for their
+    IOPS up to that count or the VM's cap. Without a VM limit (the paper's
+    price set) only the fewest disks, as the paper prices them."""
+    size, per_iops = _given(opt.size_gib), _given(opt.iops)
+    per_mib = opt.mibps if opt.mibps is not None else math.inf
+    out = []
+    for need in set(needs):
+        k = max(1, math.ceil(need / size - 1e-9))
+        most = cap.max_disks if cap.max_disks is not None else min(k, MAX_SLABS_PER_NODE)
+        counts = set()
+        while k <= most:
+            counts.add(k)
+            if k * per_iops >= cap.max_iops and k * per_mib >= cap.max_mibps:
+                break  # more disks buy nothing on this VM
+            k = max(k + 1, math.ceil(k * IOPS_STEP))
+        for k in sorted(counts):
+            out.append(
+                StorageChoice(
+                    opt.provider,
+                    opt.name,
+                    k,
+                    k * size,
+                    cap.iops(k * per_iops),
+                    k * opt.usd_per_disk_month,
+                    cap.mibps(k * per_mib),
+                )
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class Cap:
+    """What a VM lets a product deliver (vm_storage.csv): IOPS, MiB/s, data disks."""
+
+    max_iops: float = math.inf
+    max_mibps: float = math.inf
+    max_disks: int | None = None
+
+    def iops(self, x: float) -> float:
+        return min(x, self.max_iops)
+
+    def mibps(self, x: float) -> float:
+        return min(x, self.max_mibps)
+
+
+def storage_choices(
+    catalog: Catalog, vm: VmType, need_gib: float | list[float], blocks: tuple[int, ...] | list[int] = (4096,)
+) -> list[StorageChoice]:
+    """Every volume a node of ``vm`` may use to hold ``need_gib`` (one size or
+    several), under each product's rule and the VM's limits, without the
+    dominated ones (no cheaper-or-equal choice is at least as large, fast in
+    IOPS and fast in MiB/s). ``blocks``: the block sizes whose throughput a
+    provisioned volume may be bought to match."""
+    needs = [float(need_gib)] if isinstance(need_gib, int | float) else [float(n) for n in need_gib]
     raw: list[StorageChoice] = []
-    for opt in catalog.storage.get(provider, []):
-        if opt.rule == "per_gb":
-            raw += _per_gb(opt, need_gib)
-        elif opt.rule == "provisioned":
-            raw += _provisioned(opt, need_gib)
+    for opt in catalog.storage.get(vm.provider, []):
+        lim = catalog.storage_limit(vm, opt.name)
+        if opt.rule == StorageRule.LOCAL:
+            if lim is None or lim.size_gib is None or lim.size_gib < max(needs) * (1 - 1e-9):
+                continue
+            raw.append(StorageChoice(vm.provider, opt.name, 1, float(lim.size_gib), lim.max_iops, 0.0, lim.max_mibps))
+            continue
+        cap = Cap() if lim is None else Cap(lim.max_iops, lim.max_mibps, lim.max_disks)
+        if opt.rule == StorageRule.FLAT:
+            raw += _flat(opt, needs, cap)
+        elif opt.rule == StorageRule.PER_GB:
+            raw += _per_gb(opt, needs, cap)
+        elif opt.rule == StorageRule.PROVISIONED:
+            raw += _provisioned(opt, needs, cap, list(blocks))
         else:
-            raw += _slab(opt, need_gib)
-    raw.sort(key=lambda s: (s.usd_month, -s.iops))
-    kept: list[StorageChoice] = []
-    for s in raw:  # keep only options that buy more IOPS than every cheaper one
-        if not kept or s.iops > kept[-1].iops + 1e-9:
-            kept.append(s)
-    return kept
+            raw += _slab(opt, needs, cap)
+    if not raw:
+        return []
+    # Only what a design can use counts: room up to the largest need, and the
+    # I/Os per second at each block size (IOPS and MiB/s together).
+    top = max(needs)
+    table = np.array([(s.usd_month, -min(s.gib, top), *(-s.effective_iops(np.array(blocks)))) for s in raw])
+    keep = pareto_mask(table)
+    return sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops))
 
 
 def compute_cost(usd_per_hour: float, count: int) -> float:

@@ -140,6 +140,8 @@ class ConfigEval:
                 "disks": self.storage.disks,
                 "gib": round(self.storage.gib, 3),
                 "iops": self.storage.iops,
+                "mibps": self.storage.mibps if np.isfinite(self.storage.mibps) else None,
+                "effective_iops": float(self.storage.effective_iops(self.design.block_bytes)),
                 "usd_month": round(self.storage.usd_month, 4),
                 "label": self.storage.label,
             }
@@ -199,16 +201,20 @@ def evaluate_config(
     need_gib = float(ne.disk_gib()[0])
     reasons = []
     if storage is None:
-        options = storage_choices(catalog, vm.provider, need_gib)
+        options = storage_choices(catalog, vm, need_gib, (design.block_bytes,))
         if not options:
             reasons.append(f"no {vm.provider} storage holds {need_gib:,.0f} GiB per node")
         else:
             # The volume that maximizes this node's throughput per dollar of the node.
             best = max(
-                options, key=lambda s: float(ne.throughput(wl, s.iops, threads)[0]) / (vm.usd_per_month + s.usd_month)
+                options,
+                key=lambda s: (
+                    float(ne.throughput(wl, s.effective_iops(design.block_bytes), threads)[0])
+                    / (vm.usd_per_month + s.usd_month)
+                ),
             )
             storage = best
-    iops = storage.iops if storage else 0.0
+    iops = float(storage.effective_iops(design.block_bytes)) if storage else 0.0
     x_node = float(ne.throughput(wl, iops, threads)[0]) if storage else 0.0
     feasible = bool(lay.feasible[0]) and storage is not None
     if not lay.feasible[0]:

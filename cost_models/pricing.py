@@ -1,24 +1,40 @@
 """The pricing catalog: VMs, storage and SLA features per provider and price set.
 
-The human-editable source is the three CSV files under ``pricing/`` (one row per
-item, each with ``source`` and ``as_of``). ``cosine pricing build`` turns them
-into ``pricing.parquet`` (one table, ``kind`` in {vm, storage, sla}); the models
-only ever read the parquet file, through :func:`load_catalog`.
+The human-editable source is the four CSV files under ``pricing/`` (one row per
+item, each with ``source`` and ``as_of``): ``vms.csv``, ``storage.csv`` (each
+product's size/IOPS/throughput rule, :class:`~specs.vocab.StorageRule`),
+``vm_storage.csv`` (what storage each VM can drive: its EBS / Persistent Disk /
+uncached-disk limits, its data-disk count, its local instance store) and
+``slas.csv``. A row's ``price_set`` is one set, several joined by ``|``, or
+``*`` for all. ``cosine pricing build`` turns them into ``pricing.parquet`` (one
+table, ``kind`` in :class:`~specs.vocab.CatalogKind`); the models only ever read
+the parquet file, through :func:`load_catalog`.
 """
 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from cost_models import REPO_ROOT
 from specs.errors import InputError
 from specs.io import check_output_file, finite, read_rows, require, write_rows
-from specs.vocab import PRICE_SETS, PROVIDERS, SLA_FEATURES, CatalogKind, PriceSet, Provider
+from specs.vocab import (
+    DEFAULT_PRICE_SET,
+    PRICE_SETS,
+    PROVIDERS,
+    SLA_FEATURES,
+    CatalogKind,
+    PriceSet,
+    Provider,
+    StorageRule,
+)
 
 PRICING_SOURCE_DIR = REPO_ROOT / "pricing"
 PRICING_PARQUET = REPO_ROOT / "pricing.parquet"
@@ -28,10 +44,12 @@ HOURS_PER_MONTH = 730.0
 
 #: Price sets a spec may select, and what each is.
 PRICE_SET_DESCRIPTIONS: dict[PriceSet, str] = {
-    PriceSet.PAPER2021: "the Cosine paper's 2021 figures (technical report Table 2, paper Sec. 7)",
-    PriceSet.ONDEMAND: "current on-demand list prices (shared/reference, 2024-2026)",
-    PriceSet.COMMITTED1Y: "1-year committed-use prices where the reference has them (GCP)",
-    PriceSet.SPOT: "spot/preemptible prices where the reference has them (GCP)",
+    PriceSet.ONDEMAND: "current on-demand list prices (shared/reference, 2024-2026), realistic storage",
+    PriceSet.PAPER2021: "the Cosine paper's 2021 VM prices (technical report Table 2), realistic storage",
+    PriceSet.PAPER2021_FLAT_IOPS: "the paper exactly: its 2021 VM prices and its storage rule (every volume gets the "
+    "product's maximum IOPS whatever its size, no VM limits; paper Sec. 7)",
+    PriceSet.COMMITTED1Y: "1-year committed-use VM prices where the reference has them (GCP), realistic storage",
+    PriceSet.SPOT: "spot/preemptible VM prices where the reference has them (GCP), realistic storage",
 }
 
 
@@ -50,14 +68,31 @@ class CatalogRow:
     memory_gib: float | None = None
     usd_per_hour: float | None = None
     storage_rule: str | None = None
+    min_gib: float | None = None
+    max_gib: float | None = None
     size_gib: float | None = None
     free_gib: float | None = None
     usd_per_gb_month: float | None = None
     usd_per_disk_month: float | None = None
     iops: float | None = None
+    min_iops: float | None = None
     iops_per_gib: float | None = None
     max_iops: float | None = None
+    max_iops_per_gib: float | None = None
     usd_per_iops_month: float | None = None
+    iops_price_tiers: str | None = None
+    mibps: float | None = None
+    mibps_per_gib: float | None = None
+    max_mibps: float | None = None
+    max_mibps_per_iops: float | None = None
+    usd_per_mibps_month: float | None = None
+    small_volume_gib: float | None = None
+    small_volume_mibps: float | None = None
+    vm_pattern: str | None = None
+    min_vcpu: int | None = None
+    max_vcpu: int | None = None
+    product_pattern: str | None = None
+    max_disks: int | None = None
     feature: str | None = None
     available: bool | None = None
     usd_flat_month: float | None = None
@@ -91,11 +126,18 @@ class CatalogRow:
             )
         elif self.kind == CatalogKind.STORAGE:
             require(self.storage_rule in STORAGE_RULES, f"storage {self.name}: unknown rule {self.storage_rule!r}")
-            require(self.iops is not None or self.iops_per_gib is not None, f"storage {self.name}: no iops")
             require(
-                self.storage_rule != "slab" or (self.size_gib is not None and self.size_gib > 0),
+                self.storage_rule in (StorageRule.LOCAL, StorageRule.PROVISIONED)
+                or self.iops is not None
+                or self.iops_per_gib is not None,
+                f"storage {self.name}: no iops",
+            )
+            require(
+                self.storage_rule != StorageRule.SLAB or (self.size_gib is not None and self.size_gib > 0),
                 f"storage {self.name}: a slab needs size_gib",
             )
+        elif self.kind == CatalogKind.VM_STORAGE:
+            require(bool(self.vm_pattern) and bool(self.product_pattern), f"{self.name}: needs vm and product patterns")
         else:
             require(self.feature in SLA_FEATURES and self.available is not None, f"SLA {self.name}: bad feature")
 
@@ -103,8 +145,8 @@ class CatalogRow:
 CATALOG_KINDS = tuple(CatalogKind)
 #: What a VM type's name may look like (it names a rendered engine file, render.workspace).
 VM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}")
-#: How a storage product is priced: per GB, in fixed-size slabs, or provisioned IOPS.
-STORAGE_RULES = ("per_gb", "slab", "provisioned")
+#: How a storage product turns size into IOPS, MiB/s and dollars (specs.vocab.StorageRule).
+STORAGE_RULES = tuple(StorageRule)
 
 
 class CatalogError(InputError):
@@ -132,6 +174,10 @@ SOURCE_COLUMNS = {
     "storage.csv": (
         *("price_set", "provider", "name", "rule", "size_gib", "free_gib", "usd_per_gb_month"),
         *("usd_per_disk_month", "iops", "iops_per_gib", "max_iops", "usd_per_iops_month", "source", "as_of"),
+    ),
+    "vm_storage.csv": (
+        *("price_set", "provider", "vm", "min_vcpu", "max_vcpu", "product", "max_iops", "max_mibps"),
+        *("max_disks", "size_gib", "source", "as_of"),
     ),
     "slas.csv": (
         *("price_set", "provider", "feature", "name", "available", "usd_flat_month", "usd_per_node_month"),
@@ -161,7 +207,19 @@ def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
 
 def _price_sets(row: dict[str, str]) -> list[str]:
     ps = row["price_set"].strip()
-    return list(PRICE_SETS) if ps == "*" else [ps]
+    return list(PRICE_SETS) if ps == "*" else [p.strip() for p in ps.split("|")]
+
+
+def _tiers(text: str, path: Path, line: int) -> str:
+    """``FROM:RATE;FROM:RATE`` (e.g. ``32000:0.0455;64000:0.032``), checked."""
+    for part in filter(None, text.split(";")):
+        try:
+            lo, rate = (float(x) for x in part.split(":"))
+        except ValueError:
+            raise CatalogError(f"{path.name}:{line}: iops_price_tiers {text!r}: expected FROM:RATE;FROM:RATE") from None
+        if lo < 0 or rate < 0:
+            raise CatalogError(f"{path.name}:{line}: iops_price_tiers {text!r}: negative figure")
+    return text
 
 
 def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
@@ -173,8 +231,9 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
     def check_common(row: dict[str, str], path: Path, line: int) -> None:
         if row["provider"] not in PROVIDERS:
             raise CatalogError(f"{path.name}:{line}: unknown provider {row['provider']!r}")
-        if row["price_set"] != "*" and row["price_set"] not in PRICE_SETS:
-            raise CatalogError(f"{path.name}:{line}: unknown price set {row['price_set']!r}")
+        bad = [p for p in _price_sets(row) if p not in PRICE_SETS]
+        if bad:
+            raise CatalogError(f"{path.name}:{line}: unknown price set {bad[0]!r}")
         if not row.get("source", "").strip():
             raise CatalogError(f"{path.name}:{line}: every row needs a source")
 
@@ -192,7 +251,7 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
                     **empty,
                     "price_set": ps,
                     "provider": r["provider"],
-                    "kind": "vm",
+                    "kind": CatalogKind.VM,
                     "name": r["name"],
                     "vcpu": int(vcpu),
                     "memory_gib": mem,
@@ -204,35 +263,66 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
             )
 
     path = source_dir / "storage.csv"
+    numeric = (
+        "min_gib max_gib size_gib free_gib usd_per_gb_month usd_per_disk_month iops min_iops iops_per_gib max_iops "
+        "max_iops_per_gib usd_per_iops_month mibps mibps_per_gib max_mibps max_mibps_per_iops usd_per_mibps_month "
+        "small_volume_gib small_volume_mibps"
+    ).split()
     for line, r in _read_csv(path):
         check_common(r, path, line)
         rule = r["rule"].strip()
         if rule not in STORAGE_RULES:
-            raise CatalogError(f"{path.name}:{line}: storage rule must be per_gb|slab|provisioned")
+            raise CatalogError(f"{path.name}:{line}: storage rule must be one of {', '.join(StorageRule)}")
         rec = {
             **empty,
             "provider": r["provider"],
-            "kind": "storage",
+            "kind": CatalogKind.STORAGE,
             "name": r["name"],
             "storage_rule": rule,
-            "size_gib": _num(r, "size_gib", path, line),
-            "free_gib": _num(r, "free_gib", path, line),
-            "usd_per_gb_month": _num(r, "usd_per_gb_month", path, line),
-            "usd_per_disk_month": _num(r, "usd_per_disk_month", path, line),
-            "iops": _num(r, "iops", path, line),
-            "iops_per_gib": _num(r, "iops_per_gib", path, line),
-            "max_iops": _num(r, "max_iops", path, line),
-            "usd_per_iops_month": _num(r, "usd_per_iops_month", path, line),
+            **{k: _num(r, k, path, line) for k in numeric},
+            "iops_price_tiers": _tiers(r.get("iops_price_tiers", "") or "", path, line) or None,
             "source": r["source"],
             "as_of": r["as_of"],
             "notes": r.get("notes", ""),
         }
-        if rule == "slab" and (rec["size_gib"] is None or rec["usd_per_disk_month"] is None):
-            raise CatalogError(f"{path.name}:{line}: a slab needs size_gib and usd_per_disk_month")
-        if rule != "slab" and rec["usd_per_gb_month"] is None:
-            raise CatalogError(f"{path.name}:{line}: {rule} storage needs usd_per_gb_month")
-        if rec["iops"] is None and rec["iops_per_gib"] is None:
-            raise CatalogError(f"{path.name}:{line}: storage needs iops or iops_per_gib")
+        need = {
+            StorageRule.FLAT: ("usd_per_gb_month", "iops"),
+            StorageRule.PER_GB: ("usd_per_gb_month",),
+            StorageRule.PROVISIONED: ("usd_per_gb_month", "max_iops"),
+            StorageRule.SLAB: ("size_gib", "usd_per_disk_month", "iops"),
+            StorageRule.LOCAL: (),
+        }[StorageRule(rule)]
+        missing = [k for k in need if rec[k] is None]
+        if missing:
+            raise CatalogError(f"{path.name}:{line}: {rule} storage needs {', '.join(missing)}")
+        if rule == StorageRule.PER_GB and rec["iops"] is None and rec["iops_per_gib"] is None:
+            raise CatalogError(f"{path.name}:{line}: per_gb storage needs iops or iops_per_gib")
+        for ps in _price_sets(r):
+            rows.append({**rec, "price_set": ps})
+
+    path = source_dir / "vm_storage.csv"
+    for line, r in _read_csv(path):
+        check_common(r, path, line)
+        if not r["vm"].strip() or not r["product"].strip():
+            raise CatalogError(f"{path.name}:{line}: a VM storage row needs vm and product patterns")
+        lo, hi, disks = (_num(r, k, path, line) for k in ("min_vcpu", "max_vcpu", "max_disks"))
+        rec = {
+            **empty,
+            "provider": r["provider"],
+            "kind": CatalogKind.VM_STORAGE,
+            "name": f"{r['vm']} / {r['product']}",
+            "vm_pattern": r["vm"].strip(),
+            "product_pattern": r["product"].strip(),
+            "min_vcpu": None if lo is None else int(lo),
+            "max_vcpu": None if hi is None else int(hi),
+            "max_iops": _num(r, "max_iops", path, line),
+            "max_mibps": _num(r, "max_mibps", path, line),
+            "max_disks": None if disks is None else int(disks),
+            "size_gib": _num(r, "size_gib", path, line),
+            "source": r["source"],
+            "as_of": r["as_of"],
+            "notes": r.get("notes", ""),
+        }
         for ps in _price_sets(r):
             rows.append({**rec, "price_set": ps})
 
@@ -246,7 +336,7 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
         rec = {
             **empty,
             "provider": r["provider"],
-            "kind": "sla",
+            "kind": CatalogKind.SLA,
             "name": r["name"],
             "feature": r["feature"],
             "available": available,
@@ -301,19 +391,58 @@ class VmType:
 
 @dataclass(frozen=True)
 class StorageOption:
-    """A block-storage product and its price/IOPS rule."""
+    """A storage product and its rule (:class:`~specs.vocab.StorageRule`; cost_models.cloud applies it).
+
+    ``iops`` / ``mibps`` are the included baseline (provisioned, per_gb), the
+    fixed figures (slab, flat) or None; ``None`` limits are unlimited.
+    """
 
     provider: str
     name: str
-    rule: str  # per_gb | slab | provisioned
-    size_gib: float | None
-    free_gib: float
-    usd_per_gb_month: float
-    usd_per_disk_month: float
-    iops: float | None
-    iops_per_gib: float | None
-    max_iops: float | None
-    usd_per_iops_month: float
+    rule: StorageRule
+    min_gib: float = 1.0
+    max_gib: float = math.inf
+    size_gib: float | None = None
+    free_gib: float = 0.0
+    usd_per_gb_month: float = 0.0
+    usd_per_disk_month: float = 0.0
+    iops: float | None = None
+    min_iops: float = 0.0
+    iops_per_gib: float = 0.0
+    max_iops: float = math.inf
+    max_iops_per_gib: float = math.inf
+    usd_per_iops_month: float = 0.0
+    iops_price_tiers: tuple[tuple[float, float], ...] = ()  # (from IOPS, $/IOPS-month beyond it)
+    mibps: float | None = None
+    mibps_per_gib: float = 0.0
+    max_mibps: float = math.inf
+    max_mibps_per_iops: float = math.inf
+    usd_per_mibps_month: float | None = None  # None: throughput comes with the IOPS, not bought
+    small_volume_gib: float = 0.0
+    small_volume_mibps: float = math.inf
+
+
+@dataclass(frozen=True)
+class VmStorageLimit:
+    """What one VM (matched by name glob and vCPU range) can drive on some storage products:
+    the VM's cap on attached volumes, or (``size_gib`` set) its local instance store."""
+
+    provider: str
+    vm_pattern: str
+    product_pattern: str
+    min_vcpu: int = 0
+    max_vcpu: int = 1 << 30
+    max_iops: float = math.inf
+    max_mibps: float = math.inf
+    max_disks: int | None = None
+    size_gib: float | None = None
+
+    def applies(self, vm: VmType, product: str) -> bool:
+        return (
+            fnmatch.fnmatchcase(vm.name, self.vm_pattern)
+            and self.min_vcpu <= vm.vcpu <= self.max_vcpu
+            and any(fnmatch.fnmatchcase(product, p) for p in self.product_pattern.split("|"))
+        )
 
 
 @dataclass(frozen=True)
@@ -341,6 +470,14 @@ class Catalog:
     vms: dict[str, list[VmType]] = field(default_factory=dict)
     storage: dict[str, list[StorageOption]] = field(default_factory=dict)
     slas: dict[str, dict[str, SlaPrice]] = field(default_factory=dict)
+    vm_storage: dict[str, list[VmStorageLimit]] = field(default_factory=dict)
+
+    def storage_limit(self, vm: VmType, product: str) -> VmStorageLimit | None:
+        """The row of ``vm_storage.csv`` for this VM and product (the first that matches), if any."""
+        for lim in self.vm_storage.get(vm.provider, []):
+            if lim.applies(vm, product):
+                return lim
+        return None
 
     def vm(self, provider: str, name: str) -> VmType:
         for v in self.vms.get(provider, []):
@@ -372,7 +509,43 @@ def _f(x: object, default: float = 0.0) -> float:
     return default if x is None else float(x)  # type: ignore[arg-type]
 
 
-def load_catalog(price_set: str = "paper2021", path: Path | None = None) -> Catalog:
+def _parse_tiers(text: str | None) -> tuple[tuple[float, float], ...]:
+    out = []
+    for part in filter(None, (text or "").split(";")):
+        lo, rate = part.split(":")
+        out.append((float(lo), float(rate)))
+    return tuple(sorted(out))
+
+
+def _storage_option(p: str, r: dict[str, Any]) -> StorageOption:
+    return StorageOption(
+        provider=p,
+        name=r["name"],
+        rule=StorageRule(r["storage_rule"]),
+        min_gib=_f(r["min_gib"], 1.0),
+        max_gib=_f(r["max_gib"], math.inf),
+        size_gib=r["size_gib"],
+        free_gib=_f(r["free_gib"]),
+        usd_per_gb_month=_f(r["usd_per_gb_month"]),
+        usd_per_disk_month=_f(r["usd_per_disk_month"]),
+        iops=r["iops"],
+        min_iops=_f(r["min_iops"]),
+        iops_per_gib=_f(r["iops_per_gib"]),
+        max_iops=_f(r["max_iops"], math.inf),
+        max_iops_per_gib=_f(r["max_iops_per_gib"], math.inf),
+        usd_per_iops_month=_f(r["usd_per_iops_month"]),
+        iops_price_tiers=_parse_tiers(r["iops_price_tiers"]),
+        mibps=r["mibps"],
+        mibps_per_gib=_f(r["mibps_per_gib"]),
+        max_mibps=_f(r["max_mibps"], math.inf),
+        max_mibps_per_iops=_f(r["max_mibps_per_iops"], math.inf),
+        usd_per_mibps_month=r["usd_per_mibps_month"],
+        small_volume_gib=_f(r["small_volume_gib"]),
+        small_volume_mibps=_f(r["small_volume_mibps"], math.inf),
+    )
+
+
+def load_catalog(price_set: str = DEFAULT_PRICE_SET, path: Path | None = None) -> Catalog:
     """Load one price set from ``pricing.parquet`` (default :data:`PRICING_PARQUET`)."""
     return _load_catalog(price_set, PRICING_PARQUET if path is None else path)
 
@@ -392,27 +565,27 @@ def _load_catalog(price_set: str, path: Path) -> Catalog:
         if r["price_set"] != price_set:
             continue
         p = r["provider"]
-        if r["kind"] == "vm":
+        if r["kind"] == CatalogKind.VM:
             cat.vms.setdefault(p, []).append(
                 VmType(p, r["name"], int(r["vcpu"]), float(r["memory_gib"]), float(r["usd_per_hour"]))
             )
-        elif r["kind"] == "storage":
-            cat.storage.setdefault(p, []).append(
-                StorageOption(
+        elif r["kind"] == CatalogKind.STORAGE:
+            cat.storage.setdefault(p, []).append(_storage_option(p, r))
+        elif r["kind"] == CatalogKind.VM_STORAGE:
+            cat.vm_storage.setdefault(p, []).append(
+                VmStorageLimit(
                     provider=p,
-                    name=r["name"],
-                    rule=r["storage_rule"],
+                    vm_pattern=r["vm_pattern"],
+                    product_pattern=r["product_pattern"],
+                    min_vcpu=int(r["min_vcpu"]) if r["min_vcpu"] is not None else 0,
+                    max_vcpu=int(r["max_vcpu"]) if r["max_vcpu"] is not None else 1 << 30,
+                    max_iops=_f(r["max_iops"], math.inf),
+                    max_mibps=_f(r["max_mibps"], math.inf),
+                    max_disks=int(r["max_disks"]) if r["max_disks"] is not None else None,
                     size_gib=r["size_gib"],
-                    free_gib=_f(r["free_gib"]),
-                    usd_per_gb_month=_f(r["usd_per_gb_month"]),
-                    usd_per_disk_month=_f(r["usd_per_disk_month"]),
-                    iops=r["iops"],
-                    iops_per_gib=r["iops_per_gib"],
-                    max_iops=r["max_iops"],
-                    usd_per_iops_month=_f(r["usd_per_iops_month"]),
                 )
             )
-        elif r["kind"] == "sla":
+        elif r["kind"] == CatalogKind.SLA:
             cat.slas.setdefault(p, {})[r["feature"]] = SlaPrice(
                 provider=p,
                 feature=r["feature"],
@@ -453,16 +626,44 @@ def price_summary(r: dict) -> tuple[str, str]:
     def usd(x: float) -> str:
         return f"${x:,.4g}"
 
-    if r["kind"] == "vm":
+    def fig(x: float | None, unit: str) -> str:
+        return "" if x is None else f"{x:,.6g} {unit}"
+
+    if r["kind"] == CatalogKind.VM:
         return f"{r['vcpu']} vCPU, {r['memory_gib']:g} GiB", f"{usd(r['usd_per_hour'])}/h"
-    if r["kind"] == "storage":
-        if r["storage_rule"] == "slab":
-            return f"{r['size_gib']:g} GiB, {r['iops']:g} IOPS", f"{usd(r['usd_per_disk_month'])}/month"
-        iops = f"{r['iops']:g} IOPS" if r["iops"] is not None else f"{r['iops_per_gib']:g} IOPS/GiB"
-        cap = f" (max {r['max_iops']:g})" if r["max_iops"] is not None else ""
+    if r["kind"] == CatalogKind.VM_STORAGE:
+        lims = ", ".join(
+            x
+            for x in (
+                fig(r["size_gib"], "GiB local"),
+                fig(r["max_iops"], "IOPS"),
+                fig(r["max_mibps"], "MiB/s"),
+                fig(r["max_disks"], "disks"),
+            )
+            if x
+        )
+        vcpu = f" ({r['min_vcpu']}-{r['max_vcpu']} vCPU)" if r["min_vcpu"] is not None else ""
+        return f"{r['vm_pattern']}{vcpu} on {r['product_pattern']}: {lims}", "included" if r["size_gib"] else "limit"
+    if r["kind"] == CatalogKind.STORAGE:
+        rule = r["storage_rule"]
+        if rule == StorageRule.SLAB:
+            mib = f", {r['mibps']:g} MiB/s" if r["mibps"] is not None else ""
+            return f"{r['size_gib']:g} GiB, {r['iops']:g} IOPS{mib}", f"{usd(r['usd_per_disk_month'])}/month"
+        if rule == StorageRule.LOCAL:
+            return "the VM's instance store (see vm_storage)", "included in the VM price"
+        parts = []
+        if r["iops"] is not None:
+            parts.append(f"{r['iops']:g} IOPS" + (" included" if rule == StorageRule.PROVISIONED else ""))
+        if r["iops_per_gib"]:
+            parts.append(f"{r['iops_per_gib']:g} IOPS/GiB")
+        if r["max_iops"] is not None:
+            parts.append(f"max {r['max_iops']:g}")
+        if r["mibps"] is not None:
+            parts.append(f"{r['mibps']:g} MiB/s" + (f" + {r['mibps_per_gib']:g}/GiB" if r["mibps_per_gib"] else ""))
         free = f" beyond {r['free_gib']:g} GB free" if r["free_gib"] else ""
         extra = f" + {usd(r['usd_per_iops_month'])}/IOPS-month" if r["usd_per_iops_month"] else ""
-        return iops + cap, f"{usd(r['usd_per_gb_month'])}/GB-month{free}{extra}"
+        extra += f" + {usd(r['usd_per_mibps_month'])}/MiBps-month" if r["usd_per_mibps_month"] else ""
+        return ", ".join(parts), f"{usd(r['usd_per_gb_month'])}/GB-month{free}{extra}"
     if not r["available"]:
         return "", "no price: " + (r["notes"] or "GAP")
     parts = []

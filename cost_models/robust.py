@@ -15,15 +15,23 @@ Two ways a spec can ask for robustness (``robustness:``):
 The per-operation cost c_i of a design on a node is the time one operation of
 type i takes at the node's full parallelism, 1 / X(pure op i): the mix's cost
 is then sum_i w^_i c_i (resources add up per operation).
+
+Either way robustness does not replace the objective: the search maximizes the
+expected workload's throughput among configurations whose perturbed throughput
+(:func:`perturbed_throughput`) is within ``robustness.tolerance`` of the best
+perturbed throughput at that budget (solver.model, docs/solver.md).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from cost_models.cpu import node_throughput
 from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
+from specs.schema import Spec, Workload
 from specs.vocab import OPERATIONS
 
 #: Bisection steps on log(lambda) for the KL dual: the bracket is e^(+-40) times
@@ -101,7 +109,9 @@ def kl_worst_case(c: np.ndarray, w: np.ndarray, rho: float) -> np.ndarray:
     return np.clip(best, nominal, top)
 
 
-def per_op_costs(io: IOCost, cls: np.ndarray, iops: float, threads: float, scan_length: float) -> np.ndarray:
+def per_op_costs(
+    io: IOCost, cls: np.ndarray, iops: float | np.ndarray, threads: float, scan_length: float
+) -> np.ndarray:
     """(n, 6) seconds per operation of each type at full parallelism: 1 / X(pure op)."""
     cols = []
     for op in OPERATIONS:
@@ -113,3 +123,30 @@ def per_op_costs(io: IOCost, cls: np.ndarray, iops: float, threads: float, scan_
 def mix_vector(mix: dict[str, float]) -> np.ndarray:
     w = np.array([mix.get(op, 0.0) for op in OPERATIONS], dtype=float)
     return w / w.sum()
+
+
+def is_robust(spec: Spec) -> bool:
+    """Whether the spec asks for robustness (noise or a KL radius)."""
+    return spec.noise > 0 or bool(spec.kl_radius)
+
+
+def perturbed_workload(spec: Spec) -> Workload:
+    """The workload the perturbed throughput is measured on: the noisy mix
+    (the spec's own mix without noise); scans the noise adds have the spec's
+    scan length (or schema.DEFAULT_SCAN_LENGTH, which `cosine solve` prints)."""
+    wl = spec.workload
+    return replace(wl, operations=noisy_mix(wl.operations, spec.noise)) if spec.noise > 0 else wl
+
+
+def perturbed_throughput(
+    io: IOCost, total: np.ndarray, cls: np.ndarray, iops: float | np.ndarray, threads: float, spec: Spec
+) -> np.ndarray:
+    """Node throughput under the perturbed workload of designs whose I/O per
+    operation (``io``, ``total``: under :func:`perturbed_workload`) is given:
+    the noisy mix's, or with a KL radius the worst case over the KL ball around it."""
+    pw = perturbed_workload(spec)
+    rho = 0.0 if spec.kl_radius is None else float(spec.kl_radius)
+    if rho <= 0:
+        return node_throughput(total, iops, cls, pw.operations, threads, pw.scan_length)
+    c = per_op_costs(io, cls, iops, threads, pw.scan_length)
+    return 1.0 / np.maximum(kl_worst_case(c, mix_vector(pw.operations), rho), 1e-300)

@@ -91,15 +91,23 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
     con.print(t)
     p = Table(title="prediction, bill and certificate", show_header=False)
     rob = sol.get("robustness")
-    p.add_row("throughput" + (" (perturbed workload)" if rob else ""), f"{si(pred['throughput_ops'])} ops/s")
+    p.add_row("throughput (expected workload)", f"{si(pred['throughput_ops'])} ops/s")
     if rob:
         how = f"noise {rob['noise']:g}" + (f", KL radius {rob['kl_radius']:g}" if rob.get("kl_radius") else "")
-        ex, pe = rob["expected_workload"], rob["perturbed_workload"]
-        nom = "+".join(rob["nominal_choice"]["classes"])
+        r, n, b = rob["robust_choice"], rob["nominal_choice"], rob["best_perturbed_choice"]
+        at = rob.get("chosen_at_budget")
         p.add_row(
-            f"robust ({how}) vs nominal ({nom})",
-            f"expected mix {si(ex['robust_choice_ops'])} vs {si(ex['nominal_choice_ops'])} ops/s; "
-            f"perturbed {si(pe['robust_choice_ops'])} vs {si(pe['nominal_choice_ops'])} ops/s",
+            f"robust rule ({how}, tolerance {rob['tolerance']:g})",
+            f"perturbed {si(r['perturbed_ops'])} ops/s; best at this budget {si(b['perturbed_ops'])}"
+            + (
+                f"; chosen at {money(at)}, where it was within {rob['tolerance']:.0%} of the best"
+                if at
+                else f" (>= {1 - rob['tolerance']:.0%} of it)"
+            ),
+        )
+        p.add_row(
+            f"nominal choice ({'+'.join(n['classes'])}, {n['provider']})",
+            f"expected {si(n['expected_ops'])} ops/s, perturbed {si(n['perturbed_ops'])} ops/s",
         )
     p.add_row("latency (Eq. 3, per operation)", f"{pred['latency_s']:.3e} s" if pred["latency_s"] else "-")
     io = pred["io_per_op"]
@@ -122,6 +130,17 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
         f"{'yes' if fc.get('monotone') else 'repaired ' + str(fc.get('repaired_bands')) + ' bands'}",
     )
     con.print(p)
+    bind = sol.get("binding")
+    if bind:
+        con.print(f"[bold]binding:[/] {bind['detail']}")
+    if rob:
+        added = ", ".join(f"{k} {v:.1%}" for k, v in rob["added_operations"].items())
+        sl = rob["scan_length"]
+        if added:
+            con.print(
+                f"noise adds {added}"
+                + (f"; {sl['note']}" if sl.get("note") else f"; scans of {sl['entries']:g} entries (the spec's)")
+            )
     tgt = sol.get("target") or {}
     if tgt.get("min_throughput"):
         if tgt.get("met"):

@@ -2,9 +2,13 @@
 
 Clusters are multisets of contexts of one provider with at most ``max_cluster``
 nodes that hold the data (sum of entries >= N). The cluster's throughput is
-min over its contexts of N x_c / s_c (the same epigraph the MIP uses) and its
-bill is computed with the same SLA price model. Feasible only for small
-instances; it is what the tests compare the MIP against.
+min over its contexts of N x_c / s_c (the same epigraph the MIP uses), on the
+expected and on the perturbed workload, and its bill is computed with the same
+SLA price model. Any of the MIP's objectives (solver.model.Objective) can be
+asked for, the robust one with its floor on the perturbed throughput. Every
+count up to the cap is tried (the MIP's per-column bound is not assumed), so
+the oracle also checks that bound. Feasible only for small instances; it is
+what the tests compare the MIP against.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.pricing import Catalog
-from solver.model import X_SCALE
+from solver.model import X_SCALE, Objective
 from solver.tables import Context
 from specs.schema import Spec
 
@@ -29,6 +33,7 @@ class Best:
     nodes: tuple[tuple[int, int], ...] = ()  # (context index, count)
     provider: str = ""
     visited: int = 0
+    perturbed_kops: float = -1.0
 
 
 def estimate(n_contexts: int, max_cluster: int) -> float:
@@ -44,8 +49,12 @@ def exhaustive(
     max_cluster: int,
     min_throughput: float | None = None,
     limit: int = MAX_ENUMERATION,
+    objective: Objective = Objective.EXPECTED,
+    floor_kops: float = 0.0,
 ) -> Best:
-    """Best (max throughput, then min cost) cluster within ``budget``."""
+    """Best cluster within ``budget`` for ``objective`` (then the cheapest):
+    ``throughput_kops`` is the expected throughput X, ``perturbed_kops`` P; the
+    robust objective maximizes X among clusters with P >= ``floor_kops``."""
     from specs.errors import InputError
 
     N = spec.workload.entries
@@ -65,6 +74,7 @@ def exhaustive(
                 f"(> {limit:,} clusters); use --method mip or a smaller instance"
             )
         x_hat = [N * c.throughput / c.entries * X_SCALE for _, c in ctx]
+        p_hat = [N * c.perturbed / c.entries * X_SCALE for _, c in ctx]
 
         def rec(
             k: int,
@@ -72,10 +82,12 @@ def exhaustive(
             entries: float,
             cost: float,
             xmin: float,
+            pmin: float,
             chosen: list[tuple[int, int]],
             provider: str = provider,
             ctx: list = ctx,
             x_hat: list = x_hat,
+            p_hat: list = p_hat,
             terms=terms,
         ) -> None:
             if k == len(ctx):
@@ -85,22 +97,32 @@ def exhaustive(
                 best.visited += 1
                 if total > budget * (1 + 1e-12) or xmin < target * (1 - 1e-12):
                     return
-                better = xmin > best.throughput_kops * (1 + 1e-12) or (
-                    xmin >= best.throughput_kops * (1 - 1e-12) and total < best.cost
-                )
+                if objective == Objective.ROBUST and pmin < floor_kops * (1 - 1e-12):
+                    return
+                value = pmin if objective == Objective.PERTURBED else xmin
+                incumbent = best.perturbed_kops if objective == Objective.PERTURBED else best.throughput_kops
+                better = value > incumbent * (1 + 1e-12) or (value >= incumbent * (1 - 1e-12) and total < best.cost)
                 if better:
-                    best.throughput_kops, best.cost = xmin, total
+                    best.throughput_kops, best.perturbed_kops, best.cost = xmin, pmin, total
                     best.nodes, best.provider = tuple(chosen), provider
                 return
             i, c = ctx[k]
-            rec(k + 1, nodes, entries, cost, xmin, chosen)
+            rec(k + 1, nodes, entries, cost, xmin, pmin, chosen)
             for cnt in range(1, max_cluster - nodes + 1):
                 add = cnt * c.cost_month
                 if cost + add > budget * (1 + 1e-12):
                     break
                 chosen.append((i, cnt))
-                rec(k + 1, nodes + cnt, entries + cnt * c.entries, cost + add, min(xmin, x_hat[k]), chosen)
+                rec(
+                    k + 1,
+                    nodes + cnt,
+                    entries + cnt * c.entries,
+                    cost + add,
+                    min(xmin, x_hat[k]),
+                    min(pmin, p_hat[k]),
+                    chosen,
+                )
                 chosen.pop()
 
-        rec(0, 0, 0.0, 0.0, math.inf, [])
+        rec(0, 0, 0.0, 0.0, math.inf, math.inf, [])
     return best

@@ -2,16 +2,25 @@
 
 Per provider the MIP is declared once and re-solved for a geometric grid of
 budgets (plus the spec's budget), in increasing order, each band warm-started
-from the previous band's solution (still feasible: the budget only grows).
-Every chosen configuration is re-evaluated with the exact model (exact window
-bisection instead of the tables' interpolation, the real shard sizes instead
-of the breakpoints) and the relative difference is recorded as the
-approximation error next to HiGHS's (or CP-SAT's) MIP gap.
+from the previous band's solution. Every chosen configuration is re-evaluated
+with the exact model (exact window bisection instead of the tables'
+interpolation, the real shard sizes instead of the breakpoints) and the
+relative difference is recorded as the approximation error next to HiGHS's
+(or CP-SAT's) MIP gap.
+
+Without robustness each band maximizes the expected workload's throughput.
+With robustness (``robustness:`` in the spec) each band is solved three ways:
+the expected throughput alone (the *nominal* frontier), the perturbed
+throughput alone (its best value P*(b) across providers), and the *robust*
+rule: the best expected throughput among configurations whose perturbed
+throughput is at least (1 - tolerance) P*(b). The robust points are the
+headline frontier; the nominal ones are kept beside them (docs/solver.md).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +32,21 @@ from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.design import DesignBatch
 from cost_models.evaluate import design_entry, evaluate_designs, workload_partitions
 from cost_models.pricing import Catalog
-from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
+from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
 from solver.backends import Backend, Result
 from solver.exhaustive import exhaustive
-from solver.model import X_SCALE, Chosen, LinearModel, MipMeta, build_mip, read_solution, set_budget
+from solver.model import (
+    X_SCALE,
+    Chosen,
+    LinearModel,
+    MipMeta,
+    Objective,
+    build_mip,
+    columns_for,
+    latency_target_kops,
+    read_solution,
+    set_budget,
+)
 from solver.tables import Context, Tables
 from specs.schema import Spec
 from specs.vocab import OPERATIONS, Method, SolverStatus
@@ -47,32 +67,39 @@ def band_grid(lo: float, hi: float, bands: int, include: float | None = None) ->
 class Exact:
     """A configuration re-evaluated with the exact model."""
 
-    throughput: float
+    throughput: float  # expected workload
     per_node: list[dict[str, Any]]
     io_per_op: dict[str, float]
+    perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
 
 
-def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -> Exact:
-    """Exact throughput of a cluster: real shard sizes, exact windows; robust
-    (KL worst case of radius ``rho``) when rho > 0."""
+def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
+    """Exact throughput of a cluster, expected and perturbed: real shard sizes,
+    exact windows, each node's I/Os per second at its design's block size."""
     N = spec.workload.entries
     cap = sum(c.entries * k for c, k in nodes)
     held = sum(max(c.entries * N / cap, 1.0) * k for c, k in nodes)  # = N unless nodes outnumber keys
     parts = workload_partitions(spec.workload)
-    xs, per_node = [], []
+    robust = is_robust(spec)
+    pw = perturbed_workload(spec)
+    xs, ps, per_node = [], [], []
     io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
     for c, k in nodes:
         # keys actually on each node of this context; at least one (a key is not split: in a
         # cluster with more nodes than keys, the nodes that hold one serve its operations)
         s = max(c.entries * N / cap, 1.0)
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
-        ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, s, mem, parts, model=spec.cost_model)
+        batch = DesignBatch.of([c.design])
+        ne = evaluate_designs(batch, spec.workload, s, mem, parts, model=spec.cost_model)
         threads = c.vm.vcpu if c.design.threads is None else c.design.threads
-        x = float(ne.throughput(spec.workload, c.storage.iops, threads)[0])
-        if rho > 0 and x > 0:
-            cost = per_op_costs(ne.io, ne.layout.cls, c.storage.iops, threads, spec.workload.scan_length)
-            x = float(1.0 / kl_worst_case(cost, mix_vector(spec.workload.operations), rho)[0])
+        iops = float(c.storage.effective_iops(c.design.block_bytes))
+        x = float(ne.throughput(spec.workload, iops, threads)[0])
+        xp = x
+        if robust and x > 0:
+            np_ = ne if pw is spec.workload else evaluate_designs(batch, pw, s, mem, parts, model=spec.cost_model)
+            xp = float(perturbed_throughput(np_.io, np_.io_total, np_.layout.cls, iops, threads, spec)[0])
         xs.append(N * x / s if x > 0 else 0.0)
+        ps.append(N * xp / s if xp > 0 else 0.0)
         share = s * k / held  # the share of the operations this context's nodes serve
         for op, v in ne.io.per_op().items():
             io[op] += share * float(v[0])
@@ -83,17 +110,21 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], rho: float = 0.0) -
                 **design_entry(c.design, ne.layout, 0),
                 "threads": threads,
                 "node_throughput_ops": x,
+                "node_perturbed_ops": xp,
+                "device_bound": bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
                 "storage": {
                     "product": c.storage.product,
                     "disks": c.storage.disks,
                     "gib": c.storage.gib,
                     "iops": c.storage.iops,
+                    "mibps": c.storage.mibps if math.isfinite(c.storage.mibps) else None,
+                    "effective_iops": iops,
                     "usd_month": c.storage.usd_month,
                     "label": c.storage.label,
                 },
             }
         )
-    return Exact(min(xs) if xs else 0.0, per_node, io)
+    return Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0)
 
 
 @dataclass
@@ -109,14 +140,26 @@ class Point:
     exact: Exact | None
     approx_error: float = math.nan
     repaired: bool = False  # took an earlier band's configuration to keep the frontier monotone
+    objective: Objective = Objective.EXPECTED
+    carried: bool = False  # no configuration beats a cheaper band's: its answer, carried forward
+    chosen_band: int | None = None  # for a carried point, the band whose solve chose it
+    floor_ops: float | None = None  # the robust rule's floor on the perturbed throughput (ops/s, MIP values)
 
     @property
     def throughput(self) -> float:
         return self.exact.throughput if self.exact else 0.0
 
     @property
+    def perturbed(self) -> float:
+        return self.exact.perturbed if self.exact else 0.0
+
+    @property
     def cost(self) -> float:
         return self.chosen.monthly_cost if self.chosen else math.nan
+
+    @property
+    def nodes(self) -> int:
+        return sum(k for _, k in self.chosen.nodes) if self.chosen else 0
 
     def dominant_class(self) -> str:
         if not self.exact or not self.exact.per_node:
@@ -148,6 +191,7 @@ class Point:
             "provider": self.provider,
             "budget": self.budget,
             "status": self.status,
+            "objective_kind": self.objective,
             "objective": None if r is None or not math.isfinite(r.objective) else r.objective,
             "best_bound": None if r is None or not math.isfinite(r.bound) else r.bound,
             "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
@@ -156,6 +200,9 @@ class Point:
             "approx_error": self.approx_error if math.isfinite(self.approx_error) else None,
             "throughput_mip_ops": self.chosen.throughput_kops / X_SCALE if self.chosen else None,
             "throughput_exact_ops": self.throughput if self.exact else None,
+            "perturbed_mip_ops": self.chosen.perturbed_kops / X_SCALE if self.chosen else None,
+            "perturbed_exact_ops": self.perturbed if self.exact else None,
+            "perturbed_floor_ops": self.floor_ops,
             "monthly_cost": None if not self.chosen else self.chosen.monthly_cost,
             "repaired": self.repaired,
             "backend": backend,
@@ -163,6 +210,22 @@ class Point:
             "scaling_error": None if r is None else r.scaling_error,
             "solver_log": log_file,
         }
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / b if b > 0 else (0.0 if a == b else math.inf)
+
+
+def _certify(
+    spec: Spec, chosen: Chosen, res: Result, band: int, budget: float, provider: str, objective: Objective
+) -> Point:
+    """Re-evaluate a chosen cluster exactly; the approximation error is the worse
+    of the expected and (with robustness) the perturbed throughput's."""
+    ex = reevaluate(spec, chosen.nodes)
+    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
+    if is_robust(spec):
+        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
+    return Point(band, budget, provider, res.status, res, chosen, ex, err, objective=objective)
 
 
 def _point(
@@ -174,15 +237,11 @@ def _point(
     band: int,
     budget: float,
     provider: str,
-    rho: float = 0.0,
 ) -> Point:
     if res.x is None:
-        return Point(band, budget, provider, res.status, res, None, None)
+        return Point(band, budget, provider, res.status, res, None, None, objective=meta.objective)
     chosen = read_solution(m, meta, res.x, spec, catalog)
-    ex = reevaluate(spec, chosen.nodes, rho)
-    mip_x = chosen.throughput_kops / X_SCALE
-    err = abs(mip_x - ex.throughput) / ex.throughput if ex.throughput > 0 else math.inf
-    return Point(band, budget, provider, res.status, res, chosen, ex, err)
+    return _certify(spec, chosen, res, band, budget, provider, meta.objective)
 
 
 def _exhaustive_point(
@@ -193,48 +252,225 @@ def _exhaustive_point(
     band: int,
     provider: str,
     max_cluster: int,
-    min_throughput: float | None = None,
-    rho: float = 0.0,
+    objective: Objective = Objective.EXPECTED,
+    floor_kops: float = 0.0,
 ) -> Point:
-    import time
-
     t0 = time.perf_counter()
-    b = exhaustive(spec, catalog, contexts, budget, max_cluster, min_throughput)
+    b = exhaustive(spec, catalog, contexts, budget, max_cluster, objective=objective, floor_kops=floor_kops)
     secs = time.perf_counter() - t0
-    if b.throughput_kops < 0:
+    if not b.nodes:
         res = Result.infeasible(Method.EXHAUSTIVE, b.visited, secs)
-        return Point(band, budget, provider, SolverStatus.INFEASIBLE, res, None, None)
+        return Point(band, budget, provider, SolverStatus.INFEASIBLE, res, None, None, objective=objective)
     nodes = [(contexts[i], k) for i, k in b.nodes]
     compute = sum(c.vm.usd_per_month * k for c, k in nodes)
     storage = sum(c.storage.usd_month * k for c, k in nodes)
     terms = sla_terms(catalog, b.provider, spec.slas)
     sla = sla_cost(terms, sum(k for _, k in nodes), spec.workload.data_bytes / GIB, compute + storage)
-    chosen = Chosen(b.provider, nodes, b.throughput_kops, compute + storage + sla, compute, storage, sla)
-    ex = reevaluate(spec, nodes, rho)
-    mip_x = b.throughput_kops / X_SCALE
-    err = abs(mip_x - ex.throughput) / ex.throughput if ex.throughput > 0 else math.inf
-    obj = -b.throughput_kops  # enumeration proves optimality: bound = objective
+    chosen = Chosen(
+        b.provider, nodes, b.throughput_kops, compute + storage + sla, compute, storage, sla, b.perturbed_kops
+    )
+    value = b.perturbed_kops if objective == Objective.PERTURBED else b.throughput_kops
+    obj = -value  # enumeration proves optimality: bound = objective
     res = Result(SolverStatus.OPTIMAL, obj, obj, 0.0, b.visited, secs, None, Method.EXHAUSTIVE)
-    return Point(band, budget, provider, SolverStatus.OPTIMAL, res, chosen, ex, err)
+    return _certify(spec, chosen, res, band, budget, provider, objective)
 
 
 @dataclass
 class Frontier:
-    """All bands for all providers, plus what the spec's own budget got."""
+    """All bands for all providers, plus what the spec's own budget got.
+
+    ``points`` is the headline frontier (the robust rule's answers when the spec
+    asks for robustness, else the nominal ones); ``nominal`` and ``perturbed``
+    hold the two single-objective frontiers a robust solve also computes.
+    """
 
     spec: Spec
     budgets: np.ndarray
     points: dict[str, list[Point]] = field(default_factory=dict)  # provider -> per band
     best: list[Point] = field(default_factory=list)  # across providers, per band
+    nominal: dict[str, list[Point]] = field(default_factory=dict)
+    perturbed: dict[str, list[Point]] = field(default_factory=dict)
     baselines: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     monotone: bool = True
     repaired: int = 0
+    robust_carried: int = 0  # robust bands answered by a cheaper band's configuration (the rule's envelope)
     backend: str = "highs"
     method: str = "mip"
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
     tables_seconds: float = 0.0
     n_solves: int = 0
+    max_cluster: int = 0
+
+    @property
+    def robust(self) -> bool:
+        return bool(self.perturbed)
+
+    def best_of(self, points: dict[str, list[Point]]) -> list[Point]:
+        """Per band, the fastest point (expected workload, then cheapest) across providers."""
+        out = []
+        for i in range(len(self.budgets)):
+            cands = [points[p][i] for p in points if points[p][i].chosen]
+            out.append(
+                max(cands, key=lambda q: (q.throughput, -q.cost))
+                if cands
+                else Point(i, float(self.budgets[i]), "", SolverStatus.INFEASIBLE, None, None, None)
+            )
+        return out
+
+    def best_perturbed(self) -> list[Point]:
+        """Per band, the point of highest perturbed throughput across providers."""
+        out = []
+        for i in range(len(self.budgets)):
+            cands = [self.perturbed[p][i] for p in self.perturbed if self.perturbed[p][i].chosen]
+            out.append(
+                max(cands, key=lambda q: (q.perturbed, -q.cost))
+                if cands
+                else Point(i, float(self.budgets[i]), "", SolverStatus.INFEASIBLE, None, None, None)
+            )
+        return out
+
+
+@dataclass
+class _Bands:
+    """One provider's bands: its columns, its models (one per objective and
+    column set, solver.model.columns_for) and the cost of its cheapest cluster."""
+
+    provider: str
+    contexts: list[Context]
+    floor: float = -math.inf
+    models: dict[tuple[Any, ...], tuple[LinearModel, MipMeta]] = field(default_factory=dict)
+
+    def model(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        fr: Frontier,
+        objective: Objective,
+        floor_kops: float,
+        incumbent_kops: float = 0.0,
+        budget: float = math.inf,
+    ) -> tuple[LinearModel, MipMeta] | None:
+        """The model of one solve. Besides the objective's own filters
+        (solver.model.columns_for) two exact ones: a column whose throughput is
+        below ``incumbent_kops`` (a value a cheaper band already reached, so the
+        optimum here is at least it) cannot be used by a better cluster, and a
+        column one node of which costs more than the budget cannot be bought."""
+        entries = spec.workload.entries
+        kind = Objective.PERTURBED if objective == Objective.PERTURBED else Objective.EXPECTED
+        target = latency_target_kops(spec)
+        if kind == Objective.EXPECTED:
+            target = max(target, incumbent_kops * (1 - 1e-9))
+        cols = columns_for(self.contexts, entries, objective, floor_kops, target, max_node_cost=budget)
+        if kind == Objective.PERTURBED and incumbent_kops > 0:
+            cols = [c for c in cols if entries * c.perturbed / c.entries * X_SCALE >= incumbent_kops * (1 - 1e-9)]
+        if not cols:
+            return None
+        key = (kind, *map(id, cols))
+        if key not in self.models:
+            t0 = time.perf_counter()
+            self.models[key] = build_mip(
+                spec, catalog, cols, float(fr.budgets[0]), fr.max_cluster, providers=[self.provider], objective=kind
+            )
+            fr.build_seconds += time.perf_counter() - t0
+        m, meta = self.models[key]
+        meta.objective = objective
+        return m, meta
+
+
+def _carry(prev: Point, i: int, b: float) -> Point:
+    return Point(
+        i,
+        b,
+        prev.provider,
+        prev.status,
+        prev.result,
+        prev.chosen,
+        prev.exact,
+        prev.approx_error,
+        objective=prev.objective,
+        carried=True,
+        floor_ops=prev.floor_ops,
+        chosen_band=prev.chosen_band if prev.carried else prev.band,
+    )
+
+
+def _solve_objective(
+    spec: Spec,
+    catalog: Catalog,
+    fr: Frontier,
+    pb: _Bands,
+    backend: Backend,
+    objective: Objective,
+    floors_kops: np.ndarray | None,
+    *,
+    method: str,
+    logdir: Path | None,
+    gap: float,
+    time_limit: float,
+    progress: Callable[[str], None] | None,
+) -> list[Point]:
+    """Every band of one provider for one objective (``floors_kops``: the robust
+    rule's floor per band), in increasing budget. A band's model keeps only the
+    columns that can beat the previous band's answer (``_Bands.model``); when
+    none can, that answer is carried forward (``carried``): for the expected and
+    perturbed objectives this proves it optimal here, for the robust rule it is
+    the rule's envelope (a configuration that was within the tolerance at its
+    own price stays available at higher budgets; docs/solver.md)."""
+    p, budgets = pb.provider, fr.budgets
+    tag = f"_{objective}" if fr.robust or objective != Objective.EXPECTED else ""
+    pts: list[Point] = []
+    prev: Point | None = None
+    for i, b in enumerate(budgets):
+        log = logdir / f"band{i:02d}_{p}{tag}.log" if logdir else None
+        floor_k = float(floors_kops[i]) if floors_kops is not None else 0.0
+        note = ""
+        if method != "mip":
+            pt = _exhaustive_point(
+                spec, catalog, pb.contexts, float(b), i, p, fr.max_cluster, objective=objective, floor_kops=floor_k
+            )
+            fr.solve_seconds += pt.result.seconds if pt.result else 0.0
+            note = f"exhaustive enumeration: {pt.result.nodes if pt.result else 0} clusters"
+        elif not pb.contexts or b < pb.floor * (1 - 1e-9):
+            pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, Result.infeasible(backend.name), None, None)
+            pt.objective = objective
+            note = (
+                f"infeasible: below the cheapest configuration (${pb.floor:,.2f}/month, a min-cost MIP)"
+                if math.isfinite(pb.floor)
+                else "infeasible: no configuration at any budget"
+            )
+        else:
+            inc = 0.0
+            if prev is not None and prev.chosen is not None:
+                inc = prev.chosen.perturbed_kops if objective == Objective.PERTURBED else prev.chosen.throughput_kops
+            mm = pb.model(spec, catalog, fr, objective, floor_k, inc, float(b))
+            res = None
+            if mm is not None:
+                m, meta = mm
+                set_budget(m, meta, float(b))
+                res = backend.solve(m, gap=gap, time_limit=time_limit, log_path=log)
+                fr.solve_seconds += res.seconds
+                fr.n_solves += 1
+            if res is not None and res.x is not None:
+                pt = _point(spec, catalog, m, meta, res, i, float(b), p)
+            elif prev is not None:
+                pt = _carry(prev, i, float(b))
+                note = f"no cluster within this budget beats band {prev.band}'s answer: carried forward"
+            else:
+                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, res or Result.infeasible(backend.name), None, None)
+                pt.objective = objective
+                note = "infeasible: no configuration meets the robust rule's floor within this budget"
+        if log is not None and note:
+            log.write_text(note + "\n")
+        if objective == Objective.ROBUST and not pt.carried:
+            pt.floor_ops = floor_k / X_SCALE
+        fr.robust_carried += int(pt.carried and objective == Objective.ROBUST)
+        pts.append(pt)
+        if pt.chosen is not None:
+            prev = pt
+        if progress:
+            progress(p)
+    return pts
 
 
 def solve_frontier(
@@ -252,15 +488,9 @@ def solve_frontier(
     time_limit: float = 30.0,
     progress: Callable[[str], None] | None = None,
     budgets: np.ndarray | None = None,
-    rho: float = 0.0,
 ) -> Frontier:
-    """Solve every band for every provider and certify each answer.
-
-    ``rho`` > 0: the tables hold robust throughputs, and so does the exact
-    re-evaluation (a KL worst case of that radius).
-    """
-    import time
-
+    """Solve every band for every provider and certify each answer (with
+    robustness: the nominal, perturbed and robust objectives, see the module doc)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -275,97 +505,66 @@ def solve_frontier(
         backend=backend.name if method == "mip" else "exhaustive",
         method=method,
         tables_seconds=tables.seconds,
+        max_cluster=tables.max_cluster,
     )
     logdir = None
     if out_dir is not None:
         logdir = out_dir / "solver"
         logdir.mkdir(parents=True, exist_ok=True)
+    per: list[_Bands] = []
     for p in provs:
-        ctx = tables.contexts.get(p, [])
-        pts: list[Point] = []
-        if method == "mip":
-            t0 = time.perf_counter()
-            m, meta = build_mip(spec, catalog, ctx, float(budgets[0]), providers=[p])
-            fr.build_seconds += time.perf_counter() - t0
-        warm = None
-        floor, top = -math.inf, None
-        if method == "mip" and ctx:
-            # Two solves bracket the frontier: the cheapest feasible cluster
-            # (below its cost every band is infeasible) and the fastest at the
-            # highest budget (at or above its cost every band has that same
-            # optimum, because the feasible set only grows). Bands in between
-            # are solved, warm-started.
-            low = cheapest(spec, catalog, tables, backend, providers=(p,), rho=rho)
-            floor = low.cost if low else math.inf
-            if low is not None:
-                set_budget(m, meta, float(budgets[-1]))
-                log = logdir / f"band{len(budgets) - 1:02d}_{p}.log" if logdir else None
-                res = backend.solve(m, gap=gap, time_limit=time_limit, log_path=log)
-                fr.solve_seconds += res.seconds
-                fr.n_solves += 2
-                top = _point(spec, catalog, m, meta, res, len(budgets) - 1, float(budgets[-1]), p, rho)
-                if top.chosen is None:
-                    top = None
-        for i, b in enumerate(budgets):
-            log = logdir / f"band{i:02d}_{p}.log" if logdir else None
-            if method == "mip" and b < floor * (1 - 1e-9):
-                note = (
-                    f"infeasible: below the cheapest configuration (${floor:,.2f}/month, a min-cost MIP)"
-                    if math.isfinite(floor)
-                    else "infeasible: no configuration at any budget"
-                )
-                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, Result.infeasible(backend.name), None, None)
-                if log is not None:
-                    log.write_text(note + "\n")
-            elif method == "mip" and top is not None and b >= top.cost * (1 + 1e-9):
-                pt = Point(i, float(b), p, top.status, top.result, top.chosen, top.exact, top.approx_error)
-                if log is not None and i != len(budgets) - 1:
-                    log.write_text(
-                        f"same optimum as band {len(budgets) - 1}: its cost ${top.cost:,.2f} is within "
-                        f"this band's budget and no budget buys more (see band{len(budgets) - 1:02d}_{p}.log)\n"
-                    )
-            elif method == "mip":
-                t0 = time.perf_counter()
-                set_budget(m, meta, float(b))
-                fr.build_seconds += time.perf_counter() - t0
-                res = backend.solve(m, gap=gap, time_limit=time_limit, warm_start=warm, log_path=log)
-                fr.solve_seconds += res.seconds
-                fr.n_solves += 1
-                if res.x is not None:
-                    warm = res.x
-                pt = _point(spec, catalog, m, meta, res, i, float(b), p, rho)
-            else:
-                pt = _exhaustive_point(spec, catalog, ctx, float(b), i, p, spec.design.max_cluster_size, rho=rho)
-                fr.solve_seconds += pt.result.seconds if pt.result else 0.0
-                if log is not None:
-                    log.write_text(f"exhaustive enumeration: {pt.result.nodes if pt.result else 0} clusters\n")
-            pts.append(pt)
-            if progress:
-                progress(p)
-        fr.points[p] = pts
-    _make_monotone(fr)
-    fr.best = []
-    for i in range(len(budgets)):
-        cands = [fr.points[p][i] for p in fr.points if fr.points[p][i].chosen]
-        fr.best.append(
-            max(cands, key=lambda q: (q.throughput, -q.cost))
-            if cands
-            else Point(i, float(budgets[i]), "", SolverStatus.INFEASIBLE, None, None, None)
+        pb = _Bands(p, tables.contexts.get(p, []))
+        if method == "mip" and pb.contexts:
+            low = cheapest(spec, catalog, tables, backend, providers=(p,))
+            fr.n_solves += 1
+            pb.floor = low.cost if low else math.inf
+        per.append(pb)
+    kw: dict[str, Any] = {
+        "method": method,
+        "logdir": logdir,
+        "gap": gap,
+        "time_limit": time_limit,
+        "progress": progress,
+    }
+    robust = is_robust(spec)
+    for pb in per:
+        fr.nominal[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.EXPECTED, None, **kw)
+    _make_monotone(fr, fr.nominal)
+    if robust:
+        for pb in per:
+            fr.perturbed[pb.provider] = _solve_objective(
+                spec, catalog, fr, pb, backend, Objective.PERTURBED, None, **kw
+            )
+        _make_monotone(fr, fr.perturbed, key=lambda q: q.chosen.perturbed_kops if q.chosen else 0.0)
+        # P*(b): the best perturbed throughput any provider reaches at each budget (MIP values)
+        pstar = np.array(
+            [
+                max((pt.chosen.perturbed_kops for pt in col if pt.chosen), default=0.0)
+                for col in zip(*fr.perturbed.values(), strict=True)
+            ]
         )
+        floors = (1.0 - spec.tolerance) * pstar * (1 - 1e-9)
+        for pb in per:
+            fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, floors, **kw)
+    else:
+        fr.points = fr.nominal
+    fr.best = fr.best_of(fr.points)
     return fr
 
 
-def _make_monotone(fr: Frontier) -> None:
+def _make_monotone(fr: Frontier, points: dict[str, list[Point]], key: Callable[[Point], float] | None = None) -> None:
     """Paper Sec. 5 step 2: a higher budget never maps to lower throughput.
 
     With optimal solves this already holds (the feasible set only grows); a
     band solved to a looser gap may dip, and then keeps the previous band's
-    configuration. Counted and reported.
+    configuration. Counted and reported. ``key``: the value that must not dip
+    (the MIP's objective; default the expected throughput).
     """
-    for pts in fr.points.values():
+    value = key or (lambda q: q.chosen.throughput_kops if q.chosen else 0.0)
+    for pts in points.values():
         best: Point | None = None
         for i, pt in enumerate(pts):
-            if best is not None and (pt.chosen is None or pt.throughput < best.throughput * (1 - 1e-9)):
+            if best is not None and (pt.chosen is None or value(pt) < value(best) * (1 - 1e-9)):
                 if pt.chosen is not None or best.chosen is not None:
                     fr.repaired += 1
                     fr.monotone = False
@@ -379,6 +578,8 @@ def _make_monotone(fr: Frontier) -> None:
                         best.exact,
                         best.approx_error,
                         repaired=True,
+                        objective=pt.objective,
+                        floor_ops=pt.floor_ops,
                     )
                     continue
             if pt.chosen is not None:
@@ -393,7 +594,6 @@ def cheapest(
     *,
     min_throughput: float | None = None,
     providers: tuple[str, ...] = (),
-    rho: float = 0.0,
 ) -> Point | None:
     """The cheapest configuration overall (or meeting ``min_throughput``)."""
     provs = providers or tuple(tables.contexts)
@@ -402,7 +602,11 @@ def cheapest(
         ctx = tables.contexts.get(p, [])
         if not ctx:
             continue
-        m, meta = build_mip(spec, catalog, ctx, 1e12, providers=[p], min_throughput=min_throughput)
+        target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
+        cols = columns_for(ctx, spec.workload.entries, Objective.EXPECTED, target_kops=target)
+        if not cols:
+            continue
+        m, meta = build_mip(spec, catalog, cols, 1e12, tables.max_cluster, providers=[p])
         # minimize the bill instead of maximizing throughput
         budget_row = m.cons["budget"]
         cost = np.zeros(m.n_vars)
@@ -412,7 +616,7 @@ def cheapest(
         res = backend.solve(m, gap=1e-6)
         if res.x is None:
             continue
-        pt = _point(spec, catalog, m, meta, res, -1, math.inf, p, rho)
+        pt = _point(spec, catalog, m, meta, res, -1, math.inf, p)
         if pt.chosen and (best is None or pt.cost < best.cost):
             best = pt
     return best
@@ -433,7 +637,7 @@ def baselines(spec: Spec, catalog: Catalog, tables: Tables, budgets: np.ndarray)
             cands = []
             for c in ctxs:
                 k = round(N / c.entries)
-                if k < terms.min_nodes or k > spec.design.max_cluster_size:
+                if k < terms.min_nodes or k > tables.max_cluster:
                     continue
                 comp = c.cost_month * k
                 cost = comp + sla_cost(terms, k, data_gib, comp)

@@ -5,31 +5,43 @@ over numpy arrays (row-wise sparse), in the spirit of linopy; the back ends in
 ``solver.backends`` only translate it. :func:`build_mip` declares Cosine's
 problem over the precomputed contexts (``solver.tables``):
 
-* ``n[c]`` integer: nodes of context c (VM type x entries per node x volume);
-  ``y[c]`` binary: context c is used; ``z[p]`` binary: provider p is chosen.
-* ``X`` continuous: the cluster's throughput (kops/s). Operations are routed
-  to nodes in proportion to the keys they hold, so a node of context c with s_c
-  of the N keys limits X to N x_c / s_c (x_c: its best design's throughput);
-  ``X <= N x_c / s_c + M (1 - y_c)`` is the epigraph of that minimum.
+* ``n[c]`` integer: nodes of column c (VM type x entries per node x volume x
+  design); ``y[c]`` binary: column c is used; ``z[p]`` binary: provider p is chosen.
+* ``X`` continuous: the cluster's throughput (kops/s) on the expected workload.
+  Operations are routed to nodes in proportion to the keys they hold, so a node
+  of column c with s_c of the N keys limits X to N x_c / s_c (x_c: its
+  design's throughput); ``X <= N x_c / s_c + M (1 - y_c)`` is the epigraph of
+  that minimum.
 * data: ``sum_c s_c n_c >= N``; size: ``sum_c n_c <= max cluster`` and
-  ``>= min nodes`` of the required SLAs (availability wants two VMs).
+  ``>= min nodes`` of the required SLAs (availability wants two VMs). A column
+  never needs more nodes than it takes to hold the data alone (k_c = N/s_c, or
+  the SLA's minimum): dropping the extra ones keeps the data held, the
+  throughput and lowers the bill, so ``n_c <= k_c y_c`` is exact and keeps the
+  relaxation tight however large the cluster cap.
 * bill: ``sum_c cost_c n_c + SLA(n, z) <= budget`` where the SLA bundle is
   linear (per node, per GB, flat) plus, for percent-of-spend support plans, a
   variable ``sup >= max(minimum z_p, percent * spend_p)`` (epigraph).
-* ``X >= min_throughput`` (and ``1/max_latency``) when the spec sets targets.
 
-Objective: maximize X; a tie-break of at most 1e-6 of the objective's scale
-prefers the cheaper of two equally fast configurations.
+Objectives (:class:`Objective`): maximize X (expected), maximize P
+(perturbed: the bottleneck rows then hold N x_p / s_c), or maximize X subject
+to ``P >= floor`` (the robust rule: floor = (1 - tolerance) x the best P at that
+budget). Lower bounds on a minimum over the used columns are column filters
+(:func:`columns_for`), so every model has one bottleneck family. A tie-break
+of at most 1e-6 of the objective's scale prefers the cheaper of two equally
+fast configurations.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
 from cost_models.cloud import GIB, sla_terms
 from cost_models.pricing import Catalog
+from solver.space import cluster_cap
 from solver.tables import Context
 from specs.schema import Spec
 
@@ -37,6 +49,14 @@ from specs.schema import Spec
 X_SCALE = 1e-3
 #: Relative weight of the cheaper-is-better tie-break in the objective.
 TIE_BREAK = 1e-6
+
+
+class Objective(StrEnum):
+    """What one solve maximizes."""
+
+    EXPECTED = "expected"  # X: the expected workload's throughput
+    PERTURBED = "perturbed"  # P: the perturbed workload's throughput
+    ROBUST = "robust"  # X, subject to P >= (1 - tolerance) x the best P at this budget
 
 
 @dataclass
@@ -167,12 +187,59 @@ class MipMeta:
     contexts: list[Context]
     providers: list[str]
     entries: int
-    x_hat: np.ndarray  # per context: N x_c / s_c in kops
+    x_hat: np.ndarray  # per column: N x_c / s_c in kops (expected workload)
+    p_hat: np.ndarray  # per column: the same on the perturbed workload
     fixed_cost: np.ndarray  # per provider: flat + per-GB SLA terms
-    per_node_sla: np.ndarray  # per context
+    per_node_sla: np.ndarray  # per column
     big_m: float
     budget_row: int
     tie: float
+    objective: Objective = Objective.EXPECTED
+    max_cluster: int = 1
+
+
+def latency_target_kops(spec: Spec) -> float:
+    """The throughput (kops/s) every band must reach: 1 / ``max_latency_s`` (Eq. 3), or 0."""
+    return X_SCALE / spec.max_latency_s if spec.max_latency_s else 0.0
+
+
+def columns_for(
+    contexts: list[Context],
+    entries: int,
+    objective: Objective,
+    floor_kops: float = 0.0,
+    target_kops: float = 0.0,
+    max_node_cost: float = math.inf,
+) -> list[Context]:
+    """The columns one solve can need, of the tables' (Pareto in cost and both
+    throughputs). Lower bounds on a cluster's throughput are column filters: X
+    and P are minima over the used columns, so ``X >= target`` (a latency or
+    throughput target) holds exactly when every used column has N x_c / s_c >=
+    target, and the robust rule's ``P >= floor`` when every used column has
+    N x_p / s_c >= floor. Then, per provider and shard size, only the columns no
+    cheaper column beats in the objective's throughput (expected, or perturbed):
+    swapping a column for one of the same shard that is as cheap and as fast
+    keeps every constraint and the objective, so the restriction is exact.
+    ``max_node_cost``: columns of which one node costs more can never be bought."""
+
+    def hat(v: float, c: Context) -> float:
+        return entries * v / c.entries * X_SCALE
+
+    sel = [c for c in contexts if hat(c.throughput, c) >= target_kops * (1 - 1e-12) and c.cost_month <= max_node_cost]
+    if objective == Objective.ROBUST:
+        sel = [c for c in sel if hat(c.perturbed, c) >= floor_kops]
+    key = (lambda c: c.perturbed) if objective == Objective.PERTURBED else (lambda c: c.throughput)
+    groups: dict[tuple[str, float], list[Context]] = {}
+    for c in sel:
+        groups.setdefault((c.provider, c.entries), []).append(c)
+    out: list[Context] = []
+    for _, cs in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        best = -1.0
+        for c in sorted(cs, key=lambda c: (c.cost_month, -key(c))):
+            if key(c) > best * (1 + 1e-12):
+                out.append(c)
+                best = key(c)
+    return out
 
 
 def build_mip(
@@ -181,13 +248,15 @@ def build_mip(
     contexts: list[Context],
     budget: float,
     max_cluster: int | None = None,
-    min_throughput: float | None = None,
     providers: list[str] | None = None,
+    objective: Objective = Objective.EXPECTED,
 ) -> tuple[LinearModel, MipMeta]:
-    """Declare the MIP for one budget over the given contexts."""
+    """Declare the MIP for one budget over the given columns (already filtered
+    for any throughput bound by :func:`columns_for`); ``X`` is the expected
+    throughput, or the perturbed one for ``Objective.PERTURBED``."""
     provs = providers or sorted({c.provider for c in contexts})
     N = spec.workload.entries
-    mc = spec.design.max_cluster_size if max_cluster is None else max_cluster
+    mc = cluster_cap(spec, catalog, provs) if max_cluster is None else max_cluster
     data_gib = spec.workload.data_bytes / GIB
     terms = {p: sla_terms(catalog, p, spec.slas) for p in provs}
     ctx = [c for c in contexts if c.provider in provs and not terms[c.provider].unavailable]
@@ -195,13 +264,18 @@ def build_mip(
     pidx = np.array([provs.index(c.provider) for c in ctx], dtype=np.int64)
     s = np.array([c.entries for c in ctx])
     x_hat = np.array([N * c.throughput / c.entries * X_SCALE for c in ctx])
+    p_hat = np.array([N * c.perturbed / c.entries * X_SCALE for c in ctx])
+    v_hat = p_hat if objective == Objective.PERTURBED else x_hat
     cost = np.array([c.cost_month for c in ctx])
     per_node = np.array([terms[c.provider].per_node for c in ctx])
     fixed = np.array([terms[p].flat + terms[p].per_gb * data_gib for p in provs])
-    big_m = float(x_hat.max()) if C else 1.0
+    big_m = float(v_hat.max()) if C else 1.0
+    # nodes a column may need: enough to hold the data alone, or the SLA's minimum
+    need = np.array([max(math.ceil(N / c.entries * (1 - 1e-9)), terms[c.provider].min_nodes) for c in ctx])
+    ub = np.minimum(need, mc).astype(float) if C else np.zeros(0)
 
     m = LinearModel()
-    n = m.add_vars("n", C, 0, mc, integer=True)
+    n = m.add_vars("n", C, 0, ub, integer=True)
     y = m.add_vars("y", C, 0, 1, integer=True)
     z = m.add_vars("z", len(provs), 0, 1, integer=True)
     X = m.add_vars("X", 1, 0, big_m)
@@ -216,13 +290,14 @@ def build_mip(
     m.add_cons("data", [(n.idx(), s / N)], 1.0 - 1e-9, np.inf)
     m.add_cons("cluster_size", [(n.idx(), np.ones(C))], -np.inf, mc)
     m.add_cons("one_provider", [(z.idx(), np.ones(len(provs)))], 1.0, 1.0)
-    m.add_cons("use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -mc])) for c in range(C)], -np.inf, 0.0)
-    m.add_cons(
-        "provider_link",
-        [(np.array([y.start + c, z.start + pidx[c]]), np.array([1.0, -1.0])) for c in range(C)],
-        -np.inf,
-        0.0,
-    )
+    m.add_cons("use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -ub[c]])) for c in range(C)], -np.inf, 0.0)
+    if len(provs) > 1:  # with one provider z = 1 and the link is void
+        m.add_cons(
+            "provider_link",
+            [(np.array([y.start + c, z.start + pidx[c]]), np.array([1.0, -1.0])) for c in range(C)],
+            -np.inf,
+            0.0,
+        )
     m.add_cons(
         "min_nodes",
         [
@@ -237,7 +312,7 @@ def build_mip(
     )
     m.add_cons(
         "bottleneck",
-        [(np.array([X.start, y.start + c]), np.array([1.0, big_m - x_hat[c]])) for c in range(C)],
+        [(np.array([X.start, y.start + c]), np.array([1.0, big_m - v_hat[c]])) for c in range(C)],
         -np.inf,
         big_m,
     )
@@ -256,41 +331,33 @@ def build_mip(
         -np.inf,
         budget,
     )
-    target = 0.0
-    if min_throughput:
-        target = max(target, min_throughput)
-    if spec.max_latency_s:
-        target = max(target, 1.0 / spec.max_latency_s)
-    if target > 0:
-        m.add_cons("performance", [(X.idx(), one)], target * X_SCALE, np.inf)
-
-    tie = TIE_BREAK * big_m / max(budget, 1.0)
-    m.cost[X.start] = -1.0
-    m.cost[n.idx()] = tie * (cost + per_node)
-    m.cost[z.idx()] = tie * fixed
-    m.cost[sup.idx()] = tie
     meta = MipMeta(
         contexts=ctx,
         providers=provs,
         entries=N,
         x_hat=x_hat,
+        p_hat=p_hat,
         fixed_cost=fixed,
         per_node_sla=per_node,
         big_m=big_m,
         budget_row=bud.start,
-        tie=tie,
+        tie=0.0,
+        objective=objective,
+        max_cluster=mc,
     )
+    set_budget(m, meta, budget)
     return m, meta
 
 
 def set_budget(m: LinearModel, meta: MipMeta, budget: float) -> None:
-    """Move the budget row's bound (bands share one model)."""
+    """Move the budget row's bound (bands share one model) and rescale the
+    cheaper-is-better tie-break to it."""
     m.cons["budget"].hi[:] = budget
     tie = TIE_BREAK * meta.big_m / max(budget, 1.0)
-    scale = tie / meta.tie
-    X = m.vars["X"].start
-    m.cost *= scale
-    m.cost[X] = -1.0
+    bud = m.cons["budget"]
+    m.cost = np.zeros(m.n_vars)
+    m.cost[bud.indices] = tie * bud.data
+    m.cost[m.vars["X"].start] = -1.0
     meta.tie = tie
 
 
@@ -300,18 +367,34 @@ class Chosen:
 
     provider: str
     nodes: list[tuple[Context, int]]
-    throughput_kops: float
+    throughput_kops: float  # the MIP's X (expected workload)
     monthly_cost: float
     compute: float
     storage: float
     sla: float
+    perturbed_kops: float = 0.0  # the MIP's P (perturbed workload)
+
+
+def drop_redundant_nodes(meta: MipMeta, n: np.ndarray, spec: Spec, catalog: Catalog) -> np.ndarray:
+    """Remove nodes the data does not need (a solve within its gap may keep a
+    node that only adds cost): slowest columns first, while the rest still holds
+    the data and the SLA's node minimum. Throughput can only rise (it is a
+    minimum over the used columns) and the bill only fall."""
+    n = n.copy()
+    s = np.array([c.entries for c in meta.contexts])
+    need = meta.entries * (1 - 1e-9)
+    least = max((sla_terms(catalog, p, spec.slas).min_nodes for p in meta.providers), default=1)
+    for c in sorted(np.flatnonzero(n > 0), key=lambda c: meta.x_hat[c]):
+        while n[c] > 0 and float(n @ s) - s[c] >= need and int(n.sum()) - 1 >= least:
+            n[c] -= 1
+    return n
 
 
 def read_solution(m: LinearModel, meta: MipMeta, x: np.ndarray, spec: Spec, catalog: Catalog) -> Chosen:
     """Decode counts, provider and the bill (recomputed from the catalog)."""
     from cost_models.cloud import sla_cost
 
-    n = np.rint(x[m.vars["n"].idx()]).astype(int)
+    n = drop_redundant_nodes(meta, np.rint(x[m.vars["n"].idx()]).astype(int), spec, catalog)
     used = [(meta.contexts[c], int(n[c])) for c in np.flatnonzero(n > 0)]
     zs = x[m.vars["z"].idx()]
     provider = meta.providers[int(np.argmax(zs))] if len(meta.providers) else ""
@@ -319,4 +402,13 @@ def read_solution(m: LinearModel, meta: MipMeta, x: np.ndarray, spec: Spec, cata
     storage = sum(c.storage.usd_month * k for c, k in used)
     terms = sla_terms(catalog, provider, spec.slas)
     sla = sla_cost(terms, sum(k for _, k in used), spec.workload.data_bytes / GIB, compute + storage)
-    return Chosen(provider, used, float(x[m.vars["X"].start]), compute + storage + sla, compute, storage, sla)
+    return Chosen(
+        provider,
+        used,
+        min(meta.x_hat[c] for c in np.flatnonzero(n > 0)) if used else 0.0,
+        compute + storage + sla,
+        compute,
+        storage,
+        sla,
+        min(meta.p_hat[c] for c in np.flatnonzero(n > 0)) if used else 0.0,
+    )

@@ -70,6 +70,8 @@ class PointColumns:
     gap: float | None = None
     approx_error: float | None = None
     configuration: str = ""
+    perturbed_ops: float | None = None  # the perturbed workload's throughput (robust solves)
+    nodes: int | None = None
 
     @classmethod
     def of(cls, pt: Point) -> dict[str, Any]:
@@ -87,6 +89,8 @@ class PointColumns:
             "gap": None if r is None or not math.isfinite(r.gap) else r.gap,
             "approx_error": pt.approx_error if math.isfinite(pt.approx_error) else None,
             "configuration": to_json(pt.configuration(), indent=None),
+            "perturbed_ops": pt.perturbed if pt.chosen else None,
+            "nodes": pt.nodes if pt.chosen else None,
         }
 
     def configuration_dict(self) -> dict[str, Any]:
@@ -117,6 +121,14 @@ class FrontierRow(PointColumns):
 
     band: int = 0
     repaired: bool = False  # took an earlier band's configuration to keep the frontier monotone
+    # With robustness, the same band solved without it (the nominal frontier) and
+    # the best perturbed throughput at the band (the robust rule's reference).
+    nominal_throughput_ops: float | None = None
+    nominal_monthly_cost: float | None = None
+    nominal_class: str | None = None
+    nominal_perturbed_ops: float | None = None
+    best_perturbed_ops: float | None = None
+    perturbed_floor_ops: float | None = None
 
     def check(self) -> None:
         super().check()
@@ -182,9 +194,28 @@ def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None:
     rows, recs = [], []
     for p, pts in fr.points.items():
         for pt in pts:
-            rows.append(FrontierRow(**PointColumns.of(pt), band=pt.band, repaired=pt.repaired))
-            log = f"{LOG_DIR}/band{pt.band:02d}_{p}.log"
+            extra: dict[str, Any] = {}
+            tag = f"_{pt.objective}" if fr.robust else ""
+            log = f"{LOG_DIR}/band{pt.band:02d}_{p}{tag}.log"
             rec = pt.log_record(fr.backend, fr.method, log if (run_dir / log).exists() else None)
+            if fr.robust:
+                nom, per = fr.nominal[p][pt.band], fr.perturbed[p][pt.band]
+                extra = {
+                    "nominal_throughput_ops": nom.throughput if nom.chosen else None,
+                    "nominal_monthly_cost": nom.cost if nom.chosen else None,
+                    "nominal_class": nom.dominant_class() or None,
+                    "nominal_perturbed_ops": nom.perturbed if nom.chosen else None,
+                    "best_perturbed_ops": per.perturbed if per.chosen else None,
+                    "perturbed_floor_ops": pt.floor_ops,
+                }
+                rec["companions"] = {
+                    str(q.objective): {
+                        k: q.log_record(fr.backend, fr.method, None)[k]
+                        for k in ("status", "mip_gap", "approx_error", "throughput_exact_ops", "perturbed_exact_ops")
+                    }
+                    for q in (nom, per)
+                }
+            rows.append(FrontierRow(**PointColumns.of(pt), band=pt.band, repaired=pt.repaired, **extra))
             recs.append({"version": LOG_VERSION, **rec})
     write_rows(run_dir / FRONTIER, rows, FrontierRow)
     write_rows(run_dir / BASELINES, [r for rs in fr.baselines.values() for r in rs], BaselineRow)

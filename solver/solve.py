@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
-from cost_models.pricing import Catalog
-from cost_models.robust import noisy_mix
+from cost_models.pricing import HOURS_PER_MONTH, Catalog
+from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
     DEFAULT_BANDS,
@@ -29,12 +29,13 @@ from solver.frontier import (
     neighbours,
     solve_frontier,
 )
+from solver.model import Objective
 from solver.rundir import SOLUTION_VERSION, write_run
 from solver.tables import Tables, build_tables, check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file, clean
-from specs.schema import MAX_BUDGET_USD, Spec
-from specs.vocab import SLA_FEATURES, Provider
+from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
+from specs.vocab import SLA_FEATURES, BindingResource, Provider
 
 
 @dataclass
@@ -72,8 +73,9 @@ def solution_dict(spec: Spec, pt: Point, backend: str, method: str, budget: floa
         "predicted": {
             "latency_s": (1.0 / x) if x > 0 else None,
             "throughput_ops": x,
+            "perturbed_throughput_ops": ex.perturbed if is_robust(spec) else None,
             "io_per_op": ex.io_per_op,
-            "monthly_capacity_ops": x * 730 * 3600,
+            "monthly_capacity_ops": x * HOURS_PER_MONTH * 3600,
             "operations_per_month": spec.workload.operations_per_month,
         },
         "certificate": {
@@ -113,57 +115,123 @@ def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[str, float | 
     return out
 
 
-def robustness_report(
-    spec: Spec,
-    ospec: Spec,
-    rho: float,
-    catalog: Catalog,
-    backend: Backend,
-    answer: Point,
-    budget: float,
-    providers: tuple[str, ...],
-    workers: int | None,
-) -> dict[str, Any]:
-    """Nominal vs robust choice at the budget, and what robustness costs at the expected workload."""
-    import numpy as np
-
-    from solver.frontier import reevaluate
-
-    tables = build_tables(spec, catalog, providers, workers=workers)
-    fr = solve_frontier(
-        spec,
-        catalog,
-        tables,
-        backend,
-        budgets=np.array([budget]),
-        providers=tuple(p for p in providers if p in tables.contexts),
-    )
-    nominal = fr.best[0]
-    if nominal.chosen is None or answer.chosen is None:
-        return {"nominal": None}
-    robust_at_expected = reevaluate(spec, answer.chosen.nodes).throughput
-    nominal_at_expected = nominal.throughput
-    nominal_worst = reevaluate(ospec, nominal.chosen.nodes, rho).throughput
-    robust_worst = answer.throughput
-
-    def summary(pt: Point) -> dict[str, Any]:
-        return {
-            "provider": pt.chosen.provider if pt.chosen else None,
-            "vms": [{"type": n["vm_type"], "count": n["count"]} for n in (pt.exact.per_node if pt.exact else [])],
-            "classes": sorted({n["class"] for n in (pt.exact.per_node if pt.exact else [])}),
-            "monthly_cost": pt.cost,
-        }
-
+def _summary(pt: Point) -> dict[str, Any]:
     return {
-        "noise": spec.noise,
-        "kl_radius": rho if rho > 0 else None,
-        "nominal_choice": summary(nominal),
-        "robust_choice": summary(answer),
-        "expected_workload": {"nominal_choice_ops": nominal_at_expected, "robust_choice_ops": robust_at_expected},
-        "perturbed_workload": {"nominal_choice_ops": nominal_worst, "robust_choice_ops": robust_worst},
-        "cost_of_robustness": 1.0 - robust_at_expected / nominal_at_expected if nominal_at_expected > 0 else None,
-        "gain_under_perturbation": robust_worst / nominal_worst - 1.0 if nominal_worst > 0 else None,
+        "provider": pt.chosen.provider if pt.chosen else None,
+        "vms": [{"type": n["vm_type"], "count": n["count"]} for n in (pt.exact.per_node if pt.exact else [])],
+        "classes": sorted({n["class"] for n in (pt.exact.per_node if pt.exact else [])}),
+        "monthly_cost": pt.cost if pt.chosen else None,
+        "expected_ops": pt.throughput,
+        "perturbed_ops": pt.perturbed,
     }
+
+
+def robustness_report(spec: Spec, fr: Frontier, idx: int) -> dict[str, Any]:
+    """The robust rule at the budget's band: the chosen (robust) configuration,
+    the nominal one (best expected throughput, no robustness) and the best on the
+    perturbed workload, each measured on both workloads (exact model)."""
+    nominal = fr.best_of(fr.nominal)[idx]
+    robust = fr.best[idx]
+    best_p = fr.best_perturbed()[idx]
+    pw = perturbed_workload(spec)
+    added = {op: v for op, v in pw.operations.items() if spec.workload.operations.get(op, 0.0) == 0.0 and v > 0}
+    return {
+        "met_floor_ops": robust.floor_ops,
+        "chosen_at_budget": float(fr.budgets[robust.chosen_band]) if robust.chosen_band is not None else None,
+        "rule": "maximize the expected workload's throughput subject to perturbed throughput >= "
+        "(1 - tolerance) x the best perturbed throughput at this budget",
+        "noise": spec.noise,
+        "kl_radius": spec.kl_radius or None,
+        "tolerance": spec.tolerance,
+        "perturbed_mix": pw.operations,
+        "added_operations": added,
+        "scan_length": {
+            "entries": pw.scan_length,
+            "source": "spec" if spec.workload.scan_length_given else "default",
+            "note": None
+            if spec.workload.scan_length_given
+            else f"the spec names no range length: range scans get {DEFAULT_SCAN_LENGTH:g} entries "
+            "(YCSB E's mean; set workload.scan_length to change it)",
+        },
+        "robust_choice": _summary(robust),
+        "nominal_choice": _summary(nominal),
+        "best_perturbed_choice": _summary(best_p),
+        "cost_of_robustness": 1.0 - robust.throughput / nominal.throughput if nominal.throughput > 0 else None,
+        "gain_under_perturbation": robust.perturbed / nominal.perturbed - 1.0 if nominal.perturbed > 0 else None,
+        "robust_carried_bands": fr.robust_carried,
+    }
+
+
+def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) -> dict[str, Any]:
+    """What stops the answer from being faster, in words: the budget (a dearer
+    configuration on the frontier is faster), else the cluster cap (every node
+    the cap allows is used), else the nodes' IOPS (every node is bound by its
+    device at the most IOPS its VM can drive); plus the answer's capacity against
+    the workload's own operations per month."""
+    assert answer.chosen is not None and answer.exact is not None
+    top = max((p for p in fr.best if p.chosen), key=lambda p: (p.throughput, -p.cost))
+    nodes = answer.nodes
+    device_bound = all(n["device_bound"] for n in answer.exact.per_node)
+    opm = spec.workload.operations_per_month
+    capacity = answer.throughput * HOURS_PER_MONTH * 3600
+    facts = {
+        "budget_used": answer.cost / budget,
+        "nodes": nodes,
+        "cluster_cap": fr.max_cluster,
+        "device_bound_nodes": sum(n["count"] for n in answer.exact.per_node if n["device_bound"]),
+        "capacity_per_month": capacity,
+        "operations_per_month": opm,
+    }
+    if answer.carried and answer.objective == Objective.ROBUST:
+        res, detail = (
+            BindingResource.ROBUST_RULE,
+            f"the robust rule: the answer spends {answer.cost / budget:.1%} of {_usd(budget)}; every "
+            f"configuration that costs more and is faster on the expected workload is more than "
+            f"{spec.tolerance:.0%} below the best perturbed throughput at its price",
+        )
+    elif top.throughput > answer.throughput * (1 + 1e-6):
+        up = min(
+            (p for p in fr.best if p.chosen and p.throughput > answer.throughput * (1 + 1e-6)), key=lambda p: p.cost
+        )
+        res, detail = (
+            BindingResource.BUDGET,
+            f"the budget: the answer spends {answer.cost / budget:.1%} of {_usd(budget)}; "
+            f"{_usd(up.cost - answer.cost)} more a month buys "
+            f"{up.throughput / answer.throughput - 1:.1%} more throughput",
+        )
+    elif nodes >= fr.max_cluster:
+        res, detail = (
+            BindingResource.CLUSTER_CAP,
+            f"the cluster cap: all {fr.max_cluster:,} nodes it allows are used"
+            + (" (design.max_cluster_size)" if spec.design.max_cluster_size else " (derived from data and budget)")
+            + ("; each node is bound by its device's IOPS" if device_bound else "; each node is bound by its CPU"),
+        )
+    elif device_bound:
+        res, detail = (
+            BindingResource.NODE_IOPS,
+            "per-node IOPS: every node is bound by its device at the most IOPS its VM drives, "
+            "and no larger cluster is in the search space",
+        )
+    else:
+        res, detail = (
+            BindingResource.NONE,
+            "nothing in the search space: this is the fastest configuration at any budget",
+        )
+    if opm:
+        if capacity < opm:
+            detail += (
+                f"; the workload's own {opm:.3g} operations a month exceed the capacity "
+                f"({capacity / opm:.0%} of them can be served)"
+            )
+            if res == BindingResource.NONE:
+                res = BindingResource.OPERATIONS_PER_MONTH
+        else:
+            detail += f"; capacity is {capacity / opm:,.1f}x the workload's {opm:.3g} operations a month"
+    return {"resource": res, "detail": detail, **facts}
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}"
 
 
 def parse_providers(text: str | None, spec: Spec) -> tuple[Provider, ...] | None:
@@ -227,20 +295,12 @@ def run_solve(
     t0 = time.perf_counter()
     if progress:
         progress("tables", 0, 1)
-    # Robustness (issue 6, paper Sec. 5 / ENDURE): the search optimizes the noisy
-    # mix, and the KL worst case around it when kl_radius is set.
-    rho = 0.0 if spec.kl_radius is None else float(spec.kl_radius)
-    robust = spec.noise > 0 or rho > 0
-    ospec = (
-        replace(spec, workload=replace(spec.workload, operations=noisy_mix(spec.workload.operations, spec.noise)))
-        if spec.noise > 0
-        else spec
-    )
-    tables = build_tables(ospec, catalog, provs, workers=workers, presets=PRESETS, rho=rho)
+    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS)
     timings["tables_s"] = time.perf_counter() - t0
     if not any(tables.contexts.values()):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
-    total = bands_total = (bands + 1) * len(provs)
+    robust = is_robust(spec)
+    bands_total = (bands + 1) * len(provs) * (3 if robust else 1)
     done = 0
 
     def tick(_p: str) -> None:
@@ -251,7 +311,7 @@ def run_solve(
 
     t1 = time.perf_counter()
     fr = solve_frontier(
-        ospec,
+        spec,
         catalog,
         tables,
         backend,
@@ -262,14 +322,12 @@ def run_solve(
         out_dir=out_dir,
         progress=tick,
         time_limit=time_limit,
-        rho=rho,
     )
     timings["frontier_s"] = time.perf_counter() - t1
-    del total
-    fr.baselines = baselines(ospec, catalog, tables, fr.budgets)
+    fr.baselines = baselines(spec, catalog, tables, fr.budgets)
     idx = int(abs(fr.budgets - b0).argmin())
     answer = fr.best[idx]
-    lowest = cheapest(ospec, catalog, tables, backend, rho=rho) if method == "mip" else None
+    lowest = cheapest(spec, catalog, tables, backend) if method == "mip" else None
     if answer.chosen is None:
         cheapest_cost = lowest.cost if lowest else None
         if lowest is None:
@@ -286,7 +344,7 @@ def run_solve(
         "met": answer.throughput >= target * (1 - 1e-9),
     }
     if target > 0 and not solution["target"]["met"]:
-        meets = cheapest(ospec, catalog, tables, backend, min_throughput=target, rho=rho)
+        meets = cheapest(spec, catalog, tables, backend, min_throughput=target)
         solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput, "monthly_cost": answer.cost}
         if meets is not None and meets.chosen is not None:
             solution["target"]["cheapest_meeting_target"] = solution_dict(spec, meets, fr.backend, method, meets.cost)
@@ -298,21 +356,29 @@ def run_solve(
     solution["frontier_check"] = {
         "monotone": fr.monotone,
         "repaired_bands": fr.repaired,
+        "robust_carried": fr.robust_carried,
         "bands": len(fr.budgets),
         "providers": list(fr.points),
     }
+    solution["binding"] = binding(spec, fr, idx, answer, b0)
     solution["providers_at_budget"] = {
         p: {"throughput_ops": pts[idx].throughput, "monthly_cost": pts[idx].cost if pts[idx].chosen else None}
         for p, pts in fr.points.items()
     }
     if robust:
-        t2 = time.perf_counter()
-        solution["robustness"] = robustness_report(spec, ospec, rho, catalog, backend, answer, b0, provs, workers)
-        timings["nominal_s"] = time.perf_counter() - t2
+        solution["robustness"] = robustness_report(spec, fr, idx)
     solution["objective"] = (
-        (f"robust: noise {spec.noise:g}" + (f", KL radius {rho:g}" if rho else "")) if robust else ("nominal")
+        (
+            f"robust: noise {spec.noise:g}"
+            + (f", KL radius {spec.kl_radius:g}" if spec.kl_radius else "")
+            + f", tolerance {spec.tolerance:g}"
+        )
+        if robust
+        else "nominal"
     )
     solution["search"] = {
+        "max_cluster": fr.max_cluster,
+        "max_cluster_source": "spec" if spec.design.max_cluster_size else "derived from data and budget",
         "contexts": {p: len(c) for p, c in tables.contexts.items()},
         "designs_per_vm": tables.grid_size,
         "timings_s": timings,
@@ -335,9 +401,18 @@ def check_model_path(path: Path) -> None:
 def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
     """The MIP at the answer's budget and provider, as .lp or .mps (for any solver a user owns)."""
     from solver.backends import PyomoBackend
-    from solver.model import build_mip
+    from solver.model import X_SCALE, Objective, build_mip, columns_for, latency_target_kops
 
     provider = run.solution["provider"]
-    ctx = run.tables.contexts.get(provider, [])
-    m, _ = build_mip(run.spec, catalog, ctx, run.solution["budget"], providers=[provider])
+    objective, floor = Objective.EXPECTED, 0.0
+    if run.answer.objective == Objective.ROBUST and run.answer.floor_ops is not None:
+        objective, floor = Objective.ROBUST, run.answer.floor_ops * X_SCALE
+    ctx = columns_for(
+        run.tables.contexts.get(provider, []),
+        run.spec.workload.entries,
+        objective,
+        floor,
+        latency_target_kops(run.spec),
+    )
+    m, _ = build_mip(run.spec, catalog, ctx, run.solution["budget"], run.tables.max_cluster, providers=[provider])
     return PyomoBackend().write(m, path)

@@ -12,8 +12,15 @@ the VM's vCPUs: the Amdahl speed-up is increasing in eta for every phi >= 0,
 so fewer threads never help in the model.
 
 Shard sizes: a node of a cluster holds N / k entries for k in :data:`SHARD_DIVISORS`
-(every homogeneous cluster of up to 6 nodes and a ladder beyond), so the MIP
-can mix VM types with different shard sizes (docs/solver.md).
+(every homogeneous cluster of up to 6 nodes and a ladder to 100), then k grows
+by :data:`SHARD_STEP` up to the cluster cap, so the MIP can mix VM types with
+different shard sizes (docs/solver.md).
+
+Cluster cap: the spec's ``design.max_cluster_size`` when it sets one; else
+:func:`cluster_cap` derives it from the data and the budget: as many of the
+cheapest VM as the top of the budget range buys (no more nodes can ever be
+afforded), at least :data:`MIN_DEFAULT_CLUSTER_CAP`, and no more than one node
+per entry.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost_models.design import Design, DesignBatch
+from cost_models.pricing import Catalog
 from specs.errors import InputError
 from specs.schema import Spec
 
@@ -35,6 +43,12 @@ SHARD_DIVISORS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 50, 60, 80, 1
 #: three minutes of tables on 2 cores; the grid grows with design.memory_step, size_ratio and
 #: block_bytes, and this bounds their product.
 MAX_DESIGNS_PER_VM = 200_000
+#: Growth of the node count k between shard sizes beyond the last divisor. The
+#: MIP mixes neighbouring shard sizes to reach counts in between, and the exact
+#: re-evaluation measures what the breakpoints cost (approximation error).
+SHARD_STEP = 1.25
+#: The least default cluster cap (issue 13: clusters of any size).
+MIN_DEFAULT_CLUSTER_CAP = 1000
 
 
 @dataclass(frozen=True)
@@ -134,14 +148,34 @@ def grid_for(spec: Spec) -> Grid:
     )
 
 
+def shard_counts(max_cluster: int) -> list[int]:
+    """Node counts k whose shard N/k the tables evaluate (ascending, ending at the cap)."""
+    ks = [k for k in SHARD_DIVISORS if k <= max_cluster]
+    k = float(SHARD_DIVISORS[-1])
+    while k * SHARD_STEP < max_cluster:
+        k *= SHARD_STEP
+        ks.append(round(k))
+    ks.append(max_cluster)
+    return sorted(set(ks))
+
+
 def shard_sizes(n_entries: int, max_cluster: int) -> np.ndarray:
     """Entries per node the MIP may assign (N/k, largest first; never below one entry).
 
     A key is not split: a cluster with more nodes than entries has nodes of one entry (and
     empty ones), which the exact re-evaluation models the same way (solver.frontier.reevaluate).
     """
-    top = min(max_cluster, n_entries)
-    ks = [k for k in SHARD_DIVISORS if k <= top]
-    if top not in ks:
-        ks.append(top)
-    return np.array([n_entries / k for k in sorted(set(ks))])
+    return np.array([n_entries / k for k in shard_counts(min(max_cluster, n_entries))])
+
+
+def cluster_cap(spec: Spec, catalog: Catalog, providers: tuple[str, ...] | list[str] | None = None) -> int:
+    """The most nodes a cluster may have: the spec's ``max_cluster_size``, or
+    derived from the budget (how many of the cheapest VM the top of the budget
+    range buys) and the data (one entry per node at most), at least
+    :data:`MIN_DEFAULT_CLUSTER_CAP`."""
+    if spec.design.max_cluster_size is not None:
+        return int(spec.design.max_cluster_size)
+    provs = providers or spec.providers
+    prices = [vm.usd_per_month for p in provs for vm in catalog.vms.get(p, [])]
+    affordable = int(spec.budget_range[1] // min(prices)) if prices else MIN_DEFAULT_CLUSTER_CAP
+    return int(min(spec.workload.entries, max(MIN_DEFAULT_CLUSTER_CAP, affordable)))

@@ -1,17 +1,31 @@
-"""Precomputed tables: the best engine design for every (VM type, shard size, volume).
+"""Precomputed tables: the best engine designs for every (VM type, shard size, volume).
 
 The layout knobs of one node enter no other term of the MIP: a node's design
 changes only its own throughput. So the MIP does not need a binary per design:
 for every *context* c = (VM type, entries per node, storage volume) we take the
-maximum of the model's node throughput over the whole discretized design grid
-(exactly, by enumeration) and give the MIP one integer column per context. The
-run structure (windows, presence probabilities, merge costs) does not depend on
-memory, so it is computed once per shard size and combined with each VM's
-memory split (filters, fences, cache) cheaply (cost_models.io_model.combine).
+best designs over the whole discretized design grid (exactly, by enumeration)
+and give the MIP one integer column per (context, design). Without robustness
+that is the one design of highest node throughput; with robustness it is every
+design on the Pareto front of (expected-workload throughput, perturbed-workload
+throughput), since the robust rule may want any of them (solver.model).
+
+The run structure (windows, presence probabilities, merge costs) does not
+depend on memory, so it is computed once per shard size (and workload) and
+combined with each VM's memory split (cost_models.io_model.combine).
+
+Storage enters a node's throughput only through the I/Os per second it
+sustains at the design's block size (``StorageChoice.effective_iops``) and the
+room it has. Within one (design class, block size), throughput falls with the
+I/O per operation whatever the volume, so a design that needs no more room and
+no more I/O per operation (expected and perturbed) than another one is never
+worse on any volume: only the designs no other one dominates so are scored per
+volume (:func:`candidates`). Volumes and columns are pruned the same way
+(cost_models.pareto), so every pruning step is exact.
 """
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,12 +40,13 @@ from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
 from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
 from cost_models.layout import derive, level_shape, split_memory
+from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
-from cost_models.robust import kl_worst_case, mix_vector, per_op_costs
-from solver.space import Grid, grid_for, shard_sizes
+from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
+from solver.space import Grid, cluster_cap, grid_for, shard_sizes
 from specs.errors import check_range
-from specs.schema import Spec
-from specs.vocab import CostModel, DesignClass
+from specs.schema import Spec, Workload
+from specs.vocab import OPERATIONS, CostModel, DesignClass
 
 #: Most worker processes for the design tables (and a sweep's specs): each holds a copy of the
 #: tables it builds, so more than a machine's cores only adds memory.
@@ -51,23 +66,20 @@ VOLUME_HEADROOM = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6)
 
 @dataclass
 class Context:
-    """One MIP column: a node of ``vm`` holding ``entries`` on ``storage``."""
+    """One MIP column: a node of ``vm`` holding ``entries`` on ``storage`` running ``design``."""
 
     provider: str
     vm: VmType
     entries: float
     storage: StorageChoice
     cost_month: float
-    throughput: float  # node ops/s with the best design
+    throughput: float  # node ops/s of the design, expected workload
     io_total: float
     design: Design
     design_class: str
     levels: int
     cold_levels: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.vm.key}|{self.entries:.6g}|{self.storage.label}"
+    perturbed: float = 0.0  # node ops/s under the perturbed workload (= throughput without robustness)
 
 
 @dataclass
@@ -77,40 +89,33 @@ class Tables:
     spec_name: str
     entries: int
     grid_size: dict[str, int]
+    max_cluster: int = 1
     contexts: dict[str, list[Context]] = field(default_factory=dict)  # provider -> columns
     presets: dict[str, dict[str, list[Context]]] = field(default_factory=dict)  # preset -> provider -> columns
     seconds: float = 0.0
 
 
 @dataclass
-class Scorer:
-    """Node throughput of many designs: nominal (the mix) or robust (ENDURE's
-    worst case over a KL ball of radius ``rho`` around the mix)."""
+class GridEval:
+    """Designs evaluated on one memory size and shard: layout facts, and I/O per
+    operation under the expected workload and (with robustness) the perturbed one."""
 
-    spec: Spec
-    io: IOCost  # per-operation I/O of each design
+    io: IOCost
     total: np.ndarray
+    io_p: IOCost | None
+    total_p: np.ndarray | None
     cls: np.ndarray
-    rho: float = 0.0
+    ok: np.ndarray  # feasible and of an allowed class
+    need_gib: np.ndarray
+    block: np.ndarray
+    L: np.ndarray
+    Y: np.ndarray
+    batches: list[DesignBatch]
+    offsets: np.ndarray
 
-    def __call__(self, iops: float, vcpu: int, fits: np.ndarray) -> np.ndarray:
-        wl = self.spec.workload
-        x = np.where(fits, node_throughput(self.total, iops, self.cls, wl.operations, vcpu, wl.scan_length), 0.0)
-        if self.rho <= 0:
-            return x
-        # Robust throughput lies in [1 / max_i c_i, 1 / (w . c)]: only designs whose
-        # upper bound reaches the best lower bound can win; the dual runs on those.
-        w = mix_vector(wl.operations)
-        idx = np.flatnonzero(fits)
-        sub = IOCost(**{op: v[idx] for op, v in self.io.per_op().items()})
-        c = per_op_costs(sub, self.cls[idx], iops, vcpu, wl.scan_length)
-        upper = 1.0 / np.maximum(c @ w, 1e-300)
-        lower = 1.0 / np.maximum(np.max(np.where(w > 0, c, 0.0), axis=1), 1e-300)
-        keep = upper >= lower.max() * (1 - 1e-12)
-        out = np.zeros_like(x)
-        worst = kl_worst_case(c[keep], w, self.rho)
-        out[idx[keep]] = 1.0 / np.maximum(worst, 1e-300)
-        return out
+    def design(self, i: int, threads: int, name: str = "cosine") -> Design:
+        k = int(np.searchsorted(self.offsets, i, side="right") - 1)
+        return self.batches[k].design(i - int(self.offsets[k]), threads=threads, name=name)
 
 
 def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
@@ -118,147 +123,276 @@ def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
     return np.isin(cls, codes)
 
 
-def _best_per_vm(
+def node_scores(
+    spec: Spec, ge: GridEval, idx: np.ndarray, iops: np.ndarray, vcpu: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, perturbed) node throughput of the designs ``idx`` of ``ge`` at
+    the I/Os per second ``iops`` (one row per volume, a column per design)."""
+    wl = spec.workload
+    m = iops.shape[0]
+    flat = iops.reshape(-1)
+    rep = np.tile(idx, m)
+    x = node_throughput(ge.total[rep], flat, ge.cls[rep], wl.operations, vcpu, wl.scan_length).reshape(iops.shape)
+    if not is_robust(spec):
+        return x, x
+    io_p = ge.io_p if ge.io_p is not None else ge.io
+    tot_p = ge.total_p if ge.total_p is not None else ge.total
+    sub = IOCost(**{op: v[rep] for op, v in io_p.per_op().items()})
+    xp = perturbed_throughput(sub, tot_p[rep], ge.cls[rep], flat, vcpu, spec).reshape(iops.shape)
+    return x, xp
+
+
+def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Designs no other design of the same class and block size dominates in
+    (room needed, expected I/O per operation, perturbed I/O per operation); the
+    room counts only up to which offered volume size it needs (``thresholds``).
+    Returns (design indices, their size bucket)."""
+    bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
+    usable = ge.ok & (bucket < thresholds.size)
+    cols = [bucket.astype(float), ge.total]
+    if is_robust(spec):
+        if spec.kl_radius:
+            base = ge.io_p if ge.io_p is not None else ge.io
+            cols += [getattr(base, op) for op in OPERATIONS]
+        elif ge.total_p is not None:
+            cols.append(ge.total_p)
+    table = np.stack(cols, axis=1)
+    keep: list[np.ndarray] = []
+    for c in np.unique(ge.cls[usable]):
+        for b in np.unique(ge.block[usable]):
+            idx = np.flatnonzero(usable & (ge.cls == c) & (ge.block == b))
+            if idx.size:
+                keep.append(idx[pareto_mask(table[idx])])
+    out = np.sort(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
+    return out, bucket[out]
+
+
+def contexts_for_vm(
     spec: Spec,
-    catalog: Catalog,
-    vms: list[VmType],
-    s: float,
-    score: Scorer,
-    ok: np.ndarray,
-    need_gib: np.ndarray,
-    make_design: Any,
-    layout_info: tuple[np.ndarray, np.ndarray],
+    vm: VmType,
+    entries: float,
+    choices: list[StorageChoice],
+    ge: GridEval,
+    cand: np.ndarray,
+    bucket: np.ndarray,
+    thresholds: np.ndarray,
+    name: str = "cosine",
 ) -> list[Context]:
-    """Best design per (VM, volume) for one shard size, Pareto-pruned per VM."""
-    out: list[Context] = []
-    base_gib = s * spec.workload.entry_bytes / GIB
-    L, Y = layout_info
-    for vm in vms:
-        seen: dict[tuple[str, int, float], StorageChoice] = {}
-        for h in VOLUME_HEADROOM:
-            for st in storage_choices(catalog, vm.provider, base_gib * h):
-                seen.setdefault((st.product, st.disks, round(st.gib, 6)), st)
-        cands: list[Context] = []
-        for st in seen.values():
-            fits = ok & (need_gib <= st.gib * (1 + 1e-9))
-            if not fits.any():
-                continue
-            x = score(st.iops, vm.vcpu, fits)
-            i = int(np.argmax(x))
-            if x[i] <= 0:
-                continue
-            cands.append(
-                Context(
-                    provider=vm.provider,
-                    vm=vm,
-                    entries=s,
-                    storage=st,
-                    cost_month=vm.usd_per_month + st.usd_month,
-                    throughput=float(x[i]),
-                    io_total=float(score.total[i]),
-                    design=make_design(i, vm.vcpu),
-                    design_class=DesignClass.of_code(int(score.cls[i])),
-                    levels=int(L[i]),
-                    cold_levels=int(Y[i]),
-                )
+    """The columns of one VM type at one shard size: for each volume, the best
+    fitting design (or, with robustness, the Pareto front of designs in the
+    two throughputs); :func:`prune_columns` then drops the dominated ones."""
+    if not choices or cand.size == 0:
+        return []
+    blocks = ge.block[cand]
+    iops = np.stack([c.effective_iops(blocks) for c in choices])
+    gib = np.array([c.gib for c in choices])
+    cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
+    fits = bucket[None, :] <= cbucket[:, None]
+    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu)
+    xe = np.where(fits, xe, 0.0)
+    xp = np.where(fits, xp, 0.0)
+    robust = is_robust(spec)
+    raw: list[tuple[int, int]] = []
+    for r in range(len(choices)):
+        if robust:
+            live = np.flatnonzero(xe[r] > 0)
+            if live.size:
+                raw += [(r, int(j)) for j in live[pareto_mask(np.stack([-xe[r, live], -xp[r, live]], axis=1))]]
+        else:
+            j = int(np.argmax(xe[r]))
+            if xe[r, j] > 0:
+                raw.append((r, j))
+    if not raw:
+        return []
+    out = []
+    for r, j in raw:
+        i = int(cand[j])
+        out.append(
+            Context(
+                provider=vm.provider,
+                vm=vm,
+                entries=entries,
+                storage=choices[r],
+                cost_month=vm.usd_per_month + choices[r].usd_month,
+                throughput=float(xe[r, j]),
+                io_total=float(ge.total[i]),
+                design=ge.design(i, vm.vcpu, name),
+                design_class=DesignClass.of_code(int(ge.cls[i])),
+                levels=int(ge.L[i]),
+                cold_levels=int(ge.Y[i]),
+                perturbed=float(xp[r, j]),
             )
-        cands.sort(key=lambda c: (c.cost_month, -c.throughput))
-        best = -1.0
-        for c in cands:  # a dearer volume must buy more throughput
-            if c.throughput > best * (1 + 1e-12):
-                out.append(c)
-                best = c.throughput
+        )
     return out
 
 
-def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, float]) -> tuple[list[Context], dict]:
-    spec, catalog, grid, s, vms, parts, rho = args
+def prune_columns(ctxs: list[Context]) -> list[Context]:
+    """Columns of one provider and shard size that no other one beats: as cheap
+    or cheaper and at least as fast on both workloads (whatever its VM type: the
+    MIP sees a column only through its cost, shard and throughputs)."""
+    out: list[Context] = []
+    for p in sorted({c.provider for c in ctxs}):
+        mine = [c for c in ctxs if c.provider == p]
+        table = np.array([(c.cost_month, -c.throughput, -c.perturbed) for c in mine])
+        out += [c for c, k in zip(mine, pareto_mask(table), strict=True) if k]
+    return out
+
+
+def _workloads(spec: Spec) -> list[Workload]:
+    """The expected workload, and the perturbed one when its I/O differs (noise)."""
+    return [spec.workload, perturbed_workload(spec)] if spec.noise > 0 else [spec.workload]
+
+
+def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: Any) -> GridEval | None:
+    """Every design of the grid whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
+    lays, shape, sts, wins = prep
     wl = spec.workload
-    wins = window_tables(parts, wl.operations, s)
+    mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
+    # A buffer past twice the shard's data buys nothing more: it already holds it all.
+    fits = (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * wl.entry_bytes)
+    bits = np.array(grid.bits)
+    ios: list[list[IOCost]] = [[] for _ in sts]
+    facts: list[tuple[np.ndarray, ...]] = []
+    batches: list[DesignBatch] = []
+    for is_lsh, m_bits in ((False, bits), (True, np.zeros(1))):
+        sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
+        if sel.size == 0:
+            continue
+        m = m_bits.size
+        batch = lays.take(np.repeat(sel, m))
+        batch.bloom_bits = np.tile(m_bits, sel.size)
+        lay = split_memory(shape.take(np.repeat(sel, m)), batch, mem)
+        for k, (st, win, w) in enumerate(zip(sts, wins, _workloads(spec), strict=True)):
+            if spec.cost_model == CostModel.WORST_CASE:  # the paper's worst-case model (no windows)
+                ios[k].append(node_io(spec.cost_model, lay, parts, w))
+                continue
+            abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1])
+            P = abc.shape[1]
+            io = combine(
+                st,
+                sel,
+                lay.fpr.reshape(sel.size, m, -1),
+                lay.hot.reshape(sel.size, m, -1),
+                abc.reshape(sel.size, m, P),
+                parts.p_get,
+            )
+            ios[k].append(IOCost(**{op: v.ravel() for op, v in io.per_op().items()}))
+        facts.append(
+            (
+                lay.cls,
+                lay.feasible & _allowed(lay.cls, spec),
+                lay.space_entries * lay.entry_bytes / GIB,
+                batch.block_bytes.astype(float),
+                lay.L,
+                lay.Y,
+            )
+        )
+        batches.append(batch)
+    if not facts:
+        return None
+    cls, ok, need, block, L, Y = (np.concatenate(x) for x in zip(*facts, strict=True))
+    joined = [IOCost(**{op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS}) for parts_k in ios]
+    wls = _workloads(spec)
+    io_p = joined[1] if len(joined) > 1 else None
+    return GridEval(
+        io=joined[0],
+        total=joined[0].total(wls[0].operations),
+        io_p=io_p,
+        total_p=None if io_p is None else io_p.total(wls[1].operations),
+        cls=cls,
+        ok=ok,
+        need_gib=need,
+        block=block,
+        L=L,
+        Y=Y,
+        batches=batches,
+        offsets=np.cumsum([0] + [b.size for b in batches]),
+    )
+
+
+def _volumes(
+    spec: Spec, catalog: Catalog, vms: list[VmType], s: float, blocks: tuple[int, ...]
+) -> dict[str, list[StorageChoice]]:
+    base = s * spec.workload.entry_bytes / GIB
+    needs = [base * h for h in VOLUME_HEADROOM]
+    return {vm.key: storage_choices(catalog, vm, needs, blocks) for vm in vms}
+
+
+def _thresholds(choices: list[list[StorageChoice]]) -> np.ndarray:
+    g = sorted({c.gib for cs in choices for c in cs})
+    return np.array(g) if g else np.zeros(0)
+
+
+def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]) -> list[Context]:
+    spec, catalog, grid, s, vms, parts = args
+    wl = spec.workload
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
     lays = grid.layouts(max_mem, s * wl.entry_bytes)
     if lays.size == 0:
-        return [], {"presets": {}}
+        return []
     shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
-    st = structure(split_memory(shape, lays, np.inf), parts, wl.operations, wl.scan_length, wins[0])
-    out: list[Context] = []
+    wls = _workloads(spec)
+    wins = [window_tables(parts, w.operations, s) for w in wls]
+    sts = [
+        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
+        for w, win in zip(wls, wins, strict=True)
+    ]
+    volumes = _volumes(spec, catalog, vms, s, grid.blocks)
     by_mem: dict[float, list[VmType]] = {}
     for vm in vms:
         by_mem.setdefault(vm.memory_gib, []).append(vm)
-    bits = np.array(grid.bits)
-    data_bytes = s * wl.entry_bytes
+    out: list[Context] = []
     for mem_gib, group in sorted(by_mem.items()):
-        mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
-        # A buffer past twice the shard's data buys nothing more: it already holds it all.
-        fits = (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * data_bytes)
-        parts_out: list[tuple[np.ndarray, ...]] = []
-        batches: list[DesignBatch] = []
-        for is_lsh, m_bits in ((False, bits), (True, np.zeros(1))):
-            sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
-            if sel.size == 0:
-                continue
-            m = m_bits.size
-            batch = lays.take(np.repeat(sel, m))
-            batch.bloom_bits = np.tile(m_bits, sel.size)
-            lay = split_memory(shape.take(np.repeat(sel, m)), batch, mem)
-            io: IOCost
-            if spec.cost_model == CostModel.WORST_CASE:
-                io = node_io(spec.cost_model, lay, parts, wl)
-            else:
-                abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[1])
-                P = abc.shape[1]
-                io = combine(
-                    st,
-                    sel,
-                    lay.fpr.reshape(sel.size, m, -1),
-                    lay.hot.reshape(sel.size, m, -1),
-                    abc.reshape(sel.size, m, P),
-                    parts.p_get,
-                )
-            parts_out.append(
-                (
-                    io.total(wl.operations).ravel(),
-                    *[v.ravel() for v in io.per_op().values()],
-                    lay.cls,
-                    lay.feasible & _allowed(lay.cls, spec),
-                    lay.space_entries * lay.entry_bytes / GIB,
-                    lay.L,
-                    lay.Y,
-                )
-            )
-            batches.append(batch)
-        if not parts_out:
+        thr = _thresholds([volumes[vm.key] for vm in group])
+        if thr.size == 0:
             continue
-        total, *per_op, cls, ok, need, L, Y = (np.concatenate(x) for x in zip(*parts_out, strict=True))
-        score = Scorer(spec, IOCost(*per_op), total, cls, rho)
-        offsets = np.cumsum([0] + [b.size for b in batches])
-
-        def make(i: int, vcpu: int, batches: list[DesignBatch] = batches, offsets: np.ndarray = offsets) -> Design:
-            k = int(np.searchsorted(offsets, i, side="right") - 1)
-            return batches[k].design(i - int(offsets[k]), threads=vcpu, name="cosine")
-
-        out += _best_per_vm(spec, catalog, group, s, score, ok, need, make, (L, Y))
-    return out, {}
+        ge = _grid_eval(spec, grid, s, parts, mem_gib, (lays, shape, sts, wins))
+        if ge is None:
+            continue
+        cand, bucket = candidates(spec, ge, thr)
+        for vm in group:
+            out += contexts_for_vm(spec, vm, s, volumes[vm.key], ge, cand, bucket, thr)
+    return prune_columns(out)
 
 
-def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions, float]) -> list[Context]:
-    spec, catalog, name, s, vms, parts, rho = args
+def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]) -> list[Context]:
+    spec, catalog, name, s, vms, parts = args
     wl = spec.workload
     d = preset(name)
-    wins = window_tables(parts, wl.operations, s)
+    volumes = _volumes(spec, catalog, vms, s, (d.block_bytes,))
+    wls = _workloads(spec)
+    wins = [window_tables(parts, w.operations, s) for w in wls]
     out: list[Context] = []
     for vm in vms:
         mem = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
         lay = derive(DesignBatch.of([d]), s, wl.key_bytes, wl.value_bytes, mem)
-        io = node_io(spec.cost_model, lay, parts, wl, wins)
-        score = Scorer(spec, io, io.total(wl.operations), lay.cls, rho)
-        need = lay.space_entries * lay.entry_bytes / GIB
-
-        def make(i: int, vcpu: int) -> Design:
-            return Design(**{**d.as_dict(), "threads": vcpu})
-
-        out += _best_per_vm(spec, catalog, [vm], s, score, lay.feasible, need, make, (lay.L, lay.Y))
-    return out
+        ios = []
+        for w, win in zip(wls, wins, strict=True):
+            ios.append((node_io(spec.cost_model, lay, parts, w, win), w))
+        (io_e, w_e), *rest = ios
+        io_p = rest[0][0] if rest else None
+        ge = GridEval(
+            io=io_e,
+            total=io_e.total(w_e.operations),
+            io_p=io_p,
+            total_p=None if io_p is None else io_p.total(rest[0][1].operations),
+            cls=lay.cls,
+            ok=lay.feasible,
+            need_gib=lay.space_entries * lay.entry_bytes / GIB,
+            block=np.array([float(d.block_bytes)]),
+            L=lay.L,
+            Y=lay.Y,
+            batches=[DesignBatch.of([d])],
+            offsets=np.array([0]),
+        )
+        thr = _thresholds([volumes[vm.key]])
+        if thr.size == 0 or not ge.ok[0]:
+            continue
+        bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib, side="left")
+        if bucket[0] >= thr.size:
+            continue
+        out += contexts_for_vm(spec, vm, s, volumes[vm.key], ge, np.arange(1), bucket, thr, name=name)
+    return prune_columns(out)
 
 
 def build_tables(
@@ -269,37 +403,36 @@ def build_tables(
     workers: int | None = None,
     presets: tuple[str, ...] = (),
     max_cluster: int | None = None,
-    rho: float = 0.0,
 ) -> Tables:
-    """Best design per context for every provider (and the presets' own tables).
+    """Best designs per context for every provider (and the presets' own tables).
 
-    ``rho`` > 0 scores designs by their robust (KL worst-case) throughput.
+    With robustness (spec.noise, spec.kl_radius) every column carries the
+    perturbed-workload throughput too. ``max_cluster`` defaults to
+    :func:`solver.space.cluster_cap`.
     """
-    import time
-
     t0 = time.perf_counter()
-    mc = spec.design.max_cluster_size if max_cluster is None else max_cluster
+    mc = cluster_cap(spec, catalog, providers) if max_cluster is None else max_cluster
     grid = grid_for(spec)
     parts = workload_partitions(spec.workload)
     vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
     if vms:
         grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
     sizes = shard_sizes(spec.workload.entries, mc)
-    jobs = [(spec, catalog, grid, float(s), vms, parts, rho) for s in sizes]
+    jobs = [(spec, catalog, grid, float(s), vms, parts) for s in sizes]
     workers = workers if workers is not None else min(len(jobs), cpu_count())
-    results: list[list[Context]] = []
-    pjobs = [(spec, catalog, name, float(s), vms, parts, rho) for name in presets for s in sizes]
+    pjobs = [(spec, catalog, name, float(s), vms, parts) for name in presets for s in sizes]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
-            results = [r for r, _ in ex.map(_shard_job, jobs)]
+            results = list(ex.map(_shard_job, jobs))
             pres = list(ex.map(_preset_job, pjobs)) if pjobs else []
     else:
-        results = [_shard_job(j)[0] for j in jobs]
+        results = [_shard_job(j) for j in jobs]
         pres = [_preset_job(j) for j in pjobs]
     tables = Tables(
         spec_name=spec.name,
         entries=spec.workload.entries,
         grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms},
+        max_cluster=mc,
     )
     for ctxs in results:
         for c in ctxs:

@@ -17,7 +17,16 @@ import yaml
 
 from cost_models.design import MAX_BLOCK_BYTES, MAX_SIZE_RATIO, MIN_SIZE_RATIO
 from specs.errors import InputError
-from specs.vocab import COST_MODELS, DESIGN_CLASSES, OPERATIONS, PRICE_SETS, PROVIDERS, SLA_FEATURES, CostModel
+from specs.vocab import (
+    COST_MODELS,
+    DEFAULT_PRICE_SET,
+    DESIGN_CLASSES,
+    OPERATIONS,
+    PRICE_SETS,
+    PROVIDERS,
+    SLA_FEATURES,
+    CostModel,
+)
 
 #: Largest spec file accepted; real specs are a few hundred bytes.
 MAX_SPEC_BYTES = 1 << 20
@@ -36,6 +45,18 @@ MIN_MEMORY_STEP = 0.01
 MAX_BLOCK_SIZES = 8
 #: Largest monthly budget (USD) a spec or a flag may name: a billion dollars a month.
 MAX_BUDGET_USD = 1e9
+#: Entries per range scan when the spec gives neither ``scan_length`` nor
+#: ``range_selectivity``: YCSB's only scanning core workload (E) draws lengths
+#: uniformly from 1..100, mean 50.5 (shared/reference/ycsb_workloads.csv).
+#: Robustness noise adds range scans to mixes that have none; they get this
+#: length, and `cosine solve` says so.
+DEFAULT_SCAN_LENGTH = 50.5
+#: ``robustness.tolerance`` when the spec sets noise or a KL radius but no
+#: tolerance: the robust choice keeps within 10% of the best perturbed-workload
+#: throughput at its budget (docs/solver.md).
+DEFAULT_ROBUST_TOLERANCE = 0.1
+#: Most nodes ``design.max_cluster_size`` may ask for.
+MAX_CLUSTER_SIZE = 1_000_000
 
 DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
     "uniform": {},
@@ -88,6 +109,7 @@ class Workload:
     get_distribution: Distribution
     put_distribution: Distribution
     operations_per_month: float | None
+    scan_length_given: bool = True  # False: DEFAULT_SCAN_LENGTH (the spec names no range length)
 
     @property
     def entry_bytes(self) -> int:
@@ -111,7 +133,7 @@ class DesignSpace:
     max_runs: int = 64
     block_bytes: tuple[int, ...] = (4096, 32768)
     memory_step: float = 0.1
-    max_cluster_size: int = 30
+    max_cluster_size: int | None = None  # None: derived from the data and the budget (solver.space.cluster_cap)
     memory_headroom: float = 0.0
 
 
@@ -132,6 +154,7 @@ class Spec:
     kl_radius: float | None
     pricing: str
     cost_model: CostModel = CostModel.DISTRIBUTION_AWARE
+    tolerance: float = DEFAULT_ROBUST_TOLERANCE  # robustness.tolerance (delta of the robust rule)
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -406,7 +429,7 @@ def _workload(v: Any) -> Workload:
         if scan_length > entries:
             raise SpecError("workload.scan_length", f"{scan_length:g} exceeds the {entries:.0f} entries")
     else:
-        scan_length = min(100.0, entries)  # YCSB's default maxscanlength
+        scan_length = min(DEFAULT_SCAN_LENGTH, entries)
 
     dist = w.get("distribution", {})
     dist = _mapping("workload.distribution", dist)
@@ -426,6 +449,7 @@ def _workload(v: Any) -> Workload:
         get_distribution=get_d,
         put_distribution=put_d,
         operations_per_month=opm,
+        scan_length_given="range_selectivity" in w or "scan_length" in w,
     )
 
 
@@ -463,11 +487,9 @@ def _design(v: Any) -> DesignSpace:
     if len(set(blocks)) != len(blocks):
         raise SpecError("design.block_bytes", "lists a block size twice")
     step = _number("design.memory_step", d.get("memory_step", base.memory_step), lo=MIN_MEMORY_STEP, hi=0.5)
-    mcs = int(
-        _number(
-            "design.max_cluster_size", d.get("max_cluster_size", base.max_cluster_size), lo=1, hi=1000, integer=True
-        )
-    )
+    mcs = None
+    if d.get("max_cluster_size") is not None:
+        mcs = int(_number("design.max_cluster_size", d["max_cluster_size"], lo=1, hi=MAX_CLUSTER_SIZE, integer=True))
     headroom = _number("design.memory_headroom", d.get("memory_headroom", 0.0), lo=0.0, hi=0.9)
     return DesignSpace(
         classes=classes,
@@ -532,16 +554,18 @@ def validate(data: dict[str, Any]) -> Spec:
         slas = _choice_list("slas", data["slas"], SLA_FEATURES, "SLA")
     design = _design(data["design"]) if data.get("design") is not None else DesignSpace()
 
-    noise, kl = 0.0, None
+    noise, kl, tol = 0.0, None, DEFAULT_ROBUST_TOLERANCE
     if data.get("robustness") is not None:
         r = _mapping("robustness", data["robustness"])
-        _check_keys("robustness", r, ["noise", "kl_radius"], [])
+        _check_keys("robustness", r, ["noise", "kl_radius", "tolerance"], [])
         if "noise" in r:
             noise = _number("robustness.noise", r["noise"], lo=0.0, hi=0.9)
         if "kl_radius" in r:
             kl = _number("robustness.kl_radius", r["kl_radius"], lo=0.0, hi=20.0)
+        if "tolerance" in r:
+            tol = _number("robustness.tolerance", r["tolerance"], lo=0.0, hi=1.0)
 
-    pricing = data.get("pricing", "paper2021")
+    pricing = data.get("pricing", str(DEFAULT_PRICE_SET))
     if not isinstance(pricing, str) or pricing not in PRICE_SETS:
         near = difflib.get_close_matches(str(pricing), PRICE_SETS, n=1, cutoff=0.5)
         hint = f"; did you mean {near[0]!r}?" if near else ""
@@ -563,6 +587,7 @@ def validate(data: dict[str, Any]) -> Spec:
         kl_radius=kl,
         pricing=pricing,
         cost_model=cost_model,
+        tolerance=tol,
         raw=data,
     )
 

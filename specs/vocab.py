@@ -70,13 +70,37 @@ SLA_FEATURES: tuple[SlaFeature, ...] = tuple(SlaFeature)
 class PriceSet(StrEnum):
     """Named price sets of the catalog (pricing/*.csv)."""
 
+    ONDEMAND = "ondemand"  # the default
     PAPER2021 = "paper2021"
-    ONDEMAND = "ondemand"
+    PAPER2021_FLAT_IOPS = "paper2021-flat-iops"  # the paper's own storage rule, to reproduce it
     COMMITTED1Y = "committed1y"
     SPOT = "spot"
 
 
 PRICE_SETS: tuple[PriceSet, ...] = tuple(PriceSet)
+#: The price set a spec gets when it names none: today's list prices, realistic storage.
+DEFAULT_PRICE_SET = PriceSet.ONDEMAND
+
+
+class StorageRule(StrEnum):
+    """How a storage product turns size (and provisioned figures) into IOPS, MiB/s and dollars."""
+
+    PER_GB = "per_gb"  # IOPS and MiB/s grow with the size (gp2, pd-ssd, pd-balanced)
+    PROVISIONED = "provisioned"  # IOPS and MiB/s bought beyond an included baseline (gp3, io2)
+    SLAB = "slab"  # fixed tiers, striped (Azure Premium SSD P-tiers)
+    LOCAL = "local"  # the VM's own instance store, included in its price (r5d NVMe)
+    FLAT = "flat"  # the paper's rule: every volume gets the product's maximum IOPS
+
+
+class BindingResource(StrEnum):
+    """What stops a solve's answer from being faster (solution.json ``binding.resource``)."""
+
+    BUDGET = "budget"
+    ROBUST_RULE = "robust_rule"  # dearer configurations are not within the tolerance of the best perturbed one
+    CLUSTER_CAP = "cluster_cap"
+    NODE_IOPS = "node_iops"
+    OPERATIONS_PER_MONTH = "operations_per_month"
+    NONE = "none"
 
 
 class CatalogKind(StrEnum):
@@ -85,6 +109,7 @@ class CatalogKind(StrEnum):
     VM = "vm"
     STORAGE = "storage"
     SLA = "sla"
+    VM_STORAGE = "vm_storage"  # a VM's limits on attached storage, or its local instance store
 
 
 class DistributionKind(StrEnum):

@@ -49,7 +49,7 @@ def test_evaluate_presets_json(spec, preset):
     assert d["monthly_cost"]["total"] == pytest.approx(
         d["monthly_cost"]["compute"] + d["monthly_cost"]["storage"] + d["monthly_cost"]["sla"], abs=0.02
     )
-    assert d["monthly_cost"]["compute"] == pytest.approx(4 * 0.364 * 730, rel=1e-6)
+    assert d["monthly_cost"]["compute"] == pytest.approx(4 * 0.576 * 730, rel=1e-6)  # on-demand r5d.2xlarge
     if d["feasible"]:
         assert d["throughput_ops"] > 0 and d["latency_s"] > 0
 

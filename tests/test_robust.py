@@ -87,11 +87,14 @@ def test_robust_solve_reports_both_choices(tmp_path, robust):
     sol = json.loads(res.stdout)
     r = sol["robustness"]
     assert sol["objective"].startswith("robust")
-    exp = r["expected_workload"]
-    pert = r["perturbed_workload"]
-    # the nominal choice is best at the expected workload, the robust one under perturbation
-    assert exp["nominal_choice_ops"] >= exp["robust_choice_ops"] * (1 - 1e-6)
-    assert pert["robust_choice_ops"] >= pert["nominal_choice_ops"] * (1 - 1e-6)
+    rob, nom, best = r["robust_choice"], r["nominal_choice"], r["best_perturbed_choice"]
+    # the headline is the expected workload's throughput, of the robust choice
+    assert sol["predicted"]["throughput_ops"] == pytest.approx(rob["expected_ops"])
+    # the nominal choice is best at the expected workload; the robust one keeps
+    # within the tolerance of the best perturbed throughput at this budget
+    # (exact re-evaluations; the rule holds on the model's values, within the approximation error)
+    assert nom["expected_ops"] >= rob["expected_ops"] * (1 - 1e-3)
+    assert rob["perturbed_ops"] >= (1 - r["tolerance"]) * best["perturbed_ops"] * (1 - 1e-3)
     assert sol["certificate"]["approx_error"] < 0.01
 
 

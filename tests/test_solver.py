@@ -38,13 +38,14 @@ design:
 """
 
 
-def small_catalog(price_set: str = "paper2021", per_provider: int = 2) -> Catalog:
+def small_catalog(price_set: str = "paper2021-flat-iops", per_provider: int = 2) -> Catalog:
     full = load_catalog(price_set)
     return Catalog(
         price_set=price_set,
         vms={p: v[:per_provider] for p, v in full.vms.items()},
         storage=full.storage,
         slas=full.slas,
+        vm_storage=full.vm_storage,
     )
 
 
@@ -56,10 +57,13 @@ def make_spec(
     providers="aws",
     slas="",
     mc=3,
+    robustness="",
 ):
     g, e, r, i, u, w = mix
+    extra = f"robustness: {robustness}\n" if robustness else ""
     return parse_spec(
-        BASE.format(
+        extra
+        + BASE.format(
             entries=entries,
             g=g,
             e=e,
@@ -80,7 +84,7 @@ _TABLES: dict = {}
 
 
 def tables_for(spec, cat):
-    key = repr((spec.workload, spec.providers, spec.slas, spec.design))
+    key = repr((spec.workload, spec.providers, spec.slas, spec.design, spec.noise, spec.kl_radius, cat.price_set))
     if key not in _TABLES:
         _TABLES[key] = build_tables(spec, cat, spec.providers, workers=1)
     return _TABLES[key]
@@ -109,9 +113,12 @@ dists = st.sampled_from(
     provider=st.sampled_from(["aws", "gcp", "azure"]),
     slas=st.sampled_from(["", "availability", "backup, support"]),
     mc=st.integers(2, 3),
+    price_set=st.sampled_from(["paper2021-flat-iops", "ondemand"]),
 )
-def test_mip_matches_exhaustive(mix, dist, entries, budget, provider, slas, mc):
-    cat = small_catalog()
+def test_mip_matches_exhaustive(mix, dist, entries, budget, provider, slas, mc, price_set):
+    """Over the columns of realistic storage (volume type and size per node) and
+    of the paper's flat rule; the oracle tries every count up to the cap."""
+    cat = small_catalog(price_set)
     spec = make_spec(entries, mix, dist, budget, provider, slas, mc)
     tables = tables_for(spec, cat)
     ctx = tables.contexts.get(provider, [])
@@ -210,7 +217,7 @@ def test_approx_error_is_measured_not_assumed():
 def test_exhaustive_refuses_large_instances():
     from specs.errors import InputError
 
-    cat = load_catalog("paper2021")
+    cat = load_catalog("paper2021-flat-iops")
     spec = replace(make_spec(mc=30), design=replace(make_spec().design, max_cluster_size=30))
     tables = build_tables(spec, cat, ("aws",), workers=1)
     with pytest.raises(InputError, match="too large"):
@@ -237,5 +244,84 @@ def test_tables_agree_with_the_exact_model(mix):
     tables = tables_for(spec, cat)
     for c in tables.contexts["gcp"]:
         ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, c.entries, c.vm.memory_gib * GIB)
-        x = float(ne.throughput(spec.workload, c.storage.iops, c.design.threads)[0])
+        x = float(ne.throughput(spec.workload, c.storage.effective_iops(c.design.block_bytes), c.design.threads)[0])
         assert x == pytest.approx(c.throughput, rel=0.01), (c.vm.name, c.entries, c.design)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.floats(80, 3000),
+    provider=st.sampled_from(["aws", "gcp", "azure"]),
+    robustness=st.sampled_from(["{noise: 0.1}", "{noise: 0.1, tolerance: 0.3}", "{kl_radius: 0.5}"]),
+    mc=st.integers(2, 3),
+)
+def test_robust_rule_matches_exhaustive(budget, provider, robustness, mc):
+    """The robust rule (max expected throughput with perturbed >= (1 - tolerance)
+    x the best perturbed one at the budget), solved as the frontier does it
+    (column filters + MIP), against enumeration of every cluster."""
+    from solver.model import Objective, columns_for, set_budget
+
+    cat = small_catalog("ondemand")
+    mix = (0.5, 0.0, 0.0, 0.0, 0.5, 0.0)  # tables depend on the workload and noise only: two builds in all
+    spec = make_spec(3_000_000, mix, "{kind: zipfian, theta: 0.99}", budget, "aws, gcp, azure", "", 3, robustness)
+    tables = tables_for(spec, cat)
+    ctx = tables.contexts.get(provider, [])
+    N = spec.workload.entries
+    best_p = exhaustive(spec, cat, ctx, budget, mc, objective=Objective.PERTURBED)
+    m, meta = build_mip(
+        spec, cat, columns_for(ctx, N, Objective.PERTURBED), budget, mc, [provider], objective=Objective.PERTURBED
+    )
+    set_budget(m, meta, budget)
+    res = HighsBackend().solve(m, gap=1e-7)
+    if not best_p.nodes:
+        assert res.x is None
+        return
+    p_mip = read_solution(m, meta, res.x, spec, cat).perturbed_kops
+    assert p_mip == pytest.approx(best_p.perturbed_kops, rel=1e-6)
+    floor = (1 - spec.tolerance) * best_p.perturbed_kops
+    oracle = exhaustive(spec, cat, ctx, budget, mc, objective=Objective.ROBUST, floor_kops=floor)
+    cols = columns_for(ctx, N, Objective.ROBUST, floor)
+    m, meta = build_mip(spec, cat, cols, budget, mc, [provider])
+    res = HighsBackend().solve(m, gap=1e-7)
+    assert res.x is not None and oracle.nodes  # the best perturbed cluster itself meets the floor
+    ch = read_solution(m, meta, res.x, spec, cat)
+    assert ch.throughput_kops == pytest.approx(oracle.throughput_kops, rel=1e-6)
+    assert ch.perturbed_kops >= floor * (1 - 1e-9)
+    assert ch.monthly_cost <= budget * (1 + 1e-6)
+
+
+def test_columns_for_is_exact_on_realistic_storage():
+    """Keeping per shard only the columns no cheaper one beats loses nothing:
+    the MIP over them equals enumeration over every column."""
+    from solver.model import Objective, columns_for
+
+    cat = small_catalog("ondemand", per_provider=3)
+    spec = make_spec(
+        5_000_000, (0.25, 0.0, 0.0, 0.25, 0.25, 0.25), "{kind: uniform}", 900.0, "gcp", "", 3, "{noise: 0.1}"
+    )
+    ctx = tables_for(spec, cat).contexts["gcp"]  # Pareto in cost and both throughputs
+    cols = columns_for(ctx, spec.workload.entries, Objective.EXPECTED)  # in cost and the expected one
+    assert len(cols) < len(ctx)
+    for budget in (120.0, 400.0, 900.0, 2500.0):
+        oracle = exhaustive(spec, cat, ctx, budget, 3)
+        m, meta = build_mip(spec, cat, cols, budget, 3, ["gcp"])
+        res = HighsBackend().solve(m, gap=1e-7)
+        if not oracle.nodes:
+            assert res.x is None
+            continue
+        assert read_solution(m, meta, res.x, spec, cat).throughput_kops == pytest.approx(oracle.throughput_kops)
+
+
+def test_storage_is_a_decision():
+    """With realistic storage a node's volume (type and size) is chosen with its
+    design: the tables offer several volumes per VM type, among them volumes
+    larger than the data needs (bought for their IOPS)."""
+    cat = small_catalog("ondemand", per_provider=3)
+    spec = make_spec(20_000_000, (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), "{kind: uniform}", 900.0, "gcp", "", 3)
+    ctx = tables_for(spec, cat).contexts["gcp"]
+    data_gib = spec.workload.data_bytes / 2**30
+    per_vm: dict[str, set[str]] = {}
+    for c in ctx:
+        per_vm.setdefault(c.vm.name, set()).add(c.storage.label)
+    assert max(len(v) for v in per_vm.values()) > 1
+    assert any(c.storage.gib > 3 * data_gib * c.entries / spec.workload.entries for c in ctx)

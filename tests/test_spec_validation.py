@@ -128,8 +128,17 @@ def test_defaults_and_scan_length():
         "name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1}}\n"
         "budget: {monthly_usd: 10}\n"
     )
-    assert s.workload.scan_length == 100 and s.providers == ("aws", "gcp", "azure")
+    # no range length given: YCSB E's mean (schema.DEFAULT_SCAN_LENGTH), flagged as a default
+    assert s.workload.scan_length == 50.5 and not s.workload.scan_length_given
+    assert s.providers == ("aws", "gcp", "azure")
     assert s.budget_range == (1.0, 500000.0)
+    # today's on-demand prices, a derived cluster cap, the robust rule's default tolerance
+    assert s.pricing == "ondemand" and s.design.max_cluster_size is None and s.tolerance == 0.1
+    given = parse_spec(
+        "name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1}, scan_length: 7}\n"
+        "budget: {monthly_usd: 10}\nrobustness: {noise: 0.1, tolerance: 0.25}\n"
+    )
+    assert given.workload.scan_length == 7 and given.workload.scan_length_given and given.tolerance == 0.25
     with pytest.raises(SpecError, match="not both"):
         parse_spec(
             "name: x\nworkload: {entries: 1000, key_bytes: 8, value_bytes: 8, operations: {range: 1},"

@@ -1,0 +1,56 @@
+"""Pareto filtering: which rows of a table no other row dominates.
+
+Used wherever a choice is kept only if nothing cheaper is at least as good in
+every respect: storage volumes (dollars, size, IOPS, MiB/s), candidate engine
+designs (disk space, I/O per operation), and MIP columns (dollars, expected
+and perturbed throughput). Dropping a dominated row never changes an optimum
+that is monotone in every column, which is what makes the pruning exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Rows checked against the current front at once (the rest of a chunk is then
+#: scanned one by one); bounds the temporary (chunk x front x columns) array.
+CHUNK = 256
+
+
+def pareto_mask(cost: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows of ``cost`` (n x d, smaller is better in every
+    column) that no other row weakly dominates; of identical rows the first is
+    kept. Rows with a NaN are dropped."""
+    c = np.asarray(cost, dtype=float)
+    if c.ndim == 1:
+        c = c[:, None]
+    n, d = c.shape
+    keep = np.zeros(n, dtype=bool)
+    valid = ~np.isnan(c).any(axis=1)
+    idx = np.flatnonzero(valid)
+    if idx.size == 0:
+        return keep
+    # Lexicographic order: a later row can weakly dominate an earlier one only
+    # if the two are identical, so each row is checked against the kept ones.
+    order = idx[np.lexsort(c[idx].T[::-1])]
+    if d == 1:
+        keep[order[0]] = True
+        return keep
+    if d == 2:
+        col = c[order, 1]
+        best = np.minimum.accumulate(col)
+        prev = np.concatenate([[np.inf], best[:-1]])
+        keep[order[col < prev]] = True
+        return keep
+    front = np.empty((0, d))
+    for start in range(0, order.size, CHUNK):
+        block = order[start : start + CHUNK]
+        rows = c[block]
+        if front.shape[0]:
+            dom = np.any(np.all(front[None, :, :] <= rows[:, None, :], axis=2), axis=1)
+            block, rows = block[~dom], rows[~dom]
+        for i, r in zip(block, rows, strict=True):
+            if front.shape[0] and bool((front <= r).all(axis=1).any()):
+                continue
+            keep[i] = True
+            front = np.vstack([front, r])
+    return keep
