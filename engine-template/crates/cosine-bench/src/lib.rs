@@ -6,6 +6,7 @@
 //! same JSON as Cosine.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
+pub mod cli;
 pub mod hist;
 pub mod workload;
 

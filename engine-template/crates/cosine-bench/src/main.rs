@@ -5,90 +5,10 @@
 //! gets / 50 % uniform updates) on `./engine.toml` in `target/cosine-bench-data`.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
-use cosine_bench::workload::Workload;
-use cosine_bench::{run, text_report, CosineKv};
-use cosine_config::Config;
-use std::path::PathBuf;
-
 fn main() {
-    match real_main() {
-        Ok(()) => {}
-        Err(e) => {
-            eprintln!("cosine-bench: {e}");
-            std::process::exit(2);
-        }
-    }
-}
-
-const USAGE: &str = "usage: cosine-bench [--config engine.toml] [--workload workload.json] [--dir DATA_DIR] [--json] [--records N] [--ops N] [--threads N] [--engine cosine|rocksdb|fjall] [--keep]";
-
-fn real_main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut config = PathBuf::from("engine.toml");
-    let mut workload: Option<PathBuf> = None;
-    let mut dir = PathBuf::from("target/cosine-bench-data");
-    let (mut json, mut keep) = (false, false);
-    let (mut records, mut ops, mut threads): (Option<u64>, Option<u64>, Option<usize>) = (None, None, None);
-    let mut engine = "cosine".to_string();
-    let mut i = 0;
-    while i < args.len() {
-        let val = |i: usize| args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value\n{USAGE}", args[i]));
-        let num = |i: usize| -> Result<u64, String> { val(i)?.parse::<u64>().map_err(|e| format!("{}: {e}", args[i])) };
-        match args[i].as_str() {
-            "--config" => config = PathBuf::from(val(i)?),
-            "--workload" => workload = Some(PathBuf::from(val(i)?)),
-            "--dir" => dir = PathBuf::from(val(i)?),
-            "--records" => records = Some(num(i)?),
-            "--ops" => ops = Some(num(i)?),
-            "--threads" => threads = Some(num(i)? as usize),
-            "--engine" => engine = val(i)?,
-            "--json" => {
-                json = true;
-                i += 1;
-                continue;
-            }
-            "--keep" => {
-                keep = true;
-                i += 1;
-                continue;
-            }
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            a => return Err(format!("unknown argument {a}\n{USAGE}")),
-        }
-        i += 2;
+    if let Err(e) = cosine_bench::cli::main_with_args(&args) {
+        eprintln!("cosine-bench: {e}");
+        std::process::exit(2);
     }
-    let cfg = Config::from_toml_file(&config).map_err(|e| e.to_string())?;
-    let mut w = match &workload {
-        Some(p) => Workload::from_file(p)?,
-        None => Workload { threads: cfg.algorithms.threads, ..Workload::default() },
-    };
-    w.override_counts(records, ops, threads);
-    if w.key_bytes != cfg.layout.key_bytes {
-        eprintln!("note: workload key_bytes {} differs from the design's {}; keys are padded/truncated", w.key_bytes, cfg.layout.key_bytes);
-    }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-    }
-    let report = match engine.as_str() {
-        "cosine" => {
-            let e = cosine_engine::Engine::open(&dir, &cfg).map_err(|e| e.to_string())?;
-            let kv = CosineKv(e);
-            let r = run(&kv, &w)?;
-            kv.0.close().map_err(|e| e.to_string())?;
-            r
-        }
-        other => return Err(format!("engine '{other}' is not built into this binary (peers live in bench/peers)")),
-    };
-    if !keep {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
-    } else {
-        print!("{}", text_report(&report));
-    }
-    Ok(())
 }

@@ -226,3 +226,40 @@ pub fn long_sequence(seed: u64) -> Vec<Op> {
 pub fn proptest_cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
+
+/// Files in `dir` whose extension is `ext`, sorted by name.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every regular file in `dir` with its contents, by name (to prove nothing was touched).
+pub fn dir_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// Start offsets of the records of a WAL segment (`[len u32][crc u32][payload]`, contract §4).
+pub fn wal_record_offsets(bytes: &[u8]) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut pos = 0usize;
+    while pos + 8 <= bytes.len() {
+        v.push(pos);
+        let len = u32::from_le_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]]) as usize;
+        pos += 8 + len;
+    }
+    v
+}
