@@ -143,11 +143,13 @@ def run(
     engine: str = "cosine",
     data_dir: Path | None = None,
     timeout: float | None = None,
+    exe: Path | None = None,
 ) -> dict[str, Any]:
-    """Run cosine-bench once; returns its JSON report."""
-    exe = binary(workspace)
-    if not exe.is_file():
-        exe = build(workspace)
+    """Run cosine-bench once (the workspace's, or the binary ``exe``); returns its JSON report."""
+    if exe is None:
+        exe = binary(workspace)
+        if not exe.is_file():
+            exe = build(workspace)
     with tempfile.TemporaryDirectory(prefix="cosine-bench-") as tmp:
         t = Path(tmp)
         (t / "engine.toml").write_text(config_text)

@@ -14,7 +14,7 @@ from cost_models.design import Design, DesignBatch, preset
 from cost_models.evaluate import design_entry
 from cost_models.layout import Layout, derive
 from specs.errors import InputError
-from specs.vocab import DesignClass
+from specs.vocab import DesignClass, WalRecovery
 
 #: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
 #: point where Equation 2 converges").
@@ -141,7 +141,12 @@ def engine_sections(
             "file_entries": FILE_ENTRIES,
             "threads": int(threads),
         },
-        "durability": {"wal_sync": wal_sync, "group_commit_interval_us": 1000},
+        "durability": {
+            "wal_sync": wal_sync,
+            "group_commit_interval_us": 1000,
+            # the safe default, written out: only a torn tail is ever dropped at recovery
+            "wal_recovery": WalRecovery.TOLERATE_CORRUPTED_TAIL,
+        },
     }
 
 

@@ -180,6 +180,16 @@ class WalSync(StrEnum):
     NONE = "none"
 
 
+class WalRecovery(StrEnum):
+    """What the engine's WAL replay does with a damaged record (engine-template cosine-config ``WalRecovery``,
+    modelled on RocksDB's ``WALRecoveryMode``; docs/engine-contract.md section 4)."""
+
+    TOLERATE_CORRUPTED_TAIL = "tolerate_corrupted_tail"
+    ABSOLUTE_CONSISTENCY = "absolute_consistency"
+    POINT_IN_TIME = "point_in_time"
+    SKIP_ANY_CORRUPTED = "skip_any_corrupted"
+
+
 class EnginePeer(StrEnum):
     """Which engine `cosine bench` drives through the same workload driver."""
 

@@ -3,7 +3,8 @@
 use crate::workload::Workload;
 use crate::{run, text_report, CosineKv};
 use cosine_config::Config;
-use std::path::PathBuf;
+use cosine_engine::{is_engine_file, MANIFEST};
+use std::path::{Path, PathBuf};
 
 const USAGE: &str = "usage: cosine-bench [--config engine.toml] [--workload workload.json] [--dir DATA_DIR] [--json] [--records N] [--ops N] [--threads N] [--engine cosine|rocksdb|fjall] [--keep]";
 
@@ -55,9 +56,7 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
     if w.key_bytes != cfg.layout.key_bytes {
         eprintln!("note: workload key_bytes {} differs from the design's {}; keys are padded/truncated", w.key_bytes, cfg.layout.key_bytes);
     }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-    }
+    let created = prepare_dir(&dir)?;
     let report = match engine.as_str() {
         "cosine" => {
             let e = cosine_engine::Engine::open(&dir, &cfg).map_err(|e| e.to_string())?;
@@ -69,12 +68,74 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
         other => return Err(format!("engine '{other}' is not built into this binary (peers live in bench/peers)")),
     };
     if !keep {
-        let _ = std::fs::remove_dir_all(&dir);
+        remove_engine_files(&dir)?;
+        if created {
+            let _ = std::fs::remove_dir(&dir); // only if empty
+        }
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
     } else {
         print!("{}", text_report(&report));
+    }
+    Ok(())
+}
+
+/// Makes `dir` ready for a benchmark without touching anything that is not the
+/// engine's: a missing directory is created (returns true), an empty one is
+/// used, an earlier benchmark's database is cleared file by file; a directory
+/// holding anything else is refused.
+fn prepare_dir(dir: &Path) -> Result<bool, String> {
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        return Ok(true);
+    }
+    if !dir.is_dir() {
+        return Err(format!("--dir {} is not a directory", dir.display()));
+    }
+    let (engine, mut foreign) = classify(dir)?;
+    if engine.is_empty() && foreign.is_empty() {
+        return Ok(false);
+    }
+    if !engine.iter().any(|p| p.file_name().is_some_and(|n| n == MANIFEST)) {
+        return Err(format!(
+            "--dir {} is not empty and not a Cosine database (no MANIFEST); refusing to use it: give a new or empty directory",
+            dir.display()
+        ));
+    }
+    if !foreign.is_empty() {
+        foreign.sort();
+        foreign.truncate(5);
+        return Err(format!(
+            "--dir {} is a Cosine database but also holds other files ({}); refusing to clear it",
+            dir.display(),
+            foreign.join(", ")
+        ));
+    }
+    remove_engine_files(dir)?;
+    Ok(false)
+}
+
+// (engine files, names of everything else) directly in `dir`.
+fn classify(dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>), String> {
+    let (mut engine, mut foreign) = (Vec::new(), Vec::new());
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for e in entries {
+        let e = e.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let name = e.file_name().to_string_lossy().to_string();
+        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+        if is_file && is_engine_file(&name) {
+            engine.push(e.path());
+        } else {
+            foreign.push(name);
+        }
+    }
+    Ok((engine, foreign))
+}
+
+fn remove_engine_files(dir: &Path) -> Result<(), String> {
+    for p in classify(dir)?.0 {
+        std::fs::remove_file(&p).map_err(|e| format!("cannot remove {}: {e}", p.display()))?;
     }
     Ok(())
 }

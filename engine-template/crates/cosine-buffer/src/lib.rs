@@ -1,52 +1,157 @@
 //! The write buffer (level 0): a sorted memtable holding up to `E_B` entries.
 //!
-//! Writers insert under a short write lock; readers take a read lock, so gets
-//! run concurrently with each other. A full memtable is frozen (made immutable)
-//! and flushed to level 1 by the background worker while a fresh one takes writes.
+//! Writers insert concurrently: the memtable is split into [`SHARDS`] ordered
+//! maps by key hash, each behind its own lock, so writers of different keys
+//! rarely meet, and an ordered view merges the shards on the fly for flushes
+//! and scans. Sharded insertion was chosen over a concurrent skiplist
+//! (`crossbeam-skiplist`, as RocksDB's InlineSkipList) after measuring both on
+//! the benchmark's update stream on this 2-vCPU machine: the skiplist costs
+//! 2.1-2.8x the B-tree per single-threaded insert (2.8-3.8 us vs 1.3-1.9 us,
+//! pointer chasing over 15+ levels), a regression no 2-thread gain on two cores
+//! could pay back; 16 B-tree shards cost the same as one B-tree and contend only
+//! when two writers hash to one shard. A scan pays for the merge: up to 16 key
+//! comparisons per entry it copies.
+//!
+//! Each key holds the newest value and the sequence number of the write that
+//! put it there (its position in the write-ahead log). Two writes to one key
+//! racing in a write group keep the higher sequence number, so the memtable
+//! always equals a replay of the log. A full memtable is frozen (made
+//! immutable) and flushed to level 1 by the background worker while a fresh one
+//! takes writes.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
-use cosine_core::{Capacity, Value, VecIterator};
-use parking_lot::RwLock;
-use std::collections::BTreeMap;
+use cosine_core::{hash64, Capacity, Value, VecIterator};
+use parking_lot::{RwLock, RwLockReadGuard};
+use std::collections::{btree_map, BTreeMap};
+use std::iter::Peekable;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Shards of a memtable: enough that two (or a few) writers rarely share one.
+pub const SHARDS: usize = 16;
+
+#[derive(Debug)]
+struct Slot {
+    seq: u64,
+    value: Value,
+}
+
+type Shard = BTreeMap<Vec<u8>, Slot>;
 
 /// A sorted in-memory buffer of the newest writes (tombstones included).
 #[derive(Debug)]
 pub struct MemTable {
-    map: RwLock<BTreeMap<Vec<u8>, Value>>,
+    shards: Vec<RwLock<Shard>>,
     capacity: u64,
+    len: AtomicU64,
     bytes: AtomicU64,
+    /// Writes of write groups appended to the WAL and not inserted yet.
+    writers: AtomicUsize,
     /// WAL segments whose records live in this memtable (deleted once it is flushed).
     wal_ids: Vec<u64>,
+}
+
+type Range<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
+fn bounds<'a>(lo: Option<&'a [u8]>, hi: Option<&'a [u8]>) -> Range<'a> {
+    (lo.map_or(Bound::Unbounded, Bound::Included), hi.map_or(Bound::Unbounded, Bound::Included))
+}
+
+/// The shards' ranges merged into one ascending stream (a key lives in one shard only).
+struct Merged<'a> {
+    parts: Vec<Peekable<btree_map::Range<'a, Vec<u8>, Slot>>>,
+}
+
+impl<'a> Iterator for Merged<'a> {
+    type Item = (&'a Vec<u8>, &'a Slot);
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut best: Option<(usize, &'a Vec<u8>)> = None;
+        for (i, part) in self.parts.iter_mut().enumerate() {
+            let Some(&(k, _)) = part.peek() else { continue };
+            if best.is_none_or(|(_, bk)| k < bk) {
+                best = Some((i, k));
+            }
+        }
+        self.parts[best?.0].next()
+    }
 }
 
 impl MemTable {
     /// An empty memtable that reports full at `capacity` entries, backed by `wal_ids`.
     pub fn new(capacity: u64, wal_ids: Vec<u64>) -> Self {
-        MemTable { map: RwLock::new(BTreeMap::new()), capacity: capacity.max(1), bytes: AtomicU64::new(0), wal_ids }
+        MemTable {
+            shards: (0..SHARDS).map(|_| RwLock::new(BTreeMap::new())).collect(),
+            capacity: capacity.max(1),
+            len: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            writers: AtomicUsize::new(0),
+            wal_ids,
+        }
     }
 
-    /// Inserts or overwrites `key` (`None` = tombstone).
-    pub fn insert(&self, key: Vec<u8>, value: Value) {
+    fn shard(&self, key: &[u8]) -> &RwLock<Shard> {
+        &self.shards[(hash64(key) % SHARDS as u64) as usize]
+    }
+
+    fn read_all(&self) -> Vec<RwLockReadGuard<'_, Shard>> {
+        self.shards.iter().map(|s| s.read()).collect()
+    }
+
+    fn merged<'a>(guards: &'a [RwLockReadGuard<'_, Shard>], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Merged<'a> {
+        Merged { parts: guards.iter().map(|g| g.range::<[u8], _>(bounds(lo, hi)).peekable()).collect() }
+    }
+
+    /// Inserts or overwrites `key` (`None` = tombstone) with the write's sequence number
+    /// `seq`; of concurrent writes to one key, the one with the higher `seq` wins.
+    pub fn insert(&self, key: Vec<u8>, value: Value, seq: u64) {
         let add = (key.len() + value.as_ref().map_or(0, |v| v.len())) as u64;
         self.bytes.fetch_add(add, Ordering::Relaxed);
-        self.map.write().insert(key, value);
+        let mut shard = self.shard(&key).write();
+        match shard.entry(key) {
+            btree_map::Entry::Vacant(e) => {
+                e.insert(Slot { seq, value });
+                self.len.fetch_add(1, Ordering::Relaxed);
+            }
+            btree_map::Entry::Occupied(mut e) => {
+                if seq > e.get().seq {
+                    *e.get_mut() = Slot { seq, value };
+                }
+            }
+        }
+    }
+
+    /// Counts `n` writes whose WAL records are appended and which will be inserted here
+    /// (a write group); each calls [`MemTable::end_write`] once inserted (or failed).
+    pub fn begin_writes(&self, n: usize) {
+        self.writers.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// One counted write is done.
+    pub fn end_write(&self) {
+        self.writers.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Waits until every counted write is inserted: called before the memtable is frozen,
+    /// by the writer that holds the write baton (so no new writes are counted meanwhile).
+    pub fn wait_writes(&self) {
+        while self.writers.load(Ordering::Acquire) != 0 {
+            std::thread::yield_now();
+        }
     }
 
     /// `Some(value)` if the buffer holds `key` (`Some(None)` for a tombstone).
     pub fn get(&self, key: &[u8]) -> Option<Value> {
-        self.map.read().get(key).cloned()
+        self.shard(key).read().get(key).map(|s| s.value.clone())
     }
 
     /// Distinct keys buffered.
     pub fn len(&self) -> u64 {
-        self.map.read().len() as u64
+        self.len.load(Ordering::Relaxed)
     }
 
     /// True when nothing is buffered.
     pub fn is_empty(&self) -> bool {
-        self.map.read().is_empty()
+        self.len() == 0
     }
 
     /// Capacity in entries (`E_B`).
@@ -69,12 +174,9 @@ impl MemTable {
         &self.wal_ids
     }
 
-    /// Copies entries with `lo <= key <= hi` (either bound optional) into an iterator.
     /// Tombstones with `lo <= key <= hi` (deletes that can hide older entries below).
     pub fn tombstones_in(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> usize {
-        let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
-        let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);
-        self.map.read().range::<[u8], _>((lo_b, hi_b)).filter(|(_, v)| v.is_none()).count()
+        self.shards.iter().map(|s| s.read().range::<[u8], _>(bounds(lo, hi)).filter(|(_, v)| v.value.is_none()).count()).sum()
     }
 
     /// Like [`MemTable::range`], but stops after `live` live entries (tombstones
@@ -82,16 +184,14 @@ impl MemTable {
     /// last key copied: the copy is complete only up to that key. A scan that
     /// wants `live` results copies O(live) entries instead of the rest of the buffer.
     pub fn range_live(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, live: usize) -> (VecIterator, Option<Vec<u8>>) {
-        let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
-        let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);
-        let map = self.map.read();
+        let guards = self.read_all();
         let live = live.max(1);
         let mut items = Vec::new();
         let mut seen = 0usize;
-        let mut rest = map.range::<[u8], _>((lo_b, hi_b));
+        let mut rest = Self::merged(&guards, lo, hi);
         for (k, v) in rest.by_ref() {
-            seen += usize::from(v.is_some());
-            items.push((k.clone(), v.clone()));
+            seen += usize::from(v.value.is_some());
+            items.push((k.clone(), v.value.clone()));
             if seen == live {
                 break;
             }
@@ -103,19 +203,17 @@ impl MemTable {
 
     /// Entries with `lo <= key <= hi`, as a sorted iterator over a copy.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> VecIterator {
-        let lo_b = lo.map_or(Bound::Unbounded, Bound::Included);
-        let hi_b = hi.map_or(Bound::Unbounded, Bound::Included);
-        let items = self.map.read().range::<[u8], _>((lo_b, hi_b)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let guards = self.read_all();
+        let items = Self::merged(&guards, lo, hi).map(|(k, v)| (k.clone(), v.value.clone())).collect();
         VecIterator::new(items)
     }
 
     /// Smallest and largest buffered keys.
     pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let m = self.map.read();
-        match (m.keys().next(), m.keys().next_back()) {
-            (Some(a), Some(b)) => Some((a.clone(), b.clone())),
-            _ => None,
-        }
+        let guards = self.read_all();
+        let lo = guards.iter().filter_map(|g| g.keys().next()).min()?.clone();
+        let hi = guards.iter().filter_map(|g| g.keys().next_back()).max()?.clone();
+        Some((lo, hi))
     }
 }
 
@@ -136,9 +234,9 @@ mod tests {
     #[test]
     fn insert_get_range() {
         let m = MemTable::new(3, vec![1]);
-        m.insert(b"b".to_vec(), Some(b"2".to_vec()));
-        m.insert(b"a".to_vec(), Some(b"1".to_vec()));
-        m.insert(b"c".to_vec(), None);
+        m.insert(b"b".to_vec(), Some(b"2".to_vec()), 1);
+        m.insert(b"a".to_vec(), Some(b"1".to_vec()), 2);
+        m.insert(b"c".to_vec(), None, 3);
         assert!(m.is_full());
         assert_eq!(m.get(b"a"), Some(Some(b"1".to_vec())));
         assert_eq!(m.get(b"c"), Some(None));
@@ -154,8 +252,8 @@ mod tests {
     #[test]
     fn range_live_stops_after_enough_live_entries() {
         let m = MemTable::new(100, vec![1]);
-        for (k, v) in [(b"a", true), (b"b", false), (b"c", true), (b"d", true), (b"e", true)] {
-            m.insert(k.to_vec(), v.then(|| k.to_vec()));
+        for (i, (k, v)) in [(b"a", true), (b"b", false), (b"c", true), (b"d", true), (b"e", true)].into_iter().enumerate() {
+            m.insert(k.to_vec(), v.then(|| k.to_vec()), i as u64);
         }
         // two live entries: a, (b is a tombstone, kept), c; complete up to c
         let (mut it, bound) = m.range_live(None, None, 2);
@@ -171,5 +269,86 @@ mod tests {
         assert_eq!(bound, None);
         let (_, bound) = m.range_live(Some(b"c"), None, 10);
         assert_eq!(bound, None);
+    }
+}
+
+#[cfg(test)]
+mod concurrency_tests {
+    use super::*;
+    use cosine_core::KvIterator;
+
+    fn drain(mut it: VecIterator) -> Vec<(Vec<u8>, Value)> {
+        let mut v = Vec::new();
+        while it.valid() {
+            v.push((it.key().to_vec(), it.value().map(|x| x.to_vec())));
+            it.next().expect("next");
+        }
+        v
+    }
+
+    #[test]
+    fn the_sharded_view_is_one_ordered_map() {
+        let m = MemTable::new(10_000, vec![1]);
+        let mut model = BTreeMap::new();
+        let mut x = 7u64;
+        for seq in 0..3000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = ((x >> 33) % 1000).to_be_bytes().to_vec();
+            let v = (seq % 5 != 0).then(|| seq.to_le_bytes().to_vec());
+            m.insert(k.clone(), v.clone(), seq);
+            model.insert(k, v);
+        }
+        let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(drain(m.range(None, None)), all);
+        assert_eq!(m.len(), model.len() as u64);
+        let (lo, hi) = (100u64.to_be_bytes(), 400u64.to_be_bytes());
+        let want: Vec<_> = model.range(lo.to_vec()..=hi.to_vec()).map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(drain(m.range(Some(&lo), Some(&hi))), want);
+        let tombs = want.iter().filter(|(_, v)| v.is_none()).count();
+        assert_eq!(m.tombstones_in(Some(&lo), Some(&hi)), tombs);
+        // range_live: the first 10 live entries from `lo`, tombstones in between kept.
+        let (it, bound) = m.range_live(Some(&lo), None, 10);
+        let got = drain(it);
+        assert_eq!(got.iter().filter(|(_, v)| v.is_some()).count(), 10);
+        assert_eq!(got[..], all[all.iter().position(|(k, _)| k[..] >= lo[..]).expect("lo")..][..got.len()]);
+        assert_eq!(bound, got.last().map(|(k, _)| k.clone()));
+        let keys: Vec<_> = model.keys().collect();
+        assert_eq!(m.key_range(), Some((keys[0].clone(), keys[keys.len() - 1].clone())));
+    }
+
+    #[test]
+    fn the_higher_sequence_number_wins_whatever_the_insertion_order() {
+        let m = MemTable::new(100, vec![1]);
+        m.insert(b"k".to_vec(), Some(b"new".to_vec()), 7);
+        m.insert(b"k".to_vec(), Some(b"old".to_vec()), 3); // arrives late: ignored
+        assert_eq!(m.get(b"k"), Some(Some(b"new".to_vec())));
+        m.insert(b"k".to_vec(), None, 9);
+        assert_eq!(m.get(b"k"), Some(None));
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn concurrent_inserts_keep_every_key_and_the_newest_value() {
+        let m = MemTable::new(1 << 20, vec![1]);
+        let threads = 4u64;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let m = &m;
+                s.spawn(move || {
+                    for i in 0..2000u64 {
+                        // Shared keys 0..100 get sequence numbers interleaved across threads.
+                        let k = (i % 100).to_be_bytes().to_vec();
+                        m.insert(k, Some((i * threads + t).to_be_bytes().to_vec()), i * threads + t);
+                        m.insert((1000 + t * 10_000 + i).to_be_bytes().to_vec(), Some(vec![t as u8]), u64::MAX / 2);
+                    }
+                });
+            }
+        });
+        assert_eq!(m.len(), 100 + threads * 2000);
+        for k in 0..100u64 {
+            // The highest sequence number written to key k: i = 1900 + k, t = threads - 1.
+            let want = (1900 + k) * threads + threads - 1;
+            assert_eq!(m.get(&k.to_be_bytes()), Some(Some(want.to_be_bytes().to_vec())), "key {k}");
+        }
     }
 }

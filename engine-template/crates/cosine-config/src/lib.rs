@@ -91,6 +91,30 @@ pub enum WalSync {
     None,
 }
 
+/// What replaying the write-ahead log does with a damaged record (modelled on
+/// RocksDB's `WALRecoveryMode`; contract section 4 of `docs/engine-contract.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WalRecovery {
+    /// The default. Only a torn tail is dropped: the last record of the last
+    /// segment cut short by a crash (a short header, or a record running past the
+    /// end of the file with nothing valid after it), or a zero-filled tail. Any
+    /// other damage stops the open with the file and byte offset, and nothing is
+    /// changed on disk (RocksDB `kTolerateCorruptedTailRecords`).
+    TolerateCorruptedTail,
+    /// Any damage, a torn tail included, stops the open (`kAbsoluteConsistency`).
+    AbsoluteConsistency,
+    /// Salvage: replay stops at the first damaged record and drops it and
+    /// everything after it, later segments included; the database opens at that
+    /// point in time (`kPointInTimeRecovery`). Dropped bytes are copied to
+    /// `salvage/` and every action is logged.
+    PointInTime,
+    /// Salvage: damaged records are skipped and replay resumes at the next intact
+    /// record (`kSkipAnyCorruptedRecords`). Dropped bytes are copied to
+    /// `salvage/` and every action is logged.
+    SkipAnyCorrupted,
+}
+
 /// `[design]`
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
@@ -160,6 +184,8 @@ pub struct DurabilitySection {
     pub wal_sync: WalSync,
     /// Group-commit sync interval in microseconds.
     pub group_commit_interval_us: u64,
+    /// What WAL replay does with damaged records.
+    pub wal_recovery: WalRecovery,
 }
 
 /// One complete design, as read from `engine.toml`.
@@ -216,7 +242,11 @@ impl Default for AlgorithmsSection {
 
 impl Default for DurabilitySection {
     fn default() -> Self {
-        DurabilitySection { wal_sync: WalSync::EveryWrite, group_commit_interval_us: 1000 }
+        DurabilitySection {
+            wal_sync: WalSync::EveryWrite,
+            group_commit_interval_us: 1000,
+            wal_recovery: WalRecovery::TolerateCorruptedTail,
+        }
     }
 }
 
@@ -431,6 +461,7 @@ threads = 2
 [durability]
 wal_sync = "every_write"
 group_commit_interval_us = 1000
+wal_recovery = "tolerate_corrupted_tail"
 "#;
 
     #[test]
@@ -441,6 +472,11 @@ group_commit_interval_us = 1000
         assert!(c.is_hot(4) && !c.is_hot(5));
         assert_eq!(c.bloom_bits(7), 0.0);
         assert_eq!(c.bloom_bits(3), 10.0);
+        assert_eq!(c.durability.wal_recovery, WalRecovery::TolerateCorruptedTail);
+        let salvage = Config::from_toml_str("[durability]\nwal_recovery = \"point_in_time\"\n").expect("valid");
+        assert_eq!(salvage.durability.wal_recovery, WalRecovery::PointInTime);
+        assert_eq!(Config::default().durability.wal_recovery, WalRecovery::TolerateCorruptedTail, "safe default");
+        assert!(Config::from_toml_str("[durability]\nwal_recovery = \"yolo\"\n").is_err());
     }
 
     #[test]

@@ -136,7 +136,7 @@ pub fn to_toml(c: &Config) -> String {
     }
     let bloom: Vec<String> = c.layout.bloom_bits_per_key.iter().map(|b| format!("{b:?}")).collect();
     format!(
-        "[design]\nname = \"{}\"\nclass = \"{}\"\n\n[layout]\nkey_bytes = {}\nvalue_bytes = {}\nblock_entries = {}\nsize_ratio = {:?}\nruns_per_hot_level = {}\nruns_per_cold_level = {}\nbuffer_bytes = {}\nbloom_bits_per_key = [{}]\nhot_levels = {}\nblock_cache_bytes = {}\n\n[algorithms]\nfilter_granularity = \"{}\"\ncompaction = \"{}\"\nrun_strategy = \"{}\"\nfile_picking = \"{}\"\nmerge_threshold = {:?}\nfull_compaction_levels = {}\nfile_entries = {}\nthreads = {}\n\n[durability]\nwal_sync = \"{}\"\ngroup_commit_interval_us = {}\n",
+        "[design]\nname = \"{}\"\nclass = \"{}\"\n\n[layout]\nkey_bytes = {}\nvalue_bytes = {}\nblock_entries = {}\nsize_ratio = {:?}\nruns_per_hot_level = {}\nruns_per_cold_level = {}\nbuffer_bytes = {}\nbloom_bits_per_key = [{}]\nhot_levels = {}\nblock_cache_bytes = {}\n\n[algorithms]\nfilter_granularity = \"{}\"\ncompaction = \"{}\"\nrun_strategy = \"{}\"\nfile_picking = \"{}\"\nmerge_threshold = {:?}\nfull_compaction_levels = {}\nfile_entries = {}\nthreads = {}\n\n[durability]\nwal_sync = \"{}\"\ngroup_commit_interval_us = {}\nwal_recovery = \"{}\"\n",
         c.design.name.replace('"', "'"),
         e(c.design.class),
         c.layout.key_bytes,
@@ -159,6 +159,7 @@ pub fn to_toml(c: &Config) -> String {
         c.algorithms.threads,
         e(c.durability.wal_sync),
         c.durability.group_commit_interval_us,
+        e(c.durability.wal_recovery),
     )
 }
 
@@ -236,6 +237,7 @@ mod tests {
             assert_eq!(back.design.class, c.design.class);
             assert_eq!(back.algorithms.file_picking, c.algorithms.file_picking);
             assert_eq!(back.durability.wal_sync, c.durability.wal_sync);
+            assert_eq!(back.durability.wal_recovery, c.durability.wal_recovery);
             assert_eq!(back.layout.size_ratio, c.layout.size_ratio);
         }
     }

@@ -21,6 +21,31 @@ pub enum Error {
         /// What was being read (file and structure).
         what: String,
     },
+    /// Persisted bytes at a known place in a file are damaged (a WAL record that
+    /// fails its checksum, a length that cannot be right, a segment that is missing).
+    CorruptAt {
+        /// The damaged file.
+        path: PathBuf,
+        /// Byte offset of the damaged record in it.
+        offset: u64,
+        /// What is wrong there.
+        what: String,
+    },
+    /// Another process, or another open handle in this one, holds the database's `LOCK`.
+    Locked {
+        /// The `LOCK` file.
+        path: PathBuf,
+    },
+    /// The directory holds database files but no `MANIFEST`: refusing to start afresh over them.
+    MissingManifest {
+        /// The database directory.
+        dir: PathBuf,
+        /// Some of the data files found (at most a few names).
+        files: Vec<String>,
+    },
+    /// A write-ahead-log append or sync failed earlier; nothing more is acknowledged
+    /// until the database is reopened (the failed append was rolled back).
+    Poisoned(String),
     /// `engine.toml` or another configuration input is invalid.
     Config(String),
     /// A caller passed an argument the engine cannot accept.
@@ -40,9 +65,14 @@ impl Error {
         Error::Corruption { what: what.into() }
     }
 
-    /// True for checksum/decoding failures.
+    /// Builds a corruption error at `offset` of `path`.
+    pub fn corrupt_at(path: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Self {
+        Error::CorruptAt { path: path.into(), offset, what: what.into() }
+    }
+
+    /// True for checksum/decoding failures (with or without a known offset).
     pub fn is_corruption(&self) -> bool {
-        matches!(self, Error::Corruption { .. })
+        matches!(self, Error::Corruption { .. } | Error::CorruptAt { .. })
     }
 }
 
@@ -51,6 +81,20 @@ impl fmt::Display for Error {
         match self {
             Error::Io { path, source } => write!(f, "I/O error on {}: {source}", path.display()),
             Error::Corruption { what } => write!(f, "corruption: {what}"),
+            Error::CorruptAt { path, offset, what } => write!(f, "corruption: {} at byte {offset}: {what}", path.display()),
+            Error::Locked { path } => {
+                write!(f, "database is locked: {} is held by another process or another open handle (close it first)", path.display())
+            }
+            Error::MissingManifest { dir, files } => write!(
+                f,
+                "{} holds database files ({}) but no MANIFEST; refusing to open it as a new database \
+                 (restore the MANIFEST, or move the files away)",
+                dir.display(),
+                files.join(", ")
+            ),
+            Error::Poisoned(m) => {
+                write!(f, "write-ahead log failed earlier ({m}); no write is acknowledged until the database is reopened")
+            }
             Error::Config(m) => write!(f, "invalid configuration: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::Closed(m) => write!(f, "engine unavailable: {m}"),
@@ -72,6 +116,10 @@ impl Clone for Error {
         match self {
             Error::Io { path, source } => Error::Io { path: path.clone(), source: std::io::Error::new(source.kind(), source.to_string()) },
             Error::Corruption { what } => Error::Corruption { what: what.clone() },
+            Error::CorruptAt { path, offset, what } => Error::CorruptAt { path: path.clone(), offset: *offset, what: what.clone() },
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::MissingManifest { dir, files } => Error::MissingManifest { dir: dir.clone(), files: files.clone() },
+            Error::Poisoned(m) => Error::Poisoned(m.clone()),
             Error::Config(m) => Error::Config(m.clone()),
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Closed(m) => Error::Closed(m.clone()),

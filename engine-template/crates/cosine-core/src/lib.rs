@@ -8,6 +8,7 @@
 
 pub mod codec;
 pub mod error;
+pub mod fault;
 pub mod hash;
 pub mod io;
 pub mod iter;

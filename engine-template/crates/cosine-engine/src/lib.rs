@@ -1,9 +1,11 @@
 //! The Cosine key-value engine: the wrapper crate whose calls link the buffer,
 //! the write-ahead log and the main structure (levels of runs, or the hash log).
 //!
-//! * Writes go to the WAL, then the memtable. A full memtable is frozen and a
-//!   background worker flushes it; the worker also runs the compaction strategy
-//!   (or the hash log's GC) until it answers "idle".
+//! * Writes go to the WAL, then the memtable, in write groups: a leader appends
+//!   (and syncs) the records of every waiting writer at once, then each writer
+//!   inserts its own entry into the concurrent memtable (`write_thread`). A full
+//!   memtable is frozen and a background worker flushes it; the worker also runs
+//!   the compaction strategy (or the hash log's GC) until it answers "idle".
 //! * Reads take an `Arc` snapshot ([`SuperVersion`]) of memtables + tree and
 //!   never block on writers or on the worker.
 //! * Every structural change is committed through the manifest before it is
@@ -12,8 +14,15 @@
 //!   compaction I/O to background counters ([`StatsSnapshot`]).
 #![deny(unsafe_code, clippy::unwrap_used)]
 
+mod recovery;
 mod stats;
+mod versions;
 mod worker;
+mod write_thread;
+
+pub use cosine_manifest::MANIFEST;
+pub use cosine_wal::RecoveryReport;
+pub use recovery::{is_engine_file, LOCK};
 
 pub use cosine_config::Config;
 pub use cosine_core::{Error, IoSnapshot, Result};
@@ -24,16 +33,18 @@ use cosine_compaction::TemplateStrategy;
 use cosine_core::{hash64, IoCounter, KvIterator, MergingIterator, VecIterator};
 use cosine_hashlog::HashLog;
 use cosine_level::Tree;
-use cosine_manifest::Manifest;
+use cosine_manifest::WalRecord;
 use cosine_run::BlockCache;
 use cosine_wal::Wal;
 use parking_lot::{Condvar, Mutex, RwLock};
 use stats::Stats;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use versions::VersionSet;
+use write_thread::{Appended, WriteOp, WriteThread};
 
 /// A key and its value, as scans return them.
 pub type KvPair = (Vec<u8>, Vec<u8>);
@@ -73,19 +84,28 @@ pub(crate) struct Inner {
     pub store: Store,
     pub sv: RwLock<Arc<SuperVersion>>,
     pub writer: Mutex<Wal>,
+    write_thread: WriteThread,
+    // Sequence number of the next write: orders same-key writes of one group in the memtable.
+    write_seq: AtomicU64,
+    pub wal_bytes: Arc<AtomicU64>,
+    pub wal_syncs: Arc<AtomicU64>,
+    pub versions: VersionSet,
     pub next_id: Arc<AtomicU64>,
     pub seq: AtomicU64,
     pub bg: Mutex<Bg>,
     pub bg_cv: Condvar,
     pub stats: Stats,
-    pub wal_bytes_closed: AtomicU64,
     rmw_locks: Vec<Mutex<()>>,
+    recovery: RecoveryReport,
+    // Held (flock) for the engine's lifetime; dropping it releases the directory.
+    _lock: std::fs::File,
 }
 
 /// An open engine. Cheap to share across threads (`&Engine` is `Sync`).
 pub struct Engine {
     inner: Arc<Inner>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -94,80 +114,19 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-fn class_name(cfg: &Config) -> &'static str {
-    if cfg.is_hashlog() {
-        "lsh"
-    } else {
-        "tree"
-    }
-}
-
-fn file_id(name: &str) -> Option<(u64, &str)> {
-    let (stem, ext) = name.split_once('.')?;
-    Some((stem.parse().ok()?, ext))
-}
-
 impl Engine {
-    /// Opens (or creates) the database in `dir` with design `cfg`: reads the manifest,
-    /// removes files no manifest names, opens runs or the hash log, replays the WAL,
+    /// Opens (or creates) the database in `dir` with design `cfg`: takes the
+    /// directory's `LOCK`, reads the manifest (a directory holding data files but
+    /// no manifest is an error), opens runs or the hash log, replays the WAL under
+    /// `durability.wal_recovery`, deletes the files the manifest proves obsolete,
     /// and starts the background worker.
     pub fn open(dir: impl AsRef<Path>, cfg: &Config) -> Result<Engine> {
         cfg.validate()?;
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let manifest = match Manifest::read(&dir)? {
-            Some(m) => {
-                if m.class != class_name(cfg) {
-                    return Err(Error::Config(format!(
-                        "{} holds a '{}' layout; this design needs '{}'",
-                        dir.display(),
-                        m.class,
-                        class_name(cfg)
-                    )));
-                }
-                if m.key_bytes as usize != cfg.layout.key_bytes {
-                    return Err(Error::Config(format!(
-                        "{} was created with key_bytes = {}, config says {}",
-                        dir.display(),
-                        m.key_bytes,
-                        cfg.layout.key_bytes
-                    )));
-                }
-                m
-            }
-            None => {
-                let m =
-                    Manifest { class: class_name(cfg).into(), key_bytes: cfg.layout.key_bytes as u32, next_id: 1, ..Manifest::default() };
-                m.write_atomic(&dir)?;
-                m
-            }
-        };
-        // Sweep leftovers of interrupted flushes/compactions and flushed WAL segments.
-        let live: std::collections::HashSet<u64> = manifest.live_ids().into_iter().collect();
-        let mut max_id = manifest.next_id;
-        let mut wal_ids = Vec::new();
-        let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-        for e in entries {
-            let e = e.map_err(|e| Error::io(&dir, e))?;
-            let name = e.file_name().to_string_lossy().to_string();
-            if name == "MANIFEST.tmp" {
-                let _ = std::fs::remove_file(e.path());
-                continue;
-            }
-            let Some((id, ext)) = file_id(&name) else { continue };
-            max_id = max_id.max(id + 1);
-            match ext {
-                "wal" if id >= manifest.min_wal => wal_ids.push(id),
-                "wal" => {
-                    let _ = std::fs::remove_file(e.path());
-                }
-                "sst" | "rbf" | "log" if !live.contains(&id) => {
-                    let _ = std::fs::remove_file(e.path());
-                }
-                _ => {}
-            }
-        }
-        wal_ids.sort_unstable();
+        let lock = recovery::lock(&dir)?;
+        let manifest = recovery::manifest(&dir, cfg)?;
+        let found = recovery::scan(&dir, &manifest)?;
         let cache = BlockCache::new(cfg.layout.block_cache_bytes, cfg.block_bytes() as u64);
         let stats = Stats::default();
         let (store, tree) = if cfg.is_hashlog() {
@@ -176,13 +135,46 @@ impl Engine {
             (Store::Tree, Tree::open(&dir, cfg, &manifest.levels, cache.clone(), &stats.open)?)
         };
         // Replay the WAL into one frozen memtable; the worker flushes it.
+        // Segments that exist (a missing one is damage the replay reports or, salvaging, skips).
+        let wal_ids: Vec<u64> = found.wal.iter().map(|s| s.id).filter(|id| cosine_wal::segment_path(&dir, *id).exists()).collect();
         let replayed = MemTable::new(cfg.buffer_entries(), wal_ids.clone());
-        for id in &wal_ids {
-            cosine_wal::replay(&cosine_wal::segment_path(&dir, *id), |k, v| replayed.insert(k, v))?;
-        }
-        let next_id = Arc::new(AtomicU64::new(max_id));
+        let mut replay_seq = 0u64;
+        let report = cosine_wal::recover(&dir, &found.wal, cfg.durability.wal_recovery, |k, v| {
+            replayed.insert(k, v, replay_seq);
+            replay_seq += 1;
+        })?;
+        let next_id = Arc::new(AtomicU64::new(found.next_id));
         let wal_id = next_id.fetch_add(1, Ordering::SeqCst);
         let wal = Wal::open(&dir, wal_id, cfg.durability.wal_sync, cfg.durability.group_commit_interval_us)?;
+        let (wal_bytes, wal_syncs) = (wal.bytes_total(), wal.sync_counter());
+        let seq = manifest.seq;
+        let versions = VersionSet::new(&dir, manifest);
+        // Replayed segments are sealed at their length after recovery; the new one takes appends.
+        let mut live_wals = Vec::new();
+        if !replayed.is_empty() {
+            for id in wal_ids {
+                let p = cosine_wal::segment_path(&dir, id);
+                let len = std::fs::metadata(&p).map_err(|e| Error::io(&p, e))?.len();
+                live_wals.push(WalRecord { id, sealed: Some(len) });
+            }
+        }
+        live_wals.push(WalRecord { id: wal_id, sealed: None });
+        let mut committed = None;
+        versions.log_and_apply(|m| {
+            m.next_id = next_id.load(Ordering::SeqCst);
+            m.min_wal = live_wals[0].id;
+            m.wals = live_wals.clone();
+            committed = Some(m.clone());
+        })?;
+        if let Some(m) = committed {
+            for p in recovery::obsolete(&dir, &m)? {
+                if let Err(e) = std::fs::remove_file(&p) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        return Err(Error::io(&p, e));
+                    }
+                }
+            }
+        }
         let imms = if replayed.is_empty() { Vec::new() } else { vec![Arc::new(replayed)] };
         let sv = SuperVersion { mem: Arc::new(MemTable::new(cfg.buffer_entries(), vec![wal_id])), imms, tree: Arc::new(tree) };
         let inner = Arc::new(Inner {
@@ -193,18 +185,29 @@ impl Engine {
             store,
             sv: RwLock::new(Arc::new(sv)),
             writer: Mutex::new(wal),
+            write_thread: WriteThread::default(),
+            write_seq: AtomicU64::new(replay_seq),
+            wal_bytes,
+            wal_syncs,
+            versions,
             next_id,
-            seq: AtomicU64::new(manifest.seq),
+            seq: AtomicU64::new(seq),
             bg: Mutex::new(Bg::default()),
             bg_cv: Condvar::new(),
             stats,
-            wal_bytes_closed: AtomicU64::new(0),
             rmw_locks: (0..RMW_STRIPES).map(|_| Mutex::new(())).collect(),
+            recovery: report,
+            _lock: lock,
         });
         let w = inner.clone();
         let handle =
             std::thread::Builder::new().name("cosine-worker".into()).spawn(move || worker::run(w)).map_err(|e| Error::io(&inner.dir, e))?;
-        Ok(Engine { inner, worker: Mutex::new(Some(handle)) })
+        Ok(Engine { inner, worker: Mutex::new(Some(handle)), closed: AtomicBool::new(false) })
+    }
+
+    /// What WAL replay found and did when this engine opened (torn bytes cut, salvage actions).
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.inner.recovery
     }
 
     /// The design this engine runs.
@@ -229,19 +232,28 @@ impl Engine {
 
     fn write(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.check_bg()?;
-        let k = self.inner.cfg.normalize_key(key);
-        let ticket = {
-            let mut wal = self.inner.writer.lock();
-            let mut mem = self.inner.sv.read().mem.clone();
-            if mem.is_full() {
-                self.rotate(&mut wal)?;
-                mem = self.inner.sv.read().mem.clone();
-            }
-            let t = wal.append(&k, value)?;
-            mem.insert(k, value.map(|v| v.to_vec()));
-            t
-        };
-        ticket.wait()
+        let op = (self.inner.cfg.normalize_key(key), value.map(|v| v.to_vec()));
+        self.inner.write_thread.write(op, |group| self.append_group(group))
+    }
+
+    // The leader's part of a write group, holding the baton: rotate a full memtable,
+    // append the group's records to the WAL in one write, and count the group's
+    // inserts as pending in the memtable they go to.
+    fn append_group(&self, group: &[&WriteOp]) -> Result<Appended> {
+        let mut wal = self.inner.writer.lock();
+        if self.inner.sv.read().mem.is_full() {
+            self.rotate(&mut wal)?;
+        }
+        let bytes: usize = group.iter().map(|(k, v)| cosine_wal::encoded_len(k, v.as_deref())).sum();
+        let mut records = Vec::with_capacity(bytes);
+        for (k, v) in group {
+            cosine_wal::encode_into(&mut records, k, v.as_deref());
+        }
+        let ticket = wal.append_encoded(&records)?;
+        let seq = self.inner.write_seq.fetch_add(group.len() as u64, Ordering::Relaxed);
+        let mem = self.inner.sv.read().mem.clone();
+        mem.begin_writes(group.len());
+        Ok((mem, seq, ticket))
     }
 
     // Freezes the memtable and starts a new WAL segment; stalls while too many wait.
@@ -260,8 +272,21 @@ impl Engine {
         if waited > 0 {
             self.inner.stats.stall_micros.fetch_add(waited, Ordering::Relaxed);
         }
+        // Groups appended before this one may still be inserting into the memtable.
+        self.inner.sv.read().mem.wait_writes();
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
-        wal.rotate(id)?;
+        let (old, old_len) = wal.rotate(id)?;
+        // The manifest names the segment before any record goes in, so its loss is
+        // detected, and records the final length of the one just sealed.
+        let next = self.inner.next_id.load(Ordering::SeqCst);
+        if let Err(e) = self.inner.versions.log_and_apply(|m| {
+            versions::seal(m, old, old_len);
+            m.wals.push(WalRecord { id, sealed: None });
+            m.next_id = m.next_id.max(next);
+        }) {
+            wal.poison(format!("cannot record WAL segment {id} in the manifest: {e}"));
+            return Err(e);
+        }
         {
             let mut g = self.inner.sv.write();
             let cur = g.clone();
@@ -459,13 +484,13 @@ impl Engine {
     /// Freezes the memtable, syncs the WAL and waits until every frozen memtable is flushed.
     pub fn flush(&self) -> Result<()> {
         self.check_bg()?;
-        {
+        self.inner.write_thread.exclusive(|| -> Result<()> {
             let mut wal = self.inner.writer.lock();
             if !self.inner.sv.read().mem.is_empty() {
                 self.rotate(&mut wal)?;
             }
-            wal.sync()?;
-        }
+            wal.sync()
+        })?;
         let mut bg = self.inner.bg.lock();
         while !self.inner.sv.read().imms.is_empty() && bg.error.is_none() {
             self.inner.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
@@ -531,10 +556,8 @@ impl Engine {
                 (levels, log.memory_bytes(), 0)
             }
         };
-        let (wal_bytes, wal_syncs) = {
-            let w = self.inner.writer.lock();
-            (w.bytes_total() + self.inner.wal_bytes_closed.load(Ordering::Relaxed), w.syncs())
-        };
+        let wal_bytes = self.inner.wal_bytes.load(Ordering::Relaxed);
+        let wal_syncs = self.inner.wal_syncs.load(Ordering::Relaxed);
         StatsSnapshot {
             ops: s.snapshot_ops(),
             flush: s.flush.snapshot(),
@@ -561,7 +584,15 @@ impl Engine {
     }
 
     fn shutdown(&self) -> Result<()> {
-        let sync = self.inner.writer.lock().close();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(()); // closed before (close, then drop)
+        }
+        let sync = self.inner.write_thread.exclusive(|| {
+            let mut wal = self.inner.writer.lock();
+            let id = wal.segment_id();
+            // A clean close seals the segment: a later cut at a record boundary is then detected.
+            wal.close().and_then(|len| self.inner.versions.log_and_apply(|m| versions::seal(m, id, len)))
+        });
         {
             let mut bg = self.inner.bg.lock();
             bg.shutdown = true;

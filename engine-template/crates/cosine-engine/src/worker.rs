@@ -6,7 +6,7 @@ use cosine_buffer::MemTable;
 use cosine_compaction::{Choice, CompactionStrategy, PendingFlush};
 use cosine_core::{Error, Result};
 use cosine_level::{execute, IdAlloc, MergeCtx, MergeOutcome, Tree};
-use cosine_manifest::{Manifest, SegmentRecord};
+use cosine_manifest::SegmentRecord;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -150,16 +150,16 @@ fn commit_manifest(
     flushed: Option<&Arc<MemTable>>,
     created: &[PathBuf],
 ) -> Result<()> {
-    let m = Manifest {
-        class: if inner.cfg.is_hashlog() { "lsh".into() } else { "tree".into() },
-        key_bytes: inner.cfg.layout.key_bytes as u32,
-        next_id: inner.next_id.load(Ordering::SeqCst),
-        seq: inner.seq.load(Ordering::SeqCst),
-        min_wal: min_wal(inner, flushed),
-        levels,
-        segments,
-    };
-    if let Err(e) = m.write_atomic(&inner.dir) {
+    let min_wal = min_wal(inner, flushed);
+    let r = inner.versions.log_and_apply(|m| {
+        m.next_id = m.next_id.max(inner.next_id.load(Ordering::SeqCst));
+        m.seq = inner.seq.load(Ordering::SeqCst);
+        m.min_wal = min_wal;
+        m.wals.retain(|w| w.id >= min_wal);
+        m.levels = levels;
+        m.segments = segments;
+    });
+    if let Err(e) = r {
         for p in created {
             let _ = std::fs::remove_file(p);
         }

@@ -5,6 +5,10 @@
 //! point leaves either the old or the new manifest, never a mix, so a flush or
 //! compaction interrupted half-way can neither lose data nor resurrect it; files
 //! that no manifest names are leftovers and are deleted at open.
+//!
+//! It also names every WAL segment that may hold unflushed writes (recorded
+//! when the segment is started, before any record goes in), so a deleted
+//! segment is detected at open instead of silently losing its writes.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
 use cosine_core::{Decoder, Encoder, Error, Result};
@@ -13,10 +17,12 @@ use std::io::Write;
 use std::path::Path;
 
 const MAGIC: u64 = 0x434f_5349_4e45_4d46; // "COSINEMF"
-const VERSION: u32 = 1;
+/// Version 2 added the WAL segment list; version 1 files (no list) still open.
+const VERSION: u32 = 2;
 /// Manifest file name.
 pub const MANIFEST: &str = "MANIFEST";
-const MANIFEST_TMP: &str = "MANIFEST.tmp";
+/// The manifest being written (renamed over `MANIFEST` once durable).
+pub const MANIFEST_TMP: &str = "MANIFEST.tmp";
 
 /// A live file of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +53,16 @@ pub struct SegmentRecord {
     pub len: u64,
 }
 
+/// A WAL segment that may hold unflushed writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalRecord {
+    /// Segment id (`NNNNNNNN.wal`).
+    pub id: u64,
+    /// Its final length once sealed (rotated away from, or closed cleanly); `None` while
+    /// it takes appends. A sealed segment of any other length has lost or gained bytes.
+    pub sealed: Option<u64>,
+}
+
 /// The whole durable state apart from the WAL contents.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Manifest {
@@ -64,6 +80,8 @@ pub struct Manifest {
     pub levels: Vec<Vec<RunRecord>>,
     /// Hash-log layout: segments, oldest first.
     pub segments: Vec<SegmentRecord>,
+    /// WAL segments (ids `>= min_wal`) that may hold unflushed writes; each must exist at open.
+    pub wals: Vec<WalRecord>,
 }
 
 impl Manifest {
@@ -95,6 +113,11 @@ impl Manifest {
             e.u64(s.id);
             e.u64(s.len);
         }
+        e.u32(self.wals.len() as u32);
+        for w in &self.wals {
+            e.u64(w.id);
+            e.u64(w.sealed.map_or(0, |n| n + 1));
+        }
         e.seal();
         e.finish()
     }
@@ -102,8 +125,12 @@ impl Manifest {
     /// Decodes and verifies a manifest.
     pub fn decode(buf: &[u8]) -> Result<Manifest> {
         let mut d = Decoder::checked(buf, "MANIFEST")?;
-        if d.u64()? != MAGIC || d.u32()? != VERSION {
-            return Err(d.error("bad magic or version"));
+        if d.u64()? != MAGIC {
+            return Err(d.error("bad magic"));
+        }
+        let version = d.u32()?;
+        if version != 1 && version != VERSION {
+            return Err(d.error("unknown version"));
         }
         let class = String::from_utf8(d.len_bytes()?.to_vec()).map_err(|_| d.error("class is not UTF-8"))?;
         let key_bytes = d.u32()?;
@@ -132,10 +159,16 @@ impl Manifest {
         for _ in 0..nseg {
             segments.push(SegmentRecord { id: d.u64()?, len: d.u64()? });
         }
+        let mut wals = Vec::new();
+        if version >= 2 {
+            for _ in 0..d.u32()? {
+                wals.push(WalRecord { id: d.u64()?, sealed: d.u64()?.checked_sub(1) });
+            }
+        }
         if d.remaining() != 0 {
             return Err(d.error("trailing bytes"));
         }
-        Ok(Manifest { class, key_bytes, next_id, seq, min_wal, levels, segments })
+        Ok(Manifest { class, key_bytes, next_id, seq, min_wal, levels, segments, wals })
     }
 
     /// Atomically replaces `dir/MANIFEST` with this manifest (temp + fsync + rename + dir fsync).
@@ -197,6 +230,7 @@ mod tests {
             min_wal: 4,
             levels: vec![vec![RunRecord { id: 2, filter: Some(0), files: vec![FileRecord { id: 5, entries: 10 }] }]],
             segments: vec![SegmentRecord { id: 7, len: 100 }],
+            wals: vec![WalRecord { id: 4, sealed: Some(0) }, WalRecord { id: 8, sealed: None }],
         };
         m.write_atomic(&dir).expect("write");
         assert_eq!(Manifest::read(&dir).expect("read"), Some(m.clone()));

@@ -2,6 +2,8 @@
 //! model-based harness that checks the engine against a `BTreeMap`.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
+pub mod crash;
+
 use cosine_config::Config;
 use cosine_engine::{Engine, Result};
 use std::collections::BTreeMap;
@@ -262,4 +264,85 @@ pub fn wal_record_offsets(bytes: &[u8]) -> Vec<usize> {
         pos += 8 + len;
     }
     v
+}
+
+/// Designs whose directories, together, hold every file kind: WAL segments,
+/// MANIFEST, run files (`.sst`), run filters (`.rbf`) and hash-log segments (`.log`).
+pub fn every_file_kind() -> Vec<Config> {
+    let mut v: Vec<Config> = cosine_config::presets::Preset::ALL.into_iter().map(cosine_config::presets::tiny).collect();
+    let mut run_filters = cosine_config::presets::tiny(cosine_config::presets::Preset::RocksDb);
+    run_filters.algorithms.filter_granularity = cosine_config::FilterGranularity::Run;
+    run_filters.design.name = "rocksdb-run-filters".into();
+    v.push(run_filters);
+    v
+}
+
+/// Builds a cleanly closed database in `dir`: flushed and compacted data plus
+/// eight writes still in the WAL. Returns the model of what it holds.
+pub fn pristine(dir: &Path, cfg: &Config) -> Model {
+    let (e, mut model) = fill(dir, cfg, 300, 100, 11).unwrap_or_else(|e| panic!("fill: {e}"));
+    e.wait_idle().unwrap_or_else(|e| panic!("idle: {e}"));
+    for i in 0..8u64 {
+        let (k, v) = (key(1000 + i), value(i as u32 + 1));
+        e.put(&k, &v).unwrap_or_else(|e| panic!("put: {e}"));
+        model.insert(k, v);
+    }
+    e.close().unwrap_or_else(|e| panic!("close: {e}"));
+    model
+}
+
+/// Replaces the files of `to` by copies of the files of `from`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
+    for (name, bytes) in dir_contents(from) {
+        std::fs::write(to.join(&name), bytes).unwrap_or_else(|e| panic!("copy {name}: {e}"));
+    }
+}
+
+/// What opening a damaged database did.
+#[derive(Debug)]
+pub enum Damaged {
+    /// The open failed with this error and changed no file.
+    Refused(cosine_engine::Error),
+    /// The open succeeded; every read returned the model's value or a corruption
+    /// error (this many did).
+    Opened(usize),
+}
+
+/// Opens the damaged database in `dir` and checks the only two acceptable outcomes:
+/// refused with every file left as it was, or opened with no read returning a wrong
+/// value or missing an acknowledged entry (a read may fail with a corruption error).
+pub fn open_damaged(dir: &Path, cfg: &Config, model: &Model) -> std::result::Result<Damaged, String> {
+    let before = dir_contents(dir);
+    let e = match Engine::open(dir, cfg) {
+        Err(err) => {
+            if dir_contents(dir) != before {
+                return Err(format!("refused ({err}) but changed files"));
+            }
+            return Ok(Damaged::Refused(err));
+        }
+        Ok(e) => e,
+    };
+    let mut read_errors = 0;
+    for (k, v) in model {
+        match e.get(k) {
+            Ok(got) if got.as_ref() == Some(v) => {}
+            Ok(got) => return Err(format!("opened, but key {k:?} reads {got:?}, acknowledged {v:?}")),
+            Err(err) if err.is_corruption() => read_errors += 1,
+            Err(err) => return Err(format!("opened, but a get failed with a non-corruption error: {err}")),
+        }
+    }
+    match e.scan(&key(0), &key(u64::MAX)) {
+        Ok(all) => {
+            let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if all != want {
+                return Err(format!("opened, but a full scan returned {} entries, model {}", all.len(), want.len()));
+            }
+        }
+        Err(err) if err.is_corruption() => read_errors += 1,
+        Err(err) => return Err(format!("opened, but the scan failed with a non-corruption error: {err}")),
+    }
+    let _ = e.close(); // the worker may have met the damage too
+    Ok(Damaged::Opened(read_errors))
 }

@@ -5,7 +5,7 @@
 //! and every file is left as it was.
 
 use cosine_config::presets::{tiny, Preset};
-use cosine_engine::Engine;
+use cosine_engine::{Engine, Error};
 use cosine_tests::{dir_contents, fill, TempDir};
 
 #[test]
@@ -24,6 +24,7 @@ fn data_files_without_a_manifest_refuse_to_open_and_nothing_is_deleted() {
         assert!(before.keys().any(|n| n.ends_with(".sst") || n.ends_with(".log")), "{p:?}: data files exist");
 
         let err = Engine::open(dir.path(), &cfg).expect_err("data without a manifest must not open as a new database");
+        assert!(matches!(err, Error::MissingManifest { .. }), "{p:?}: {err}");
         let msg = err.to_string();
         assert!(msg.contains("MANIFEST"), "{p:?}: error names the missing manifest: {msg}");
         assert_eq!(dir_contents(dir.path()), before, "{p:?}: no file deleted or changed");

@@ -1,29 +1,38 @@
 //! Write-ahead log: every write is appended here before it enters the memtable.
 //!
-//! Record layout: `[len u32][crc32 u32][payload]`, payload `kind u8, key, value`.
-//! One segment file (`NNNNNNNN.wal`) backs each memtable; a segment is deleted
-//! once its memtable is flushed and the manifest no longer needs it.
+//! Record layout: `[len u32][crc32 u32][payload]`, payload `kind u8, key, value`
+//! ([`record`]). One segment file (`NNNNNNNN.wal`) backs each memtable; a
+//! segment is deleted once its memtable is flushed and the manifest no longer
+//! needs it.
 //!
-//! Replay stops at a torn tail (a crash during the last append: a short header,
-//! a record running past the end of file, or a bad checksum followed only by
-//! zeros) and truncates it; a bad checksum with valid-looking data after it is
-//! corruption in the middle of the log and is reported as an error.
+//! Appends take a batch of encoded records (a write group) and hand it to the
+//! OS in one write. A failed append is rolled back (the segment is cut back to
+//! its last whole record) and poisons the writer: nothing more is acknowledged
+//! until the database is reopened, so a partial record can never sit in the
+//! middle of the log under later acknowledged ones. A failed sync poisons too.
+//!
+//! Replay at open ([`recovery`]) follows a [`WalRecovery`] mode: by default only
+//! a torn tail is dropped and any other damage stops the open.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
-use cosine_config::WalSync;
-use cosine_core::{crc32, Decoder, Encoder, Error, Result, Value};
+pub mod record;
+pub mod recovery;
+
+pub use record::{encode_into, encode_record, encoded_len};
+pub use recovery::{recover, RecoveryReport, SegmentRef};
+
+use cosine_config::{WalRecovery, WalSync};
+use cosine_core::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-const KIND_PUT: u8 = 1;
-const KIND_DELETE: u8 = 2;
-const HEADER: usize = 8;
+/// Buffered bytes after which `wal_sync = none` hands its records to the OS.
+const PENDING_LIMIT: usize = 64 << 10;
 
 /// Path of WAL segment `id` in `dir`.
 pub fn segment_path(dir: &Path, id: u64) -> PathBuf {
@@ -47,7 +56,7 @@ pub struct Segment {
     pub id: u64,
     path: PathBuf,
     file: File,
-    /// Bytes handed to the OS so far.
+    /// Bytes handed to the OS so far (always a whole number of records).
     written: AtomicU64,
     /// Bytes known durable; the mutex also serialises fdatasync calls.
     synced: Mutex<u64>,
@@ -55,17 +64,27 @@ pub struct Segment {
     synced_cv: Condvar,
     /// fdatasync calls made on any segment of this log.
     syncs: Arc<AtomicU64>,
+    /// Set when a sync failed: the writer is poisoned at its next append.
+    failed: AtomicBool,
 }
 
 impl Segment {
     /// Makes everything written so far durable (one fdatasync shared by all waiters).
     pub fn sync_upto(&self, end: u64) -> Result<()> {
         let mut synced = self.synced.lock();
+        if self.failed.load(Ordering::Acquire) {
+            // A later fdatasync may "succeed" without the lost pages: never trust it.
+            return Err(Error::Poisoned(format!("an earlier fdatasync of {} failed", self.path.display())));
+        }
         if *synced >= end {
             return Ok(()); // another writer's sync already covered us
         }
         let target = self.written.load(Ordering::Acquire);
-        self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+        if let Err(e) = self.file.sync_data() {
+            // After a failed fsync the kernel may have dropped the dirty pages: trust nothing.
+            self.failed.store(true, Ordering::Release);
+            return Err(Error::io(&self.path, e));
+        }
         self.syncs.fetch_add(1, Ordering::Relaxed);
         *synced = target;
         self.synced_cv.notify_all();
@@ -103,14 +122,14 @@ impl DurableMark {
     }
 }
 
-/// A promise that a record becomes durable once [`SyncTicket::wait`] returns.
+/// A promise that a batch becomes durable once [`SyncTicket::wait`] returns.
 #[derive(Debug)]
 pub struct SyncTicket {
     seg: Option<(Arc<Segment>, u64)>,
 }
 
 impl SyncTicket {
-    /// Blocks until the record is on stable storage (no-op unless `wal_sync = every_write`).
+    /// Blocks until the batch is on stable storage (no-op unless `wal_sync = every_write`).
     pub fn wait(self) -> Result<()> {
         match self.seg {
             Some((s, end)) => s.sync_upto(end),
@@ -119,16 +138,18 @@ impl SyncTicket {
     }
 }
 
-/// The appending side of the log; owned by the engine's writer lock.
+/// The appending side of the log; used by one writer at a time (the write-group leader).
 #[derive(Debug)]
 pub struct Wal {
     dir: PathBuf,
     policy: WalSync,
     seg: Arc<Segment>,
     pending: Vec<u8>,
-    bytes_total: u64,
+    bytes_total: Arc<AtomicU64>,
     current: Arc<Mutex<Arc<Segment>>>,
     committer: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    poisoned: Option<String>,
+    closed: bool,
     group_commit_interval: Duration,
     syncs: Arc<AtomicU64>,
 }
@@ -148,6 +169,7 @@ fn open_segment(dir: &Path, id: u64, sync_dir_after: bool, syncs: &Arc<AtomicU64
         synced: Mutex::new(len),
         synced_cv: Condvar::new(),
         syncs: syncs.clone(),
+        failed: AtomicBool::new(false),
     }))
 }
 
@@ -168,7 +190,7 @@ impl Wal {
                         std::thread::sleep(every);
                         let s = cur2.lock().clone();
                         let end = s.written.load(Ordering::Acquire);
-                        // A failed background sync resurfaces on the next rotation or close.
+                        // A failed sync marks the segment; the next append is refused.
                         let _ = s.sync_upto(end);
                     }
                 })
@@ -182,9 +204,11 @@ impl Wal {
             policy,
             seg,
             pending: Vec::new(),
-            bytes_total: 0,
+            bytes_total: Arc::new(AtomicU64::new(0)),
             current,
             committer,
+            poisoned: None,
+            closed: false,
             group_commit_interval: Duration::from_micros(group_commit_interval_us),
             syncs,
         })
@@ -195,14 +219,19 @@ impl Wal {
         self.seg.id
     }
 
-    /// Total bytes appended since this handle was opened.
-    pub fn bytes_total(&self) -> u64 {
-        self.bytes_total
+    /// Total bytes appended since this handle was opened (shared counter, readable without the writer).
+    pub fn bytes_total(&self) -> Arc<AtomicU64> {
+        self.bytes_total.clone()
     }
 
     /// fdatasync calls made on this log since it was opened.
     pub fn syncs(&self) -> u64 {
         self.syncs.load(Ordering::Relaxed)
+    }
+
+    /// The shared counter behind [`Wal::syncs`] (readable without the writer).
+    pub fn sync_counter(&self) -> Arc<AtomicU64> {
+        self.syncs.clone()
     }
 
     /// Under `group_commit`, a mark at the current end of the log whose
@@ -217,34 +246,80 @@ impl Wal {
         })
     }
 
+    /// Bytes in the segment being appended to (whole records; `none` mode's buffer excluded).
+    pub fn segment_len(&self) -> u64 {
+        self.seg.written.load(Ordering::Acquire)
+    }
+
+    /// `Err(Poisoned)` once an append or sync has failed, `Err(Closed)` after [`Wal::close`].
+    pub fn check(&mut self) -> Result<()> {
+        if self.closed {
+            return Err(Error::Closed("the write-ahead log is closed".into()));
+        }
+        if self.poisoned.is_none() && self.seg.failed.load(Ordering::Acquire) {
+            self.poisoned = Some(format!("fdatasync of {} failed", self.seg.path.display()));
+        }
+        match &self.poisoned {
+            Some(m) => Err(Error::Poisoned(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses every later append: something the log depends on (the manifest entry
+    /// of a new segment) could not be made durable.
+    pub fn poison(&mut self, why: String) {
+        self.poisoned.get_or_insert(why);
+    }
+
     /// Appends one record. With `every_write`, call [`SyncTicket::wait`] before acknowledging.
     pub fn append(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<SyncTicket> {
-        let rec = encode_record(key, value);
-        self.bytes_total += rec.len() as u64;
+        self.append_encoded(&encode_record(key, value))
+    }
+
+    /// Appends a batch of encoded records ([`encode_into`]) in one write: a write group.
+    /// With `every_write`, call [`SyncTicket::wait`] before acknowledging any of them.
+    pub fn append_encoded(&mut self, records: &[u8]) -> Result<SyncTicket> {
+        self.check()?;
+        self.bytes_total.fetch_add(records.len() as u64, Ordering::Relaxed);
         if self.policy == WalSync::None {
             // Buffered in the process: cheapest, lost if the process dies before a flush.
-            self.pending.extend_from_slice(&rec);
-            if self.pending.len() >= 64 << 10 {
+            self.pending.extend_from_slice(records);
+            if self.pending.len() >= PENDING_LIMIT {
                 self.flush_pending()?;
             }
             return Ok(SyncTicket { seg: None });
         }
-        (&self.seg.file).write_all(&rec).map_err(|e| Error::io(&self.seg.path, e))?;
-        let end = self.seg.written.fetch_add(rec.len() as u64, Ordering::AcqRel) + rec.len() as u64;
+        let end = self.write_out(records)?;
         Ok(SyncTicket { seg: (self.policy == WalSync::EveryWrite).then(|| (self.seg.clone(), end)) })
+    }
+
+    // Hands `bytes` to the OS; on failure cuts the segment back to its last whole
+    // record and poisons the writer. Returns the segment length afterwards.
+    fn write_out(&mut self, bytes: &[u8]) -> Result<u64> {
+        let start = self.seg.written.load(Ordering::Acquire);
+        if let Err(e) = cosine_core::fault::write_all(&self.seg.file, &self.seg.path, bytes) {
+            let rollback = self.seg.file.set_len(start).and_then(|_| self.seg.file.sync_all());
+            let path = self.seg.path.display();
+            self.poisoned = Some(match rollback {
+                Ok(()) => format!("append to {path} failed ({e}); rolled back to byte {start}"),
+                Err(r) => format!("append to {path} failed ({e}); rolling back to byte {start} failed too ({r})"),
+            });
+            return Err(Error::io(&self.seg.path, e));
+        }
+        Ok(self.seg.written.fetch_add(bytes.len() as u64, Ordering::AcqRel) + bytes.len() as u64)
     }
 
     fn flush_pending(&mut self) -> Result<()> {
         if !self.pending.is_empty() {
-            (&self.seg.file).write_all(&self.pending).map_err(|e| Error::io(&self.seg.path, e))?;
-            self.seg.written.fetch_add(self.pending.len() as u64, Ordering::AcqRel);
-            self.pending.clear();
+            let bytes = std::mem::take(&mut self.pending);
+            self.write_out(&bytes)?;
         }
         Ok(())
     }
 
     /// Pushes buffered records to the OS and, unless the policy is `none`, to stable storage.
     pub fn sync(&mut self) -> Result<()> {
+        self.check()?;
         self.flush_pending()?;
         if self.policy != WalSync::None {
             let end = self.seg.written.load(Ordering::Acquire);
@@ -254,112 +329,55 @@ impl Wal {
     }
 
     /// Seals the current segment (synced per policy) and starts segment `new_id`.
-    pub fn rotate(&mut self, new_id: u64) -> Result<()> {
+    /// Returns the sealed segment's id and final length.
+    pub fn rotate(&mut self, new_id: u64) -> Result<(u64, u64)> {
         self.sync()?;
-        let seg = open_segment(&self.dir, new_id, self.policy != WalSync::None, &self.syncs)?;
+        let sealed = (self.seg.id, self.segment_len());
+        let seg = match open_segment(&self.dir, new_id, self.policy != WalSync::None, &self.syncs) {
+            Ok(s) => s,
+            Err(e) => {
+                self.poisoned = Some(format!("cannot start WAL segment {new_id}: {e}"));
+                return Err(e);
+            }
+        };
         *self.current.lock() = seg.clone();
         self.seg = seg;
-        Ok(())
+        Ok(sealed)
     }
 
-    /// Flushes and stops the group-commit thread.
-    pub fn close(&mut self) -> Result<()> {
-        self.sync()?;
+    /// Flushes and stops the group-commit thread; reports an earlier failure.
+    /// Returns the final (sealed) length of the segment; later appends are refused.
+    pub fn close(&mut self) -> Result<u64> {
+        let r = self.sync();
+        self.stop_committer();
+        self.closed = true;
+        r.map(|_| self.segment_len())
+    }
+
+    fn stop_committer(&mut self) {
         if let Some((stop, h)) = self.committer.take() {
             stop.store(true, Ordering::Release);
             let _ = h.join();
         }
-        Ok(())
     }
 }
 
 impl Drop for Wal {
     fn drop(&mut self) {
-        if let Some((stop, h)) = self.committer.take() {
-            stop.store(true, Ordering::Release);
-            let _ = h.join();
-        }
+        self.stop_committer();
     }
 }
 
-/// Encodes one record (header + payload).
-pub fn encode_record(key: &[u8], value: Option<&[u8]>) -> Vec<u8> {
-    let mut p = Encoder::with_capacity(key.len() + value.map_or(0, |v| v.len()) + 9);
-    p.u8(if value.is_some() { KIND_PUT } else { KIND_DELETE });
-    p.len_bytes(key);
-    if let Some(v) = value {
-        p.len_bytes(v);
-    }
-    let payload = p.finish();
-    let mut out = Vec::with_capacity(payload.len() + HEADER);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
-}
-
-/// What replaying a segment found.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ReplayReport {
-    /// Records applied.
-    pub records: u64,
-    /// Bytes cut off a torn tail (0 when the segment ended cleanly).
-    pub truncated_bytes: u64,
-}
-
-/// Replays segment file `path`, calling `apply(key, value)` for each intact record in order.
-///
-/// A torn tail is truncated (and the truncation made durable); corruption before the
-/// tail is returned as [`Error::Corruption`] and nothing after it is applied.
-pub fn replay(path: &Path, mut apply: impl FnMut(Vec<u8>, Value)) -> Result<ReplayReport> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let mut pos = 0usize;
-    let mut report = ReplayReport::default();
-    let all_zero = |s: &[u8]| s.iter().all(|b| *b == 0);
-    while pos < data.len() {
-        let rest = &data[pos..];
-        if rest.len() < HEADER || all_zero(rest) {
-            break; // torn header or zero-filled tail
-        }
-        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-        let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-        if HEADER + len > rest.len() {
-            break; // record runs past end of file: torn append
-        }
-        let payload = &rest[HEADER..HEADER + len];
-        if crc32(payload) != crc {
-            if all_zero(&rest[HEADER + len..]) {
-                break; // last record half-written
-            }
-            return Err(Error::corruption(format!(
-                "WAL {}: record at byte {pos} fails its checksum and is followed by more records",
-                path.display()
-            )));
-        }
-        let mut d = Decoder::new(payload, "WAL record");
-        let kind = d.u8()?;
-        let key = d.len_bytes()?.to_vec();
-        let value = match kind {
-            KIND_PUT => Some(d.len_bytes()?.to_vec()),
-            KIND_DELETE => None,
-            k => return Err(Error::corruption(format!("WAL {}: unknown record kind {k} at byte {pos}", path.display()))),
-        };
-        apply(key, value);
-        report.records += 1;
-        pos += HEADER + len;
-    }
-    if pos < data.len() {
-        report.truncated_bytes = (data.len() - pos) as u64;
-        let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::io(path, e))?;
-        f.set_len(pos as u64).map_err(|e| Error::io(path, e))?;
-        f.sync_all().map_err(|e| Error::io(path, e))?;
-    }
-    Ok(report)
+/// Replays segment `path` alone under the default mode (tests and tools);
+/// the engine replays all live segments together with [`recover`].
+pub fn replay(dir: &Path, id: u64, apply: impl FnMut(Vec<u8>, Option<Vec<u8>>)) -> Result<RecoveryReport> {
+    recover(dir, &[SegmentRef { id, expected: true, sealed: None }], WalRecovery::TolerateCorruptedTail, apply)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use record::HEADER;
 
     fn tmpdir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("cosine-wal-{name}-{}", std::process::id()));
@@ -368,11 +386,11 @@ mod tests {
         d
     }
 
-    type Records = Vec<(Vec<u8>, Value)>;
+    type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
-    fn collect(path: &Path) -> Result<(Records, ReplayReport)> {
+    fn collect(dir: &Path, id: u64) -> Result<(Records, RecoveryReport)> {
         let mut v = Vec::new();
-        let r = replay(path, |k, val| v.push((k, val)))?;
+        let r = replay(dir, id, |k, val| v.push((k, val)))?;
         Ok((v, r))
     }
 
@@ -385,12 +403,18 @@ mod tests {
                 let t = w.append(&j.to_be_bytes(), if j % 7 == 0 { None } else { Some(b"value") }).expect("append");
                 t.wait().expect("sync");
             }
+            let mut batch = Vec::new();
+            encode_into(&mut batch, b"g1", Some(b"x"));
+            encode_into(&mut batch, b"g2", None);
+            assert_eq!(batch.len(), encoded_len(b"g1", Some(b"x")) + encoded_len(b"g2", None));
+            w.append_encoded(&batch).expect("group").wait().expect("sync");
             w.close().expect("close");
-            let (v, r) = collect(&segment_path(&d, 1)).expect("replay");
-            assert_eq!(v.len(), 100);
-            assert_eq!(r.truncated_bytes, 0);
+            let (v, r) = collect(&d, 1).expect("replay");
+            assert_eq!(v.len(), 102);
+            assert_eq!(r.torn_bytes, 0);
             assert_eq!(v[7].1, None);
             assert_eq!(v[8].1.as_deref(), Some(&b"value"[..]));
+            assert_eq!(v[101], (b"g2".to_vec(), None));
         }
     }
 
@@ -413,7 +437,7 @@ mod tests {
     }
 
     #[test]
-    fn torn_tail_is_truncated_and_middle_corruption_is_an_error() {
+    fn torn_tail_is_truncated_and_any_other_damage_is_an_error() {
         let d = tmpdir("torn");
         let mut w = Wal::open(&d, 3, WalSync::EveryWrite, 1000).expect("open");
         for j in 0..10u32 {
@@ -425,20 +449,42 @@ mod tests {
         let rec = full.len() / 10;
         // Cut the last record in half: replay keeps 9 and truncates.
         std::fs::write(&p, &full[..full.len() - rec / 2]).expect("write");
-        let (v, r) = collect(&p).expect("replay");
+        let (v, r) = collect(&d, 3).expect("replay");
         assert_eq!(v.len(), 9);
-        assert!(r.truncated_bytes > 0);
+        assert!(r.torn_bytes > 0);
         assert_eq!(std::fs::metadata(&p).expect("meta").len() as usize, 9 * rec);
-        // Flip a byte in record 4: an error, not silent loss.
+        // Flip a byte in record 4: an error at its offset, and the file is untouched.
         let mut bad = full.clone();
         bad[4 * rec + HEADER + 2] ^= 0x40;
         std::fs::write(&p, &bad).expect("write");
-        assert!(collect(&p).expect_err("corrupt").is_corruption());
-        // Flip a byte in the last record: treated as a torn tail.
+        let e = collect(&d, 3).expect_err("corrupt");
+        assert!(matches!(e, Error::CorruptAt { offset, .. } if offset == 4 * rec as u64), "{e}");
+        assert_eq!(std::fs::read(&p).expect("read"), bad);
+        // A flipped payload byte in the last record is damage too: the record was written whole.
         let mut last = full.clone();
         let n = last.len();
         last[n - 2] ^= 0x40;
         std::fs::write(&p, &last).expect("write");
-        assert_eq!(collect(&p).expect("replay").0.len(), 9);
+        assert!(collect(&d, 3).expect_err("corrupt last record").is_corruption());
+        // So is a length flip in the last record that makes it run past the end.
+        let mut len_flip = full.clone();
+        len_flip[9 * rec + 1] ^= 0x01;
+        std::fs::write(&p, &len_flip).expect("write");
+        assert!(collect(&d, 3).expect_err("damaged length").is_corruption());
+    }
+
+    #[test]
+    fn injected_full_disk_rolls_back_and_poisons() {
+        let d = tmpdir("enospc");
+        let mut w = Wal::open(&d, 1, WalSync::EveryWrite, 1000).expect("open");
+        w.append(b"a", Some(b"1")).expect("append").wait().expect("sync");
+        let good = std::fs::metadata(segment_path(&d, 1)).expect("meta").len();
+        cosine_core::fault::fail_writes_after(&d, 5);
+        assert!(w.append(b"b", Some(b"2")).is_err(), "the full disk fails the append");
+        cosine_core::fault::clear(&d);
+        assert_eq!(std::fs::metadata(segment_path(&d, 1)).expect("meta").len(), good, "partial record rolled back");
+        assert!(matches!(w.append(b"c", Some(b"3")), Err(Error::Poisoned(_))), "nothing more is acknowledged");
+        assert!(w.close().is_err());
+        assert_eq!(collect(&d, 1).expect("replay").0, vec![(b"a".to_vec(), Some(b"1".to_vec()))]);
     }
 }
