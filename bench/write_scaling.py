@@ -1,6 +1,7 @@
 """Write throughput at 1 and 2 threads, before and after write groups (issue 12 section 2).
 
     .venv/bin/python -m bench.write_scaling --before PATH/cosine-bench [--records 200000] [--ops 200000] [--repeats 3]
+        [--wal-sync every_write ...]    (COSINE_VALIDATE_DIR=/path puts the data on a disk instead of tmpfs)
 
 For the template's RocksDB preset (engine-template/presets/rocksdb.toml) under
 every ``wal_sync`` policy, runs an insert-only and an update-only workload
@@ -57,7 +58,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--ops", type=int, default=200_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--wal-sync", type=WalSync, action="append", help="only these policies (default: all)")
     a = ap.parse_args()
+    modes: list[WalSync] = a.wal_sync or list(WalSync)
     if not a.before.is_file():
         raise SystemExit(f"--before {a.before}: no such binary")
     if a.records < 1 or a.ops < 1 or a.repeats < 1:
@@ -68,7 +71,7 @@ def main() -> None:
     print(f"# {a.records:,} records loaded, {a.ops:,} operations, median of {a.repeats}; ops/s of the run phase")
     results: dict[tuple[str, str, str, int], list[float]] = {}
     for kind in WORKLOADS:
-        for mode in WalSync:
+        for mode in modes:
             text = config(mode)
             for _ in range(a.repeats):
                 for threads in THREADS:
@@ -85,7 +88,7 @@ def main() -> None:
         head += f" {tag + ' 1t':>11} {tag + ' 2t':>11} {'2t/1t':>6}"
     print(head + f" {'after/before 2t':>16}")
     for kind in WORKLOADS:
-        for mode in WalSync:
+        for mode in modes:
             line = f"{kind:<8} {str(mode):<13}"
             med = {}
             for tag in binaries:

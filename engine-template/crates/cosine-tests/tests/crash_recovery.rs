@@ -14,18 +14,19 @@ use cosine_tests::crash::{check, read_state, wal_sync_name, Child, State};
 use cosine_tests::TempDir;
 use rand::{Rng, SeedableRng};
 
-/// Kill points tried and acknowledged writes lost over `rounds` rounds.
-fn crash_rounds(preset: Preset, wal_sync: WalSync, threads: u64, rounds: usize, seed: u64) -> (usize, u64) {
+/// Kill points tried, writes acknowledged and acknowledged writes lost over `rounds` rounds.
+fn crash_rounds(preset: Preset, wal_sync: WalSync, threads: u64, rounds: usize, seed: u64) -> (usize, u64, u64) {
     let dir = TempDir::new("crash");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut base = State::new();
-    let (mut kills, mut lost) = (0, 0);
+    let (mut kills, mut acked, mut lost) = (0, 0, 0);
     let mut cfg = tiny(preset);
     cfg.durability.wal_sync = wal_sync;
     let child = Child { exe: env!("CARGO_BIN_EXE_crash-child"), dir: dir.path(), preset: preset.name(), seed, wal_sync, threads };
     for round in 0..rounds {
         let h = Child { seed: seed * 1000 + round as u64, ..child }.run(rng.gen_range(1..600));
         kills += usize::from(h.killed);
+        acked += h.acked.iter().map(|a| a.len() as u64).sum::<u64>();
         let what = format!("{preset:?} {} threads={threads} round {round}", wal_sync_name(wal_sync));
         let e = Engine::open(dir.path(), &cfg).unwrap_or_else(|err| panic!("{what}: reopen failed: {err}"));
         let got = read_state(&e).unwrap_or_else(|err| panic!("{what}: {err}"));
@@ -33,7 +34,7 @@ fn crash_rounds(preset: Preset, wal_sync: WalSync, threads: u64, rounds: usize, 
         base = got;
         e.close().unwrap_or_else(|err| panic!("{what}: close: {err}"));
     }
-    (kills, lost)
+    (kills, acked, lost)
 }
 
 const MODES: [WalSync; 3] = [WalSync::EveryWrite, WalSync::GroupCommit, WalSync::None];
@@ -60,19 +61,24 @@ fn acknowledged_writes_survive_sigkill() {
 fn many_kill_points() {
     let rounds: usize = std::env::var("COSINE_CRASH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1200);
     let per = rounds.div_ceil(Preset::ALL.len() * MODES.len() * 2);
-    let (mut kills, mut lost_strict) = (0, 0);
+    let (mut kills, mut acked_strict, mut lost_strict) = (0, 0, 0);
     for (i, p) in Preset::ALL.into_iter().enumerate() {
         for (j, m) in MODES.into_iter().enumerate() {
             for threads in [1, 2] {
-                let (k, lost) = crash_rounds(p, m, threads, per, 1000 + (i * 10 + j) as u64 + 100 * threads);
-                println!("{:<10} {:<12} threads={threads}: {k} kill points, {lost} acknowledged writes lost", p.name(), wal_sync_name(m));
+                let (k, acked, lost) = crash_rounds(p, m, threads, per, 1000 + (i * 10 + j) as u64 + 100 * threads);
+                println!(
+                    "{:<10} {:<12} threads={threads}: {k} kill points, {acked} writes acknowledged, {lost} of them lost",
+                    p.name(),
+                    wal_sync_name(m)
+                );
                 kills += k;
                 if m != WalSync::None {
+                    acked_strict += acked;
                     lost_strict += lost;
                 }
             }
         }
     }
-    println!("crash test: {kills} kill points tried; every_write + group_commit: {lost_strict} acknowledged writes lost");
+    println!("crash test: {kills} kill points tried; every_write + group_commit: {acked_strict} writes acknowledged, {lost_strict} lost");
     assert_eq!(lost_strict, 0);
 }
