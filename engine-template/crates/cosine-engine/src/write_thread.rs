@@ -82,7 +82,7 @@ impl Waiter {
         let mut polls = 0u32;
         while !self.ready.load(Ordering::Acquire) {
             polls += 1;
-            if polls % 64 == 0 && start.elapsed() > SPIN {
+            if polls.is_multiple_of(64) && start.elapsed() > SPIN {
                 break;
             }
             std::hint::spin_loop();

@@ -277,6 +277,15 @@ pub fn every_file_kind() -> Vec<Config> {
     v
 }
 
+/// Every file kind of a database, as the fault tests name them (extension, or `MANIFEST`).
+pub const FILE_KINDS: [&str; 5] = ["wal", "MANIFEST", "sst", "rbf", "log"];
+
+/// The non-empty files of `kind` (one of [`FILE_KINDS`]) in `dir`.
+pub fn files_of_kind(dir: &Path, kind: &str) -> Vec<PathBuf> {
+    let files = if kind == "MANIFEST" { vec![dir.join(kind)] } else { files_with_ext(dir, kind) };
+    files.into_iter().filter(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0)).collect()
+}
+
 /// Builds a cleanly closed database in `dir`: flushed and compacted data plus
 /// eight writes still in the WAL. Returns the model of what it holds.
 pub fn pristine(dir: &Path, cfg: &Config) -> Model {

@@ -7,7 +7,7 @@
 //! Damage to the WAL, the manifest or a hash-log segment (whose index is rebuilt
 //! by reading every block) is always refused at open.
 
-use cosine_tests::{copy_dir, every_file_kind, files_with_ext, open_damaged, pristine, Damaged, TempDir};
+use cosine_tests::{copy_dir, every_file_kind, files_of_kind, open_damaged, pristine, Damaged, TempDir, FILE_KINDS};
 use rand::{Rng, SeedableRng};
 
 const FLIPS_PER_KIND: usize = 10;
@@ -20,9 +20,8 @@ fn a_flipped_bit_anywhere_is_refused_or_read_as_corruption() {
         let good = TempDir::new("bitflip-good");
         let model = pristine(good.path(), &cfg);
         let work = TempDir::new("bitflip");
-        for ext in ["wal", "MANIFEST", "sst", "rbf", "log"] {
-            let files = if ext == "MANIFEST" { vec![good.path().join(ext)] } else { files_with_ext(good.path(), ext) };
-            let files: Vec<_> = files.into_iter().filter(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0)).collect();
+        for ext in FILE_KINDS {
+            let files = files_of_kind(good.path(), ext);
             if files.is_empty() {
                 continue;
             }

@@ -11,7 +11,7 @@ use cosine_config::presets::{tiny, Preset};
 use cosine_config::WalSync;
 use cosine_engine::Engine;
 use cosine_tests::crash::{check, read_state, Child, State};
-use cosine_tests::{copy_dir, every_file_kind, files_with_ext, open_damaged, pristine, Damaged, TempDir};
+use cosine_tests::{copy_dir, every_file_kind, files_of_kind, files_with_ext, open_damaged, pristine, Damaged, TempDir, FILE_KINDS};
 use rand::{Rng, SeedableRng};
 use std::io::Write;
 
@@ -23,9 +23,8 @@ fn every_cut_of_a_closed_database_is_refused() {
         let good = TempDir::new("cut-good");
         let model = pristine(good.path(), &cfg);
         let work = TempDir::new("cut");
-        for ext in ["wal", "MANIFEST", "sst", "rbf", "log"] {
-            let files = if ext == "MANIFEST" { vec![good.path().join(ext)] } else { files_with_ext(good.path(), ext) };
-            for f in files.iter().filter(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0)).take(3) {
+        for ext in FILE_KINDS {
+            for f in files_of_kind(good.path(), ext).iter().take(3) {
                 copy_dir(good.path(), work.path());
                 let target = work.path().join(f.file_name().expect("name"));
                 let len = std::fs::metadata(&target).expect("meta").len();

@@ -375,11 +375,12 @@ pub fn replay(dir: &Path, id: u64, apply: impl FnMut(Vec<u8>, Option<Vec<u8>>)) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use record::HEADER;
 
-    fn tmpdir(name: &str) -> PathBuf {
+    /// A fresh scratch directory for this crate's unit tests.
+    pub(crate) fn tmpdir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("cosine-wal-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("mkdir");

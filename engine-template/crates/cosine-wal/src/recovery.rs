@@ -337,15 +337,9 @@ fn log(sdir: &Path, line: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::tmpdir;
     use crate::Wal;
     use cosine_config::WalSync;
-
-    fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cosine-walrec-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("mkdir");
-        d
-    }
 
     // Two segments (ids 1 and 2) of 10 records each; returns the record size.
     fn two_segments(d: &Path) -> usize {
@@ -375,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_torn_tail_before_a_later_segment_is_not_a_tail() {
-        let d = tmpdir("torn-mid");
+        let d = tmpdir("rec-torn-mid");
         let rec = two_segments(&d);
         let p = segment_path(&d, 1);
         let b = std::fs::read(&p).expect("read");
@@ -383,7 +377,7 @@ mod tests {
         let e = run(&d, WalRecovery::TolerateCorruptedTail).expect_err("records follow in segment 2");
         assert!(matches!(e, Error::CorruptAt { offset, .. } if offset == 9 * rec as u64), "{e}");
         // The same cut in the last segment is a torn tail.
-        let d2 = tmpdir("torn-last");
+        let d2 = tmpdir("rec-torn-last");
         two_segments(&d2);
         let p2 = segment_path(&d2, 2);
         let b2 = std::fs::read(&p2).expect("read");
