@@ -173,7 +173,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     cat = load_catalog("ondemand")
     for p, vms in cat.vms.items():
-        vm = min(vms, key=lambda v: v.usd_per_month)
+        low = min(vms, key=lambda v: v.usd_per_month)
         best = max(
             (
                 (float(c.effective_iops(4096)) / (v.usd_per_month + c.usd_month), v, c)
@@ -183,8 +183,8 @@ def main() -> None:
             key=lambda t: t[0],
         )
         print(
-            f"| {p} | {vm.name} | ${vm.usd_per_month:,.0f} | ${vm.usd_per_month / vm.vcpu:,.1f} | "
-            f"${vm.usd_per_month / vm.memory_gib:,.2f} | {best[0]:,.0f} ({best[1].name}, {best[2].label}) |"
+            f"| {p} | {low.name} | ${low.usd_per_month:,.0f} | ${low.usd_per_month / low.vcpu:,.1f} | "
+            f"${low.usd_per_month / low.memory_gib:,.2f} | {best[0]:,.0f} ({best[1].name}, {best[2].label}) |"
         )
     print("\n## solve time and size (wall, this shared machine)")
     for n, r in res.items():
