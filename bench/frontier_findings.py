@@ -91,13 +91,13 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for n, r in res.items():
         sol, h = r["solution"], headline(r)
-        vms = ", ".join(f"{v['count']} x {v['type']}" for v in sol["vms"])
+        vml = ", ".join(f"{v['count']} x {v['type']}" for v in sol["vms"])
         span = h[-1]["robust_ops"] / h[0]["robust_ops"] if h else 0.0
         classes = _runs([t["robust_class"] for t in h])
         provs = _runs([t["robust_provider"] for t in h])
         b = sol["binding"]
         print(
-            f"| {n} | {sol['provider']} {vms}, {sol['predicted']['throughput_ops']:,.0f} ops/s | {design_of(sol)} | "
+            f"| {n} | {sol['provider']} {vml}, {sol['predicted']['throughput_ops']:,.0f} ops/s | {design_of(sol)} | "
             f"{b['budget_used']:.0%} | {b['resource']} | {span:,.0f}x | {classes} | {provs} |"
         )
 
