@@ -284,12 +284,17 @@ def sweep(
     specs: Annotated[list[Path], typer.Argument(help="One or more specs.")],
     budgets: Annotated[str, typer.Option(help="LO:HI:N geometric budget grid.")],
     out: Annotated[Path, typer.Option(help="Output .parquet (resumed if it exists).")],
-    workers: Annotated[int, typer.Option(help="Parallel processes.")] = 1,
+    workers: Annotated[
+        int | None, typer.Option(help="Local Dask cluster's processes [default: one per core]; 1 = serial, no Dask.")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Run on an existing Dask cluster: its scheduler's tcp://HOST:PORT.")
+    ] = None,
     backend: Annotated[BackendName, typer.Option(help="MIP back end.")] = BackendName.HIGHS,
 ) -> None:
-    """Batch-solve specs x budgets in parallel: one row per (spec, budget, provider), resumable."""
+    """Batch-solve specs x budgets on a Dask cluster: one row per (spec, budget, provider), resumable."""
     with cli_errors():
-        from report.progress import progress_bar
+        from report.progress import counting_bar
         from report.solve import print_written
         from solver.backends import get_backend
         from solver.sweep import parse_budgets
@@ -299,13 +304,13 @@ def sweep(
         check_workers(workers)
         get_backend(backend)
         grid = parse_budgets(budgets)
-        with progress_bar() as bar:
-            task = bar.add_task("sweeping", total=1)
+        with counting_bar("solves") as bar:
+            task = bar.add_task("sweeping", total=None)
 
             def prog(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=max(total, 1))
+                bar.update(task, completed=done, total=total)
 
-            res = do_sweep(list(specs), grid, out, workers=workers, backend=backend, progress=prog)
+            res = do_sweep(list(specs), grid, out, workers=workers, scheduler=scheduler, backend=backend, progress=prog)
         print_written(f"{out}: {res['rows']} rows ({res['new']} new, {res['skipped']} already there)")
 
 

@@ -1,22 +1,29 @@
-"""`cosine sweep`: many specs x many budgets, in parallel processes, resumable.
+"""`cosine sweep`: many specs x many budgets, on a Dask cluster, resumable.
 
-One output row per (spec, budget, provider). Rows already in the output file
-are skipped; each finished spec is merged into the file at once (write to a
-temporary file, then rename), so an interrupted sweep keeps what it finished.
+One output row per (spec, budget, provider). One task per spec: it builds
+that spec's design tables once and solves every budget it still needs with
+them. Tasks run on a Dask cluster (:mod:`solver.dask_cluster`: an embedded
+local cluster by default, or an existing scheduler), or, with one worker, one
+after another in this process (the serial loop). Each finished task's rows go
+to the sweep file's journal at once (:mod:`solver.sweepfile`), so an
+interrupted sweep keeps everything that finished, and a rerun solves only the
+(spec, budget, provider) rows the file lacks. A worker that dies mid-task
+loses nothing written: Dask reruns its task on another worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Generator
+from contextlib import ExitStack, closing
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from solver.rundir import PointColumns, SweepRow
+from solver.sweepfile import Key, SweepFile, row_key
 from specs.errors import InputError, check_range
-from specs.io import check_output_file, read_rows, write_rows
-from specs.schema import MAX_BUDGET_USD
+from specs.schema import MAX_BUDGET_USD, Spec
 
 #: Most budgets of one sweep (each is a MIP solve per spec and provider; the frontier of
 #: `cosine solve` has at most solver.solve.MAX_BANDS too).
@@ -38,38 +45,64 @@ def parse_budgets(text: str) -> np.ndarray:
     return np.geomspace(lo, hi, n) if n > 1 else np.array([lo])
 
 
-def _key(spec: str, budget: float, provider: str) -> tuple[str, float, str]:
-    return (spec, round(float(budget), 6), provider)
+@dataclass(frozen=True)
+class SpecTask:
+    """One spec's share of a sweep: the (budget, provider) solves its file still lacks.
+    It carries the parsed spec, so a worker on another machine needs no file."""
+
+    spec: Spec
+    spec_path: str
+    budgets: tuple[float, ...]
+    providers: tuple[str, ...]
+
+    @property
+    def solves(self) -> int:
+        return len(self.budgets) * len(self.providers)
 
 
-def _solve_spec(spec_path: str, budgets: list[float], providers: list[str], backend_name: str) -> list[SweepRow]:
+def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
+    """One task: the spec's design tables, built once, shared by every budget it solves."""
     from cost_models.pricing import load_catalog
     from solver.backends import get_backend
     from solver.frontier import solve_frontier
     from solver.tables import build_tables
-    from specs.schema import load_spec
 
-    spec = load_spec(spec_path)
+    spec = task.spec
     cat = load_catalog(spec.pricing)
-    provs = tuple(p for p in providers if p in spec.providers)
-    tables = build_tables(spec, cat, provs, workers=1)
+    tables = build_tables(spec, cat, task.providers, workers=1)
     fr = solve_frontier(
         spec,
         cat,
         tables,
         get_backend(backend_name),
-        budgets=np.array(budgets),
-        providers=tuple(p for p in provs if p in tables.contexts),
+        budgets=np.array(task.budgets),
+        providers=tuple(p for p in task.providers if p in tables.contexts),
     )
     return [
-        SweepRow(**PointColumns.of(pt), spec=spec.name, spec_path=spec_path, backend=fr.backend)
+        SweepRow(**PointColumns.of(pt), spec=spec.name, spec_path=task.spec_path, backend=fr.backend)
         for pts in fr.points.values()
         for pt in pts
     ]
 
 
-def _read(out: Path) -> list[SweepRow]:
-    return read_rows(out, SweepRow, "sweep file") if out.exists() else []
+def plan(
+    specs: list[tuple[Spec, str]], budgets: np.ndarray, providers: list[str] | None, done: set[Key]
+) -> tuple[list[SpecTask], int]:
+    """The tasks still to run (a budget is redone if any of its providers lacks a row), and how many
+    (spec, budget, provider) rows are already done."""
+    tasks, skipped = [], 0
+    for spec, path in specs:
+        provs = tuple(p for p in (spec.providers if providers is None else providers) if p in spec.providers)
+        todo = tuple(float(b) for b in budgets if any(row_key(spec.name, b, p) not in done for p in provs))
+        skipped += (len(budgets) - len(todo)) * len(provs)
+        if todo:
+            tasks.append(SpecTask(spec, path, todo, provs))
+    return tasks, skipped
+
+
+def _serial(tasks: list[SpecTask], backend: str) -> Generator[tuple[SpecTask, list[SweepRow]], None, None]:
+    for task in tasks:
+        yield task, solve_spec(task, backend)
 
 
 def sweep(
@@ -77,54 +110,56 @@ def sweep(
     budgets: np.ndarray,
     out: Path,
     *,
-    workers: int = 1,
+    workers: int | None = None,
+    scheduler: str | None = None,
     backend: str = "highs",
     providers: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
-    """Run (or resume) a sweep; returns counts of rows done now / skipped."""
+    """Run (or resume) a sweep; returns counts of rows in the file / new now / already there.
+
+    ``scheduler``: an existing Dask cluster's ``tcp://HOST:PORT``. Otherwise a local cluster of
+    ``workers`` processes (default: one per core); ``workers=1`` is the serial loop in this process.
+    Every input is checked before any solve.
+    """
+    from solver import dask_cluster
+    from solver.tables import check_workers
     from specs.schema import load_spec
 
-    if out.suffix != ".parquet":
-        raise InputError(f"--out {out}: the sweep file must end in .parquet")
-    check_output_file(out, "--out")
-    specs = []
+    check_workers(workers)
+    if scheduler is not None:
+        dask_cluster.parse_scheduler(scheduler)
+        if workers is not None:
+            raise InputError("--workers sizes the local cluster; an existing cluster (--scheduler) has its own")
+    specs: list[tuple[Spec, str]] = []
+    paths: dict[str, str] = {}
     for p in spec_paths:
-        s = load_spec(p)  # validate everything before any work
-        specs.append((str(p), s.name, list(s.providers if providers is None else providers)))
-    existing = _read(out)
-    done = {_key(r.spec, r.budget, r.provider) for r in existing}
-    jobs = []
-    skipped = 0
-    for path, name, provs in specs:
-        todo = [float(b) for b in budgets if any(_key(name, b, p) not in done for p in provs)]
-        skipped += (len(budgets) - len(todo)) * len(provs)
-        if todo:
-            jobs.append((path, todo, provs))
-    total = sum(len(b) * len(p) for _, b, p in jobs)
-    finished = 0
-    rows = list(existing)
+        s = load_spec(p)
+        if s.name in paths:
+            raise InputError(f"{p}: spec name {s.name!r} is also {paths[s.name]}'s (sweep rows are keyed by name)")
+        paths[s.name] = str(p)
+        specs.append((s, str(p)))
+    file = SweepFile(out)
+    tasks, skipped = plan(specs, budgets, providers, file.done())
+    total = sum(t.solves for t in tasks)
     if progress:
         progress(0, total)
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            futs = {ex.submit(_solve_spec, sp, b, pr, backend): (sp, b, pr) for sp, b, pr in jobs}
-            for f in as_completed(futs):
-                new = [r for r in f.result() if _key(r.spec, r.budget, r.provider) not in done]
-                rows += new
-                write_rows(out, rows, SweepRow)
-                finished += len(futs[f][1]) * len(futs[f][2])
-                if progress:
-                    progress(finished, total)
-    else:
-        for sp, b, pr in jobs:
-            solved = _solve_spec(sp, b, pr, backend)
-            new = [r for r in solved if _key(r.spec, r.budget, r.provider) not in done]
-            rows += new
-            write_rows(out, rows, SweepRow)
-            finished += len(b) * len(pr)
-            if progress:
-                progress(finished, total)
-    if not jobs and not out.exists():
-        write_rows(out, rows, SweepRow)
-    return {"rows": len(rows), "new": len(rows) - len(existing), "skipped": skipped}
+    finished = 0
+    try:
+        if tasks:
+            with ExitStack() as stack:
+                if workers == 1 and scheduler is None:
+                    results = _serial(tasks, backend)
+                else:
+                    client = stack.enter_context(dask_cluster.connect(scheduler, workers))
+                    results = dask_cluster.as_finished(client, solve_spec, tasks, backend)
+                for task, rows in stack.enter_context(closing(results)):
+                    file.add(rows)
+                    finished += task.solves
+                    if progress:
+                        progress(finished, total)
+    except BaseException:
+        file.merge()  # interrupted or failed: FILE.parquet still gets every task that finished
+        raise
+    file.finish()
+    return {"rows": len(file.rows), "new": len(file.rows) - file.on_disk, "skipped": skipped}
