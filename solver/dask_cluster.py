@@ -33,8 +33,8 @@ LOOPBACK = "127.0.0.1"
 
 #: Dask starts worker processes with MALLOC_TRIM_THRESHOLD_=65536 (give freed memory back to the OS at once).
 #: Setting it turns off glibc's adaptive mmap threshold, so every temporary numpy array of the design tables
-#: above 128 KiB becomes a fresh mmap, page-faulted in and unmapped again: measured here, one ycsb_b task
-#: (tables + 5 budgets x 2 providers) took 19.1 s of CPU with it against 10.0 s without. The local cluster's
+#: above 128 KiB becomes a fresh mmap, page-faulted in and unmapped again: one ycsb_b task (tables + 5 budgets
+#: x 2 providers) took 14.8 s of CPU with it, 7.3 s without (`python -m bench.sweep --malloc-trim`). The local cluster's
 #: workers keep glibc's default; OMP/MKL/OpenBLAS stay at one thread (one worker process per core).
 LOCAL_WORKER_ENV = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
