@@ -295,14 +295,6 @@ def test_scheduler_option_runs_on_an_existing_cluster(specs, serial, dask_cli_cl
     assert _rows(out) == serial
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -311,13 +303,18 @@ def _free_port() -> int:
         (["--scheduler", "tcp://127.0.0.1"], "expected tcp://HOST:PORT"),
         (["--scheduler", "tcp://127.0.0.1:8786/x"], "expected tcp://HOST:PORT"),
         (["--scheduler", "tcp://127.0.0.1:8786", "--workers", "2"], "--workers sizes the local cluster"),
-        (["--scheduler", f"tcp://127.0.0.1:{_free_port()}"], "cannot connect (Connection refused)"),
+        (["--scheduler", "tcp://127.0.0.1:{closed}"], "cannot connect (Connection refused)"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2_before_any_work(specs, tmp_path, flags, message):
+    import socket
+
     out = tmp_path / "sweep.parquet"
     t0 = time.monotonic()
-    res = CliRunner().invoke(app, ["sweep", str(specs[0]), "--budgets", "100:2000:2", "--out", str(out), *flags])
+    with socket.socket() as closed:  # bound, never listening: a connection to it is refused
+        closed.bind(("127.0.0.1", 0))
+        flags = [f.format(closed=closed.getsockname()[1]) for f in flags]
+        res = CliRunner().invoke(app, ["sweep", str(specs[0]), "--budgets", "100:2000:2", "--out", str(out), *flags])
     assert res.exit_code == 2, res.output + res.stderr
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert not out.exists() and time.monotonic() - t0 < 10
