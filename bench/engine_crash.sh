@@ -12,5 +12,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/../engine-template"
 ROUNDS="${1:-1200}"
-COSINE_CRASH_ROUNDS="$ROUNDS" cargo test --release -p cosine-tests --test crash_recovery \
-    -- --ignored --nocapture many_kill_points 2>&1 | grep -E "kill points|test result|panicked|FAILED"
+cargo build --release -q -p cosine-tests --bins
+target/release/crash-soak "$ROUNDS"
