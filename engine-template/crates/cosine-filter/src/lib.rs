@@ -5,7 +5,10 @@
 //! over the stable [`cosine_core::hash64`], so filters stay valid across restarts.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
+pub mod range;
+
 use cosine_core::{Decoder, Encoder, Result};
+pub use range::{key_prefix, RangeFilter, RangeFilterBuilder};
 
 /// A Bloom filter over 64-bit key hashes.
 #[derive(Debug, Clone, PartialEq, Eq)]
