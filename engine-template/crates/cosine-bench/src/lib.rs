@@ -14,12 +14,12 @@ use cosine_core::IoSnapshot;
 use hist::Histogram;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
-use workload::{encode_empty_key, encode_key, Sampler, Workload};
+use workload::{empty_range_bounds, encode_empty_key, encode_key, make_value, Sampler, Workload};
 
 /// What the driver needs from an engine.
 pub trait BenchKv: Sync {
@@ -33,6 +33,8 @@ pub trait BenchKv: Sync {
     fn get(&self, key: &[u8]) -> Result<(bool, IoSnapshot), String>;
     /// Scan of up to `n` entries from `key`: entries returned, blocks read.
     fn range(&self, key: &[u8], n: usize) -> Result<(usize, IoSnapshot), String>;
+    /// Scan of every entry with `lo <= key <= hi`: entries returned, blocks read.
+    fn scan(&self, lo: &[u8], hi: &[u8]) -> Result<(usize, IoSnapshot), String>;
     /// Read-modify-write replacing the value with `value`: found?, blocks read.
     fn rmw(&self, key: &[u8], value: &[u8]) -> Result<(bool, IoSnapshot), String>;
     /// Waits until background work (flushes, compactions) is done.
@@ -62,6 +64,11 @@ impl BenchKv for CosineKv {
     fn range(&self, key: &[u8], n: usize) -> Result<(usize, IoSnapshot), String> {
         let k = self.0.config().normalize_key(key);
         self.0.scan_counted(Some(&k), None, n).map(|(v, io)| (v.len(), io)).map_err(|e| e.to_string())
+    }
+    fn scan(&self, lo: &[u8], hi: &[u8]) -> Result<(usize, IoSnapshot), String> {
+        let cfg = self.0.config();
+        let (lo, hi) = (cfg.normalize_key(lo), cfg.normalize_key(hi));
+        self.0.scan_counted(Some(&lo), Some(&hi), usize::MAX).map(|(v, io)| (v.len(), io)).map_err(|e| e.to_string())
     }
     fn rmw(&self, key: &[u8], value: &[u8]) -> Result<(bool, IoSnapshot), String> {
         let mut found = false;
@@ -104,11 +111,12 @@ impl BenchKv for CosineKv {
             "buffered": s.buffered,
             "fence_memory_bytes": s.fence_memory,
             "filter_memory_bytes": s.filter_memory,
+            "range_filter_memory_bytes": s.range_filter_memory,
         })
     }
 }
 
-const OPS: [&str; 6] = ["get", "empty_get", "range", "insert", "update", "rmw"];
+const OPS: [&str; 7] = ["get", "empty_get", "range", "insert", "update", "rmw", "empty_range"];
 
 #[derive(Default, Clone)]
 struct OpAgg {
@@ -117,12 +125,6 @@ struct OpAgg {
     io: IoSnapshot,
     entries: u64,
     hist: Histogram,
-}
-
-fn value(rng: &mut SmallRng, n: usize) -> Vec<u8> {
-    let mut v = vec![0u8; n];
-    rng.fill_bytes(&mut v);
-    v
 }
 
 /// Splits `n` items over `t` threads.
@@ -146,7 +148,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
                 s.spawn(move || -> Result<(), String> {
                     let mut rng = SmallRng::seed_from_u64(w.seed ^ (0x10ad + ti as u64));
                     for &i in part {
-                        kv.put(&encode_key(i, w.key_bytes), &value(&mut rng, w.value_bytes))?;
+                        kv.put(&encode_key(i, w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility))?;
                     }
                     Ok(())
                 })
@@ -163,10 +165,12 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
     let settle_secs = t1.elapsed().as_secs_f64();
     let bg0 = kv.background();
     let shape0 = kv.levels();
+    let codec0 = cosine_compress::stats();
+    let rf0 = cosine_filter::range::stats();
 
     // Run.
     let m = &w.mix;
-    let weights = [m.get, m.empty_get, m.range, m.insert, m.update, m.rmw];
+    let weights = [m.get, m.empty_get, m.range, m.insert, m.update, m.rmw, m.empty_range];
     let total: f64 = weights.iter().sum();
     if total <= 0.0 {
         return Err("workload mix is empty".into());
@@ -184,7 +188,8 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
                     let mut agg = vec![OpAgg::default(); OPS.len()];
                     for _ in 0..share(w.operations, threads, ti) {
                         let mut x = rng.gen::<f64>() * total;
-                        let mut op = OPS.len() - 1;
+                        // rounding may leave x past every weight: the last operation of the mix
+                        let mut op = weights.iter().rposition(|w| *w > 0.0).unwrap_or(0);
                         for (i, wgt) in weights.iter().enumerate() {
                             if x < *wgt {
                                 op = i;
@@ -211,17 +216,24 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
                             }
                             "insert" => {
                                 let i = w.records + inserted.fetch_add(1, Ordering::Relaxed);
-                                kv.put(&encode_key(i, w.key_bytes), &value(&mut rng, w.value_bytes))?;
+                                kv.put(&encode_key(i, w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility))?;
                                 (false, IoSnapshot::default(), 0)
                             }
                             "update" => {
                                 let k = encode_key(put_s.sample(&mut rng, n), w.key_bytes);
-                                kv.put(&k, &value(&mut rng, w.value_bytes))?;
+                                kv.put(&k, &make_value(&mut rng, w.value_bytes, w.compressibility))?;
                                 (false, IoSnapshot::default(), 0)
+                            }
+                            "empty_range" => {
+                                // A uniform start in the key space: with N keys spread over 2^64
+                                // values, a range of w values holds one with probability ~ N w / 2^64.
+                                let (lo, hi) = empty_range_bounds(rng.gen::<u64>(), w.empty_range_width, w.key_bytes);
+                                let (c, io) = kv.scan(&lo, &hi)?;
+                                (c > 0, io, c as u64)
                             }
                             _ => {
                                 let k = encode_key(get_s.sample(&mut rng, n), w.key_bytes);
-                                let (f, io) = kv.rmw(&k, &value(&mut rng, w.value_bytes))?;
+                                let (f, io) = kv.rmw(&k, &make_value(&mut rng, w.value_bytes, w.compressibility))?;
                                 (f, io, 0)
                             }
                         };
@@ -274,10 +286,10 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
             "filter_blocks_read": a.io.filter_read,
             "latency_us": {"p50": a.hist.quantile(0.5) as f64 / 1e3, "p99": a.hist.quantile(0.99) as f64 / 1e3, "mean": a.hist.mean() / 1e3},
         });
-        if matches!(*name, "get" | "empty_get" | "rmw" | "range") {
+        if matches!(*name, "get" | "empty_get" | "rmw" | "range" | "empty_range") {
             o["found"] = json!(a.found);
         }
-        if *name == "range" {
+        if matches!(*name, "range" | "empty_range") {
             o["entries"] = json!(a.entries);
         }
         per_op.insert(name.to_string(), o);
@@ -300,8 +312,28 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
                                "p999": all.quantile(0.999) as f64 / 1e3, "mean": all.mean() / 1e3}},
         "per_op": per_op,
         "background": background,
+        "compression": {"load": codec_json(&codec0), "run": codec_json(&cosine_compress::stats().since(&codec0))},
+        "range_filter": range_filter_json(&cosine_filter::range::stats(), &rf0),
         "stats": kv.levels(),
     }))
+}
+
+fn codec_json(c: &cosine_compress::CodecSnapshot) -> Value {
+    json!({
+        "blocks_compressed": c.blocks_compressed, "compressed_raw_bytes": c.compressed_raw_bytes,
+        "compressed_stored_bytes": c.compressed_stored_bytes, "compress_ns": c.compress_ns,
+        "blocks_decompressed": c.blocks_decompressed, "decompressed_raw_bytes": c.decompressed_raw_bytes,
+        "decompressed_stored_bytes": c.decompressed_stored_bytes, "decompress_ns": c.decompress_ns,
+    })
+}
+
+/// Range-filter queries of the run phase (`now` minus `before`).
+fn range_filter_json(now: &cosine_filter::range::RangeFilterStats, before: &cosine_filter::range::RangeFilterStats) -> Value {
+    json!({
+        "queries": now.queries - before.queries,
+        "positives": now.positives - before.positives,
+        "probes": now.probes - before.probes,
+    })
 }
 
 /// Renders a report as text.

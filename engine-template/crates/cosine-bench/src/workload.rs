@@ -1,6 +1,6 @@
 //! `workload.json` (contract section 2) and the key distributions.
 
-use rand::Rng;
+use rand::{Rng, RngCore};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -20,6 +20,8 @@ pub struct Mix {
     pub update: f64,
     /// Read-modify-writes of loaded keys.
     pub rmw: f64,
+    /// Scans of `empty_range_width` consecutive key values that hold no key.
+    pub empty_range: f64,
 }
 
 /// A key distribution over record indexes `0..n`.
@@ -95,6 +97,11 @@ pub struct Workload {
     pub mix: Mix,
     /// Entries per range scan.
     pub scan_length: usize,
+    /// Key values (of the key's first 8 bytes as an integer) an empty range spans.
+    pub empty_range_width: u64,
+    /// Compressed size / raw size the values are made for: a random fragment of this
+    /// share of the value, repeated to fill it (1.0: random, incompressible).
+    pub compressibility: f64,
     /// Key distributions.
     pub distribution: Distributions,
     /// Worker threads (eta).
@@ -112,6 +119,8 @@ impl Default for Workload {
             value_bytes: 100,
             mix: Mix { get: 0.5, update: 0.5, ..Mix::default() },
             scan_length: 100,
+            empty_range_width: DEFAULT_EMPTY_RANGE_WIDTH,
+            compressibility: 1.0,
             distribution: Distributions { get: Dist::Zipfian { theta: 0.99 }, put: Dist::Uniform },
             threads: 1,
             seed: 42,
@@ -120,10 +129,26 @@ impl Default for Workload {
 }
 
 impl Workload {
-    /// Reads a `workload.json` file; errors name the file.
+    /// Reads and checks a `workload.json` file; errors name the file.
     pub fn from_file(path: &Path) -> Result<Workload, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let w: Workload = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        w.validate().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(w)
+    }
+
+    /// The knobs whose range serde does not check.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.compressibility > 0.0 && self.compressibility <= 1.0) {
+            return Err(format!("compressibility must be in (0, 1], got {}", self.compressibility));
+        }
+        if self.empty_range_width == 0 {
+            return Err("empty_range_width must be at least 1".into());
+        }
+        if self.mix.empty_range > 0.0 && self.key_bytes < 8 {
+            return Err(format!("empty_range needs keys of at least 8 bytes (its width counts values of the first 8), got {}", self.key_bytes));
+        }
+        Ok(())
     }
 
     /// Overrides the record, operation and thread counts that are given (the
@@ -171,6 +196,37 @@ pub fn encode_empty_key(i: u64, records: u64, key_bytes: usize) -> Vec<u8> {
     } else {
         encode_key(records + (1 << 40) + i, key_bytes)
     }
+}
+
+/// Width of an empty range when the workload names none.
+pub const DEFAULT_EMPTY_RANGE_WIDTH: u64 = 64;
+
+/// Bounds of the empty range that starts at key value `x` and spans `width` values
+/// of the key's first 8 bytes: `lo` is `x` zero padded, `hi` is `x + width - 1`
+/// padded with `0xff`, so a loaded key (zero padded) is inside exactly when its
+/// first 8 bytes are in `x..x + width`. `x` is clamped so the range fits in 64 bits.
+pub fn empty_range_bounds(x: u64, width: u64, key_bytes: usize) -> (Vec<u8>, Vec<u8>) {
+    let w = width.max(1);
+    let x = x.min(u64::MAX - (w - 1));
+    let mut lo = x.to_be_bytes().to_vec();
+    lo.resize(key_bytes.max(8), 0);
+    let mut hi = (x + (w - 1)).to_be_bytes().to_vec();
+    hi.resize(key_bytes.max(8), 0xff);
+    (lo, hi)
+}
+
+/// A value of `n` bytes whose compressed size is about `compressibility * n`: a
+/// random fragment of that many bytes repeated to fill the value, as RocksDB's
+/// `db_bench` makes values for its `--compression_ratio` (util `CompressibleString`).
+/// At 1.0 every byte is random (and the generator is drawn exactly as before).
+pub fn make_value(rng: &mut impl RngCore, n: usize, compressibility: f64) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    let fragment = ((n as f64 * compressibility).round() as usize).clamp(usize::from(n > 0), n);
+    rng.fill_bytes(&mut v[..fragment]);
+    for i in fragment..n {
+        v[i] = v[i % fragment.max(1)];
+    }
+    v
 }
 
 /// YCSB's zipfian generator over `0..n` (Gray et al.).
@@ -295,6 +351,34 @@ mod tests {
         assert!(matches!(w.distribution.get, Dist::Zipfian { .. }));
         let s: Dist = serde_json::from_str(r#"{"kind": "skew", "hot_fraction": 0.1, "hot_probability": 0.9}"#).expect("skew");
         assert!(matches!(s, Dist::Skew { .. }));
+    }
+
+    #[test]
+    fn empty_ranges_span_their_width_and_values_their_compressibility() {
+        let (lo, hi) = empty_range_bounds(1000, 64, 16);
+        assert!(encode_key(0, 16) < lo || encode_key(0, 16) > hi);
+        let inside = |p: u64| {
+            let mut k = p.to_be_bytes().to_vec();
+            k.resize(16, 0);
+            lo <= k && k <= hi
+        };
+        assert!(inside(1000) && inside(1063) && !inside(999) && !inside(1064));
+        let (lo, hi) = empty_range_bounds(u64::MAX, 10, 16);
+        assert!(lo < hi && hi == vec![0xff; 16]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let v = make_value(&mut rng, 1000, 0.25);
+        assert_eq!(v.len(), 1000);
+        assert_eq!(v[..250], v[250..500]);
+        let distinct: std::collections::HashSet<&[u8]> = v.chunks(250).collect();
+        assert_eq!(distinct.len(), 1);
+        let mut a = rand::rngs::StdRng::seed_from_u64(5);
+        let mut b = rand::rngs::StdRng::seed_from_u64(5);
+        let mut raw = vec![0u8; 37];
+        b.fill_bytes(&mut raw);
+        assert_eq!(make_value(&mut a, 37, 1.0), raw, "incompressible values draw the generator as before");
+        assert!(Workload { compressibility: 0.0, ..Workload::default() }.validate().is_err());
+        let w = Workload { key_bytes: 4, mix: Mix { empty_range: 1.0, ..Mix::default() }, ..Workload::default() };
+        assert!(w.validate().is_err());
     }
 
     #[test]

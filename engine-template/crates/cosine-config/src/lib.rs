@@ -9,8 +9,9 @@
 mod num;
 pub mod presets;
 
+pub use cosine_compress::Codec;
 use cosine_core::{Error, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use std::path::Path;
 
 /// Design class (paper Algorithm 3). `lsh` selects the hash-log layout; the others share the tree.
@@ -188,6 +189,45 @@ pub struct DurabilitySection {
     pub wal_recovery: WalRecovery,
 }
 
+/// `[compression]`: how data blocks are stored, per level class (Table 1 of the
+/// technical report lists compression as a knob). `none`, `lz4`, `zstd` (level 3)
+/// or `zstd:LEVEL` (1..=22). A file keeps the codec it was written with, also when
+/// a trivial move relinks it into a level of the other class.
+#[derive(Debug, Clone, Copy, Deserialize, Default)]
+#[serde(default)]
+pub struct CompressionSection {
+    /// Codec of files written into hot levels (`1..=hot_levels`).
+    #[serde(deserialize_with = "codec")]
+    pub hot: Codec,
+    /// Codec of files written into cold levels.
+    #[serde(deserialize_with = "codec")]
+    pub cold: Codec,
+}
+
+fn codec<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Codec, D::Error> {
+    let text = String::deserialize(d)?;
+    Codec::parse(&text).map_err(|e| serde::de::Error::custom(e.to_string()))
+}
+
+/// `[range_filter]`: a Rosetta-style range filter (cosine-filter `range`) in every
+/// file of a hot level, held in memory with the level's fence pointers; scans with
+/// an upper bound skip a file whose filter rules the range out.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default)]
+pub struct RangeFilterSection {
+    /// Bits per distinct key prefix at each dyadic height (index 0: whole keys);
+    /// empty or all 0: no range filter. At most 64 heights.
+    #[serde(deserialize_with = "num::f64_vec")]
+    pub bits_per_height: Vec<f64>,
+}
+
+impl RangeFilterSection {
+    /// True when files of hot levels carry a range filter.
+    pub fn enabled(&self) -> bool {
+        self.bits_per_height.iter().any(|b| *b > 0.0)
+    }
+}
+
 /// One complete design, as read from `engine.toml`.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default)]
@@ -200,6 +240,10 @@ pub struct Config {
     pub algorithms: AlgorithmsSection,
     /// `[durability]`
     pub durability: DurabilitySection,
+    /// `[compression]`
+    pub compression: CompressionSection,
+    /// `[range_filter]`
+    pub range_filter: RangeFilterSection,
 }
 
 impl Default for DesignSection {
@@ -330,6 +374,18 @@ impl Config {
         if self.durability.group_commit_interval_us == 0 {
             return bad("durability.group_commit_interval_us must be positive".into());
         }
+        let rf = &self.range_filter.bits_per_height;
+        if rf.len() > cosine_filter::range::MAX_HEIGHTS {
+            return bad(format!("range_filter.bits_per_height has {} heights, at most {}", rf.len(), cosine_filter::range::MAX_HEIGHTS));
+        }
+        for (h, b) in rf.iter().enumerate() {
+            if !b.is_finite() || *b < 0.0 || *b > 64.0 {
+                return bad(format!("range_filter.bits_per_height[{h}] must be in [0, 64], got {b}"));
+            }
+        }
+        if self.is_hashlog() && (self.compression.hot != Codec::None || self.compression.cold != Codec::None || self.range_filter.enabled()) {
+            return bad("class lsh: the hash log takes no [compression] or [range_filter] (its segments are not sorted runs)".into());
+        }
         Ok(())
     }
 
@@ -386,6 +442,24 @@ impl Config {
         match v.len() {
             0 => 0.0,
             n => v[(level - 1).min(n - 1)],
+        }
+    }
+
+    /// Codec of files written into disk level `i`.
+    pub fn codec(&self, level: usize) -> Codec {
+        if self.is_hot(level) {
+            self.compression.hot
+        } else {
+            self.compression.cold
+        }
+    }
+
+    /// Range-filter bits per height for files of disk level `i` (empty: none; cold levels have none).
+    pub fn range_filter_bits(&self, level: usize) -> &[f64] {
+        if self.is_hot(level) && self.range_filter.enabled() {
+            &self.range_filter.bits_per_height
+        } else {
+            &[]
         }
     }
 
@@ -489,6 +563,27 @@ wal_recovery = "tolerate_corrupted_tail"
         assert!(e.to_string().contains("merge_threshold"));
         assert!(Config::from_toml_str("[layout\n").is_err());
         assert!(Config::from_toml_str("[layout]\nbloom_bits_per_key = [1, -2]\n").is_err());
+    }
+
+    #[test]
+    fn compression_and_range_filter_sections() {
+        let c = Config::from_toml_str("[compression]\nhot = \"lz4\"\ncold = \"zstd:7\"\n[range_filter]\nbits_per_height = [10, 2, 2]\n")
+            .expect("valid");
+        assert_eq!((c.codec(1), c.codec(9)), (Codec::Lz4, Codec::Zstd(7)));
+        assert_eq!(c.range_filter_bits(1), &[10.0, 2.0, 2.0]);
+        assert!(c.range_filter_bits(9).is_empty(), "cold levels keep no range filter");
+        let d = Config::default();
+        assert_eq!((d.compression.hot, d.compression.cold), (Codec::None, Codec::None));
+        assert!(!d.range_filter.enabled());
+        for (bad, word) in [
+            ("[compression]\nhot = \"gzip\"\n", "gzip"),
+            ("[compression]\ncold = \"zstd:40\"\n", "zstd:40"),
+            ("[range_filter]\nbits_per_height = [1, -1]\n", "bits_per_height[1]"),
+            ("[design]\nclass = \"lsh\"\n[compression]\nhot = \"lz4\"\n", "lsh"),
+        ] {
+            let e = Config::from_toml_str(bad).expect_err(bad);
+            assert!(e.to_string().contains(word), "{bad}: {e}");
+        }
     }
 
     #[test]

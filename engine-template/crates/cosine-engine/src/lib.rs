@@ -448,7 +448,7 @@ impl Engine {
             sources.push(Box::new(it));
         }
         match &self.inner.store {
-            Store::Tree => sources.extend(sv.tree.iters(lo, io, true)?),
+            Store::Tree => sources.extend(sv.tree.iters(lo, hi, io, true)?),
             Store::Log(log) => {
                 // Each memtable tombstone in range can hide at most one logged key,
                 // and a live memtable entry shadows a logged one only by
@@ -525,7 +525,7 @@ impl Engine {
     pub fn stats(&self) -> StatsSnapshot {
         let s = &self.inner.stats;
         let sv = self.snapshot();
-        let (levels, fence_memory, filter_memory) = match &self.inner.store {
+        let (levels, fence_memory, filter_memory, range_filter_memory) = match &self.inner.store {
             Store::Tree => {
                 let (fp, bf) = sv.tree.memory();
                 let levels = sv
@@ -541,7 +541,7 @@ impl Engine {
                         capacity: l.capacity,
                     })
                     .collect();
-                (levels, fp, bf)
+                (levels, fp, bf, sv.tree.range_filter_memory())
             }
             Store::Log(log) => {
                 let (_live, total, _dead, segs) = log.shape();
@@ -553,7 +553,7 @@ impl Engine {
                     hot: true,
                     capacity: self.inner.cfg.level_capacity(1),
                 }];
-                (levels, log.memory_bytes(), 0)
+                (levels, log.memory_bytes(), 0, 0)
             }
         };
         let wal_bytes = self.inner.wal_bytes.load(Ordering::Relaxed);
@@ -574,6 +574,7 @@ impl Engine {
             buffered: sv.mem.len() + sv.imms.iter().map(|m| m.len()).sum::<u64>(),
             fence_memory,
             filter_memory,
+            range_filter_memory,
         }
     }
 

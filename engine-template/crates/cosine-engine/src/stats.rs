@@ -128,6 +128,8 @@ pub struct StatsSnapshot {
     pub fence_memory: usize,
     /// Memory for filters (M_BF), bytes.
     pub filter_memory: usize,
+    /// Memory for range filters, bytes.
+    pub range_filter_memory: usize,
 }
 
 impl StatsSnapshot {

@@ -61,6 +61,8 @@ fn table_options(cfg: &Config, level: usize) -> TableOptions {
         filter,
         bits_per_key: bpk,
         hot,
+        codec: cfg.codec(level),
+        range_bits: cfg.range_filter_bits(level).to_vec(),
     }
 }
 
@@ -196,7 +198,7 @@ impl Writer<'_> {
                 oldest_flush = oldest_flush.min(f.flushed_seq);
             }
             let tmp = Run { id: 0, files: files.clone(), filter: None };
-            iters.push(Box::new(tmp.iter(None, self.io.clone(), false)?));
+            iters.push(Box::new(tmp.iter(None, None, self.io.clone(), false)?));
         }
         self.ids.seq += 1;
         let merge_seq = self.ids.seq;
@@ -215,7 +217,7 @@ impl Writer<'_> {
                 if builder.is_none() {
                     let id = self.ids.id();
                     self.created.push(table_path(dir, id));
-                    let mut b = TableBuilder::create(dir, id, opts, self.io)?;
+                    let mut b = TableBuilder::create(dir, id, opts.clone(), self.io)?;
                     b.set_seqs(oldest_flush, merge_seq);
                     builder = Some(b);
                 }

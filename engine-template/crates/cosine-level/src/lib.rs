@@ -68,12 +68,20 @@ impl Tree {
         Ok(None)
     }
 
-    /// Cursors over every run from `lo`, newest first (merge priority order).
-    pub fn iters(&self, lo: Option<&[u8]>, io: &Arc<IoCounter>, use_cache: bool) -> Result<Vec<Box<dyn KvIterator + Send>>> {
+    /// Cursors over every run from `lo`, newest first (merge priority order); with
+    /// an upper bound `hi` a run reads only files that may hold keys in `lo..=hi`
+    /// (their key span and range filter: [`Run::iter`]).
+    pub fn iters(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        io: &Arc<IoCounter>,
+        use_cache: bool,
+    ) -> Result<Vec<Box<dyn KvIterator + Send>>> {
         let mut v: Vec<Box<dyn KvIterator + Send>> = Vec::new();
         for runs in &self.levels {
             for r in runs {
-                v.push(Box::new(r.iter(lo, io.clone(), use_cache)?));
+                v.push(Box::new(r.iter(lo, hi, io.clone(), use_cache)?));
             }
         }
         Ok(v)
@@ -156,6 +164,11 @@ impl Tree {
                 capacity: cfg.level_capacity(i + 1),
             })
             .collect()
+    }
+
+    /// Memory held for range filters, in bytes.
+    pub fn range_filter_memory(&self) -> usize {
+        self.levels.iter().flatten().flat_map(|r| r.files.iter()).map(|f| f.range_filter_bytes()).sum()
     }
 
     /// Memory held for fence pointers and filters: `(M_FP, M_BF)` in bytes.

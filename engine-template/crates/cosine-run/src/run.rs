@@ -48,13 +48,23 @@ impl Run {
         f.get(key, hash, io)
     }
 
-    /// A cursor over the run from the first key `>= lo`.
-    pub fn iter(&self, lo: Option<&[u8]>, io: Arc<IoCounter>, use_cache: bool) -> Result<RunIter> {
+    /// A cursor over the run from the first key `>= lo`; with an upper bound `hi`
+    /// only the files that may hold keys in `lo..=hi` are read: those whose key
+    /// span reaches the range and whose range filter (hot levels) does not rule it out.
+    pub fn iter(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, io: Arc<IoCounter>, use_cache: bool) -> Result<RunIter> {
         let start = match lo {
             Some(k) => self.files.partition_point(|f| f.max_key.as_slice() < k),
             None => 0,
         };
-        let mut it = RunIter { files: self.files.clone(), next_file: start, cur: None, io, use_cache, lo: lo.map(|k| k.to_vec()) };
+        let files = match hi {
+            None => self.files[start..].to_vec(),
+            Some(h) => {
+                let end = self.files.partition_point(|f| f.min_key.as_slice() <= h).max(start);
+                let from = lo.unwrap_or(&[]);
+                self.files[start..end].iter().filter(|f| f.may_hold_range(from, h)).cloned().collect()
+            }
+        };
+        let mut it = RunIter { files, next_file: 0, cur: None, io, use_cache, lo: lo.map(|k| k.to_vec()) };
         it.open_next()?;
         Ok(it)
     }

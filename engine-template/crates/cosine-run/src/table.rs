@@ -1,16 +1,20 @@
 //! Files (SSTs): the unit a run is made of and partial compaction moves.
 //!
-//! Layout: `[data blocks][filter section][index blocks][meta][footer]`.
+//! Layout: `[data blocks][filter section][range filter][index blocks][meta][footer]`.
 //! The meta block holds the first key of each index block (the "top" of the
 //! on-disk fence pointers), which is always in memory. For files in hot levels
-//! the index blocks and the filter are loaded into memory as well.
+//! the index blocks, the filter and the range filter are loaded into memory as well.
+//! Data blocks are stored through the file's [`Codec`] (sealed after compression:
+//! cosine-compress); index and filter blocks are not compressed. Version 1 files
+//! (before compression and range filters) are still read.
 
 use crate::block::{Block, BlockBuilder};
 use crate::cache::{BlockCache, Cached};
 use cosine_core::io::BlockKind;
 use cosine_core::{Decoder, Encoder, Error, IoCounter, KvIterator, Result, Value};
 use cosine_fence::{BlockHandle, Fences};
-use cosine_filter::Bloom;
+use cosine_compress::Codec;
+use cosine_filter::{key_prefix, Bloom, RangeFilter, RangeFilterBuilder};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -19,7 +23,10 @@ use std::sync::Arc;
 
 const MAGIC: u64 = 0x434f_5349_4e45_5353; // "COSINESS"
 const FOOTER: usize = 24;
-const VERSION: u32 = 1;
+/// Format written: 2 adds the data blocks' codec and the range filter to the meta block.
+const VERSION: u32 = 2;
+/// The format before compression and range filters (still read: no codec, no range filter).
+const VERSION_1: u32 = 1;
 
 /// Path of file `id` in `dir`.
 pub fn table_path(dir: &Path, id: u64) -> PathBuf {
@@ -38,7 +45,7 @@ pub enum FilterKind {
 }
 
 /// How a file is written and held in memory.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TableOptions {
     /// Fixed key width.
     pub key_len: usize,
@@ -54,6 +61,10 @@ pub struct TableOptions {
     pub bits_per_key: f64,
     /// Hot: keep fence pointers and filters in memory.
     pub hot: bool,
+    /// How data blocks are stored.
+    pub codec: Codec,
+    /// Range-filter bits per dyadic height (empty: no range filter).
+    pub range_bits: Vec<f64>,
 }
 
 enum FilterParts {
@@ -65,6 +76,7 @@ enum FilterParts {
 struct Hot {
     fences: Arc<Fences>,
     filter: FilterParts,
+    range: Option<RangeFilter>,
 }
 
 /// An open, immutable file.
@@ -93,6 +105,9 @@ pub struct Table {
     top: Arc<Fences>,
     filter_kind: FilterKind,
     filter_handle: BlockHandle,
+    /// Codec of the data blocks.
+    pub codec: Codec,
+    range_handle: BlockHandle,
     hot: Option<Hot>,
     cache: Option<Arc<BlockCache>>,
 }
@@ -124,6 +139,7 @@ pub struct TableBuilder<'a> {
     file_hashes: Vec<u64>,
     block_hashes: Vec<u64>,
     block_filters: Vec<Bloom>,
+    range: Option<RangeFilterBuilder>,
     entries: u64,
     tombstones: u64,
     min_key: Vec<u8>,
@@ -137,6 +153,8 @@ impl<'a> TableBuilder<'a> {
     pub fn create(dir: &Path, id: u64, opts: TableOptions, io: &'a IoCounter) -> Result<Self> {
         let path = table_path(dir, id);
         let f = OpenOptions::new().read(true).write(true).create_new(true).open(&path).map_err(|e| Error::io(&path, e))?;
+        let key_len = opts.key_len;
+        let range = opts.range_bits.iter().any(|b| *b > 0.0).then(|| RangeFilterBuilder::new(&opts.range_bits));
         Ok(TableBuilder {
             id,
             path,
@@ -145,10 +163,11 @@ impl<'a> TableBuilder<'a> {
             opts,
             block: BlockBuilder::default(),
             block_first: Vec::new(),
-            fences: Fences::new(opts.key_len),
+            fences: Fences::new(key_len),
             file_hashes: Vec::new(),
             block_hashes: Vec::new(),
             block_filters: Vec::new(),
+            range,
             entries: 0,
             tombstones: 0,
             min_key: Vec::new(),
@@ -190,6 +209,9 @@ impl<'a> TableBuilder<'a> {
             self.block_first.extend_from_slice(key);
         }
         self.block.add(key, value);
+        if let Some(r) = &mut self.range {
+            r.add(key_prefix(key));
+        }
         if self.opts.filter != FilterKind::None {
             let h = cosine_core::hash64(key);
             match self.opts.filter {
@@ -211,7 +233,7 @@ impl<'a> TableBuilder<'a> {
         if self.block.count() == 0 {
             return Ok(());
         }
-        let bytes = self.block.finish();
+        let bytes = cosine_compress::seal(self.opts.codec, &self.block.finish())?;
         let h = self.write(&bytes)?;
         self.io.wrote(BlockKind::Data, 1, bytes.len() as u64);
         let first = std::mem::take(&mut self.block_first);
@@ -250,6 +272,11 @@ impl<'a> TableBuilder<'a> {
         };
         let filter_handle = self.write(&filter_bytes)?;
         self.io.wrote(BlockKind::Filter, filter_blocks(filter_bytes.len(), self.opts.block_bytes), filter_bytes.len() as u64);
+        // Range filter.
+        let range = self.range.take().map(RangeFilterBuilder::finish);
+        let range_bytes = range.as_ref().map(RangeFilter::encode).unwrap_or_default();
+        let range_handle = self.write(&range_bytes)?;
+        self.io.wrote(BlockKind::Filter, filter_blocks(range_bytes.len(), self.opts.block_bytes), range_bytes.len() as u64);
         // Index blocks: the on-disk fence pointers, `index_fanout` per block.
         let mut top = Fences::new(self.opts.key_len);
         let fanout = self.opts.index_fanout.max(2);
@@ -285,6 +312,11 @@ impl<'a> TableBuilder<'a> {
         m.len_bytes(&top.encode());
         m.u64(self.seqs.0);
         m.u64(self.seqs.1);
+        let (code, level) = self.opts.codec.to_meta();
+        m.u8(code);
+        m.u32(level as u32);
+        m.u64(range_handle.offset);
+        m.u32(range_handle.len);
         m.seal();
         let meta = m.finish();
         let meta_h = self.write(&meta)?;
@@ -297,7 +329,7 @@ impl<'a> TableBuilder<'a> {
         let file = self.w.into_inner().map_err(|e| Error::io(&self.path, e.into_error()))?;
         file.sync_all().map_err(|e| Error::io(&self.path, e))?;
         let data_blocks = self.fences.len() as u64;
-        let hot = self.opts.hot.then(|| Hot { fences: Arc::new(self.fences), filter: filter_parts });
+        let hot = self.opts.hot.then(|| Hot { fences: Arc::new(self.fences), filter: filter_parts, range });
         Ok(Arc::new(Table {
             id: self.id,
             path: self.path,
@@ -314,6 +346,8 @@ impl<'a> TableBuilder<'a> {
             top: Arc::new(top),
             filter_kind: self.opts.filter,
             filter_handle,
+            codec: self.opts.codec,
+            range_handle,
             hot,
             cache,
         }))
@@ -355,8 +389,9 @@ impl Table {
         }
         let meta = read_at(&file, &path, BlockHandle { offset: meta_off, len: meta_len })?;
         let mut m = Decoder::checked(&meta, &what)?;
-        if m.u32()? != VERSION {
-            return Err(Error::corruption(format!("{what}: unknown version")));
+        let version = m.u32()?;
+        if version != VERSION && version != VERSION_1 {
+            return Err(Error::corruption(format!("{what}: unknown version {version}")));
         }
         let kl = m.u32()? as usize;
         if kl != key_len {
@@ -377,6 +412,17 @@ impl Table {
         let top = Fences::decode(m.len_bytes()?)?;
         let flushed_seq = m.u64()?;
         let merged_seq = m.u64()?;
+        let (codec, range_handle) = if version == VERSION_1 {
+            (Codec::None, BlockHandle { offset: 0, len: 0 })
+        } else {
+            let code = m.u8()?;
+            let level = m.u32()? as i32;
+            let codec = Codec::from_meta(code, level).map_err(|e| Error::corruption(format!("{what}: {e}")))?;
+            (codec, BlockHandle { offset: m.u64()?, len: m.u32()? })
+        };
+        if range_handle.offset + u64::from(range_handle.len) > len {
+            return Err(Error::corruption(format!("{what}: range filter out of bounds")));
+        }
         let mut t = Table {
             id,
             path,
@@ -393,6 +439,8 @@ impl Table {
             top: Arc::new(top),
             filter_kind,
             filter_handle,
+            codec,
+            range_handle,
             hot: None,
             cache,
         };
@@ -433,7 +481,14 @@ impl Table {
                 }
             }
         };
-        self.hot = Some(Hot { fences: Arc::new(fences), filter });
+        let range = if self.range_handle.len == 0 {
+            None
+        } else {
+            let raw = read_at(&self.file, &self.path, self.range_handle)?;
+            io.read(BlockKind::Filter, 1, raw.len() as u64);
+            Some(RangeFilter::decode(&raw).map_err(|e| Error::corruption(format!("file {} range filter: {e}", self.path.display())))?)
+        };
+        self.hot = Some(Hot { fences: Arc::new(fences), filter, range });
         Ok(())
     }
 
@@ -455,6 +510,8 @@ impl Table {
             top: self.top.clone(),
             filter_kind: self.filter_kind,
             filter_handle: self.filter_handle,
+            codec: self.codec,
+            range_handle: self.range_handle,
             hot: None,
             cache: self.cache.clone(),
         })
@@ -463,6 +520,23 @@ impl Table {
     /// True if fence pointers (and filters) are held in memory.
     pub fn is_hot(&self) -> bool {
         self.hot.is_some()
+    }
+
+    /// Bytes of memory held for the range filter (0 in a cold level or without one).
+    pub fn range_filter_bytes(&self) -> usize {
+        self.hot.as_ref().and_then(|h| h.range.as_ref()).map_or(0, RangeFilter::byte_len)
+    }
+
+    /// Whether keys `lo..=hi` may be in this file: false only when its key span
+    /// misses the range or its in-memory range filter rules the range out.
+    pub fn may_hold_range(&self, lo: &[u8], hi: &[u8]) -> bool {
+        if hi < self.min_key.as_slice() || lo > self.max_key.as_slice() {
+            return false;
+        }
+        match self.hot.as_ref().and_then(|h| h.range.as_ref()) {
+            Some(r) => r.may_intersect(key_prefix(lo), key_prefix(hi)),
+            None => true,
+        }
     }
 
     /// Bytes of memory held for fence pointers and filters (M_FP + M_BF of this file).
@@ -489,9 +563,10 @@ impl Table {
                 }
             }
         }
-        let raw = read_at(&self.file, &self.path, h)?;
-        io.read(BlockKind::Data, 1, raw.len() as u64);
+        let stored = read_at(&self.file, &self.path, h)?;
+        io.read(BlockKind::Data, 1, stored.len() as u64);
         let what = format!("file {} block at {}", self.path.display(), h.offset);
+        let raw = cosine_compress::open(self.codec, stored, &what)?;
         let b = Arc::new(Block::decode(raw, self.key_len, &what)?);
         if use_cache {
             if let Some(c) = &self.cache {
@@ -671,7 +746,17 @@ mod tests {
     }
 
     fn opts(filter: FilterKind, hot: bool) -> TableOptions {
-        TableOptions { key_len: 16, block_entries: 4, index_fanout: 3, block_bytes: 4 * 116, filter, bits_per_key: 10.0, hot }
+        TableOptions {
+            key_len: 16,
+            block_entries: 4,
+            index_fanout: 3,
+            block_bytes: 4 * 116,
+            filter,
+            bits_per_key: 10.0,
+            hot,
+            codec: Codec::None,
+            range_bits: Vec::new(),
+        }
     }
 
     #[test]
@@ -737,5 +822,75 @@ mod tests {
             });
             assert!(r.expect_err("corruption must be detected").is_corruption(), "flip at {at}");
         }
+    }
+
+    #[test]
+    fn compressed_files_read_back_and_detect_corruption() {
+        let mut sizes = Vec::new();
+        for (n, codec) in [Codec::None, Codec::Lz4, Codec::Zstd(3)].into_iter().enumerate() {
+            let d = dir(&format!("codec{n}"));
+            let io = IoCounter::new();
+            let o = TableOptions { codec, ..opts(FilterKind::File, true) };
+            let mut b = TableBuilder::create(&d, 3, o, &io).expect("create");
+            for i in 0..40u64 {
+                b.add(&key(i), Some(&[b'a'; 90])).expect("add");
+            }
+            sizes.push(b.finish(None).expect("finish").file_bytes);
+            assert!(sizes[n] <= sizes[0], "{codec}: {} bytes, uncompressed {}", sizes[n], sizes[0]);
+            if codec == Codec::None {
+                continue;
+            }
+            assert!(sizes[n] < sizes[0] * 3 / 4, "{codec}: {} bytes, uncompressed {}", sizes[n], sizes[0]);
+            let t = Table::open(&d, 3, true, 16, None, &IoCounter::new()).expect("open");
+            assert_eq!(t.codec, codec);
+            for i in 0..40u64 {
+                assert_eq!(t.get(&key(i), cosine_core::hash64(&key(i)), &IoCounter::new()).expect("get"), Some(Some(vec![b'a'; 90])));
+            }
+            let p = table_path(&d, 3);
+            let good = std::fs::read(&p).expect("read");
+            for at in [3usize, 20, 41] {
+                let mut bad = good.clone();
+                bad[at] ^= 0x10;
+                std::fs::write(&p, &bad).expect("write");
+                let t = Table::open(&d, 3, true, 16, None, &IoCounter::new()).expect("meta intact");
+                let e = (0..40u64)
+                    .try_for_each(|i| t.get(&key(i), cosine_core::hash64(&key(i)), &IoCounter::new()).map(drop))
+                    .expect_err("a flipped data byte must be detected");
+                assert!(e.is_corruption(), "{codec} flip at {at}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn range_filter_rules_out_empty_ranges_of_hot_files_only() {
+        let d = dir("range");
+        let io = IoCounter::new();
+        let o = TableOptions { range_bits: vec![12.0, 3.0, 3.0, 3.0], ..opts(FilterKind::None, true) };
+        let mut b = TableBuilder::create(&d, 5, o, &io).expect("create");
+        // keys 0, 2^20, 2*2^20, ... in the first 8 bytes
+        for i in 0..200u64 {
+            b.add(&key(i << 20), Some(b"v")).expect("add");
+        }
+        let t = b.finish(None).expect("finish");
+        assert!(t.range_filter_bytes() > 0);
+        let bound = |x: u64, fill: u8| {
+            let mut k = x.to_be_bytes().to_vec();
+            k.resize(16, fill);
+            k
+        };
+        let mut passed = 0;
+        for i in 0..199u64 {
+            let lo = (i << 20) + 1000;
+            assert!(t.may_hold_range(&bound(i << 20, 0), &bound((i << 20) + 5, 0xff)), "a key in range");
+            passed += usize::from(t.may_hold_range(&bound(lo, 0), &bound(lo + 7, 0xff)));
+        }
+        assert!(passed < 20, "{passed} of 199 empty ranges passed");
+        assert!(!t.may_hold_range(&bound(200 << 20, 0), &bound((200 << 20) + 9, 0xff)), "beyond the file's keys");
+        let reopened = Table::open(&d, 5, true, 16, None, &IoCounter::new()).expect("open");
+        assert_eq!(reopened.range_filter_bytes(), t.range_filter_bytes());
+        let cold = Table::open(&d, 5, false, 16, None, &IoCounter::new()).expect("open cold");
+        assert_eq!(cold.range_filter_bytes(), 0);
+        let lo = 1000u64;
+        assert!(cold.may_hold_range(&bound(lo, 0), &bound(lo + 7, 0xff)), "a cold file holds no filter in memory");
     }
 }
