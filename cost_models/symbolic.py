@@ -73,6 +73,14 @@ def _symbols() -> SimpleNamespace:
     MKEYS = sp.Symbol("m", nonnegative=True)  # keys a range selects
     ENTRY = sp.Symbol("E", positive=True)  # bytes per entry
     PAGE = sp.Symbol("P_wal", positive=True)  # bytes per WAL page write
+    FCHILD = sp.Symbol("F_c", nonnegative=True)  # a range filter's false-positive rate one height down
+    PCHILD = sp.Symbol("P_c", nonnegative=True)  # its expected probes one height down
+    HAS = sp.Symbol("has", nonnegative=True)  # 1 if the height keeps a filter
+    COLDIDX = sp.Symbol("cold", nonnegative=True)  # 1 at a cold level (an index block before the data)
+    FGREADS = sp.Symbol("fg", nonnegative=True)  # blocks an operation reads itself
+    MERGED = sp.Symbol("mg", nonnegative=True)  # merge blocks (read + written) per operation
+    TDEC = sp.Symbol("t_dec", nonnegative=True)  # seconds to verify and decompress one block
+    TENC = sp.Symbol("t_enc", nonnegative=True)  # seconds to compress and checksum one block
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
 
 
@@ -144,6 +152,25 @@ def _expressions() -> dict[str, Any]:
             raise RuntimeError("closed form of a run sum does not match sympy's summation")
     e["run_sum"] = y.AFIT * closed0 - y.BFIT * closed1
 
+    # -- Range filters (Rosetta, Luo et al. SIGMOD 2020; docs/model.md "Range filters").
+    # An empty dyadic interval of height h is reported non-empty when the height-h
+    # filter passes its prefix (probability f_h, 1 without a filter) and then, by
+    # doubting, one of its two halves is reported non-empty one height down; the
+    # halves are empty too, and the filters' answers independent.
+    e["doubt_fpr"] = y.FPR * (1 - (1 - y.FCHILD) ** 2)
+    # Probes: the height's own (when it keeps a filter) and, when it passes, both halves'.
+    e["doubt_probes"] = y.HAS + 2 * y.FPR * y.PCHILD
+    # An empty range reaches a run's file: with a range filter (rate f) the seek
+    # reads the block holding the range's start and, when the range starts past
+    # that block's last key (1/B of the time), the next one; a cold level first
+    # reads an index block.
+    e["empty_range_run"] = y.FPR * (y.COLDIDX + 1 + 1 / y.BLK)
+
+    # -- Compression (docs/model.md "Compression"): CPU per operation of verifying
+    # and decompressing the blocks it reads itself, and of the merges it causes,
+    # half of whose blocks are read (decompressed) and half written (compressed).
+    e["codec_cpu"] = y.FGREADS * y.TDEC + y.MERGED * (y.TDEC + y.TENC) / 2
+
     # -- Range scans: a run contributes the blocks its share of the range spans
     # (expected 1 + (m-1)/B for m contiguous entries, bounded by 1 + m/B).
     e["range_run"] = 1 + y.SEL * y.R / y.BLK
@@ -210,6 +237,10 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "monkey_fpr": ("LAMBDA", "NENT", "NRUNS"),
     "survival": ("W", "U", "P", "IOTA", "NKEYS"),
     "run_sum": ("AFIT", "BFIT", "ALPHA", "NRUNS"),
+    "doubt_fpr": ("FPR", "FCHILD"),
+    "doubt_probes": ("HAS", "FPR", "PCHILD"),
+    "empty_range_run": ("FPR", "COLDIDX", "BLK"),
+    "codec_cpu": ("FGREADS", "MERGED", "TDEC", "TENC"),
     "range_run": ("SEL", "R", "BLK"),
     "distinct_blocks": ("NBLK", "MKEYS"),
     "merge_cost": ("READS_SRC", "INCOMING", "LEVELED", "EXISTING", "BLK", "QPUTS"),

@@ -48,6 +48,22 @@ def run_sum(A, Bl, alpha, n):
     return A*(1 - alpha)*geom(alpha, n) - Bl*(1 - alpha)*geom1(alpha, n)
 
 
+def doubt_fpr(f, F_c):
+    return f*(1 - (1 - F_c)**2)
+
+
+def doubt_probes(has, f, P_c):
+    return 2*P_c*f + has
+
+
+def empty_range_run(f, cold, B):
+    return f*(cold + 1 + B**(-1.0))
+
+
+def codec_cpu(fg, mg, t_dec, t_enc):
+    return fg*t_dec + (1/2)*mg*(t_dec + t_enc)
+
+
 def range_run(s, R, B):
     return 1 + R*s/B
 

@@ -18,12 +18,36 @@ class Operation(StrEnum):
     INSERT = "insert"
     UPDATE = "update"  # blind update
     RMW = "rmw"  # read-modify-write
+    EMPTY_RANGE = "empty_range"  # a range that holds no key (paper Fig. 5H): what range filters answer
 
 
 #: Operations in the order every table, vector and file uses.
 OPERATIONS: tuple[Operation, ...] = tuple(Operation)
 #: Operations that write (and pay flushes and merges).
 WRITE_OPERATIONS: tuple[Operation, ...] = (Operation.INSERT, Operation.UPDATE, Operation.RMW)
+#: Operations a lookup-style read makes block reads for (decompressed when stored compressed).
+READ_OPERATIONS: tuple[Operation, ...] = (
+    Operation.GET,
+    Operation.EMPTY_GET,
+    Operation.RANGE,
+    Operation.RMW,
+    Operation.EMPTY_RANGE,
+)
+#: The six operation types of the paper's robustness noise (Sec. 5): its uniform share
+#: goes to these; an empty-range share in the spec is kept (scaled by 1 - noise).
+NOISE_OPERATIONS: tuple[Operation, ...] = OPERATIONS[:6]
+
+
+class CodecName(StrEnum):
+    """Block compression (engine-template cosine-compress): a codec is spelled
+    ``none``, ``lz4`` or ``zstd:LEVEL`` (cost_models.compression.Codec)."""
+
+    NONE = "none"
+    LZ4 = "lz4"
+    ZSTD = "zstd"
+
+
+CODEC_NAMES: tuple[CodecName, ...] = tuple(CodecName)
 
 
 class DesignClass(StrEnum):
