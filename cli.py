@@ -422,9 +422,20 @@ def calibrate(
         Path | None,
         typer.Option("--samples", help="Refit a saved calibration.parquet instead of measuring (Fig. 4B still runs)."),
     ] = None,
+    compression: Annotated[
+        bool,
+        typer.Option(
+            "--compression",
+            help="Only the compression step: each codec's size factor and CPU per byte at several "
+            "compressibilities, written to cost_models/data/compression.yaml.",
+        ),
+    ] = False,
 ) -> None:
     """Learn phi and the CPU time per operation on the Rust engine (Algorithm 1); check Fig. 4B."""
     with cli_errors():
+        if compression:
+            _calibrate_compression(quick, write)
+            return
         from measure.calibrate import calibrate as run_calibration
         from measure.calibrate import write as write_calibration
         from measure.calibrate import write_table
@@ -446,6 +457,26 @@ def calibrate(
         if write:
             print_written(str(write_table(cal.result, cal.samples)))
         print_written(", ".join(str(f) for f in files))
+
+
+def _calibrate_compression(quick: bool, write: bool) -> None:
+    """`cosine calibrate --compression`: measure the codecs on the engine, print and write the table."""
+    from measure.compression import calibrate as run_codecs
+    from measure.compression import write as write_codecs
+    from report.measure import print_codecs
+    from report.progress import progress_bar
+    from report.solve import print_written
+
+    if write:
+        from cost_models.compression import TABLE
+        from specs.io import check_output_file
+
+        check_output_file(TABLE, "--write")
+    with progress_bar() as bar:
+        tab = run_codecs(quick, _bar_callback(bar, bar.add_task("codecs", total=1)))
+    print_codecs(tab)
+    if write:
+        print_written(write_codecs(tab))
 
 
 @app.command()

@@ -92,11 +92,15 @@ def node_throughput(
     mix: dict[str, float],
     threads: float | np.ndarray,
     scan_length: float,
+    extra_cpu: float | np.ndarray = 0.0,
 ) -> np.ndarray:
-    """Operations per second one node sustains (Eq. 2-3, capped by the device IOPS)."""
+    """Operations per second one node sustains (Eq. 2-3, capped by the device IOPS).
+
+    ``extra_cpu``: single-thread seconds per operation a design adds to the class's
+    learned CPU (block compression, cost_models.compression)."""
     c = compiled()
     phi = workload_phi(cls, mix)
-    cpu = cpu_seconds(cls, mix, scan_length)
+    cpu = cpu_seconds(cls, mix, scan_length) + extra_cpu
     io = np.maximum(np.asarray(io_per_op, dtype=float), 0.0)
     x_cpu = c["throughput_cpu"](phi, threads, io, iops, cpu)
     with np.errstate(divide="ignore"):

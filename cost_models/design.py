@@ -82,6 +82,11 @@ class Design:
     threads: int | None = None
     name: str = "custom"
     hash_index_bytes: float | None = None
+    #: range-filter bits per key in every hot level (0: none; cost_models.range_filter)
+    range_bits: float = 0.0
+    #: block codec of the hot levels and of the cold levels (cost_models.compression)
+    codec_hot: str = "none"
+    codec_cold: str = "none"
 
     def validate(self) -> Design:
         """Every knob within its range (:data:`MAX_SIZE_RATIO` and friends); NaN and infinities refused."""
@@ -95,6 +100,11 @@ class Design:
             )
         if self.hash_index_bytes is not None:
             check_range("design hash_index_bytes", self.hash_index_bytes, 0.0, MAX_HASH_INDEX_BYTES, lo_open=True)
+        check_range("design range_bits", self.range_bits, 0.0, MAX_BLOOM_BITS)
+        from cost_models.compression import parse_codec
+
+        object.__setattr__(self, "codec_hot", parse_codec(self.codec_hot))
+        object.__setattr__(self, "codec_cold", parse_codec(self.codec_cold))
         if self.lsh:
             return self
         check_range("design T (size ratio)", self.T, MIN_SIZE_RATIO, MAX_SIZE_RATIO, integer=True)
@@ -154,6 +164,9 @@ def parse_design(text: str) -> Design:
         "bits": "bloom_bits",
         "bloom": "bloom_bits",
         "alloc": "bloom_allocation",
+        "range": "range_bits",
+        "hot_codec": "codec_hot",
+        "cold_codec": "codec_cold",
     }
     valid = {f.name for f in fields(Design)} - {"name"}
     for part in text.split(","):
@@ -164,7 +177,8 @@ def parse_design(text: str) -> Design:
         if key not in valid:
             raise DesignError(
                 f"unknown design knob {k!r} "
-                "(T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh, all_hot, hash_index_bytes)"
+                "(T, K, Z, buffer, bloom_bits, bloom_allocation, block, threads, lsh, all_hot, hash_index_bytes, "
+                "range_bits, codec_hot, codec_cold)"
             )
         if key in kw:
             raise DesignError(f"design knob {k!r} is given twice")
@@ -176,7 +190,7 @@ def parse_design(text: str) -> Design:
                 if key == "block_bytes" and not size.is_integer():
                     raise DesignError(f"{k}={v!r}: a block is a whole number of bytes")
                 kw[key] = int(size) if key == "block_bytes" else size
-            elif key in ("bloom_bits", "hash_index_bytes"):
+            elif key in ("bloom_bits", "hash_index_bytes", "range_bits"):
                 kw[key] = float(v)
             elif key in ("lsh", "all_hot"):
                 if v.lower() not in _BOOLEANS:
@@ -255,6 +269,9 @@ class DesignBatch:
     lsh: np.ndarray
     all_hot: np.ndarray
     hash_index_bytes: np.ndarray  # NaN: the template's hash log
+    range_bits: np.ndarray  # range-filter bits per key (0: none)
+    codec_hot: np.ndarray  # codec names (object arrays)
+    codec_cold: np.ndarray
 
     @property
     def size(self) -> int:
@@ -275,6 +292,9 @@ class DesignBatch:
             hash_index_bytes=np.array(
                 [np.nan if d.hash_index_bytes is None else d.hash_index_bytes for d in designs], dtype=float
             ),
+            range_bits=np.array([d.range_bits for d in designs], dtype=float),
+            codec_hot=np.array([d.codec_hot for d in designs], dtype=object),
+            codec_cold=np.array([d.codec_cold for d in designs], dtype=object),
         )
 
     def take(self, idx: np.ndarray) -> DesignBatch:
@@ -294,4 +314,7 @@ class DesignBatch:
             threads=threads,
             name=name,
             hash_index_bytes=None if np.isnan(self.hash_index_bytes[i]) else float(self.hash_index_bytes[i]),
+            range_bits=float(self.range_bits[i]),
+            codec_hot=str(self.codec_hot[i]),
+            codec_cold=str(self.codec_cold[i]),
         )

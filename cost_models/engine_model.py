@@ -21,7 +21,7 @@ from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
 from cost_models.layout import Layout, level_shape, split_memory
 from specs.errors import InputError
-from specs.schema import Distribution
+from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 
 
 def distribution(d: dict[str, Any]) -> Distribution:
@@ -75,6 +75,10 @@ def engine_layout(
         bits_per_level=per_level,
         cache_bytes=np.array([float(lay.get("block_cache_bytes", 0))]),
     )
+    rf = [float(b) for b in cfg.get("range_filter", {}).get("bits_per_height", [])]
+    if any(b > 0 for b in rf):  # the engine's own allocation, not the model's
+        lay_.range_bits = np.array([sum(rf)])
+        lay_.range_per_height = tuple(rf)
     return lay_
 
 
@@ -105,7 +109,8 @@ def predict(
 
     def io_at(n: float, observed: dict[str, Any] | None) -> IOCost:
         parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n)
-        return io_costs(engine_layout(cfg, n, observed=observed_state(observed)), parts, mix, scan)
+        width = int(workload.get("empty_range_width", DEFAULT_EMPTY_RANGE_WIDTH))
+        return io_costs(engine_layout(cfg, n, observed=observed_state(observed)), parts, mix, scan, None, width)
 
     expected = io_at(n_mean, None)
     if shape is None:
@@ -127,6 +132,7 @@ def predict(
         insert=put,
         update=put.copy(),
         rmw=avg("get") + put,
+        empty_range=avg("empty_range"),
     )
 
 

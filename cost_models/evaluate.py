@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices
+from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
@@ -20,7 +21,8 @@ from cost_models.io_model import IOCost, WindowTable, io_costs
 from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.worst_case import io_costs as worst_case_io
-from specs.schema import Spec, Workload
+from cost_models.range_filter import allocate
+from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
 from specs.vocab import CostModel
 
 
@@ -31,19 +33,29 @@ class NodeEval:
     layout: Layout
     io: IOCost
     io_total: np.ndarray
+    codec: CodecEffect | None = None  # block compression (None: every level stores blocks as built)
 
     def throughput(self, workload: Workload, iops: float | np.ndarray, threads: float) -> np.ndarray:
-        x = node_throughput(self.io_total, iops, self.layout.cls, workload.operations, threads, workload.scan_length)
+        extra = 0.0 if self.codec is None else self.codec.cpu_seconds
+        x = node_throughput(
+            self.io_total, iops, self.layout.cls, workload.operations, threads, workload.scan_length, extra
+        )
         return np.where(self.layout.feasible, x, 0.0)
 
     def disk_gib(self) -> np.ndarray:
-        return self.layout.space_entries * self.layout.entry_bytes / GIB
+        factor = 1.0 if self.codec is None else self.codec.size_factor
+        return self.layout.space_entries * self.layout.entry_bytes / GIB * factor
+
+    def disk_block(self, batch: DesignBatch) -> np.ndarray:
+        """Bytes one block I/O moves: the block, times the codec's size factor."""
+        return batch.block_bytes if self.codec is None else self.codec.disk_block_bytes
 
 
-def design_entry(d: Design, lay: Layout, i: int) -> dict[str, Any]:
+def design_entry(d: Design, lay: Layout, i: int, empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH) -> dict[str, Any]:
     """Row ``i`` of a derived layout as one entry of solution.json's ``designs``
     (what ``cosine render`` turns into an engine.toml); callers add the node's
-    VM, count, threads and throughput."""
+    VM, count, threads and throughput. The range filter's bits per height are
+    allocated for empty ranges of ``empty_range_width`` key values."""
     return {
         "entries_per_node": float(lay.n_keys),
         "class": lay.class_name(i),
@@ -61,6 +73,11 @@ def design_entry(d: Design, lay: Layout, i: int) -> dict[str, Any]:
         "filter_bytes": float(lay.mem_filter[i]),
         "fence_bytes": float(lay.mem_fence[i]),
         "cache_bytes": float(lay.mem_cache[i]),
+        "range_bits_per_key": d.range_bits,
+        "range_bits_per_height": list(allocate(float(d.range_bits), int(empty_range_width))),
+        "range_filter_bytes": float(lay.mem_range[i]),
+        "codec_hot": d.codec_hot,
+        "codec_cold": d.codec_cold,
     }
 
 
@@ -86,7 +103,24 @@ def evaluate_designs(
     parts = parts or workload_partitions(workload)
     lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes)
     io = node_io(model, lay, parts, workload, windows)
-    return NodeEval(lay, io, io.total(workload.operations))
+    return NodeEval(lay, io, io.total(workload.operations), codec_effect(batch, lay, io, workload))
+
+
+def codec_effect(batch: DesignBatch, lay: Layout, io: IOCost, workload: Workload) -> CodecEffect | None:
+    """What the designs' codecs do (cost_models.compression); None when none compresses."""
+    if all(h == "none" for h in batch.codec_hot) and all(c == "none" for c in batch.codec_cold):
+        return None
+    share = np.where(lay.hot, lay.occ, 0.0).sum(axis=1) / np.maximum(lay.occ.sum(axis=1), 1e-300)
+    reads, merges = op_blocks(io.per_op(), workload.operations)
+    return effect(
+        list(batch.codec_hot),
+        list(batch.codec_cold),
+        share,
+        batch.block_bytes,
+        reads,
+        merges,
+        workload.compressibility,
+    )
 
 
 def node_io(
@@ -99,8 +133,8 @@ def node_io(
     """Per-operation I/O of every design of ``lay`` under ``model`` (the
     distribution-aware model uses ``windows`` when given)."""
     if model == CostModel.WORST_CASE:
-        return worst_case_io(lay, parts, workload.operations, workload.scan_length)
-    return io_costs(lay, parts, workload.operations, workload.scan_length, windows)
+        return worst_case_io(lay, parts, workload.operations, workload.scan_length, workload.empty_range_width)
+    return io_costs(lay, parts, workload.operations, workload.scan_length, windows, workload.empty_range_width)
 
 
 @dataclass
@@ -141,7 +175,9 @@ class ConfigEval:
                 "gib": round(self.storage.gib, 3),
                 "iops": self.storage.iops,
                 "mibps": self.storage.mibps if np.isfinite(self.storage.mibps) else None,
-                "effective_iops": float(self.storage.effective_iops(self.design.block_bytes)),
+                "effective_iops": float(
+                    self.storage.effective_iops(self.extra.get("disk_block_bytes", self.design.block_bytes))
+                ),
                 "usd_month": round(self.storage.usd_month, 4),
                 "label": self.storage.label,
             }
@@ -167,6 +203,10 @@ class ConfigEval:
                 "cache_bytes": self.cache_bytes,
                 "threads": self.threads,
                 "lsh": self.design.lsh,
+                "range_bits_per_key": self.design.range_bits,
+                "range_filter_bytes": float(self.extra.get("range_filter_bytes", 0.0)),
+                "codec_hot": self.design.codec_hot,
+                "codec_cold": self.design.codec_cold,
             },
             "entries_per_node": self.entries_per_node,
             "io_per_op": {k: round(v, 6) for k, v in self.io_per_op.items()},
@@ -196,9 +236,11 @@ def evaluate_config(
     n_node = entries_per_node if entries_per_node is not None else wl.entries / count
     memory = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
     threads = vm.vcpu if design.threads is None else design.threads
-    ne = evaluate_designs(DesignBatch.of([design]), wl, n_node, memory, model=spec.cost_model)
+    batch = DesignBatch.of([design])
+    ne = evaluate_designs(batch, wl, n_node, memory, model=spec.cost_model)
     lay = ne.layout
     need_gib = float(ne.disk_gib()[0])
+    disk_block = float(ne.disk_block(batch)[0])
     reasons = []
     if storage is None:
         options = storage_choices(catalog, vm, need_gib, (design.block_bytes,))
@@ -209,18 +251,18 @@ def evaluate_config(
             best = max(
                 options,
                 key=lambda s: (
-                    float(ne.throughput(wl, s.effective_iops(design.block_bytes), threads)[0])
+                    float(ne.throughput(wl, s.effective_iops(disk_block), threads)[0])
                     / (vm.usd_per_month + s.usd_month)
                 ),
             )
             storage = best
-    iops = float(storage.effective_iops(design.block_bytes)) if storage else 0.0
+    iops = float(storage.effective_iops(disk_block)) if storage else 0.0
     x_node = float(ne.throughput(wl, iops, threads)[0]) if storage else 0.0
     feasible = bool(lay.feasible[0]) and storage is not None
     if not lay.feasible[0]:
-        used = design.buffer_bytes + lay.mem_filter[0] + lay.mem_fence[0]
+        used = design.buffer_bytes + lay.mem_filter[0] + lay.mem_fence[0] + lay.mem_range[0]
         reasons.append(
-            f"needs {used / GIB:,.1f} GiB of memory per node (buffer + filters + "
+            f"needs {used / GIB:,.1f} GiB of memory per node (buffer + filters + range filters + "
             f"{'hash index' if design.lsh else 'fence pointers'}), the VM has {memory / GIB:,.1f} GiB"
         )
     terms = sla_terms(catalog, vm.provider, spec.slas)
@@ -259,6 +301,7 @@ def evaluate_config(
         feasible=feasible,
         reason="; ".join(reasons),
         threads=threads,
+        extra={"disk_block_bytes": disk_block, "range_filter_bytes": float(lay.mem_range[0])},
     )
 
 

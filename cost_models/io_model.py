@@ -18,7 +18,9 @@ import numpy as np
 from cost_models.design import model_constants
 from cost_models.distributions import Marginal, Partitions
 from cost_models.layout import Layout
+from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
+from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH
 from specs.vocab import OPERATIONS
 
 
@@ -32,6 +34,7 @@ class IOCost:
     insert: np.ndarray
     update: np.ndarray
     rmw: np.ndarray
+    empty_range: np.ndarray
 
     def per_op(self) -> dict[str, np.ndarray]:
         return {op: getattr(self, op) for op in OPERATIONS}
@@ -195,6 +198,7 @@ class Structure:
     runs: np.ndarray  # (n, L)
     exists: np.ndarray  # (n, L)
     range_blocks: np.ndarray  # (n, L): blocks a range reads per level, seeks included
+    empty_seek: np.ndarray  # (n, L): blocks an empty range's seeks read per level when no filter rules it out
     put: np.ndarray  # (n,): sigma_p
     lsh: np.ndarray  # (n,)
     lsh_scan: np.ndarray  # (n,): blocks a range reads in the hash log
@@ -306,6 +310,9 @@ def structure(
     # --- ranges: each run's share of the range plus its seek
     sel = scan_length / N
     range_blocks = np.where(lay.exists, lay.runs * c["range_run"](sel, lay.per_run, lay.B[:, None]), 0.0)
+    # --- empty ranges: per run, the block holding the range's start (and the next one when
+    # the start is past that block's last key); a range filter or a cold index multiplies it
+    empty_seek = np.where(lay.exists, lay.runs * c["empty_range_run"](1.0, 0.0, lay.B[:, None]), 0.0)
 
     # --- puts (sigma_p), amortized merges per put
     mt = merge_terms(lay, parts, iota, win)
@@ -317,6 +324,7 @@ def structure(
         runs=lay.runs,
         exists=lay.exists,
         range_blocks=range_blocks,
+        empty_seek=empty_seek,
         put=put,
         lsh=lay.lsh.copy(),
         lsh_scan=hash_log_scan(lay, sel),
@@ -357,14 +365,21 @@ def cache_alpha(
 
 
 def combine(
-    st: Structure, rows: np.ndarray, fpr: np.ndarray, hot: np.ndarray, alpha_bc: np.ndarray, p_get: np.ndarray
+    st: Structure,
+    rows: np.ndarray,
+    fpr: np.ndarray,
+    hot: np.ndarray,
+    alpha_bc: np.ndarray,
+    p_get: np.ndarray,
+    range_fpr: np.ndarray | None = None,
 ) -> IOCost:
     """Per-operation I/O of designs = structure rows + a memory split.
 
     ``rows`` (n,) picks a structure row; each row carries m memory splits:
     ``fpr`` and ``hot`` (n, m, L) are the per-level filter rates and hot flags,
-    ``alpha_bc`` (n, m, P) the block-cache hit probabilities. Returns arrays of
-    shape (n, m). (The exact path is m = 1.)
+    ``alpha_bc`` (n, m, P) the block-cache hit probabilities, ``range_fpr`` (n, m)
+    the hot levels' range-filter rate for an empty range (None: no range filter).
+    Returns arrays of shape (n, m). (The exact path is m = 1.)
     """
     exists = st.exists[rows][:, None, :]
     cold = (~hot & exists).astype(float)
@@ -378,11 +393,24 @@ def combine(
     sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] + np.where(exists, runs * cold, 0.0).sum(axis=2)
     sigma_s = np.where(st.lsh[rows][:, None], st.lsh_scan[rows][:, None], sorted_scan)
     sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
+    # empty ranges (symbolic.empty_range_run): hot runs pass their range filter with rate
+    # range_fpr (1 without one), cold runs read an index block first; the hash log answers
+    # from its in-memory index
+    rf = np.ones(sigma_l.shape) if range_fpr is None else np.asarray(range_fpr, dtype=float)
+    er_rate = np.where(hot, rf[..., None], 1.0)
+    sigma_er = (er_rate * st.empty_seek[rows][:, None, :]).sum(axis=2) + np.where(exists, runs * cold, 0.0).sum(axis=2)
+    sigma_er = np.where(st.lsh[rows][:, None], 0.0, sigma_er)
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
     return IOCost(
-        get=sigma_l, empty_get=sigma_n, range=sigma_s, insert=sigma_p, update=sigma_p.copy(), rmw=sigma_l + sigma_p
+        get=sigma_l,
+        empty_get=sigma_n,
+        range=sigma_s,
+        insert=sigma_p,
+        update=sigma_p.copy(),
+        rmw=sigma_l + sigma_p,
+        empty_range=sigma_er,
     )
 
 
@@ -392,11 +420,13 @@ def io_costs(
     mix: dict[str, float],
     scan_length: float,
     windows: tuple[WindowTable, WindowTable] | None = None,
+    empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH,
 ) -> IOCost:
     """Per-operation block I/O for every design of ``lay``.
 
     ``windows``: interpolated W(R) tables (puts, and gets for the block cache)
-    for batch evaluation; exact bisection when None.
+    for batch evaluation; exact bisection when None. ``empty_range_width``: key
+    values an empty range spans (its range-filter FPR).
     """
     N = lay.n_keys
     iota = insert_fraction(mix)
@@ -415,5 +445,6 @@ def io_costs(
 
     st = structure(lay, parts, mix, scan_length, win)
     abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win)
-    io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get)
+    rf = layout_fpr(lay.range_bits, empty_range_width, lay.range_per_height)[:, None]
+    io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get, rf)
     return IOCost(**{op: v[:, 0] for op, v in io.per_op().items()})

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from cost_models import range_filter
 from cost_models.design import DesignBatch, model_constants
 from cost_models.symbolic import compiled
 from specs.vocab import DesignClass
@@ -45,6 +46,7 @@ class Layout:
     bits: np.ndarray  # (n, Lm) Bloom bits per key
     mem_filter: np.ndarray
     mem_fence: np.ndarray
+    mem_range: np.ndarray  # range filters of the hot levels (cost_models.range_filter)
     mem_cache: np.ndarray
     feasible: np.ndarray
     cls: np.ndarray  # class code (paper Algorithm 3)
@@ -52,6 +54,9 @@ class Layout:
     space_entries: np.ndarray  # physical entries stored (space amplification x N)
     buffered: np.ndarray  # expected entries in the buffer
     max_runs: np.ndarray  # (n, Lm) runs a level may hold
+    range_bits: np.ndarray  # (n,) range-filter bits per key of the hot levels
+    #: an engine's configured bits per height (every row), or None: allocated by the model
+    range_per_height: tuple[float, ...] | None = None
 
     @property
     def size(self) -> int:
@@ -253,8 +258,11 @@ def split_memory(
     N = sh.n_keys
     exists, sized, runs = sh.exists, sh.sized, sh.runs
     bits_avg = np.where(batch.lsh, 0.0, batch.bloom_bits)
+    range_bits = np.where(batch.lsh, 0.0, batch.range_bits)
     if hot_levels is None:
+        # a hot level holds its fences, Bloom filters and range filters in memory
         per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
+        per_level_filter = per_level_filter + np.where(exists, range_filter.memory_bytes(sized, range_bits[:, None]), 0.0)
         cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
         spare = memory_bytes - batch.buffer_bytes
         hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
@@ -285,7 +293,8 @@ def split_memory(
     template_index = sh.key_bytes + k["hash_index_overhead_bytes"]
     per_key = np.where(np.isnan(batch.hash_index_bytes), template_index, batch.hash_index_bytes)
     mem_fence = np.where(batch.lsh, N * per_key, mem_fence)
-    used = batch.buffer_bytes + mem_filter + mem_fence
+    mem_range = np.where(hot, range_filter.memory_bytes(sized, range_bits[:, None]), 0.0).sum(axis=1)
+    used = batch.buffer_bytes + mem_filter + mem_fence + mem_range
     mem_cache = np.maximum(0.0, memory_bytes - used) if cache_bytes is None else np.asarray(cache_bytes, float)
     feasible = used <= memory_bytes * (1 + 1e-9)
 
@@ -318,6 +327,7 @@ def split_memory(
         bits=bits,
         mem_filter=mem_filter,
         mem_fence=mem_fence,
+        mem_range=mem_range,
         mem_cache=mem_cache,
         feasible=feasible,
         cls=cls,
@@ -325,4 +335,5 @@ def split_memory(
         space_entries=space,
         buffered=sh.buffered,
         max_runs=sh.max_runs,
+        range_bits=range_bits,
     )

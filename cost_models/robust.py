@@ -32,7 +32,7 @@ from cost_models.cpu import node_throughput
 from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
 from specs.schema import Spec, Workload
-from specs.vocab import OPERATIONS
+from specs.vocab import NOISE_OPERATIONS, OPERATIONS
 
 #: Bisection steps on log(lambda) for the KL dual: the bracket is e^(+-40) times
 #: the cost spread; 60 halvings of 80 leave 7e-17 in log lambda.
@@ -40,11 +40,12 @@ KL_ITERATIONS = 60
 
 
 def noisy_mix(mix: dict[str, float], noise: float) -> dict[str, float]:
-    """The paper's noise: (1 - noise) w + noise u over all six operation types."""
+    """The paper's noise: (1 - noise) w + noise u over its six operation types
+    (an empty-range share of the spec is kept, scaled by 1 - noise)."""
     if noise <= 0:
         return dict(mix)
-    u = noise / len(OPERATIONS)
-    return {op: (1 - noise) * mix.get(op, 0.0) + u for op in OPERATIONS}
+    u = noise / len(NOISE_OPERATIONS)
+    return {op: (1 - noise) * mix.get(op, 0.0) + (u if op in NOISE_OPERATIONS else 0.0) for op in OPERATIONS}
 
 
 def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -139,14 +140,22 @@ def perturbed_workload(spec: Spec) -> Workload:
 
 
 def perturbed_throughput(
-    io: IOCost, total: np.ndarray, cls: np.ndarray, iops: float | np.ndarray, threads: float, spec: Spec
+    io: IOCost,
+    total: np.ndarray,
+    cls: np.ndarray,
+    iops: float | np.ndarray,
+    threads: float,
+    spec: Spec,
+    extra_cpu: float | np.ndarray = 0.0,
 ) -> np.ndarray:
     """Node throughput under the perturbed workload of designs whose I/O per
     operation (``io``, ``total``: under :func:`perturbed_workload`) is given:
-    the noisy mix's, or with a KL radius the worst case over the KL ball around it."""
+    the noisy mix's, or with a KL radius the worst case over the KL ball around it.
+    ``extra_cpu`` (codec seconds per operation of the noisy mix) enters the noisy mix's
+    throughput; the KL bound prices operations one by one without it."""
     pw = perturbed_workload(spec)
     rho = 0.0 if spec.kl_radius is None else float(spec.kl_radius)
     if rho <= 0:
-        return node_throughput(total, iops, cls, pw.operations, threads, pw.scan_length)
+        return node_throughput(total, iops, cls, pw.operations, threads, pw.scan_length, extra_cpu)
     c = per_op_costs(io, cls, iops, threads, pw.scan_length)
     return 1.0 / np.maximum(kl_worst_case(c, mix_vector(pw.operations), rho), 1e-300)

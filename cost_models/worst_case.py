@@ -32,6 +32,7 @@ from cost_models.design import model_constants
 from cost_models.distributions import Partitions
 from cost_models.io_model import IOCost, hash_log_scan, insert_fraction, merge_terms
 from cost_models.layout import Layout
+from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
 
 
@@ -40,7 +41,9 @@ def all_distinct(distinct: np.ndarray) -> np.ndarray:
     return np.maximum(np.asarray(distinct, dtype=float), 1.0)
 
 
-def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float) -> IOCost:
+def io_costs(
+    lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float, empty_range_width: int = 64
+) -> IOCost:
     """Worst-case block I/O per operation for every design of ``lay``.
 
     ``parts`` is only passed through to the shared merge terms (whose hash-log
@@ -74,4 +77,16 @@ def io_costs(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length:
     get = np.where(lay.lsh, 1.0, get)  # the hash index is exact: the key's block, once
     empty_get = np.where(lay.lsh, 0.0, empty_get)
     scan = np.where(lay.lsh, hash_log_scan(lay, sel), sorted_scan)
-    return IOCost(get=get, empty_get=empty_get, range=scan, insert=put, update=put.copy(), rmw=get + put)
+    # an empty range passes every run: a hot one through its range filter (rate 1 without one)
+    rf = layout_fpr(lay.range_bits, empty_range_width, lay.range_per_height)[:, None]
+    seek = np.where(exists, runs * c["empty_range_run"](np.where(lay.hot, rf, 1.0), cold, lay.B[:, None]), 0.0)
+    empty_range = np.where(lay.lsh, 0.0, seek.sum(axis=1))
+    return IOCost(
+        get=get,
+        empty_get=empty_get,
+        range=scan,
+        insert=put,
+        update=put.copy(),
+        rmw=get + put,
+        empty_range=empty_range,
+    )

@@ -101,6 +101,8 @@ def workload_json(spec: Spec, records: int, operations: int, threads: int, seed:
         "value_bytes": wl.value_bytes,
         "mix": dict(wl.operations),
         "scan_length": int(scan),
+        "empty_range_width": int(wl.empty_range_width),
+        "compressibility": float(wl.compressibility),
         "distribution": {"get": wl.get_distribution.as_dict(), "put": wl.put_distribution.as_dict()},
         "threads": int(threads),
         "seed": int(seed),

@@ -147,6 +147,11 @@ def engine_sections(
             # the safe default, written out: only a torn tail is ever dropped at recovery
             "wal_recovery": WalRecovery.TOLERATE_CORRUPTED_TAIL,
         },
+        # block codecs of the hot and cold levels (cost_models.compression)
+        "compression": {"hot": str(d.get("codec_hot", "none")), "cold": str(d.get("codec_cold", "none"))},
+        # Rosetta-style range filter of the hot levels: bits per prefix at each dyadic height
+        # (cost_models.range_filter.allocate; empty: none)
+        "range_filter": {"bits_per_height": [] if lsh else [float(b) for b in d.get("range_bits_per_height", [])]},
     }
 
 

@@ -12,6 +12,7 @@ OP_LABELS: dict[Operation, str] = {
     Operation.INSERT: "insert",
     Operation.UPDATE: "blind update",
     Operation.RMW: "read-modify-write",
+    Operation.EMPTY_RANGE: "empty range (no key in the range)",
 }
 
 

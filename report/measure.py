@@ -81,3 +81,20 @@ def print_calibration(res: dict[str, Any], fig4b: list[dict[str, Any]]) -> None:
             f"{r['p99_us']:.1f}",
         )
     con.print(f)
+
+
+def print_codecs(tab: dict[str, Any]) -> None:
+    """`cosine calibrate --compression`: each codec's size factor and CPU per byte per compressibility."""
+    t = Table(title=f"codecs measured on the engine ({tab['machine']}, {tab['date']})")
+    for c in ("codec", "compressibility", "size factor", "compress ns/byte", "decompress ns/byte"):
+        t.add_column(c, justify="right")
+    for codec, rows in tab["codecs"].items():
+        for c, r in rows.items():
+            t.add_row(
+                codec,
+                f"{float(c):g}",
+                f"{r['size_factor']:.3f}",
+                f"{r['compress_ns_per_byte']:.3f}",
+                f"{r['decompress_ns_per_byte']:.3f}",
+            )
+    Console().print(t)

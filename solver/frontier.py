@@ -92,7 +92,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
         batch = DesignBatch.of([c.design])
         ne = evaluate_designs(batch, spec.workload, s, mem, parts, model=spec.cost_model)
         threads = c.vm.vcpu if c.design.threads is None else c.design.threads
-        iops = float(c.storage.effective_iops(c.design.block_bytes))
+        iops = float(c.storage.effective_iops(ne.disk_block(batch)[0]))
         x = float(ne.throughput(spec.workload, iops, threads)[0])
         xp = x
         if robust and x > 0:
@@ -107,7 +107,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
             {
                 "vm_type": c.vm.name,
                 "count": k,
-                **design_entry(c.design, ne.layout, 0),
+                **design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width),
                 "threads": threads,
                 "node_throughput_ops": x,
                 "node_perturbed_ops": xp,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cost_models import compression, range_filter
 from cost_models.design import Design, DesignBatch
 from cost_models.pricing import Catalog
 from specs.errors import InputError
@@ -62,6 +63,11 @@ class Grid:
     epsilon: float
     max_runs: int
     classes: tuple[str, ...]
+    #: range-filter bits per key over the hot levels (cost_models.range_filter.BITS_LADDER when
+    #: the workload has empty ranges; else none: a range filter only costs memory)
+    range_bits: tuple[float, ...] = (0.0,)
+    #: (hot, cold) codec pairs (cost_models.compression.searched)
+    codecs: tuple[tuple[str, str], ...] = (("none", "none"),)
 
     def K(self, T: int) -> list[int]:
         return sorted({k for k in (1, 2, 4, T - 1) if 1 <= k <= min(T - 1, self.max_runs)} or {1})
@@ -113,7 +119,8 @@ class Grid:
 
     def size(self, memory_bytes: float, data_bytes: float = math.inf) -> int:
         """Designs per VM of this memory (for reports, and the bound :data:`MAX_DESIGNS_PER_VM`)."""
-        per_buffer = sum(len(self.K(T)) * len(self.Z(T)) for T in self.T) * len(self.bits) + 1
+        per_buffer = sum(len(self.K(T)) * len(self.Z(T)) for T in self.T) * len(self.bits) * len(self.range_bits) + 1
+        # codec pairs are not counted: they rescore a design (tables.with_codecs), they need no I/O model
         return per_buffer * len(self.buffers(memory_bytes, data_bytes)) * len(self.blocks)
 
     def check_size(self, memory_bytes: float) -> None:
@@ -145,6 +152,8 @@ def grid_for(spec: Spec) -> Grid:
         epsilon=eps,
         max_runs=spec.design.max_runs,
         classes=spec.design.classes,
+        range_bits=range_filter.BITS_LADDER if spec.workload.operations.get("empty_range", 0.0) > 0 else (0.0,),
+        codecs=compression.searched(spec.workload.compressibility),
     )
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from cost_models import cpu_count
+from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, storage_choices
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch, preset
@@ -42,6 +42,7 @@ from cost_models.io_model import IOCost, cache_alpha, combine, structure, window
 from cost_models.layout import derive, level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
+from cost_models.range_filter import layout_fpr
 from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
 from solver.space import Grid, cluster_cap, grid_for, shard_sizes
 from specs.errors import check_range
@@ -112,6 +113,10 @@ class GridEval:
     Y: np.ndarray
     batches: list[DesignBatch]
     offsets: np.ndarray
+    hot_share: np.ndarray | None = None  # share of the data in hot levels (codec pairs)
+    disk_block: np.ndarray | None = None  # bytes one block I/O moves (None: the block size)
+    codec_cpu: np.ndarray | None = None  # codec CPU seconds per operation, expected mix
+    codec_cpu_p: np.ndarray | None = None  # and perturbed mix
 
     def design(self, i: int, threads: int, name: str = "cosine") -> Design:
         k = int(np.searchsorted(self.offsets, i, side="right") - 1)
@@ -132,13 +137,16 @@ def node_scores(
     m = iops.shape[0]
     flat = iops.reshape(-1)
     rep = np.tile(idx, m)
-    x = node_throughput(ge.total[rep], flat, ge.cls[rep], wl.operations, vcpu, wl.scan_length).reshape(iops.shape)
+    extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[rep]
+    x = node_throughput(ge.total[rep], flat, ge.cls[rep], wl.operations, vcpu, wl.scan_length, extra)
+    x = x.reshape(iops.shape)
     if not is_robust(spec):
         return x, x
     io_p = ge.io_p if ge.io_p is not None else ge.io
     tot_p = ge.total_p if ge.total_p is not None else ge.total
     sub = IOCost(**{op: v[rep] for op, v in io_p.per_op().items()})
-    xp = perturbed_throughput(sub, tot_p[rep], ge.cls[rep], flat, vcpu, spec).reshape(iops.shape)
+    extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[rep]
+    xp = perturbed_throughput(sub, tot_p[rep], ge.cls[rep], flat, vcpu, spec, extra_p).reshape(iops.shape)
     return x, xp
 
 
@@ -156,13 +164,19 @@ def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray) -> tuple[np.nda
             cols += [getattr(base, op) for op in OPERATIONS]
         elif ge.total_p is not None:
             cols.append(ge.total_p)
+    if ge.codec_cpu is not None and ge.disk_block is not None:
+        cols += [ge.codec_cpu, ge.disk_block] + ([ge.codec_cpu_p] if ge.codec_cpu_p is not None else [])
     table = np.stack(cols, axis=1)
     keep: list[np.ndarray] = []
+    # rows of one class and block size that differ in their codec pair move different bytes
+    # per I/O and spend different CPU: they are compared only within one pair
+    pair = np.zeros(ge.cls.shape) if ge.codec_cpu is None else _pair_codes(ge)
     for c in np.unique(ge.cls[usable]):
         for b in np.unique(ge.block[usable]):
-            idx = np.flatnonzero(usable & (ge.cls == c) & (ge.block == b))
-            if idx.size:
-                keep.append(idx[pareto_mask(table[idx])])
+            for p in np.unique(pair[usable]):
+                idx = np.flatnonzero(usable & (ge.cls == c) & (ge.block == b) & (pair == p))
+                if idx.size:
+                    keep.append(idx[pareto_mask(table[idx])])
     out = np.sort(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
     return out, bucket[out]
 
@@ -183,7 +197,7 @@ def contexts_for_vm(
     two throughputs); :func:`prune_columns` then drops the dominated ones."""
     if not choices or cand.size == 0:
         return []
-    blocks = ge.block[cand]
+    blocks = (ge.block if ge.disk_block is None else ge.disk_block)[cand]
     iops = np.stack([c.effective_iops(blocks) for c in choices])
     gib = np.array([c.gib for c in choices])
     cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
@@ -250,17 +264,19 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
     mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
     # A buffer past twice the shard's data buys nothing more: it already holds it all.
     fits = (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * wl.entry_bytes)
-    bits = np.array(grid.bits)
+    # Bloom bits x range-filter bits per layout (the hash log: neither)
+    pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float)
     ios: list[list[IOCost]] = [[] for _ in sts]
     facts: list[tuple[np.ndarray, ...]] = []
     batches: list[DesignBatch] = []
-    for is_lsh, m_bits in ((False, bits), (True, np.zeros(1))):
+    for is_lsh, m_bits in ((False, pairs), (True, np.zeros((1, 2)))):
         sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
         if sel.size == 0:
             continue
-        m = m_bits.size
+        m = m_bits.shape[0]
         batch = lays.take(np.repeat(sel, m))
-        batch.bloom_bits = np.tile(m_bits, sel.size)
+        batch.bloom_bits = np.tile(m_bits[:, 0], sel.size)
+        batch.range_bits = np.tile(m_bits[:, 1], sel.size)
         lay = split_memory(shape.take(np.repeat(sel, m)), batch, mem)
         for k, (st, win, w) in enumerate(zip(sts, wins, _workloads(spec), strict=True)):
             if spec.cost_model == CostModel.WORST_CASE:  # the paper's worst-case model (no windows)
@@ -275,8 +291,10 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
                 lay.hot.reshape(sel.size, m, -1),
                 abc.reshape(sel.size, m, P),
                 parts.p_get,
+                layout_fpr(lay.range_bits, w.empty_range_width).reshape(sel.size, m),
             )
             ios[k].append(IOCost(**{op: v.ravel() for op, v in io.per_op().items()}))
+        occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
         facts.append(
             (
                 lay.cls,
@@ -285,12 +303,13 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
                 batch.block_bytes.astype(float),
                 lay.L,
                 lay.Y,
+                np.where(lay.hot, lay.occ, 0.0).sum(axis=1) / occ,
             )
         )
         batches.append(batch)
     if not facts:
         return None
-    cls, ok, need, block, L, Y = (np.concatenate(x) for x in zip(*facts, strict=True))
+    cls, ok, need, block, L, Y, hot_share = (np.concatenate(x) for x in zip(*facts, strict=True))
     joined = [IOCost(**{op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS}) for parts_k in ios]
     wls = _workloads(spec)
     io_p = joined[1] if len(joined) > 1 else None
@@ -307,14 +326,73 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
         Y=Y,
         batches=batches,
         offsets=np.cumsum([0] + [b.size for b in batches]),
+        hot_share=hot_share,
     )
+
+
+def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
+    """Every row of ``ge`` once per codec pair of the grid (cost_models.compression).
+
+    A codec changes no I/O count: only the bytes stored (``need_gib``), the bytes
+    each I/O moves (``disk_block``) and the CPU per operation, so the pairs rescore
+    the evaluated designs instead of re-running the I/O model. With the single
+    pair (none, none) — incompressible data — ``ge`` is returned unchanged."""
+    if grid.codecs == (("none", "none"),) or ge.hot_share is None:
+        return ge
+    wls = _workloads(spec)
+    n, k = ge.cls.size, len(grid.codecs)
+    rep = np.tile(np.arange(n), k)
+    hot = np.repeat([h for h, _ in grid.codecs], n)
+    cold = np.repeat([c for _, c in grid.codecs], n)
+    share = ge.hot_share[rep]
+    block = ge.block[rep]
+    cpu = []
+    eff = None
+    for io, w in zip([ge.io] + ([ge.io_p] if ge.io_p is not None else []), wls, strict=False):
+        reads, merges = compression.op_blocks({op: v[rep] for op, v in io.per_op().items()}, w.operations)
+        eff = compression.effect(hot, cold, share, block, reads, merges, spec.workload.compressibility)
+        cpu.append(eff.cpu_seconds)
+    assert eff is not None
+    batches: list[DesignBatch] = []
+    for h, c in grid.codecs:
+        for b in ge.batches:
+            bb = b.take(np.arange(b.size))
+            bb.codec_hot = np.full(b.size, h, dtype=object)
+            bb.codec_cold = np.full(b.size, c, dtype=object)
+            batches.append(bb)
+    return GridEval(
+        io=IOCost(**{op: v[rep] for op, v in ge.io.per_op().items()}),
+        total=ge.total[rep],
+        io_p=None if ge.io_p is None else IOCost(**{op: v[rep] for op, v in ge.io_p.per_op().items()}),
+        total_p=None if ge.total_p is None else ge.total_p[rep],
+        cls=ge.cls[rep],
+        ok=ge.ok[rep],
+        need_gib=ge.need_gib[rep] * eff.size_factor,
+        block=block,
+        L=ge.L[rep],
+        Y=ge.Y[rep],
+        batches=batches,
+        offsets=np.cumsum([0] + [b.size for b in batches]),
+        hot_share=share,
+        disk_block=eff.disk_block_bytes,
+        codec_cpu=cpu[0],
+        codec_cpu_p=cpu[1] if len(cpu) > 1 else None,
+    )
+
+
+def _pair_codes(ge: GridEval) -> np.ndarray:
+    """One integer per row naming its (hot, cold) codec pair."""
+    names = np.array([f"{h}/{c}" for b in ge.batches for h, c in zip(b.codec_hot, b.codec_cold, strict=True)])
+    return np.unique(names, return_inverse=True)[1].astype(float)
 
 
 def _volumes(
     spec: Spec, catalog: Catalog, vms: list[VmType], s: float, blocks: tuple[int, ...]
 ) -> dict[str, list[StorageChoice]]:
     base = s * spec.workload.entry_bytes / GIB
-    needs = [base * h for h in VOLUME_HEADROOM]
+    # compressed data needs smaller volumes: the headroom ladder again at each cold codec's factor
+    shrink = {compression.codec_factors(c, spec.workload.compressibility)[0] for _, c in grid_for(spec).codecs}
+    needs = sorted({base * h * f for h in VOLUME_HEADROOM for f in shrink | {1.0}})
     return {vm.key: storage_choices(catalog, vm, needs, blocks) for vm in vms}
 
 
@@ -349,6 +427,7 @@ def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]
         ge = _grid_eval(spec, grid, s, parts, mem_gib, (lays, shape, sts, wins))
         if ge is None:
             continue
+        ge = with_codecs(spec, grid, ge)
         cand, bucket = candidates(spec, ge, thr)
         for vm in group:
             out += contexts_for_vm(spec, vm, s, volumes[vm.key], ge, cand, bucket, thr)

@@ -57,6 +57,12 @@ DEFAULT_SCAN_LENGTH = 50.5
 DEFAULT_ROBUST_TOLERANCE = 0.1
 #: Most nodes ``design.max_cluster_size`` may ask for.
 MAX_CLUSTER_SIZE = 1_000_000
+#: Key values an empty range spans when the spec names none: the engine driver's
+#: default (cosine-bench ``DEFAULT_EMPTY_RANGE_WIDTH``), a short range of the paper's Fig. 5H.
+DEFAULT_EMPTY_RANGE_WIDTH = 64
+#: Widest empty range: the range filter's heights stop at 2^63 (cosine-filter ``MAX_HEIGHTS``);
+#: 2^20 key values keeps the model's exact average over range alignments cheap.
+MAX_EMPTY_RANGE_WIDTH = 1 << 20
 
 DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
     "uniform": {},
@@ -110,6 +116,11 @@ class Workload:
     put_distribution: Distribution
     operations_per_month: float | None
     scan_length_given: bool = True  # False: DEFAULT_SCAN_LENGTH (the spec names no range length)
+    #: compressed / raw bytes of the values (1.0: incompressible); the measured codec
+    #: factors (cost_models.compression) are read at this compressibility
+    compressibility: float = 1.0
+    #: key values (of the key's first 8 bytes) an empty range spans
+    empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH
 
     @property
     def entry_bytes(self) -> int:
@@ -401,6 +412,8 @@ def _workload(v: Any) -> Workload:
         "scan_length",
         "distribution",
         "operations_per_month",
+        "compressibility",
+        "empty_range_width",
     ]
     _check_keys("workload", w, allowed, ["entries", "key_bytes", "value_bytes", "operations"])
     entries = _number("workload.entries", w["entries"], lo=1, integer=True)
@@ -437,6 +450,18 @@ def _workload(v: Any) -> Workload:
     get_d = _distribution("workload.distribution.get", dist.get("get", {"kind": "uniform"}))
     put_d = _distribution("workload.distribution.put", dist.get("put", {"kind": "uniform"}))
 
+    compressibility = _number("workload.compressibility", w.get("compressibility", 1.0), lo=0.0, lo_open=True, hi=1.0)
+    width = int(
+        _number(
+            "workload.empty_range_width",
+            w.get("empty_range_width", DEFAULT_EMPTY_RANGE_WIDTH),
+            lo=1,
+            hi=MAX_EMPTY_RANGE_WIDTH,
+            integer=True,
+        )
+    )
+    if ops["empty_range"] > 0 and key_bytes < 8:
+        raise SpecError("workload.key_bytes", f"empty ranges span values of a key's first 8 bytes; got {key_bytes:g}")
     opm = None
     if "operations_per_month" in w:
         opm = _number("workload.operations_per_month", w["operations_per_month"], lo=0.0, lo_open=True)
@@ -450,6 +475,8 @@ def _workload(v: Any) -> Workload:
         put_distribution=put_d,
         operations_per_month=opm,
         scan_length_given="range_selectivity" in w or "scan_length" in w,
+        compressibility=compressibility,
+        empty_range_width=width,
     )
 
 

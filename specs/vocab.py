@@ -33,9 +33,11 @@ READ_OPERATIONS: tuple[Operation, ...] = (
     Operation.RMW,
     Operation.EMPTY_RANGE,
 )
-#: The six operation types of the paper's robustness noise (Sec. 5): its uniform share
-#: goes to these; an empty-range share in the spec is kept (scaled by 1 - noise).
-NOISE_OPERATIONS: tuple[Operation, ...] = OPERATIONS[:6]
+#: The paper's six operation types (Table 2): the columns of workload traces (SOPHIA's
+#: studies) and what the robustness noise (Sec. 5) spreads its uniform share over; an
+#: empty-range share in the spec is kept (scaled by 1 - noise).
+PAPER_OPERATIONS: tuple[Operation, ...] = OPERATIONS[:6]
+NOISE_OPERATIONS: tuple[Operation, ...] = PAPER_OPERATIONS
 
 
 class CodecName(StrEnum):

@@ -45,7 +45,7 @@ def test_evaluate_presets_json(spec, preset):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["design"]["name"] == preset
-    assert set(d["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw"}
+    assert set(d["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw", "empty_range"}
     assert d["monthly_cost"]["total"] == pytest.approx(
         d["monthly_cost"]["compute"] + d["monthly_cost"]["storage"] + d["monthly_cost"]["sla"], abs=0.02
     )

@@ -48,7 +48,7 @@ def test_solution_contract(solved):
     ):
         assert k in sol["designs"][0], k
     assert set(sol["monthly_cost"]) == {"compute", "storage", "sla", "total"}
-    assert set(sol["predicted"]["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw"}
+    assert set(sol["predicted"]["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw", "empty_range"}
     assert sol["predicted"]["latency_s"] == pytest.approx(1 / sol["predicted"]["throughput_ops"])
     assert set(sol["certificate"]) >= {"mip_gap", "approx_error", "backend", "method"}
     assert sol["monthly_cost"]["total"] <= 800 * (1 + 1e-6)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specs.vocab import OPERATIONS
+from specs.vocab import PAPER_OPERATIONS
 
-COLUMNS = ("time_s", *OPERATIONS, "load_ops")
+COLUMNS = ("time_s", *PAPER_OPERATIONS, "load_ops")
 #: Decimals written per fraction; the largest fraction absorbs the rounding so
 #: each row sums to exactly 1.
 DECIMALS = 4
@@ -32,8 +32,8 @@ PEAK_OPS = 2e7
 
 
 def mix(**fr: float) -> np.ndarray:
-    """An operation mix as a vector over :data:`OPERATIONS` (normalized)."""
-    v = np.array([fr.get(op, 0.0) for op in OPERATIONS], dtype=float)
+    """An operation mix as a vector over :data:`PAPER_OPERATIONS` (normalized)."""
+    v = np.array([fr.get(op, 0.0) for op in PAPER_OPERATIONS], dtype=float)
     return v / v.sum()
 
 
@@ -161,7 +161,7 @@ HPC_PHASES = {
 def hpc(rng: np.random.Generator, peak: float) -> tuple[float, np.ndarray, np.ndarray]:
     """Concurrent jobs in phases upload -> analysis -> commit (recurring jobs skip the upload)."""
     horizon = HPC_STEPS * HPC_STEP_S
-    acc = np.zeros((HPC_STEPS, len(OPERATIONS)))
+    acc = np.zeros((HPC_STEPS, len(PAPER_OPERATIONS)))
     for _ in range(HPC_JOBS):
         t = 0.0  # each slot runs jobs back to back: a finished job is replaced from the queue
         while t < horizon:

@@ -34,7 +34,7 @@ from cost_models.evaluate import evaluate_config
 from cost_models.pricing import Catalog, VmType
 from specs.errors import InputError, check_range
 from specs.schema import Spec
-from specs.vocab import OPERATIONS, PROVIDERS
+from specs.vocab import PAPER_OPERATIONS, PROVIDERS
 from studies.plan.dp import ConfigInfo, PlanProblem, PlanResult, ReconfigCosts, plan_report, switch_matrix
 from studies.plan.trace import QUANTUM, Trace, load_trace, quantize
 
@@ -89,7 +89,7 @@ class Candidate:
 
 def with_mix(spec: Spec, mix: np.ndarray) -> Spec:
     """``spec`` with its operation mix replaced."""
-    ops: dict[str, float] = {op: float(x) for op, x in zip(OPERATIONS, mix, strict=True)}
+    ops: dict[str, float] = {op: float(x) for op, x in zip(PAPER_OPERATIONS, mix, strict=True)}
     return replace(spec, workload=replace(spec.workload, operations=ops))
 
 
@@ -342,7 +342,7 @@ def _unique_names(infos: list[ConfigInfo]) -> list[ConfigInfo]:
 
 
 def _mix_text(m: np.ndarray) -> str:
-    return " ".join(f"{op} {x:.0%}" for op, x in zip(OPERATIONS, m, strict=True) if x > 0)
+    return " ".join(f"{op} {x:.0%}" for op, x in zip(PAPER_OPERATIONS, m, strict=True) if x > 0)
 
 
 # ----------------------------------------------------------------------------- one call for the CLI
@@ -418,7 +418,7 @@ def report_dict(built: BuiltPlan, results: dict[str, PlanResult]) -> dict[str, A
             "candidate_quantum": built.candidate_quantum,
             "quantization_error_l1": built.quantization_error,
             "workloads": [
-                {"mix": dict(zip(OPERATIONS, m.tolist(), strict=True)), "steps": int((built.step_workload == i).sum())}
+                {"mix": dict(zip(PAPER_OPERATIONS, m.tolist(), strict=True)), "steps": int((built.step_workload == i).sum())}
                 for i, m in enumerate(built.workloads)
             ],
             "configurations": [

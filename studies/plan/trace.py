@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from specs.errors import InputError
-from specs.vocab import OPERATIONS
+from specs.vocab import PAPER_OPERATIONS
 
-TRACE_COLUMNS = ("time_s", *OPERATIONS, "load_ops")
+TRACE_COLUMNS = ("time_s", *PAPER_OPERATIONS, "load_ops")
 #: Tolerance on a row's fractions summing to 1 (the spec loader's).
 SUM_TOL = 1e-6
 #: Default mix quantum: SOPHIA quantizes workload states at 10% (Sec. 6, Exp. 1 and 2).
@@ -35,7 +35,7 @@ class Trace:
 
     name: str
     edges: np.ndarray  # (T + 1,) step boundaries, s
-    mixes: np.ndarray  # (T, 6) fractions over OPERATIONS
+    mixes: np.ndarray  # (T, 6) fractions over PAPER_OPERATIONS
     load: np.ndarray  # (T,) ops/s
     source: str = ""
 
@@ -133,7 +133,7 @@ def load_trace(path: str | Path) -> Trace:
         raise InputError(f"{p}: row {i + 1}: time_s must increase, {t[i]:g} follows {t[i - 1]:g}")
     if np.any((mixes < 0) | (mixes > 1)):
         i, j = map(int, np.argwhere((mixes < 0) | (mixes > 1))[0])
-        raise InputError(f"{p}: row {i + 1}, {OPERATIONS[j]}: fraction {mixes[i, j]:g} is outside [0, 1]")
+        raise InputError(f"{p}: row {i + 1}, {PAPER_OPERATIONS[j]}: fraction {mixes[i, j]:g} is outside [0, 1]")
     sums = mixes.sum(axis=1)
     if np.any(np.abs(sums - 1) > SUM_TOL):
         i = int(np.flatnonzero(np.abs(sums - 1) > SUM_TOL)[0])
