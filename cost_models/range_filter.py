@@ -101,9 +101,9 @@ def fpr(bits_per_height: list[float] | np.ndarray, width: int) -> float:
         return 1.0
     counts = decompositions(int(width), b.size - 1)
     p = interval_fpr(b)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         log_miss = np.log1p(-np.minimum(p, 1.0))
-    terms = np.where(counts > 0, counts * log_miss[None, :], 0.0).sum(axis=1)
+        terms = np.where(counts > 0, counts * log_miss[None, :], 0.0).sum(axis=1)
     per_start = np.where(counts[:, 0] < 0, 1.0, -np.expm1(terms))
     return float(np.clip(per_start.mean(), 0.0, 1.0))
 

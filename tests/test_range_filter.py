@@ -1,0 +1,100 @@
+"""Range filters (issue 17 §2): the Rosetta FPR model (cost_models/range_filter.py) against
+the engine's measured false-positive rate, and the empty-range I/O it predicts."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cost_models import range_filter as rf
+from cost_models.engine_model import predict
+from measure.engine import run_scratch
+from render.config import engine_sections, to_toml
+from specs.vocab import WalSync
+
+WIDTH = 64
+RECORDS, OPS = 20_000, 4_000
+
+
+def test_fpr_recursion_and_allocation():
+    # one height, width 1: a plain Bloom filter
+    assert rf.fpr([10.0], 1) == pytest.approx(math.exp(-10 * math.log(2) ** 2))
+    # no filter passes everything; more bits never hurt; the allocation spends the budget
+    assert rf.fpr([], WIDTH) == 1.0
+    rates = [rf.design_fpr(b, WIDTH) for b in rf.BITS_LADDER]
+    assert rates[0] == 1.0 and all(a > b for a, b in zip(rates, rates[1:], strict=False))
+    for b in rf.BITS_LADDER[1:]:
+        assert sum(rf.allocate(b, WIDTH)) == pytest.approx(b)
+        assert len(rf.allocate(b, WIDTH)) == rf.heights_for(WIDTH)
+    # a filter at height 0 only probes every point of the range: 1 - (1 - f0)^W exactly
+    f0 = math.exp(-16 * math.log(2) ** 2)
+    assert rf.fpr([16.0] + [0.0] * 6, WIDTH) == pytest.approx(1 - (1 - f0) ** WIDTH)
+    # doubting: an upper filter only ever lowers the rate
+    assert rf.fpr([16.0, 0, 0, 0, 0, 0, 4.0], WIDTH) < rf.fpr([16.0] + [0.0] * 6, WIDTH)
+
+
+def _config(bits: list[float]) -> str:
+    d = {
+        "class": "lsm",
+        "L": 2,
+        "Y": 0,
+        "T": 4,
+        "K": 1,
+        "Z": 1,
+        "block_bytes": 4096,
+        "buffer_bytes": 1 << 18,
+        "bloom_bits_per_level": [10.0],
+        "range_bits_per_height": bits,
+    }
+    secs = engine_sections(d, 16, 240, {"empty_range": 1.0}, "range-filter-test", wal_sync=WalSync.NONE)
+    secs["algorithms"]["threads"] = 1
+    return to_toml(secs)
+
+
+def _workload() -> dict:
+    return {
+        "records": RECORDS,
+        "operations": OPS,
+        "key_bytes": 16,
+        "value_bytes": 240,
+        "mix": {"empty_range": 1.0},
+        "empty_range_width": WIDTH,
+        "scan_length": 1,
+        "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}},
+        "threads": 1,
+        "seed": 11,
+    }
+
+
+@pytest.mark.parametrize("bits", [8.0, 12.0, 16.0])
+def test_model_fpr_matches_the_engine(engine_binary: Path, bits: float):
+    """The engine's filters answer empty ranges at the rate the model derives (binomial
+    tolerance: 4 standard errors of the measured rate, plus 15% of the model's for the
+    Bloom filters' integer hash counts), and the empty-range blocks it predicts follow."""
+    alloc = list(rf.allocate(bits, WIDTH))
+    text = _config(alloc)
+    rep = run_scratch(text, _workload(), f"rf-{bits:g}")
+    c = rep["range_filter"]
+    assert c["queries"] >= OPS, c  # every empty range asks at least one hot file's filter
+    measured = c["positives"] / c["queries"]
+    model = rf.fpr(alloc, WIDTH)
+    se = math.sqrt(max(model * (1 - model), 1e-12) / c["queries"])
+    assert abs(measured - model) <= 4 * se + 0.15 * model, (bits, measured, model, c)
+    per = rep["per_op"]["empty_range"]
+    assert per["found"] == 0  # the ranges really were empty
+    import tomllib
+
+    io = predict(tomllib.loads(text), _workload(), shape=rep["load"].get("shape"), end_shape=rep.get("stats"))
+    blocks = per["blocks_read"] / per["count"]
+    want = float(np.asarray(io.empty_range)[0])
+    assert blocks == pytest.approx(want, rel=0.35, abs=0.02), (bits, blocks, want)
+
+
+def test_without_a_filter_every_run_is_read(engine_binary: Path):
+    rep = run_scratch(_config([]), _workload(), "rf-none")
+    assert rep["range_filter"]["queries"] == 0
+    per = rep["per_op"]["empty_range"]
+    assert per["blocks_read"] / per["count"] >= 1.0  # at least one seek per run
