@@ -11,8 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cost_models.range_filter import allocate
 from render.config import engine_sections, preset_design_entry
-from specs.schema import Spec, load_spec, parse_spec
+from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, load_spec, parse_spec
 from specs.vocab import OPERATIONS, PRESETS, DesignClass, Operation, WalSync
 
 #: Record shape of every measurement: YCSB-like 16-byte keys and 100-byte values.
@@ -54,7 +55,7 @@ def workloads(quick: bool) -> dict[str, Spec]:
     out["uniform_get_put"] = mix_spec(get_put)
     if not quick:
         out["zipfian_get_put"] = mix_spec(get_put, z, z)
-    singles = (Operation.EMPTY_GET, Operation.INSERT) if quick else OPERATIONS
+    singles = (Operation.EMPTY_GET, Operation.INSERT, Operation.EMPTY_RANGE) if quick else OPERATIONS
     for op in singles:
         out[f"only_{op}"] = mix_spec({op: 1.0})
     return out
@@ -98,6 +99,8 @@ def designs(records: int, quick: bool) -> dict[str, dict[str, Any]]:
         "B": 8,
         "cache": 0.0,
         "compaction": "hybrid",
+        "codec": "none",
+        "range_bits": 0.0,
     }
     variants: list[tuple[str, dict[str, Any]]] = [("hybrid-base", {})]
     steps: dict[str, tuple[Any, ...]] = {
@@ -110,9 +113,12 @@ def designs(records: int, quick: bool) -> dict[str, dict[str, Any]]:
         "B": (2, 4, 16, 32),
         "cache": (0.05, 0.2),
         "compaction": ("full", "partial"),
+        # issue 17: every level's blocks compressed; a range filter in the hot levels
+        "codec": ("lz4", "zstd:3"),
+        "range_bits": (8.0, 16.0),
     }
     if quick:
-        steps = {"T": (3, 10), "bits": (0.0, 16.0), "hot": (0, 4), "K": (1,)}
+        steps = {"T": (3, 10), "bits": (0.0, 16.0), "hot": (0, 4), "K": (1,), "codec": ("lz4",), "range_bits": (16.0,)}
     for knob, vals in steps.items():
         for v in vals:
             variants.append((f"hybrid-{knob}={v}", {knob: v}))
@@ -150,6 +156,8 @@ def designs(records: int, quick: bool) -> dict[str, dict[str, Any]]:
                 "threads": 1,
             },
             "durability": {"wal_sync": WalSync.NONE, "group_commit_interval_us": 1000},
+            "compression": {"hot": p["codec"], "cold": p["codec"]},
+            "range_filter": {"bits_per_height": list(allocate(float(p["range_bits"]), DEFAULT_EMPTY_RANGE_WIDTH))},
         }
         out[name] = secs
     return out

@@ -30,3 +30,25 @@ def test_model_matches_engine_on_a_small_grid():
     for r in v.rows:
         if r["op"] in ("get", "empty_get"):
             assert r["accuracy"] >= 0.75, r
+
+
+def test_compressed_and_range_filtered_designs_match_the_engine():
+    """Issue 17: a design whose blocks are all lz4-compressed and one with a 16-bit range
+    filter, on reads, empty ranges and updates: compression changes no block count, and
+    the range filter cuts the empty ranges' blocks by the rate the model derives."""
+    v = validate(
+        20_000,
+        10_000,
+        quick=True,
+        only_designs=("hybrid-base", "hybrid-codec=lz4", "hybrid-range_bits=16.0"),
+        only_workloads=("ycsb_c", "only_empty_range", "uniform_get_put"),
+    )
+    s = v.summary()
+    print(f"\\nvalidation slice (codecs, range filters): {s}")
+    assert s["cases"] >= 9
+    assert s["mean_accuracy"] >= TARGET - MARGIN, s
+    rows = {(r["design"], r["op"]): r for r in v.rows if r["workload"] == "only_empty_range"}
+    for d in ("hybrid-base", "hybrid-codec=lz4", "hybrid-range_bits=16.0"):
+        assert rows[(d, "empty_range")]["accuracy"] >= 0.75, rows[(d, "empty_range")]
+    filtered, plain = rows[("hybrid-range_bits=16.0", "empty_range")], rows[("hybrid-base", "empty_range")]
+    assert filtered["measured_io"] < 0.5 * plain["measured_io"], (filtered, plain)
