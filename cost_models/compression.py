@@ -95,8 +95,10 @@ def _row(codec: str, compressibility: float) -> tuple[float, float, float]:
         raise CompressionTableError(f"{TABLE.name}: codec {codec!r} was not calibrated")
     xs = np.array(sorted(float(c) for c in rows))
     by = {float(c): r for c, r in rows.items()}
-    vals = [np.interp(compressibility, xs, [float(by[x][k]) for x in xs]) for k in
-            ("size_factor", "compress_ns_per_byte", "decompress_ns_per_byte")]
+    vals = [
+        np.interp(compressibility, xs, [float(by[x][k]) for x in xs])
+        for k in ("size_factor", "compress_ns_per_byte", "decompress_ns_per_byte")
+    ]
     return float(vals[0]), float(vals[1]) * 1e-9, float(vals[2]) * 1e-9
 
 
@@ -129,8 +131,16 @@ def effect(
     Reads and merge blocks are spread over the level groups like the data (a block
     read or merged is hot with probability ``hot_share``)."""
     n = np.asarray(hot_share).shape[0]
-    fh, eh, dh = (np.array(v) for v in zip(*(codec_factors(str(c), compressibility) for c in hot), strict=True)) if n else (np.zeros(0),) * 3
-    fc, ec, dc = (np.array(v) for v in zip(*(codec_factors(str(c), compressibility) for c in cold), strict=True)) if n else (np.zeros(0),) * 3
+    fh, eh, dh = (
+        (np.array(v) for v in zip(*(codec_factors(str(c), compressibility) for c in hot), strict=True))
+        if n
+        else (np.zeros(0),) * 3
+    )
+    fc, ec, dc = (
+        (np.array(v) for v in zip(*(codec_factors(str(c), compressibility) for c in cold), strict=True))
+        if n
+        else (np.zeros(0),) * 3
+    )
     s = np.clip(np.asarray(hot_share, dtype=float), 0.0, 1.0)
     factor = s * fh + (1 - s) * fc
     blk = np.asarray(block_bytes, dtype=float)

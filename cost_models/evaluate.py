@@ -20,8 +20,8 @@ from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, WindowTable, io_costs
 from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
-from cost_models.worst_case import io_costs as worst_case_io
 from cost_models.range_filter import allocate
+from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
 from specs.vocab import CostModel
 

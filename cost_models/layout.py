@@ -262,7 +262,9 @@ def split_memory(
     if hot_levels is None:
         # a hot level holds its fences, Bloom filters and range filters in memory
         per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
-        per_level_filter = per_level_filter + np.where(exists, range_filter.memory_bytes(sized, range_bits[:, None]), 0.0)
+        per_level_filter = per_level_filter + np.where(
+            exists, range_filter.memory_bytes(sized, range_bits[:, None]), 0.0
+        )
         cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
         spare = memory_bytes - batch.buffer_bytes
         hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)

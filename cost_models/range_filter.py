@@ -35,6 +35,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+
 from cost_models.symbolic import compiled
 
 #: Most heights a filter may have (engine cosine-filter ``MAX_HEIGHTS``).

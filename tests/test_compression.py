@@ -82,14 +82,34 @@ def test_compressed_design_bills_less_storage_and_costs_cpu():
 def test_engine_codec_matches_the_calibrated_table(engine_binary: Path):
     """The table was measured on 1 KiB entries in 4 KiB blocks; another record shape
     (256-byte entries, 2 KiB blocks) stores the size factor the table says, within 10%."""
-    d = {"class": "lsm", "L": 2, "Y": 0, "T": 4, "K": 1, "Z": 1, "block_bytes": 2048,
-         "buffer_bytes": 1 << 18, "bloom_bits_per_level": [10.0], "codec_hot": "lz4", "codec_cold": "zstd:3"}
+    d = {
+        "class": "lsm",
+        "L": 2,
+        "Y": 0,
+        "T": 4,
+        "K": 1,
+        "Z": 1,
+        "block_bytes": 2048,
+        "buffer_bytes": 1 << 18,
+        "bloom_bits_per_level": [10.0],
+        "codec_hot": "lz4",
+        "codec_cold": "zstd:3",
+    }
     secs = engine_sections(d, 16, 240, {"get": 1.0}, "codec-test", wal_sync=WalSync.NONE)
     assert secs["compression"] == {"hot": "lz4", "cold": "zstd:3"}
     secs["compression"] = {"hot": "lz4", "cold": "lz4"}
-    wl = {"records": 20_000, "operations": 4_000, "key_bytes": 16, "value_bytes": 240, "mix": {"get": 1.0},
-          "scan_length": 1, "compressibility": 0.5, "threads": 1, "seed": 3,
-          "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}}}
+    wl = {
+        "records": 20_000,
+        "operations": 4_000,
+        "key_bytes": 16,
+        "value_bytes": 240,
+        "mix": {"get": 1.0},
+        "scan_length": 1,
+        "compressibility": 0.5,
+        "threads": 1,
+        "seed": 3,
+        "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}},
+    }
     rep = run_scratch(to_toml(secs), wl, "codec-test")
     got = factors(rep)
     want = compression.codec_factors("lz4", 0.5)[0]

@@ -418,7 +418,10 @@ def report_dict(built: BuiltPlan, results: dict[str, PlanResult]) -> dict[str, A
             "candidate_quantum": built.candidate_quantum,
             "quantization_error_l1": built.quantization_error,
             "workloads": [
-                {"mix": dict(zip(PAPER_OPERATIONS, m.tolist(), strict=True)), "steps": int((built.step_workload == i).sum())}
+                {
+                    "mix": dict(zip(PAPER_OPERATIONS, m.tolist(), strict=True)),
+                    "steps": int((built.step_workload == i).sum()),
+                }
                 for i, m in enumerate(built.workloads)
             ],
             "configurations": [
