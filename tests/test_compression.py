@@ -16,10 +16,9 @@ from cost_models.evaluate import evaluate_config, evaluate_designs
 from cost_models.pricing import load_catalog
 from measure.compression import factors
 from measure.engine import run_scratch
-from render.config import engine_sections, to_toml
+from render.config import to_toml
 from specs.schema import SpecError, parse_spec
-from specs.vocab import WalSync
-from tests.conftest import TINY_SPEC
+from tests.conftest import TINY_SPEC, small_lsm
 
 runner = CliRunner()
 
@@ -82,20 +81,7 @@ def test_compressed_design_bills_less_storage_and_costs_cpu():
 def test_engine_codec_matches_the_calibrated_table(engine_binary: Path):
     """The table was measured on 1 KiB entries in 4 KiB blocks; another record shape
     (256-byte entries, 2 KiB blocks) stores the size factor the table says, within 10%."""
-    d = {
-        "class": "lsm",
-        "L": 2,
-        "Y": 0,
-        "T": 4,
-        "K": 1,
-        "Z": 1,
-        "block_bytes": 2048,
-        "buffer_bytes": 1 << 18,
-        "bloom_bits_per_level": [10.0],
-        "codec_hot": "lz4",
-        "codec_cold": "zstd:3",
-    }
-    secs = engine_sections(d, 16, 240, {"get": 1.0}, "codec-test", wal_sync=WalSync.NONE)
+    secs = small_lsm("codec-test", "get", block_bytes=2048, codec_hot="lz4", codec_cold="zstd:3")
     assert secs["compression"] == {"hot": "lz4", "cold": "zstd:3"}
     secs["compression"] = {"hot": "lz4", "cold": "lz4"}
     wl = {

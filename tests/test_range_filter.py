@@ -12,8 +12,8 @@ import pytest
 from cost_models import range_filter as rf
 from cost_models.engine_model import predict
 from measure.engine import run_scratch
-from render.config import engine_sections, to_toml
-from specs.vocab import WalSync
+from render.config import to_toml
+from tests.conftest import small_lsm
 
 WIDTH = 64
 RECORDS, OPS = 20_000, 4_000
@@ -37,21 +37,7 @@ def test_fpr_recursion_and_allocation():
 
 
 def _config(bits: list[float]) -> str:
-    d = {
-        "class": "lsm",
-        "L": 2,
-        "Y": 0,
-        "T": 4,
-        "K": 1,
-        "Z": 1,
-        "block_bytes": 4096,
-        "buffer_bytes": 1 << 18,
-        "bloom_bits_per_level": [10.0],
-        "range_bits_per_height": bits,
-    }
-    secs = engine_sections(d, 16, 240, {"empty_range": 1.0}, "range-filter-test", wal_sync=WalSync.NONE)
-    secs["algorithms"]["threads"] = 1
-    return to_toml(secs)
+    return to_toml(small_lsm("range-filter-test", "empty_range", range_bits_per_height=bits))
 
 
 def _workload() -> dict:
