@@ -118,29 +118,21 @@ class CodecEffect:
 
 
 def effect(
-    hot: list[str] | np.ndarray,
-    cold: list[str] | np.ndarray,
+    hot: str | list[str] | np.ndarray,
+    cold: str | list[str] | np.ndarray,
     hot_share: np.ndarray,
     block_bytes: np.ndarray,
     read_blocks: np.ndarray,
     merge_blocks: np.ndarray,
     compressibility: float,
 ) -> CodecEffect:
-    """The codec effect of designs whose hot levels hold ``hot_share`` of the data.
+    """The codec effect of designs whose hot levels hold ``hot_share`` of the data
+    (``hot``/``cold``: one codec for every row, or one per row).
 
     Reads and merge blocks are spread over the level groups like the data (a block
     read or merged is hot with probability ``hot_share``)."""
-    n = np.asarray(hot_share).shape[0]
-    fh, eh, dh = (
-        (np.array(v) for v in zip(*(codec_factors(str(c), compressibility) for c in hot), strict=True))
-        if n
-        else (np.zeros(0),) * 3
-    )
-    fc, ec, dc = (
-        (np.array(v) for v in zip(*(codec_factors(str(c), compressibility) for c in cold), strict=True))
-        if n
-        else (np.zeros(0),) * 3
-    )
+    fh, eh, dh = _per_row(hot, compressibility)
+    fc, ec, dc = _per_row(cold, compressibility)
     s = np.clip(np.asarray(hot_share, dtype=float), 0.0, 1.0)
     factor = s * fh + (1 - s) * fc
     blk = np.asarray(block_bytes, dtype=float)
@@ -148,6 +140,16 @@ def effect(
     t_dec = (s * dh + (1 - s) * dc) * blk
     cpu = compiled()["codec_cpu"](np.asarray(read_blocks, float), np.asarray(merge_blocks, float), t_dec, t_enc)
     return CodecEffect(factor, factor * blk, np.asarray(cpu, dtype=float))
+
+
+def _per_row(codecs: str | list[str] | np.ndarray, compressibility: float) -> tuple[np.ndarray, ...]:
+    """(factor, compress s/byte, decompress s/byte) per row, looked up once per distinct codec."""
+    if isinstance(codecs, str):
+        return tuple(np.array(v) for v in codec_factors(codecs, compressibility))
+    names, inverse = np.unique(np.asarray(codecs, dtype=str), return_inverse=True)
+    table_ = np.array([codec_factors(str(c), compressibility) for c in names]).reshape(-1, 3)
+    rows = table_[inverse.reshape(-1)]
+    return rows[:, 0], rows[:, 1], rows[:, 2]
 
 
 def op_blocks(per_op: dict[str, np.ndarray], mix: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:

@@ -117,6 +117,7 @@ class GridEval:
     disk_block: np.ndarray | None = None  # bytes one block I/O moves (None: the block size)
     codec_cpu: np.ndarray | None = None  # codec CPU seconds per operation, expected mix
     codec_cpu_p: np.ndarray | None = None  # and perturbed mix
+    codec_pair: np.ndarray | None = None  # index of the row's (hot, cold) pair in Grid.codecs
 
     def design(self, i: int, threads: int, name: str = "cosine") -> Design:
         k = int(np.searchsorted(self.offsets, i, side="right") - 1)
@@ -170,7 +171,7 @@ def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray) -> tuple[np.nda
     keep: list[np.ndarray] = []
     # rows of one class and block size that differ in their codec pair move different bytes
     # per I/O and spend different CPU: they are compared only within one pair
-    pair = np.zeros(ge.cls.shape) if ge.codec_cpu is None else _pair_codes(ge)
+    pair = np.zeros(ge.cls.shape) if ge.codec_pair is None else ge.codec_pair
     for c in np.unique(ge.cls[usable]):
         for b in np.unique(ge.block[usable]):
             for p in np.unique(pair[usable]):
@@ -342,17 +343,15 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
     wls = _workloads(spec)
     n, k = ge.cls.size, len(grid.codecs)
     rep = np.tile(np.arange(n), k)
-    hot = np.repeat([h for h, _ in grid.codecs], n)
-    cold = np.repeat([c for _, c in grid.codecs], n)
-    share = ge.hot_share[rep]
-    block = ge.block[rep]
-    cpu = []
-    eff = None
-    for io, w in zip([ge.io] + ([ge.io_p] if ge.io_p is not None else []), wls, strict=False):
-        reads, merges = compression.op_blocks({op: v[rep] for op, v in io.per_op().items()}, w.operations)
-        eff = compression.effect(hot, cold, share, block, reads, merges, spec.workload.compressibility)
-        cpu.append(eff.cpu_seconds)
-    assert eff is not None
+    ios = [ge.io] + ([ge.io_p] if ge.io_p is not None else [])
+    blocks = [compression.op_blocks(io.per_op(), w.operations) for io, w in zip(ios, wls, strict=False)]
+    factor, disk, cpu = [], [], [[] for _ in ios]
+    for h, c in grid.codecs:  # one pair at a time: the factors are looked up once per pair
+        for j, (reads, merges) in enumerate(blocks):
+            eff = compression.effect(h, c, ge.hot_share, ge.block, reads, merges, spec.workload.compressibility)
+            cpu[j].append(eff.cpu_seconds)
+        factor.append(eff.size_factor)
+        disk.append(eff.disk_block_bytes)
     batches: list[DesignBatch] = []
     for h, c in grid.codecs:
         for b in ge.batches:
@@ -367,23 +366,18 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
         total_p=None if ge.total_p is None else ge.total_p[rep],
         cls=ge.cls[rep],
         ok=ge.ok[rep],
-        need_gib=ge.need_gib[rep] * eff.size_factor,
-        block=block,
+        need_gib=ge.need_gib[rep] * np.concatenate(factor),
+        block=ge.block[rep],
         L=ge.L[rep],
         Y=ge.Y[rep],
         batches=batches,
         offsets=np.cumsum([0] + [b.size for b in batches]),
-        hot_share=share,
-        disk_block=eff.disk_block_bytes,
-        codec_cpu=cpu[0],
-        codec_cpu_p=cpu[1] if len(cpu) > 1 else None,
+        hot_share=ge.hot_share[rep],
+        disk_block=np.concatenate(disk),
+        codec_cpu=np.concatenate(cpu[0]),
+        codec_cpu_p=np.concatenate(cpu[1]) if len(cpu) > 1 else None,
+        codec_pair=np.repeat(np.arange(k), n),
     )
-
-
-def _pair_codes(ge: GridEval) -> np.ndarray:
-    """One integer per row naming its (hot, cold) codec pair."""
-    names = np.array([f"{h}/{c}" for b in ge.batches for h, c in zip(b.codec_hot, b.codec_cold, strict=True)])
-    return np.unique(names, return_inverse=True)[1].astype(float)
 
 
 def _volumes(
