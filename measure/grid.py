@@ -161,3 +161,14 @@ def designs(records: int, quick: bool) -> dict[str, dict[str, Any]]:
         }
         out[name] = secs
     return out
+
+
+def small_lsm(name: str, op: str, **entry: Any) -> dict[str, dict[str, Any]]:
+    """engine.toml sections of a small two-level leveled LSM (16 + 240-byte entries, one
+    thread, no WAL sync) for focused engine checks (range filters, codecs); ``entry``
+    overrides fields of the design entry (render.config.engine_sections)."""
+    d = {"class": "lsm", "L": 2, "Y": 0, "T": 4, "K": 1, "Z": 1, "block_bytes": 4096, "buffer_bytes": 1 << 18}
+    d = {**d, "bloom_bits_per_level": [10.0], **entry}
+    secs = engine_sections(d, 16, 240, {op: 1.0}, name, wal_sync=WalSync.NONE)
+    secs["algorithms"]["threads"] = 1
+    return secs

@@ -50,20 +50,6 @@ def solved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[s
     return spec, out, json.loads(res.stdout)
 
 
-def small_lsm(name: str, op: str, **entry: Any) -> dict[str, dict[str, Any]]:
-    """engine.toml sections of a small two-level leveled LSM (16 + 240-byte entries, one
-    thread, no WAL sync) for engine tests; ``entry`` overrides design-entry fields."""
-    from render.config import engine_sections
-    from specs.vocab import WalSync
-
-    d = {"class": "lsm", "L": 2, "Y": 0, "T": 4, "K": 1, "Z": 1, "block_bytes": 4096, "buffer_bytes": 1 << 18}
-    secs = engine_sections(
-        {**d, "bloom_bits_per_level": [10.0], **entry}, 16, 240, {op: 1.0}, name, wal_sync=WalSync.NONE
-    )
-    secs["algorithms"]["threads"] = 1
-    return secs
-
-
 @pytest.fixture(scope="session")
 def engine_binary() -> Path:
     """The template engine's cosine-bench, built once (release)."""

@@ -16,9 +16,10 @@ from cost_models.evaluate import evaluate_config, evaluate_designs
 from cost_models.pricing import load_catalog
 from measure.compression import factors
 from measure.engine import run_scratch
+from measure.grid import small_lsm
 from render.config import to_toml
 from specs.schema import SpecError, parse_spec
-from tests.conftest import TINY_SPEC, small_lsm
+from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
 

@@ -12,8 +12,8 @@ import pytest
 from cost_models import range_filter as rf
 from cost_models.engine_model import predict
 from measure.engine import run_scratch
+from measure.grid import small_lsm
 from render.config import to_toml
-from tests.conftest import small_lsm
 
 WIDTH = 64
 RECORDS, OPS = 20_000, 4_000
