@@ -27,7 +27,8 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
         lay.add_row("levels L / cold levels Y", f"{d['L']} / {d['Y']}")
         bits = ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) or "none"
         lay.add_row("Bloom bits per key, per level", bits)
-    lay.add_row("block", f"{d['block_bytes']:,} B")
+        lay.add_row("range filter (hot levels)", _range_filter(d))
+    lay.add_row("block / codec hot, cold", f"{d['block_bytes']:,} B / {d['codec_hot']}, {d['codec_cold']}")
     lay.add_row(
         "buffer / filters / " + ("hash index" if d["lsh"] else "fences") + " / cache",
         f"{gib(d['buffer_bytes'])} / {gib(d['filter_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}",
@@ -87,7 +88,10 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
             "  buffer / fences / cache", f"{gib(d['buffer_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}"
         )
         t.add_row("  Bloom bits per key", bits)
-        t.add_row("  block / storage per node", f"{d['block_bytes']:,} B / {st['label']}")
+        if not d["lsh"]:
+            t.add_row("  range filter (hot levels)", _range_filter(d))
+        t.add_row("  block / codec hot, cold", f"{d['block_bytes']:,} B / {d['codec_hot']}, {d['codec_cold']}")
+        t.add_row("  storage per node", st["label"])
     con.print(t)
     p = Table(title="prediction, bill and certificate", show_header=False)
     rob = sol.get("robustness")
@@ -219,3 +223,9 @@ def print_written(what: str) -> None:
     import typer
 
     typer.echo(f"wrote {what}")
+
+
+def _range_filter(d: dict) -> str:
+    """A design's range filter: bits per key and its memory, or none."""
+    bits = float(d.get("range_bits_per_key", 0.0))
+    return f"{bits:g} bits per key ({gib(d.get('range_filter_bytes', 0.0))})" if bits > 0 else "none"
