@@ -46,7 +46,8 @@ def main() -> None:
     }
     print(f"empty ranges of {WIDTH} key values, {a.records:,} records, {a.ops:,} queries")
     print(
-        "| bits/key | allocation (bits per height) | model FPR | engine FPR (queries) | ± 1 s.e. | blocks/op model | blocks/op engine |"
+        "| bits/key | allocation (bits per height) | model FPR | engine FPR (queries) | ± 1 s.e. "
+        "| blocks/op model | blocks/op engine |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|")
     for bits in (0.0, *BITS):
