@@ -345,7 +345,9 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
     rep = np.tile(np.arange(n), k)
     ios = [ge.io] + ([ge.io_p] if ge.io_p is not None else [])
     blocks = [compression.op_blocks(io.per_op(), w.operations) for io, w in zip(ios, wls, strict=False)]
-    factor, disk, cpu = [], [], [[] for _ in ios]
+    factor: list[np.ndarray] = []
+    disk: list[np.ndarray] = []
+    cpu: list[list[np.ndarray]] = [[] for _ in ios]
     for h, c in grid.codecs:  # one pair at a time: the factors are looked up once per pair
         for j, (reads, merges) in enumerate(blocks):
             eff = compression.effect(h, c, ge.hot_share, ge.block, reads, merges, spec.workload.compressibility)
