@@ -19,7 +19,7 @@ import tomllib
 from cost_models import range_filter as rf
 from cost_models.engine_model import predict
 from measure.engine import TEMPLATE, build, run_scratch
-from measure.grid import small_lsm
+from measure.grid import small_lsm, small_workload
 from render.config import to_toml
 
 WIDTH = 64
@@ -32,18 +32,7 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=8_000)
     a = ap.parse_args()
     build(TEMPLATE)
-    wl = {
-        "records": a.records,
-        "operations": a.ops,
-        "key_bytes": 16,
-        "value_bytes": 240,
-        "mix": {"empty_range": 1.0},
-        "empty_range_width": WIDTH,
-        "scan_length": 1,
-        "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}},
-        "threads": 1,
-        "seed": 11,
-    }
+    wl = small_workload("empty_range", a.records, a.ops, empty_range_width=WIDTH)
     print(f"empty ranges of {WIDTH} key values, {a.records:,} records, {a.ops:,} queries")
     print(
         "| bits/key | allocation (bits per height) | model FPR | engine FPR (queries) | ± 1 s.e. "

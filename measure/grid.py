@@ -172,3 +172,20 @@ def small_lsm(name: str, op: str, **entry: Any) -> dict[str, dict[str, Any]]:
     secs = engine_sections(d, 16, 240, {op: 1.0}, name, wal_sync=WalSync.NONE)
     secs["algorithms"]["threads"] = 1
     return secs
+
+
+def small_workload(op: str, records: int, operations: int, **extra: Any) -> dict[str, Any]:
+    """workload.json of one operation type on :func:`small_lsm`'s record shape (uniform keys,
+    one thread); ``extra`` adds fields (``empty_range_width``, ``compressibility``, ``seed``)."""
+    wl: dict[str, Any] = {
+        "records": records,
+        "operations": operations,
+        "key_bytes": 16,
+        "value_bytes": 240,
+        "mix": {op: 1.0},
+        "scan_length": 1,
+        "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}},
+        "threads": 1,
+        "seed": 11,
+    }
+    return {**wl, **extra}

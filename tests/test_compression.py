@@ -16,7 +16,7 @@ from cost_models.evaluate import evaluate_config, evaluate_designs
 from cost_models.pricing import load_catalog
 from measure.compression import factors
 from measure.engine import run_scratch
-from measure.grid import small_lsm
+from measure.grid import small_lsm, small_workload
 from render.config import to_toml
 from specs.schema import SpecError, parse_spec
 from tests.conftest import TINY_SPEC
@@ -85,18 +85,7 @@ def test_engine_codec_matches_the_calibrated_table(engine_binary: Path):
     secs = small_lsm("codec-test", "get", block_bytes=2048, codec_hot="lz4", codec_cold="zstd:3")
     assert secs["compression"] == {"hot": "lz4", "cold": "zstd:3"}
     secs["compression"] = {"hot": "lz4", "cold": "lz4"}
-    wl = {
-        "records": 20_000,
-        "operations": 4_000,
-        "key_bytes": 16,
-        "value_bytes": 240,
-        "mix": {"get": 1.0},
-        "scan_length": 1,
-        "compressibility": 0.5,
-        "threads": 1,
-        "seed": 3,
-        "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}},
-    }
+    wl = small_workload("get", 20_000, 4_000, compressibility=0.5, seed=3)
     rep = run_scratch(to_toml(secs), wl, "codec-test")
     got = factors(rep)
     want = compression.codec_factors("lz4", 0.5)[0]

@@ -12,7 +12,7 @@ import pytest
 from cost_models import range_filter as rf
 from cost_models.engine_model import predict
 from measure.engine import run_scratch
-from measure.grid import small_lsm
+from measure.grid import small_lsm, small_workload
 from render.config import to_toml
 
 WIDTH = 64
@@ -41,18 +41,7 @@ def _config(bits: list[float]) -> str:
 
 
 def _workload() -> dict:
-    return {
-        "records": RECORDS,
-        "operations": OPS,
-        "key_bytes": 16,
-        "value_bytes": 240,
-        "mix": {"empty_range": 1.0},
-        "empty_range_width": WIDTH,
-        "scan_length": 1,
-        "distribution": {"get": {"kind": "uniform"}, "put": {"kind": "uniform"}},
-        "threads": 1,
-        "seed": 11,
-    }
+    return small_workload("empty_range", RECORDS, OPS, empty_range_width=WIDTH)
 
 
 @pytest.mark.parametrize("bits", [8.0, 12.0, 16.0])
