@@ -73,3 +73,29 @@ def test_without_a_filter_every_run_is_read(engine_binary: Path):
     assert rep["range_filter"]["queries"] == 0
     per = rep["per_op"]["empty_range"]
     assert per["blocks_read"] / per["count"] >= 1.0  # at least one seek per run
+
+
+def _tables_with_range_ladder(monkeypatch: pytest.MonkeyPatch, mix: str):
+    """The design tables of the tiny spec with ``mix``, the range-filter ladder offered
+    whatever the mix (the search normally offers it only when there are empty ranges)."""
+    from dataclasses import replace
+
+    import solver.tables as tables
+    from cost_models.pricing import load_catalog
+    from solver.space import grid_for
+    from specs.schema import parse_spec
+    from tests.conftest import TINY_SPEC
+
+    monkeypatch.setattr(tables, "grid_for", lambda s: replace(grid_for(s), range_bits=rf.BITS_LADDER))
+    spec = parse_spec(TINY_SPEC.replace("operations: {get: 0.5, update: 0.5}", mix))
+    t = tables.build_tables(spec, load_catalog(spec.pricing), ("aws",), workers=1)
+    return [c.design.range_bits for cs in t.contexts.values() for c in cs]
+
+
+def test_the_search_gives_range_filters_memory_only_for_empty_ranges(monkeypatch: pytest.MonkeyPatch):
+    """Without empty ranges a range filter only takes memory from the cache: no best design
+    of any context keeps one. With them, the best designs buy one."""
+    plain = _tables_with_range_ladder(monkeypatch, "operations: {get: 0.5, update: 0.5}")
+    assert plain and all(b == 0 for b in plain)
+    empty = _tables_with_range_ladder(monkeypatch, "operations: {empty_range: 0.6, range: 0.3, insert: 0.1}")
+    assert empty and sum(b > 0 for b in empty) > 0.5 * len(empty), empty
