@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
 
@@ -274,11 +275,16 @@ def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[
     return SlaTerms(flat, per_node, per_gb, tuple(pct), min_nodes, tuple(missing))
 
 
-def sla_cost(terms: SlaTerms, nodes: int, data_gib: float, spend: float) -> float:
-    """Monthly SLA cost for a cluster (spend = compute + storage)."""
+@overload
+def sla_cost(terms: SlaTerms, nodes: int, data_gib: float, spend: float) -> float: ...
+@overload
+def sla_cost(terms: SlaTerms, nodes: np.ndarray, data_gib: float, spend: np.ndarray) -> np.ndarray: ...
+def sla_cost(terms: SlaTerms, nodes: Any, data_gib: float, spend: Any) -> Any:
+    """Monthly SLA cost for a cluster (spend = compute + storage); elementwise over arrays
+    of clusters (solver.bottleneck bills every homogeneous cluster at once)."""
     return (
         terms.flat
         + terms.per_node * nodes
         + terms.per_gb * data_gib
-        + sum(max(m, p * spend) for p, m in terms.percent_terms)
+        + sum(np.maximum(m, p * spend) for p, m in terms.percent_terms)
     )

@@ -30,23 +30,15 @@ import numpy as np
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.design import DesignBatch
+from cost_models.distributions import Partitions
 from cost_models.evaluate import design_entry, evaluate_designs, workload_partitions
 from cost_models.pricing import Catalog
 from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
 from solver.backends import Backend, Result
+from solver.backends.base import rel_gap
+from solver.bottleneck import ColumnTable, best_within, cheapest_cluster, column_table
 from solver.exhaustive import exhaustive
-from solver.model import (
-    X_SCALE,
-    Chosen,
-    LinearModel,
-    MipMeta,
-    Objective,
-    build_mip,
-    columns_for,
-    latency_target_kops,
-    read_solution,
-    set_budget,
-)
+from solver.model import X_SCALE, Chosen, Objective, latency_target_kops
 from solver.tables import Context, Tables
 from specs.schema import Spec
 from specs.vocab import OPERATIONS, Method, SolverStatus
@@ -73,13 +65,14 @@ class Exact:
     perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
 
 
-def reevaluate(spec: Spec, nodes: list[tuple[Context, int]]) -> Exact:
+def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], parts: Partitions | None = None) -> Exact:
     """Exact throughput of a cluster, expected and perturbed: real shard sizes,
-    exact windows, each node's I/Os per second at its design's block size."""
+    exact windows, each node's I/Os per second at its design's block size.
+    ``parts``: the workload's key partitions, when the caller has them."""
     N = spec.workload.entries
     cap = sum(c.entries * k for c, k in nodes)
     held = sum(max(c.entries * N / cap, 1.0) * k for c, k in nodes)  # = N unless nodes outnumber keys
-    parts = workload_partitions(spec.workload)
+    parts = workload_partitions(spec.workload) if parts is None else parts
     robust = is_robust(spec)
     pw = perturbed_workload(spec)
     xs, ps, per_node = [], [], []
@@ -216,32 +209,41 @@ def _rel(a: float, b: float) -> float:
     return abs(a - b) / b if b > 0 else (0.0 if a == b else math.inf)
 
 
+@dataclass
+class Reevaluations:
+    """The exact re-evaluations of one solve: each cluster once (bands and
+    objectives often choose the same one)."""
+
+    spec: Spec
+    done: dict[tuple[tuple[int, int], ...], Exact] = field(default_factory=dict)
+    parts: Partitions | None = None
+
+    def __call__(self, nodes: list[tuple[Context, int]]) -> Exact:
+        key = tuple((id(c), k) for c, k in nodes)
+        if key not in self.done:
+            if self.parts is None:
+                self.parts = workload_partitions(self.spec.workload)
+            self.done[key] = reevaluate(self.spec, nodes, self.parts)
+        return self.done[key]
+
+
 def _certify(
-    spec: Spec, chosen: Chosen, res: Result, band: int, budget: float, provider: str, objective: Objective
-) -> Point:
-    """Re-evaluate a chosen cluster exactly; the approximation error is the worse
-    of the expected and (with robustness) the perturbed throughput's."""
-    ex = reevaluate(spec, chosen.nodes)
-    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
-    if is_robust(spec):
-        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
-    return Point(band, budget, provider, res.status, res, chosen, ex, err, objective=objective)
-
-
-def _point(
     spec: Spec,
-    catalog: Catalog,
-    m: LinearModel,
-    meta: MipMeta,
+    chosen: Chosen,
     res: Result,
     band: int,
     budget: float,
     provider: str,
+    objective: Objective,
+    exact: Reevaluations | None = None,
 ) -> Point:
-    if res.x is None:
-        return Point(band, budget, provider, res.status, res, None, None, objective=meta.objective)
-    chosen = read_solution(m, meta, res.x, spec, catalog)
-    return _certify(spec, chosen, res, band, budget, provider, meta.objective)
+    """Re-evaluate a chosen cluster exactly; the approximation error is the worse
+    of the expected and (with robustness) the perturbed throughput's."""
+    ex = reevaluate(spec, chosen.nodes) if exact is None else exact(chosen.nodes)
+    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
+    if is_robust(spec):
+        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
+    return Point(band, budget, provider, res.status, res, chosen, ex, err, objective=objective)
 
 
 def _exhaustive_point(
@@ -301,6 +303,7 @@ class Frontier:
     tables_seconds: float = 0.0
     n_solves: int = 0
     max_cluster: int = 0
+    exact: Reevaluations | None = None  # the solve's exact re-evaluations, each cluster once
 
     @property
     def robust(self) -> bool:
@@ -333,49 +336,33 @@ class Frontier:
 
 @dataclass
 class _Bands:
-    """One provider's bands: its columns, its models (one per objective and
-    column set, solver.model.columns_for) and the cost of its cheapest cluster."""
+    """One provider's bands: its columns as arrays (solver.bottleneck) and the
+    bill of its cheapest cluster."""
 
     provider: str
     contexts: list[Context]
+    table: ColumnTable | None = None
     floor: float = -math.inf
-    models: dict[tuple[Any, ...], tuple[LinearModel, MipMeta]] = field(default_factory=dict)
 
-    def model(
-        self,
-        spec: Spec,
-        catalog: Catalog,
-        fr: Frontier,
-        objective: Objective,
-        floor_kops: float,
-        incumbent_kops: float = 0.0,
-        budget: float = math.inf,
-    ) -> tuple[LinearModel, MipMeta] | None:
-        """The model of one solve. Besides the objective's own filters
-        (solver.model.columns_for) two exact ones: a column whose throughput is
-        below ``incumbent_kops`` (a value a cheaper band already reached, so the
-        optimum here is at least it) cannot be used by a better cluster, and a
-        column one node of which costs more than the budget cannot be bought."""
-        entries = spec.workload.entries
-        kind = Objective.PERTURBED if objective == Objective.PERTURBED else Objective.EXPECTED
+    def mask(
+        self, spec: Spec, objective: Objective, floor_kops: float, incumbent_kops: float, budget: float
+    ) -> np.ndarray:
+        """The columns one band can use. Lower bounds on X and P are column filters
+        (each is a minimum over the used columns): the latency target, the robust
+        rule's floor on P, and the previous band's value (a cheaper band already
+        reached it, so this band's optimum is at least it); and a column one node of
+        which costs more than the budget cannot be bought."""
+        tab = self.table
+        assert tab is not None
         target = latency_target_kops(spec)
-        if kind == Objective.EXPECTED:
+        if objective != Objective.PERTURBED:
             target = max(target, incumbent_kops * (1 - 1e-9))
-        cols = columns_for(self.contexts, entries, objective, floor_kops, target, max_node_cost=budget)
-        if kind == Objective.PERTURBED and incumbent_kops > 0:
-            cols = [c for c in cols if entries * c.perturbed / c.entries * X_SCALE >= incumbent_kops * (1 - 1e-9)]
-        if not cols:
-            return None
-        key = (kind, *map(id, cols))
-        if key not in self.models:
-            t0 = time.perf_counter()
-            self.models[key] = build_mip(
-                spec, catalog, cols, float(fr.budgets[0]), fr.max_cluster, providers=[self.provider], objective=kind
-            )
-            fr.build_seconds += time.perf_counter() - t0
-        m, meta = self.models[key]
-        meta.objective = objective
-        return m, meta
+        mask = (tab.x >= target * (1 - 1e-12)) & (tab.cost <= budget)
+        if objective == Objective.ROBUST:
+            mask &= tab.p >= floor_kops
+        elif objective == Objective.PERTURBED and incumbent_kops > 0:
+            mask &= tab.p >= incumbent_kops * (1 - 1e-9)
+        return mask
 
 
 def _carry(prev: Point, i: int, b: float) -> Point:
@@ -442,22 +429,20 @@ def _solve_objective(
         else:
             inc = 0.0
             if prev is not None and prev.chosen is not None:
-                inc = prev.chosen.perturbed_kops if objective == Objective.PERTURBED else prev.chosen.throughput_kops
-            mm = pb.model(spec, catalog, fr, objective, floor_k, inc, float(b))
-            res = None
-            if mm is not None:
-                m, meta = mm
-                set_budget(m, meta, float(b))
-                res = backend.solve(m, gap=gap, time_limit=time_limit, log_path=log)
-                fr.solve_seconds += res.seconds
-                fr.n_solves += 1
-            if res is not None and res.x is not None:
-                pt = _point(spec, catalog, m, meta, res, i, float(b), p)
+                inc = prev.chosen.value(objective)
+            assert pb.table is not None
+            mask = pb.mask(spec, objective, floor_k, inc, float(b))
+            ans = best_within(spec, catalog, pb.table, objective, mask, float(b), backend, log)
+            fr.solve_seconds += ans.result.seconds
+            fr.n_solves += ans.mip_solves
+            note = ans.note
+            if ans.chosen is not None:
+                pt = _certify(spec, ans.chosen, ans.result, i, float(b), p, objective, fr.exact)
             elif prev is not None:
                 pt = _carry(prev, i, float(b))
                 note = f"no cluster within this budget beats band {prev.band}'s answer: carried forward"
             else:
-                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, res or Result.infeasible(backend.name), None, None)
+                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, ans.result, None, None)
                 pt.objective = objective
                 note = "infeasible: no configuration meets the robust rule's floor within this budget"
         if log is not None and note:
@@ -506,6 +491,7 @@ def solve_frontier(
         method=method,
         tables_seconds=tables.seconds,
         max_cluster=tables.max_cluster,
+        exact=Reevaluations(spec),
     )
     logdir = None
     if out_dir is not None:
@@ -515,8 +501,8 @@ def solve_frontier(
     for p in provs:
         pb = _Bands(p, tables.contexts.get(p, []))
         if method == "mip" and pb.contexts:
-            low = cheapest(spec, catalog, tables, backend, providers=(p,))
-            fr.n_solves += 1
+            pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
+            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table)
             pb.floor = low.cost if low else math.inf
         per.append(pb)
     kw: dict[str, Any] = {
@@ -594,30 +580,27 @@ def cheapest(
     *,
     min_throughput: float | None = None,
     providers: tuple[str, ...] = (),
+    table: ColumnTable | None = None,
 ) -> Point | None:
-    """The cheapest configuration overall (or meeting ``min_throughput``)."""
+    """The cheapest configuration overall (or meeting ``min_throughput``): the
+    covering problem over every column fast enough (solver.bottleneck)."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
+    target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
     for p in provs:
         ctx = tables.contexts.get(p, [])
         if not ctx:
             continue
-        target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
-        cols = columns_for(ctx, spec.workload.entries, Objective.EXPECTED, target_kops=target)
-        if not cols:
+        tab = table if table is not None and table.provider == p else None
+        tab = tab or column_table(spec, catalog, ctx, p, tables.max_cluster)
+        cov = cheapest_cluster(spec, catalog, tab, tab.x >= target * (1 - 1e-12), backend)
+        if cov.chosen is None:
             continue
-        m, meta = build_mip(spec, catalog, cols, 1e12, tables.max_cluster, providers=[p])
-        # minimize the bill instead of maximizing throughput
-        budget_row = m.cons["budget"]
-        cost = np.zeros(m.n_vars)
-        cost[budget_row.indices] = budget_row.data
-        cost[m.vars["X"].start] = -1e-9
-        m.cost = cost
-        res = backend.solve(m, gap=1e-6)
-        if res.x is None:
-            continue
-        pt = _point(spec, catalog, m, meta, res, -1, math.inf, p)
-        if pt.chosen and (best is None or pt.cost < best.cost):
+        res = Result(
+            cov.status, cov.bill, cov.bound, rel_gap(cov.bill, cov.bound), cov.nodes, cov.seconds, None, backend.name
+        )
+        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED)
+        if best is None or pt.cost < best.cost:
             best = pt
     return best
 

@@ -49,6 +49,9 @@ from specs.schema import Spec
 X_SCALE = 1e-3
 #: Relative weight of the cheaper-is-better tie-break in the objective.
 TIE_BREAK = 1e-6
+#: Relative slack of the data row: shard sizes are N/k, so k shards of N/k must cover N
+#: after rounding.
+DATA_SLACK = 1e-9
 
 
 class Objective(StrEnum):
@@ -271,7 +274,7 @@ def build_mip(
     fixed = np.array([terms[p].flat + terms[p].per_gb * data_gib for p in provs])
     big_m = float(v_hat.max()) if C else 1.0
     # nodes a column may need: enough to hold the data alone, or the SLA's minimum
-    need = np.array([max(math.ceil(N / c.entries * (1 - 1e-9)), terms[c.provider].min_nodes) for c in ctx])
+    need = np.array([max(math.ceil(N / c.entries * (1 - DATA_SLACK)), terms[c.provider].min_nodes) for c in ctx])
     ub = np.minimum(need, mc).astype(float) if C else np.zeros(0)
 
     m = LinearModel()
@@ -286,8 +289,7 @@ def build_mip(
             z.ub[i] = 0.0
 
     one = np.ones(1)
-    # shard sizes are N/k: allow 1e-9 relative slack so k shards of N/k cover N after rounding
-    m.add_cons("data", [(n.idx(), s / N)], 1.0 - 1e-9, np.inf)
+    m.add_cons("data", [(n.idx(), s / N)], 1.0 - DATA_SLACK, np.inf)
     m.add_cons("cluster_size", [(n.idx(), np.ones(C))], -np.inf, mc)
     m.add_cons("one_provider", [(z.idx(), np.ones(len(provs)))], 1.0, 1.0)
     m.add_cons("use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -ub[c]])) for c in range(C)], -np.inf, 0.0)
@@ -374,6 +376,10 @@ class Chosen:
     sla: float
     perturbed_kops: float = 0.0  # the MIP's P (perturbed workload)
 
+    def value(self, objective: Objective) -> float:
+        """What ``objective`` maximizes: P for PERTURBED, else X."""
+        return self.perturbed_kops if objective == Objective.PERTURBED else self.throughput_kops
+
 
 def drop_redundant_nodes(meta: MipMeta, n: np.ndarray, spec: Spec, catalog: Catalog) -> np.ndarray:
     """Remove nodes the data does not need (a solve within its gap may keep a
@@ -382,7 +388,7 @@ def drop_redundant_nodes(meta: MipMeta, n: np.ndarray, spec: Spec, catalog: Cata
     minimum over the used columns) and the bill only fall."""
     n = n.copy()
     s = np.array([c.entries for c in meta.contexts])
-    need = meta.entries * (1 - 1e-9)
+    need = meta.entries * (1 - DATA_SLACK)
     least = max((sla_terms(catalog, p, spec.slas).min_nodes for p in meta.providers), default=1)
     for c in sorted(np.flatnonzero(n > 0), key=lambda c: meta.x_hat[c]):
         while n[c] > 0 and float(n @ s) - s[c] >= need and int(n.sum()) - 1 >= least:
