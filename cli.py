@@ -174,6 +174,14 @@ def solve(
     write_model: Annotated[
         Path | None, typer.Option(help="Write the MIP at the budget as .lp or .mps (pyomo).")
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither read nor write the table cache ($COSINE_CACHE_DIR, else the user cache dir "
+            "~/.cache/cosine/tables).",
+        ),
+    ] = False,
 ) -> None:
     """Search designs x VMs x storage x SLAs x providers: the certified optimum and its Pareto frontier."""
     with cli_errors():
@@ -181,6 +189,7 @@ def solve(
         from report.progress import progress_bar
         from solver.backends import get_backend
         from solver.solve import check_model_path, check_options, parse_providers, run_solve
+        from solver.table_cache import TableCache
         from specs.io import check_output_dir
         from specs.schema import load_spec
 
@@ -193,6 +202,7 @@ def solve(
         run_dir = out if out is not None else Path("runs") / s.name
         check_output_dir(run_dir, "--out")
         cat = load_catalog(s.pricing)
+        cache = None if no_cache else TableCache()
         with progress_bar() as bar:
             task = bar.add_task("building design tables", total=1)
 
@@ -211,7 +221,10 @@ def solve(
                 out_dir=run_dir,
                 workers=workers,
                 progress=None if as_json else prog,
+                cache=cache,
             )
+        for note in cache.notes if cache is not None else []:
+            typer.echo(note, err=True)
         written = ["solution.json", "frontier.parquet", "solver.log.jsonl", "solver/"]
         if plot:
             from report.plots import plot_frontier

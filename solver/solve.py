@@ -31,6 +31,7 @@ from solver.frontier import (
 )
 from solver.model import Objective
 from solver.rundir import SOLUTION_VERSION, write_run
+from solver.table_cache import TableCache
 from solver.tables import Tables, build_tables, check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file, clean
@@ -286,8 +287,10 @@ def run_solve(
     workers: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     time_limit: float = 30.0,
+    cache: TableCache | None = None,
 ) -> SolveRun:
-    """Solve the frontier, pick the answer for the budget, write the files."""
+    """Solve the frontier, pick the answer for the budget, write the files. With a
+    ``cache`` the design tables are read from it when they are there (solver.table_cache)."""
     check_options(spec, budget=budget, bands=bands, providers=providers, workers=workers)
     provs = spec.providers if providers is None else providers
     b0 = budget if budget is not None else spec.budget_usd
@@ -295,7 +298,7 @@ def run_solve(
     t0 = time.perf_counter()
     if progress:
         progress("tables", 0, 1)
-    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS)
+    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS, cache=cache)
     timings["tables_s"] = time.perf_counter() - t0
     if not any(tables.contexts.values()):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,11 +44,16 @@ from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
-from solver.space import Grid, cluster_cap, grid_for, shard_sizes
+from solver.space import Grid, cluster_cap, grid_for, shard_counts
 from specs.errors import check_range
 from specs.schema import Spec, Workload
 from specs.vocab import OPERATIONS, CostModel, DesignClass
 
+if TYPE_CHECKING:
+    from solver.table_cache import TableCache
+
+#: The design name (and table-cache row kind) of Cosine's own columns; a preset's carry its name.
+COSINE = "cosine"
 #: Most worker processes for the design tables (and a sweep's specs): each holds a copy of the
 #: tables it builds, so more than a machine's cores only adds memory.
 MAX_WORKERS = 256
@@ -119,7 +124,7 @@ class GridEval:
     codec_cpu_p: np.ndarray | None = None  # and perturbed mix
     codec_pair: np.ndarray | None = None  # index of the row's (hot, cold) pair in Grid.codecs
 
-    def design(self, i: int, threads: int, name: str = "cosine") -> Design:
+    def design(self, i: int, threads: int, name: str = COSINE) -> Design:
         k = int(np.searchsorted(self.offsets, i, side="right") - 1)
         return self.batches[k].design(i - int(self.offsets[k]), threads=threads, name=name)
 
@@ -191,7 +196,7 @@ def contexts_for_vm(
     cand: np.ndarray,
     bucket: np.ndarray,
     thresholds: np.ndarray,
-    name: str = "cosine",
+    name: str = COSINE,
 ) -> list[Context]:
     """The columns of one VM type at one shard size: for each volume, the best
     fitting design (or, with robustness, the Pareto front of designs in the
@@ -478,42 +483,71 @@ def build_tables(
     workers: int | None = None,
     presets: tuple[str, ...] = (),
     max_cluster: int | None = None,
+    cache: TableCache | None = None,
 ) -> Tables:
     """Best designs per context for every provider (and the presets' own tables).
 
     With robustness (spec.noise, spec.kl_radius) every column carries the
     perturbed-workload throughput too. ``max_cluster`` defaults to
-    :func:`solver.space.cluster_cap`.
+    :func:`solver.space.cluster_cap`. With a ``cache`` (solver.table_cache) the
+    shard sizes it holds for a provider are read back and only the others are
+    computed (then added to it).
     """
     t0 = time.perf_counter()
     mc = cluster_cap(spec, catalog, providers) if max_cluster is None else max_cluster
     grid = grid_for(spec)
-    parts = workload_partitions(spec.workload)
     vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
     if vms:
         grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
-    sizes = shard_sizes(spec.workload.entries, mc)
-    jobs = [(spec, catalog, grid, float(s), vms, parts) for s in sizes]
+    N = spec.workload.entries
+    counts = shard_counts(min(mc, N))
+    provs = sorted(set(providers))
+    found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
+    kinds = (COSINE, *presets)
+    todo = {(kind, k): [p for p in provs if (kind, k) not in found[p]] for kind in kinds for k in counts}
+    todo = {key: ps for key, ps in todo.items() if ps}
+    parts = workload_partitions(spec.workload) if todo else None
+    keys = [key for key in todo if key[0] == COSINE]
+    pkeys = [key for key in todo if key[0] != COSINE]
+
+    def vms_of(ps: list[str]) -> list[VmType]:
+        return [vm for p in ps for vm in catalog.vms.get(p, [])]
+
+    jobs = [(spec, catalog, grid, N / k, vms_of(todo[(kind, k)]), parts) for kind, k in keys]
+    pjobs = [(spec, catalog, kind, N / k, vms_of(todo[(kind, k)]), parts) for kind, k in pkeys]
     workers = workers if workers is not None else min(len(jobs), cpu_count())
-    pjobs = [(spec, catalog, name, float(s), vms, parts) for name in presets for s in sizes]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(_shard_job, jobs))
             pres = list(ex.map(_preset_job, pjobs)) if pjobs else []
     else:
-        results = [_shard_job(j) for j in jobs]
-        pres = [_preset_job(j) for j in pjobs]
+        results = [_shard_job(j) for j in jobs]  # type: ignore[arg-type]
+        pres = [_preset_job(j) for j in pjobs]  # type: ignore[arg-type]
+    computed: dict[str, dict[tuple[str, int], list[Context]]] = {p: {} for p in provs}
+    for key, ctxs in zip(keys + pkeys, results + pres, strict=True):
+        for c in ctxs:
+            computed[c.provider].setdefault(key, []).append(c)
+    shards = {p: {**found[p], **computed[p]} for p in provs}
+    if cache is not None:
+        cache.hits += sum(len(f) for f in found.values())
+        cache.misses += len(keys) + len(pkeys)
+        for p in provs:
+            if computed[p]:
+                cache.save(spec, catalog, p, shards[p])
     tables = Tables(
         spec_name=spec.name,
-        entries=spec.workload.entries,
+        entries=N,
         grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms},
         max_cluster=mc,
     )
-    for ctxs in results:
-        for c in ctxs:
-            tables.contexts.setdefault(c.provider, []).append(c)
-    for (name, *_), ctxs in zip([(p[2],) for p in pjobs], pres, strict=True):
-        for c in ctxs:
-            tables.presets.setdefault(name, {}).setdefault(c.provider, []).append(c)
+    for k in counts:
+        for p in provs:
+            for c in shards[p].get((COSINE, k), []):
+                tables.contexts.setdefault(p, []).append(c)
+    for name in presets:
+        for k in counts:
+            for p in provs:
+                for c in shards[p].get((name, k), []):
+                    tables.presets.setdefault(name, {}).setdefault(p, []).append(c)
     tables.seconds = time.perf_counter() - t0
     return tables

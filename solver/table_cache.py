@@ -1,0 +1,260 @@
+"""The persistent table cache: the design tables of one provider, kept between solves.
+
+The tables (solver.tables) are most of a cold solve's time and depend on neither
+the budget, the SLAs nor the other providers. A solve that changes only those
+reads them back instead of rebuilding them.
+
+**Key.** One file per provider, named by a SHA-256 of everything its tables
+depend on (:func:`table_key`): the spec's workload, design space (without the
+cluster cap), robustness and cost model; the provider's slice of the price set
+(its VM types, storage products and VM storage limits: a price set that prices
+them differently is another key); and the code version, the content of every
+file of ``cost_models/`` (formulas, ``data/phi.yaml``, constants) and of the
+table and search-space modules. Any change to any of them is a new key; old
+files are never read again.
+
+**Content.** Data only: parquet rows (:class:`CachedColumn`) written and read by
+specs.io, whose schema, row type and version are checked, then every row's own
+:meth:`CachedColumn.check`. A row is one column of the MIP (or of a preset's
+table) at one shard size, tagged with the shard's node count k (entries N/k);
+the shard sizes present are the ones computed, so a solve whose cluster cap
+asks for other sizes computes only those and adds them. (A shard size with no
+column for a provider leaves no row and is recomputed each time: rare, and only
+slower.)
+
+**Trust.** A file that cannot be read, fails the schema or a row check, or names
+a VM type the catalog does not have is reported in one line and recomputed (then
+overwritten); it is never used.
+
+**Where.** ``$COSINE_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/cosine/tables``,
+else ``~/.cache/cosine/tables`` (a user cache dir, shared by every run directory).
+``cosine solve --no-cache`` neither reads nor writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from cost_models.cloud import StorageChoice
+from cost_models.design import Design
+from cost_models.pricing import Catalog, VmType
+from solver.tables import Context
+from specs.errors import InputError
+from specs.io import finite, read_rows, require, write_rows
+from specs.schema import Spec
+from specs.vocab import DESIGN_CLASSES
+
+#: Directories whose every file is part of the code version of the key.
+_CODE_DIRS = ("cost_models",)
+#: Single modules that are part of it too.
+_CODE_FILES = ("solver/tables.py", "solver/space.py", "solver/table_cache.py")
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class CachedColumn:
+    """One column of a provider's tables at one shard size (a parquet row)."""
+
+    VERSION: ClassVar[int] = 1
+
+    kind: str  # solver.tables.COSINE, or a preset's name
+    shard_count: int  # k: the node holds N/k entries
+    vm: str  # VM type name within the provider
+    storage_product: str
+    storage_disks: int
+    storage_gib: float
+    storage_iops: float
+    storage_usd_month: float
+    storage_mibps: float  # inf: no throughput limit
+    cost_month: float
+    throughput: float
+    perturbed: float
+    io_total: float
+    design_class: str
+    levels: int
+    cold_levels: int
+    T: int
+    K: int
+    Z: int
+    buffer_bytes: float
+    bloom_bits: float
+    bloom_allocation: str
+    block_bytes: int
+    lsh: bool
+    all_hot: bool
+    threads: int | None
+    design_name: str
+    hash_index_bytes: float | None
+
+    def check(self) -> None:
+        require(self.shard_count >= 1, f"shard_count {self.shard_count} < 1")
+        for name in ("storage_gib", "storage_iops", "storage_usd_month", "cost_month", "throughput", "perturbed"):
+            require(finite(getattr(self, name)), f"{name} is {getattr(self, name)!r}")
+        require(finite(self.io_total), f"io_total is {self.io_total!r}")
+        require(self.storage_mibps > 0 and not math.isnan(self.storage_mibps), "storage_mibps not positive")
+        require(self.design_class in DESIGN_CLASSES, f"unknown design class {self.design_class!r}")
+        require(finite(self.hash_index_bytes, nullable=True), "hash_index_bytes not finite")
+
+    @classmethod
+    def of(cls, kind: str, k: int, c: Context) -> CachedColumn:
+        d, st = c.design, c.storage
+        return cls(
+            kind=kind,
+            shard_count=k,
+            vm=c.vm.name,
+            storage_product=st.product,
+            storage_disks=int(st.disks),
+            storage_gib=float(st.gib),
+            storage_iops=float(st.iops),
+            storage_usd_month=float(st.usd_month),
+            storage_mibps=float(st.mibps),
+            cost_month=float(c.cost_month),
+            throughput=float(c.throughput),
+            perturbed=float(c.perturbed),
+            io_total=float(c.io_total),
+            design_class=c.design_class,
+            levels=int(c.levels),
+            cold_levels=int(c.cold_levels),
+            T=int(d.T),
+            K=int(d.K),
+            Z=int(d.Z),
+            buffer_bytes=float(d.buffer_bytes),
+            bloom_bits=float(d.bloom_bits),
+            bloom_allocation=d.bloom_allocation,
+            block_bytes=int(d.block_bytes),
+            lsh=bool(d.lsh),
+            all_hot=bool(d.all_hot),
+            threads=d.threads,
+            design_name=d.name,
+            hash_index_bytes=d.hash_index_bytes,
+        )
+
+    def context(self, provider: str, vm_of: dict[str, VmType], entries: float) -> Context:
+        return Context(
+            provider=provider,
+            vm=vm_of[self.vm],
+            entries=entries,
+            storage=StorageChoice(
+                provider,
+                self.storage_product,
+                self.storage_disks,
+                self.storage_gib,
+                self.storage_iops,
+                self.storage_usd_month,
+                self.storage_mibps,
+            ),
+            cost_month=self.cost_month,
+            throughput=self.throughput,
+            io_total=self.io_total,
+            design=Design(
+                T=self.T,
+                K=self.K,
+                Z=self.Z,
+                buffer_bytes=self.buffer_bytes,
+                bloom_bits=self.bloom_bits,
+                bloom_allocation=self.bloom_allocation,
+                block_bytes=self.block_bytes,
+                lsh=self.lsh,
+                all_hot=self.all_hot,
+                threads=self.threads,
+                name=self.design_name,
+                hash_index_bytes=self.hash_index_bytes,
+            ),
+            design_class=self.design_class,
+            levels=self.levels,
+            cold_levels=self.cold_levels,
+            perturbed=self.perturbed,
+        )
+
+
+def default_dir() -> Path:
+    """``$COSINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cosine/tables``, else ``~/.cache/cosine/tables``."""
+    if os.environ.get("COSINE_CACHE_DIR"):
+        return Path(os.environ["COSINE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cosine" / "tables"
+
+
+def code_version() -> str:
+    """SHA-256 of the files the tables' values come from (module docstring)."""
+    h = hashlib.sha256()
+    files = [p for d in _CODE_DIRS for p in sorted((_ROOT / d).rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [_ROOT / f for f in _CODE_FILES]
+    for p in files:
+        h.update(str(p.relative_to(_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def table_key(spec: Spec, catalog: Catalog, provider: str, code: str) -> str:
+    """The cache key of one provider's tables (module docstring)."""
+    parts = [
+        f"rows v{CachedColumn.VERSION}",
+        code,
+        repr(spec.workload),
+        repr(dataclasses.replace(spec.design, max_cluster_size=None)),
+        repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
+        provider,
+        repr(catalog.vms.get(provider, [])),
+        repr(catalog.storage.get(provider, [])),
+        repr(catalog.vm_storage.get(provider, [])),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+#: (kind, k) -> the columns of one provider at one shard size, in table order.
+Shards = dict[tuple[str, int], list[Context]]
+
+
+@dataclass
+class TableCache:
+    """A directory of cached tables; ``notes`` collects the one-line reports of files it refused."""
+
+    directory: Path = field(default_factory=default_dir)
+    notes: list[str] = field(default_factory=list)
+    hits: int = 0  # (provider, kind, shard) entries read back
+    misses: int = 0  # computed
+    _code: str = ""
+
+    def path(self, spec: Spec, catalog: Catalog, provider: str) -> Path:
+        if not self._code:
+            self._code = code_version()
+        return self.directory / f"{provider}-{table_key(spec, catalog, provider, self._code)[:32]}.parquet"
+
+    def load(self, spec: Spec, catalog: Catalog, provider: str) -> Shards:
+        """The cached shards of ``provider`` (empty when there is no valid file)."""
+        path = self.path(spec, catalog, provider)
+        if not path.exists():
+            return {}
+        try:
+            rows = read_rows(path, CachedColumn, "table cache")
+            vm_of: dict[str, VmType] = {vm.name: vm for vm in catalog.vms.get(provider, [])}
+            out: Shards = {}
+            N = spec.workload.entries
+            for r in rows:
+                if r.vm not in vm_of:
+                    raise InputError(f"{path}: VM type {r.vm!r} is not in the catalog (table cache)")
+                out.setdefault((r.kind, r.shard_count), []).append(r.context(provider, vm_of, N / r.shard_count))
+        except InputError as exc:
+            self.note(f"table cache ignored and rebuilt: {exc}")
+            return {}
+        return out
+
+    def save(self, spec: Spec, catalog: Catalog, provider: str, shards: Shards) -> None:
+        """Write ``provider``'s shards (atomically; a write that fails is reported, not fatal)."""
+        rows = [CachedColumn.of(kind, k, c) for (kind, k), cs in sorted(shards.items()) for c in cs]
+        path = self.path(spec, catalog, provider)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_rows(path, rows, CachedColumn)
+        except OSError as exc:
+            self.note(f"table cache not written: {path}: {exc.strerror or exc}")
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
