@@ -17,7 +17,7 @@ from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, WindowTable, io_costs
+from cost_models.io_model import IOCost, Structure, WindowTable, io_costs
 from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
@@ -129,12 +129,14 @@ def node_io(
     parts: Partitions,
     workload: Workload,
     windows: tuple[WindowTable, WindowTable] | None = None,
+    st: Structure | None = None,
 ) -> IOCost:
     """Per-operation I/O of every design of ``lay`` under ``model`` (the
-    distribution-aware model uses ``windows`` when given)."""
+    distribution-aware model uses ``windows`` and the designs' structure ``st``
+    when given, cost_models.io_model.io_costs)."""
     if model == CostModel.WORST_CASE:
         return worst_case_io(lay, parts, workload.operations, workload.scan_length, workload.empty_range_width)
-    return io_costs(lay, parts, workload.operations, workload.scan_length, windows, workload.empty_range_width)
+    return io_costs(lay, parts, workload.operations, workload.scan_length, windows, workload.empty_range_width, st)
 
 
 @dataclass

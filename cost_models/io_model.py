@@ -421,12 +421,15 @@ def io_costs(
     scan_length: float,
     windows: tuple[WindowTable, WindowTable] | None = None,
     empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH,
+    st: Structure | None = None,
 ) -> IOCost:
     """Per-operation block I/O for every design of ``lay``.
 
     ``windows``: interpolated W(R) tables (puts, and gets for the block cache)
     for batch evaluation; exact bisection when None. ``empty_range_width``: key
-    values an empty range spans (its range-filter FPR).
+    values an empty range spans (its range-filter FPR). ``st``: the designs'
+    :func:`structure` when the caller has it (it does not depend on memory, so
+    one serves every memory size).
     """
     N = lay.n_keys
     iota = insert_fraction(mix)
@@ -443,7 +446,8 @@ def io_costs(
         def cache_win(r: np.ndarray) -> np.ndarray:
             return window(r, gets, N, 0.0)
 
-    st = structure(lay, parts, mix, scan_length, win)
+    if st is None:
+        st = structure(lay, parts, mix, scan_length, win)
     abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win)
     rf = layout_fpr(lay.range_bits, empty_range_width, lay.range_per_height)[:, None]
     io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get, rf)

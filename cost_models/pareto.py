@@ -14,6 +14,8 @@ import numpy as np
 #: Rows checked against the current front at once (the rest of a chunk is then
 #: scanned one by one); bounds the temporary (chunk x front x columns) array.
 CHUNK = 256
+#: [i, j]: row j comes before row i within a chunk.
+_BEFORE = np.tri(CHUNK, k=-1, dtype=bool)
 
 
 def pareto_mask(cost: np.ndarray) -> np.ndarray:
@@ -41,6 +43,10 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
         prev = np.concatenate([[np.inf], best[:-1]])
         keep[order[col < prev]] = True
         return keep
+    # A row is dropped iff an earlier row (in that order) weakly dominates it: an earlier
+    # row that is itself dropped is dominated by a kept one, which then dominates this row
+    # too (weak dominance is transitive). So each chunk is checked against the kept rows
+    # before it and, all pairs at once, against its own earlier rows.
     front = np.empty((0, d))
     for start in range(0, order.size, CHUNK):
         block = order[start : start + CHUNK]
@@ -48,9 +54,9 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
         if front.shape[0]:
             dom = np.any(np.all(front[None, :, :] <= rows[:, None, :], axis=2), axis=1)
             block, rows = block[~dom], rows[~dom]
-        for i, r in zip(block, rows, strict=True):
-            if front.shape[0] and bool((front <= r).all(axis=1).any()):
-                continue
-            keep[i] = True
-            front = np.vstack([front, r])
+        m = block.size
+        inner = np.all(rows[None, :, :] <= rows[:, None, :], axis=2) & _BEFORE[:m, :m]
+        alive = ~inner.any(axis=1)
+        keep[block[alive]] = True
+        front = np.vstack([front, rows[alive]])
     return keep

@@ -184,7 +184,8 @@ def default_dir() -> Path:
 def code_version() -> str:
     """SHA-256 of the files the tables' values come from (module docstring)."""
     h = hashlib.sha256()
-    files = [p for d in _CODE_DIRS for p in sorted((_ROOT / d).rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files = [p for d in _CODE_DIRS for p in sorted((_ROOT / d).rglob("*")) if p.is_file()]
+    files = [p for p in files if "__pycache__" not in p.parts]
     files += [_ROOT / f for f in _CODE_FILES]
     for p in files:
         h.update(str(p.relative_to(_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
@@ -257,4 +258,3 @@ class TableCache:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
-

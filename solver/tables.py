@@ -26,6 +26,7 @@ volume (:func:`candidates`). Volumes and columns are pruned the same way
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,8 @@ from cost_models.cpu import node_throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
-from cost_models.io_model import IOCost, cache_alpha, combine, structure, window_tables
-from cost_models.layout import derive, level_shape, split_memory
+from cost_models.io_model import IOCost, WindowTable, cache_alpha, combine, structure, window_tables
+from cost_models.layout import level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
@@ -390,11 +391,21 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
 def _volumes(
     spec: Spec, catalog: Catalog, vms: list[VmType], s: float, blocks: tuple[int, ...]
 ) -> dict[str, list[StorageChoice]]:
+    """Each VM type's volumes for a shard of ``s`` entries. A VM type enters
+    cost_models.cloud.storage_choices only through its provider and the limits
+    the catalog sets it on each product, so VM types that share them share one list."""
     base = s * spec.workload.entry_bytes / GIB
     # compressed data needs smaller volumes: the headroom ladder again at each cold codec's factor
     shrink = {compression.codec_factors(c, spec.workload.compressibility)[0] for _, c in grid_for(spec).codecs}
     needs = sorted({base * h * f for h in VOLUME_HEADROOM for f in shrink | {1.0}})
-    return {vm.key: storage_choices(catalog, vm, needs, blocks) for vm in vms}
+    out: dict[str, list[StorageChoice]] = {}
+    shared: dict[tuple[Any, ...], list[StorageChoice]] = {}
+    for vm in vms:
+        limits = (vm.provider, *(catalog.storage_limit(vm, o.name) for o in catalog.storage.get(vm.provider, [])))
+        if limits not in shared:
+            shared[limits] = storage_choices(catalog, vm, needs, blocks)
+        out[vm.key] = shared[limits]
+    return out
 
 
 def _thresholds(choices: list[list[StorageChoice]]) -> np.ndarray:
@@ -402,60 +413,85 @@ def _thresholds(choices: list[list[StorageChoice]]) -> np.ndarray:
     return np.array(g) if g else np.zeros(0)
 
 
-def _shard_job(args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions]) -> list[Context]:
-    spec, catalog, grid, s, vms, parts = args
+def _shard_job(
+    args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, tuple[str, ...]],
+) -> dict[str, list[Context]]:
+    """Every column of ``vms`` at shard size ``s``: Cosine's (:data:`COSINE`) and each preset's.
+    The window tables and volumes are shared between them; VM types of one memory size share
+    one evaluation of the designs."""
+    spec, catalog, grid, s, vms, parts, presets = args
     wl = spec.workload
-    max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
-    lays = grid.layouts(max_mem, s * wl.entry_bytes)
-    if lays.size == 0:
-        return []
-    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
     wls = _workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
-    sts = [
-        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
-        for w, win in zip(wls, wins, strict=True)
-    ]
-    volumes = _volumes(spec, catalog, vms, s, grid.blocks)
     by_mem: dict[float, list[VmType]] = {}
     for vm in vms:
         by_mem.setdefault(vm.memory_gib, []).append(vm)
-    out: list[Context] = []
-    for mem_gib, group in sorted(by_mem.items()):
-        thr = _thresholds([volumes[vm.key] for vm in group])
-        if thr.size == 0:
-            continue
-        ge = _grid_eval(spec, grid, s, parts, mem_gib, (lays, shape, sts, wins))
-        if ge is None:
-            continue
-        ge = with_codecs(spec, grid, ge)
-        cand, bucket = candidates(spec, ge, thr)
-        for vm in group:
-            out += contexts_for_vm(spec, vm, s, volumes[vm.key], ge, cand, bucket, thr)
-    return prune_columns(out)
+    volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = {}
+
+    def volumes(blocks: tuple[int, ...]) -> dict[str, list[StorageChoice]]:
+        if blocks not in volumes_of:
+            volumes_of[blocks] = _volumes(spec, catalog, vms, s, blocks)
+        return volumes_of[blocks]
+
+    out: dict[str, list[Context]] = {COSINE: []}
+    max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
+    lays = grid.layouts(max_mem, s * wl.entry_bytes)
+    if lays.size:
+        shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
+        sts = [
+            structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
+            for w, win in zip(wls, wins, strict=True)
+        ]
+        vols = volumes(grid.blocks)
+        for mem_gib, group in sorted(by_mem.items()):
+            thr = _thresholds([vols[vm.key] for vm in group])
+            if thr.size == 0:
+                continue
+            ge = _grid_eval(spec, grid, s, parts, mem_gib, (lays, shape, sts, wins))
+            if ge is None:
+                continue
+            ge = with_codecs(spec, grid, ge)
+            cand, bucket = candidates(spec, ge, thr)
+            for vm in group:
+                out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
+    out[COSINE] = prune_columns(out[COSINE])
+    for name in presets:
+        out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
+    return out
 
 
-def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]) -> list[Context]:
-    spec, catalog, name, s, vms, parts = args
+def _preset_columns(
+    spec: Spec,
+    name: str,
+    s: float,
+    by_mem: dict[float, list[VmType]],
+    volumes: Callable[[tuple[int, ...]], dict[str, list[StorageChoice]]],
+    parts: Partitions,
+    wins: list[tuple[WindowTable, WindowTable]],
+) -> list[Context]:
+    """The columns of preset ``name`` at shard size ``s`` (its one design on every VM type)."""
     wl = spec.workload
     d = preset(name)
-    volumes = _volumes(spec, catalog, vms, s, (d.block_bytes,))
+    vols = volumes((d.block_bytes,))
     wls = _workloads(spec)
-    wins = [window_tables(parts, w.operations, s) for w in wls]
+    batch = DesignBatch.of([d])
+    shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes)
+    sts = [
+        structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
+        for w, win in zip(wls, wins, strict=True)
+    ]
     out: list[Context] = []
-    for vm in vms:
-        mem = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
-        lay = derive(DesignBatch.of([d]), s, wl.key_bytes, wl.value_bytes, mem)
-        ios = []
-        for w, win in zip(wls, wins, strict=True):
-            ios.append((node_io(spec.cost_model, lay, parts, w, win), w))
-        (io_e, w_e), *rest = ios
-        io_p = rest[0][0] if rest else None
+    for mem_gib, group in sorted(by_mem.items()):
+        lay = split_memory(shape, batch, mem_gib * GIB * (1 - spec.design.memory_headroom))
+        if not lay.feasible[0]:
+            continue
+        ios = [node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)]
+        io_p = ios[1] if len(ios) > 1 else None
         ge = GridEval(
-            io=io_e,
-            total=io_e.total(w_e.operations),
+            io=ios[0],
+            total=ios[0].total(wls[0].operations),
             io_p=io_p,
-            total_p=None if io_p is None else io_p.total(rest[0][1].operations),
+            total_p=None if io_p is None else io_p.total(wls[1].operations),
             cls=lay.cls,
             ok=lay.feasible,
             need_gib=lay.space_entries * lay.entry_bytes / GIB,
@@ -465,13 +501,14 @@ def _preset_job(args: tuple[Spec, Catalog, str, float, list[VmType], Partitions]
             batches=[DesignBatch.of([d])],
             offsets=np.array([0]),
         )
-        thr = _thresholds([volumes[vm.key]])
-        if thr.size == 0 or not ge.ok[0]:
-            continue
-        bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib, side="left")
-        if bucket[0] >= thr.size:
-            continue
-        out += contexts_for_vm(spec, vm, s, volumes[vm.key], ge, np.arange(1), bucket, thr, name=name)
+        for vm in group:
+            thr = _thresholds([vols[vm.key]])
+            if thr.size == 0:
+                continue
+            bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib, side="left")
+            if bucket[0] >= thr.size:
+                continue
+            out += contexts_for_vm(spec, vm, s, vols[vm.key], ge, np.arange(1), bucket, thr, name=name)
     return prune_columns(out)
 
 
@@ -504,33 +541,31 @@ def build_tables(
     provs = sorted(set(providers))
     found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
     kinds = (COSINE, *presets)
-    todo = {(kind, k): [p for p in provs if (kind, k) not in found[p]] for kind in kinds for k in counts}
-    todo = {key: ps for key, ps in todo.items() if ps}
+    # a shard size is computed (every kind) for the providers the cache lacks any kind of
+    todo = {
+        k: [p for p in provs if catalog.vms.get(p) and any((kind, k) not in found[p] for kind in kinds)] for k in counts
+    }
+    todo = {k: ps for k, ps in todo.items() if ps}
     parts = workload_partitions(spec.workload) if todo else None
-    keys = [key for key in todo if key[0] == COSINE]
-    pkeys = [key for key in todo if key[0] != COSINE]
-
-    def vms_of(ps: list[str]) -> list[VmType]:
-        return [vm for p in ps for vm in catalog.vms.get(p, [])]
-
-    jobs = [(spec, catalog, grid, N / k, vms_of(todo[(kind, k)]), parts) for kind, k in keys]
-    pjobs = [(spec, catalog, kind, N / k, vms_of(todo[(kind, k)]), parts) for kind, k in pkeys]
+    jobs = [
+        (spec, catalog, grid, N / k, [vm for p in ps for vm in catalog.vms.get(p, [])], parts, presets)
+        for k, ps in todo.items()
+    ]
     workers = workers if workers is not None else min(len(jobs), cpu_count())
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(_shard_job, jobs))
-            pres = list(ex.map(_preset_job, pjobs)) if pjobs else []
     else:
         results = [_shard_job(j) for j in jobs]  # type: ignore[arg-type]
-        pres = [_preset_job(j) for j in pjobs]  # type: ignore[arg-type]
     computed: dict[str, dict[tuple[str, int], list[Context]]] = {p: {} for p in provs}
-    for key, ctxs in zip(keys + pkeys, results + pres, strict=True):
-        for c in ctxs:
-            computed[c.provider].setdefault(key, []).append(c)
+    for k, by_kind in zip(todo, results, strict=True):
+        for kind, ctxs in by_kind.items():
+            for c in ctxs:
+                computed[c.provider].setdefault((kind, k), []).append(c)
     shards = {p: {**found[p], **computed[p]} for p in provs}
     if cache is not None:
         cache.hits += sum(len(f) for f in found.values())
-        cache.misses += len(keys) + len(pkeys)
+        cache.misses += sum(len(ps) for ps in todo.values())
         for p in provs:
             if computed[p]:
                 cache.save(spec, catalog, p, shards[p])
