@@ -212,14 +212,11 @@ def contexts_for_vm(
     xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu)
     xe = np.where(fits, xe, 0.0)
     xp = np.where(fits, xp, 0.0)
-    robust = is_robust(spec)
     raw: list[tuple[int, int]] = []
-    for r in range(len(choices)):
-        if robust:
-            live = np.flatnonzero(xe[r] > 0)
-            if live.size:
-                raw += [(r, int(j)) for j in live[pareto_mask(np.stack([-xe[r, live], -xp[r, live]], axis=1))]]
-        else:
+    if is_robust(spec):
+        raw = _robust_front(vm, choices, xe, xp)
+    else:
+        for r in range(len(choices)):
             j = int(np.argmax(xe[r]))
             if xe[r, j] > 0:
                 raw.append((r, j))
@@ -245,6 +242,29 @@ def contexts_for_vm(
             )
         )
     return out
+
+
+def _robust_front(vm: VmType, choices: list[StorageChoice], xe: np.ndarray, xp: np.ndarray) -> list[tuple[int, int]]:
+    """The (volume, design) pairs of one VM type worth a column with robustness: on each
+    volume the Pareto front of the designs in (expected, perturbed) throughput (all
+    volumes at once: per row, fastest first, a design is kept when its perturbed
+    throughput beats every faster one's), then only the pairs no other pair of this VM
+    beats on (cost, expected, perturbed) -- the ones :func:`prune_columns` would drop
+    anyway (it drops a column any other one weakly dominates; of identical ones it keeps
+    the first, and the pairs keep their order)."""
+    live = xe > 0
+    e = np.where(live, -xe, np.inf)
+    q = np.where(live, -xp, np.inf)
+    order = np.lexsort((q, e), axis=-1)
+    qs = np.take_along_axis(q, order, axis=1)
+    best = np.minimum.accumulate(qs, axis=1)
+    prev = np.concatenate([np.full((q.shape[0], 1), np.inf), best[:, :-1]], axis=1)
+    front = np.zeros_like(live)
+    np.put_along_axis(front, order, (qs < prev) & np.take_along_axis(live, order, axis=1), axis=1)
+    rs, js = np.nonzero(front)
+    cost = vm.usd_per_month + np.array([c.usd_month for c in choices])
+    keep = pareto_mask(np.stack([cost[rs], -xe[rs, js], -xp[rs, js]], axis=1))
+    return list(zip(rs[keep].tolist(), js[keep].tolist(), strict=True))
 
 
 def prune_columns(ctxs: list[Context]) -> list[Context]:
