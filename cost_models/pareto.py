@@ -14,6 +14,9 @@ import numpy as np
 #: Rows checked against the current front at once (the rest of a chunk is then
 #: scanned one by one); bounds the temporary (chunk x front x columns) array.
 CHUNK = 256
+#: Most distinct values of the first column for which three columns are filtered group by
+#: group (:func:`_dominated_3`); beyond it, chunk by chunk.
+STAIRCASE_GROUPS = 64
 #: [i, j]: row j comes before row i within a chunk.
 _BEFORE = np.tri(CHUNK, k=-1, dtype=bool)
 
@@ -47,6 +50,11 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     # row that is itself dropped is dominated by a kept one, which then dominates this row
     # too (weak dominance is transitive). So each chunk is checked against the kept rows
     # before it and, all pairs at once, against its own earlier rows.
+    if d == 3:
+        groups = np.flatnonzero(np.diff(c[order, 0])) + 1
+        if groups.size < STAIRCASE_GROUPS:
+            keep[order[~_dominated_3(c[order], np.concatenate([[0], groups, [order.size]]))]] = True
+            return keep
     front = np.empty((0, d))
     for start in range(0, order.size, CHUNK):
         block = order[start : start + CHUNK]
@@ -60,3 +68,24 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
         keep[block[alive]] = True
         front = np.vstack([front, rows[alive]])
     return keep
+
+
+def _dominated_3(s: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Which rows of ``s`` (n x 3, in lexicographic order; ``bounds``: where each run of
+    equal first columns starts, and n) an earlier row weakly dominates. An earlier row's
+    first column is never larger, so it dominates iff it is no larger in the other two:
+    against the earlier runs, the least third column among the rows whose second is no
+    larger (a staircase); within the run, the least third column so far (its rows are
+    sorted by the second)."""
+    out = np.zeros(s.shape[0], dtype=bool)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        run = s[a:b]
+        prev = np.concatenate([[np.inf], np.minimum.accumulate(run[:-1, 2])])
+        dom = prev <= run[:, 2]
+        if a:
+            by = np.argsort(s[:a, 1], kind="stable")
+            x, low = s[:a, 1][by], np.minimum.accumulate(s[:a, 2][by])
+            i = np.searchsorted(x, run[:, 1], side="right")
+            dom |= (i > 0) & (low[np.maximum(i - 1, 0)] <= run[:, 2])
+        out[a:b] = dom
+    return out

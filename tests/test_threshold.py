@@ -1,0 +1,102 @@
+"""The band problem solved by its bottleneck (solver.bottleneck, the threshold
+algorithm) against enumeration of every cluster (solver.exhaustive), and the
+Pareto pruning (cost_models.pareto) against the definition, row by row.
+Small instances: two VM types per provider, clusters of at most three nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cost_models.pareto import pareto_mask
+from solver.backends import HighsBackend
+from solver.bottleneck import best_within, cheapest_cluster, column_table
+from solver.exhaustive import exhaustive
+from solver.model import Objective
+from tests.test_solver import make_spec, small_catalog, tables_for
+
+MIX = (0.5, 0.0, 0.0, 0.0, 0.5, 0.0)
+ZIPF = "{kind: zipfian, theta: 0.99}"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.floats(60, 3000),
+    provider=st.sampled_from(["aws", "gcp", "azure"]),
+    slas=st.sampled_from(["", "availability", "backup, support", "availability, support"]),
+    mc=st.integers(2, 3),
+    objective=st.sampled_from([Objective.EXPECTED, Objective.PERTURBED]),
+)
+def test_threshold_algorithm_matches_exhaustive(budget, provider, slas, mc, objective):
+    """The highest throughput within the budget, and its bill, equal enumeration's:
+    in closed form (SLA minimum <= 2 nodes, linear bill) and through the back end
+    (a percent-of-spend support plan beside per-node terms)."""
+    cat = small_catalog("ondemand")
+    spec = make_spec(3_000_000, MIX, ZIPF, budget, provider, slas, mc, "{noise: 0.1}")
+    ctx = tables_for(spec, cat).contexts.get(provider, [])
+    oracle = exhaustive(spec, cat, ctx, budget, mc, objective=objective)
+    tab = column_table(spec, cat, ctx, provider, mc)
+    mask = tab.cost <= budget
+    ans = best_within(spec, cat, tab, objective, mask, budget, HighsBackend())
+    if not oracle.nodes:
+        assert ans.chosen is None
+        return
+    assert ans.chosen is not None, ans.note
+    want = oracle.perturbed_kops if objective == Objective.PERTURBED else oracle.throughput_kops
+    assert ans.chosen.value(objective) == pytest.approx(want, rel=1e-9)
+    assert ans.chosen.monthly_cost == pytest.approx(oracle.cost, rel=1e-6)
+    assert ans.chosen.monthly_cost <= budget * (1 + 1e-9)
+    assert ans.result.gap == pytest.approx(0.0, abs=1e-9) and ans.result.status == "optimal"
+
+
+@pytest.mark.parametrize("slas", ["", "availability", "availability, support"])
+def test_cheapest_cluster_matches_exhaustive(slas):
+    """The covering problem's bill is the least of any cluster: enumeration finds none below it."""
+    cat = small_catalog("ondemand")
+    spec = make_spec(3_000_000, MIX, ZIPF, 1e6, "gcp", slas, 3, "{noise: 0.1}")
+    ctx = tables_for(spec, cat).contexts["gcp"]
+    tab = column_table(spec, cat, ctx, "gcp", 3)
+    cov = cheapest_cluster(spec, cat, tab, np.ones(len(tab.contexts), dtype=bool), HighsBackend())
+    assert cov.chosen is not None
+    below = exhaustive(spec, cat, ctx, cov.bill * (1 - 1e-9), 3)
+    assert not below.nodes, f"a cluster of ${below.cost:,.2f} is cheaper than the covering optimum ${cov.bill:,.2f}"
+    at = exhaustive(spec, cat, ctx, cov.bill * (1 + 1e-9), 3)
+    assert at.nodes and at.cost == pytest.approx(cov.bill, rel=1e-9)
+    assert cov.bound <= cov.bill * (1 + 1e-12)
+
+
+def _dominated_brute(c: np.ndarray) -> np.ndarray:
+    """The definition: a row is kept unless another weakly dominates it (of equal rows the first stays)."""
+    n = len(c)
+    keep = np.zeros(n, dtype=bool)
+    for i in range(n):
+        if np.isnan(c[i]).any():
+            continue
+        keep[i] = not any(
+            j != i
+            and not np.isnan(c[j]).any()
+            and (c[j] <= c[i]).all()
+            and ((c[j] < c[i]).any() or j < i)
+            for j in range(n)
+        )
+    return keep
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_pareto_mask_is_the_definition(d):
+    """Every path of pareto_mask (two columns; three by staircase; chunks, also past
+    CHUNK rows and with many distinct first columns) keeps exactly the undominated rows."""
+    rng = np.random.default_rng(d)
+    for trial in range(40):
+        n = int(rng.integers(1, 40 if trial % 4 else 600))
+        levels = 4 if trial % 2 else 200
+        c = rng.integers(0, levels, size=(n, d)).astype(float)
+        if trial % 5 == 0:
+            c[rng.integers(0, n)] = np.nan
+        if n > 300:  # the brute force is quadratic in Python: check a large case against a small-chunk run
+            sub = c[:300]
+            assert (pareto_mask(sub) == _dominated_brute(sub)).all()
+            continue
+        assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n, levels)
