@@ -33,6 +33,17 @@ design:
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def table_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's table cache (solver.table_cache), never the user's: the first solve of a
+    spec in a session builds its tables cold, later ones read them back. Subprocesses inherit it."""
+    import os
+
+    d = tmp_path_factory.mktemp("table_cache")
+    os.environ["COSINE_CACHE_DIR"] = str(d)
+    return d
+
+
 @pytest.fixture(scope="session")
 def runner() -> CliRunner:
     return CliRunner()

@@ -1,0 +1,149 @@
+"""The persistent table cache (solver.table_cache): a hit gives the same tables
+as a build, its key changes with everything the tables depend on and with nothing
+else, a corrupt or foreign file is reported in one line and rebuilt, and
+``--no-cache`` neither reads nor writes it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from cli import app
+from solver.table_cache import TableCache, code_version, table_key
+from solver.tables import build_tables
+from tests.conftest import TINY_SPEC
+from tests.test_solver import make_spec, small_catalog
+
+
+def _columns(tables):
+    """Everything a column carries, per provider, in table order (presets too)."""
+    own = {p: [dataclasses.astuple(c) for c in cs] for p, cs in tables.contexts.items()}
+    pre = {n: {p: [dataclasses.astuple(c) for c in cs] for p, cs in by.items()} for n, by in tables.presets.items()}
+    return own, pre
+
+
+@pytest.fixture(scope="module")
+def spec_cat():
+    return make_spec(2_000_000, providers="aws, gcp", robustness="{noise: 0.1}"), small_catalog("ondemand")
+
+
+def test_hit_equals_build_and_miss_computes_only_what_is_missing(tmp_path, spec_cat):
+    spec, cat = spec_cat
+    cache = TableCache(tmp_path)
+    cold = build_tables(spec, cat, ("aws", "gcp"), workers=1, presets=("rocksdb",), cache=cache)
+    assert cache.hits == 0 and cache.misses > 0
+    assert sorted(f.name.split("-")[0] for f in tmp_path.iterdir()) == ["aws", "gcp"]
+    warm_cache = TableCache(tmp_path)
+    warm = build_tables(spec, cat, ("aws", "gcp"), workers=1, presets=("rocksdb",), cache=warm_cache)
+    assert warm_cache.misses == 0 and warm_cache.hits > 0 and not warm_cache.notes
+    assert _columns(warm) == _columns(cold)
+    # a larger cluster cap asks for shard sizes the cache lacks: only those are built
+    more = TableCache(tmp_path)
+    bigger = build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), max_cluster=5, cache=more)
+    assert more.hits > 0 and more.misses == 2  # shards of 4 and 5 nodes
+    ref = build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), max_cluster=5)
+    assert _columns(bigger) == _columns(ref)
+
+
+def test_key_follows_what_the_tables_depend_on(spec_cat):
+    spec, cat = spec_cat
+    code = code_version()
+    key = table_key(spec, cat, "aws", code)
+    # not on the budget, the SLAs, the other providers or the cluster cap
+    same = dataclasses.replace(spec, budget_usd=1.0, slas=("availability",), providers=("aws",))
+    same = dataclasses.replace(same, design=dataclasses.replace(spec.design, max_cluster_size=50))
+    assert table_key(same, cat, "aws", code) == key
+    sla_free = dataclasses.replace(cat, slas={})
+    assert table_key(spec, sla_free, "aws", code) == key
+    # on the workload, the design space, robustness, the provider's prices and the code (phi table included)
+    wl = dataclasses.replace(spec.workload, value_bytes=101)
+    assert table_key(dataclasses.replace(spec, workload=wl), cat, "aws", code) != key
+    ds = dataclasses.replace(spec.design, size_ratio=(4, 8))
+    assert table_key(dataclasses.replace(spec, design=ds), cat, "aws", code) != key
+    assert table_key(dataclasses.replace(spec, noise=0.2), cat, "aws", code) != key
+    vms = {**cat.vms, "aws": [dataclasses.replace(v, usd_per_hour=v.usd_per_hour * 2) for v in cat.vms["aws"]]}
+    assert table_key(spec, dataclasses.replace(cat, vms=vms), "aws", code) != key
+    assert table_key(spec, dataclasses.replace(cat, vms=vms), "gcp", code) == table_key(spec, cat, "gcp", code)
+    assert table_key(spec, cat, "aws", code + "0") != key
+
+
+def test_code_version_covers_the_phi_table():
+    from cost_models.cpu import PHI_TABLE
+    from solver import table_cache
+
+    files = [p for d in table_cache._CODE_DIRS for p in (table_cache._ROOT / d).rglob("*")]
+    assert PHI_TABLE.resolve() in [p.resolve() for p in files]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # truncated
+        lambda p: p.write_bytes(b"not parquet at all"),
+        lambda p: p.write_bytes(Path(p.parent / "other.parquet").read_bytes()),  # another row type
+    ],
+    ids=["truncated", "garbage", "foreign"],
+)
+def test_a_damaged_file_is_reported_and_rebuilt(tmp_path, spec_cat, damage):
+    from specs.io import write_rows
+
+    spec, cat = spec_cat
+    write_rows(tmp_path / "other.parquet", [], dataclasses.make_dataclass("Other", [("x", int)]))
+    cold = build_tables(spec, cat, ("aws",), workers=1, cache=TableCache(tmp_path))
+    (path,) = tmp_path.glob("aws-*.parquet")
+    damage(path)
+    cache = TableCache(tmp_path)
+    again = build_tables(spec, cat, ("aws",), workers=1, cache=cache)
+    assert len(cache.notes) == 1 and "\n" not in cache.notes[0] and str(path) in cache.notes[0]
+    assert cache.hits == 0 and _columns(again) == _columns(cold)
+    clean = TableCache(tmp_path)  # rewritten: the next read is a hit
+    build_tables(spec, cat, ("aws",), workers=1, cache=clean)
+    assert clean.misses == 0 and not clean.notes
+
+
+def test_a_row_with_an_impossible_value_is_refused(tmp_path, spec_cat):
+    import pyarrow.parquet as pq
+
+    spec, cat = spec_cat
+    build_tables(spec, cat, ("aws",), workers=1, cache=TableCache(tmp_path))
+    (path,) = tmp_path.glob("aws-*.parquet")
+    table = pq.read_table(path)
+    col = table.column_names.index("throughput")
+    bad = table.set_column(col, "throughput", [[-1.0] * table.num_rows])
+    pq.write_table(bad, path)
+    cache = TableCache(tmp_path)
+    build_tables(spec, cat, ("aws",), workers=1, cache=cache)
+    assert len(cache.notes) == 1 and "throughput" in cache.notes[0]
+
+
+def test_cli_uses_the_cache_and_no_cache_leaves_it_alone(tmp_path, runner, monkeypatch):
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_SPEC)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("COSINE_CACHE_DIR", str(cache))
+    args = ["solve", str(spec), "--bands", "4", "--json", "--workers", "1"]
+    res = runner.invoke(app, [*args, "--no-cache", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert not cache.exists()
+    first = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert first.exit_code == 0, first.output
+    assert sorted(f.name.split("-")[0] for f in cache.iterdir()) == ["aws", "gcp"]
+    for f in cache.iterdir():
+        f.write_bytes(b"garbage")
+    again = runner.invoke(app, [*args, "--budget", "900", "--out", str(tmp_path / "c")])
+    assert again.exit_code == 0
+    notes = [line for line in again.stderr.splitlines() if line.startswith("table cache ignored")]
+    assert len(notes) == 2, again.stderr
+    warm = runner.invoke(app, [*args, "--out", str(tmp_path / "d")])
+    assert warm.exit_code == 0 and not warm.stderr.strip()
+
+    def answer(out: str) -> dict:
+        sol = json.loads(out)
+        sol["search"].pop("timings_s")
+        sol["certificate"].pop("wall_s")
+        return sol
+
+    assert answer(warm.stdout) == answer(first.stdout) == answer(res.stdout)
