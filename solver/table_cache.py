@@ -14,8 +14,8 @@ table and search-space modules. Any change to any of them is a new key; old
 files are never read again.
 
 **Content.** Data only: parquet rows (:class:`CachedColumn`) written and read by
-specs.io, whose schema, row type and version are checked, then every row's own
-:meth:`CachedColumn.check`. A row is one column of the MIP (or of a preset's
+specs.io, whose schema, row type and version are checked, then the columns'
+:meth:`CachedColumn.check_columns`. A row is one column of the MIP (or of a preset's
 table) at one shard size, tagged with the shard's node count k (entries N/k);
 the shard sizes present are the ones computed, so a solve whose cluster cap
 asks for other sizes computes only those and adds them. (A shard size with no
@@ -39,14 +39,16 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
+
+import numpy as np
 
 from cost_models.cloud import StorageChoice
 from cost_models.design import Design
 from cost_models.pricing import Catalog, VmType
 from solver.tables import Context
 from specs.errors import InputError
-from specs.io import finite, read_rows, require, write_rows
+from specs.io import read_columns, require, write_rows
 from specs.schema import Spec
 from specs.vocab import DESIGN_CLASSES
 
@@ -92,14 +94,18 @@ class CachedColumn:
     design_name: str
     hash_index_bytes: float | None
 
-    def check(self) -> None:
-        require(self.shard_count >= 1, f"shard_count {self.shard_count} < 1")
+    @staticmethod
+    def check_columns(c: dict[str, Any]) -> None:
+        """Values no writer produces, refused by column (specs.io.read_columns)."""
+        require(bool((c["shard_count"] >= 1).all()), "a shard_count below 1")
         for name in ("storage_gib", "storage_iops", "storage_usd_month", "cost_month", "throughput", "perturbed"):
-            require(finite(getattr(self, name)), f"{name} is {getattr(self, name)!r}")
-        require(finite(self.io_total), f"io_total is {self.io_total!r}")
-        require(self.storage_mibps > 0 and not math.isnan(self.storage_mibps), "storage_mibps not positive")
-        require(self.design_class in DESIGN_CLASSES, f"unknown design class {self.design_class!r}")
-        require(finite(self.hash_index_bytes, nullable=True), "hash_index_bytes not finite")
+            v = c[name]
+            require(bool((np.isfinite(v) & (v >= 0)).all()), f"column {name}: a negative or non-finite value")
+        require(bool((np.isfinite(c["io_total"]) & (c["io_total"] >= 0)).all()), "column io_total: a bad value")
+        require(bool((c["storage_mibps"] > 0).all()), "column storage_mibps: a value not above 0")
+        require(bool(np.isin(c["design_class"], DESIGN_CLASSES).all()), "column design_class: an unknown class")
+        hib = [x for x in c["hash_index_bytes"] if x is not None]
+        require(all(math.isfinite(x) and x > 0 for x in hib), "column hash_index_bytes: a bad value")
 
     @classmethod
     def of(cls, kind: str, k: int, c: Context) -> CachedColumn:
@@ -133,43 +139,6 @@ class CachedColumn:
             threads=d.threads,
             design_name=d.name,
             hash_index_bytes=d.hash_index_bytes,
-        )
-
-    def context(self, provider: str, vm_of: dict[str, VmType], entries: float) -> Context:
-        return Context(
-            provider=provider,
-            vm=vm_of[self.vm],
-            entries=entries,
-            storage=StorageChoice(
-                provider,
-                self.storage_product,
-                self.storage_disks,
-                self.storage_gib,
-                self.storage_iops,
-                self.storage_usd_month,
-                self.storage_mibps,
-            ),
-            cost_month=self.cost_month,
-            throughput=self.throughput,
-            io_total=self.io_total,
-            design=Design(
-                T=self.T,
-                K=self.K,
-                Z=self.Z,
-                buffer_bytes=self.buffer_bytes,
-                bloom_bits=self.bloom_bits,
-                bloom_allocation=self.bloom_allocation,
-                block_bytes=self.block_bytes,
-                lsh=self.lsh,
-                all_hot=self.all_hot,
-                threads=self.threads,
-                name=self.design_name,
-                hash_index_bytes=self.hash_index_bytes,
-            ),
-            design_class=self.design_class,
-            levels=self.levels,
-            cold_levels=self.cold_levels,
-            perturbed=self.perturbed,
         )
 
 
@@ -233,18 +202,18 @@ class TableCache:
         if not path.exists():
             return {}
         try:
-            rows = read_rows(path, CachedColumn, "table cache")
-            vm_of: dict[str, VmType] = {vm.name: vm for vm in catalog.vms.get(provider, [])}
-            out: Shards = {}
-            N = spec.workload.entries
-            for r in rows:
-                if r.vm not in vm_of:
-                    raise InputError(f"{path}: VM type {r.vm!r} is not in the catalog (table cache)")
-                out.setdefault((r.kind, r.shard_count), []).append(r.context(provider, vm_of, N / r.shard_count))
+            cols = {
+                k: list(v) if isinstance(v, list) else v.tolist()
+                for k, v in read_columns(path, CachedColumn, "table cache").items()
+            }
+            vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
+            unknown = sorted(set(cols["vm"]) - set(vm_of))
+            if unknown:
+                raise InputError(f"{path}: VM type {unknown[0]!r} is not in the catalog (table cache)")
         except InputError as exc:
             self.note(f"table cache ignored and rebuilt: {exc}")
             return {}
-        return out
+        return _shards(cols, provider, vm_of, spec.workload.entries)
 
     def save(self, spec: Spec, catalog: Catalog, provider: str, shards: Shards) -> None:
         """Write ``provider``'s shards (atomically; a write that fails is reported, not fatal)."""
@@ -258,3 +227,48 @@ class TableCache:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType], n_entries: int) -> Shards:
+    """The columns of a cache file (by field name, checked) as tables' contexts."""
+    out: Shards = {}
+    for r in zip(*(cols[f.name] for f in dataclasses.fields(CachedColumn)), strict=True):
+        row = CachedColumn(*r)
+        out.setdefault((row.kind, row.shard_count), []).append(
+            Context(
+                provider=provider,
+                vm=vm_of[row.vm],
+                entries=n_entries / row.shard_count,
+                storage=StorageChoice(
+                    provider,
+                    row.storage_product,
+                    row.storage_disks,
+                    row.storage_gib,
+                    row.storage_iops,
+                    row.storage_usd_month,
+                    row.storage_mibps,
+                ),
+                cost_month=row.cost_month,
+                throughput=row.throughput,
+                io_total=row.io_total,
+                design=Design(
+                    T=row.T,
+                    K=row.K,
+                    Z=row.Z,
+                    buffer_bytes=row.buffer_bytes,
+                    bloom_bits=row.bloom_bits,
+                    bloom_allocation=row.bloom_allocation,
+                    block_bytes=row.block_bytes,
+                    lsh=row.lsh,
+                    all_hot=row.all_hot,
+                    threads=row.threads,
+                    name=row.design_name,
+                    hash_index_bytes=row.hash_index_bytes,
+                ),
+                design_class=row.design_class,
+                levels=row.levels,
+                cold_levels=row.cold_levels,
+                perturbed=row.perturbed,
+            )
+        )
+    return out
