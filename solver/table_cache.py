@@ -109,37 +109,26 @@ class CachedColumn:
 
     @classmethod
     def of(cls, kind: str, k: int, c: Context) -> CachedColumn:
-        d, st = c.design, c.storage
         return cls(
             kind=kind,
             shard_count=k,
             vm=c.vm.name,
-            storage_product=st.product,
-            storage_disks=int(st.disks),
-            storage_gib=float(st.gib),
-            storage_iops=float(st.iops),
-            storage_usd_month=float(st.usd_month),
-            storage_mibps=float(st.mibps),
-            cost_month=float(c.cost_month),
-            throughput=float(c.throughput),
-            perturbed=float(c.perturbed),
-            io_total=float(c.io_total),
-            design_class=c.design_class,
-            levels=int(c.levels),
-            cold_levels=int(c.cold_levels),
-            T=int(d.T),
-            K=int(d.K),
-            Z=int(d.Z),
-            buffer_bytes=float(d.buffer_bytes),
-            bloom_bits=float(d.bloom_bits),
-            bloom_allocation=d.bloom_allocation,
-            block_bytes=int(d.block_bytes),
-            lsh=bool(d.lsh),
-            all_hot=bool(d.all_hot),
-            threads=d.threads,
-            design_name=d.name,
-            hash_index_bytes=d.hash_index_bytes,
+            **{f"storage_{f}": getattr(c.storage, f) for f in _STORAGE},
+            **{f: getattr(c, f) for f in _CONTEXT},
+            **{col: getattr(c.design, f) for f, col in _DESIGN.items()},
         )
+
+
+#: The fields of a column's volume (cost_models.cloud.StorageChoice), stored as ``storage_<field>``.
+_STORAGE = ("product", "disks", "gib", "iops", "usd_month", "mibps")
+#: The column's own figures (solver.tables.Context).
+_CONTEXT = ("cost_month", "throughput", "perturbed", "io_total", "design_class", "levels", "cold_levels")
+#: The design's fields (cost_models.design.Design) and their stored names.
+_DESIGN = {
+    **{f: f for f in ("T", "K", "Z", "buffer_bytes", "bloom_bits", "bloom_allocation", "block_bytes")},
+    **{f: f for f in ("lsh", "all_hot", "threads", "hash_index_bytes")},
+    "name": "design_name",
+}
 
 
 def default_dir() -> Path:
@@ -239,36 +228,9 @@ def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType],
                 provider=provider,
                 vm=vm_of[row.vm],
                 entries=n_entries / row.shard_count,
-                storage=StorageChoice(
-                    provider,
-                    row.storage_product,
-                    row.storage_disks,
-                    row.storage_gib,
-                    row.storage_iops,
-                    row.storage_usd_month,
-                    row.storage_mibps,
-                ),
-                cost_month=row.cost_month,
-                throughput=row.throughput,
-                io_total=row.io_total,
-                design=Design(
-                    T=row.T,
-                    K=row.K,
-                    Z=row.Z,
-                    buffer_bytes=row.buffer_bytes,
-                    bloom_bits=row.bloom_bits,
-                    bloom_allocation=row.bloom_allocation,
-                    block_bytes=row.block_bytes,
-                    lsh=row.lsh,
-                    all_hot=row.all_hot,
-                    threads=row.threads,
-                    name=row.design_name,
-                    hash_index_bytes=row.hash_index_bytes,
-                ),
-                design_class=row.design_class,
-                levels=row.levels,
-                cold_levels=row.cold_levels,
-                perturbed=row.perturbed,
+                storage=StorageChoice(provider, *(getattr(row, f"storage_{f}") for f in _STORAGE)),
+                design=Design(**{f: getattr(row, col) for f, col in _DESIGN.items()}),
+                **{f: getattr(row, f) for f in _CONTEXT},
             )
         )
     return out
