@@ -210,6 +210,7 @@ def test_write_model_lp(solved, tmp_path):
     sol = json.loads((tmp_path / "o" / "solution.json").read_text())
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)  # as the back end: HiGHS's thread pool is per process, set once
     h.readModel(str(lp))
     h.run()
     # its objective is -X plus the cheaper-is-better tie-break (solver.model.set_budget: at most
