@@ -3,10 +3,11 @@
     flock /work/wt/measure.lock .venv/bin/python -m bench.solve_speed [--spec specs/ycsb_a.yaml]
         [--repeat 3] [--against COMMIT]
 
-Whole processes (`python -c "from cli import app; app()" solve SPEC --json`), run in the
-checkout under test and in a temporary `git worktree` of ``--against`` (default: where this
-branch left main, ``git merge-base HEAD main``) with the same interpreter, interleaved so both
-see the same machine load; median (and min, max) of ``--repeat`` runs each:
+Whole processes (`python -c "from cli import app; app()" solve SPEC --json`), run in two
+temporary `git worktree`s, of HEAD (so edits made meanwhile are not measured) and of
+``--against`` (default: where this branch left main, ``git merge-base HEAD main``), with the
+same interpreter, interleaved so both see the same machine load; median (and min, max) of
+``--repeat`` runs each:
 
 * old: the older commit's solve (it has no table cache);
 * cold: this checkout with ``--no-cache`` (every table built);
@@ -75,10 +76,10 @@ def main() -> None:
     against = args.against or subprocess.check_output([*git, "merge-base", "HEAD", "main"], text=True).strip()
     against = subprocess.check_output([*git, "rev-parse", "--short", against], text=True).strip()
     head = subprocess.check_output([*git, "rev-parse", "--short", "HEAD"], text=True).strip()
-    dirty = bool(subprocess.check_output([*git, "status", "--porcelain", "--untracked-files=no"], text=True).strip())
     scratch = Path(tempfile.mkdtemp(prefix="solve_speed_"))
-    old = scratch / "old"
-    subprocess.run([*git, "worktree", "add", "--detach", "--quiet", str(old), against], check=True)
+    old, new = scratch / "old", scratch / "new"
+    for where, commit in ((old, against), (new, head)):
+        subprocess.run([*git, "worktree", "add", "--detach", "--quiet", str(where), commit], check=True)
     try:
         from specs.schema import load_spec
 
@@ -87,16 +88,16 @@ def main() -> None:
         providers = ",".join(spec.providers[:-1]) or spec.providers[0]
         env = {**os.environ, "COSINE_CACHE_DIR": str(scratch / "cache")}
         spec_path = str((REPO / args.spec).resolve())
-        print(f"spec {spec.name}; this checkout {head}{' (+ uncommitted changes)' if dirty else ''}; old {against}")
+        print(f"spec {spec.name}; new {head}; old {against}")
         print(f"load before: {os.getloadavg()[0]:.2f}")
-        _solve(REPO, spec_path, scratch / "fill", [], env)  # fills the cache for the warm runs
+        _solve(new, spec_path, scratch / "fill", [], env)  # fills the cache for the warm runs
         runs: dict[str, tuple[list[float], list[dict[str, float]]]] = {}
         answers: dict[str, dict[str, Any]] = {}
         cases = [
             ("old", old, []),
-            ("cold (--no-cache)", REPO, ["--no-cache"]),
-            ("warm, --budget", REPO, ["--budget", budget]),
-            ("warm, --providers", REPO, ["--providers", providers]),
+            ("cold (--no-cache)", new, ["--no-cache"]),
+            ("warm, --budget", new, ["--budget", budget]),
+            ("warm, --providers", new, ["--providers", providers]),
         ]
         for i in range(args.repeat):
             for name, cwd, extra in cases:
@@ -118,7 +119,8 @@ def main() -> None:
         print(f"  answers equal to the old commit's (bill, exact throughput): {agree}")
         print(f"load after: {os.getloadavg()[0]:.2f}")
     finally:
-        subprocess.run([*git, "worktree", "remove", "--force", str(old)], check=False)
+        for where in (old, new):
+            subprocess.run([*git, "worktree", "remove", "--force", str(where)], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
