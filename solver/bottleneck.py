@@ -26,8 +26,8 @@ Otherwise (three or more nodes, or a percent-of-spend term beside a per-node
 one) the same function gives the covering LP's bound, branches whose bound
 exceeds the budget are pruned, and the rest are decided by bisection, each
 covering problem (a MIP of at most one column per shard size) solved by the back
-end, whose gap then enters the certificate. tests/test_solver.py checks the
-answers against the full MIP and against enumeration.
+end, whose gap then enters the certificate. tests/test_threshold.py checks
+both paths against enumeration (solver.exhaustive).
 """
 
 from __future__ import annotations
