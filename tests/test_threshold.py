@@ -75,10 +75,7 @@ def _dominated_brute(c: np.ndarray) -> np.ndarray:
         if np.isnan(c[i]).any():
             continue
         keep[i] = not any(
-            j != i
-            and not np.isnan(c[j]).any()
-            and (c[j] <= c[i]).all()
-            and ((c[j] < c[i]).any() or j < i)
+            j != i and not np.isnan(c[j]).any() and (c[j] <= c[i]).all() and ((c[j] < c[i]).any() or j < i)
             for j in range(n)
         )
     return keep
@@ -100,3 +97,29 @@ def test_pareto_mask_is_the_definition(d):
             assert (pareto_mask(sub) == _dominated_brute(sub)).all()
             continue
         assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n, levels)
+
+
+def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
+    """solver.tables._robust_front (all volumes at once, pre-pruned) keeps exactly the
+    (volume, design) pairs that the per-volume Pareto fronts followed by prune_columns's
+    rule (cost, expected, perturbed) keep, in the same order: ties and dead designs included."""
+    from cost_models.cloud import StorageChoice
+    from cost_models.pricing import VmType
+    from solver.tables import _robust_front
+
+    rng = np.random.default_rng(7)
+    vm = VmType("aws", "m", 2, 8.0, 0.1)
+    for _ in range(60):
+        rows, cols = int(rng.integers(1, 8)), int(rng.integers(1, 30))
+        xe = rng.integers(0, 5, size=(rows, cols)).astype(float)  # 0: the design does not fit the volume
+        xp = rng.integers(1, 5, size=(rows, cols)).astype(float)
+        choices = [StorageChoice("aws", "gp3", 1, 100.0, 3000.0, float(rng.integers(1, 4))) for _ in range(rows)]
+        raw = []
+        for r in range(rows):
+            live = np.flatnonzero(xe[r] > 0)
+            if live.size:
+                raw += [(r, int(j)) for j in live[pareto_mask(np.stack([-xe[r, live], -xp[r, live]], axis=1))]]
+        cost = [vm.usd_per_month + choices[r].usd_month for r, _ in raw]
+        table = np.array([(c, -xe[r, j], -xp[r, j]) for c, (r, j) in zip(cost, raw, strict=True)]).reshape(-1, 3)
+        want = [p for p, k in zip(raw, pareto_mask(table), strict=True) if k] if raw else []
+        assert _robust_front(vm, choices, xe, xp) == want
