@@ -63,7 +63,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 class CachedColumn:
     """One column of a provider's tables at one shard size (a parquet row)."""
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
 
     kind: str  # solver.tables.COSINE, or a preset's name
     shard_count: int  # k: the node holds N/k entries
@@ -88,6 +88,9 @@ class CachedColumn:
     bloom_bits: float
     bloom_allocation: str
     block_bytes: int
+    range_bits: float
+    codec_hot: str
+    codec_cold: str
     lsh: bool
     all_hot: bool
     threads: int | None
@@ -126,7 +129,7 @@ _CONTEXT = ("cost_month", "throughput", "perturbed", "io_total", "design_class",
 #: The design's fields (cost_models.design.Design) and their stored names.
 _DESIGN = {
     **{f: f for f in ("T", "K", "Z", "buffer_bytes", "bloom_bits", "bloom_allocation", "block_bytes")},
-    **{f: f for f in ("lsh", "all_hot", "threads", "hash_index_bytes")},
+    **{f: f for f in ("range_bits", "codec_hot", "codec_cold", "lsh", "all_hot", "threads", "hash_index_bytes")},
     "name": "design_name",
 }
 

@@ -70,6 +70,25 @@ def test_key_follows_what_the_tables_depend_on(spec_cat):
     assert table_key(spec, cat, "aws", code + "0") != key
 
 
+def test_every_field_of_a_column_is_stored():
+    """A field added to Context, Design or StorageChoice must be added to the cache's rows."""
+    from cost_models.cloud import StorageChoice
+    from cost_models.design import Design
+    from solver import table_cache
+    from solver.tables import Context
+
+    assert {f.name for f in dataclasses.fields(Design)} == set(table_cache._DESIGN)
+    assert {f.name for f in dataclasses.fields(StorageChoice)} == {"provider", *table_cache._STORAGE}
+    assert {f.name for f in dataclasses.fields(Context)} == {
+        "provider",
+        "vm",
+        "entries",
+        "storage",
+        "design",
+        *table_cache._CONTEXT,
+    }
+
+
 def test_code_version_covers_the_phi_table():
     from cost_models.cpu import PHI_TABLE
     from solver import table_cache
