@@ -166,7 +166,13 @@ def solve(
     providers: Annotated[str | None, typer.Option(help="Comma-separated subset of the spec's providers.")] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<spec name>/).")] = None,
     backend: Annotated[BackendName, typer.Option(help="MIP back end.")] = BackendName.HIGHS,
-    method: Annotated[Method, typer.Option(help="MIP, or enumeration (small instances).")] = Method.MIP,
+    method: Annotated[
+        Method,
+        typer.Option(
+            help="threshold: each band MIP by its bottleneck (exact, fast); mip: the whole band MIP "
+            "by the back end; exhaustive: enumeration (small instances)."
+        ),
+    ] = Method.THRESHOLD,
     bands: Annotated[int, typer.Option(help="Budget bands of the frontier (>= 2).")] = 40,
     workers: Annotated[int | None, typer.Option(help="Processes for the design tables (default: CPUs).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print solution.json to stdout.")] = False,

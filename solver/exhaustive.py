@@ -71,7 +71,7 @@ def exhaustive(
         if estimate(len(ctx), max_cluster) > limit:
             raise InputError(
                 f"exhaustive search over {len(ctx)} contexts x {max_cluster} nodes is too large "
-                f"(> {limit:,} clusters); use --method mip or a smaller instance"
+                f"(> {limit:,} clusters); use --method threshold or mip, or a smaller instance"
             )
         x_hat = [N * c.throughput / c.entries * X_SCALE for _, c in ctx]
         p_hat = [N * c.perturbed / c.entries * X_SCALE for _, c in ctx]

@@ -1,12 +1,16 @@
 """Budget bands -> a certified cost/throughput Pareto frontier.
 
-Per provider the MIP is declared once and re-solved for a geometric grid of
-budgets (plus the spec's budget), in increasing order, each band warm-started
-from the previous band's solution. Every chosen configuration is re-evaluated
-with the exact model (exact window bisection instead of the tables'
-interpolation, the real shard sizes instead of the breakpoints) and the
-relative difference is recorded as the approximation error next to HiGHS's
-(or CP-SAT's) MIP gap.
+Per provider the band MIP (solver.model) is solved for a geometric grid of
+budgets (plus the spec's budget), in increasing order, each band keeping only
+the columns that can beat the previous band's answer. ``Method.THRESHOLD`` (the
+default) solves each band by its bottleneck (solver.bottleneck: exact, the back
+end solving only the covering subproblems the closed form does not cover);
+``Method.MIP`` hands the whole band MIP to the back end (HiGHS, CP-SAT or a
+Pyomo solver); ``Method.EXHAUSTIVE`` enumerates (small instances). Every chosen
+configuration is re-evaluated with the exact model (exact window bisection
+instead of the tables' interpolation, the real shard sizes instead of the
+breakpoints) and the relative difference is recorded as the approximation error
+next to the band's gap.
 
 Without robustness each band maximizes the expected workload's throughput.
 With robustness (``robustness:`` in the spec) each band is solved three ways:
@@ -38,7 +42,17 @@ from solver.backends import Backend, Result
 from solver.backends.base import rel_gap
 from solver.bottleneck import ColumnTable, best_within, cheapest_cluster, column_table
 from solver.exhaustive import exhaustive
-from solver.model import X_SCALE, Chosen, Objective, latency_target_kops
+from solver.model import (
+    X_SCALE,
+    Chosen,
+    LinearModel,
+    MipMeta,
+    Objective,
+    build_mip,
+    latency_target_kops,
+    read_solution,
+    set_budget,
+)
 from solver.tables import Context, Tables
 from specs.schema import Spec
 from specs.vocab import OPERATIONS, Method, SolverStatus
@@ -297,7 +311,7 @@ class Frontier:
     repaired: int = 0
     robust_carried: int = 0  # robust bands answered by a cheaper band's configuration (the rule's envelope)
     backend: str = "highs"
-    method: str = "mip"
+    method: Method = Method.THRESHOLD
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
     tables_seconds: float = 0.0
@@ -343,6 +357,7 @@ class _Bands:
     contexts: list[Context]
     table: ColumnTable | None = None
     floor: float = -math.inf
+    models: dict[tuple[Any, ...], tuple[LinearModel, MipMeta]] = field(default_factory=dict)
 
     def mask(
         self, spec: Spec, objective: Objective, floor_kops: float, incumbent_kops: float, budget: float
@@ -364,6 +379,34 @@ class _Bands:
             mask &= tab.p >= incumbent_kops * (1 - 1e-9)
         return mask
 
+    def model(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        fr: Frontier,
+        objective: Objective,
+        mask: np.ndarray,
+    ) -> tuple[LinearModel, MipMeta] | None:
+        """The band's whole MIP (``Method.MIP``) over the columns in ``mask``
+        (:meth:`mask`: the same exact column filters the threshold algorithm uses);
+        one model per objective and column set, re-solved at each band's budget."""
+        tab = self.table
+        assert tab is not None
+        cols = [tab.contexts[i] for i in np.flatnonzero(mask)]
+        if not cols:
+            return None
+        kind = Objective.PERTURBED if objective == Objective.PERTURBED else Objective.EXPECTED
+        key = (kind, *map(id, cols))
+        if key not in self.models:
+            t0 = time.perf_counter()
+            self.models[key] = build_mip(
+                spec, catalog, cols, float(fr.budgets[0]), fr.max_cluster, providers=[self.provider], objective=kind
+            )
+            fr.build_seconds += time.perf_counter() - t0
+        m, meta = self.models[key]
+        meta.objective = objective
+        return m, meta
+
 
 def _carry(prev: Point, i: int, b: float) -> Point:
     return Point(
@@ -382,6 +425,33 @@ def _carry(prev: Point, i: int, b: float) -> Point:
     )
 
 
+def _solve_band_mip(
+    spec: Spec,
+    catalog: Catalog,
+    fr: Frontier,
+    pb: _Bands,
+    backend: Backend,
+    objective: Objective,
+    mask: np.ndarray,
+    budget: float,
+    gap: float,
+    time_limit: float,
+    log: Path | None,
+) -> tuple[Chosen | None, Result]:
+    """One band solved as one MIP by the back end (``Method.MIP``)."""
+    mm = pb.model(spec, catalog, fr, objective, mask)
+    if mm is None:
+        return None, Result.infeasible(backend.name)
+    m, meta = mm
+    set_budget(m, meta, budget)
+    res = backend.solve(m, gap=gap, time_limit=time_limit, log_path=log)
+    fr.solve_seconds += res.seconds
+    fr.n_solves += 1
+    if res.x is None:
+        return None, res
+    return read_solution(m, meta, res.x, spec, catalog), res
+
+
 def _solve_objective(
     spec: Spec,
     catalog: Catalog,
@@ -391,7 +461,7 @@ def _solve_objective(
     objective: Objective,
     floors_kops: np.ndarray | None,
     *,
-    method: str,
+    method: Method,
     logdir: Path | None,
     gap: float,
     time_limit: float,
@@ -412,7 +482,7 @@ def _solve_objective(
         log = logdir / f"band{i:02d}_{p}{tag}.log" if logdir else None
         floor_k = float(floors_kops[i]) if floors_kops is not None else 0.0
         note = ""
-        if method != "mip":
+        if method == Method.EXHAUSTIVE:
             pt = _exhaustive_point(
                 spec, catalog, pb.contexts, float(b), i, p, fr.max_cluster, objective=objective, floor_kops=floor_k
             )
@@ -432,17 +502,22 @@ def _solve_objective(
                 inc = prev.chosen.value(objective)
             assert pb.table is not None
             mask = pb.mask(spec, objective, floor_k, inc, float(b))
-            ans = best_within(spec, catalog, pb.table, objective, mask, float(b), backend, log)
-            fr.solve_seconds += ans.result.seconds
-            fr.n_solves += ans.mip_solves
-            note = ans.note
-            if ans.chosen is not None:
-                pt = _certify(spec, ans.chosen, ans.result, i, float(b), p, objective, fr.exact)
+            if method == Method.MIP:
+                chosen, result = _solve_band_mip(
+                    spec, catalog, fr, pb, backend, objective, mask, float(b), gap, time_limit, log
+                )
+            else:
+                ans = best_within(spec, catalog, pb.table, objective, mask, float(b), backend, log)
+                fr.solve_seconds += ans.result.seconds
+                fr.n_solves += ans.mip_solves
+                chosen, result, note = ans.chosen, ans.result, ans.note
+            if chosen is not None:
+                pt = _certify(spec, chosen, result, i, float(b), p, objective, fr.exact)
             elif prev is not None:
                 pt = _carry(prev, i, float(b))
                 note = f"no cluster within this budget beats band {prev.band}'s answer: carried forward"
             else:
-                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, ans.result, None, None)
+                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, result, None, None)
                 pt.objective = objective
                 note = "infeasible: no configuration meets the robust rule's floor within this budget"
         if log is not None and note:
@@ -464,7 +539,7 @@ def solve_frontier(
     tables: Tables,
     backend: Backend,
     *,
-    method: str = "mip",
+    method: Method = Method.THRESHOLD,
     bands: int = DEFAULT_BANDS,
     budget: float | None = None,
     providers: tuple[str, ...] = (),
@@ -487,7 +562,7 @@ def solve_frontier(
     fr = Frontier(
         spec,
         budgets,
-        backend=backend.name if method == "mip" else "exhaustive",
+        backend=Method.EXHAUSTIVE if method == Method.EXHAUSTIVE else backend.name,
         method=method,
         tables_seconds=tables.seconds,
         max_cluster=tables.max_cluster,
@@ -500,7 +575,7 @@ def solve_frontier(
     per: list[_Bands] = []
     for p in provs:
         pb = _Bands(p, tables.contexts.get(p, []))
-        if method == "mip" and pb.contexts:
+        if method != Method.EXHAUSTIVE and pb.contexts:
             pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
             low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table)
             pb.floor = low.cost if low else math.inf

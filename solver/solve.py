@@ -36,7 +36,7 @@ from solver.tables import Tables, build_tables, check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file, clean
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
-from specs.vocab import SLA_FEATURES, BindingResource, Provider
+from specs.vocab import SLA_FEATURES, BindingResource, Method, Provider
 
 
 @dataclass
@@ -279,7 +279,7 @@ def run_solve(
     catalog: Catalog,
     backend: Backend,
     *,
-    method: str = "mip",
+    method: Method = Method.THRESHOLD,
     bands: int = DEFAULT_BANDS,
     budget: float | None = None,
     providers: tuple[str, ...] | None = None,
@@ -330,7 +330,7 @@ def run_solve(
     fr.baselines = baselines(spec, catalog, tables, fr.budgets)
     idx = int(abs(fr.budgets - b0).argmin())
     answer = fr.best[idx]
-    lowest = cheapest(spec, catalog, tables, backend) if method == "mip" else None
+    lowest = cheapest(spec, catalog, tables, backend) if method != Method.EXHAUSTIVE else None
     if answer.chosen is None:
         cheapest_cost = lowest.cost if lowest else None
         if lowest is None:

@@ -192,8 +192,12 @@ class BackendName(StrEnum):
 
 
 class Method(StrEnum):
-    """How the search is done: the MIP, or enumeration (small instances, cross-checks)."""
+    """How each band's MIP is solved: by its bottleneck (the threshold algorithm of
+    solver.bottleneck, exact, the back end solving only covering subproblems the
+    closed form does not cover), as one MIP by the back end, or by enumeration
+    (small instances, cross-checks)."""
 
+    THRESHOLD = "threshold"
     MIP = "mip"
     EXHAUSTIVE = "exhaustive"
 
