@@ -240,6 +240,8 @@ def solve(
             from solver.solve import write_model as write_mip
 
             written.append(str(write_mip(run, cat, write_model)))
+        from report.solve import print_envelope_warning
+
         if as_json:
             _echo_json(run.solution)
         else:
@@ -247,6 +249,7 @@ def solve(
 
             print_solution(run.solution)
             print_written(f"{run_dir}/" + ", ".join(written))
+        print_envelope_warning(run.solution)
 
 
 @app.command()
@@ -385,11 +388,19 @@ def bench(
             bar.add_task("building the engine and running the workload", total=None)
             res = bench_spec(s, engine, records=records, operations=ops, threads=threads, engine=peer)
         if as_json:
-            _echo_json({**res.report, "scale": res.scale, "notes": res.notes, "workload": res.workload})
+            _echo_json(
+                {
+                    **res.report,
+                    "scale": res.scale,
+                    "notes": res.notes,
+                    "workload": res.workload,
+                    "model": res.prediction,
+                }
+            )
         else:
             from report.measure import print_bench
 
-            print_bench(res.report, res.notes)
+            print_bench(res.report, res.notes, res.prediction)
 
 
 @app.command()
@@ -403,13 +414,29 @@ def validate(
     min_accuracy: Annotated[
         float | None, typer.Option(help="Exit 1 if the mean accuracy is below this (0..1).")
     ] = None,
+    conservative: Annotated[
+        bool,
+        typer.Option(
+            "--conservative", help="Also calibrate the margin that makes 90% of the cases over-estimate, and its cost."
+        ),
+    ] = False,
+    ranking: Annotated[
+        bool,
+        typer.Option(
+            "--ranking", help="Instead: rank >= 8 designs per YCSB workload by model and by engine (Spearman's rho)."
+        ),
+    ] = False,
+    iops: Annotated[
+        float | None, typer.Option(help="--ranking on an emulated volume of this many IOPS (the engine's device mode).")
+    ] = None,
+    read_latency_us: Annotated[float, typer.Option(help="The emulated volume's read latency (with --iops).")] = 0.0,
 ) -> None:
     """The model's I/O per operation against the engine's counters over a grid of designs x workloads."""
     with cli_errors():
-        from measure.validate import check_min_accuracy, run_size
+        from measure.validate import check_device, check_min_accuracy, run_size
         from measure.validate import validate as run_validation
         from measure.validate import write as write_validation
-        from report.measure import print_validation
+        from report.measure import print_conservative, print_ranking, print_validation
         from report.plots import plot_validation
         from report.progress import progress_bar
         from report.solve import print_written
@@ -418,12 +445,26 @@ def validate(
         n, m = run_size(quick, records, ops)
         check_min_accuracy(min_accuracy)
         check_output_dir(out, "--out")
+        device = check_device(iops, read_latency_us)
+        if ranking:
+            from measure.ranking import ranking as run_ranking
+            from measure.ranking import summary as ranking_summary
+            from measure.ranking import write as write_ranking
+
+            with progress_bar() as bar:
+                rows = run_ranking(n, m, device, progress=_bar_callback(bar, bar.add_task("ranking", total=1)))
+            p = write_ranking(rows, out)
+            print_ranking(ranking_summary(rows), rows)
+            print_written(str(p))
+            return
         with progress_bar() as bar:
             v = run_validation(n, m, quick, progress=_bar_callback(bar, bar.add_task("validating", total=1)))
         write_validation(v, out)
         png = plot_validation(v, out)
         s = v.summary()
         print_validation(s, n)
+        if conservative:
+            print_conservative(v.conservative_summary(), s)
         print_written(f"{out}/validation.parquet, {png.name}")
         if min_accuracy is not None and s["mean_accuracy"] < min_accuracy:
             typer.echo(f"mean accuracy {s['mean_accuracy']:.1%} is below {min_accuracy:.1%}", err=True)
@@ -455,9 +496,9 @@ def calibrate(
         if compression:
             _calibrate_compression(quick, write)
             return
+        from cost_models.cpu import PHI_TABLE
         from measure.calibrate import calibrate as run_calibration
         from measure.calibrate import write as write_calibration
-        from measure.calibrate import write_table
         from report.measure import print_calibration
         from report.progress import progress_bar
         from report.solve import print_written
@@ -470,11 +511,13 @@ def calibrate(
 
             check_output_file(PHI_TABLE, "--write")
         with progress_bar() as bar:
-            cal = run_calibration(quick, samples_from, _bar_callback(bar, bar.add_task("calibrating", total=1)))
+            cal = run_calibration(
+                quick, samples_from, _bar_callback(bar, bar.add_task("calibrating", total=1)), write=write, out=out
+            )
         files = write_calibration(cal, out)
-        print_calibration(cal.result, cal.fig4b)
+        print_calibration(cal.result, cal.checks, cal.fig4b)
         if write:
-            print_written(str(write_table(cal.result, cal.samples)))
+            print_written(str(PHI_TABLE))
         print_written(", ".join(str(f) for f in files))
 
 

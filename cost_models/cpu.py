@@ -1,13 +1,34 @@
-"""Concurrency-aware CPU model (paper Sec. 4, Eq. 2-3) over a learned phi table.
+"""Concurrency-aware CPU model (paper Sec. 4, Eq. 2-3, with the terms of docs/model.md).
 
-phi (the parallel fraction) and the single-thread CPU time per operation are
-per (design class, operation) and live in ``data/phi.yaml`` with how they were
-obtained; ``cosine calibrate`` rewrites that file. A workload's phi is the
-mix-weighted average (Algorithm 1, getPhiForWorkload).
+The learned table ``data/phi.yaml`` (written by ``cosine calibrate``) holds,
+per design class and operation, the CPU seconds of one operation on a warm,
+fully cached engine and its parallel fraction phi (Eq. 2, Algorithm 1); and,
+for the whole engine, the CPU seconds of one block read (a fixed part and a
+part per byte), of one flush/merge block on the background thread, of one
+scanned entry and of the hash log's whole-index scan per key.
+
+From them and the I/O model, a mix's operation splits into (docs/model.md):
+
+* S, serial seconds: sum_o theta_o (1 - phi_o) c_o — what runs one at a time
+  (for writes, the WAL append and memtable insert under the write lock);
+* P, parallel seconds: sum_o theta_o (phi_o c_o + f_o t_read(block));
+* D, device wait: sum_o theta_o f_o L (the volume's read latency; no core held);
+* G, background seconds: sum_o theta_o b_o t_merge(block), on the engine's
+  background thread;
+
+with f_o the blocks the operation reads and b_o the flush/merge/WAL blocks
+it causes. The node's throughput is Eq. 2 on those terms, with the cores the
+background thread takes away (``throughput_shared_cores``), capped by the
+background thread itself (X G <= workers) and by the device (IOPS, MiB/s).
 """
 
 from __future__ import annotations
 
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,94 +36,338 @@ from typing import Any
 import numpy as np
 import yaml
 
+from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
 from specs.errors import InputError
-from specs.vocab import DESIGN_CLASSES, OPERATIONS
+from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
 
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
+#: phi.yaml's layout version (2: measured CPU, block and background terms, the envelope).
+PHI_SCHEMA = 2
+#: Engine-wide entries of the table: seconds, all measured or fitted by `cosine calibrate`.
+ENGINE_TERMS = (
+    "memtable_seconds_per_doubling",
+    "memtable_base_entries",
+    "block_read_size_exponent",
+    "background_block_seconds",
+    "background_block_seconds_per_byte",
+    "hash_scan_per_key_seconds",
+)
 
 
 class PhiTableError(InputError):
     """The phi table is missing a class/operation or holds an impossible value."""
 
 
-@lru_cache(maxsize=4)
-def phi_table(path: Path = PHI_TABLE) -> dict[str, Any]:
-    """Load and check the phi table."""
+#: Environment variable naming another phi table (a calibration not written to the repository).
+TABLE_ENV = "COSINE_PHI_TABLE"
+
+
+def phi_table(path: Path | None = None) -> dict[str, Any]:
+    """The phi table: ``path``, else $COSINE_PHI_TABLE, else data/phi.yaml (checked; cached until the file changes)."""
+    p = path or Path(os.environ.get(TABLE_ENV) or PHI_TABLE)
+    try:
+        stamp = p.stat().st_mtime_ns
+    except OSError:
+        raise PhiTableError(f"{p}: no such phi table") from None
+    return _load_table(p, stamp)
+
+
+@contextmanager
+def using_table(path: Path) -> Iterator[None]:
+    """Evaluate the model with another phi table (e.g. a fit not yet written)."""
+    old = os.environ.get(TABLE_ENV)
+    os.environ[TABLE_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(TABLE_ENV, None)
+        else:
+            os.environ[TABLE_ENV] = old
+
+
+@lru_cache(maxsize=8)
+def _load_table(path: Path, stamp: int) -> dict[str, Any]:
+    """Load and check a phi table (``stamp``: its modification time, the cache key)."""
     raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict) or raw.get("schema") != PHI_SCHEMA:
+        raise PhiTableError(f"{path.name}: not a schema-{PHI_SCHEMA} phi table; run `cosine calibrate --write`")
+    for key in ENGINE_TERMS:
+        v = raw.get(key)
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise PhiTableError(f"{path.name}: {key} must be a positive number, got {v!r}")
     classes = raw.get("classes", {})
     for cls in DESIGN_CLASSES:
         if cls not in classes:
             raise PhiTableError(f"{path.name}: class {cls!r} missing")
+        for key in ("range_entry_seconds", "buffer_get_seconds", "block_read_seconds"):
+            v = classes[cls].get(key)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise PhiTableError(f"{path.name}: {cls}.{key} must be a positive number, got {v!r}")
         for key in ("phi", "cpu_seconds"):
             for op in OPERATIONS:
+                if key == "cpu_seconds" and (cls, op) == (DesignClass.LSH, Operation.RANGE):
+                    continue  # the hash log's scan walks its whole index: hash_scan_per_key_seconds
                 v = classes[cls].get(key, {}).get(op)
                 if v is None:
                     raise PhiTableError(f"{path.name}: {cls}.{key}.{op} missing")
-                if key == "phi" and not 0.0 <= float(v) <= 1.0:
-                    raise PhiTableError(f"{path.name}: {cls}.phi.{op}={v} outside [0, 1]")
+                if key == "phi" and not 0.0 < float(v) <= 1.0:
+                    raise PhiTableError(f"{path.name}: {cls}.phi.{op}={v} outside (0, 1]")
                 if key == "cpu_seconds" and not float(v) > 0.0:
                     raise PhiTableError(f"{path.name}: {cls}.cpu_seconds.{op} must be positive")
     return raw
 
 
-def _by_class(key: str, cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
+def _per_class(key: str) -> np.ndarray:
+    """(classes, operations) array of a per-class entry of the table."""
     table = phi_table()["classes"]
-    per_class = np.array(
-        [sum(mix.get(op, 0.0) * float(table[name][key][op]) for op in OPERATIONS) for name in DESIGN_CLASSES]
-    )
-    return per_class[np.asarray(cls, dtype=int)]
+    return np.array([[float(table[c][key].get(op, 0.0)) for op in OPERATIONS] for c in DESIGN_CLASSES])
 
 
-def workload_phi(cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
-    """phi of the workload on each design's class (mix-weighted)."""
-    return _by_class("phi", cls, mix)
+def memtable_seconds(entries: float | np.ndarray) -> np.ndarray:
+    """CPU of one descent of a memtable (a skip list) of ``entries`` beyond one of the base size
+    (which fits the CPU's caches; its descent is part of every operation's cached CPU): the
+    table's seconds per doubling, log2(entries / base) times."""
+    t = phi_table()
+    base = float(t["memtable_base_entries"])
+    e = np.maximum(np.asarray(entries, dtype=float), base)
+    return float(t["memtable_seconds_per_doubling"]) * np.log2(e / base)
 
 
-def cpu_seconds(cls: np.ndarray, mix: dict[str, float], scan_length: float) -> np.ndarray:
-    """Single-thread CPU seconds per operation of the mix, never zero."""
-    per_entry = float(phi_table()["range_per_entry_seconds"])
-    return _by_class("cpu_seconds", cls, mix) + mix.get("range", 0.0) * scan_length * per_entry
+#: Memtable descents of each operation: a lookup probes it, a write inserts into it, an rmw both.
+MEMTABLE_DESCENTS = {
+    Operation.GET: 1.0,
+    Operation.EMPTY_GET: 1.0,
+    Operation.RANGE: 1.0,
+    Operation.INSERT: 1.0,
+    Operation.UPDATE: 1.0,
+    Operation.RMW: 2.0,
+}
+
+
+def op_cpu_seconds(cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float) -> np.ndarray:
+    """(designs, operations) CPU seconds of each operation on a warm cached engine with an empty memtable.
+
+    A range adds its entries; a hash log's range scans its whole index (it
+    has no order): its CPU is keys on the node x hash_scan_per_key_seconds
+    (the table has no per-scan constant for it).
+    """
+    t = phi_table()
+    code = np.asarray(cls, dtype=int)
+    c = _per_class("cpu_seconds")[code]
+    r = OPERATIONS.index(Operation.RANGE)
+    per_entry = np.array([float(t["classes"][name]["range_entry_seconds"]) for name in DESIGN_CLASSES])
+    c[:, r] += scan_length * per_entry[code]
+    lsh = np.asarray(cls, dtype=int) == DesignClass.LSH.code
+    keys = np.broadcast_to(np.asarray(n_keys, dtype=float), lsh.shape)
+    c[:, r] += np.where(lsh, keys * float(t["hash_scan_per_key_seconds"]), 0.0)
+    return c
+
+
+def op_phi(cls: np.ndarray) -> np.ndarray:
+    """(designs, operations) parallel fraction of each operation's CPU (Eq. 2)."""
+    return _per_class("phi")[np.asarray(cls, dtype=int)]
 
 
 def block_time(block_bytes: float | np.ndarray, fixed: float, per_byte: float) -> np.ndarray:
-    """Seconds to read one block: a fixed part plus a part per byte of the block."""
+    """Seconds for one block: a fixed part plus a part per byte of the block."""
     return fixed + per_byte * np.asarray(block_bytes, dtype=float)
 
 
-def local_block_seconds(block_bytes: float | np.ndarray) -> np.ndarray:
-    """Time to read one block of ``block_bytes`` on the calibration machine's local device.
+#: The block size each class's block-read CPU is given at (phi.yaml ``block_read_seconds``).
+REFERENCE_BLOCK_BYTES = 4096.0
 
-    ``cosine calibrate`` fits a fixed part per block and a part per byte (the
-    engine copies, checksums and searches every byte of a block it reads; its
-    designs range from 1 KiB to 32 KiB blocks), so a 32 KiB block costs what the
-    fit says, not what a 4 KiB one does. Tables without the per-byte term (older
-    calibrations) charge every block the same.
-    """
+
+def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """CPU to read one block of ``block_bytes`` on a design of class ``cls``: the class's time for
+    a 4 KiB block, scaled by (bytes / 4 KiB) to the measured size exponent (the read call's copy,
+    the checksum and the decoding grow with the block, less than in proportion)."""
     t = phi_table()
-    return block_time(
-        block_bytes, float(t.get("local_block_seconds", 1e-6)), float(t.get("local_block_seconds_per_byte", 0.0))
+    at_4k = np.array([float(t["classes"][name]["block_read_seconds"]) for name in DESIGN_CLASSES])
+    ratio = np.asarray(block_bytes, dtype=float) / REFERENCE_BLOCK_BYTES
+    return at_4k[np.asarray(cls, dtype=int)] * ratio ** float(t["block_read_size_exponent"])
+
+
+def merge_block_seconds(block_bytes: float | np.ndarray) -> np.ndarray:
+    """Background-thread CPU per block a flush or merge moves (reading, merging, writing its entries)."""
+    t = phi_table()
+    return block_time(block_bytes, float(t["background_block_seconds"]), float(t["background_block_seconds_per_byte"]))
+
+
+def workload_phi(cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
+    """phi of a mix on each design's class: the parallel share of its cached CPU time.
+
+    Weighted by time (each operation's CPU seconds), not by count as the
+    paper's getPhiForWorkload does: a serial second weighs the same whichever
+    operation spends it.
+    """
+    w = np.array([mix.get(op, 0.0) for op in OPERATIONS])
+    c = _per_class("cpu_seconds")[np.asarray(cls, dtype=int)]
+    phi = op_phi(cls)
+    return (c * phi) @ w / np.maximum(c @ w, 1e-300)
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    """A node's storage as the CPU model sees it: its rates and its read latency."""
+
+    iops: float = math.inf
+    bytes_per_s: float = math.inf
+    read_latency_s: float = 0.0
+
+
+#: This machine's own device (tmpfs or a local disk): no rate limit, no added latency.
+LOCAL_DEVICE = DeviceModel()
+
+
+@dataclass
+class NodeShape:
+    """What the CPU model needs of a batch of designs on a node besides their I/O."""
+
+    cls: np.ndarray  # class code per design (paper Algorithm 3)
+    block_bytes: np.ndarray  # bytes per data block per design
+    n_keys: float  # keys on the node
+    entry_bytes: float  # key + value bytes
+    buffered: np.ndarray  # expected entries in the memtable per design
+
+    @classmethod
+    def of(cls, lay: Any) -> NodeShape:
+        """The shape of a derived :class:`cost_models.layout.Layout`."""
+        return cls(
+            np.asarray(lay.cls),
+            np.asarray(lay.B * lay.entry_bytes, dtype=float),
+            float(lay.n_keys),
+            float(lay.entry_bytes),
+            np.asarray(lay.buffered, dtype=float),
+        )
+
+    def take(self, idx: np.ndarray) -> NodeShape:
+        return NodeShape(self.cls[idx], self.block_bytes[idx], self.n_keys, self.entry_bytes, self.buffered[idx])
+
+
+@dataclass
+class Demands:
+    """Seconds per operation of a mix (arrays over designs): docs/model.md's S, P, D, G."""
+
+    serial: np.ndarray
+    parallel: np.ndarray
+    wait: np.ndarray
+    background: np.ndarray
+    io: np.ndarray
+    io_bytes: np.ndarray
+
+
+def split_io(io: IOCost) -> tuple[np.ndarray, np.ndarray]:
+    """(designs, operations) blocks each operation reads itself, and flush/merge/WAL blocks it causes.
+
+    Reads are foreground; a put's blocks are the background's; an rmw reads
+    like a get and writes like a put (``io_model``: rmw = sigma_l + sigma_p).
+    """
+    per = {op: np.asarray(v, dtype=float) for op, v in io.per_op().items()}
+    fg = np.stack([per[op] if op not in WRITE_OPERATIONS else 0.0 * per[op] for op in OPERATIONS], axis=-1)
+    fg[..., OPERATIONS.index(Operation.RMW)] = np.minimum(per[Operation.GET], per[Operation.RMW])
+    return fg, np.stack([per[op] for op in OPERATIONS], axis=-1) - fg
+
+
+def demands(
+    io: IOCost, shape: NodeShape, mix: dict[str, float], scan_length: float, read_latency_s: float = 0.0
+) -> Demands:
+    """S, P, D, G (and device I/Os and bytes) per operation of ``mix`` on each design."""
+    w = np.array([mix.get(op, 0.0) for op in OPERATIONS], dtype=float)
+    w = w / max(w.sum(), 1e-300)
+    c = op_cpu_seconds(shape.cls, shape.n_keys, scan_length)
+    if io.get_buffered is not None:
+        # a lookup the buffer answers walks no level: it costs the buffered get's CPU
+        t = phi_table()["classes"]
+        buf = np.array([float(t[name]["buffer_get_seconds"]) for name in DESIGN_CLASSES])[
+            np.asarray(shape.cls, dtype=int)
+        ]
+        g = OPERATIONS.index(Operation.GET)
+        walk = np.maximum(c[:, g] - buf, 0.0) * np.asarray(io.get_buffered, dtype=float)
+        for op in (Operation.GET, Operation.RMW):
+            c[:, OPERATIONS.index(op)] -= walk
+    # every operation descends the memtable (a skip list): its CPU grows with the memtable
+    descents = np.array([MEMTABLE_DESCENTS[op] for op in OPERATIONS])
+    c = c + memtable_seconds(np.broadcast_to(shape.buffered, np.shape(shape.cls)))[:, None] * descents[None, :]
+    phi = op_phi(shape.cls)
+    fg, bg = split_io(io)
+    bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
+    t_read = read_block_seconds(bb, shape.cls)[:, None]
+    t_merge = merge_block_seconds(bb)[:, None]
+    io_op = (fg + bg) @ w
+    # the WAL pages of a put are the writer's own append (in its cpu_seconds), not the background's
+    from cost_models.design import model_constants
+
+    wal = shape.entry_bytes / model_constants()["wal_page_bytes"]
+    puts = np.array([1.0 if op in WRITE_OPERATIONS else 0.0 for op in OPERATIONS])
+    merged = np.maximum(bg - wal * puts, 0.0)
+    return Demands(
+        serial=((1 - phi) * c) @ w,
+        parallel=(phi * c + fg * t_read) @ w,
+        wait=(fg @ w) * read_latency_s,
+        background=(merged * t_merge) @ w,
+        io=io_op,
+        io_bytes=io_op * bb,
     )
 
 
-def node_throughput(
-    io_per_op: np.ndarray,
+def background_workers() -> float:
+    """Background threads of the engine template (one worker flushes and merges)."""
+    from cost_models.design import model_constants
+
+    return model_constants()["background_threads"]
+
+
+def throughput(
+    d: Demands,
     iops: float | np.ndarray,
-    cls: np.ndarray,
+    threads: float | np.ndarray,
+    cores: float | np.ndarray | None = None,
+    bytes_per_s: float | np.ndarray = math.inf,
+) -> np.ndarray:
+    """Operations per second of one node (docs/model.md, "CPU and throughput")."""
+    c = compiled()
+    n = np.asarray(threads, dtype=float)
+    eta = n if cores is None else np.asarray(cores, dtype=float)
+    x = np.minimum(
+        c["throughput_threads"](d.serial, d.parallel, d.wait, n),
+        c["throughput_shared_cores"](d.serial, d.parallel, d.background, eta),
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.minimum(x, np.where(d.background > 0, background_workers() / d.background, np.inf))
+        x = np.minimum(x, np.where(d.io > 0, c["throughput_io"](iops, np.where(d.io > 0, d.io, 1.0)), np.inf))
+        x = np.minimum(x, np.where(d.io_bytes > 0, bytes_per_s / np.where(d.io_bytes > 0, d.io_bytes, 1.0), np.inf))
+    return np.asarray(x, dtype=float)
+
+
+def node_throughput(
+    io: IOCost,
+    iops: float | np.ndarray,
+    shape: NodeShape,
     mix: dict[str, float],
     threads: float | np.ndarray,
     scan_length: float,
+    *,
+    cores: float | np.ndarray | None = None,
+    read_latency_s: float = 0.0,
+    bytes_per_s: float | np.ndarray = math.inf,
     extra_cpu: float | np.ndarray = 0.0,
 ) -> np.ndarray:
-    """Operations per second one node sustains (Eq. 2-3, capped by the device IOPS).
+    """Operations per second one node sustains: the CPU model over the I/O model, capped by the device.
 
-    ``extra_cpu``: single-thread seconds per operation a design adds to the class's
-    learned CPU (block compression, cost_models.compression)."""
-    c = compiled()
-    phi = workload_phi(cls, mix)
-    cpu = cpu_seconds(cls, mix, scan_length) + extra_cpu
-    io = np.maximum(np.asarray(io_per_op, dtype=float), 0.0)
-    x_cpu = c["throughput_cpu"](phi, threads, io, iops, cpu)
-    with np.errstate(divide="ignore"):
-        x_io = np.where(io > 0, c["throughput_io"](iops, np.where(io > 0, io, 1.0)), np.inf)
-    return np.minimum(x_cpu, x_io)
+    ``threads`` client threads run on ``cores`` cores (default: as many as
+    threads, the solver's eta = vCPUs); ``iops`` and ``bytes_per_s`` are the
+    volume's rates (inf: the local device), ``read_latency_s`` its service
+    time per foreground read (0: the paper's model, where the device's rate
+    is reachable). ``extra_cpu``: single-thread seconds per operation a design adds to the
+    class's measured CPU (block compression, cost_models.compression), on any core (P).
+    """
+    d = demands(io, shape, mix, scan_length, read_latency_s)
+    d.parallel = d.parallel + np.asarray(extra_cpu, dtype=float)
+    return throughput(d, iops, threads, cores, bytes_per_s)
+
+
+def envelope_rows() -> list[dict[str, Any]]:
+    """The calibrated envelope: per class and calibration workload, the highest per-core throughput measured."""
+    return list(phi_table().get("envelope", []))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
@@ -97,11 +98,12 @@ def predict(
     occupancy (merges are amortized over a level's fill cycle) at the run's
     mean key count (inserts grow the store).
     """
-    n0 = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
     total = sum(mix.values())
     if not total > 0:
         raise InputError("workload.json: the operation mix is empty")
+    # a warm-up phase's inserts are in the store when the measured phase begins
+    n0 = float(workload["records"]) + float(workload.get("warmup_operations", 0)) * mix.get("insert", 0.0) / total
     inserted = float(workload.get("operations", 0)) * mix.get("insert", 0.0) / total
     n_mean = float(n_keys) if n_keys is not None else n0 + inserted / 2
     dist = workload.get("distribution", {})
@@ -133,6 +135,7 @@ def predict(
         update=put.copy(),
         rmw=avg("get") + put,
         empty_range=avg("empty_range"),
+        get_buffered=avg("get_buffered"),
     )
 
 
@@ -170,3 +173,65 @@ def transient_put(
         cap = float(lay.cap[0, i])
         events = math.floor(start.get(i + 1, 0.0) / cap + events * float(mt.incoming[0, i]) / cap)
     return np.array([blocks / puts + float(mt.wal[0])])
+
+
+def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | None = None) -> NodeShape:
+    """The CPU model's view of an engine.toml: its class, block size and memtable (the entries
+    ``state`` reports, else the expected half of the buffer)."""
+    from cost_models.design import model_constants
+    from specs.vocab import DesignClass
+
+    lay = cfg["layout"]
+    entry = int(lay["key_bytes"]) + int(lay["value_bytes"])
+    buffered = (
+        float(state["buffered"])
+        if state and "buffered" in state
+        else model_constants()["level_fill"] * int(lay["buffer_bytes"]) // entry
+    )
+    return NodeShape(
+        np.array([DesignClass(cfg["design"]["class"]).code]),
+        np.array([float(int(lay["block_entries"]) * entry)]),
+        float(records),
+        entry,
+        np.array([buffered]),
+    )
+
+
+def _memtable_state(
+    cfg: dict[str, Any], workload: dict[str, Any], shape: dict[str, Any] | None, end_shape: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The memtable of a run: what it started and ended with when no write cycles it (the model's
+    expected half of the buffer when writes do)."""
+    mix = workload.get("mix", {})
+    if shape is None or any(float(mix.get(o, 0.0)) > 0 for o in ("insert", "update", "rmw")):
+        return None
+    end = float((end_shape or shape).get("buffered", shape.get("buffered", 0)))
+    return {"buffered": (float(shape.get("buffered", 0)) + end) / 2}
+
+
+def engine_throughput(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    cores: int,
+    device: DeviceModel = LOCAL_DEVICE,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
+) -> tuple[float, float]:
+    """(operations per second, blocks per operation) the model predicts for a configured engine
+    running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
+    ``shape``/``end_shape`` as in :func:`predict` (None: the model's expected state)."""
+    io = predict(cfg, workload, shape=shape, end_shape=end_shape)
+    mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
+    th = int(workload["threads"])
+    x = node_throughput(
+        io,
+        device.iops,
+        engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape)),
+        mix,
+        th,
+        float(workload.get("scan_length", 1)),
+        cores=min(th, cores),
+        read_latency_s=device.read_latency_s,
+        bytes_per_s=device.bytes_per_s,
+    )
+    return float(x[0]), float(io.total(mix)[0])

@@ -14,7 +14,7 @@ import numpy as np
 
 from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices
 from cost_models.compression import CodecEffect, effect, op_blocks
-from cost_models.cpu import node_throughput
+from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, Structure, WindowTable, io_costs
@@ -35,10 +35,30 @@ class NodeEval:
     io_total: np.ndarray
     codec: CodecEffect | None = None  # block compression (None: every level stores blocks as built)
 
-    def throughput(self, workload: Workload, iops: float | np.ndarray, threads: float) -> np.ndarray:
+    def throughput(
+        self,
+        workload: Workload,
+        iops: float | np.ndarray,
+        threads: float,
+        *,
+        cores: float | None = None,
+        device: DeviceModel | None = None,
+    ) -> np.ndarray:
+        """Node throughput of each design: ``threads`` clients on ``cores`` cores (default: one each);
+        ``device`` adds a volume's throughput and read latency to its ``iops``."""
+        dev = device or DeviceModel()
         extra = 0.0 if self.codec is None else self.codec.cpu_seconds
         x = node_throughput(
-            self.io_total, iops, self.layout.cls, workload.operations, threads, workload.scan_length, extra
+            self.io,
+            iops,
+            NodeShape.of(self.layout),
+            workload.operations,
+            threads,
+            workload.scan_length,
+            cores=cores,
+            read_latency_s=dev.read_latency_s,
+            bytes_per_s=dev.bytes_per_s,
+            extra_cpu=extra,
         )
         return np.where(self.layout.feasible, x, 0.0)
 

@@ -35,9 +35,21 @@ class IOCost:
     update: np.ndarray
     rmw: np.ndarray
     empty_range: np.ndarray
+    #: share of the lookups (gets, an rmw's read) the buffer answers: they walk no level (the CPU
+    #: model charges them less); None where unknown (then every lookup walks the levels)
+    get_buffered: np.ndarray | None = None
 
     def per_op(self) -> dict[str, np.ndarray]:
         return {op: getattr(self, op) for op in OPERATIONS}
+
+    def buffered_share(self) -> np.ndarray:
+        """:attr:`get_buffered`, zeros where unknown."""
+        return np.zeros_like(self.get, dtype=float) if self.get_buffered is None else self.get_buffered
+
+    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> IOCost:
+        """The same costs with ``fn`` applied to every array (selecting or reshaping designs)."""
+        buffered = None if self.get_buffered is None else fn(self.get_buffered)
+        return IOCost(**{op: fn(v) for op, v in self.per_op().items()}, get_buffered=buffered)
 
     def total(self, mix: dict[str, float]) -> np.ndarray:
         """Paper Eq. 1 per operation: sum_op theta_op sigma_op."""
@@ -389,7 +401,11 @@ def combine(
     cost = (1 - alpha_bc) * (st.base[rows][:, None, :] + per_level)
     sigma_l = cost @ p_get
     runs = st.runs[rows][:, None, :]
-    sigma_n = np.where(exists, runs * (probe + cold), 0.0).sum(axis=2)
+    # An absent key's blocks are anywhere in the key space: the block cache holds them with the
+    # probability it holds any block, its coverage (the least hit rate of the partitions: the
+    # coverage term C B / N of cache_alpha wherever a partition is not hot).
+    covered = alpha_bc.min(axis=2) if alpha_bc.shape[2] else np.zeros(sigma_l.shape)
+    sigma_n = np.where(exists, runs * (probe + cold), 0.0).sum(axis=2) * (1.0 - covered)
     sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] + np.where(exists, runs * cold, 0.0).sum(axis=2)
     sigma_s = np.where(st.lsh[rows][:, None], st.lsh_scan[rows][:, None], sorted_scan)
     sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
@@ -403,6 +419,7 @@ def combine(
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
+    buffered = np.broadcast_to(((1.0 - st.base[rows]) @ p_get)[:, None], sigma_l.shape).copy()
     return IOCost(
         get=sigma_l,
         empty_get=sigma_n,
@@ -411,6 +428,7 @@ def combine(
         update=sigma_p.copy(),
         rmw=sigma_l + sigma_p,
         empty_range=sigma_er,
+        get_buffered=buffered,
     )
 
 
@@ -451,4 +469,4 @@ def io_costs(
     abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win)
     rf = layout_fpr(lay.range_bits, empty_range_width, lay.range_per_height)[:, None]
     io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get, rf)
-    return IOCost(**{op: v[:, 0] for op, v in io.per_op().items()})
+    return io.map(lambda v: v[:, 0])

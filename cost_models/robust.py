@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from cost_models.cpu import node_throughput
+from cost_models.cpu import NodeShape, node_throughput
 from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
 from specs.schema import Spec, Workload
@@ -111,12 +111,12 @@ def kl_worst_case(c: np.ndarray, w: np.ndarray, rho: float) -> np.ndarray:
 
 
 def per_op_costs(
-    io: IOCost, cls: np.ndarray, iops: float | np.ndarray, threads: float, scan_length: float
+    io: IOCost, shape: NodeShape, iops: float | np.ndarray, threads: float, scan_length: float
 ) -> np.ndarray:
     """(n, 6) seconds per operation of each type at full parallelism: 1 / X(pure op)."""
     cols = []
     for op in OPERATIONS:
-        x = node_throughput(getattr(io, op), iops, cls, {op: 1.0}, threads, scan_length)
+        x = node_throughput(io, iops, shape, {op: 1.0}, threads, scan_length)
         cols.append(np.where(x > 0, 1.0 / np.maximum(x, 1e-300), np.inf))
     return np.stack(cols, axis=-1)
 
@@ -141,21 +141,20 @@ def perturbed_workload(spec: Spec) -> Workload:
 
 def perturbed_throughput(
     io: IOCost,
-    total: np.ndarray,
-    cls: np.ndarray,
+    shape: NodeShape,
     iops: float | np.ndarray,
     threads: float,
     spec: Spec,
     extra_cpu: float | np.ndarray = 0.0,
 ) -> np.ndarray:
     """Node throughput under the perturbed workload of designs whose I/O per
-    operation (``io``, ``total``: under :func:`perturbed_workload`) is given:
+    operation (``io``: under :func:`perturbed_workload`) is given:
     the noisy mix's, or with a KL radius the worst case over the KL ball around it.
     ``extra_cpu`` (codec seconds per operation of the noisy mix) enters the noisy mix's
     throughput; the KL bound prices operations one by one without it."""
     pw = perturbed_workload(spec)
     rho = 0.0 if spec.kl_radius is None else float(spec.kl_radius)
     if rho <= 0:
-        return node_throughput(total, iops, cls, pw.operations, threads, pw.scan_length, extra_cpu)
-    c = per_op_costs(io, cls, iops, threads, pw.scan_length)
+        return node_throughput(io, iops, shape, pw.operations, threads, pw.scan_length, extra_cpu=extra_cpu)
+    c = per_op_costs(io, shape, iops, threads, pw.scan_length)
     return 1.0 / np.maximum(kl_worst_case(c, mix_vector(pw.operations), rho), 1e-300)

@@ -60,7 +60,6 @@ def _symbols() -> SimpleNamespace:
     ETA = sp.Symbol("eta", positive=True)
     IO = sp.Symbol("io", nonnegative=True)
     IOPS = sp.Symbol("IOPS", positive=True)
-    CPU = sp.Symbol("c", positive=True)
     LAMBDA = sp.Symbol("mu", positive=True)
     NENT = sp.Symbol("n_i", positive=True)
     LAM = sp.Symbol("lambda", positive=True)  # dual variable of the KL constraint
@@ -81,6 +80,12 @@ def _symbols() -> SimpleNamespace:
     MERGED = sp.Symbol("mg", nonnegative=True)  # merge blocks (read + written) per operation
     TDEC = sp.Symbol("t_dec", nonnegative=True)  # seconds to verify and decompress one block
     TENC = sp.Symbol("t_enc", nonnegative=True)  # seconds to compress and checksum one block
+    SER = sp.Symbol("S", nonnegative=True)  # serial cpu seconds per operation (one at a time)
+    PAR = sp.Symbol("P", nonnegative=True)  # parallel cpu seconds per operation (on any core)
+    WAIT = sp.Symbol("D", nonnegative=True)  # device wait per operation (no core held)
+    BGCPU = sp.Symbol("G", nonnegative=True)  # background (flush/merge) cpu seconds per operation
+    NTH = sp.Symbol("n_t", positive=True)  # client threads (operations in flight)
+    XOPS = sp.Symbol("X", positive=True)  # throughput, operations per second
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
 
 
@@ -194,12 +199,33 @@ def _expressions() -> dict[str, Any]:
     # would make a design whose buffer holds the data write for free.
     e["wal_append"] = y.ENTRY / y.PAGE
 
-    # -- cpu (paper Eq. 2, 3): Amdahl speed-up, then throughput bounded by the
-    # cpu (single-op time scaled by g) and by the device's iops, which threads
-    # cannot raise.
+    # -- cpu (paper Eq. 2, 3): Amdahl's speed-up g(phi, eta) of a program whose
+    # parallel fraction is phi.
     e["amdahl"] = 1 / (1 - y.PHI * (1 - 1 / y.ETA))
-    e["op_time"] = y.IO / y.IOPS + y.CPU
-    e["throughput_cpu"] = e["amdahl"] / e["op_time"]
+    # Per operation of a mix (docs/model.md, "CPU and throughput"): S seconds
+    # run one at a time (the write path's critical section: WAL append and
+    # memtable insert under one lock), P seconds run on any core (the rest of
+    # the cpu, and copying/checking the blocks read), D seconds wait for the
+    # device without holding a core, and G seconds of flush/merge cpu run on
+    # the engine's background thread. Eq. 2 with S/(S+P) as the serial
+    # fraction on eta_f cores gives 1/X = S + P/eta_f; the rest of an operation
+    # is bounded by the n threads' own cycle (each runs one operation, P + D,
+    # at a time) or by the cores the background thread leaves,
+    # eta_f = eta - X G:
+    #   1/X = S + max((P + D)/n, P/(eta - X G)).
+    # Threads-bound:
+    e["throughput_threads"] = 1 / (y.SER + (y.PAR + y.WAIT) / y.NTH)
+    # Cores-bound: 1/X = S + P/(eta - X G), a quadratic in X whose smaller root
+    # is the one with eta - X G > 0. Written without the cancellation of the
+    # textbook form (and defined at S = 0 or G = 0, where it reduces to
+    # eta / (P + G) and to Eq. 2 respectively).
+    b = y.ETA * y.SER + y.BGCPU + y.PAR
+    x_share = 2 * y.ETA / (b + sp.sqrt(b**2 - 4 * y.SER * y.BGCPU * y.ETA))
+    fixed_point = (1 / y.XOPS - y.SER - y.PAR / (y.ETA - y.XOPS * y.BGCPU)).subs(y.XOPS, x_share)
+    probe = {y.SER: sp.Rational(3, 10), y.PAR: sp.Rational(7, 5), y.BGCPU: sp.Rational(2, 5), y.ETA: 3}
+    if abs(float(fixed_point.subs(probe))) > 1e-12:
+        raise RuntimeError("the shared-core throughput does not solve its fixed point")
+    e["throughput_shared_cores"] = x_share
     e["throughput_io"] = y.IOPS / y.IO
 
     # -- Robustness (ENDURE): the worst expected cost over the KL ball
@@ -247,8 +273,8 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "log_append": ("OVERWRITE", "GARBAGE", "BLK"),
     "wal_append": ("ENTRY", "PAGE"),
     "amdahl": ("PHI", "ETA"),
-    "op_time": ("IO", "IOPS", "CPU"),
-    "throughput_cpu": ("PHI", "ETA", "IO", "IOPS", "CPU"),
+    "throughput_threads": ("SER", "PAR", "WAIT", "NTH"),
+    "throughput_shared_cores": ("SER", "PAR", "BGCPU", "ETA"),
     "throughput_io": ("IOPS", "IO"),
     "kl_dual_term": ("LAM", "WI", "CI", "ETA_D"),
     "kl_dual_head": ("ETA_D", "RHO", "LAM"),

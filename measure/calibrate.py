@@ -1,39 +1,51 @@
-"""`cosine calibrate`: learn phi and the CPU time per operation (paper Algorithm 1).
+"""`cosine calibrate`: measure the CPU model's terms on the Rust engine (paper Algorithm 1, extended).
 
-For every design class (LSM, B-tree, LSH, hybrid) and operation type the
-engine runs a single-operation workload with 1..eta threads on several data
-sizes. Eq. 2 turns each observed speed-up g^ = X(c) / X(1) into
-phi = (1 - 1/g^) / (1 - 1/c); the values are averaged per (class, op)
-(Algorithm 1 lines 12-17). Only c <= the machine's cores enter phi: threads
-beyond the cores cannot speed anything up, and Eq. 2 would read that as
-serial work.
+What is measured, and how (docs/model.md, "CPU and throughput"):
 
-The single-thread time per operation is split into block I/O and CPU:
-t = cpu + fg x (t_block + B x t_byte) + bg x t_bg, where fg are the blocks
-the operation reads itself, B the design's block size in bytes and bg the
-flush/merge blocks charged to each put. t_block and t_byte (a block read
-served by the page cache: a fixed part, and copying/checksumming/searching its
-bytes) are identified across classes from the point reads (get, empty_get,
-rmw: one CPU intercept per operation, shared slopes; the classes' blocks are
-0.9, 4 and 32 KiB), t_bg likewise from the blind writes; each (class, op)'s CPU time is
-then what remains of its measured time. The model charges the blocks to the
-VM's device and the CPU time to its cores, so in-memory operations are never
-free.
+* **CPU seconds per operation** of each (design class, operation), timed
+  directly: the driver threads' own CPU time (the kernel's schedstat) over the
+  operations, on a warm engine whose block cache holds all the data (the
+  bench writes the buffer out and reads every block once first), so the run
+  reads no blocks. Writes run on that engine too, as many as fit in the
+  buffer, so no flush or merge runs beside them. Two data sizes.
+* **phi** of each (class, operation): Eq. 2 on the speed-up from 1 to the
+  machine's cores on the same cached runs (Algorithm 1, averaged over the
+  sizes). The speed-up is taken over the time each driver thread did not
+  spend waiting for a CPU held by another process (schedstat's run-queue
+  wait), which on a quiet machine is all of it.
+* **Ranges**: CPU = a + scan length x r per tree class, N x k + scan length x
+  r for the hash log (its index has no order: every scan walks all N keys),
+  by least squares over two scan lengths and two sizes.
+* **Block reads** (the per-block and per-byte CPU of reading a block): least
+  squares over the runs that read blocks — the class designs as they are, on
+  single-operation and mixed (YCSB A, B, D, F) workloads, 1 thread — of the
+  CPU each operation spent beyond its cached CPU, against its blocks read.
+* **Background** (flush/merge CPU per block, fixed and per byte): least
+  squares of the background thread's CPU against the flush and merge blocks,
+  over every run that wrote.
 
-On a 2-core machine only eta = 1, 2 can be measured: phi is identified from
-one speed-up per run, and a VM with more cores extrapolates along Eq. 2 with
-the same phi (Amdahl's law is exactly that extrapolation). The table records
-the machine and the date.
+Nothing is clamped: a fit that wants a value at or past a bound (phi outside
+(0, 1], a time that is not positive) stops the calibration with a message
+(:class:`CalibrationError`). The single-operation runs of the loaded designs
+are kept as a check of the model on what it was not fitted to alone; Fig. 4B
+(:func:`fig4b`) checks the end-to-end prediction on mixed workloads at a size
+the calibration did not use.
+
+On a 2-core machine only eta = 1, 2 can be measured; Amdahl's law with the
+learned phi extrapolates to a VM's cores, as Algorithm 1 does. The table
+records the machine and the date.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
+import json
+import math
 import platform
+import statistics
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +53,56 @@ import numpy as np
 import yaml
 
 from cost_models import cpu_count
-from cost_models.cpu import PHI_TABLE, block_time
-from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
+from cost_models.cpu import (
+    LOCAL_DEVICE,
+    PHI_SCHEMA,
+    PHI_TABLE,
+    DeviceModel,
+    NodeShape,
+    node_throughput,
+    using_table,
+)
+from cost_models.engine_model import engine_throughput
+from cost_models.io_model import IOCost
+from measure.engine import TEMPLATE, build, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
-from measure.validate import measured
-from render.config import to_toml
+from render.config import device_section, to_toml
 from specs.errors import InputError
 from specs.io import finite, read_rows, require, write_records, write_rows, write_text
-from specs.vocab import DESIGN_CLASSES, OPERATIONS
+from specs.schema import Spec
+from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, CalibrationRun, DesignClass, Operation
 
-
-def range_ops(ops: int, records: int) -> int:
-    """Scans per range run: a tenth of `ops`, at least 1,000, within the hash log's scan budget."""
-    return scan_capped_ops(ops // 10, records, 1.0)
-
-
-#: One design per class: the paper's three baselines and the base hybrid.
+#: One design per class: the paper's three baselines and the base hybrid (the grid's, ~1% buffer).
 CLASS_DESIGNS = {"lsm": "rocksdb", "btree": "wiredtiger", "lsh": "faster", "hybrid": "hybrid-base"}
+#: Share of the buffer a cached write run fills: its buffer is sized so the
+#: run's writes (which start on an empty buffer) never flush.
+BUFFER_RUN_SHARE = 0.8
+#: Block cache of a cached run, as a multiple of the data (decoded blocks carry overhead).
+CACHED_CACHE_FACTOR = 3.0
+#: Scan lengths of the cached range runs: two, far apart, so the per-entry CPU stands out of
+#: the per-scan part (a hash log's scan walks its whole index: milliseconds).
+SCAN_LENGTHS = (10, 1000)
+#: Scan length of the loaded range runs (YCSB-E's mean is 50).
+LOADED_SCAN = 20
+#: Keys a calibration run's hash-log scans may visit in all (each scan walks the whole index):
+#: about a second of CPU on this machine, which times a few hundred scans.
+HASH_SCAN_KEYS = 30_000_000
+#: Memtables of the buffered-get runs: the design's buffer (0.8 of it), and all the data (its size
+#: in records, marked 0): two sizes identify the CPU per doubling of the memtable.
+BUFFERED_MEMTABLES = (BUFFER_RUN_SHARE, 0.0)
+#: The block size the block-read CPU of each class is given at (4 KiB).
+REFERENCE_BLOCK = 4096.0
+#: Block sizes (multiples of the class design's) of extra loaded get runs on the LSM design:
+#: the block-read fit then sees 0.9 to 32 KiB blocks within one class as well as across classes.
+BLOCK_SIZE_STEPS = (0.25, 4.0)
+#: Mixed workloads of the calibration (YCSB A, B, D, F).
+MIXED = ("ycsb_a", "ycsb_b", "ycsb_d", "ycsb_f")
+#: Mixed workloads of Fig. 4B: the paper's 25% mix and three YCSB mixes.
+FIG4B_WORKLOADS = ("mixed_25", "ycsb_a", "ycsb_b", "ycsb_f")
+
+
+class CalibrationError(InputError):
+    """A fit wanted a value at or past a bound: the table would not be a measurement."""
 
 
 def machine() -> str:
@@ -69,240 +114,693 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{cpu} ({os.cpu_count()} CPUs), {platform.system()} {platform.release()}"
+    return f"{cpu} ({cpu_count()} CPUs), {platform.system()} {platform.release()}"
 
 
 @dataclass
 class Sample:
+    """One engine run of the calibration."""
+
+    #: CACHED, LOADED or BUFFERED (see those constants)
+    kind: str
     cls: str
-    op: str
+    #: the operation of a single-operation run, or the YCSB workload's name
+    workload: str
     records: int
     threads: int
+    operations: int
+    scan_length: int
+    block_bytes: float
+    #: the run's mix as JSON (operation -> share)
+    mix: str
+    #: measured operations per second (wall clock)
     throughput: float
-    #: blocks the operation read itself, per operation
+    #: share of the driver threads' time spent waiting for a CPU another program held
+    runqueue_share: float
+    #: sum over driver threads of operations / (their time - their run-queue wait): the
+    #: throughput without other programs' load (= throughput on a quiet machine)
+    free_throughput: float
+    #: driver-thread CPU seconds per operation
+    fg_cpu: float
+    #: blocks the operations read, per operation
     fg_blocks: float
-    #: flush and merge blocks (and WAL pages) charged per put
+    #: background-thread CPU seconds per operation (the run and the settle after it)
+    bg_cpu: float
+    #: flush and merge blocks per operation (the run and the settle after it)
     bg_blocks: float
+    #: share of the run's lookups (gets, rmw reads) a memtable answered
+    get_buffered: float
+    #: mean entries in the memtable during the run (half the buffer when it was flushed)
+    memtable_entries: float
 
     def check(self) -> None:
         """Values a measurement gives (read_rows calls this on every row of a calibration.parquet)."""
+        require(self.kind in tuple(CalibrationRun), f"unknown calibration run kind {self.kind!r}")
         require(self.cls in DESIGN_CLASSES, f"unknown design class {self.cls!r}")
-        require(self.op in OPERATIONS, f"unknown operation {self.op!r}")
-        require(self.records >= 1 and self.threads >= 1, "records and threads must be positive")
+        require(self.records >= 1 and self.threads >= 1 and self.operations >= 1, "records, threads, operations >= 1")
         require(finite(self.throughput) and self.throughput > 0, f"throughput {self.throughput} is not positive")
-        require(finite(self.fg_blocks) and finite(self.bg_blocks), "block counts must be finite and non-negative")
+        for name in ("fg_cpu", "fg_blocks", "bg_cpu", "bg_blocks", "get_buffered", "memtable_entries", "block_bytes"):
+            v = getattr(self, name)
+            require(finite(v) and v >= 0, f"{name} {v} is not a finite non-negative number")
+        try:
+            mix = json.loads(self.mix)
+        except ValueError:
+            mix = None
+        require(isinstance(mix, dict) and set(mix) <= set(OPERATIONS), f"mix {self.mix!r} is not a JSON operation mix")
+
+    @property
+    def ops_mix(self) -> dict[str, float]:
+        return {k: float(v) for k, v in json.loads(self.mix).items()}
 
 
-def measure(
-    sizes: tuple[int, ...], ops: int, threads: tuple[int, ...], progress: Callable[[int, int, str], None] | None = None
-) -> list[Sample]:
-    build(TEMPLATE)
-    out: list[Sample] = []
-    total = len(CLASS_DESIGNS) * len(OPERATIONS) * len(sizes) * len(threads)
-    done = 0
-    for n in sizes:
-        grid = designs(n, quick=True)
-        for cls, dname in CLASS_DESIGNS.items():
-            secs = grid[dname]
-            for op in OPERATIONS:
-                spec = mix_spec({op: 1.0}, name=op)
-                for th in threads:
-                    text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
-                    wl = workload_json(spec, n, range_ops(ops, n) if op == "range" else ops, th)
-                    rep = run_scratch(text, wl, f"calibrate-{done}")
-                    per = rep["per_op"].get(op, {})
-                    fg = per.get("blocks_read", 0) / max(per.get("count", 0), 1)
-                    bg = measured(rep).get(op, fg) - fg
-                    out.append(Sample(cls, op, n, th, float(rep["run"]["throughput_ops"]), fg, bg))
-                    done += 1
-                    if progress:
-                        progress(done, total, f"{cls} {op} {n:,} records, {th} threads")
-    return out
+def free_throughput(rep: dict[str, Any]) -> float:
+    """Operations per second of a run over the time its driver threads did not wait for a CPU
+    another program held, summed per thread (a thread that finished early is not waited for)."""
+    threads = (rep.get("cpu") or {}).get("threads") or []
+    total = 0.0
+    for t in threads:
+        busy = float(t["seconds"]) - float(t.get("runqueue_seconds") or 0.0)
+        total += float(t["operations"]) / max(busy, 1e-9)
+    return total or float(rep["run"]["throughput_ops"])
 
 
-def _least_squares(
-    samples: list[Sample], ops: tuple[str, ...], regressors: list[Callable[[Sample], float]]
-) -> list[float]:
-    """Seconds per unit of each regressor: one intercept per operation, slopes shared by all classes.
-
-    A slope the data would make negative is dropped and the rest refitted (time never falls with I/O).
-    """
-    rows = [s for s in samples if s.op in ops]
-    if not rows:
-        return [0.0] * len(regressors)
-    keep = list(range(len(regressors)))
-    while keep:
-        A = np.zeros((len(rows), len(ops) + len(keep)))
-        y = np.zeros(len(rows))
-        for i, s in enumerate(rows):
-            A[i, ops.index(s.op)] = 1.0
-            for j, r in enumerate(keep):
-                A[i, len(ops) + j] = regressors[r](s)
-            y[i] = 1.0 / s.throughput
-        sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-        slopes = sol[len(ops) :]
-        if (slopes >= 0).all():
-            out = [0.0] * len(regressors)
-            for j, r in enumerate(keep):
-                out[r] = float(slopes[j])
-            return out
-        keep.pop(int(np.argmin(slopes)))
-    return [0.0] * len(regressors)
+def memtable_entries(rep: dict[str, Any], secs: dict[str, Any]) -> float:
+    """Mean entries in the memtable during a run: half the buffer if the run flushed it (the fill
+    cycles), else the mean of its fill at the start and at the end."""
+    if rep.get("background", {}).get("flushes", 0) > 0:
+        return _buffer_entries(secs) / 2.0
+    start = float(rep["load"]["shape"].get("buffered", 0))
+    end = float((rep.get("stats") or {}).get("buffered", start))
+    return (start + end) / 2.0
 
 
-@lru_cache(maxsize=8)
-def class_block_bytes(records: int) -> dict[str, float]:
-    """Block size in bytes of each class's calibration design at ``records`` keys."""
-    grid = designs(records, quick=True)
-    return {cls: float(grid[d]["layout"]["block_entries"] * (KEY + VALUE)) for cls, d in CLASS_DESIGNS.items()}
-
-
-def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
-    """phi per (class, op) from the speed-ups (threads <= cores); the per-block
-    times and each (class, op)'s CPU time from the single-thread runs."""
-    cores = cpu_count() if cores is None else cores
-    single = [s for s in samples if s.threads == 1]
-
-    def nbytes(s: Sample) -> float:
-        return class_block_bytes(s.records)[s.cls]
-
-    # Reads: a fixed time per block plus a time per byte of block (the designs'
-    # blocks range from ~1 KiB to 32 KiB; one time per block fits neither end).
-    t_block, t_byte = _least_squares(
-        single, ("get", "empty_get", "rmw"), [lambda s: s.fg_blocks, lambda s: s.fg_blocks * nbytes(s)]
+def _sample(kind: str, cls: str, workload: str, wl: dict[str, Any], secs: dict[str, Any], rep: dict) -> Sample:
+    ops = int(wl["operations"])
+    th = int(wl["threads"])
+    cpu = rep.get("cpu") or {}
+    if not cpu:
+        raise CalibrationError("cosine-bench reported no CPU times (needs Linux /proc/thread-self/schedstat)")
+    wall = float(rep["run"]["seconds"])
+    bg = rep.get("background", {})
+    bg_blocks = sum(
+        bg.get(k, 0)
+        for k in ("flush_blocks_written", "flush_blocks_read", "compaction_blocks_read", "compaction_blocks_written")
     )
-    t_block = max(t_block, 1e-8)
-    (t_bg,) = _least_squares(single, ("insert", "update"), [lambda s: s.bg_blocks])
-    per_entry = float(yaml.safe_load(PHI_TABLE.read_text()).get("range_per_entry_seconds", 1.0e-7))
-    left: dict[tuple[str, str], list[float]] = {}
-    for s in single:
-        scan = 20.0 if s.op == "range" else 0.0
-        fg_time = s.fg_blocks * float(block_time(nbytes(s), t_block, t_byte))
-        rest = 1.0 / s.throughput - fg_time - s.bg_blocks * t_bg - scan * per_entry
-        left.setdefault((s.cls, s.op), []).append(rest)
-    #: floor: no operation costs less than 0.1 us of CPU
-    cpu = {k: max(float(np.mean(v)), 1e-7) for k, v in left.items()}
-    phis: dict[tuple[str, str], list[float]] = {}
-    by = {(s.cls, s.op, s.records, s.threads): s for s in samples}
-    for s in samples:
-        if s.threads == 1 or s.threads > cores:
-            continue
-        base = by.get((s.cls, s.op, s.records, 1))
-        if base is None or base.throughput <= 0:
-            continue
-        g = s.throughput / base.throughput
-        phi = (1 - 1 / g) / (1 - 1 / s.threads) if g > 0 else 0.0
-        phis.setdefault((s.cls, s.op), []).append(float(np.clip(phi, 0.0, 1.0)))
-    return {
-        "t_block": t_block,
-        "t_block_byte": t_byte,
-        "t_bg": t_bg,
-        "cpu": cpu,
-        "phi": {k: float(np.mean(v)) for k, v in phis.items()},
-        "phi_samples": {f"{k[0]}/{k[1]}": v for k, v in phis.items()},
-    }
-
-
-def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_TABLE) -> Path:
-    """Rewrite data/phi.yaml with the learned values (and how they were obtained)."""
-    old = yaml.safe_load(path.read_text())
-    classes: dict[str, Any] = {}
-    for cls in CLASS_DESIGNS:
-        phi = {str(op): round(result["phi"].get((cls, op), old["classes"][cls]["phi"][op]), 4) for op in OPERATIONS}
-        cpu = {
-            str(op): float(f"{result['cpu'].get((cls, op), old['classes'][cls]['cpu_seconds'][op]):.4g}")
-            for op in OPERATIONS
-        }
-        classes[cls] = {"phi": phi, "cpu_seconds": cpu}
-    sizes = sorted({s.records for s in samples})
-    threads = sorted({s.threads for s in samples})
-    doc = {
-        "machine": machine(),
-        "date": dt.date.today().isoformat(),
-        "method": (
-            f"cosine calibrate: the Rust engine's class presets (rocksdb, wiredtiger, faster, hybrid-base) "
-            f"on single-operation workloads, {sizes} records, threads {threads}; phi from Eq. 2 on each "
-            f"speed-up with threads <= cores, averaged (Algorithm 1); per-block times by least squares "
-            f"across classes (time = cpu + foreground blocks x (t_block + block bytes x t_byte) + merge "
-            f"blocks x t_bg), CPU seconds "
-            f"per (class, op) the rest of the single-thread time"
-        ),
-        "local_block_seconds": float(f"{result['t_block']:.4g}"),
-        "local_block_seconds_per_byte": float(f"{result.get('t_block_byte', 0.0):.4g}"),
-        "local_background_block_seconds": float(f"{result['t_bg']:.4g}"),
-        "classes": classes,
-        "range_per_entry_seconds": old.get("range_per_entry_seconds", 1.0e-7),
-    }
-    header = (
-        "# Amdahl parallel fraction phi and single-thread CPU time per operation, per design class.\n"
-        "# Written by `cosine calibrate` (measure/calibrate.py); the solver reads it through cost_models/cpu.py.\n"
+    lay = secs["layout"]
+    lookups = sum(rep["per_op"].get(op, {}).get("count", 0) for op in (Operation.GET, Operation.RMW))
+    return Sample(
+        kind=kind,
+        cls=cls,
+        workload=workload,
+        records=int(wl["records"]),
+        threads=th,
+        operations=ops,
+        scan_length=int(wl["scan_length"]),
+        block_bytes=float(lay["block_entries"] * (lay["key_bytes"] + lay["value_bytes"])),
+        mix=json.dumps({k: v for k, v in wl["mix"].items() if v > 0}, sort_keys=True),
+        throughput=float(rep["run"]["throughput_ops"]),
+        runqueue_share=float(cpu.get("foreground_runqueue_seconds") or 0.0) / max(wall * th, 1e-12),
+        free_throughput=free_throughput(rep),
+        fg_cpu=float(cpu["foreground_seconds"]) / ops,
+        fg_blocks=sum(v.get("blocks_read", 0) for v in rep["per_op"].values()) / ops,
+        bg_cpu=(float(cpu["background_seconds"]) + float(cpu["settle_background_seconds"])) / ops,
+        bg_blocks=bg_blocks / ops,
+        get_buffered=bg.get("buffer_hits", 0) / lookups if lookups else 0.0,
+        memtable_entries=memtable_entries(rep, secs),
     )
-    write_text(path, header + yaml.safe_dump(doc, sort_keys=False))
-    from cost_models.cpu import phi_table
-
-    phi_table.cache_clear()
-    return path
 
 
-def fig4b(threads: tuple[int, ...], records: int, ops: int, result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Paper Fig. 4B: YCSB A with 25% each of lookups, inserts, blind updates and
-    rmws, across thread counts: the model's throughput vs the engine's.
-
-    The prediction is Eq. 2-3 with the learned table: per operation, the
-    model's blocks (foreground reads at t_block, merge blocks at t_bg) plus the
-    learned CPU time, sped up by Amdahl's law over min(threads, cores) — more
-    threads than cores cannot run at once.
-    """
-    from cost_models.engine_model import predict
-    from cost_models.symbolic import compiled
-
-    spec = shipped_spec("mixed_25")
-    mix = spec.workload.operations
-    table = yaml.safe_load(PHI_TABLE.read_text())["classes"]
-    cores = cpu_count()
-    grid = designs(records, quick=True)
-    rows = []
-    for cls, dname in CLASS_DESIGNS.items():
-        secs = grid[dname]
-        phi = sum(w * result["phi"].get((cls, op), table[cls]["phi"][op]) for op, w in mix.items())
-        for th in threads:
-            text = to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": th}})
-            wl = workload_json(spec, records, ops, th)
-            rep = run_scratch(text, wl, f"fig4b-{cls}-{th}")
-            io = predict(secs, wl, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
-            time1 = 0.0
-            for op, w in mix.items():
-                if w <= 0:
-                    continue
-                blocks = float(getattr(io, op)[0])
-                fg = float(io.get[0]) if op == "rmw" else (0.0 if op in ("insert", "update") else blocks)
-                cpu = result["cpu"].get((cls, op), table[cls]["cpu_seconds"][op])
-                t_fg = float(block_time(class_block_bytes(records)[cls], result["t_block"], result["t_block_byte"]))
-                time1 += w * (fg * t_fg + (blocks - fg) * result["t_bg"] + cpu)
-            x = float(compiled()["amdahl"](phi, min(th, cores))) / time1
-            meas = float(rep["run"]["throughput_ops"])
-            rows.append(
-                {
-                    "class": cls,
-                    "design": dname,
-                    "threads": th,
-                    "predicted_ops": x,
-                    "measured_ops": meas,
-                    "accuracy": max(0.0, 1 - abs(x - meas) / meas),
-                    "p99_us": rep["run"]["latency_us"]["p99"],
-                }
-            )
-    return rows
+def calibration_designs(records: int) -> dict[str, dict[str, Any]]:
+    """The class designs (engine.toml sections), as the validation grid has them."""
+    grid = designs(records, quick=True, optima=False)
+    return {cls: grid[name] for cls, name in CLASS_DESIGNS.items()}
 
 
-#: (data sizes, operations per run): the full calibration, and --quick.
-DEFAULT_PLAN = ((100_000, 500_000), 200_000)
-QUICK_PLAN = ((20_000, 80_000), 30_000)
+def _with(secs: dict[str, Any], threads: int, **layout: Any) -> str:
+    return to_toml(
+        {**secs, "layout": {**secs["layout"], **layout}, "algorithms": {**secs["algorithms"], "threads": threads}}
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Data sizes and run lengths of a calibration."""
+
+    sizes: tuple[int, ...]
+    #: operations of a cached read run, a cached write run, and a loaded run
+    read_ops: int
+    write_ops: int
+    ops: int
+    #: Fig. 4B: records (a size the calibration does not use), operations, runs per point
+    fig4b_records: int
+    fig4b_ops: int
+    repeats: int = 3
+    #: runs of each cached (class, operation, size, threads) point: phi is Eq. 2 on the medians
+    phi_repeats: int = 1
+
+
+#: The full calibration, and --quick.
+DEFAULT_PLAN = Plan((100_000, 400_000), 1_000_000, 200_000, 200_000, 250_000, 200_000, phi_repeats=3)
+QUICK_PLAN = Plan((40_000, 120_000), 300_000, 50_000, 50_000, 80_000, 50_000)
 
 
 def thread_counts() -> tuple[int, ...]:
     """1 .. the machine's cores (at least 2: one speed-up per run identifies phi)."""
     return tuple(range(1, max(2, cpu_count()) + 1))
+
+
+CACHED, LOADED, BUFFERED = CalibrationRun.CACHED, CalibrationRun.LOADED, CalibrationRun.BUFFERED
+#: The operation name of the buffered runs.
+BUFFER_GET = "buffer_get"
+
+
+def _runs(plan: Plan) -> list[tuple[CalibrationRun, str, str, Spec, int, int, float]]:
+    """(kind, class, workload, spec, records, threads, factor) of every calibration run; the
+    factor scales the block size of a loaded run, and sets the memtable of a buffered one."""
+    out: list[tuple[CalibrationRun, str, str, Spec, int, int, float]] = []
+    threads = thread_counts()
+    for n in plan.sizes:
+        for cls in CLASS_DESIGNS:
+            for op in OPERATIONS:
+                scans = SCAN_LENGTHS if op == Operation.RANGE else (LOADED_SCAN,)
+                for scan in scans:
+                    spec = mix_spec({op: 1.0}, scan=scan, name=str(op))
+                    for _ in range(plan.phi_repeats):
+                        for th in threads:
+                            out.append((CACHED, cls, str(op), spec, n, th, 1.0))
+            for share in BUFFERED_MEMTABLES:
+                spec = mix_spec({Operation.GET: 1.0}, name=BUFFER_GET)
+                out.append((BUFFERED, cls, BUFFER_GET, spec, n, 1, share))
+            for op in OPERATIONS:
+                spec = mix_spec({op: 1.0}, scan=LOADED_SCAN, name=str(op))
+                out.append((LOADED, cls, str(op), spec, n, 1, 1.0))
+            for w in MIXED:
+                for th in threads:
+                    out.append((LOADED, cls, w, shipped_spec(w), n, th, 1.0))
+            if cls == DesignClass.LSM:
+                for f in BLOCK_SIZE_STEPS:
+                    out.append((LOADED, cls, str(Operation.GET), mix_spec({Operation.GET: 1.0}), n, 1, f))
+    return out
+
+
+def _buffer_entries(secs: dict[str, Any]) -> int:
+    lay = secs["layout"]
+    return int(lay["buffer_bytes"]) // (int(lay["key_bytes"]) + int(lay["value_bytes"]))
+
+
+def _run_config(spec: Spec, cls: str, records: int, plan: Plan, kind: str, secs: dict[str, Any]) -> tuple[int, dict]:
+    """Operations of a run and the layout changes it runs with."""
+    mix = spec.workload.operations
+    writes = sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS)
+    entry = KEY + VALUE
+    if kind in (LOADED, BUFFERED):
+        ops, layout = (plan.ops if kind == LOADED else plan.read_ops), {}
+    elif writes > 0:
+        # the buffer starts empty after the warm-up and holds every write of the run
+        ops = plan.write_ops
+        buffer = max(int(secs["layout"]["buffer_bytes"]), int(ops * writes / BUFFER_RUN_SHARE) * entry)
+        layout = {"buffer_bytes": buffer, "block_cache_bytes": int(CACHED_CACHE_FACTOR * records * entry)}
+    else:
+        ops = plan.read_ops
+        layout = {"block_cache_bytes": int(CACHED_CACHE_FACTOR * records * entry)}
+    if mix.get(Operation.RANGE, 0.0) > 0:
+        # about as many entries as a point run has operations
+        ops = max(1000, ops // max(10, spec.workload.scan_length))
+        if cls == DesignClass.LSH:
+            ops = min(ops, max(100, int(HASH_SCAN_KEYS / (records * mix[Operation.RANGE]))))
+    return ops, layout
+
+
+def measure(plan: Plan, progress: Callable[[int, int, str], None] | None = None) -> list[Sample]:
+    """Run every calibration run of ``plan`` (module docstring) and return the samples."""
+    build(TEMPLATE)
+    runs = _runs(plan)
+    out: list[Sample] = []
+    by_size = {n: calibration_designs(n) for n in plan.sizes}
+    for i, (kind, cls, name, spec, size, th, block_factor) in enumerate(runs):
+        secs = by_size[size][cls]
+        n = size
+        if kind == BUFFERED:
+            # the data in the memtable: the design's buffer holds n (its usual size), or all of it
+            n = int(block_factor * _buffer_entries(secs)) if block_factor > 0 else size
+            secs = {**secs, "layout": {**secs["layout"], "buffer_bytes": int(n / BUFFER_RUN_SHARE + 1) * (KEY + VALUE)}}
+        elif block_factor != 1.0:
+            lay = secs["layout"]
+            secs = {**secs, "layout": {**lay, "block_entries": max(1, round(lay["block_entries"] * block_factor))}}
+        o, layout = _run_config(spec, cls, n, plan, kind, secs)
+        wl = workload_json(spec, n, o, th)
+        wl["warm_cache"] = kind == CACHED
+        rep = run_scratch(_with(secs, th, **layout), wl, f"calibrate-{i}")
+        s = _sample(kind, cls, name, wl, secs, rep)
+        if kind != LOADED and s.fg_blocks > 0:
+            raise CalibrationError(
+                f"{kind} {cls} {name} run read {s.fg_blocks:.3g} blocks per operation: the "
+                + ("block cache did not hold the data" if kind == CACHED else "buffer did not hold the data")
+            )
+        out.append(s)
+        if progress:
+            progress(i + 1, len(runs), f"{kind} {cls} {name}, {n:,} records, {th} threads")
+    return out
+
+
+# ----------------------------------------------------------------------------- fitting
+
+
+def _positive_lstsq(A: np.ndarray, y: np.ndarray, names: list[str], what: str) -> dict[str, float]:
+    """Least squares of relative residuals (each run weighs by 1 / its measured value: run-to-run
+    noise is multiplicative); every coefficient must come out positive (nothing is clamped)."""
+    if A.shape[0] < A.shape[1]:
+        raise CalibrationError(f"{what}: {A.shape[0]} runs cannot identify {A.shape[1]} terms")
+    w = 1.0 / np.maximum(np.abs(y), 1e-300)
+    sol, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
+    bad = [f"{n} = {v:.3g}" for n, v in zip(names, sol, strict=True) if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise CalibrationError(
+            f"{what}: the least-squares fit wants {', '.join(bad)} (must be positive); the runs do not "
+            "identify it — re-run on a quiet machine or with more operations"
+        )
+    return {n: float(v) for n, v in zip(names, sol, strict=True)}
+
+
+def _eq2_phi(speedup: float, threads: int) -> float:
+    """Eq. 2 solved for phi: g = 1 / (1 - phi (1 - 1/eta))."""
+    return (1.0 - 1.0 / speedup) / (1.0 - 1.0 / threads)
+
+
+def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
+    """phi per (class, operation) from the cached runs' speed-ups (threads <= cores): Eq. 2 on
+    the median throughput of the repeated runs of each point, averaged over sizes and scan
+    lengths (Algorithm 1's aggregate)."""
+    runs: dict[tuple[str, str, int, int, int], list[float]] = {}
+    for s in samples:
+        if s.kind == CACHED:
+            runs.setdefault((s.cls, s.workload, s.records, s.scan_length, s.threads), []).append(s.free_throughput)
+    by = {k: float(np.median(v)) for k, v in runs.items()}
+    vals: dict[tuple[str, str], list[float]] = {}
+    for (cls, op, n, scan, th), x in by.items():
+        if th == 1 or th > cores:
+            continue
+        base = by.get((cls, op, n, scan, 1))
+        if base is None:
+            continue
+        vals.setdefault((cls, op), []).append(_eq2_phi(x / base, th))
+    out = {}
+    for key, v in sorted(vals.items()):
+        phi = float(np.mean(v))
+        if not 0.0 < phi <= 1.0:
+            cls, op = key
+            raise CalibrationError(
+                f"phi of {cls} {op} is {phi:.3f} from the speed-ups {', '.join(f'{x:.3f}' for x in v)}: "
+                "outside (0, 1] (more threads ran "
+                + ("slower" if phi <= 0 else "faster than linearly")
+                + "); Eq. 2 cannot describe it — re-run on a quiet machine"
+            )
+        out[key] = phi
+    return out
+
+
+def fit_memtable(samples: list[Sample]) -> tuple[float, float]:
+    """(seconds per doubling of the memtable past its base size, the base size in entries), from
+    the buffered gets (one skip-list descent each) at the design's memtable and at all the data:
+    b = (c_large - c_small) / log2(E_large / E_small) per class and size, averaged. A memtable
+    no larger than the base one fits the CPU's caches: its descent is in the gets' cached CPU."""
+    rows = [s for s in samples if s.kind == BUFFERED and s.threads == 1]
+    slopes, bases = [], []
+    for cls in sorted({s.cls for s in rows}):
+        # per size one run at the design's memtable and one at all the data: the k-th smallest
+        # memtable pairs with the k-th of the larger half
+        runs = sorted((s for s in rows if s.cls == cls), key=lambda s: s.memtable_entries)
+        half = len(runs) // 2
+        for small, large in zip(runs[:half], runs[half:], strict=False):
+            if large.memtable_entries > small.memtable_entries:
+                slopes.append(
+                    (large.fg_cpu - small.fg_cpu) / math.log2(large.memtable_entries / small.memtable_entries)
+                )
+                bases.append(small.memtable_entries)
+    if not slopes:
+        raise CalibrationError("memtable CPU: no buffered-get runs at two memtable sizes")
+    b = float(np.mean(slopes))
+    if not (math.isfinite(b) and b > 0):
+        raise CalibrationError(
+            f"memtable CPU: gets answered by a larger memtable were not slower (slope {b:.3g} s per doubling, "
+            "must be positive) — re-run on a quiet machine"
+        )
+    return b, float(np.exp(np.mean(np.log(bases))))
+
+
+def memtable_cpu(s: Sample, memtable: tuple[float, float]) -> float:
+    """The memtable descents' CPU in one operation of a run beyond a base-size memtable's."""
+    from cost_models.cpu import MEMTABLE_DESCENTS
+
+    per_doubling, base = memtable
+    mix = s.ops_mix
+    total = sum(mix.values()) or 1.0
+    descents = sum(w / total * MEMTABLE_DESCENTS[Operation(op)] for op, w in mix.items())
+    return descents * per_doubling * math.log2(max(s.memtable_entries, base) / base)
+
+
+def fit_cpu(samples: list[Sample], memtable: tuple[float, float]) -> dict[tuple[str, str], float]:
+    """Cached single-thread CPU seconds per (class, operation) with an empty memtable (the
+    memtable descents taken out), averaged over the sizes (ranges: see fit_range)."""
+    vals: dict[tuple[str, str], list[float]] = {}
+    for s in samples:
+        if s.kind in (CACHED, BUFFERED) and s.threads == 1 and s.workload != Operation.RANGE:
+            vals.setdefault((s.cls, s.workload), []).append(s.fg_cpu - memtable_cpu(s, memtable))
+    out = {k: float(np.mean(v)) for k, v in vals.items()}
+    bad = [f"{c} {o} {v:.3g} s" for (c, o), v in out.items() if not v > 0]
+    if bad:
+        raise CalibrationError(
+            f"CPU per operation without the memtable's descents is not positive for {', '.join(bad)}: the "
+            "memtable slope is larger than the runs support — re-run on a quiet machine"
+        )
+    return out
+
+
+def fit_range(samples: list[Sample]) -> dict[str, dict[str, float]]:
+    """Range CPU per class: a + scan length x r on a tree; on the hash log a per-scan part at
+    each size (its whole-index walk) + scan length x r, the per-scan part then divided by the
+    keys and averaged over the sizes (per_key)."""
+    out = {}
+    for cls in CLASS_DESIGNS:
+        rows = [
+            s for s in samples if s.kind == CACHED and s.threads == 1 and s.workload == Operation.RANGE and s.cls == cls
+        ]
+        sizes = sorted({s.records for s in rows}) if cls == DesignClass.LSH else [0]
+        A = np.zeros((len(rows), len(sizes) + 1))
+        for i, s in enumerate(rows):
+            A[i, sizes.index(s.records) if cls == DesignClass.LSH else 0] = 1.0
+            A[i, -1] = float(s.scan_length)
+        y = np.array([s.fg_cpu for s in rows])
+        names = [f"per_scan_{n}" for n in sizes] + ["per_entry"]
+        f = _positive_lstsq(A, y, names, f"{cls} range CPU (per scan + scan length x per entry)")
+        if cls == DesignClass.LSH:
+            out[cls] = {"per_key": float(np.mean([f[f"per_scan_{n}"] / n for n in sizes])), "per_entry": f["per_entry"]}
+        else:
+            out[cls] = {"per_scan": f["per_scan_0"], "per_entry": f["per_entry"]}
+    return out
+
+
+def cached_cpu(cpu: dict[tuple[str, str], float], rng: dict[str, dict[str, float]], s: Sample) -> float:
+    """The cached CPU seconds of one operation of a run's mix (the fit so far), its lookups the
+    buffer answered charged as such."""
+    t = 0.0
+    cls = s.cls
+    walk = cpu[(cls, Operation.GET)] - cpu[(cls, BUFFER_GET)]
+    for op, w in s.ops_mix.items():
+        if op == Operation.RANGE:
+            r = rng[cls]
+            base = r["per_key"] * s.records if cls == DesignClass.LSH else r["per_scan"]
+            t += w * (base + s.scan_length * r["per_entry"])
+        else:
+            t += w * cpu[(cls, op)]
+            if op in (Operation.GET, Operation.RMW):
+                t -= w * s.get_buffered * walk
+    return t
+
+
+def fit_block_read(
+    samples: list[Sample], cpu: dict, rng: dict[str, dict[str, float]], memtable: tuple[float, float]
+) -> dict[str, Any]:
+    """CPU of a block read: t_class (bytes / 4 KiB)^gamma. Per class the time of a 4 KiB block
+    (what reading a block involves differs: a hot run's data block, a cold run's index and data
+    blocks, a log block found through the hash index); one exponent for how it grows with the
+    block's bytes (the read call's copy, the checksum, the decoding) — measured on the LSM design
+    at 1/4, 1 and 4 times its block size, a block's CPU grows as a power of its size below 1 (a
+    fixed part plus a part per byte does not fit 1 to 32 KiB). Least squares over the loaded
+    single-thread runs (single operations and mixes) that read blocks; a hash log's ranges are
+    left out: their CPU is the walk over the whole index (milliseconds), beside which their
+    blocks are below the noise."""
+    rows = [
+        s
+        for s in samples
+        if s.kind == LOADED
+        and s.threads == 1
+        and s.fg_blocks > 0
+        and not (s.cls == DesignClass.LSH and Operation.RANGE in s.ops_mix)
+    ]
+    classes = list(CLASS_DESIGNS)
+    y = np.array([s.fg_cpu - cached_cpu(cpu, rng, s) - memtable_cpu(s, memtable) for s in rows])
+
+    def solve(gamma: float) -> tuple[float, np.ndarray]:
+        A = np.zeros((len(rows), len(classes)))
+        for k, s in enumerate(rows):
+            A[k, classes.index(s.cls)] = s.fg_blocks * (s.block_bytes / REFERENCE_BLOCK) ** gamma
+        w = 1.0 / np.maximum(np.abs(y), 1e-300)
+        sol, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
+        return float(np.sum(((A @ sol - y) * w) ** 2)), sol
+
+    # the exponent by golden-section search on the relative residual, the per-class times by least squares
+    lo, hi = 0.0, 1.5
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(60):
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        if solve(a)[0] < solve(b)[0]:
+            hi = b
+        else:
+            lo = a
+    gamma = (lo + hi) / 2
+    if not 0.01 < gamma < 1.49:
+        raise CalibrationError(
+            f"block-read CPU: the fit wants a block-size exponent of {gamma:.3f}, at the bound of [0, 1.5]: "
+            "the runs do not identify how a block's CPU grows with its size — re-run on a quiet machine"
+        )
+    names = [f"block_read_seconds_{c}" for c in classes]
+    A = np.zeros((len(rows), len(classes)))
+    for k, s in enumerate(rows):
+        A[k, classes.index(s.cls)] = s.fg_blocks * (s.block_bytes / REFERENCE_BLOCK) ** gamma
+    f = _positive_lstsq(A, y, names, f"block-read CPU (blocks x t_class x (bytes / 4 KiB)^{gamma:.3f})")
+    return {"per_class": {c: f[f"block_read_seconds_{c}"] for c in classes}, "size_exponent": gamma}
+
+
+def fit_background(samples: list[Sample]) -> dict[str, float]:
+    """Background CPU per flush/merge block, fixed and per byte, from every loaded run that wrote."""
+    rows = [s for s in samples if s.kind == LOADED and s.bg_blocks > 0]
+    A = np.array([[s.bg_blocks, s.bg_blocks * s.block_bytes] for s in rows]).reshape(-1, 2)
+    y = np.array([s.bg_cpu for s in rows])
+    return _positive_lstsq(
+        A,
+        y,
+        ["background_block_seconds", "background_block_seconds_per_byte"],
+        "background CPU (merge blocks x (t + bytes x t_byte))",
+    )
+
+
+def envelope(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
+    """Per (class, workload): the highest throughput per core the engine was measured to reach
+    (over the time its threads had a CPU: ``Sample.free_throughput``). The buffered runs (all the
+    data in a small buffer) calibrate a CPU term; they are no workload a node runs."""
+    best: dict[tuple[str, str, str], Sample] = {}
+
+    def per_core(s: Sample) -> float:
+        return s.free_throughput / min(s.threads, cores)
+
+    for s in samples:
+        if s.kind == BUFFERED:
+            continue
+        key = (s.cls, s.workload, s.mix)
+        if key not in best or per_core(s) > per_core(best[key]):
+            best[key] = s
+    return [
+        {
+            "class": cls,
+            "workload": w,
+            "mix": json.loads(mix),
+            "per_core_ops": round(per_core(s), 1),
+            "threads": s.threads,
+            "records": s.records,
+            "kind": s.kind,
+        }
+        for (cls, w, mix), s in sorted(best.items())
+    ]
+
+
+def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
+    """Every term of the CPU model from the samples (module docstring); raises CalibrationError at a bound."""
+    cores = cpu_count() if cores is None else cores
+    rng = fit_range(samples)
+    memtable = fit_memtable(samples)
+    cpu = fit_cpu(samples, memtable)
+    for cls in CLASS_DESIGNS:
+        for op in OPERATIONS:
+            if op != Operation.RANGE and (cls, op) not in cpu:
+                raise CalibrationError(f"no cached single-thread run of {cls} {op}")
+        if (cls, BUFFER_GET) not in cpu:
+            raise CalibrationError(f"no buffered-get run of {cls}")
+        if cls != DesignClass.LSH:
+            cpu[(cls, Operation.RANGE)] = rng[cls]["per_scan"]
+    phi = fit_phi(samples, cores)
+    missing = [f"{c} {o}" for c in CLASS_DESIGNS for o in OPERATIONS if (c, o) not in phi]
+    if missing:
+        raise CalibrationError(f"no speed-up measured for {', '.join(missing)} (the machine has {cores} core)")
+    return {
+        "cpu": cpu,
+        "phi": phi,
+        "range": rng,
+        "memtable": memtable,
+        "block_read": fit_block_read(samples, cpu, rng, memtable),
+        "background": fit_background(samples),
+        "envelope": envelope(samples, cores),
+    }
+
+
+def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_TABLE) -> Path:
+    """Rewrite data/phi.yaml with the learned values (and how they were obtained)."""
+    classes: dict[str, Any] = {}
+    for cls in CLASS_DESIGNS:
+        classes[cls] = {
+            "range_entry_seconds": float(f"{result['range'][cls]['per_entry']:.4g}"),
+            "buffer_get_seconds": float(f"{result['cpu'][(cls, BUFFER_GET)]:.4g}"),
+            "block_read_seconds": float(f"{result['block_read']['per_class'][cls]:.4g}"),
+            "phi": {str(op): round(result["phi"][(cls, op)], 4) for op in OPERATIONS},
+            "cpu_seconds": {
+                str(op): float(f"{result['cpu'][(cls, op)]:.4g}") for op in OPERATIONS if (cls, op) in result["cpu"]
+            },
+        }
+    sizes = sorted({s.records for s in samples})
+    threads = sorted({s.threads for s in samples})
+    terms = result["background"]
+    doc = {
+        "schema": PHI_SCHEMA,
+        "machine": machine(),
+        "date": dt.date.today().isoformat(),
+        "method": (
+            f"cosine calibrate (measure/calibrate.py): the class presets (rocksdb, wiredtiger, faster, "
+            f"hybrid-base) at {sizes} records, threads {threads}. "
+            "cpu_seconds: driver-thread CPU per operation on a warm engine whose cache holds the data (no "
+            "block reads; writes fill part of an empty buffer, no flush); phi: Eq. 2 on those runs' "
+            "speed-ups, averaged (Algorithm 1); range: a + scan length x r (hash log: keys x k + scan "
+            "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
+            "A/B/D/F runs against their blocks read; background: least squares of the background thread's "
+            "CPU against flush and merge blocks. No value is clamped."
+        ),
+        "memtable_seconds_per_doubling": float(f"{result['memtable'][0]:.4g}"),
+        "memtable_base_entries": float(f"{result['memtable'][1]:.4g}"),
+        "block_read_size_exponent": float(f"{result['block_read']['size_exponent']:.4g}"),
+        "background_block_seconds": float(f"{terms['background_block_seconds']:.4g}"),
+        "background_block_seconds_per_byte": float(f"{terms['background_block_seconds_per_byte']:.4g}"),
+        "hash_scan_per_key_seconds": float(f"{result['range'][DesignClass.LSH]['per_key']:.4g}"),
+        "classes": classes,
+        "envelope": result["envelope"],
+    }
+    header = (
+        "# The CPU model's measured terms: per design class and operation the CPU seconds on a cached engine\n"
+        "# and phi (Eq. 2); block-read and background CPU; the envelope of measured throughput per core.\n"
+        "# Written by `cosine calibrate` (measure/calibrate.py); read through cost_models/cpu.py.\n"
+    )
+    write_text(path, header + yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def predicted(s: Sample, cores: int) -> float:
+    """The model's throughput for a calibration run, given the blocks the run read and merged."""
+    per: dict[str, np.ndarray] = {str(op): np.array([0.0]) for op in OPERATIONS}
+    mix = s.ops_mix
+    # measured blocks, spread over the operations that cause them
+    reads = [op for op in mix if op not in (Operation.INSERT, Operation.UPDATE)]
+    writes = [op for op in mix if op in WRITE_OPERATIONS]
+    rshare = sum(mix[o] for o in reads)
+    wshare = sum(mix[o] for o in writes)
+    for op in reads:
+        per[op] = per[op] + (s.fg_blocks / rshare if rshare else 0.0)
+    for op in writes:
+        per[op] = per[op] + (s.bg_blocks / wshare if wshare else 0.0)
+    if Operation.RMW in mix:
+        per[Operation.GET] = np.array([s.fg_blocks / rshare if rshare else 0.0])
+    io = IOCost(**per, get_buffered=np.array([s.get_buffered]))
+    shape = NodeShape(
+        np.array([DesignClass(s.cls).code]),
+        np.array([s.block_bytes]),
+        float(s.records),
+        KEY + VALUE,
+        np.array([s.memtable_entries]),
+    )
+    return float(node_throughput(io, math.inf, shape, mix, s.threads, s.scan_length, cores=min(cores, s.threads))[0])
+
+
+def accuracy(pred: float, meas: float) -> float:
+    """1 - |predicted - measured| / measured, at least 0 (the paper's accuracy)."""
+    return max(0.0, 1.0 - abs(pred - meas) / meas) if meas > 0 else 0.0
+
+
+def checks(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
+    """Model vs measured throughput of every loaded run (single operations: the check; mixes: the fit's)."""
+    rows = []
+    for s in samples:
+        if s.kind != LOADED:
+            continue
+        p = predicted(s, cores)
+        rows.append(
+            {
+                "class": s.cls,
+                "workload": s.workload,
+                "records": s.records,
+                "threads": s.threads,
+                "group": "mixed" if s.workload.startswith("ycsb") else "single operation",
+                "predicted_ops": p,
+                "measured_ops": s.throughput,
+                "runqueue_share": s.runqueue_share,
+                "accuracy": accuracy(p, s.throughput),
+            }
+        )
+    return rows
+
+
+def fig4b(
+    plan: Plan,
+    cores: int,
+    progress: Callable[[int, int, str], None] | None = None,
+    device: DeviceModel | None = None,
+) -> list[dict[str, Any]]:
+    """Paper Fig. 4B on the grid's class presets (the paper's ~1% buffer, not the calibration's),
+    at a size the calibration did not use: predicted vs measured throughput, median of
+    ``plan.repeats`` runs, per (class, mixed workload, threads)."""
+    grid = designs(plan.fig4b_records, quick=True, optima=False)
+    n = plan.fig4b_records
+    rows = []
+    total = len(CLASS_DESIGNS) * len(FIG4B_WORKLOADS) * len(thread_counts())
+    for cls, dname in CLASS_DESIGNS.items():
+        secs = grid[dname]
+        if device is not None:
+            secs = {**secs, "device": device_section(device)}
+        for w in FIG4B_WORKLOADS:
+            spec = shipped_spec(w)
+            for th in thread_counts():
+                text = _with(secs, th)
+                wl = workload_json(spec, n, plan.fig4b_ops, th)
+                meas, preds, rq, free = [], [], [], []
+                for r in range(plan.repeats):
+                    rep = run_scratch(text, {**wl, "seed": 42 + r}, f"fig4b-{cls}-{w}-{th}-{r}")
+                    meas.append(float(rep["run"]["throughput_ops"]))
+                    free.append(free_throughput(rep))
+                    rq.append(
+                        float(rep["cpu"].get("foreground_runqueue_seconds") or 0.0) / (rep["run"]["seconds"] * th)
+                    )
+                    dev = device or LOCAL_DEVICE
+                    preds.append(engine_throughput(secs, wl, cores, dev, rep["load"]["shape"], rep.get("stats"))[0])
+                m, p = statistics.median(meas), statistics.median(preds)
+                rows.append(
+                    {
+                        "class": cls,
+                        "design": dname,
+                        "workload": w,
+                        "threads": th,
+                        "records": n,
+                        "predicted_ops": p,
+                        "measured_ops": m,
+                        "measured_runs": meas,
+                        "accuracy": accuracy(p, m),
+                        "runqueue_share": statistics.median(rq),
+                        # over the time the driver threads had a CPU (= measured on a quiet machine)
+                        "measured_free_ops": statistics.median(free),
+                        "accuracy_free": accuracy(p, statistics.median(free)),
+                    }
+                )
+                if progress:
+                    progress(len(rows), total, f"Fig. 4B {cls} {w} {th} threads")
+    return rows
 
 
 @dataclass
@@ -311,6 +809,7 @@ class Calibration:
 
     samples: list[Sample]
     result: dict[str, Any]
+    checks: list[dict[str, Any]]
     fig4b: list[dict[str, Any]]
 
 
@@ -323,28 +822,37 @@ def load_samples(path: Path) -> list[Sample]:
 
 
 def calibrate(
-    quick: bool, samples_from: Path | None = None, progress: Callable[[int, int, str], None] | None = None
+    quick: bool,
+    samples_from: Path | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    write: bool = False,
+    out: Path | None = None,
 ) -> Calibration:
-    """Measure (or reload) the samples, fit phi and CPU times, and run Fig. 4B with the fit."""
-    plan_sizes, ops = QUICK_PLAN if quick else DEFAULT_PLAN
-    sizes: tuple[int, ...] = plan_sizes
-    threads = thread_counts()
-    if samples_from is not None:
-        samples = load_samples(samples_from)
-        sizes = tuple(sorted({s.records for s in samples}))
-    else:
-        samples = measure(sizes, ops, threads, progress=progress)
-    res = fit(samples)
-    if progress:
-        progress(0, 1, "Fig. 4B: mixed workload across threads")
-    rows = fig4b(tuple(sorted({1, 2, 4} | set(threads))), sizes[-1], ops, res)
-    return Calibration(samples, res, rows)
+    """Measure (or reload) the samples, fit, optionally write the table, then run Fig. 4B with it.
+
+    The samples are written to ``out``/calibration.parquet before the fit, so a fit that stops
+    at a bound can be redone from them (``--samples``) without measuring again."""
+    plan = QUICK_PLAN if quick else DEFAULT_PLAN
+    cores = cpu_count()
+    samples = load_samples(samples_from) if samples_from is not None else measure(plan, progress)
+    if out is not None and samples_from is None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_rows(out / "calibration.parquet", samples, Sample)
+    res = fit(samples, cores)
+    if write:
+        write_table(res, samples)
+        return Calibration(samples, res, checks(samples, cores), fig4b(plan, cores, progress))
+    with tempfile.TemporaryDirectory(prefix="cosine-phi-") as tmp:
+        table = write_table(res, samples, Path(tmp) / "phi.yaml")
+        with using_table(table):
+            return Calibration(samples, res, checks(samples, cores), fig4b(plan, cores, progress))
 
 
 def write(cal: Calibration, out: Path) -> list[Path]:
-    """calibration.parquet (the samples) and fig4b.parquet."""
+    """calibration.parquet (the samples), calibration_checks.parquet and fig4b.parquet."""
     out.mkdir(parents=True, exist_ok=True)
     return [
         write_rows(out / "calibration.parquet", cal.samples, Sample),
+        write_records(out / "calibration_checks.parquet", cal.checks),
         write_records(out / "fig4b.parquet", cal.fig4b),
     ]

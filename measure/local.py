@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from cost_models.cpu import local_block_seconds
+from cost_models import cpu_count
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from render.config import engine_sections, local_entry
@@ -24,20 +25,21 @@ from specs.vocab import DesignClass
 
 
 def best_design(
-    spec: Spec, n_keys: int, memory_bytes: float, threads: int, iops: float | None = None
+    spec: Spec, n_keys: int, memory_bytes: float, threads: int, device: DeviceModel = LOCAL_DEVICE
 ) -> tuple[Design, dict]:
     """(design, solution-style design entry) maximizing the node's throughput.
 
-    ``iops`` is the device's block rate; None means this machine's local device
-    as calibrated (``threads`` blocks in flight, each taking the calibrated time
-    for the design's block size).
+    ``device`` is the storage: this machine's own (no rate limit; a block
+    read costs the calibrated CPU) or a volume (its IOPS, MiB/s and read
+    latency, as the engine's device mode emulates). ``threads`` clients run on
+    at most this machine's cores.
     """
     batch = grid_for(spec).node_designs(memory_bytes, n_keys * spec.workload.entry_bytes)
     spec_n = replace(spec, workload=replace(spec.workload, entries=int(n_keys)))
     parts = workload_partitions(spec_n.workload)
     ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts, model=spec.cost_model)
-    rate = threads / local_block_seconds(batch.block_bytes) if iops is None else iops
-    x = ne.throughput(spec_n.workload, rate, threads)
+    cores = min(threads, cpu_count())
+    x = ne.throughput(spec_n.workload, device.iops, threads, cores=cores, device=device)
     allowed = np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])
     x = np.where(allowed, x, 0.0)
     i = int(np.argmax(x))
@@ -50,12 +52,12 @@ def local_engine_toml(
     n_keys: int,
     memory_bytes: float,
     threads: int,
-    iops: float | None = None,
+    device: DeviceModel = LOCAL_DEVICE,
     name: str | None = None,
     wal_sync: str = "group_commit",
 ) -> tuple[dict[str, Any], dict]:
     """engine.toml sections of the best local design, and its design entry."""
-    _, entry = best_design(spec, n_keys, memory_bytes, threads, iops)
+    _, entry = best_design(spec, n_keys, memory_bytes, threads, device)
     wl = spec.workload
     secs = engine_sections(
         entry, wl.key_bytes, wl.value_bytes, wl.operations, name or f"cosine for {spec.name}", wal_sync=wal_sync

@@ -10,11 +10,12 @@ import json
 import math
 from typing import Any
 
+from cost_models.cpu import DeviceModel
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.evaluate import design_entry
 from cost_models.layout import Layout, derive
 from specs.errors import InputError
-from specs.vocab import DesignClass, WalRecovery
+from specs.vocab import DesignClass, DeviceKind, WalRecovery
 
 #: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
 #: point where Equation 2 converges").
@@ -22,10 +23,17 @@ THREAD_GAIN = 0.01
 #: Entries per SST file: the engine's unit of partial compaction (a 64 Ki-entry
 #: file is 6.5 MiB at 100-byte entries).
 FILE_ENTRIES = 65536
+#: Burst of an emulated volume's token bucket, in seconds of its IOPS: enough to
+#: absorb a sleeping thread's timer jitter (50-150 us on a busy VM) so the
+#: bucket keeps the volume's rate; a gp3-like volume has no burst of its own.
+DEVICE_BURST_SECONDS = 0.005
+#: MiB/s written for a volume whose catalog entry gives no throughput limit: the
+#: engine then never waits for bytes, as the cost model assumes (IOPS only).
+UNLIMITED_MIB_S = 1e6
 
 
 def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
-    """Smallest eta whose Amdahl speed-up is within THREAD_GAIN of all cores'."""
+    """Smallest eta whose Amdahl speed-up is within THREAD_GAIN of all cores' (phi of the mix's CPU time)."""
     import numpy as np
 
     from cost_models.cpu import workload_phi
@@ -104,11 +112,13 @@ def engine_sections(
     vcpu: int | None = None,
     wal_sync: str = "group_commit",
     scale: float = 1.0,
+    device: DeviceModel | None = None,
 ) -> dict[str, dict]:
     """engine.toml sections for one design entry of solution.json (``designs[i]``).
 
     ``scale`` multiplies the memory budgets (buffer, cache) when the engine
-    runs a smaller data set than the node the design was made for.
+    runs a smaller data set than the node the design was made for; ``device``
+    is the node's volume (``[device]``; None: the local device).
     """
     entry = key_bytes + value_bytes
     cls = d["class"]
@@ -152,7 +162,49 @@ def engine_sections(
         # Rosetta-style range filter of the hot levels: bits per prefix at each dyadic height
         # (cost_models.range_filter.allocate; empty: none)
         "range_filter": {"bits_per_height": [] if lsh else [float(b) for b in d.get("range_bits_per_height", [])]},
+        "device": device_section(device or DeviceModel()),
     }
+
+
+def device_section(dev: DeviceModel) -> dict[str, Any]:
+    """engine.toml's ``[device]`` for a volume (the engine's device mode): its IOPS, its MiB/s and
+    its read latency (``DeviceModel``; infinite rates: the local device, no section needed)."""
+    if not math.isfinite(dev.iops):
+        return {"kind": DeviceKind.LOCAL}
+    mib = dev.bytes_per_s / 2**20 if math.isfinite(dev.bytes_per_s) else UNLIMITED_MIB_S
+    return {
+        "kind": DeviceKind.VOLUME,
+        "iops": float(dev.iops),
+        "throughput_mib_s": float(mib),
+        "read_latency_us": float(dev.read_latency_s * 1e6),
+        "burst_ios": max(1.0, round(dev.iops * DEVICE_BURST_SECONDS, 1)),
+    }
+
+
+def config_device(cfg: dict[str, Any]) -> DeviceModel:
+    """The device an engine.toml's ``[device]`` section describes (absent or ``local``: this machine's)."""
+    dev = cfg.get("device") or {}
+    if dev.get("kind", DeviceKind.LOCAL) == DeviceKind.LOCAL:
+        return DeviceModel()
+    mib = float(dev.get("throughput_mib_s", UNLIMITED_MIB_S))
+    return DeviceModel(
+        iops=float(dev["iops"]),
+        bytes_per_s=math.inf if mib >= UNLIMITED_MIB_S else mib * 2**20,
+        read_latency_s=float(dev.get("read_latency_us", 0.0)) * 1e-6,
+    )
+
+
+def storage_device(storage: dict[str, Any] | None) -> DeviceModel:
+    """The volume a solution chose for a node (solution.json's ``storage`` entry) as a device.
+
+    The catalog gives a volume's IOPS; a throughput limit when the entry has one
+    (``mibps``, MiB/s); the read latency is the model's (0: the volume's rate
+    is reachable, paper Eq. 3).
+    """
+    if not storage or not storage.get("iops"):
+        return DeviceModel()
+    mib = storage.get("mibps")
+    return DeviceModel(iops=float(storage["iops"]), bytes_per_s=float(mib) * 2**20 if mib else math.inf)
 
 
 def local_entry(d: Design, lay: Layout, i: int, threads: int, throughput: float = math.nan) -> dict[str, Any]:

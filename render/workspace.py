@@ -14,7 +14,7 @@ from typing import Any
 
 from cost_models import REPO_ROOT
 from cost_models.design import PRESETS
-from render.config import engine_sections, preset_design_entry, to_toml
+from render.config import engine_sections, preset_design_entry, storage_device, to_toml
 from specs.errors import InputError
 from specs.io import check_output_dir, to_json, write_bytes, write_text
 
@@ -97,7 +97,10 @@ def render_solution(solution_path: Path, out: Path, *, wal_sync: str = "group_co
     for i, (d, fname) in enumerate(zip(designs, files, strict=True)):
         vcpu = cat.vm(sol["provider"], d["vm_type"]).vcpu
         name = f"{sol['spec']} on {sol['provider']}:{d['vm_type']} (x{d['count']})"
-        secs = engine_sections(d, key_bytes, value_bytes, mix, name, vcpu=vcpu, wal_sync=wal_sync)
+        storage = next((st for st in sol.get("storage", []) if st.get("vm_type") == d["vm_type"]), None)
+        secs = engine_sections(
+            d, key_bytes, value_bytes, mix, name, vcpu=vcpu, wal_sync=wal_sync, device=storage_device(storage)
+        )
         header = (
             f"Rendered by `cosine render` from {solution_path}\n{name}: {d['class']} design, "
             f"{d['entries_per_node']:.4g} keys per node\nSee docs/engine-contract.md in the Cosine repository."

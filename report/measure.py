@@ -10,8 +10,9 @@ from rich.table import Table
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS
 
 
-def print_bench(report: dict[str, Any], notes: list[str]) -> None:
-    """Throughput, latency percentiles and block I/O per operation of one engine run."""
+def print_bench(report: dict[str, Any], notes: list[str], prediction: dict[str, Any] | None = None) -> None:
+    """Throughput, latency percentiles and block I/O per operation of one engine run, and beside
+    them what the model predicts for the same scaled configuration."""
     con = Console()
     for n in notes:
         con.print(f"[yellow]note:[/] {n}")
@@ -36,6 +37,23 @@ def print_bench(report: dict[str, Any], notes: list[str]) -> None:
         io = sum(bg.get(k, 0) for k in ("flush_blocks_written", "compaction_blocks_read", "compaction_blocks_written"))
         t.add_row("flush+compaction per write", f"{puts:,}", "", f"{io / puts:.4f}")
     con.print(t)
+    if prediction is not None:
+        m = Table(title="the model for the same scaled configuration (from the state the run started in)")
+        for c in ("", "measured", "model", "accuracy"):
+            m.add_column(c, justify="right")
+        m.add_row(
+            "throughput ops/s",
+            f"{run['throughput_ops']:,.0f}",
+            f"{prediction['throughput_ops']:,.0f}",
+            f"{prediction['throughput_accuracy']:.1%}",
+        )
+        m.add_row(
+            "blocks per operation",
+            f"{prediction['measured_blocks_per_op']:.4f}",
+            f"{prediction['blocks_per_op']:.4f}",
+            f"{prediction['blocks_accuracy']:.1%}",
+        )
+        con.print(m)
 
 
 def print_validation(summary: dict[str, Any], records: int) -> None:
@@ -53,32 +71,93 @@ def print_validation(summary: dict[str, Any], records: int) -> None:
     con.print(t)
 
 
-def print_calibration(res: dict[str, Any], fig4b: list[dict[str, Any]]) -> None:
-    """The learned phi and CPU table, the per-block times, and Fig. 4B."""
+def print_conservative(c: dict[str, Any], plain: dict[str, Any]) -> None:
+    """What `--conservative`'s margin buys (the share over-estimated) and costs (accuracy)."""
     con = Console()
-    t = Table(title="learned phi (Eq. 2) and CPU microseconds per operation")
+    t = Table(title=f"--conservative: every prediction x {c['margin']:.3f} (>= {c['target_share']:.0%} over-estimate)")
+    for col in ("", "as modelled", "with the margin"):
+        t.add_column(col, justify="right")
+    t.add_row("mean accuracy", f"{plain['mean_accuracy']:.1%}", f"{c['mean_accuracy']:.1%}")
+    t.add_row("conservative (model >= engine)", f"{plain['conservative_share']:.0%}", f"{c['conservative_share']:.0%}")
+    for k, v in c["by_class"].items():
+        t.add_row(f"class {k}", f"{plain['by_class'][k]:.1%}", f"{v:.1%}")
+    con.print(t)
+
+
+def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Per workload: the designs by measured throughput with the model's prediction, rho and the pick."""
+    con = Console()
+    for s in summary:
+        t = Table(
+            title=f"{s['workload']}: Spearman rho {s['spearman_rho']:.2f} (given the start state "
+            f"{s['spearman_rho_given_state']:.2f}); Cosine's pick {s['pick_vs_best']:.2f}x the best measured"
+        )
+        for c in ("design", "class", "predicted ops/s", "measured ops/s", "blocks/op model", "blocks/op engine"):
+            t.add_column(c, justify="right")
+        for r in sorted((r for r in rows if r["workload"] == s["workload"]), key=lambda r: -r["measured_ops"]):
+            t.add_row(
+                r["design"],
+                r["class"],
+                f"{r['predicted_ops']:,.0f}",
+                f"{r['measured_ops']:,.0f}",
+                f"{r['predicted_blocks_per_op']:.3f}",
+                f"{r['measured_blocks_per_op']:.3f}",
+            )
+        con.print(t)
+
+
+def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: list[dict[str, Any]]) -> None:
+    """The learned CPU table, the block and background terms, the checks and Fig. 4B."""
+    con = Console()
+    t = Table(title="measured CPU microseconds per operation (cached engine) and phi (Eq. 2)")
     t.add_column("class / op")
     for op in OPERATIONS:
         t.add_column(op, justify="right")
     for cls in DESIGN_CLASSES:
         t.add_row(f"{cls} phi", *[f"{res['phi'].get((cls, op), float('nan')):.2f}" for op in OPERATIONS])
-        t.add_row(f"{cls} cpu us", *[f"{1e6 * res['cpu'].get((cls, op), float('nan')):.2f}" for op in OPERATIONS])
+        t.add_row(
+            f"{cls} cpu us",
+            *[f"{1e6 * res['cpu'][(cls, op)]:.2f}" if (cls, op) in res["cpu"] else "keys x k" for op in OPERATIONS],
+        )
     con.print(t)
+    br, bg = res["block_read"], res["background"]
     con.print(
-        f"per-block time on this machine: {1e6 * res['t_block']:.2f} us + {1e9 * res['t_block_byte']:.3f} ns/byte "
-        f"read, {1e6 * res['t_bg']:.2f} us merged"
+        "block read: "
+        + ", ".join(f"{c} {1e6 * v:.2f} us" for c, v in br["per_class"].items())
+        + f" at 4 KiB, x (bytes / 4 KiB)^{br['size_exponent']:.2f}; "
+        f"background per merge block: {1e6 * bg['background_block_seconds']:.2f} us + "
+        f"{1e9 * bg['background_block_seconds_per_byte']:.3f} ns/byte; range per entry "
+        + ", ".join(f"{c} {1e9 * r['per_entry']:.0f} ns" for c, r in res["range"].items())
+        + f"; hash-log scan {1e9 * res['range']['lsh']['per_key']:.1f} ns per key"
     )
-    f = Table(title="Fig. 4B: 25% lookups/inserts/updates/rmws, model vs engine throughput")
-    for c in ("class", "threads", "predicted ops/s", "measured ops/s", "accuracy", "p99 us"):
+    if checks:
+        c = Table(title="model vs engine on the calibration's loaded runs (measured blocks)")
+        for col in ("group", "runs", "mean accuracy", "min accuracy"):
+            c.add_column(col, justify="right")
+        groups: dict[str, list[float]] = {}
+        for r in checks:
+            groups.setdefault(f"{r['group']}, {r['threads']} thread(s)", []).append(r["accuracy"])
+        for g, v in sorted(groups.items()):
+            c.add_row(g, str(len(v)), f"{sum(v) / len(v):.1%}", f"{min(v):.1%}")
+        con.print(c)
+    print_fig4b(fig4b, con)
+
+
+def print_fig4b(rows: list[dict[str, Any]], con: Console | None = None, title: str = "") -> None:
+    """Fig. 4B: model vs engine throughput per class, mixed workload and threads (medians of runs)."""
+    con = con or Console()
+    f = Table(title=title or "Fig. 4B: model vs engine throughput on mixed workloads (median of runs)")
+    for c in ("class", "workload", "threads", "predicted ops/s", "measured ops/s", "accuracy", "run-queue share"):
         f.add_column(c, justify="right")
-    for r in fig4b:
+    for r in rows:
         f.add_row(
             r["class"],
+            r["workload"],
             str(r["threads"]),
             f"{r['predicted_ops']:,.0f}",
             f"{r['measured_ops']:,.0f}",
             f"{r['accuracy']:.1%}",
-            f"{r['p99_us']:.1f}",
+            f"{r['runqueue_share']:.0%}",
         )
     con.print(f)
 

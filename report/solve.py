@@ -218,6 +218,21 @@ def print_whatif(ans: dict[str, Any]) -> None:
         con.print(f"  {p}: {v['throughput_ops']:,.0f} ops/s for {money(v['monthly_cost'])}/month")
 
 
+def print_envelope_warning(sol: dict[str, Any]) -> None:
+    """One warning line on stderr when the answer's prediction lies outside the calibrated envelope."""
+    import typer
+
+    from cost_models.envelope import describe_outside
+
+    env = sol.get("certificate", {}).get("envelope")
+    if env and not env["inside"]:
+        typer.echo(
+            "warning: outside the calibrated envelope (the model extrapolates past every measurement): "
+            + "; ".join(describe_outside(env)),
+            err=True,
+        )
+
+
 def print_written(what: str) -> None:
     """The closing 'wrote ...' line of a command."""
     import typer

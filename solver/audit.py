@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cost_models.envelope import describe_outside
 from solver.rundir import FrontierRow, load_run
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.schema import MAX_BUDGET_USD
@@ -26,7 +27,8 @@ class AuditRow:
 
 
 def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditRow]:
-    """Flag bands whose certificate is missing or over the thresholds."""
+    """Flag bands whose certificate is missing or over the thresholds, or whose prediction lies
+    outside the calibrated envelope (cost_models.envelope)."""
     check_range("--max-gap", max_gap, 0.0, MAX_THRESHOLD)
     check_range("--max-approx-error", max_approx_error, 0.0, MAX_THRESHOLD)
     run = load_run(run_dir)
@@ -41,6 +43,8 @@ def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditR
                     flags.append(f"{label} {v if v is None else f'{v:.2e}'} > {limit:g}")
             if status == SolverStatus.FEASIBLE:
                 flags.append("not proven optimal")
+            if r.get("envelope_inside") is False:
+                flags += [f"outside the calibrated envelope: {d}" for d in describe_outside({"nodes": r["envelope"]})]
         elif status != SolverStatus.INFEASIBLE:
             flags.append(f"status {status}")
         rows.append(AuditRow(r, flags))

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
 from cost_models.evaluate import design_entry, evaluate_designs, workload_partitions
@@ -104,7 +105,7 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], parts: Partitions |
         xp = x
         if robust and x > 0:
             np_ = ne if pw is spec.workload else evaluate_designs(batch, pw, s, mem, parts, model=spec.cost_model)
-            xp = float(perturbed_throughput(np_.io, np_.io_total, np_.layout.cls, iops, threads, spec)[0])
+            xp = float(perturbed_throughput(np_.io, NodeShape.of(np_.layout), iops, threads, spec)[0])
         xs.append(N * x / s if x > 0 else 0.0)
         ps.append(N * xp / s if xp > 0 else 0.0)
         share = s * k / held  # the share of the operations this context's nodes serve

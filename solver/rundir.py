@@ -35,6 +35,7 @@ from cost_models.design import (
     MAX_THREADS,
     MIN_BLOCK_BYTES,
 )
+from cost_models.envelope import check_nodes
 from solver.frontier import Frontier, Point
 from specs.errors import InputError, check_range
 from specs.io import finite, read_json, read_rows, require, to_json, write_json, write_rows, write_text
@@ -187,8 +188,9 @@ class RunDir:
     baselines: list[BaselineRow] = dataclasses.field(default_factory=list)
 
 
-def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None:
-    """Write solution.json, frontier.parquet, baselines.parquet and solver.log.jsonl."""
+def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any], mix: dict[str, float]) -> None:
+    """Write solution.json, frontier.parquet, baselines.parquet and solver.log.jsonl (each record
+    with the envelope check of its band's configuration on ``mix``)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(run_dir / SOLUTION, solution)
     rows, recs = [], []
@@ -215,6 +217,9 @@ def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any]) -> None:
                     }
                     for q in (nom, per)
                 }
+            env = check_nodes(pt.exact.per_node, mix) if pt.chosen and pt.exact else None
+            rec["envelope_inside"] = None if env is None else env["inside"]
+            rec["envelope"] = None if env is None else env["nodes"]
             rows.append(FrontierRow(**PointColumns.of(pt), band=pt.band, repaired=pt.repaired, **extra))
             recs.append({"version": LOG_VERSION, **rec})
     write_rows(run_dir / FRONTIER, rows, FrontierRow)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.envelope import check_nodes
 from cost_models.pricing import HOURS_PER_MONTH, Catalog
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
@@ -379,6 +380,10 @@ def run_solve(
         if robust
         else "nominal"
     )
+    # The guard: is every chosen node's prediction inside what the engine was measured to do?
+    solution["certificate"]["envelope"] = check_nodes(
+        answer.exact.per_node if answer.exact else [], spec.workload.operations
+    )
     solution["search"] = {
         "max_cluster": fr.max_cluster,
         "max_cluster_source": "spec" if spec.design.max_cluster_size else "derived from data and budget",
@@ -386,7 +391,7 @@ def run_solve(
         "designs_per_vm": tables.grid_size,
         "timings_s": timings,
     }
-    write_run(out_dir, fr, clean(solution))
+    write_run(out_dir, fr, clean(solution), spec.workload.operations)
     return SolveRun(spec, fr, answer, clean(solution), out_dir, tables, timings)
 
 

@@ -150,6 +150,11 @@ def code_version() -> str:
     files += [_ROOT / f for f in _CODE_FILES]
     for p in files:
         h.update(str(p.relative_to(_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+    from cost_models.cpu import TABLE_ENV
+
+    other = os.environ.get(TABLE_ENV)  # another phi table (cost_models.cpu.using_table) decides the values too
+    if other:
+        h.update(b"phi table\0" + Path(other).read_bytes() + b"\0")
     return h.hexdigest()
 
 

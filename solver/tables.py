@@ -35,7 +35,7 @@ import numpy as np
 
 from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, storage_choices
-from cost_models.cpu import node_throughput
+from cost_models.cpu import NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
@@ -111,7 +111,7 @@ class GridEval:
     total: np.ndarray
     io_p: IOCost | None
     total_p: np.ndarray | None
-    cls: np.ndarray
+    shape: NodeShape  # what the CPU model needs besides the I/O (class, block bytes, memtable entries)
     ok: np.ndarray  # feasible and of an allowed class
     need_gib: np.ndarray
     block: np.ndarray
@@ -124,6 +124,10 @@ class GridEval:
     codec_cpu: np.ndarray | None = None  # codec CPU seconds per operation, expected mix
     codec_cpu_p: np.ndarray | None = None  # and perturbed mix
     codec_pair: np.ndarray | None = None  # index of the row's (hot, cold) pair in Grid.codecs
+
+    @property
+    def cls(self) -> np.ndarray:
+        return self.shape.cls
 
     def design(self, i: int, threads: int, name: str = COSINE) -> Design:
         k = int(np.searchsorted(self.offsets, i, side="right") - 1)
@@ -145,15 +149,14 @@ def node_scores(
     flat = iops.reshape(-1)
     rep = np.tile(idx, m)
     extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[rep]
-    x = node_throughput(ge.total[rep], flat, ge.cls[rep], wl.operations, vcpu, wl.scan_length, extra)
+    shape = ge.shape.take(rep)
+    x = node_throughput(ge.io.map(lambda v: v[rep]), flat, shape, wl.operations, vcpu, wl.scan_length, extra_cpu=extra)
     x = x.reshape(iops.shape)
     if not is_robust(spec):
         return x, x
     io_p = ge.io_p if ge.io_p is not None else ge.io
-    tot_p = ge.total_p if ge.total_p is not None else ge.total
-    sub = IOCost(**{op: v[rep] for op, v in io_p.per_op().items()})
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[rep]
-    xp = perturbed_throughput(sub, tot_p[rep], ge.cls[rep], flat, vcpu, spec, extra_p).reshape(iops.shape)
+    xp = perturbed_throughput(io_p.map(lambda v: v[rep]), shape, flat, vcpu, spec, extra_p).reshape(iops.shape)
     return x, xp
 
 
@@ -320,7 +323,7 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
                 parts.p_get,
                 layout_fpr(lay.range_bits, w.empty_range_width).reshape(sel.size, m),
             )
-            ios[k].append(IOCost(**{op: v.ravel() for op, v in io.per_op().items()}))
+            ios[k].append(io.map(np.ravel))
         occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
         facts.append(
             (
@@ -331,13 +334,21 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
                 lay.L,
                 lay.Y,
                 np.where(lay.hot, lay.occ, 0.0).sum(axis=1) / occ,
+                np.asarray(lay.B * lay.entry_bytes, dtype=float),
+                np.asarray(lay.buffered, dtype=float),
             )
         )
         batches.append(batch)
     if not facts:
         return None
-    cls, ok, need, block, L, Y, hot_share = (np.concatenate(x) for x in zip(*facts, strict=True))
-    joined = [IOCost(**{op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS}) for parts_k in ios]
+    cls, ok, need, block, L, Y, hot_share, block_data, buffered = (np.concatenate(x) for x in zip(*facts, strict=True))
+    joined = [
+        IOCost(
+            **{op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS},
+            get_buffered=np.concatenate([c.buffered_share() for c in parts_k]),
+        )
+        for parts_k in ios
+    ]
     wls = _workloads(spec)
     io_p = joined[1] if len(joined) > 1 else None
     return GridEval(
@@ -345,7 +356,7 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
         total=joined[0].total(wls[0].operations),
         io_p=io_p,
         total_p=None if io_p is None else io_p.total(wls[1].operations),
-        cls=cls,
+        shape=NodeShape(cls, block_data, float(s), float(spec.workload.entry_bytes), buffered),
         ok=ok,
         need_gib=need,
         block=block,
@@ -388,11 +399,11 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
             bb.codec_cold = np.full(b.size, c, dtype=object)
             batches.append(bb)
     return GridEval(
-        io=IOCost(**{op: v[rep] for op, v in ge.io.per_op().items()}),
+        io=ge.io.map(lambda v: v[rep]),
         total=ge.total[rep],
-        io_p=None if ge.io_p is None else IOCost(**{op: v[rep] for op, v in ge.io_p.per_op().items()}),
+        io_p=None if ge.io_p is None else ge.io_p.map(lambda v: v[rep]),
         total_p=None if ge.total_p is None else ge.total_p[rep],
-        cls=ge.cls[rep],
+        shape=ge.shape.take(rep),
         ok=ge.ok[rep],
         need_gib=ge.need_gib[rep] * np.concatenate(factor),
         block=ge.block[rep],
@@ -512,7 +523,7 @@ def _preset_columns(
             total=ios[0].total(wls[0].operations),
             io_p=io_p,
             total_p=None if io_p is None else io_p.total(wls[1].operations),
-            cls=lay.cls,
+            shape=NodeShape.of(lay),
             ok=lay.feasible,
             need_gib=lay.space_entries * lay.entry_bytes / GIB,
             block=np.array([float(d.block_bytes)]),

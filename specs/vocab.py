@@ -220,6 +220,21 @@ class WalRecovery(StrEnum):
     SKIP_ANY_CORRUPTED = "skip_any_corrupted"
 
 
+class CalibrationRun(StrEnum):
+    """Kinds of `cosine calibrate` run (measure/calibrate.py)."""
+
+    CACHED = "cached"  # a warm engine whose block cache holds the data: no block reads
+    LOADED = "loaded"  # the design as it is: blocks read, flushes and merges
+    BUFFERED = "buffered"  # all the data in the buffer: lookups that walk no level
+
+
+class DeviceKind(StrEnum):
+    """engine.toml's ``[device] kind`` (engine-template cosine-config ``DeviceKind``)."""
+
+    LOCAL = "local"  # the local file system as it is
+    VOLUME = "volume"  # an emulated provisioned volume (IOPS, MiB/s, read latency)
+
+
 class EnginePeer(StrEnum):
     """Which engine `cosine bench` drives through the same workload driver."""
 

@@ -74,8 +74,14 @@ def test_log_append_and_amdahl():
     assert C["log_append"](1.0, 0.5, 4.0) == pytest.approx(1.0)
     # phi = 0.9, eta = 4: 1 / (1 - 0.9 * 0.75) = 3.0769
     assert C["amdahl"](0.9, 4.0) == pytest.approx(3.0769, rel=1e-4)
-    # 0.5 I/O per op at 1000 IOPS + 1 ms CPU = 1.5 ms; g = 3.0769 -> 2051.3 ops/s
-    assert C["throughput_cpu"](0.9, 4.0, 0.5, 1000.0, 1e-3) == pytest.approx(2051.28, rel=1e-4)
+    # S = 0.1 ms serial, P = 0.9 ms parallel, D = 0.5 ms device wait on 4 threads:
+    # 1 / (0.1 + 1.4 / 4) ms = 2222.2 ops/s; on 4 cores with G = 0.2 ms of background:
+    # 1/X = 0.1 ms + 0.9 ms / (4 - 0.2 ms X) -> X = 2768.89 ops/s (4 - 0.5538 = 3.4462 cores;
+    # 0.1 + 0.9 / 3.4462 = 0.36116 ms)
+    assert C["throughput_threads"](1e-4, 9e-4, 5e-4, 4.0) == pytest.approx(2222.22, rel=1e-5)
+    assert C["throughput_shared_cores"](1e-4, 9e-4, 2e-4, 4.0) == pytest.approx(2768.89, rel=1e-5)
+    # 0.5 I/O per op at 1000 IOPS: 2000 ops/s
+    assert C["throughput_io"](1000.0, 0.5) == pytest.approx(2000.0)
 
 
 def test_harmonic_numbers():
@@ -171,7 +177,7 @@ def test_run_time_loads_no_code_from_a_cache(tmp_path):
 def test_compiled_matches_fresh_derivation():
     fresh = derived()
     x = np.linspace(0.01, 0.99, 7)
-    for name in ("alpha_window", "run_sum", "merge_cost", "throughput_cpu"):
+    for name in ("alpha_window", "run_sum", "merge_cost", "throughput_shared_cores", "throughput_threads"):
         n_args = len(fresh[name].args)
         args = [x + i * 0.1 for i in range(n_args)]
         assert np.allclose(C[name](*args), fresh[name](*args), equal_nan=True)

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from measure.engine import TEMPLATE, run, scaled_config, workload_json
-from render.config import algorithms, engine_sections, threads_from_phi, to_toml
+from render.config import algorithms, config_device, device_section, engine_sections, threads_from_phi, to_toml
 from specs.schema import parse_spec
 from tests.conftest import TINY_SPEC
 
@@ -32,6 +32,11 @@ def test_render_solution(solved, tmp_path):
         assert cfg["layout"]["bloom_bits_per_key"] == pytest.approx(d["bloom_bits_per_level"], abs=1e-3)
     assert (out / "Cargo.toml").is_file() and (out / "README.md").is_file() and not (out / "target").exists()
     assert d["class"] in (out / "README.md").read_text()
+    # the engine's device mode emulates the volume the solution chose for this node
+    storage = next(st for st in sol["storage"] if st["vm_type"] == d["vm_type"])
+    assert cfg["device"]["kind"] == "volume" and cfg["device"]["iops"] == pytest.approx(storage["iops"])
+    assert cfg["device"]["read_latency_us"] == 0.0 and cfg["device"]["burst_ios"] >= 1.0
+    assert config_device(cfg).iops == pytest.approx(storage["iops"])
     # rendering again over a previous render is fine; over someone's files it is refused
     assert runner.invoke(app, ["render", str(run_dir), "--out", str(out)]).exit_code == 0
     other = tmp_path / "mine"
@@ -153,3 +158,14 @@ def test_render_is_atomic_and_complete(solved, tmp_path):
     want = {Path("TEMPLATE.md") if p == Path("README.md") else p for p in want}
     got = {p.relative_to(out) for p in out.rglob("*") if p.is_file()}
     assert want <= got
+
+
+def test_device_section_round_trip():
+    from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+
+    dev = DeviceModel(iops=3000.0, bytes_per_s=125 * 2**20, read_latency_s=250e-6)
+    sec = device_section(dev)
+    assert sec["kind"] == "volume" and sec["throughput_mib_s"] == 125.0 and sec["read_latency_us"] == pytest.approx(250)
+    assert config_device({"device": sec}) == dev
+    assert device_section(LOCAL_DEVICE) == {"kind": "local"}
+    assert config_device({}) == LOCAL_DEVICE

@@ -52,3 +52,27 @@ def test_compressed_and_range_filtered_designs_match_the_engine():
         assert rows[(d, "empty_range")]["accuracy"] >= 0.75, rows[(d, "empty_range")]
     filtered, plain = rows[("hybrid-range_bits=16.0", "empty_range")], rows[("hybrid-base", "empty_range")]
     assert filtered["measured_io"] < 0.5 * plain["measured_io"], (filtered, plain)
+
+
+def test_conservative_margin_makes_ninety_percent_over_estimate():
+    from measure.validate import Validation, accuracy, conservative_margin
+
+    rows = []
+    for i in range(100):
+        pred, meas = 1.0, 0.5 + i / 100  # the model is right at 1.0, under by up to 33%
+        rows.append(
+            {
+                "predicted_io": pred,
+                "measured_io": meas,
+                "accuracy": accuracy(pred, meas),
+                "conservative": pred >= meas,
+                "class": "lsm",
+                "op": "get",
+            }
+        )
+    v = Validation(rows)
+    m = conservative_margin(rows)
+    assert m == 1.4  # the 90th percentile of measured / predicted
+    c = v.conservative_summary()
+    assert c["conservative_share"] >= 0.9 and c["margin"] == m
+    assert c["accuracy_cost"] == v.summary()["mean_accuracy"] - c["mean_accuracy"]

@@ -43,6 +43,18 @@ pub trait BenchKv: Sync {
     fn background(&self) -> BTreeMap<String, u64>;
     /// Level shapes for the report.
     fn levels(&self) -> Value;
+    /// Writes the buffer out and reads every key once through the block cache
+    /// (the warm-up of `warm_cache`): afterwards the data is on disk, the
+    /// buffer empty and every block cached. Returns the blocks read.
+    fn warm(&self) -> Result<u64, String> {
+        self.range(&[], usize::MAX).map(|(_, io)| io.blocks_read())
+    }
+    /// I/Os, bytes and wait of the provisioned volume so far (None: a local device).
+    fn device(&self) -> Option<cosine_core::DeviceSnapshot> {
+        None
+    }
+    /// Throttles to the provisioned volume (the run phase) or only counts (loading).
+    fn throttle(&self, _on: bool) {}
 }
 
 /// The Cosine engine as a benchmark target.
@@ -84,6 +96,16 @@ impl BenchKv for CosineKv {
     fn settle(&self) -> Result<(), String> {
         self.0.wait_background().map_err(|e| e.to_string())
     }
+    fn warm(&self) -> Result<u64, String> {
+        self.0.wait_idle().map_err(|e| e.to_string())?;
+        self.range(&[], usize::MAX).map(|(_, io)| io.blocks_read())
+    }
+    fn device(&self) -> Option<cosine_core::DeviceSnapshot> {
+        self.0.device()
+    }
+    fn throttle(&self, on: bool) {
+        self.0.set_device_throttling(on);
+    }
     fn background(&self) -> BTreeMap<String, u64> {
         let s = self.0.stats();
         let mut m = BTreeMap::new();
@@ -99,6 +121,7 @@ impl BenchKv for CosineKv {
         m.insert("compactions".into(), s.compactions);
         m.insert("trivial_moves".into(), s.trivial_moves);
         m.insert("stall_micros".into(), s.stall_micros);
+        m.insert("buffer_hits".into(), s.buffer_hits);
         m
     }
     fn levels(&self) -> Value {
@@ -114,6 +137,20 @@ impl BenchKv for CosineKv {
             "range_filter_memory_bytes": s.range_filter_memory,
         })
     }
+}
+
+/// CPU time and run-queue wait of one thread, from the kernel's schedstat
+/// (`/proc/.../schedstat`: nanoseconds on a CPU, nanoseconds runnable but waiting
+/// for one). None where the kernel does not provide it.
+fn schedstat(path: &str) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut it = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((it.next()??, it.next()??))
+}
+
+/// This thread's run-queue wait so far, in ns (schedstat; updated at scheduler ticks).
+fn runqueue_ns() -> Option<u64> {
+    schedstat("/proc/thread-self/schedstat").map(|(_, w)| w)
 }
 
 const OPS: [&str; 7] = ["get", "empty_get", "range", "insert", "update", "rmw", "empty_range"];
@@ -132,61 +169,41 @@ fn share(n: u64, t: usize, i: usize) -> u64 {
     n / t as u64 + u64::from((i as u64) < n % t as u64)
 }
 
-/// Loads `w.records` records (shuffled order) and runs `w.operations` operations.
-pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
-    let threads = w.threads.max(1);
-    // Load: a seeded permutation, so keys arrive in random order as in YCSB's hashed load.
-    let mut order: Vec<u64> = (0..w.records).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(w.seed));
-    let chunk = order.len().div_ceil(threads).max(1);
-    let t0 = Instant::now();
-    std::thread::scope(|s| -> Result<(), String> {
-        let hs: Vec<_> = order
-            .chunks(chunk)
-            .enumerate()
-            .map(|(ti, part)| {
-                s.spawn(move || -> Result<(), String> {
-                    let mut rng = SmallRng::seed_from_u64(w.seed ^ (0x10ad + ti as u64));
-                    for &i in part {
-                        kv.put(&encode_key(i, w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility))?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().map_err(|_| "load thread panicked".to_string())??;
-        }
-        Ok(())
-    })?;
-    let load_secs = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    kv.settle()?;
-    let settle_secs = t1.elapsed().as_secs_f64();
-    let bg0 = kv.background();
-    let shape0 = kv.levels();
-    let codec0 = cosine_compress::stats();
-    let rf0 = cosine_filter::range::stats();
+/// A run's operation mix, ready to draw from.
+struct Mix {
+    weights: [f64; 7],
+    total: f64,
+    get: Sampler,
+    put: Sampler,
+}
 
-    // Run.
-    let m = &w.mix;
-    let weights = [m.get, m.empty_get, m.range, m.insert, m.update, m.rmw, m.empty_range];
-    let total: f64 = weights.iter().sum();
-    if total <= 0.0 {
-        return Err("workload mix is empty".into());
-    }
-    let get_s = Sampler::new(&w.distribution.get, w.records);
-    let put_s = Sampler::new(&w.distribution.put, w.records);
-    let inserted = AtomicU64::new(0);
+/// Seed offset of the warm-up phase (its keys and choices differ from the measured phase's).
+const WARMUP_SEED: u64 = 0x7761_726d;
+
+/// (per-op aggregates, CPU ns, run-queue wait ns, seconds until the thread finished)
+type ThreadResult = (Vec<OpAgg>, u64, Option<u64>, f64);
+
+/// Runs `operations` operations of the mix on `threads` threads.
+fn drive(
+    kv: &dyn BenchKv,
+    w: &Workload,
+    mix: &Mix,
+    inserted: &AtomicU64,
+    operations: u64,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<ThreadResult>, String> {
     let t2 = Instant::now();
-    let results: Vec<Vec<OpAgg>> = std::thread::scope(|s| -> Result<Vec<Vec<OpAgg>>, String> {
+    std::thread::scope(|s| -> Result<Vec<_>, String> {
         let hs: Vec<_> = (0..threads)
             .map(|ti| {
-                let (get_s, put_s, inserted) = (&get_s, &put_s, &inserted);
-                s.spawn(move || -> Result<Vec<OpAgg>, String> {
-                    let mut rng = SmallRng::seed_from_u64(w.seed.wrapping_mul(31) ^ (ti as u64 + 1));
+                let (get_s, put_s, weights, total) = (&mix.get, &mix.put, &mix.weights, mix.total);
+                s.spawn(move || -> Result<ThreadResult, String> {
+                    let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(31) ^ (ti as u64 + 1));
                     let mut agg = vec![OpAgg::default(); OPS.len()];
-                    for _ in 0..share(w.operations, threads, ti) {
+                    let cpu0 = cpu_time::ThreadTime::now();
+                    let rq0 = runqueue_ns();
+                    for _ in 0..share(operations, threads, ti) {
                         let mut x = rng.gen::<f64>() * total;
                         // rounding may leave x past every weight: the last operation of the mix
                         let mut op = weights.iter().rposition(|w| *w > 0.0).unwrap_or(0);
@@ -245,7 +262,9 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
                         a.entries += entries;
                         a.hist.record(ns);
                     }
-                    Ok(agg)
+                    let cpu = cpu0.elapsed().as_nanos() as u64;
+                    let rq = rq0.zip(runqueue_ns()).map(|(a, b)| b.saturating_sub(a));
+                    Ok((agg, cpu, rq, t2.elapsed().as_secs_f64()))
                 })
             })
             .collect();
@@ -254,18 +273,81 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
             out.push(h.join().map_err(|_| "worker thread panicked".to_string())??);
         }
         Ok(out)
+    })
+}
+
+/// Loads `w.records` records (shuffled order) and runs `w.operations` operations.
+pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
+    let threads = w.threads.max(1);
+    // A provisioned volume throttles the measured phase, not the load and warm-up.
+    kv.throttle(false);
+    // Load: a seeded permutation, so keys arrive in random order as in YCSB's hashed load.
+    let mut order: Vec<u64> = (0..w.records).collect();
+    order.shuffle(&mut SmallRng::seed_from_u64(w.seed));
+    let chunk = order.len().div_ceil(threads).max(1);
+    let t0 = Instant::now();
+    std::thread::scope(|s| -> Result<(), String> {
+        let hs: Vec<_> = order
+            .chunks(chunk)
+            .enumerate()
+            .map(|(ti, part)| {
+                s.spawn(move || -> Result<(), String> {
+                    let mut rng = SmallRng::seed_from_u64(w.seed ^ (0x10ad + ti as u64));
+                    for &i in part {
+                        kv.put(&encode_key(i, w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().map_err(|_| "load thread panicked".to_string())??;
+        }
+        Ok(())
     })?;
+    let load_secs = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    kv.settle()?;
+    let settle_secs = t1.elapsed().as_secs_f64();
+    // Run.
+    let m = &w.mix;
+    let weights = [m.get, m.empty_get, m.range, m.insert, m.update, m.rmw, m.empty_range];
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return Err("workload mix is empty".into());
+    }
+    let mix = Mix { weights, total, get: Sampler::new(&w.distribution.get, w.records), put: Sampler::new(&w.distribution.put, w.records) };
+    let inserted = AtomicU64::new(0);
+    // A warm-up runs the mix unmeasured first, so the measured phase starts from the state the
+    // workload itself leaves (hot keys moved up the levels), not the load's.
+    if w.warmup_operations > 0 {
+        drive(kv, w, &mix, &inserted, w.warmup_operations, w.seed ^ WARMUP_SEED, threads)?;
+        kv.settle()?;
+    }
+    let warm_blocks = if w.warm_cache { Some(kv.warm()?) } else { None };
+    let bg0 = kv.background();
+    let shape0 = kv.levels();
+    let codec0 = cosine_compress::stats();
+    let rf0 = cosine_filter::range::stats();
+    let dev0 = kv.device();
+    kv.throttle(true);
+    let proc0 = cpu_time::ProcessTime::now();
+    let t2 = Instant::now();
+    let results = drive(kv, w, &mix, &inserted, w.operations, w.seed, threads)?;
     let run_secs = t2.elapsed().as_secs_f64();
+    let proc1 = proc0.elapsed();
+    let dev1 = kv.device();
     let t3 = Instant::now();
     kv.settle()?;
     let run_settle_secs = t3.elapsed().as_secs_f64();
+    let proc2 = proc0.elapsed();
     let bg1 = kv.background();
 
     let mut all = Histogram::default();
     let mut per_op = Map::new();
     for (i, name) in OPS.iter().enumerate() {
         let mut a = OpAgg::default();
-        for r in &results {
+        for (r, _, _, _) in &results {
             let b = &r[i];
             a.count += b.count;
             a.found += b.found;
@@ -300,6 +382,35 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
     }
     let load_bg: Map<String, Value> = bg0.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     let throughput = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    // CPU of the run phase: the driver threads' own (each thread's CPU clock),
+    // and everything else the process did meanwhile (the engine's background
+    // worker: flushes, merges, GC), then during the settle after it.
+    let fg_ns: u64 = results.iter().map(|(_, c, _, _)| *c).sum();
+    let rq_ns: Option<u64> = results.iter().map(|(_, _, r, _)| *r).sum();
+    let per_thread: Vec<Value> = results
+        .iter()
+        .map(|(agg, c, r, secs)| {
+            json!({
+                "operations": agg.iter().map(|a| a.count).sum::<u64>(),
+                "seconds": secs,
+                "cpu_seconds": *c as f64 / 1e9,
+                "runqueue_seconds": r.map(|r| r as f64 / 1e9),
+            })
+        })
+        .collect();
+    let cpu = json!({
+        "foreground_seconds": fg_ns as f64 / 1e9,
+        "foreground_runqueue_seconds": rq_ns.map(|r| r as f64 / 1e9),
+        "background_seconds": proc1.as_secs_f64() - fg_ns as f64 / 1e9,
+        "settle_background_seconds": (proc2 - proc1).as_secs_f64(),
+        "threads": per_thread,
+    });
+    let device = match (dev0, dev1) {
+        (Some(a), Some(b)) => json!({
+            "ios": b.ios - a.ios, "bytes": b.bytes - a.bytes, "waited_seconds": (b.waited_ns - a.waited_ns) as f64 / 1e9,
+        }),
+        _ => Value::Null,
+    };
     Ok(json!({
         "design": kv.design(),
         "class": kv.class(),
@@ -307,6 +418,9 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
         "operations": w.operations,
         "threads": threads,
         "load": {"seconds": load_secs, "throughput_ops": throughput(w.records, load_secs), "settle_seconds": settle_secs, "background": load_bg, "shape": shape0},
+        "warm_blocks_read": warm_blocks,
+        "cpu": cpu,
+        "device": device,
         "run": {"seconds": run_secs, "throughput_ops": throughput(w.operations, run_secs), "settle_seconds": run_settle_secs,
                 "latency_us": {"p50": all.quantile(0.5) as f64 / 1e3, "p99": all.quantile(0.99) as f64 / 1e3,
                                "p999": all.quantile(0.999) as f64 / 1e3, "mean": all.mean() / 1e3}},

@@ -228,6 +228,77 @@ impl RangeFilterSection {
     }
 }
 
+/// What kind of storage the engine's blocks live on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// The local file system as it is (tmpfs, a local SSD): blocks cost what it charges.
+    Local,
+    /// A provisioned cloud volume: every block moved pays its IOPS, throughput and read latency.
+    Volume,
+}
+
+/// `[device]`: the storage the blocks pay for (`cosine render` fills it from the chosen volume).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeviceSection {
+    /// `local` (no throttling) or `volume`.
+    pub kind: DeviceKind,
+    /// Provisioned I/O operations per second (one per block moved).
+    #[serde(deserialize_with = "num::f64_any")]
+    pub iops: f64,
+    /// Provisioned throughput in MiB per second.
+    #[serde(deserialize_with = "num::f64_any")]
+    pub throughput_mib_s: f64,
+    /// Microseconds a foreground read waits for the volume (its service time).
+    #[serde(deserialize_with = "num::f64_any")]
+    pub read_latency_us: f64,
+    /// I/Os the token bucket holds: what the volume absorbs in a burst after idling.
+    #[serde(deserialize_with = "num::f64_any")]
+    pub burst_ios: f64,
+}
+
+impl Default for DeviceSection {
+    fn default() -> Self {
+        DeviceSection { kind: DeviceKind::Local, iops: 0.0, throughput_mib_s: 0.0, read_latency_us: 0.0, burst_ios: 0.0 }
+    }
+}
+
+impl DeviceSection {
+    /// The volume to throttle to, or `None` for a local device.
+    pub fn spec(&self) -> Option<cosine_core::DeviceSpec> {
+        match self.kind {
+            DeviceKind::Local => None,
+            DeviceKind::Volume => Some(cosine_core::DeviceSpec {
+                iops: self.iops,
+                bytes_per_s: self.throughput_mib_s * 1048576.0,
+                read_latency: std::time::Duration::from_secs_f64(self.read_latency_us * 1e-6),
+                burst_ios: self.burst_ios,
+            }),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.kind == DeviceKind::Local {
+            return Ok(());
+        }
+        let bad = |m: String| Err(Error::Config(m));
+        if !self.iops.is_finite() || !(1.0..=1e8).contains(&self.iops) {
+            return bad(format!("device.iops must be a number in [1, 1e8] for a volume, got {}", self.iops));
+        }
+        if !self.throughput_mib_s.is_finite() || !(0.01..=1e6).contains(&self.throughput_mib_s) {
+            return bad(format!("device.throughput_mib_s must be in [0.01, 1e6] for a volume, got {}", self.throughput_mib_s));
+        }
+        if !self.read_latency_us.is_finite() || !(0.0..=1e6).contains(&self.read_latency_us) {
+            return bad(format!("device.read_latency_us must be in [0, 1e6] (at most a second), got {}", self.read_latency_us));
+        }
+        if !self.burst_ios.is_finite() || !(0.0..=1e9).contains(&self.burst_ios) {
+            return bad(format!("device.burst_ios must be in [0, 1e9], got {}", self.burst_ios));
+        }
+        Ok(())
+    }
+}
+
 /// One complete design, as read from `engine.toml`.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default)]
@@ -244,6 +315,8 @@ pub struct Config {
     pub compression: CompressionSection,
     /// `[range_filter]`
     pub range_filter: RangeFilterSection,
+    /// `[device]` (absent: the local device, unthrottled)
+    pub device: DeviceSection,
 }
 
 impl Default for DesignSection {
@@ -386,7 +459,7 @@ impl Config {
         if self.is_hashlog() && (self.compression.hot != Codec::None || self.compression.cold != Codec::None || self.range_filter.enabled()) {
             return bad("class lsh: the hash log takes no [compression] or [range_filter] (its segments are not sorted runs)".into());
         }
-        Ok(())
+        self.device.validate()
     }
 
     /// Bytes of one nominal entry (`key_bytes + value_bytes`).
@@ -583,6 +656,29 @@ wal_recovery = "tolerate_corrupted_tail"
         ] {
             let e = Config::from_toml_str(bad).expect_err(bad);
             assert!(e.to_string().contains(word), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn device_section_parses_and_validates() {
+        let c = Config::from_toml_str("").expect("no [device] is a local device");
+        assert_eq!(c.device.spec(), None);
+        let c = Config::from_toml_str(
+            "[device]\nkind = \"volume\"\niops = 3000\nthroughput_mib_s = 125\nread_latency_us = 500\nburst_ios = 6\n",
+        )
+        .expect("valid volume");
+        let s = c.device.spec().expect("a volume");
+        assert_eq!((s.iops, s.bytes_per_s, s.read_latency.as_micros(), s.burst_ios), (3000.0, 125.0 * 1048576.0, 500, 6.0));
+        for (bad, field) in [
+            ("kind = \"volume\"\niops = 0\nthroughput_mib_s = 125", "device.iops"),
+            ("kind = \"volume\"\niops = 3000\nthroughput_mib_s = 0", "device.throughput_mib_s"),
+            ("kind = \"volume\"\niops = 3000\nthroughput_mib_s = 1\nread_latency_us = -1", "device.read_latency_us"),
+            ("kind = \"volume\"\niops = 3000\nthroughput_mib_s = 1\nburst_ios = -2", "device.burst_ios"),
+            ("kind = \"ssd\"", "ssd"),
+            ("kind = \"volume\"\niops = 3000\nthroughput_mib_s = 1\nlatency = 5", "latency"),
+        ] {
+            let e = Config::from_toml_str(&format!("[device]\n{bad}\n")).expect_err(bad);
+            assert!(e.to_string().contains(field), "{bad}: {e}");
         }
     }
 

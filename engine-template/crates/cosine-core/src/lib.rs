@@ -16,7 +16,7 @@ pub mod iter;
 pub use codec::{crc32, Decoder, Encoder};
 pub use error::{Error, Result};
 pub use hash::hash64;
-pub use io::{IoCounter, IoSnapshot};
+pub use io::{Device, DeviceSnapshot, DeviceSpec, IoCounter, IoSnapshot};
 pub use iter::{KvIterator, MergingIterator, VecIterator};
 
 /// A stored value: `Some(bytes)` for a put, `None` for a tombstone (delete).

@@ -30,7 +30,7 @@ pub use stats::{LevelStats, OpKind, OpStats, StatsSnapshot};
 
 use cosine_buffer::MemTable;
 use cosine_compaction::TemplateStrategy;
-use cosine_core::{hash64, IoCounter, KvIterator, MergingIterator, VecIterator};
+use cosine_core::{hash64, Device, DeviceSnapshot, IoCounter, KvIterator, MergingIterator, VecIterator};
 use cosine_hashlog::HashLog;
 use cosine_level::Tree;
 use cosine_manifest::WalRecord;
@@ -95,6 +95,8 @@ pub(crate) struct Inner {
     pub bg: Mutex<Bg>,
     pub bg_cv: Condvar,
     pub stats: Stats,
+    /// The provisioned volume every counted block pays (None: the local device).
+    pub device: Option<Arc<Device>>,
     rmw_locks: Vec<Mutex<()>>,
     recovery: RecoveryReport,
     // Held (flock) for the engine's lifetime; dropping it releases the directory.
@@ -128,7 +130,8 @@ impl Engine {
         let manifest = recovery::manifest(&dir, cfg)?;
         let found = recovery::scan(&dir, &manifest)?;
         let cache = BlockCache::new(cfg.layout.block_cache_bytes, cfg.block_bytes() as u64);
-        let stats = Stats::default();
+        let device = cfg.device.spec().map(|s| Arc::new(Device::new(s)));
+        let stats = Stats::paying(device.as_ref());
         let (store, tree) = if cfg.is_hashlog() {
             (Store::Log(HashLog::open(&dir, cfg, &manifest.segments, cache.clone(), &stats.open)?), Tree::default())
         } else {
@@ -195,6 +198,7 @@ impl Engine {
             bg: Mutex::new(Bg::default()),
             bg_cv: Condvar::new(),
             stats,
+            device,
             rmw_locks: (0..RMW_STRIPES).map(|_| Mutex::new(())).collect(),
             recovery: report,
             _lock: lock,
@@ -224,6 +228,23 @@ impl Engine {
             return Err(Error::Closed("engine is closed".into()));
         }
         Ok(())
+    }
+
+    /// A counter for one foreground operation (paying the device, waiting its read latency).
+    fn op_counter(&self) -> IoCounter {
+        IoCounter::paying(self.inner.device.as_ref(), true)
+    }
+
+    /// Throttles block I/O to the provisioned volume (on by default), or only counts it.
+    pub fn set_device_throttling(&self, on: bool) {
+        if let Some(d) = &self.inner.device {
+            d.set_throttling(on);
+        }
+    }
+
+    /// What the provisioned volume was asked for so far (None on a local device).
+    pub fn device(&self) -> Option<DeviceSnapshot> {
+        self.inner.device.as_ref().map(|d| d.snapshot())
     }
 
     fn snapshot(&self) -> Arc<SuperVersion> {
@@ -345,10 +366,12 @@ impl Engine {
     fn lookup(&self, k: &[u8], io: &IoCounter) -> Result<Option<Vec<u8>>> {
         let sv = self.snapshot();
         if let Some(v) = sv.mem.get(k) {
+            self.inner.stats.buffer_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(v);
         }
         for m in &sv.imms {
             if let Some(v) = m.get(k) {
+                self.inner.stats.buffer_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(v);
             }
         }
@@ -366,7 +389,7 @@ impl Engine {
     /// Point lookup that also returns the blocks it read.
     pub fn get_counted(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, IoSnapshot)> {
         let k = self.inner.cfg.normalize_key(key);
-        let io = IoCounter::new();
+        let io = self.op_counter();
         let v = self.lookup(&k, &io)?;
         let s = io.snapshot();
         self.inner.stats.record(if v.is_some() { OpKind::GetFound } else { OpKind::GetEmpty }, &s);
@@ -378,7 +401,7 @@ impl Engine {
     pub fn rmw(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>) -> Result<IoSnapshot> {
         let k = self.inner.cfg.normalize_key(key);
         let _g = self.inner.rmw_locks[(hash64(&k) % RMW_STRIPES as u64) as usize].lock();
-        let io = IoCounter::new();
+        let io = self.op_counter();
         let cur = self.lookup(&k, &io)?;
         let new = f(cur.as_deref());
         self.write(&k, new.as_deref())?;
@@ -403,7 +426,7 @@ impl Engine {
     /// Range scan over normalized bounds, returning the blocks it read.
     pub fn scan_counted(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, limit: usize) -> Result<(Vec<KvPair>, IoSnapshot)> {
         // Both passes charge the same counter: blocks a given-up pass read were read.
-        let io = Arc::new(IoCounter::new());
+        let io = Arc::new(self.op_counter());
         let out = match self.scan_pass(lo, hi, limit, true, &io)? {
             Some(r) => r,
             // A truncated memtable copy was not enough (newer tombstones hid its
@@ -570,6 +593,7 @@ impl Engine {
             wal_bytes,
             wal_syncs,
             stall_micros: s.stall_micros.load(Ordering::Relaxed),
+            buffer_hits: s.buffer_hits.load(Ordering::Relaxed),
             levels,
             buffered: sv.mem.len() + sv.imms.iter().map(|m| m.len()).sum::<u64>(),
             fence_memory,

@@ -57,9 +57,20 @@ pub(crate) struct Stats {
     pub trivial_moves: AtomicU64,
     pub gcs: AtomicU64,
     pub stall_micros: AtomicU64,
+    pub buffer_hits: AtomicU64,
 }
 
 impl Stats {
+    /// Zeroed counters whose background blocks (flush, compaction, open) pay `device`.
+    pub fn paying(device: Option<&std::sync::Arc<cosine_core::Device>>) -> Self {
+        Stats {
+            flush: std::sync::Arc::new(IoCounter::paying(device, false)),
+            compaction: std::sync::Arc::new(IoCounter::paying(device, false)),
+            open: IoCounter::paying(device, false),
+            ..Stats::default()
+        }
+    }
+
     pub fn record(&self, op: OpKind, io: &IoSnapshot) {
         let c = &self.ops[op.idx()];
         c.count.fetch_add(1, Ordering::Relaxed);
@@ -120,6 +131,8 @@ pub struct StatsSnapshot {
     pub wal_syncs: u64,
     /// Microseconds writers waited for the flush to catch up.
     pub stall_micros: u64,
+    /// Lookups (gets, rmw reads) a memtable answered: they walked no level.
+    pub buffer_hits: u64,
     /// Level shapes.
     pub levels: Vec<LevelStats>,
     /// Entries in memtables.

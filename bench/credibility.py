@@ -1,0 +1,173 @@
+"""Every figure of issue 12 ("what `cosine solve` promises, the engine delivers"), in one script.
+
+    .venv/bin/python -m bench.credibility [--quick] [--calibrate] [--skip-grid] [--out runs/credibility]
+
+1. ``--calibrate``: `cosine calibrate --write` first (rewrites cost_models/data/phi.yaml;
+   regenerate the golden test afterwards, COMMON.md); without it the committed table is used.
+2. Fig. 4B on tmpfs: the class presets on four mixed workloads (the paper's 25% mix,
+   YCSB A, B, F) at 1 and 2 threads, median of 3 runs, at a size the calibration did not use.
+3. Fig. 4B in the engine's device mode at two volumes (gp3's baseline 3,000 IOPS and its
+   16,000-IOPS maximum, 125 MiB/s: /work/shared/reference/storage_prices.csv; a 250 us read
+   latency, this benchmark's assumption of a sub-millisecond volume): the I/O-bound regime.
+4. The ranking check (`cosine validate --ranking`) on tmpfs and on both volumes.
+5. I/O accuracy on the full `cosine validate` grid (--quick: the quick grid), with the
+   --conservative margin and what it costs.
+
+Prints markdown tables for BENCHMARKS.md, with the machine's load (the share of the driver
+threads' time spent waiting for a CPU another program held) beside each throughput figure.
+Writes every row as parquet under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cost_models import cpu_count
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, calibrate, fig4b, thread_counts
+from measure.calibrate import write as write_calibration
+from measure.ranking import TARGET_PICK, TARGET_RHO, ranking, summary
+from measure.validate import DEFAULT_SIZE, QUICK_SIZE, validate
+from specs.io import write_records
+
+#: gp3: 3,000 IOPS baseline, 16,000 maximum, 125 MiB/s baseline (reference/storage_prices.csv).
+VOLUMES = (("gp3 3k", 3000.0), ("gp3 16k", 16000.0))
+VOLUME_MIB_S = 125.0
+#: This benchmark's read latency of a sub-millisecond volume (an assumption, not a catalog figure).
+VOLUME_READ_LATENCY_S = 250e-6
+#: Fig. 4B and ranking targets of issue 12.
+TARGET_FIG4B = 0.85
+
+
+def volume(iops: float) -> DeviceModel:
+    return DeviceModel(iops=iops, bytes_per_s=VOLUME_MIB_S * 2**20, read_latency_s=VOLUME_READ_LATENCY_S)
+
+
+def header() -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    load = os.getloadavg()[0]
+    return (
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.system()} "
+        f"{platform.release()}; commit {commit}; load average at start {load:.1f}"
+    )
+
+
+def fig4b_table(rows: list[dict[str, Any]], title: str) -> str:
+    out = [
+        f"**{title}**",
+        "",
+        "| class | workload | threads | predicted ops/s | measured ops/s (median of runs) | accuracy "
+        "| run-queue share |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['class']} | {r['workload']} | {r['threads']} | {r['predicted_ops']:,.0f} | "
+            f"{r['measured_ops']:,.0f} | {r['accuracy']:.1%} | {r['runqueue_share']:.0%} |"
+        )
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        by.setdefault(r["class"], []).append(r["accuracy"])
+    out.append("")
+    out.append(
+        "per class (mean / min): "
+        + "; ".join(f"{c} {statistics.mean(v):.1%} / {min(v):.1%}" for c, v in by.items())
+        + f" — target >= {TARGET_FIG4B:.0%} for every class"
+    )
+    return "\n".join(out)
+
+
+def ranking_table(rows: list[dict[str, Any]], title: str) -> str:
+    out = [
+        f"**{title}**",
+        "",
+        "| workload | designs | Spearman rho | rho given the start state | pick / best measured | best measured "
+        "| pick's class |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in summary(rows):
+        out.append(
+            f"| {s['workload']} | {s['designs']} | {s['spearman_rho']:.2f} | {s['spearman_rho_given_state']:.2f} | "
+            f"{s['pick_vs_best']:.2f} | {s['best_design']} | {s['pick_class']} |"
+        )
+    out.append("")
+    out.append(f"targets: rho >= {TARGET_RHO}, pick >= {TARGET_PICK}x the best measured")
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes and the quick grid (about half an hour)")
+    ap.add_argument("--calibrate", action="store_true", help="recalibrate and rewrite phi.yaml first")
+    ap.add_argument("--skip-grid", action="store_true", help="leave out the I/O validation grid")
+    ap.add_argument("--out", type=Path, default=Path("runs/credibility"))
+    a = ap.parse_args()
+    out: Path = a.out
+    out.mkdir(parents=True, exist_ok=True)
+    plan = QUICK_PLAN if a.quick else DEFAULT_PLAN
+    cores = cpu_count()
+    print(header())
+    t0 = time.time()
+    if a.calibrate:
+        cal = calibrate(a.quick, write=True)
+        write_calibration(cal, out)
+        print(fig4b_table(cal.fig4b, "Fig. 4B on tmpfs (from the calibration run)"))
+    else:
+        rows = fig4b(plan, cores)
+        write_records(out / "fig4b_tmpfs.parquet", rows)
+        print(fig4b_table(rows, "Fig. 4B on tmpfs"))
+    print(f"\n({time.time() - t0:,.0f} s)\n")
+    # The device mode: fewer operations (a few thousand per second at these IOPS).
+    dev_plan = replace(plan, fig4b_ops=max(5000, plan.fig4b_ops // 10))
+    for name, iops in VOLUMES:
+        t = time.time()
+        rows = fig4b(dev_plan, cores, device=volume(iops))
+        write_records(out / f"fig4b_{int(iops)}iops.parquet", rows)
+        print(
+            fig4b_table(
+                rows,
+                f"Fig. 4B on an emulated {name} volume ({iops:,.0f} IOPS, {VOLUME_MIB_S:g} MiB/s, "
+                f"{VOLUME_READ_LATENCY_S * 1e6:.0f} us reads)",
+            )
+        )
+        print(f"\n({time.time() - t:,.0f} s)\n")
+    records = 50_000 if a.quick else 200_000
+    ops = 50_000 if a.quick else 200_000
+    for name, dev, n_ops in (("tmpfs", LOCAL_DEVICE, ops), *((v, volume(i), max(5000, ops // 10)) for v, i in VOLUMES)):
+        t = time.time()
+        rows = ranking(records, n_ops, dev)
+        write_records(out / f"ranking_{name.replace(' ', '_')}.parquet", rows)
+        print(
+            ranking_table(
+                rows, f"Ranking on {name} ({records:,} records, {n_ops:,} operations, {thread_counts()[-1]} threads)"
+            )
+        )
+        print(f"\n({time.time() - t:,.0f} s)\n")
+    if not a.skip_grid:
+        t = time.time()
+        n, m = QUICK_SIZE if a.quick else DEFAULT_SIZE
+        v = validate(n, m, a.quick)
+        write_records(out / "validation.parquet", v.rows)
+        s, c = v.summary(), v.conservative_summary()
+        print(f"**I/O accuracy, {'quick' if a.quick else 'full'} grid ({s['cases']} cases, {n:,} records)**\n")
+        print("| group | mean accuracy | with the --conservative margin |")
+        print("| --- | --- | --- |")
+        print(f"| all | {s['mean_accuracy']:.1%} | {c['mean_accuracy']:.1%} |")
+        for k, val in s["by_class"].items():
+            print(f"| class {k} | {val:.1%} | {c['by_class'][k]:.1%} |")
+        print(f"| conservative share | {s['conservative_share']:.0%} | {c['conservative_share']:.0%} |")
+        cost = c["accuracy_cost"]
+        print(f"\nmargin x{c['margin']:.3f}; it costs {cost:.1%} of mean accuracy ({time.time() - t:,.0f} s)")
+    print(f"\ntotal {time.time() - t0:,.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The calibrated envelope: what the engine was ever measured to do.
+
+`cosine calibrate` stores, with the phi table, the highest throughput per core
+the engine reached for each design class on each calibration workload (cached
+and loaded runs, single operations and YCSB mixes; over the time the engine
+had a CPU, i.e. another program's load on a shared machine left out). The
+envelope of a class on a mix is the larger of
+
+* the highest per-core throughput measured on a comparable mix (total-variation
+  distance of the operation mixes at most :data:`COMPARABLE_MIX`), and
+* what the mix's operations reach alone: ``1 / sum_o theta_o / X_o`` with X_o
+  the highest per-core throughput measured for operation o by itself (a mix
+  spends at least each operation's own time on it),
+
+and a prediction for a node is *inside* when its throughput per core is at most
+that. Outside, the model extrapolates past every measurement: the certificate
+says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cost_models.cpu import envelope_rows
+from specs.vocab import OPERATIONS
+
+#: Largest total-variation distance between two mixes that counts as comparable
+#: (0.3: e.g. YCSB A's 50/50 and a 65/35 read/update mix are, YCSB A and C are not).
+COMPARABLE_MIX = 0.3
+
+
+def mix_distance(a: dict[str, float], b: dict[str, float]) -> float:
+    """Total-variation distance between two operation mixes (0: equal, 1: disjoint)."""
+    sa, sb = sum(a.values()) or 1.0, sum(b.values()) or 1.0
+    return 0.5 * sum(abs(a.get(op, 0.0) / sa - b.get(op, 0.0) / sb) for op in OPERATIONS)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The envelope of one class on one mix: the best measured throughput per core, and where."""
+
+    per_core_ops: float | None
+    workload: str | None
+
+    def admits(self, per_core_ops: float) -> bool:
+        return self.per_core_ops is not None and per_core_ops <= self.per_core_ops * (1 + 1e-9)
+
+
+def bound(design_class: str, mix: dict[str, float]) -> Bound:
+    """The envelope of ``design_class`` on ``mix`` (module docstring)."""
+    rows = [r for r in envelope_rows() if r["class"] == design_class]
+    best: Bound = Bound(None, None)
+    for row in rows:
+        if mix_distance(row["mix"], mix) <= COMPARABLE_MIX and (
+            best.per_core_ops is None or row["per_core_ops"] > best.per_core_ops
+        ):
+            best = Bound(float(row["per_core_ops"]), str(row["workload"]))
+    total = sum(v for v in mix.values() if v > 0) or 1.0
+    alone: dict[str, float] = {}
+    for row in rows:
+        if len(row["mix"]) == 1:
+            (op,) = row["mix"]
+            alone[op] = max(alone.get(op, 0.0), float(row["per_core_ops"]))
+    used = [op for op, v in mix.items() if v > 0]
+    if used and all(alone.get(op, 0.0) > 0 for op in used):
+        x = 1.0 / sum(mix[op] / total / alone[op] for op in used)
+        if best.per_core_ops is None or x > best.per_core_ops:
+            best = Bound(x, "its operations alone (" + ", ".join(used) + ")")
+    return best
+
+
+def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float]) -> dict[str, Any]:
+    """Whether each chosen node's predicted throughput per core lies inside the envelope."""
+    nodes = []
+    for n in per_node:
+        threads = max(int(n.get("threads") or 1), 1)
+        per_core = float(n["node_throughput_ops"]) / threads
+        b = bound(n["class"], mix)
+        nodes.append(
+            {
+                "vm_type": n["vm_type"],
+                "class": n["class"],
+                "predicted_per_core_ops": per_core,
+                "envelope_per_core_ops": b.per_core_ops,
+                "calibration_workload": b.workload,
+                "inside": b.admits(per_core),
+            }
+        )
+    return {"inside": all(n["inside"] for n in nodes), "nodes": nodes}
+
+
+def describe_outside(check: dict[str, Any]) -> list[str]:
+    """One sentence per node outside the envelope."""
+    out = []
+    for n in check["nodes"]:
+        if n["inside"]:
+            continue
+        if n["envelope_per_core_ops"] is None:
+            out.append(
+                f"{n['vm_type']} ({n['class']}): {n['predicted_per_core_ops']:,.0f} ops/s per core predicted, and "
+                "no calibration run of this class had a comparable mix"
+            )
+        else:
+            out.append(
+                f"{n['vm_type']} ({n['class']}): {n['predicted_per_core_ops']:,.0f} ops/s per core predicted, above "
+                f"the {n['envelope_per_core_ops']:,.0f} the engine reached on {n['calibration_workload']}"
+            )
+    return out

@@ -1,0 +1,75 @@
+//! Device mode: with `[device] kind = "volume"` every counted block pays the
+//! volume, so a run that reads N blocks at R IOPS takes at least N / R seconds
+//! (less the bucket's burst), and the device's counters equal the block counters.
+
+use cosine_config::presets::{tiny, Preset};
+use cosine_config::{Config, DeviceKind};
+use cosine_engine::Engine;
+use cosine_tests::{key, TempDir};
+use std::time::Instant;
+
+fn volume(iops: f64, latency_us: f64) -> Config {
+    let mut c = tiny(Preset::RocksDb);
+    c.layout.buffer_bytes = 100 * c.entry_bytes() as u64;
+    c.layout.size_ratio = 100.0;
+    c.layout.block_entries = 4;
+    c.layout.bloom_bits_per_key = vec![10.0];
+    c.algorithms.file_entries = 1 << 20;
+    c.device.kind = DeviceKind::Volume;
+    c.device.iops = iops;
+    c.device.throughput_mib_s = 1000.0;
+    c.device.read_latency_us = latency_us;
+    c.device.burst_ios = 1.0;
+    c
+}
+
+#[test]
+fn reads_pay_the_volumes_iops_and_latency() {
+    let dir = TempDir::new("device-iops");
+    let e = Engine::open(dir.path(), &volume(2000.0, 0.0)).expect("open");
+    e.set_device_throttling(false);
+    for i in 0..1000 {
+        e.put(&key(i), b"value").expect("put");
+    }
+    e.wait_idle().expect("idle");
+    e.set_device_throttling(true);
+    let before = e.device().expect("a volume");
+    let t = Instant::now();
+    let mut blocks = 0;
+    for i in 0..200 {
+        blocks += e.get_counted(&key(i * 5)).expect("get").1.blocks_read();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let paid = e.device().expect("a volume");
+    assert_eq!(blocks, 200, "one block per found key");
+    assert_eq!(paid.ios - before.ios, blocks, "the device is paid exactly the counted blocks");
+    // 200 blocks at 2000 IOPS: 0.1 s, less one I/O of burst and the last sleep's
+    // shortening (the sleep is shortened by the OS's mean overshoot; the bucket's
+    // virtual time makes up for it on the next request, not after the last one)
+    assert!(secs >= 0.09, "{secs} s for {blocks} blocks at 2000 IOPS");
+
+    // A read latency of 2 ms at a rate that never binds: each read waits it.
+    let dir = TempDir::new("device-latency");
+    let e = Engine::open(dir.path(), &volume(1e6, 2000.0)).expect("open");
+    e.set_device_throttling(false);
+    for i in 0..1000 {
+        e.put(&key(i), b"value").expect("put");
+    }
+    e.wait_idle().expect("idle");
+    e.set_device_throttling(true);
+    let t = Instant::now();
+    for i in 0..20 {
+        assert_eq!(e.get_counted(&key(i * 7)).expect("get").1.blocks_read(), 1);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    // on average 2 ms per read (the sleep adapts to the OS's overshoot): 20 reads, with slack
+    assert!(secs >= 0.02 && secs < 0.4, "{secs} s for 20 reads of 2 ms");
+}
+
+#[test]
+fn a_local_device_counts_but_does_not_throttle() {
+    let dir = TempDir::new("device-local");
+    let e = Engine::open(dir.path(), &tiny(Preset::RocksDb)).expect("open");
+    assert!(e.device().is_none());
+    assert_eq!(Config::default().device.kind, DeviceKind::Local);
+}

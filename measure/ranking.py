@@ -1,0 +1,199 @@
+"""`cosine validate --ranking`: does the model order designs as the engine does?
+
+For each YCSB workload A-F at one memory budget (a quarter of the data, as
+the validation grid), at least eight designs are predicted by the model and
+measured on the engine in one session: the paper's three presets, Cosine's
+pick for this node (``measure.local.best_design``), neighbours of the pick
+(one knob moved: size ratio, buffer, Bloom bits, block size) and two hybrids.
+Per workload: Spearman's rho between predicted and measured throughput, and
+the measured throughput of the pick relative to the best measured design.
+The prediction is the model's own (the expected state, as the solver sees a
+design); the one given the state each run started in is reported beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cost_models import cpu_count
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from cost_models.design import Design, DesignBatch
+from cost_models.engine_model import engine_throughput
+from cost_models.evaluate import evaluate_designs
+from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
+from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
+from measure.local import best_design
+from measure.validate import blocks_per_op
+from render.config import device_section, engine_sections, local_entry, to_toml
+from specs.errors import InputError
+from specs.io import write_records
+from specs.vocab import PRESETS, WalSync
+
+#: The YCSB workloads of the check.
+WORKLOADS = ("ycsb_a", "ycsb_b", "ycsb_c", "ycsb_d", "ycsb_e", "ycsb_f")
+#: The grid's hybrids added to every workload's set.
+HYBRIDS = ("hybrid-base", "hybrid-hot=1")
+#: Targets of issue 12: Spearman's rho per workload, and the pick against the best measured.
+TARGET_RHO = 0.8
+TARGET_PICK = 0.95
+#: Most scans of a range-heavy run (a hash log's scan walks every key).
+MAX_SCANS = 5000
+
+
+def neighbours(d: Design) -> list[tuple[str, Design]]:
+    """The pick with one knob moved (size ratio, buffer, Bloom bits, block size), valid designs only."""
+    out: list[tuple[str, Design]] = []
+    moves: list[tuple[str, dict[str, Any]]] = [
+        ("buffer x4", {"buffer_bytes": d.buffer_bytes * 4}),
+        ("buffer /4", {"buffer_bytes": d.buffer_bytes / 4}),
+        ("block x4", {"block_bytes": d.block_bytes * 4}),
+        ("block /4", {"block_bytes": max(256, d.block_bytes // 4)}),
+    ]
+    if not d.lsh:
+        moves += [
+            ("T x2", {"T": d.T * 2, "K": min(d.K, d.T * 2 - 1), "Z": min(d.Z, d.T * 2 - 1)}),
+            ("T /2", {"T": max(2, d.T // 2), "K": min(d.K, max(1, d.T // 2 - 1)), "Z": min(d.Z, max(1, d.T // 2 - 1))}),
+            ("bits +6", {"bloom_bits": min(32.0, d.bloom_bits + 6)}),
+            ("bits -6" if d.bloom_bits >= 6 else "no filters", {"bloom_bits": max(0.0, d.bloom_bits - 6)}),
+        ]
+    for name, change in moves:
+        nd = replace(d, **change, name=f"pick {name}")
+        if nd != d and nd not in [x for _, x in out]:
+            out.append((name, nd.validate()))
+    return out
+
+
+def design_sets(records: int, memory: float, threads: int, device: DeviceModel) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per workload: design name -> engine.toml sections."""
+    grid = designs(records, quick=False, optima=False)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for w in WORKLOADS:
+        spec = shipped_spec(w)
+        wl = spec.workload
+        pick, entry = best_design(spec, records, memory, threads, device)
+        sets: dict[str, dict[str, Any]] = {str(p): grid[p] for p in PRESETS}
+        sets["cosine pick"] = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, "cosine pick", threads)
+        cand = neighbours(pick)
+        ne = evaluate_designs(DesignBatch.of([d for _, d in cand]), wl, records, memory)
+        for i, (name, d) in enumerate(cand):
+            if not ne.layout.feasible[i]:
+                continue
+            e = local_entry(d, ne.layout, i, threads)
+            sets[f"pick {name}"] = _sections(e, wl.key_bytes, wl.value_bytes, wl.operations, f"pick {name}", threads)
+        for h in HYBRIDS:
+            sets[h] = grid[h]
+        out[w] = sets
+    return out
+
+
+def _sections(
+    entry: dict[str, Any], key: int, value: int, mix: dict[str, float], name: str, threads: int
+) -> dict[str, dict[str, Any]]:
+    secs = engine_sections(entry, key, value, mix, name, wal_sync=WalSync.NONE)
+    secs["algorithms"]["threads"] = threads
+    return secs
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties)."""
+
+    def ranks(x: list[float]) -> np.ndarray:
+        v = np.asarray(x, dtype=float)
+        order = np.argsort(v, kind="mergesort")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v), dtype=float)
+        for val in np.unique(v):  # ties share their mean rank
+            m = v == val
+            r[m] = r[m].mean()
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return math.nan
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def ranking(
+    records: int,
+    operations: int,
+    device: DeviceModel = LOCAL_DEVICE,
+    workloads: tuple[str, ...] = WORKLOADS,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (workload, design): predicted and measured throughput."""
+    build(TEMPLATE)
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        raise InputError(f"--workloads: unknown {', '.join(unknown)} (valid: {', '.join(WORKLOADS)})")
+    cores = cpu_count()
+    threads = cores
+    memory = MEMORY_SHARE * records * (KEY + VALUE)
+    sets = design_sets(records, memory, threads, device)
+    total = sum(len(sets[w]) for w in workloads)
+    rows: list[dict[str, Any]] = []
+    for w in workloads:
+        spec = shipped_spec(w)
+        for name, secs in sets[w].items():
+            secs = {**secs, "algorithms": {**secs["algorithms"], "threads": threads}, "device": device_section(device)}
+            ops = operations
+            if spec.workload.operations.get("range", 0.0) > 0.5:
+                ops = min(ops, MAX_SCANS)
+                if secs["design"]["class"] == "lsh":
+                    ops = scan_capped_ops(ops, records, spec.workload.operations["range"])
+            wl = workload_json(spec, records, ops, threads)
+            rep = run_scratch(to_toml(secs), wl, f"ranking-{len(rows)}")
+            x_model, io_model = engine_throughput(secs, wl, cores, device)
+            x_state, _ = engine_throughput(secs, wl, cores, device, rep["load"]["shape"], rep.get("stats"))
+            rows.append(
+                {
+                    "workload": w,
+                    "design": name,
+                    "class": secs["design"]["class"],
+                    "predicted_ops": x_model,
+                    "predicted_given_state_ops": x_state,
+                    "predicted_blocks_per_op": io_model,
+                    "measured_ops": float(rep["run"]["throughput_ops"]),
+                    "measured_blocks_per_op": blocks_per_op(rep),
+                    "records": records,
+                    "operations": ops,
+                    "threads": threads,
+                    "device_iops": device.iops if math.isfinite(device.iops) else None,
+                    "device_read_latency_us": device.read_latency_s * 1e6,
+                }
+            )
+            if progress:
+                progress(len(rows), total, f"{w}: {name}")
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload: Spearman's rho (model and model given the start state) and the pick vs the best."""
+    out = []
+    for w in dict.fromkeys(r["workload"] for r in rows):
+        rs = [r for r in rows if r["workload"] == w]
+        meas = [r["measured_ops"] for r in rs]
+        best = max(rs, key=lambda r: r["measured_ops"])
+        pick = next(r for r in rs if r["design"] == "cosine pick")
+        out.append(
+            {
+                "workload": w,
+                "designs": len(rs),
+                "spearman_rho": spearman([r["predicted_ops"] for r in rs], meas),
+                "spearman_rho_given_state": spearman([r["predicted_given_state_ops"] for r in rs], meas),
+                "pick_vs_best": pick["measured_ops"] / best["measured_ops"],
+                "best_design": best["design"],
+                "pick_class": pick["class"],
+            }
+        )
+    return out
+
+
+def write(rows: list[dict[str, Any]], out: Path, name: str = "ranking.parquet") -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    return write_records(out / name, rows)

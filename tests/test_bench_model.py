@@ -1,0 +1,60 @@
+"""`cosine bench` shows the model beside the measurement; the engine's device mode pays a
+volume's IOPS, which the model's device bound predicts."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+from rich.console import Console
+
+from cost_models.cpu import DeviceModel
+from cost_models.engine_model import engine_throughput
+from measure.engine import model_prediction, run_scratch, workload_json
+from measure.grid import designs, mix_spec
+from measure.validate import check_device
+from render.config import device_section, to_toml
+from specs.errors import InputError
+
+
+def test_bench_prints_the_models_prediction(engine_binary, monkeypatch) -> None:
+    secs = designs(5000, quick=True, optima=False)["rocksdb"]
+    text = to_toml(secs)
+    wl = workload_json(mix_spec({"get": 0.5, "update": 0.5}), 5000, 5000, 1)
+    rep = run_scratch(text, wl, "bench-model")
+    pred = model_prediction(text, wl, rep)
+    assert pred["throughput_ops"] > 0 and pred["blocks_per_op"] > 0
+    assert 0.0 <= pred["throughput_accuracy"] <= 1.0 and 0.0 <= pred["blocks_accuracy"] <= 1.0
+    from report import measure as report_measure
+
+    buf = io.StringIO()
+    monkeypatch.setattr(report_measure, "Console", lambda: Console(file=buf, width=200))
+    report_measure.print_bench(rep, [], pred)
+    out = buf.getvalue()
+    assert "the model for the same scaled configuration" in out and f"{pred['throughput_ops']:,.0f}" in out
+
+
+def test_device_mode_pays_the_volumes_iops(engine_binary) -> None:
+    """Uniform gets on an emulated 2,000-IOPS volume: the engine runs at the device bound the
+    model predicts (IOPS / blocks per get), whatever the CPU does."""
+    secs = designs(20_000, quick=True, optima=False)["rocksdb"]
+    dev = DeviceModel(iops=2000.0, bytes_per_s=math.inf, read_latency_s=0.0)
+    secs = {**secs, "device": device_section(dev)}
+    wl = workload_json(mix_spec({"get": 1.0}), 20_000, 2000, 1)
+    rep = run_scratch(to_toml(secs), wl, "device-iops")
+    blocks = rep["per_op"]["get"]["blocks_read"] / rep["per_op"]["get"]["count"]
+    assert rep["device"]["ios"] == rep["per_op"]["get"]["blocks_read"]
+    measured = rep["run"]["throughput_ops"]
+    assert measured == pytest.approx(2000.0 / blocks, rel=0.15)
+    predicted, _ = engine_throughput(secs, wl, 2, dev, rep["load"]["shape"], rep.get("stats"))
+    assert predicted == pytest.approx(measured, rel=0.15)
+
+
+@pytest.mark.parametrize(
+    "iops, latency, words",
+    [(0.0, 0.0, "--iops"), (float("nan"), 0.0, "--iops"), (None, 100.0, "needs --iops"), (1000.0, -1.0, "latency")],
+)
+def test_device_flags_are_checked(iops, latency, words) -> None:
+    with pytest.raises(InputError, match=words):
+        check_device(iops, latency)

@@ -1,0 +1,144 @@
+"""`cosine calibrate`'s fit on synthetic samples: it recovers the terms it was given, and it
+refuses (CalibrationError, a message naming the term) any value a fit would put at a bound."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+from measure.calibrate import CLASS_DESIGNS, CalibrationError, Sample, fit
+from specs.vocab import OPERATIONS, Operation
+
+BLOCK = {"lsm": 4060.0, "btree": 32480.0, "lsh": 4060.0, "hybrid": 928.0}
+#: the terms the synthetic engine runs with
+CPU = 1e-6  # every cached operation
+T_READ, GAMMA = 2e-6, 0.45  # block read: T_READ at 4 KiB, x (bytes / 4 KiB)^GAMMA
+M_BLOCK, M_BYTE = 1e-6, 5e-10  # merge block
+PER_ENTRY, PER_KEY = 1e-7, 4e-8
+BUFFER_GET = 3e-7  # a get the (empty) memtable answers
+PER_DOUBLING = 5e-8  # each doubling of the memtable's entries
+
+
+def sample(kind: str, cls: str, workload: str, records: int, threads: int, **kw: float) -> Sample:
+    mix = {workload: 1.0} if workload in OPERATIONS else {"get": 0.5, "update": 0.5}
+    if workload == "buffer_get":
+        mix = {"get": 1.0}
+    base = dict(
+        kind=kind,
+        cls=cls,
+        workload=workload,
+        records=records,
+        threads=threads,
+        operations=100000,
+        scan_length=20,
+        block_bytes=BLOCK[cls],
+        mix=json.dumps(mix),
+        throughput=1e5,
+        runqueue_share=0.0,
+        free_throughput=1e5 * (1.9 if threads == 2 else 1.0),
+        fg_cpu=CPU,
+        fg_blocks=0.0,
+        bg_cpu=0.0,
+        bg_blocks=0.0,
+        get_buffered=0.0,
+        memtable_entries=0.0,
+    )
+    return Sample(**{**base, **kw})
+
+
+def synthetic() -> list[Sample]:
+    out = []
+    for n in (100_000, 400_000):
+        for cls in CLASS_DESIGNS:
+            for op in OPERATIONS:
+                scans = (10, 100) if op == Operation.RANGE else (20,)
+                for scan in scans:
+                    cpu = CPU
+                    if op == Operation.RANGE:
+                        cpu = (PER_KEY * n if cls == "lsh" else CPU) + scan * PER_ENTRY
+                    for th in (1, 2):
+                        out.append(sample("cached", cls, str(op), n, th, scan_length=scan, fg_cpu=cpu))
+            for entries in (1000, n):
+                cpu = BUFFER_GET + PER_DOUBLING * math.log2(entries / 1000)
+                out.append(sample("buffered", cls, "buffer_get", entries, 1, fg_cpu=cpu, memtable_entries=entries))
+            for op, fg, buffered in (("get", 1.5, 0.0), ("empty_get", 2.0, 0.0), ("rmw", 1.0, 0.0), ("get", 0.8, 0.4)):
+                blocks_cpu = fg * T_READ * (BLOCK[cls] / 4096) ** GAMMA
+                cpu = CPU - buffered * (CPU - BUFFER_GET)
+                out.append(
+                    sample("loaded", cls, op, n, 1, fg_blocks=fg, fg_cpu=cpu + blocks_cpu, get_buffered=buffered)
+                )
+            if cls == "lsm":  # the LSM design at 1/4 and 4 times its block size
+                for bb in (BLOCK["lsm"] / 4, BLOCK["lsm"] * 4):
+                    blocks_cpu = 1.9 * T_READ * (bb / 4096) ** GAMMA
+                    out.append(
+                        sample("loaded", cls, "get", n, 1, fg_blocks=1.9, fg_cpu=CPU + blocks_cpu, block_bytes=bb)
+                    )
+            for op, bg in (("insert", 0.7), ("update", 1.2)):
+                out.append(sample("loaded", cls, op, n, 1, bg_blocks=bg, bg_cpu=bg * (M_BLOCK + M_BYTE * BLOCK[cls])))
+    return out
+
+
+def test_fit_recovers_the_terms() -> None:
+    res = fit(synthetic(), cores=2)
+    assert res["block_read"]["per_class"] == pytest.approx(dict.fromkeys(CLASS_DESIGNS, T_READ), rel=1e-6)
+    assert res["block_read"]["size_exponent"] == pytest.approx(GAMMA, rel=1e-4)
+    assert res["background"]["background_block_seconds"] == pytest.approx(M_BLOCK, rel=1e-6)
+    assert res["background"]["background_block_seconds_per_byte"] == pytest.approx(M_BYTE, rel=1e-6)
+    assert res["range"]["lsh"]["per_key"] == pytest.approx(PER_KEY, rel=1e-6)
+    assert res["range"]["lsm"]["per_entry"] == pytest.approx(PER_ENTRY, rel=1e-6)
+    # Eq. 2 on a 1.9x speed-up at 2 threads: phi = (1 - 1/1.9) / (1 - 1/2)
+    assert res["phi"][("btree", "get")] == pytest.approx((1 - 1 / 1.9) / 0.5)
+    assert res["cpu"][("hybrid", "update")] == pytest.approx(CPU)
+    assert res["cpu"][("lsh", "buffer_get")] == pytest.approx(BUFFER_GET)
+    assert res["memtable"] == pytest.approx((PER_DOUBLING, 1000.0))
+
+
+def test_super_linear_speedup_is_refused_not_clamped() -> None:
+    s = synthetic()
+    s = [replace(x, free_throughput=2.2e5) if (x.cls, x.workload, x.threads) == ("lsm", "get", 2) else x for x in s]
+    with pytest.raises(CalibrationError, match=r"phi of lsm get is 1\.09.*outside \(0, 1\]"):
+        fit(s, cores=2)
+
+
+def test_slower_with_more_threads_is_refused() -> None:
+    s = synthetic()
+    s = [replace(x, free_throughput=0.8e5) if (x.cls, x.workload, x.threads) == ("lsh", "update", 2) else x for x in s]
+    with pytest.raises(CalibrationError, match="phi of lsh update.*ran slower"):
+        fit(s, cores=2)
+
+
+def test_block_read_fit_at_a_bound_is_refused() -> None:
+    """Loaded runs no slower than cached ones: the block-read time would have to be <= 0."""
+    s = [replace(x, fg_cpu=CPU * 0.9) if x.kind == "loaded" and x.fg_blocks > 0 else x for x in synthetic()]
+    with pytest.raises(CalibrationError, match="block-read CPU"):
+        fit(s, cores=2)
+
+
+def test_background_fit_at_a_bound_is_refused() -> None:
+    s = [
+        replace(x, bg_cpu=x.bg_blocks * M_BLOCK * 0.1) if x.bg_blocks > 0 and x.cls == "btree" else x
+        for x in synthetic()
+    ]
+    with pytest.raises(CalibrationError, match="background CPU"):
+        fit(s, cores=2)
+
+
+def test_memtable_slope_at_a_bound_is_refused() -> None:
+    """Buffered gets no slower in a big memtable than in a small one: no positive slope."""
+    s = [replace(x, fg_cpu=BUFFER_GET) if x.kind == "buffered" else x for x in synthetic()]
+    with pytest.raises(CalibrationError, match="memtable CPU"):
+        fit(s, cores=2)
+
+
+def test_block_size_exponent_at_a_bound_is_refused() -> None:
+    """Every block costs the same whatever its size: the exponent the fit wants is 0, a bound."""
+    s = []
+    for x in synthetic():
+        if x.kind == "loaded" and x.fg_blocks > 0:
+            x = replace(x, fg_cpu=CPU + x.fg_blocks * T_READ)
+        s.append(x)
+    with pytest.raises(CalibrationError, match="block-size exponent of 0.0"):
+        fit(s, cores=2)

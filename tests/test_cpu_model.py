@@ -1,0 +1,89 @@
+"""The CPU model's serial, background and device terms (docs/model.md, "CPU and throughput"):
+against a brute-force solution of their defining equation, and against a discrete-event
+simulation of the node they describe (tests/concurrency_sim.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cost_models.cpu import Demands, throughput
+from cost_models.symbolic import compiled
+from tests.concurrency_sim import Node, simulate
+
+
+def model(n: Node) -> float:
+    d = Demands(
+        serial=np.array([n.serial]),
+        parallel=np.array([n.parallel]),
+        wait=np.array([n.wait]),
+        background=np.array([n.background]),
+        io=np.array([0.0]),
+        io_bytes=np.array([0.0]),
+    )
+    return float(throughput(d, math.inf, n.threads, n.cores)[0])
+
+
+def test_shared_core_throughput_solves_its_fixed_point_by_brute_force() -> None:
+    """X = the root of 1/X = S + P/(eta - X G) in (0, eta/G), found by bisection."""
+    rng = np.random.default_rng(7)
+    f = compiled()["throughput_shared_cores"]
+    for _ in range(300):
+        S, P, G = rng.uniform(0, 2e-6, 3) * rng.integers(0, 2, 3)
+        P += 1e-7
+        eta = float(rng.integers(1, 64))
+        x = float(f(S, P, G, eta))
+
+        def g(X: float, S: float = S, P: float = P, G: float = G, eta: float = eta) -> float:
+            return 1 / X - (S + P / (eta - X * G))
+
+        lo, hi = 1e-3, (eta / G) * (1 - 1e-12) if G > 0 else 1e12
+        for _ in range(200):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if g(mid) > 0 else (lo, mid)
+        assert x == pytest.approx(lo, rel=1e-6)
+
+
+def test_reduces_to_eq2_without_background_and_device() -> None:
+    """G = D = 0, n = eta: X = g(phi, eta) / (S + P) with phi = P / (S + P) (paper Eq. 2)."""
+    c = compiled()
+    for S, P, eta in ((1e-6, 3e-6, 4), (2e-7, 5e-6, 16), (0.0, 1e-6, 8)):
+        x = model(Node(S, P, 0.0, 0.0, eta, eta))
+        assert x == pytest.approx(float(c["amdahl"](P / (S + P), eta)) / (S + P), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "node, rel",
+    [
+        (Node(serial=0.0, parallel=1.0, wait=0.0, background=0.0, threads=2, cores=2), 0.01),  # all parallel
+        (Node(serial=1.0, parallel=0.0, wait=0.0, background=0.0, threads=4, cores=2), 0.01),  # one lock
+        (Node(serial=0.0, parallel=0.1, wait=2.0, background=0.0, threads=3, cores=2), 0.01),  # device wait
+        (Node(serial=0.0, parallel=1.0, wait=0.0, background=0.5, threads=2, cores=2), 0.02),  # cores shared
+        (Node(serial=0.0, parallel=0.3, wait=0.0, background=1.0, threads=1, cores=2), 0.02),  # one worker
+        (Node(serial=0.2, parallel=1.0, wait=0.0, background=0.0, threads=1, cores=2), 0.01),  # one thread
+    ],
+)
+def test_matches_simulation_where_the_model_is_exact(node: Node, rel: float) -> None:
+    assert model(node) == pytest.approx(simulate(node), rel=rel)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        Node(serial=0.5, parallel=1.0, wait=0.0, background=0.0, threads=2, cores=2),
+        Node(serial=0.3, parallel=1.0, wait=0.5, background=0.2, threads=2, cores=2),
+        Node(serial=0.2, parallel=1.0, wait=0.0, background=0.4, threads=2, cores=2),
+        Node(serial=0.1, parallel=1.0, wait=0.0, background=0.3, threads=8, cores=8),
+        Node(serial=1.0, parallel=1.0, wait=0.0, background=0.0, threads=2, cores=2),
+    ],
+)
+def test_within_a_quarter_of_simulation_and_never_optimistic(node: Node) -> None:
+    """Where critical sections of different threads overlap their parallel parts, Eq. 2 (which
+    runs the serial part alone) is pessimistic: the model stays below the simulated node, by at
+    most 25% (exponential service times, the queueing case)."""
+    sim = simulate(node, exponential=True, ops=40000)
+    x = model(node)
+    assert x <= sim * 1.03
+    assert x >= sim * 0.75
