@@ -6,7 +6,7 @@
 
 from functools import reduce
 
-from numpy import exp, log, minimum
+from numpy import exp, log, minimum, sqrt
 
 from cost_models.symbolic import _geom as geom
 from cost_models.symbolic import _geom1 as geom1
@@ -88,12 +88,12 @@ def amdahl(phi, eta):
     return (-phi*(1 - 1/eta) + 1)**(-1.0)
 
 
-def op_time(io, IOPS, c):
-    return c + io/IOPS
+def throughput_threads(S, P, D, n_t):
+    return (S + (D + P)/n_t)**(-1.0)
 
 
-def throughput_cpu(phi, eta, io, IOPS, c):
-    return 1/((c + io/IOPS)*(-phi*(1 - 1/eta) + 1))
+def throughput_shared_cores(S, P, G, eta):
+    return 2*eta/(G + P + S*eta + sqrt(-4*G*S*eta + (G + P + S*eta)**2))
 
 
 def throughput_io(IOPS, io):

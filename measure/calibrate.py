@@ -325,7 +325,7 @@ def _run_config(spec: Spec, cls: str, records: int, plan: Plan, kind: str, secs:
         layout = {"block_cache_bytes": int(CACHED_CACHE_FACTOR * records * entry)}
     if mix.get(Operation.RANGE, 0.0) > 0:
         # about as many entries as a point run has operations
-        ops = max(1000, ops // max(10, spec.workload.scan_length))
+        ops = max(1000, ops // max(10, int(spec.workload.scan_length)))
         if cls == DesignClass.LSH:
             ops = min(ops, max(100, int(HASH_SCAN_KEYS / (records * mix[Operation.RANGE]))))
     return ops, layout
