@@ -48,6 +48,7 @@ PHI_SCHEMA = 2
 ENGINE_TERMS = (
     "memtable_seconds_per_doubling",
     "memtable_base_entries",
+    "lookup_reference_keys",
     "block_read_size_exponent",
     "background_block_seconds",
     "background_block_seconds_per_byte",
@@ -105,6 +106,11 @@ def _load_table(path: Path, stamp: int) -> dict[str, Any]:
             v = classes[cls].get(key)
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise PhiTableError(f"{path.name}: {cls}.{key} must be a positive number, got {v!r}")
+        slopes = classes[cls].get("lookup_seconds_per_doubling")
+        for op in LOOKUP_SLOPES:
+            v = slopes.get(op) if isinstance(slopes, dict) else None
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise PhiTableError(f"{path.name}: {cls}.lookup_seconds_per_doubling.{op} must be positive, got {v!r}")
         for key in ("phi", "cpu_seconds"):
             for op in OPERATIONS:
                 if key == "cpu_seconds" and (cls, op) == (DesignClass.LSH, Operation.RANGE):
@@ -146,16 +152,57 @@ MEMTABLE_DESCENTS = {
 }
 
 
+#: The measured searches whose CPU grows with the data (phi.yaml ``lookup_seconds_per_doubling``).
+LOOKUP_SLOPES = (Operation.GET, Operation.EMPTY_GET)
+#: Which search each operation makes of the node's data structure (levels, fence pointers,
+#: filters, block cache, hash index): a range seeks as a get does, an rmw reads as a get; a
+#: write reaches only the memtable (none).
+LOOKUP_OF = {
+    Operation.GET: Operation.GET,
+    Operation.EMPTY_GET: Operation.EMPTY_GET,
+    Operation.RANGE: Operation.GET,
+    Operation.RMW: Operation.GET,
+}
+
+
+def doublings(n_keys: float | np.ndarray) -> np.ndarray:
+    """log2(keys / the reference size of the lookups' CPU), 0 below it (the smallest calibrated size)."""
+    ref = float(phi_table()["lookup_reference_keys"])
+    return np.asarray(np.log2(np.maximum(np.asarray(n_keys, dtype=float), ref) / ref), dtype=float)
+
+
+def lookup_seconds(cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
+    """(designs, operations) CPU the operations' searches cost beyond what they cost at the
+    reference size: the class's seconds per doubling of the keys (for a get; for a search that
+    finds nothing), log2(keys / reference) times. A larger structure misses the CPU's caches on
+    more of its steps (one more fence-pointer or index step per doubling, each a likely miss once
+    the structure outgrows the caches); below the reference size the CPU measured there holds."""
+    t = phi_table()["classes"]
+    slope = np.array(
+        [
+            [
+                float(t[name]["lookup_seconds_per_doubling"][LOOKUP_OF[op]]) if op in LOOKUP_OF else 0.0
+                for op in OPERATIONS
+            ]
+            for name in DESIGN_CLASSES
+        ]
+    )
+    code = np.asarray(cls, dtype=int)
+    return slope[code] * np.broadcast_to(doublings(n_keys), code.shape)[:, None]
+
+
 def op_cpu_seconds(cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float) -> np.ndarray:
     """(designs, operations) CPU seconds of each operation on a warm cached engine with an empty memtable.
 
-    A range adds its entries; a hash log's range scans its whole index (it
-    has no order): its CPU is keys on the node x hash_scan_per_key_seconds
-    (the table has no per-scan constant for it).
+    A lookup's CPU grows with the keys on the node (:func:`lookup_seconds`). A
+    range adds its entries; a hash log's range scans its whole index (it has
+    no order): its CPU is keys on the node x hash_scan_per_key_seconds (the
+    table has no per-scan constant for it).
     """
     t = phi_table()
     code = np.asarray(cls, dtype=int)
     c = _per_class("cpu_seconds")[code]
+    c = c + lookup_seconds(code, n_keys)
     r = OPERATIONS.index(Operation.RANGE)
     per_entry = np.array([float(t["classes"][name]["range_entry_seconds"]) for name in DESIGN_CLASSES])
     c[:, r] += scan_length * per_entry[code]

@@ -261,7 +261,7 @@ class Plan:
 
 #: The full calibration, and --quick.
 DEFAULT_PLAN = Plan((100_000, 400_000), 1_000_000, 200_000, 200_000, 250_000, 200_000, phi_repeats=3)
-QUICK_PLAN = Plan((40_000, 120_000), 300_000, 50_000, 50_000, 80_000, 50_000)
+QUICK_PLAN = Plan((100_000, 400_000), 300_000, 50_000, 50_000, 250_000, 50_000)
 
 
 def thread_counts() -> tuple[int, ...]:
@@ -459,13 +459,56 @@ def memtable_cpu(s: Sample, memtable: tuple[float, float]) -> float:
     return descents * per_doubling * math.log2(max(s.memtable_entries, base) / base)
 
 
-def fit_cpu(samples: list[Sample], memtable: tuple[float, float]) -> dict[tuple[str, str], float]:
-    """Cached single-thread CPU seconds per (class, operation) with an empty memtable (the
-    memtable descents taken out), averaged over the sizes (ranges: see fit_range)."""
+def fit_lookup(samples: list[Sample], memtable: tuple[float, float]) -> dict[str, Any]:
+    """How the lookups' CPU grows with the data: per class and measured search (get, empty get;
+    cost_models.cpu.LOOKUP_SLOPES), least squares over the cached single-thread runs at every size
+    of c = a + b log2(keys / reference), the reference the smallest size. b (seconds per doubling)
+    and a must come out positive: a fit that wants a lookup no slower on more data stops."""
+    from cost_models.cpu import LOOKUP_SLOPES
+
+    rows = [s for s in samples if s.kind == CACHED and s.threads == 1 and s.workload in LOOKUP_SLOPES]
+    sizes = sorted({s.records for s in rows})
+    if len(sizes) < 2:
+        raise CalibrationError("lookup CPU: cached lookups at two data sizes are needed (one was measured)")
+    ref = float(sizes[0])
+    per: dict[str, dict[str, float]] = {}
+    at_ref: dict[tuple[str, str], float] = {}
+    for cls in CLASS_DESIGNS:
+        per[cls] = {}
+        for op in LOOKUP_SLOPES:
+            mine = [s for s in rows if s.cls == cls and s.workload == op]
+            A = np.array([[1.0, math.log2(s.records / ref)] for s in mine]).reshape(-1, 2)
+            y = np.array([s.fg_cpu - memtable_cpu(s, memtable) for s in mine])
+            f = _positive_lstsq(
+                A, y, ["at_reference", "per_doubling"], f"{cls} {op} CPU (a + b log2(keys / {ref:,.0f}))"
+            )
+            per[cls][str(op)] = f["per_doubling"]
+            at_ref[(cls, str(op))] = f["at_reference"]
+    return {"per_doubling": per, "reference_keys": ref, "at_reference": at_ref}
+
+
+def lookup_cpu(s: Sample, lookup: dict[str, Any]) -> float:
+    """The searches' CPU in one operation of a run beyond what they cost at the reference size."""
+    from cost_models.cpu import LOOKUP_OF
+
+    mix = s.ops_mix
+    total = sum(mix.values()) or 1.0
+    doublings = math.log2(max(s.records, lookup["reference_keys"]) / lookup["reference_keys"])
+    slope = lookup["per_doubling"][s.cls]
+    return sum(w / total * slope[LOOKUP_OF[Operation(op)]] for op, w in mix.items() if op in LOOKUP_OF) * doublings
+
+
+def fit_cpu(
+    samples: list[Sample], memtable: tuple[float, float], lookup: dict[str, Any]
+) -> dict[tuple[str, str], float]:
+    """Cached single-thread CPU seconds per (class, operation) at the reference size with an empty
+    memtable: the memtable descents (fit_memtable) and the searches' growth with the data
+    (fit_lookup) taken out, averaged over the sizes (ranges: see fit_range)."""
     vals: dict[tuple[str, str], list[float]] = {}
     for s in samples:
         if s.kind in (CACHED, BUFFERED) and s.threads == 1 and s.workload != Operation.RANGE:
-            vals.setdefault((s.cls, s.workload), []).append(s.fg_cpu - memtable_cpu(s, memtable))
+            grown = lookup_cpu(s, lookup) if s.kind == CACHED else 0.0
+            vals.setdefault((s.cls, s.workload), []).append(s.fg_cpu - memtable_cpu(s, memtable) - grown)
     out = {k: float(np.mean(v)) for k, v in vals.items()}
     bad = [f"{c} {o} {v:.3g} s" for (c, o), v in out.items() if not v > 0]
     if bad:
@@ -476,10 +519,11 @@ def fit_cpu(samples: list[Sample], memtable: tuple[float, float]) -> dict[tuple[
     return out
 
 
-def fit_range(samples: list[Sample]) -> dict[str, dict[str, float]]:
+def fit_range(samples: list[Sample], lookup: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Range CPU per class: a + scan length x r on a tree; on the hash log a per-scan part at
     each size (its whole-index walk) + scan length x r, the per-scan part then divided by the
-    keys and averaged over the sizes (per_key)."""
+    keys and averaged over the sizes (per_key). The seek's growth with the data (fit_lookup) is
+    taken out first."""
     out = {}
     for cls in CLASS_DESIGNS:
         rows = [
@@ -490,7 +534,7 @@ def fit_range(samples: list[Sample]) -> dict[str, dict[str, float]]:
         for i, s in enumerate(rows):
             A[i, sizes.index(s.records) if cls == DesignClass.LSH else 0] = 1.0
             A[i, -1] = float(s.scan_length)
-        y = np.array([s.fg_cpu for s in rows])
+        y = np.array([s.fg_cpu - lookup_cpu(s, lookup) for s in rows])
         names = [f"per_scan_{n}" for n in sizes] + ["per_entry"]
         f = _positive_lstsq(A, y, names, f"{cls} range CPU (per scan + scan length x per entry)")
         if cls == DesignClass.LSH:
@@ -500,12 +544,15 @@ def fit_range(samples: list[Sample]) -> dict[str, dict[str, float]]:
     return out
 
 
-def cached_cpu(cpu: dict[tuple[str, str], float], rng: dict[str, dict[str, float]], s: Sample) -> float:
-    """The cached CPU seconds of one operation of a run's mix (the fit so far), its lookups the
-    buffer answered charged as such."""
-    t = 0.0
+def cached_cpu(
+    cpu: dict[tuple[str, str], float], rng: dict[str, dict[str, float]], lookup: dict[str, Any], s: Sample
+) -> float:
+    """The cached CPU seconds of one operation of a run's mix (the fit so far) at the run's data
+    size, its lookups the buffer answered charged as such."""
+    t = lookup_cpu(s, lookup)
     cls = s.cls
-    walk = cpu[(cls, Operation.GET)] - cpu[(cls, BUFFER_GET)]
+    doublings = math.log2(max(s.records, lookup["reference_keys"]) / lookup["reference_keys"])
+    walk = cpu[(cls, Operation.GET)] + lookup["per_doubling"][cls][Operation.GET] * doublings - cpu[(cls, BUFFER_GET)]
     for op, w in s.ops_mix.items():
         if op == Operation.RANGE:
             r = rng[cls]
@@ -519,7 +566,11 @@ def cached_cpu(cpu: dict[tuple[str, str], float], rng: dict[str, dict[str, float
 
 
 def fit_block_read(
-    samples: list[Sample], cpu: dict, rng: dict[str, dict[str, float]], memtable: tuple[float, float]
+    samples: list[Sample],
+    cpu: dict,
+    rng: dict[str, dict[str, float]],
+    memtable: tuple[float, float],
+    lookup: dict[str, Any],
 ) -> dict[str, Any]:
     """CPU of a block read: t_class (bytes / 4 KiB)^gamma. Per class the time of a 4 KiB block
     (what reading a block involves differs: a hot run's data block, a cold run's index and data
@@ -539,7 +590,7 @@ def fit_block_read(
         and not (s.cls == DesignClass.LSH and Operation.RANGE in s.ops_mix)
     ]
     classes = list(CLASS_DESIGNS)
-    y = np.array([s.fg_cpu - cached_cpu(cpu, rng, s) - memtable_cpu(s, memtable) for s in rows])
+    y = np.array([s.fg_cpu - cached_cpu(cpu, rng, lookup, s) - memtable_cpu(s, memtable) for s in rows])
 
     def solve(gamma: float) -> tuple[float, np.ndarray]:
         A = np.zeros((len(rows), len(classes)))
@@ -617,9 +668,10 @@ def envelope(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
 def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     """Every term of the CPU model from the samples (module docstring); raises CalibrationError at a bound."""
     cores = cpu_count() if cores is None else cores
-    rng = fit_range(samples)
     memtable = fit_memtable(samples)
-    cpu = fit_cpu(samples, memtable)
+    lookup = fit_lookup(samples, memtable)
+    rng = fit_range(samples, lookup)
+    cpu = fit_cpu(samples, memtable, lookup)
     for cls in CLASS_DESIGNS:
         for op in OPERATIONS:
             if op != Operation.RANGE and (cls, op) not in cpu:
@@ -637,7 +689,8 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
         "phi": phi,
         "range": rng,
         "memtable": memtable,
-        "block_read": fit_block_read(samples, cpu, rng, memtable),
+        "lookup": lookup,
+        "block_read": fit_block_read(samples, cpu, rng, memtable, lookup),
         "background": fit_background(samples),
         "envelope": envelope(samples, cores),
     }
@@ -651,6 +704,9 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             "range_entry_seconds": float(f"{result['range'][cls]['per_entry']:.4g}"),
             "buffer_get_seconds": float(f"{result['cpu'][(cls, BUFFER_GET)]:.4g}"),
             "block_read_seconds": float(f"{result['block_read']['per_class'][cls]:.4g}"),
+            "lookup_seconds_per_doubling": {
+                op: float(f"{v:.4g}") for op, v in result["lookup"]["per_doubling"][cls].items()
+            },
             "phi": {str(op): round(result["phi"][(cls, op)], 4) for op in OPERATIONS},
             "cpu_seconds": {
                 str(op): float(f"{result['cpu'][(cls, op)]:.4g}") for op in OPERATIONS if (cls, op) in result["cpu"]
@@ -668,13 +724,15 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             f"hybrid-base) at {sizes} records, threads {threads}. "
             "cpu_seconds: driver-thread CPU per operation on a warm engine whose cache holds the data (no "
             "block reads; writes fill part of an empty buffer, no flush); phi: Eq. 2 on those runs' "
-            "speed-ups, averaged (Algorithm 1); range: a + scan length x r (hash log: keys x k + scan "
+            "speed-ups, averaged (Algorithm 1); lookups: a_op + b log2(keys / smallest size) by least squares "
+            "over the sizes; range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
             "A/B/D/F runs against their blocks read; background: least squares of the background thread's "
             "CPU against flush and merge blocks. No value is clamped."
         ),
         "memtable_seconds_per_doubling": float(f"{result['memtable'][0]:.4g}"),
         "memtable_base_entries": float(f"{result['memtable'][1]:.4g}"),
+        "lookup_reference_keys": float(result["lookup"]["reference_keys"]),
         "block_read_size_exponent": float(f"{result['block_read']['size_exponent']:.4g}"),
         "background_block_seconds": float(f"{terms['background_block_seconds']:.4g}"),
         "background_block_seconds_per_byte": float(f"{terms['background_block_seconds_per_byte']:.4g}"),

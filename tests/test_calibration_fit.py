@@ -20,6 +20,15 @@ M_BLOCK, M_BYTE = 1e-6, 5e-10  # merge block
 PER_ENTRY, PER_KEY = 1e-7, 4e-8
 BUFFER_GET = 3e-7  # a get the (empty) memtable answers
 PER_DOUBLING = 5e-8  # each doubling of the memtable's entries
+#: each doubling of the keys past the smallest size: a get's search (a range's seek, an rmw's
+#: read), and a search that finds nothing
+LOOKUP = {"get": 1e-7, "empty_get": 6e-8}
+GROWS = {"get": "get", "empty_get": "empty_get", "range": "get", "rmw": "get"}
+
+
+def grown(op: str, n: int) -> float:
+    """What a search of ``op`` costs at ``n`` keys beyond the 100,000-key reference."""
+    return LOOKUP[GROWS[op]] * math.log2(n / 100_000) if op in GROWS else 0.0
 
 
 def sample(kind: str, cls: str, workload: str, records: int, threads: int, **kw: float) -> Sample:
@@ -56,9 +65,9 @@ def synthetic() -> list[Sample]:
             for op in OPERATIONS:
                 scans = (10, 100) if op == Operation.RANGE else (20,)
                 for scan in scans:
-                    cpu = CPU
+                    cpu = CPU + grown(op, n)
                     if op == Operation.RANGE:
-                        cpu = (PER_KEY * n if cls == "lsh" else CPU) + scan * PER_ENTRY
+                        cpu = (PER_KEY * n if cls == "lsh" else CPU) + scan * PER_ENTRY + grown(op, n)
                     for th in (1, 2):
                         out.append(sample("cached", cls, str(op), n, th, scan_length=scan, fg_cpu=cpu))
             for entries in (1000, n):
@@ -66,16 +75,15 @@ def synthetic() -> list[Sample]:
                 out.append(sample("buffered", cls, "buffer_get", entries, 1, fg_cpu=cpu, memtable_entries=entries))
             for op, fg, buffered in (("get", 1.5, 0.0), ("empty_get", 2.0, 0.0), ("rmw", 1.0, 0.0), ("get", 0.8, 0.4)):
                 blocks_cpu = fg * T_READ * (BLOCK[cls] / 4096) ** GAMMA
-                cpu = CPU - buffered * (CPU - BUFFER_GET)
+                cpu = CPU + grown(op, n) - buffered * (CPU + grown(op, n) - BUFFER_GET)
                 out.append(
                     sample("loaded", cls, op, n, 1, fg_blocks=fg, fg_cpu=cpu + blocks_cpu, get_buffered=buffered)
                 )
             if cls == "lsm":  # the LSM design at 1/4 and 4 times its block size
                 for bb in (BLOCK["lsm"] / 4, BLOCK["lsm"] * 4):
                     blocks_cpu = 1.9 * T_READ * (bb / 4096) ** GAMMA
-                    out.append(
-                        sample("loaded", cls, "get", n, 1, fg_blocks=1.9, fg_cpu=CPU + blocks_cpu, block_bytes=bb)
-                    )
+                    cpu = CPU + grown("get", n) + blocks_cpu
+                    out.append(sample("loaded", cls, "get", n, 1, fg_blocks=1.9, fg_cpu=cpu, block_bytes=bb))
             for op, bg in (("insert", 0.7), ("update", 1.2)):
                 out.append(sample("loaded", cls, op, n, 1, bg_blocks=bg, bg_cpu=bg * (M_BLOCK + M_BYTE * BLOCK[cls])))
     return out
@@ -94,6 +102,17 @@ def test_fit_recovers_the_terms() -> None:
     assert res["cpu"][("hybrid", "update")] == pytest.approx(CPU)
     assert res["cpu"][("lsh", "buffer_get")] == pytest.approx(BUFFER_GET)
     assert res["memtable"] == pytest.approx((PER_DOUBLING, 1000.0))
+    assert res["lookup"]["reference_keys"] == 100_000
+    for cls in CLASS_DESIGNS:
+        assert res["lookup"]["per_doubling"][cls] == pytest.approx(LOOKUP, rel=1e-6)
+        assert res["cpu"][(cls, "get")] == pytest.approx(CPU) and res["cpu"][(cls, "rmw")] == pytest.approx(CPU)
+
+
+def test_lookup_no_slower_on_more_data_is_refused() -> None:
+    """Gets as fast at 400,000 keys as at 100,000: the slope per doubling would be 0, a bound."""
+    s = [replace(x, fg_cpu=CPU) if x.kind == "cached" and x.workload == "get" else x for x in synthetic()]
+    with pytest.raises(CalibrationError, match=r"lsm get CPU \(a \+ b log2.*per_doubling = .*must be positive"):
+        fit(s, cores=2)
 
 
 def test_super_linear_speedup_is_refused_not_clamped() -> None:
@@ -138,7 +157,7 @@ def test_block_size_exponent_at_a_bound_is_refused() -> None:
     s = []
     for x in synthetic():
         if x.kind == "loaded" and x.fg_blocks > 0:
-            x = replace(x, fg_cpu=CPU + x.fg_blocks * T_READ)
+            x = replace(x, fg_cpu=CPU + grown(x.workload, x.records) + x.fg_blocks * T_READ)
         s.append(x)
     with pytest.raises(CalibrationError, match="block-size exponent of 0.0"):
         fit(s, cores=2)
