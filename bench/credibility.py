@@ -1,6 +1,6 @@
 """Every figure of issue 12 ("what `cosine solve` promises, the engine delivers"), in one script.
 
-    .venv/bin/python -m bench.credibility [--quick] [--calibrate] [--skip-grid] [--out runs/credibility]
+    .venv/bin/python -m bench.credibility [--quick] [--calibrate] [--skip-grid] [--skip-tmpfs] [--out runs/credibility]
 
 1. ``--calibrate``: `cosine calibrate --write` first (rewrites cost_models/data/phi.yaml;
    regenerate the golden test afterwards, COMMON.md); without it the committed table is used.
@@ -108,6 +108,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes and the quick grid (about half an hour)")
     ap.add_argument("--calibrate", action="store_true", help="recalibrate and rewrite phi.yaml first")
     ap.add_argument("--skip-grid", action="store_true", help="leave out the I/O validation grid")
+    ap.add_argument(
+        "--skip-tmpfs", action="store_true", help="leave out Fig. 4B on tmpfs (e.g. `cosine calibrate` just ran it)"
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/credibility"))
     a = ap.parse_args()
     out: Path = a.out
@@ -120,7 +123,7 @@ def main() -> None:
         cal = calibrate(a.quick, write=True)
         write_calibration(cal, out)
         print(fig4b_table(cal.fig4b, "Fig. 4B on tmpfs (from the calibration run)"))
-    else:
+    elif not a.skip_tmpfs:
         rows = fig4b(plan, cores)
         write_records(out / "fig4b_tmpfs.parquet", rows)
         print(fig4b_table(rows, "Fig. 4B on tmpfs"))

@@ -261,7 +261,7 @@ class Plan:
 
 #: The full calibration, and --quick.
 DEFAULT_PLAN = Plan((100_000, 400_000), 1_000_000, 200_000, 200_000, 250_000, 200_000, phi_repeats=3)
-QUICK_PLAN = Plan((100_000, 400_000), 300_000, 50_000, 50_000, 250_000, 50_000)
+QUICK_PLAN = Plan((100_000, 400_000), 300_000, 50_000, 50_000, 250_000, 50_000, phi_repeats=3)
 
 
 def thread_counts() -> tuple[int, ...]:

@@ -130,6 +130,14 @@ def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: 
         + ", ".join(f"{c} {1e9 * r['per_entry']:.0f} ns" for c, r in res["range"].items())
         + f"; hash-log scan {1e9 * res['range']['lsh']['per_key']:.1f} ns per key"
     )
+    lk = res["lookup"]
+    con.print(
+        f"lookup growth per doubling of the keys past {lk['reference_keys']:,.0f}: "
+        + ", ".join(
+            f"{c} get {1e9 * v['get']:.0f} ns / empty get {1e9 * v['empty_get']:.0f} ns"
+            for c, v in lk["per_doubling"].items()
+        )
+    )
     if checks:
         c = Table(title="model vs engine on the calibration's loaded runs (measured blocks)")
         for col in ("group", "runs", "mean accuracy", "min accuracy"):

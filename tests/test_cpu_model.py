@@ -87,3 +87,23 @@ def test_within_a_quarter_of_simulation_and_never_optimistic(node: Node) -> None
     x = model(node)
     assert x <= sim * 1.03
     assert x >= sim * 0.75
+
+
+def test_lookup_cpu_grows_per_doubling_of_the_keys() -> None:
+    """A node's cached CPU per operation, computed term by term from the table (docs/model.md (3)):
+    a get, a range's seek and an rmw's read grow by s_get per doubling past the reference size, an
+    empty get by s_empty, a write not at all; below the reference nothing changes."""
+    from cost_models.cpu import op_cpu_seconds, phi_table
+    from specs.vocab import DESIGN_CLASSES, OPERATIONS, DesignClass
+
+    t = phi_table()
+    ref = float(t["lookup_reference_keys"])
+    cls = np.array([c.code for c in DesignClass if c != DesignClass.LSH])
+    small, large = op_cpu_seconds(cls, ref / 8, 20.0), op_cpu_seconds(cls, ref * 2**10, 20.0)
+    assert np.allclose(small, op_cpu_seconds(cls, ref, 20.0))
+    for i, code in enumerate(cls):
+        slope = t["classes"][DESIGN_CLASSES[code]]["lookup_seconds_per_doubling"]
+        want = {"get": 10 * slope["get"], "empty_get": 10 * slope["empty_get"], "range": 10 * slope["get"]}
+        want |= {"rmw": 10 * slope["get"], "insert": 0.0, "update": 0.0}
+        got = dict(zip(OPERATIONS, large[i] - small[i], strict=True))
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-15)
