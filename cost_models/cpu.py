@@ -366,6 +366,13 @@ def background_workers() -> float:
     return model_constants()["background_threads"]
 
 
+def usable_cores(threads: float, cores: float) -> float:
+    """Cores a node's work can occupy: its ``threads`` clients and the background thread(s), on at
+    most the machine's ``cores`` (one client thread on two cores leaves the background thread a core
+    of its own; it does not share the client's)."""
+    return float(min(cores, threads + background_workers()))
+
+
 def throughput(
     d: Demands,
     iops: float | np.ndarray,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cost_models.cpu import LOCAL_DEVICE, DeviceModel, NodeShape, node_throughput
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel, NodeShape, node_throughput, usable_cores
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
@@ -230,7 +230,7 @@ def engine_throughput(
         mix,
         th,
         float(workload.get("scan_length", 1)),
-        cores=min(th, cores),
+        cores=usable_cores(th, cores),
         read_latency_s=device.read_latency_s,
         bytes_per_s=device.bytes_per_s,
     )

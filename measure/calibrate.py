@@ -41,6 +41,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import platform
 import statistics
 import tempfile
@@ -60,6 +61,7 @@ from cost_models.cpu import (
     DeviceModel,
     NodeShape,
     node_throughput,
+    usable_cores,
     using_table,
 )
 from cost_models.engine_model import engine_throughput
@@ -115,6 +117,29 @@ def machine() -> str:
     except OSError:
         pass
     return f"{cpu} ({cpu_count()} CPUs), {platform.system()} {platform.release()}"
+
+
+def provenance() -> dict[str, Any]:
+    """What wrote a table: the command line, the commit of this checkout (with '+' when it has
+    uncommitted changes) and the machine's load average (1, 5, 15 min) when the table was written."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return {
+        "command": " ".join(["cosine", *sys.argv[1:]]),
+        "commit": commit + ("+" if dirty else ""),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 @dataclass
@@ -712,13 +737,14 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
                 str(op): float(f"{result['cpu'][(cls, op)]:.4g}") for op in OPERATIONS if (cls, op) in result["cpu"]
             },
         }
-    sizes = sorted({s.records for s in samples})
+    sizes = sorted({s.records for s in samples if s.kind != BUFFERED})
     threads = sorted({s.threads for s in samples})
     terms = result["background"]
     doc = {
         "schema": PHI_SCHEMA,
         "machine": machine(),
         "date": dt.date.today().isoformat(),
+        "provenance": provenance(),
         "method": (
             f"cosine calibrate (measure/calibrate.py): the class presets (rocksdb, wiredtiger, faster, "
             f"hybrid-base) at {sizes} records, threads {threads}. "
@@ -775,7 +801,9 @@ def predicted(s: Sample, cores: int) -> float:
         KEY + VALUE,
         np.array([s.memtable_entries]),
     )
-    return float(node_throughput(io, math.inf, shape, mix, s.threads, s.scan_length, cores=min(cores, s.threads))[0])
+    return float(
+        node_throughput(io, math.inf, shape, mix, s.threads, s.scan_length, cores=usable_cores(s.threads, cores))[0]
+    )
 
 
 def accuracy(pred: float, meas: float) -> float:
@@ -801,6 +829,9 @@ def checks(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
                 "measured_ops": s.throughput,
                 "runqueue_share": s.runqueue_share,
                 "accuracy": accuracy(p, s.throughput),
+                # over the time the driver threads had a CPU (= measured on a quiet machine)
+                "measured_free_ops": s.free_throughput,
+                "accuracy_free": accuracy(p, s.free_throughput),
             }
         )
     return rows

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cost_models import cpu_count
-from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel, usable_cores
 from cost_models.design import Design
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from render.config import engine_sections, local_entry
@@ -38,7 +38,7 @@ def best_design(
     spec_n = replace(spec, workload=replace(spec.workload, entries=int(n_keys)))
     parts = workload_partitions(spec_n.workload)
     ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts, model=spec.cost_model)
-    cores = min(threads, cpu_count())
+    cores = usable_cores(threads, cpu_count())
     x = ne.throughput(spec_n.workload, device.iops, threads, cores=cores, device=device)
     allowed = np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])
     x = np.where(allowed, x, 0.0)
