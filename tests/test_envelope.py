@@ -94,3 +94,29 @@ def test_inside_the_envelope_is_quiet(runner, solved, tmp_path, monkeypatch) -> 
     assert json.loads(res.stdout)["certificate"]["envelope"]["inside"] is True
     assert "warning" not in res.stderr
     assert runner.invoke(app, ["audit", str(out)]).exit_code == 0
+
+
+@pytest.mark.parametrize("cls", ["lsm", "btree", "lsh", "hybrid"])
+def test_a_cached_get_on_a_large_node_stays_inside_what_was_measured(cls) -> None:
+    """The headline bug of issue 12: a cached B-tree/hybrid get at a fit's floor made ycsb_c
+    ~10 M ops/s per vCPU. A get that reads no block, on 10^8 keys, one thread per core, must now
+    be below the fastest get per core the engine was measured to do (the calibration's smallest
+    size), and cost more than it did there."""
+    import numpy as np
+
+    from cost_models.cpu import NodeShape, node_throughput
+    from cost_models.io_model import IOCost
+    from specs.vocab import DesignClass
+
+    zero = np.zeros(1)
+    io = IOCost(zero, zero, zero, zero, zero, zero, get_buffered=zero)
+    code = np.array([DesignClass(cls).code])
+
+    def per_core(keys: float) -> float:
+        shape = NodeShape(code, np.array([4096.0]), keys, 144.0, np.array([1000.0]))
+        return float(node_throughput(io, np.inf, shape, {"get": 1.0}, 2, 20.0, cores=3.0)[0]) / 2
+
+    measured = bound(cls, {"get": 1.0}).per_core_ops
+    assert measured is not None
+    assert per_core(1e8) < 0.5 * measured
+    assert per_core(1e8) < per_core(1e6) < per_core(1e5)
