@@ -301,13 +301,21 @@ def test_shipped_traces_are_reproducible(tmp_path: Path) -> None:
         assert 100 <= t.steps <= 1000
 
 
-def test_naive_loses_to_default_on_mgrast_with_the_cost_model() -> None:
+def test_naive_loses_to_default_on_mgrast_with_the_cost_model(monkeypatch) -> None:
     """SOPHIA Sec. 6, Exp. 1: naive reconfiguration loses to the default on MG-RAST.
 
     Candidates are given explicitly to keep the test fast: the solver's optima
-    (with the learned phi table) for MG-RAST's read state (a B-tree, T = 2) and
-    write state (a hash log) on SOPHIA's 8-node cluster (``cosine plan``
-    searches them per workload)."""
+    for MG-RAST's read state (a B-tree, T = 2) and write state (a hash log) on
+    SOPHIA's 8-node cluster (``cosine plan`` searches them per workload), under
+    the CPU table they were chosen with (tests/data/phi_sophia.yaml). The test
+    is about the plan's logic, so its table is pinned: with the table measured
+    on 2026-11-23 (a loaded 2-core machine; phi of a B-tree get 0.89, of a
+    hash-log get 0.96) Amdahl's law over 8 vCPUs makes the hash log the fastest
+    in MG-RAST's read state too, naive never switches, and the experiment has
+    no reconfiguration to study (BENCHMARKS.md section 13)."""
+    from cost_models.cpu import TABLE_ENV
+
+    monkeypatch.setenv(TABLE_ENV, str(Path(__file__).parent / "data" / "phi_sophia.yaml"))
     from cost_models.design import Design
     from cost_models.pricing import load_catalog
     from specs.schema import load_spec
