@@ -147,10 +147,11 @@ def transient_put(
     The steady-state model amortizes each merge over its level's fill cycle; a
     run of a few cycles pays for the merges that actually happen in it, and the
     state it starts in decides how many: a level at fill f0 that receives x
-    capacities' worth of entries pushes down floor(f0 + x) times. The count
+    capacities' worth of entries pushes down ceil(f0 + x) - 1 times. The count
     cascades from the buffer (flushes) down; each merge costs what the model
     says one merge into that level costs. (A level the load left exactly full
-    pays a whole extra merge — the transient the steady state averages away.)
+    pays a whole extra merge once anything arrives — the transient the steady
+    state averages away; if nothing arrives it pays none.)
     Hash logs have no levels: the steady-state cost (``fallback``) is kept.
     """
     if lay.lsh[0]:
@@ -171,7 +172,11 @@ def transient_put(
         if i + 1 >= int(lay.L[0]):  # the last level only grows
             break
         cap = float(lay.cap[0, i])
-        events = math.floor(start.get(i + 1, 0.0) / cap + events * float(mt.incoming[0, i]) / cap)
+        # the engine merges a level down when entries arrive that it cannot take: a level at fill f0
+        # that receives x capacities merges ceil(f0 + x) - 1 times (none if nothing arrives, even
+        # when the load left it exactly full)
+        arriving = events * float(mt.incoming[0, i]) / cap
+        events = max(0, math.ceil(start.get(i + 1, 0.0) / cap + arriving) - 1) if arriving > 0 else 0
     return np.array([blocks / puts + float(mt.wal[0])])
 
 

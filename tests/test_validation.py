@@ -9,6 +9,8 @@ its small size: few cases, short runs that see fewer merge cycles).
 
 from __future__ import annotations
 
+import pytest
+
 from measure.validate import validate
 
 TARGET, MARGIN = 0.90, 0.10
@@ -76,3 +78,25 @@ def test_conservative_margin_makes_ninety_percent_over_estimate():
     c = v.conservative_summary()
     assert c["conservative_share"] >= 0.9 and c["margin"] == m
     assert c["accuracy_cost"] == v.summary()["mean_accuracy"] - c["mean_accuracy"]
+
+
+def test_a_full_level_nothing_reaches_pays_no_merge():
+    """transient_put: the engine merges a level down only when entries arrive that it cannot take.
+    A run whose few puts never get past level 1 pays no merge of a level 2 the load left exactly
+    full (it was charged one: ~30 blocks per put instead of ~0.35 on the hybrid preset)."""
+    from cost_models.engine_model import predict
+    from measure.engine import workload_json
+    from measure.grid import designs, shipped_spec
+
+    secs = designs(250_000, quick=True, optima=False)["hybrid-base"]
+    wl = workload_json(shipped_spec("ycsb_a"), 250_000, 5000, 1)
+    levels = [(1, 19_500, 13_000, 2), (2, 117_000, 117_000, 3), (3, 702_000, 117_000, 1)]
+    shape = {
+        "buffered": 3000,
+        "levels": [{"level": i, "capacity": c, "entries": e, "runs": r} for i, c, e, r in levels],
+    }
+    full = predict(secs, wl, shape=shape)
+    shape["levels"][1]["entries"] = 116_000  # just below full: the same run, no merge either way
+    below = predict(secs, wl, shape=shape)
+    assert float(full.insert[0]) == pytest.approx(float(below.insert[0]))
+    assert float(full.insert[0]) < 1.0
