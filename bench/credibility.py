@@ -1,6 +1,7 @@
 """Every figure of issue 12 ("what `cosine solve` promises, the engine delivers"), in one script.
 
-    .venv/bin/python -m bench.credibility [--quick] [--calibrate] [--skip-grid] [--skip-tmpfs] [--out runs/credibility]
+    .venv/bin/python -m bench.credibility [--quick] [--calibrate] [--skip-grid] [--skip-tmpfs] [--skip-ranking]
+                                          [--volumes IOPS ...] [--out runs/credibility]
 
 1. ``--calibrate``: `cosine calibrate --write` first (rewrites cost_models/data/phi.yaml;
    regenerate the golden test afterwards, COMMON.md); without it the committed table is used.
@@ -113,6 +114,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes and the quick grid (about half an hour)")
     ap.add_argument("--calibrate", action="store_true", help="recalibrate and rewrite phi.yaml first")
     ap.add_argument("--skip-grid", action="store_true", help="leave out the I/O validation grid")
+    ap.add_argument("--skip-ranking", action="store_true", help="leave out the ranking checks")
+    ap.add_argument(
+        "--volumes", type=float, nargs="*", help="the emulated volumes' IOPS (default: gp3's 3,000 and 16,000)"
+    )
     ap.add_argument(
         "--skip-tmpfs", action="store_true", help="leave out Fig. 4B on tmpfs (e.g. `cosine calibrate` just ran it)"
     )
@@ -135,7 +140,8 @@ def main() -> None:
     print(f"\n({time.time() - t0:,.0f} s)\n")
     # The device mode: fewer operations (a few thousand per second at these IOPS).
     dev_plan = replace(plan, fig4b_ops=max(5000, plan.fig4b_ops // 10))
-    for name, iops in VOLUMES:
+    volumes = VOLUMES if a.volumes is None else tuple((f"{v:,.0f}-IOPS", v) for v in a.volumes)
+    for name, iops in volumes:
         t = time.time()
         rows = fig4b(dev_plan, cores, device=volume(iops))
         write_records(out / f"fig4b_{int(iops)}iops.parquet", rows)
@@ -149,7 +155,9 @@ def main() -> None:
         print(f"\n({time.time() - t:,.0f} s)\n")
     records = 50_000 if a.quick else 200_000
     ops = 50_000 if a.quick else 200_000
-    for name, dev, n_ops in (("tmpfs", LOCAL_DEVICE, ops), *((v, volume(i), max(5000, ops // 10)) for v, i in VOLUMES)):
+    rankings = [] if a.skip_ranking else [("tmpfs", LOCAL_DEVICE, ops)]
+    rankings += [] if a.skip_ranking else [(v, volume(i), max(5000, ops // 10)) for v, i in volumes]
+    for name, dev, n_ops in rankings:
         t = time.time()
         rows = ranking(records, n_ops, dev)
         write_records(out / f"ranking_{name.replace(' ', '_')}.parquet", rows)
