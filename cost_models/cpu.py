@@ -113,7 +113,7 @@ def _load_table(path: Path, stamp: int) -> dict[str, Any]:
                 raise PhiTableError(f"{path.name}: {cls}.lookup_seconds_per_doubling.{op} must be positive, got {v!r}")
         for key in ("phi", "cpu_seconds"):
             for op in OPERATIONS:
-                if key == "cpu_seconds" and (cls, op) == (DesignClass.LSH, Operation.RANGE):
+                if key == "cpu_seconds" and cls == DesignClass.LSH and op in INDEX_WALKS:
                     continue  # the hash log's scan walks its whole index: hash_scan_per_key_seconds
                 v = classes[cls].get(key, {}).get(op)
                 if v is None:
@@ -149,7 +149,11 @@ MEMTABLE_DESCENTS = {
     Operation.INSERT: 1.0,
     Operation.UPDATE: 1.0,
     Operation.RMW: 2.0,
+    Operation.EMPTY_RANGE: 1.0,
 }
+
+#: Operations a hash log answers by walking its whole index (it keeps no order).
+INDEX_WALKS = (Operation.RANGE, Operation.EMPTY_RANGE)
 
 
 #: The measured searches whose CPU grows with the data (phi.yaml ``lookup_seconds_per_doubling``).
@@ -158,6 +162,7 @@ LOOKUP_SLOPES = (Operation.GET, Operation.EMPTY_GET)
 #: filters, block cache, hash index): a range seeks as a get does, an rmw reads as a get; a
 #: write reaches only the memtable (none).
 LOOKUP_OF = {
+    Operation.EMPTY_RANGE: Operation.GET,
     Operation.GET: Operation.GET,
     Operation.EMPTY_GET: Operation.EMPTY_GET,
     Operation.RANGE: Operation.GET,
@@ -208,7 +213,8 @@ def op_cpu_seconds(cls: np.ndarray, n_keys: float | np.ndarray, scan_length: flo
     c[:, r] += scan_length * per_entry[code]
     lsh = np.asarray(cls, dtype=int) == DesignClass.LSH.code
     keys = np.broadcast_to(np.asarray(n_keys, dtype=float), lsh.shape)
-    c[:, r] += np.where(lsh, keys * float(t["hash_scan_per_key_seconds"]), 0.0)
+    for op in INDEX_WALKS:
+        c[:, OPERATIONS.index(op)] += np.where(lsh, keys * float(t["hash_scan_per_key_seconds"]), 0.0)
     return c
 
 

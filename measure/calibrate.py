@@ -699,13 +699,18 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     cpu = fit_cpu(samples, memtable, lookup)
     for cls in CLASS_DESIGNS:
         for op in OPERATIONS:
-            if op != Operation.RANGE and (cls, op) not in cpu:
+            if op not in (Operation.RANGE, Operation.EMPTY_RANGE) and (cls, op) not in cpu:
                 raise CalibrationError(f"no cached single-thread run of {cls} {op}")
         if (cls, BUFFER_GET) not in cpu:
             raise CalibrationError(f"no buffered-get run of {cls}")
         if cls != DesignClass.LSH:
             cpu[(cls, Operation.RANGE)] = rng[cls]["per_scan"]
+            # not measured: an empty range costs a range's seek and no entries (issue 17)
+            cpu[(cls, Operation.EMPTY_RANGE)] = rng[cls]["per_scan"]
     phi = fit_phi(samples, cores)
+    for cls in CLASS_DESIGNS:
+        if (cls, Operation.RANGE) in phi:
+            phi[(cls, Operation.EMPTY_RANGE)] = phi[(cls, Operation.RANGE)]
     missing = [f"{c} {o}" for c in CLASS_DESIGNS for o in OPERATIONS if (c, o) not in phi]
     if missing:
         raise CalibrationError(f"no speed-up measured for {', '.join(missing)} (the machine has {cores} core)")
@@ -750,7 +755,8 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             f"hybrid-base) at {sizes} records, threads {threads}. "
             "cpu_seconds: driver-thread CPU per operation on a warm engine whose cache holds the data (no "
             "block reads; writes fill part of an empty buffer, no flush); phi: Eq. 2 on those runs' "
-            "speed-ups, averaged (Algorithm 1); lookups: a_op + b log2(keys / smallest size) by least squares "
+            "speed-ups, averaged (Algorithm 1); empty_range: not measured, a range's seek (its per-scan CPU "
+            "and phi); lookups: a_op + b log2(keys / smallest size) by least squares "
             "over the sizes; range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
             "A/B/D/F runs against their blocks read; background: least squares of the background thread's "

@@ -104,6 +104,6 @@ def test_lookup_cpu_grows_per_doubling_of_the_keys() -> None:
     for i, code in enumerate(cls):
         slope = t["classes"][DESIGN_CLASSES[code]]["lookup_seconds_per_doubling"]
         want = {"get": 10 * slope["get"], "empty_get": 10 * slope["empty_get"], "range": 10 * slope["get"]}
-        want |= {"rmw": 10 * slope["get"], "insert": 0.0, "update": 0.0}
+        want |= {"rmw": 10 * slope["get"], "insert": 0.0, "update": 0.0, "empty_range": 10 * slope["get"]}
         got = dict(zip(OPERATIONS, large[i] - small[i], strict=True))
         assert got == pytest.approx(want, rel=1e-9, abs=1e-15)

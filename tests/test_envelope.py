@@ -109,7 +109,7 @@ def test_a_cached_get_on_a_large_node_stays_inside_what_was_measured(cls) -> Non
     from specs.vocab import DesignClass
 
     zero = np.zeros(1)
-    io = IOCost(zero, zero, zero, zero, zero, zero, get_buffered=zero)
+    io = IOCost(zero, zero, zero, zero, zero, zero, zero, get_buffered=zero)
     code = np.array([DesignClass(cls).code])
 
     def per_core(keys: float) -> float:
