@@ -155,7 +155,10 @@ impl Workload {
             return Err("empty_range_width must be at least 1".into());
         }
         if self.mix.empty_range > 0.0 && self.key_bytes < 8 {
-            return Err(format!("empty_range needs keys of at least 8 bytes (its width counts values of the first 8), got {}", self.key_bytes));
+            return Err(format!(
+                "empty_range needs keys of at least 8 bytes (its width counts values of the first 8), got {}",
+                self.key_bytes
+            ));
         }
         Ok(())
     }

@@ -123,7 +123,8 @@ pub fn seal(codec: Codec, raw: &[u8]) -> Result<Vec<u8>> {
     }
     let t = Instant::now();
     let mut out = codec.compress(raw)?;
-    let len = u32::try_from(raw.len()).map_err(|_| Error::InvalidArgument(format!("block of {} bytes is too large to compress", raw.len())))?;
+    let len =
+        u32::try_from(raw.len()).map_err(|_| Error::InvalidArgument(format!("block of {} bytes is too large to compress", raw.len())))?;
     out.extend_from_slice(&len.to_le_bytes());
     let c = crc32(&out);
     out.extend_from_slice(&c.to_le_bytes());

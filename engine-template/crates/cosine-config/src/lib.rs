@@ -456,7 +456,8 @@ impl Config {
                 return bad(format!("range_filter.bits_per_height[{h}] must be in [0, 64], got {b}"));
             }
         }
-        if self.is_hashlog() && (self.compression.hot != Codec::None || self.compression.cold != Codec::None || self.range_filter.enabled()) {
+        if self.is_hashlog() && (self.compression.hot != Codec::None || self.compression.cold != Codec::None || self.range_filter.enabled())
+        {
             return bad("class lsh: the hash log takes no [compression] or [range_filter] (its segments are not sorted runs)".into());
         }
         self.device.validate()

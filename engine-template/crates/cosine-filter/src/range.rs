@@ -85,12 +85,7 @@ impl RangeFilterBuilder {
 
     /// The filter over the keys added.
     pub fn finish(self) -> RangeFilter {
-        let levels = self
-            .hashes
-            .iter()
-            .zip(&self.bits)
-            .map(|(hs, b)| (*b > 0.0).then(|| Bloom::from_hashes(hs, *b)))
-            .collect();
+        let levels = self.hashes.iter().zip(&self.bits).map(|(hs, b)| (*b > 0.0).then(|| Bloom::from_hashes(hs, *b))).collect();
         RangeFilter { levels }
     }
 }

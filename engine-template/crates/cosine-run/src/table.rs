@@ -10,10 +10,10 @@
 
 use crate::block::{Block, BlockBuilder};
 use crate::cache::{BlockCache, Cached};
+use cosine_compress::Codec;
 use cosine_core::io::BlockKind;
 use cosine_core::{Decoder, Encoder, Error, IoCounter, KvIterator, Result, Value};
 use cosine_fence::{BlockHandle, Fences};
-use cosine_compress::Codec;
 use cosine_filter::{key_prefix, Bloom, RangeFilter, RangeFilterBuilder};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
