@@ -36,6 +36,7 @@ test-engine:
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy cost_models solver specs render measure studies report deploy bench cli.py
+	cd engine-template && cargo fmt --all --check && cargo clippy --release -q --workspace --all-targets -- -D warnings
 
 # System packages for `cosine deploy`, its tests and bench/ycsb: twemproxy (nutcracker),
 # redis-tools (redis-cli, redis-benchmark) and redis-server (the peer). `setup` installs
