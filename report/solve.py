@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from report.format import OP_LABELS, gib, money, si
+from specs.vocab import Method
 
 
 def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console | None = None) -> None:
@@ -122,9 +123,14 @@ def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
     p.add_row("compute / storage / SLAs", f"{money(mc['compute'])} / {money(mc['storage'])} / {money(mc['sla'])}")
     p.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
     gap = cert["mip_gap"]
+    how = {
+        Method.THRESHOLD: f"by the threshold algorithm (back end {cert['backend']} for covering MIPs it cannot close)",
+        Method.MIP: f"by {cert['backend']} (whole band MIP)",
+        Method.EXHAUSTIVE: "by enumeration",
+    }[Method(cert["method"])]
     p.add_row(
         "certificate",
-        f"{cert['status']} by {cert['backend']} ({cert['method']}): MIP gap "
+        f"{cert['status']} {how}: MIP gap "
         f"{'-' if gap is None else f'{gap:.2e}'}, approximation error {cert['approx_error']:.2e}",
     )
     fc = sol.get("frontier_check", {})
