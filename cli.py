@@ -27,6 +27,7 @@ from specs.vocab import (
     CostModel,
     EnginePeer,
     Method,
+    Operation,
     PlanStart,
     PriceSet,
     Provider,
@@ -490,11 +491,23 @@ def calibrate(
             "compressibilities, written to cost_models/data/compression.yaml.",
         ),
     ] = False,
+    operation: Annotated[
+        Operation | None,
+        typer.Option(
+            "--operation",
+            help="Only this operation's cached runs (every class, size and thread count): its CPU per "
+            "operation and phi, merged into cost_models/data/phi.yaml with every other entry unchanged "
+            "(no Fig. 4B). Not range, get or empty_get: those need the whole calibration.",
+        ),
+    ] = None,
 ) -> None:
     """Learn phi and the CPU time per operation on the Rust engine (Algorithm 1); check Fig. 4B."""
     with cli_errors():
         if compression:
             _calibrate_compression(quick, write)
+            return
+        if operation is not None:
+            _calibrate_operation(operation, quick, write, out, samples_from)
             return
         from cost_models.cpu import PHI_TABLE
         from measure.calibrate import calibrate as run_calibration
@@ -519,6 +532,29 @@ def calibrate(
         if write:
             print_written(str(PHI_TABLE))
         print_written(", ".join(str(f) for f in files))
+
+
+def _calibrate_operation(op: Operation, quick: bool, write: bool, out: Path, samples_from: Path | None) -> None:
+    """`cosine calibrate --operation OP`: measure one operation's cached runs, print, merge into the table."""
+    from cost_models.cpu import PHI_TABLE
+    from measure.calibrate import calibrate_operation, check_single_operation
+    from report.measure import print_operation_calibration
+    from report.progress import progress_bar
+    from report.solve import print_written
+    from specs.io import check_output_dir, check_output_file
+
+    check_single_operation(op)
+    check_output_dir(out, "--out")
+    if write:
+        check_output_file(PHI_TABLE, "--write")
+    with progress_bar() as bar:
+        _, res = calibrate_operation(
+            op, quick, samples_from, _bar_callback(bar, bar.add_task(f"calibrating {op}", total=1)), write, out
+        )
+    print_operation_calibration(res)
+    if write:
+        print_written(str(PHI_TABLE))
+    print_written(str(out / "calibration.parquet"))
 
 
 def _calibrate_compression(quick: bool, write: bool) -> None:

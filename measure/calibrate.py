@@ -55,12 +55,15 @@ import yaml
 
 from cost_models import cpu_count
 from cost_models.cpu import (
+    INDEX_WALKS,
     LOCAL_DEVICE,
+    LOOKUP_SLOPES,
     PHI_SCHEMA,
     PHI_TABLE,
     DeviceModel,
     NodeShape,
     node_throughput,
+    phi_table,
     usable_cores,
     using_table,
 )
@@ -351,15 +354,20 @@ def _run_config(spec: Spec, cls: str, records: int, plan: Plan, kind: str, secs:
     if mix.get(Operation.RANGE, 0.0) > 0:
         # about as many entries as a point run has operations
         ops = max(1000, ops // max(10, int(spec.workload.scan_length)))
-        if cls == DesignClass.LSH:
-            ops = min(ops, max(100, int(HASH_SCAN_KEYS / (records * mix[Operation.RANGE]))))
+    walks = sum(mix.get(o, 0.0) for o in INDEX_WALKS)
+    if cls == DesignClass.LSH and walks > 0:
+        ops = min(ops, max(100, int(HASH_SCAN_KEYS / (records * walks))))
     return ops, layout
 
 
-def measure(plan: Plan, progress: Callable[[int, int, str], None] | None = None) -> list[Sample]:
-    """Run every calibration run of ``plan`` (module docstring) and return the samples."""
+def measure(
+    plan: Plan,
+    progress: Callable[[int, int, str], None] | None = None,
+    runs: list[tuple[CalibrationRun, str, str, Spec, int, int, float]] | None = None,
+) -> list[Sample]:
+    """Run every calibration run of ``plan`` (module docstring), or just ``runs`` of it, and return the samples."""
     build(TEMPLATE)
-    runs = _runs(plan)
+    runs = _runs(plan) if runs is None else runs
     out: list[Sample] = []
     by_size = {n: calibration_designs(n) for n in plan.sizes}
     for i, (kind, cls, name, spec, size, th, block_factor) in enumerate(runs):
@@ -489,8 +497,6 @@ def fit_lookup(samples: list[Sample], memtable: tuple[float, float]) -> dict[str
     cost_models.cpu.LOOKUP_SLOPES), least squares over the cached single-thread runs at every size
     of c = a + b log2(keys / reference), the reference the smallest size. b (seconds per doubling)
     and a must come out positive: a fit that wants a lookup no slower on more data stops."""
-    from cost_models.cpu import LOOKUP_SLOPES
-
     rows = [s for s in samples if s.kind == CACHED and s.threads == 1 and s.workload in LOOKUP_SLOPES]
     sizes = sorted({s.records for s in rows})
     if len(sizes) < 2:
@@ -699,18 +705,14 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     cpu = fit_cpu(samples, memtable, lookup)
     for cls in CLASS_DESIGNS:
         for op in OPERATIONS:
-            if op not in (Operation.RANGE, Operation.EMPTY_RANGE) and (cls, op) not in cpu:
+            if op != Operation.RANGE and (cls, op) not in cpu:
                 raise CalibrationError(f"no cached single-thread run of {cls} {op}")
         if (cls, BUFFER_GET) not in cpu:
             raise CalibrationError(f"no buffered-get run of {cls}")
         if cls != DesignClass.LSH:
             cpu[(cls, Operation.RANGE)] = rng[cls]["per_scan"]
-            # not measured: an empty range costs a range's seek and no entries (issue 17)
-            cpu[(cls, Operation.EMPTY_RANGE)] = rng[cls]["per_scan"]
+    drop_index_walks(cpu)
     phi = fit_phi(samples, cores)
-    for cls in CLASS_DESIGNS:
-        if (cls, Operation.RANGE) in phi:
-            phi[(cls, Operation.EMPTY_RANGE)] = phi[(cls, Operation.RANGE)]
     missing = [f"{c} {o}" for c in CLASS_DESIGNS for o in OPERATIONS if (c, o) not in phi]
     if missing:
         raise CalibrationError(f"no speed-up measured for {', '.join(missing)} (the machine has {cores} core)")
@@ -724,6 +726,21 @@ def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
         "background": fit_background(samples),
         "envelope": envelope(samples, cores),
     }
+
+
+def drop_index_walks(cpu: dict[tuple[str, str], float]) -> None:
+    """A hash log's empty range walks its whole index as its range does: the model charges that
+    walk from hash_scan_per_key_seconds (fit_range), so the table holds no per-operation CPU for it."""
+    for op in INDEX_WALKS:
+        if op != Operation.RANGE:
+            cpu.pop((DesignClass.LSH, op), None)
+
+
+TABLE_HEADER = (
+    "# The CPU model's measured terms: per design class and operation the CPU seconds on a cached engine\n"
+    "# and phi (Eq. 2); block-read and background CPU; the envelope of measured throughput per core.\n"
+    "# Written by `cosine calibrate` (measure/calibrate.py); read through cost_models/cpu.py.\n"
+)
 
 
 def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_TABLE) -> Path:
@@ -755,8 +772,8 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             f"hybrid-base) at {sizes} records, threads {threads}. "
             "cpu_seconds: driver-thread CPU per operation on a warm engine whose cache holds the data (no "
             "block reads; writes fill part of an empty buffer, no flush); phi: Eq. 2 on those runs' "
-            "speed-ups, averaged (Algorithm 1); empty_range: not measured, a range's seek (its per-scan CPU "
-            "and phi); lookups: a_op + b log2(keys / smallest size) by least squares "
+            "speed-ups, averaged (Algorithm 1); empty_range: its own cached runs (hash log: the index walk of "
+            "hash_scan_per_key_seconds, its phi measured); lookups: a_op + b log2(keys / smallest size) by least squares "
             "over the sizes; range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
             "A/B/D/F runs against their blocks read; background: least squares of the background thread's "
@@ -772,13 +789,112 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
         "classes": classes,
         "envelope": result["envelope"],
     }
-    header = (
-        "# The CPU model's measured terms: per design class and operation the CPU seconds on a cached engine\n"
-        "# and phi (Eq. 2); block-read and background CPU; the envelope of measured throughput per core.\n"
-        "# Written by `cosine calibrate` (measure/calibrate.py); read through cost_models/cpu.py.\n"
-    )
-    write_text(path, header + yaml.safe_dump(doc, sort_keys=False))
+    write_text(path, TABLE_HEADER + yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+# ----------------------------------------------------------------------------- one operation
+
+
+#: Operations `cosine calibrate --operation` measures alone: their cached runs give the CPU per
+#: operation and phi with the table's memtable and lookup terms. A range needs its two scan
+#: lengths and the hash log's walk, a get and an empty get the lookup-growth fit over the same
+#: runs: only the whole calibration measures those.
+SINGLE_OPERATIONS = tuple(op for op in OPERATIONS if op != Operation.RANGE and op not in LOOKUP_SLOPES)
+
+
+def check_single_operation(op: Operation) -> None:
+    """--operation names an operation that can be measured alone (SINGLE_OPERATIONS)."""
+    if op not in SINGLE_OPERATIONS:
+        raise InputError(
+            f"--operation {op}: only {', '.join(SINGLE_OPERATIONS)} can be measured alone "
+            "(range and the lookups need the whole calibration)"
+        )
+
+
+def operation_runs(plan: Plan, op: Operation) -> list[tuple[CalibrationRun, str, str, Spec, int, int, float]]:
+    """The cached runs of ``op`` in the calibration of ``plan`` (every class, size and thread count)."""
+    return [r for r in _runs(plan) if r[0] == CACHED and r[2] == op]
+
+
+def table_terms(table: dict[str, Any]) -> tuple[tuple[float, float], dict[str, Any]]:
+    """The memtable and lookup-growth terms of a written table, as fit_memtable and fit_lookup return them."""
+    memtable = (float(table["memtable_seconds_per_doubling"]), float(table["memtable_base_entries"]))
+    lookup = {
+        "per_doubling": {c: dict(v["lookup_seconds_per_doubling"]) for c, v in table["classes"].items()},
+        "reference_keys": float(table["lookup_reference_keys"]),
+    }
+    return memtable, lookup
+
+
+def fit_operation(samples: list[Sample], op: Operation, table: dict[str, Any], cores: int) -> dict[str, Any]:
+    """CPU seconds and phi of ``op`` per class from its cached runs (fit_cpu, fit_phi), the memtable
+    and lookup terms taken from ``table``; raises CalibrationError at a bound or for a missing class."""
+    mine = [s for s in samples if s.kind == CACHED and s.workload == op]
+    memtable, lookup = table_terms(table)
+    cpu = fit_cpu(mine, memtable, lookup)
+    phi = fit_phi(mine, cores)
+    missing = [c for c in CLASS_DESIGNS if (c, op) not in cpu or (c, op) not in phi]
+    if missing:
+        raise CalibrationError(f"{op}: no cached runs at 1 and 2 threads of {', '.join(missing)}")
+    drop_index_walks(cpu)
+    return {"operation": op, "cpu": cpu, "phi": phi}
+
+
+def merge_operation(result: dict[str, Any], samples: list[Sample], path: Path = PHI_TABLE) -> Path:
+    """Write one operation's measured CPU and phi into the table at ``path``, every other entry as
+    it was; its provenance goes under ``operation_provenance``, and its ``<op>_note`` (a value
+    that was not measured) is removed."""
+    op = str(result["operation"])
+    doc = yaml.safe_load(path.read_text())
+    for cls in CLASS_DESIGNS:
+        entry = doc["classes"][cls]
+        entry["phi"][op] = round(result["phi"][(cls, op)], 4)
+        if (cls, op) in result["cpu"]:
+            entry["cpu_seconds"][op] = float(f"{result['cpu'][(cls, op)]:.4g}")
+        else:
+            entry["cpu_seconds"].pop(op, None)
+    sizes = sorted({s.records for s in samples})
+    threads = sorted({s.threads for s in samples})
+    doc.pop(f"{op}_note", None)
+    doc.setdefault("operation_provenance", {})[op] = {
+        **provenance(),
+        "machine": machine(),
+        "date": dt.date.today().isoformat(),
+        "method": (
+            f"cosine calibrate --operation {op}: only {op}'s cached runs (the class presets at {sizes} "
+            f"records, threads {threads}), fitted as the whole calibration fits them (fit_cpu, fit_phi) "
+            "with this table's memtable and lookup terms; merged into the table, every other entry "
+            "unchanged (hash log: CPU is the index walk, hash_scan_per_key_seconds)."
+        ),
+    }
+    write_text(path, TABLE_HEADER + yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def calibrate_operation(
+    op: Operation,
+    quick: bool,
+    samples_from: Path | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    write: bool = False,
+    out: Path | None = None,
+) -> tuple[list[Sample], dict[str, Any]]:
+    """Measure (or reload) the cached runs of one operation, fit, optionally merge into the table."""
+    check_single_operation(op)
+    plan = QUICK_PLAN if quick else DEFAULT_PLAN
+    table = phi_table(PHI_TABLE)
+    if samples_from is not None:
+        samples = [s for s in load_samples(samples_from) if s.kind == CACHED and s.workload == op]
+    else:
+        samples = measure(plan, progress, operation_runs(plan, op))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_rows(out / "calibration.parquet", samples, Sample)
+    res = fit_operation(samples, op, table, cpu_count())
+    if write:
+        merge_operation(res, samples)
+    return samples, res
 
 
 # ----------------------------------------------------------------------------- checks

@@ -106,6 +106,19 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
         con.print(t)
 
 
+def print_operation_calibration(res: dict[str, Any]) -> None:
+    """One operation's measured CPU per operation and phi per class (`cosine calibrate --operation`)."""
+    op = res["operation"]
+    t = Table(title=f"{op}: measured CPU microseconds per operation (cached engine) and phi (Eq. 2)")
+    t.add_column("class")
+    t.add_column("cpu us", justify="right")
+    t.add_column("phi", justify="right")
+    for cls in DESIGN_CLASSES:
+        cpu = res["cpu"].get((cls, op))
+        t.add_row(cls, "keys x k" if cpu is None else f"{1e6 * cpu:.3f}", f"{res['phi'][(cls, op)]:.4f}")
+    Console().print(t)
+
+
 def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: list[dict[str, Any]]) -> None:
     """The learned CPU table, the block and background terms, the checks and Fig. 4B."""
     con = Console()

@@ -6,10 +6,22 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import yaml
 
-from measure.calibrate import CLASS_DESIGNS, CalibrationError, Sample, fit
+from cli import app
+from cost_models.cpu import PHI_TABLE
+
+from measure.calibrate import (
+    CLASS_DESIGNS,
+    CalibrationError,
+    Sample,
+    fit,
+    fit_operation,
+    merge_operation,
+)
 from specs.vocab import OPERATIONS, Operation
 
 BLOCK = {"lsm": 4060.0, "btree": 32480.0, "lsh": 4060.0, "hybrid": 928.0}
@@ -23,7 +35,9 @@ PER_DOUBLING = 5e-8  # each doubling of the memtable's entries
 #: each doubling of the keys past the smallest size: a get's search (a range's seek, an rmw's
 #: read), and a search that finds nothing
 LOOKUP = {"get": 1e-7, "empty_get": 6e-8}
-GROWS = {"get": "get", "empty_get": "empty_get", "range": "get", "rmw": "get"}
+GROWS = {"get": "get", "empty_get": "empty_get", "range": "get", "rmw": "get", "empty_range": "get"}
+#: an empty range's seek on a tree (a hash log walks its index: PER_KEY x keys), and its speed-up at 2 threads
+EMPTY_RANGE, EMPTY_RANGE_SPEEDUP = 2.5e-6, 1.5
 
 
 def grown(op: str, n: int) -> float:
@@ -68,8 +82,15 @@ def synthetic() -> list[Sample]:
                     cpu = CPU + grown(op, n)
                     if op == Operation.RANGE:
                         cpu = (PER_KEY * n if cls == "lsh" else CPU) + scan * PER_ENTRY + grown(op, n)
+                    speedup = 1.9
+                    if op == Operation.EMPTY_RANGE:
+                        cpu = PER_KEY * n if cls == "lsh" else EMPTY_RANGE + grown(op, n)
+                        speedup = EMPTY_RANGE_SPEEDUP
                     for th in (1, 2):
-                        out.append(sample("cached", cls, str(op), n, th, scan_length=scan, fg_cpu=cpu))
+                        free = 1e5 * (speedup if th == 2 else 1.0)
+                        out.append(
+                            sample("cached", cls, str(op), n, th, scan_length=scan, fg_cpu=cpu, free_throughput=free)
+                        )
             for entries in (1000, n):
                 cpu = BUFFER_GET + PER_DOUBLING * math.log2(entries / 1000)
                 out.append(sample("buffered", cls, "buffer_get", entries, 1, fg_cpu=cpu, memtable_entries=entries))
@@ -106,6 +127,63 @@ def test_fit_recovers_the_terms() -> None:
     for cls in CLASS_DESIGNS:
         assert res["lookup"]["per_doubling"][cls] == pytest.approx(LOOKUP, rel=1e-6)
         assert res["cpu"][(cls, "get")] == pytest.approx(CPU) and res["cpu"][(cls, "rmw")] == pytest.approx(CPU)
+
+
+def test_empty_range_is_fitted_from_its_own_runs() -> None:
+    """An empty range's CPU and phi come from its cached runs, not from the range's; a hash log's
+    empty range is its index walk (hash_scan_per_key_seconds), with no per-operation CPU."""
+    res = fit(synthetic(), cores=2)
+    for cls in ("lsm", "btree", "hybrid"):
+        assert res["cpu"][(cls, "empty_range")] == pytest.approx(EMPTY_RANGE)
+    assert ("lsh", "empty_range") not in res["cpu"]
+    for cls in CLASS_DESIGNS:
+        assert res["phi"][(cls, "empty_range")] == pytest.approx((1 - 1 / EMPTY_RANGE_SPEEDUP) / 0.5)
+
+
+def test_one_operation_is_merged_into_the_table(tmp_path: Path) -> None:
+    """`cosine calibrate --operation empty_range`: its values replace the table's, every other
+    entry stays, its not-measured note goes, its provenance is recorded."""
+    table = tmp_path / "phi.yaml"
+    table.write_text(PHI_TABLE.read_text())
+    before = yaml.safe_load(table.read_text())
+    before["empty_range_note"] = "not measured"
+    table.write_text(yaml.safe_dump(before, sort_keys=False))
+    samples = [s for s in synthetic() if s.kind == "cached" and s.workload == "empty_range"]
+    res = fit_operation(samples, Operation.EMPTY_RANGE, before, cores=2)
+    merge_operation(res, samples, table)
+    after = yaml.safe_load(table.read_text())
+    assert "empty_range_note" not in after
+    assert after["operation_provenance"]["empty_range"]["load_average"]
+    for cls in CLASS_DESIGNS:
+        got, was = after["classes"][cls], before["classes"][cls]
+        assert got["phi"]["empty_range"] == pytest.approx((1 - 1 / EMPTY_RANGE_SPEEDUP) / 0.5, abs=1e-4)
+        assert {k: v for k, v in got["phi"].items() if k != "empty_range"} == {
+            k: v for k, v in was["phi"].items() if k != "empty_range"
+        }
+        assert {k: v for k, v in got["cpu_seconds"].items() if k != "empty_range"} == {
+            k: v for k, v in was["cpu_seconds"].items() if k != "empty_range"
+        }
+        if cls != "lsh":
+            assert got["cpu_seconds"]["empty_range"] > 0
+    rest = {k for k in before if k not in ("classes", "empty_range_note")}
+    assert {k: after[k] for k in rest} == {k: before[k] for k in rest}
+
+
+def test_one_operation_at_a_bound_is_refused() -> None:
+    s = [
+        replace(x, free_throughput=2.2e5) if (x.cls, x.workload, x.threads) == ("btree", "empty_range", 2) else x
+        for x in synthetic()
+        if x.kind == "cached" and x.workload == "empty_range"
+    ]
+    with pytest.raises(CalibrationError, match=r"phi of btree empty_range is 1\.09.*outside \(0, 1\]"):
+        fit_operation(s, Operation.EMPTY_RANGE, yaml.safe_load(PHI_TABLE.read_text()), cores=2)
+
+
+@pytest.mark.parametrize("op", ["range", "get", "empty_get"])
+def test_operation_that_needs_the_whole_calibration_is_refused(runner, op: str) -> None:
+    res = runner.invoke(app, ["calibrate", "--quick", "--operation", op, "--no-write"])
+    assert res.exit_code == 2
+    assert "can be measured alone" in res.output and len(res.output.strip().splitlines()) == 1
 
 
 def test_lookup_no_slower_on_more_data_is_refused() -> None:
