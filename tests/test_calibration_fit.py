@@ -13,7 +13,6 @@ import yaml
 
 from cli import app
 from cost_models.cpu import PHI_TABLE
-
 from measure.calibrate import (
     CLASS_DESIGNS,
     CalibrationError,
