@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-SPECS = Path(__file__).resolve().parent.parent / "specs"
+from specs.schema import SPEC_DIR
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    raw = yaml.safe_load((SPECS / f"{a.spec}.yaml").read_text())
+    raw = yaml.safe_load((SPEC_DIR / f"{a.spec}.yaml").read_text())
     rows = []
     for c in (float(v) for v in a.values.split(",")):
         name = f"{a.spec}_c{c:g}"

@@ -27,21 +27,9 @@ from cost_models.pricing import load_catalog
 from report.plots import plot_frontier, robust_table
 from solver.backends import HighsBackend
 from solver.solve import run_solve
+from specs.schema import STUDY_SPECS as SPECS
 from specs.schema import load_spec
 
-SPECS = (
-    "ycsb_a",
-    "ycsb_b",
-    "ycsb_c",
-    "ycsb_d",
-    "ycsb_e",
-    "ycsb_f",
-    "mixed_25",
-    "write_heavy",
-    "range_heavy",
-    "empty_range_heavy",
-    "robust_5050",
-)
 YCSB = tuple(s for s in SPECS if s.startswith("ycsb_"))
 
 

@@ -33,20 +33,10 @@ from solver import dask_cluster
 from solver.rundir import SweepRow
 from solver.sweep import parse_budgets, sweep
 from specs.io import read_rows
+from specs.schema import SPEC_DIR, STUDY_SPECS
 
 #: Every shipped spec but robust_5050 (a sweep ignores its robustness radius, so it would repeat ycsb-like work).
-SPECS = (
-    "ycsb_a",
-    "ycsb_b",
-    "ycsb_c",
-    "ycsb_d",
-    "ycsb_e",
-    "ycsb_f",
-    "mixed_25",
-    "range_heavy",
-    "write_heavy",
-    "empty_range_heavy",
-)
+SPECS = tuple(s for s in STUDY_SPECS if s != "robust_5050")
 PROVIDERS = ["aws", "gcp"]
 
 
@@ -105,7 +95,7 @@ def main() -> None:
     if a.malloc_trim:
         malloc_trim()
         return
-    specs = [Path("specs") / f"{name}.yaml" for name in SPECS]
+    specs = [SPEC_DIR / f"{name}.yaml" for name in SPECS]
     grid = parse_budgets(a.budgets)
     n = len(specs) * len(grid) * len(PROVIDERS)
     workers = a.workers if a.workers is not None else dask_cluster.machine_workers()

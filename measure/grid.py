@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from cost_models.range_filter import allocate
 from render.config import engine_sections, preset_design_entry
-from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, load_spec, parse_spec
+from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, SPEC_DIR, Spec, load_spec, parse_spec
 from specs.vocab import OPERATIONS, PRESETS, DesignClass, Operation, WalSync
 
 #: Record shape of every measurement: YCSB-like 16-byte keys and 100-byte values.
@@ -24,7 +23,6 @@ KEY, VALUE = 16, 100
 PRESET_BUFFER_SHARE = 0.013
 #: Memory for filters, fences and cache: a quarter of the data, so it does not fit.
 MEMORY_SHARE = 0.25
-SPECS = Path(__file__).resolve().parent.parent / "specs"
 
 
 def mix_spec(
@@ -40,7 +38,7 @@ def mix_spec(
 
 def shipped_spec(name: str) -> Spec:
     """A shipped spec (``specs/NAME.yaml``) with this set-up's record shape."""
-    s = load_spec(SPECS / f"{name}.yaml")
+    s = load_spec(SPEC_DIR / f"{name}.yaml")
     return replace(s, workload=replace(s.workload, key_bytes=KEY, value_bytes=VALUE))
 
 

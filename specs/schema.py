@@ -28,6 +28,24 @@ from specs.vocab import (
     CostModel,
 )
 
+#: The folder of the shipped specs (``specs/NAME.yaml``).
+SPEC_DIR = Path(__file__).resolve().parent
+#: The shipped specs the frontier studies solve (bench.frontier_findings, bench.sweep); the
+#: celebrity spec is issue 17's worst-case example and has its own study (bench.celebrity).
+STUDY_SPECS = (
+    "ycsb_a",
+    "ycsb_b",
+    "ycsb_c",
+    "ycsb_d",
+    "ycsb_e",
+    "ycsb_f",
+    "mixed_25",
+    "write_heavy",
+    "range_heavy",
+    "empty_range_heavy",
+    "robust_5050",
+)
+
 #: Largest spec file accepted; real specs are a few hundred bytes.
 MAX_SPEC_BYTES = 1 << 20
 #: YAML aliases allowed per file (anchors are handy for sharing a distribution;
