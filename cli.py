@@ -431,6 +431,9 @@ def validate(
         float | None, typer.Option(help="--ranking on an emulated volume of this many IOPS (the engine's device mode).")
     ] = None,
     read_latency_us: Annotated[float, typer.Option(help="The emulated volume's read latency (with --iops).")] = 0.0,
+    repeats: Annotated[
+        int, typer.Option(help="--ranking: runs per design, interleaved; the median run is reported.")
+    ] = 1,
 ) -> None:
     """The model's I/O per operation against the engine's counters over a grid of designs x workloads."""
     with cli_errors():
@@ -447,13 +450,19 @@ def validate(
         check_min_accuracy(min_accuracy)
         check_output_dir(out, "--out")
         device = check_device(iops, read_latency_us)
+        if repeats != 1 and not ranking:
+            raise InputError("--repeats applies only with --ranking")
         if ranking:
+            from measure.ranking import WORKLOADS, check_options
             from measure.ranking import ranking as run_ranking
             from measure.ranking import summary as ranking_summary
             from measure.ranking import write as write_ranking
 
+            check_options(WORKLOADS, repeats)
             with progress_bar() as bar:
-                rows = run_ranking(n, m, device, progress=_bar_callback(bar, bar.add_task("ranking", total=1)))
+                rows = run_ranking(
+                    n, m, device, progress=_bar_callback(bar, bar.add_task("ranking", total=1)), repeats=repeats
+                )
             p = write_ranking(rows, out)
             print_ranking(ranking_summary(rows), rows)
             print_written(str(p))

@@ -1,0 +1,75 @@
+"""`cosine validate --ranking`: Spearman's rho, the median of interleaved repeats, and its options."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from cli import app
+from measure.ranking import ranking, spearman, summary
+
+
+def _rank(v: list[float]) -> list[float]:
+    """Average ranks by counting (ties share the mean of the ranks they span)."""
+    return [sum(w < x for w in v) + (sum(w == x for w in v) - 1) / 2 for x in v]
+
+
+def _pearson(a: list[float], b: list[float]) -> float:
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=True))
+    va = sum((x - ma) ** 2 for x in a)
+    vb = sum((y - mb) ** 2 for y in b)
+    return cov / math.sqrt(va * vb)
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=3, max_size=12))
+def test_spearman_is_pearson_on_average_ranks(pairs):
+    a = [float(x) for x, _ in pairs]
+    b = [float(y) for _, y in pairs]
+    got = spearman(a, b)
+    ra, rb = _rank(a), _rank(b)
+    if len(set(ra)) == 1 or len(set(rb)) == 1:
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(_pearson(ra, rb), abs=1e-12)
+
+
+def test_spearman_without_ties_is_the_textbook_formula():
+    for perm in itertools.permutations(range(5)):
+        d2 = sum((i - p) ** 2 for i, p in enumerate(perm))
+        assert spearman(list(range(5)), list(perm)) == pytest.approx(1 - 6 * d2 / (5 * 24))
+
+
+def test_ranking_repeats_report_the_median_run(engine_binary):
+    rows = ranking(3000, 400, workloads=("ycsb_c",), repeats=3)
+    assert len(rows) >= 8, "presets, the pick, its neighbours and the hybrids"
+    assert {r["design"] for r in rows} >= {"cosine pick", "rocksdb", "wiredtiger", "faster"}
+    for r in rows:
+        assert r["runs"] == 3
+        assert r["measured_ops"] > 0 and r["predicted_ops"] > 0
+        assert 1.0 <= r["measured_spread"] < math.inf
+    (s,) = summary(rows)
+    assert s["workload"] == "ycsb_c" and 0 < s["pick_vs_best"] <= 1.0
+    assert -1.0 <= s["spearman_rho"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--repeats", "2"], "--repeats applies only with --ranking"),
+        (["--ranking", "--repeats", "0"], "--repeats"),
+        (["--ranking", "--repeats", "100"], "--repeats"),
+    ],
+)
+def test_ranking_options_are_checked_before_any_run(runner: CliRunner, tmp_path: Path, args, message):
+    res = runner.invoke(app, ["validate", "--quick", "--out", str(tmp_path / "v"), *args])
+    assert res.exit_code == 2, res.output
+    assert message in res.output
+    assert not (tmp_path / "v").exists()
