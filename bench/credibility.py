@@ -95,14 +95,15 @@ def ranking_table(rows: list[dict[str, Any]], title: str) -> str:
     out = [
         f"**{title}**",
         "",
-        "| workload | designs | Spearman rho | rho given the start state | pick / best measured | best measured "
-        "| pick's class |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| workload | designs | Spearman rho | rho given the start state | rho (free) | pick / best measured "
+        "| pick / best (free) | best measured | pick's class |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in summary(rows):
         out.append(
             f"| {s['workload']} | {s['designs']} | {s['spearman_rho']:.2f} | {s['spearman_rho_given_state']:.2f} | "
-            f"{s['pick_vs_best']:.2f} | {s['best_design']} | {s['pick_class']} |"
+            f"{s['spearman_rho_free']:.2f} | {s['pick_vs_best']:.2f} | {s['pick_vs_best_free']:.2f} | "
+            f"{s['best_design']} | {s['pick_class']} |"
         )
     out.append("")
     out.append(f"targets: rho >= {TARGET_RHO}, pick >= {TARGET_PICK}x the best measured")

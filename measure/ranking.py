@@ -26,6 +26,7 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput
 from cost_models.evaluate import evaluate_designs
+from measure.calibrate import free_throughput
 from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
@@ -151,7 +152,7 @@ def ranking(
     done = 0
     for w in workloads:
         spec = shipped_spec(w)
-        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sets[w]}
+        runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in sets[w]}
         plans: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for name, secs in sets[w].items():
             secs = {**secs, "algorithms": {**secs["algorithms"], "threads": threads}, "device": device_section(device)}
@@ -165,7 +166,9 @@ def ranking(
             for name, (secs, wl) in plans.items():
                 rep = run_scratch(to_toml(secs), wl, f"ranking-{done}")
                 x_state, _ = engine_throughput(secs, wl, cores, device, rep["load"]["shape"], rep.get("stats"))
-                runs[name].append((float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep)))
+                runs[name].append(
+                    (float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep), free_throughput(rep))
+                )
                 done += 1
                 if progress:
                     progress(done, total, f"{w}: {name}")
@@ -173,6 +176,7 @@ def ranking(
             x_model, io_model = engine_throughput(secs, wl, cores, device)
             meas = sorted(runs[name])
             mid = meas[len(meas) // 2]  # the median run (the upper one of an even count)
+            free = sorted(r[3] for r in meas)
             rows.append(
                 {
                     "workload": w,
@@ -183,6 +187,8 @@ def ranking(
                     "predicted_blocks_per_op": io_model,
                     "measured_ops": mid[0],
                     "measured_blocks_per_op": mid[2],
+                    # over the time the driver threads held a CPU (a loaded machine's wall clock is not the engine's)
+                    "measured_free_ops": free[len(free) // 2],
                     "runs": len(meas),
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,
@@ -201,6 +207,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for w in dict.fromkeys(r["workload"] for r in rows):
         rs = [r for r in rows if r["workload"] == w]
         meas = [r["measured_ops"] for r in rs]
+        free = [r["measured_free_ops"] for r in rs]
         best = max(rs, key=lambda r: r["measured_ops"])
         pick = next(r for r in rs if r["design"] == "cosine pick")
         out.append(
@@ -210,6 +217,8 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "spearman_rho": spearman([r["predicted_ops"] for r in rs], meas),
                 "spearman_rho_given_state": spearman([r["predicted_given_state_ops"] for r in rs], meas),
                 "pick_vs_best": pick["measured_ops"] / best["measured_ops"],
+                "spearman_rho_free": spearman([r["predicted_ops"] for r in rs], free),
+                "pick_vs_best_free": pick["measured_free_ops"] / max(free),
                 "best_design": best["design"],
                 "pick_class": pick["class"],
             }

@@ -54,10 +54,12 @@ def test_ranking_repeats_report_the_median_run(engine_binary):
     for r in rows:
         assert r["runs"] == 3
         assert r["measured_ops"] > 0 and r["predicted_ops"] > 0
+        assert r["measured_free_ops"] >= r["measured_ops"] * 0.5, "free throughput: the same run without waits"
         assert 1.0 <= r["measured_spread"] < math.inf
     (s,) = summary(rows)
     assert s["workload"] == "ycsb_c" and 0 < s["pick_vs_best"] <= 1.0
-    assert -1.0 <= s["spearman_rho"] <= 1.0
+    assert -1.0 <= s["spearman_rho"] <= 1.0 and -1.0 <= s["spearman_rho_free"] <= 1.0
+    assert 0 < s["pick_vs_best_free"] <= 1.0
 
 
 @pytest.mark.parametrize(
