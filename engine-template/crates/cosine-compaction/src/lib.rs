@@ -185,11 +185,23 @@ impl TemplateStrategy {
     }
 
     /// Can level `i` take `n` more entries without first merging down?
+    ///
+    /// The last level holds the data. Merged into its newest run, incoming entries
+    /// replace their older versions there, so how many it will hold is known only
+    /// after the merge: it takes them, and [`Self::over`] pushes it down afterwards
+    /// if the merged level really passes its threshold. The tree deepens when the
+    /// data grows, not when it is overwritten (the cost model's "the last level only
+    /// grows", `cost_models/engine_model.py`).
     pub fn accepts(&self, s: &LevelState, i: usize, n: u64) -> bool {
         let runs = s.runs(i);
         let Some(newest) = runs.first() else { return true };
+        let last = self.is_last(s, i);
+        let fits_newest = newest.entries() + n <= self.cfg.run_capacity(i, last);
+        let into_newest = fits_newest || runs.len() >= self.max_runs(s, i);
+        if last && into_newest && (newest.entries() as f64) <= self.threshold(i) {
+            return true;
+        }
         let fits_level = (s.entries(i) + n) as f64 <= self.threshold(i);
-        let fits_newest = newest.entries() + n <= self.cfg.run_capacity(i, self.is_last(s, i));
         fits_level && (fits_newest || runs.len() < self.max_runs(s, i))
     }
 
@@ -380,19 +392,32 @@ mod tests {
     }
 
     #[test]
-    fn leveling_merges_into_the_run_until_full_then_pushes_down() {
+    fn leveling_merges_into_the_last_level_until_the_data_outgrows_it() {
         let cfg = tiny(Preset::RocksDb); // E_B = 4, T = 10: level 1 holds 40
         let st = TemplateStrategy::new(&cfg);
         let run = RunState { id: 1, files: vec![file(1, 36, 0, 100)] };
         let mut s =
             LevelState { levels: vec![vec![run]], pending_flush: Some(PendingFlush { entries: 4, min_key: vec![1], max_key: vec![9] }) };
         assert!(matches!(st.choose(&s), Choice::Flush(Merge { target: Target::Into { run: 1, .. }, .. })));
+        // A full last level still takes the flush: the flushed keys may overwrite its own.
         s.levels[0][0].files[0].entries = 40;
+        assert!(matches!(st.choose(&s), Choice::Flush(Merge { target: Target::Into { run: 1, .. }, .. })));
+        // They did not (the merge left 44 > 40): the level is pushed down, the tree deepens.
+        s.levels[0][0].files[0].entries = 44;
+        s.pending_flush = None;
         match st.choose(&s) {
             Choice::Compact(m) => {
                 assert_eq!((m.source_level, m.target_level), (1, 2));
                 assert!(m.trivial_move, "single run into an empty level is relinked");
             }
+            c => panic!("unexpected {c:?}"),
+        }
+        // A full level above the last one cannot take the flush: it is merged down first.
+        s.levels[0][0].files[0].entries = 40;
+        s.levels.push(vec![RunState { id: 2, files: vec![file(2, 100, 0, 100)] }]);
+        s.pending_flush = Some(PendingFlush { entries: 4, min_key: vec![1], max_key: vec![9] });
+        match st.choose(&s) {
+            Choice::Compact(m) => assert_eq!((m.source_level, m.target_level), (1, 2)),
             c => panic!("unexpected {c:?}"),
         }
     }
