@@ -200,7 +200,9 @@ def level_shape(
     leveled = max_runs <= 1
     runs = np.where(leveled, 1.0, np.maximum(1.0, fill * max_runs))
     if observed is not None:
-        runs = np.where(obs_runs[None, :] > 0, obs_runs[None, :], runs)
+        # an observed level that holds nothing has no run to probe (a level the tree deepened past
+        # on its way down, or not yet reached)
+        runs = np.where(obs_runs[None, :] > 0, obs_runs[None, :], np.where(ent[None, :] > 0, runs, 0.0))
     runs = np.where(exists, runs, 0.0)
     per_run = np.where(exists, np.maximum(occ / np.maximum(runs, 1e-9), 1.0), 0.0)
 

@@ -100,3 +100,29 @@ def test_a_full_level_nothing_reaches_pays_no_merge():
     below = predict(secs, wl, shape=shape)
     assert float(full.insert[0]) == pytest.approx(float(below.insert[0]))
     assert float(full.insert[0]) < 1.0
+
+
+def test_an_empty_level_above_the_data_costs_no_probe():
+    """A state whose data the tree pushed past an empty level (level 3 empty, level 4 holding the
+    data: what the engine leaves when the last level outgrows its capacity while loading) costs a
+    lookup what the same data one level up costs: an empty level has no run to probe (the model
+    charged it one, 4.47 blocks per get against the engine's 1.93 on the hybrid T=4 design)."""
+    from cost_models.engine_model import predict
+    from measure.engine import workload_json
+    from measure.grid import designs, shipped_spec
+
+    secs = designs(50_000, quick=False, optima=False)["hybrid-T=4"]
+    assert secs["layout"]["hot_levels"] == 2, "levels 3 and 4 are both cold: a probe costs the same at either"
+    wl = workload_json(shipped_spec("ycsb_c"), 50_000, 5000, 1)
+
+    def state(levels: list[tuple[int, int, int, int]]) -> dict:
+        return {
+            "buffered": 600,
+            "levels": [{"level": i, "capacity": c, "entries": e, "runs": r} for i, c, e, r in levels],
+        }
+
+    top = [(1, 2600, 1300, 2), (2, 10_400, 5850, 3)]
+    deeper = predict(secs, wl, shape=state([*top, (3, 41_600, 0, 0), (4, 166_400, 42_250, 1)]))
+    level3 = predict(secs, wl, shape=state([*top, (3, 41_600, 42_250, 1)]))
+    assert float(deeper.get[0]) == pytest.approx(float(level3.get[0]), rel=0.02)
+    assert float(deeper.get[0]) < 2.5
