@@ -153,16 +153,19 @@ def level_shape(
     B = np.maximum(1.0, np.floor(batch.block_bytes / E))
     T = np.where(batch.lsh, 2.0, batch.T)
 
-    # Levels: capacity E_B T^i; L is the first level whose cumulative capacity holds N.
-    need = np.log(np.maximum(N / E_B * (T - 1) / T + 1, 1.0)) / np.log(T)
+    # Levels: capacity E_B T^i; L is the first level that holds N by itself. The engine moves data
+    # down a whole run at a time, so the last level receives everything above it and the tree
+    # deepens when that passes its capacity (docs/engine-contract.md); under overwrites it holds
+    # nearly every key. (The textbook count, the first level whose *cumulative* capacity holds N,
+    # is up to a level short: 1/(T-1) of the last level's capacity, 100% at T = 2.)
+    need = np.log(np.maximum(N / E_B, 1.0)) / np.log(T)
     lm = int(min(MAX_LEVELS, max(1, np.ceil(np.nanmax(need)) + 1)))
     if levels is not None:
         lm = max(lm, int(levels))
     i = np.arange(1, lm + 1, dtype=float)[None, :]
     with np.errstate(over="ignore"):
         cap = E_B[:, None] * T[:, None] ** i
-    cum = np.cumsum(cap, axis=1)
-    L = np.minimum(lm, 1 + np.argmax(cum >= N, axis=1)).astype(float)
+    L = np.minimum(lm, 1 + np.argmax(cap >= N * (1 - 1e-12), axis=1)).astype(float)
     L = np.where(batch.lsh, 1.0, L)
     lvl = np.broadcast_to(i, (n, lm))
     exists = lvl <= L[:, None]
