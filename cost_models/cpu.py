@@ -47,12 +47,14 @@ PHI_SCHEMA = 2
 #: Engine-wide entries of the table: seconds, all measured or fitted by `cosine calibrate`.
 ENGINE_TERMS = (
     "memtable_seconds_per_doubling",
+    "memtable_insert_seconds_per_doubling",
     "memtable_base_entries",
     "lookup_reference_keys",
     "block_read_size_exponent",
     "background_block_seconds",
     "background_block_seconds_per_byte",
     "hash_scan_per_key_seconds",
+    "hash_index_entry_seconds",
 )
 
 
@@ -131,26 +133,39 @@ def _per_class(key: str) -> np.ndarray:
     return np.array([[float(table[c][key].get(op, 0.0)) for op in OPERATIONS] for c in DESIGN_CLASSES])
 
 
-def memtable_seconds(entries: float | np.ndarray) -> np.ndarray:
-    """CPU of one descent of a memtable (a skip list) of ``entries`` beyond one of the base size
-    (which fits the CPU's caches; its descent is part of every operation's cached CPU): the
-    table's seconds per doubling, log2(entries / base) times."""
+def memtable_seconds(entries: float | np.ndarray, per_doubling: str = "memtable_seconds_per_doubling") -> np.ndarray:
+    """CPU of one descent of a memtable of ``entries`` beyond one of the base size (which fits
+    the CPU's caches; its descent is part of every operation's cached CPU): the table's seconds
+    per doubling (``per_doubling``: a search's, or an insert's), log2(entries / base) times."""
     t = phi_table()
     base = float(t["memtable_base_entries"])
     e = np.maximum(np.asarray(entries, dtype=float), base)
-    return float(t["memtable_seconds_per_doubling"]) * np.log2(e / base)
+    return float(t[per_doubling]) * np.log2(e / base)
 
 
-#: Memtable descents of each operation: a lookup probes it, a write inserts into it, an rmw both.
+#: Memtable descents of each operation, (searches, inserts): a lookup searches it, a write
+#: inserts into it, an rmw does both. A search and an insert grow differently with the memtable
+#: (measured apart: ``memtable_seconds_per_doubling``, ``memtable_insert_seconds_per_doubling``).
 MEMTABLE_DESCENTS = {
-    Operation.GET: 1.0,
-    Operation.EMPTY_GET: 1.0,
-    Operation.RANGE: 1.0,
-    Operation.INSERT: 1.0,
-    Operation.UPDATE: 1.0,
-    Operation.RMW: 2.0,
-    Operation.EMPTY_RANGE: 1.0,
+    Operation.GET: (1.0, 0.0),
+    Operation.EMPTY_GET: (1.0, 0.0),
+    Operation.RANGE: (1.0, 0.0),
+    Operation.INSERT: (0.0, 1.0),
+    Operation.UPDATE: (0.0, 1.0),
+    Operation.RMW: (1.0, 1.0),
+    Operation.EMPTY_RANGE: (1.0, 0.0),
 }
+#: The table's seconds per doubling of a search and of an insert, in MEMTABLE_DESCENTS' order.
+MEMTABLE_SLOPES = ("memtable_seconds_per_doubling", "memtable_insert_seconds_per_doubling")
+
+
+def memtable_descents_seconds(entries: float | np.ndarray, op: str) -> np.ndarray:
+    """CPU the memtable descents of one ``op`` cost beyond a base-size memtable's."""
+    return sum(
+        (n * memtable_seconds(entries, slope) for n, slope in zip(MEMTABLE_DESCENTS[Operation(op)], MEMTABLE_SLOPES)),
+        np.zeros(np.shape(entries)),
+    )
+
 
 #: Operations a hash log answers by walking its whole index (it keeps no order).
 INDEX_WALKS = (Operation.RANGE, Operation.EMPTY_RANGE)
@@ -242,10 +257,15 @@ def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray) -> np.n
     return at_4k[np.asarray(cls, dtype=int)] * ratio ** float(t["block_read_size_exponent"])
 
 
-def merge_block_seconds(block_bytes: float | np.ndarray) -> np.ndarray:
-    """Background-thread CPU per block a flush or merge moves (reading, merging, writing its entries)."""
+def merge_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, entry_bytes: float) -> np.ndarray:
+    """Background-thread CPU per block a flush or merge moves (reading, merging, writing its
+    entries); on a hash log each of the block's entries also updates the hash index (a flush
+    inserts it, a GC looks it up and moves it): ``hash_index_entry_seconds`` per entry."""
     t = phi_table()
-    return block_time(block_bytes, float(t["background_block_seconds"]), float(t["background_block_seconds_per_byte"]))
+    bb = np.asarray(block_bytes, dtype=float)
+    lsh = np.asarray(cls, dtype=int) == DesignClass.LSH.code
+    index = np.where(lsh, bb / entry_bytes * float(t["hash_index_entry_seconds"]), 0.0)
+    return block_time(bb, float(t["background_block_seconds"]), float(t["background_block_seconds_per_byte"])) + index
 
 
 def workload_phi(cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
@@ -340,14 +360,14 @@ def demands(
         walk = np.maximum(c[:, g] - buf, 0.0) * np.asarray(io.get_buffered, dtype=float)
         for op in (Operation.GET, Operation.RMW):
             c[:, OPERATIONS.index(op)] -= walk
-    # every operation descends the memtable (a skip list): its CPU grows with the memtable
-    descents = np.array([MEMTABLE_DESCENTS[op] for op in OPERATIONS])
-    c = c + memtable_seconds(np.broadcast_to(shape.buffered, np.shape(shape.cls)))[:, None] * descents[None, :]
+    # every operation descends the memtable: its CPU grows with the memtable
+    entries = np.broadcast_to(shape.buffered, np.shape(shape.cls))
+    c = c + np.stack([memtable_descents_seconds(entries, op) for op in OPERATIONS], axis=-1)
     phi = op_phi(shape.cls)
     fg, bg = split_io(io)
     bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
     t_read = read_block_seconds(bb, shape.cls)[:, None]
-    t_merge = merge_block_seconds(bb)[:, None]
+    t_merge = merge_block_seconds(bb, shape.cls, shape.entry_bytes)[:, None]
     io_op = (fg + bg) @ w
     # the WAL pages of a put are the writer's own append (in its cpu_seconds), not the background's
     from cost_models.design import model_constants

@@ -92,6 +92,10 @@ LOADED_SCAN = 20
 #: Keys a calibration run's hash-log scans may visit in all (each scan walks the whole index):
 #: about a second of CPU on this machine, which times a few hundred scans.
 HASH_SCAN_KEYS = 30_000_000
+#: The cached write runs of the SMALL_MEMTABLE kind write this share of a cached write run's
+#: operations, into a memtable that much smaller: the two identify how an insert's CPU grows
+#: with the memtable (memtable_insert_seconds_per_doubling).
+SMALL_MEMTABLE_SHARE = 0.125
 #: Memtables of the buffered-get runs: the design's buffer (0.8 of it), and all the data (its size
 #: in records, marked 0): two sizes identify the CPU per doubling of the memtable.
 BUFFERED_MEMTABLES = (BUFFER_RUN_SHARE, 0.0)
@@ -298,6 +302,7 @@ def thread_counts() -> tuple[int, ...]:
 
 
 CACHED, LOADED, BUFFERED = CalibrationRun.CACHED, CalibrationRun.LOADED, CalibrationRun.BUFFERED
+SMALL_MEMTABLE = CalibrationRun.SMALL_MEMTABLE
 #: The operation name of the buffered runs.
 BUFFER_GET = "buffer_get"
 
@@ -316,6 +321,8 @@ def _runs(plan: Plan) -> list[tuple[CalibrationRun, str, str, Spec, int, int, fl
                     for _ in range(plan.phi_repeats):
                         for th in threads:
                             out.append((CACHED, cls, str(op), spec, n, th, 1.0))
+                        if op in WRITE_OPERATIONS:
+                            out.append((SMALL_MEMTABLE, cls, str(op), spec, n, 1, 1.0))
             for share in BUFFERED_MEMTABLES:
                 spec = mix_spec({Operation.GET: 1.0}, name=BUFFER_GET)
                 out.append((BUFFERED, cls, BUFFER_GET, spec, n, 1, share))
@@ -345,7 +352,7 @@ def _run_config(spec: Spec, cls: str, records: int, plan: Plan, kind: str, secs:
         ops, layout = (plan.ops if kind == LOADED else plan.read_ops), {}
     elif writes > 0:
         # the buffer starts empty after the warm-up and holds every write of the run
-        ops = plan.write_ops
+        ops = plan.write_ops if kind == CACHED else int(plan.write_ops * SMALL_MEMTABLE_SHARE)
         buffer = max(int(secs["layout"]["buffer_bytes"]), int(ops * writes / BUFFER_RUN_SHARE) * entry)
         layout = {"buffer_bytes": buffer, "block_cache_bytes": int(CACHED_CACHE_FACTOR * records * entry)}
     else:
@@ -382,13 +389,13 @@ def measure(
             secs = {**secs, "layout": {**lay, "block_entries": max(1, round(lay["block_entries"] * block_factor))}}
         o, layout = _run_config(spec, cls, n, plan, kind, secs)
         wl = workload_json(spec, n, o, th)
-        wl["warm_cache"] = kind == CACHED
+        wl["warm_cache"] = kind in (CACHED, SMALL_MEMTABLE)
         rep = run_scratch(_with(secs, th, **layout), wl, f"calibrate-{i}")
         s = _sample(kind, cls, name, wl, secs, rep)
         if kind != LOADED and s.fg_blocks > 0:
             raise CalibrationError(
                 f"{kind} {cls} {name} run read {s.fg_blocks:.3g} blocks per operation: the "
-                + ("block cache did not hold the data" if kind == CACHED else "buffer did not hold the data")
+                + ("buffer did not hold the data" if kind == BUFFERED else "block cache did not hold the data")
             )
         out.append(s)
         if progress:
@@ -481,18 +488,58 @@ def fit_memtable(samples: list[Sample]) -> tuple[float, float]:
     return b, float(np.exp(np.mean(np.log(bases))))
 
 
-def memtable_cpu(s: Sample, memtable: tuple[float, float]) -> float:
-    """The memtable descents' CPU in one operation of a run beyond a base-size memtable's."""
+def fit_memtable_insert(samples: list[Sample], memtable: tuple[float, float]) -> float:
+    """Seconds per doubling of the memtable of one insert into it, from the cached write runs at
+    two memtables (CACHED, SMALL_MEMTABLE; same class, operation and data size): the CPU
+    difference, less an rmw's search descent (``memtable``: fit_memtable's search slope and base),
+    over log2 of the memtables' ratio, averaged. A write's descent grows less than a search's:
+    charging writes the search slope took ~0.55 us out of a cached hash-log update at a
+    23 k-entry memtable that a write into the design's 1.6 k-entry memtable still pays."""
     from cost_models.cpu import MEMTABLE_DESCENTS
 
     per_doubling, base = memtable
+    runs: dict[tuple[str, str, int, str], list[Sample]] = {}
+    for s in samples:
+        if s.kind in (CACHED, SMALL_MEMTABLE) and s.threads == 1 and s.workload in WRITE_OPERATIONS:
+            runs.setdefault((s.cls, s.workload, s.records, s.kind), []).append(s)
+    slopes = []
+    for (cls, op, n, kind), small in runs.items():
+        large = runs.get((cls, op, n, CACHED))
+        if kind != SMALL_MEMTABLE or not large:
+            continue
+        lo = max(float(np.mean([s.memtable_entries for s in small])), base)
+        hi = float(np.mean([s.memtable_entries for s in large]))
+        if not hi > lo:
+            continue
+        grown = float(np.mean([s.fg_cpu for s in large]) - np.mean([s.fg_cpu for s in small]))
+        slopes.append(grown / math.log2(hi / lo) - MEMTABLE_DESCENTS[Operation(op)][0] * per_doubling)
+    if not slopes:
+        raise CalibrationError("memtable insert CPU: no cached write runs at two memtable sizes")
+    b = float(np.mean(slopes))
+    if not (math.isfinite(b) and b > 0):
+        raise CalibrationError(
+            f"memtable insert CPU: writes into a larger memtable were not slower (slope {b:.3g} s per doubling, "
+            "must be positive) — re-run on a quiet machine"
+        )
+    return b
+
+
+def memtable_cpu(s: Sample, memtable: tuple[float, float, float]) -> float:
+    """The memtable descents' CPU in one operation of a run beyond a base-size memtable's
+    (``memtable``: the search slope, the base entries, the insert slope)."""
+    from cost_models.cpu import MEMTABLE_DESCENTS
+
+    search, base, insert = memtable
     mix = s.ops_mix
     total = sum(mix.values()) or 1.0
-    descents = sum(w / total * MEMTABLE_DESCENTS[Operation(op)] for op, w in mix.items())
-    return descents * per_doubling * math.log2(max(s.memtable_entries, base) / base)
+    per_op = 0.0
+    for op, w in mix.items():
+        searches, inserts = MEMTABLE_DESCENTS[Operation(op)]
+        per_op += w / total * (searches * search + inserts * insert)
+    return per_op * math.log2(max(s.memtable_entries, base) / base)
 
 
-def fit_lookup(samples: list[Sample], memtable: tuple[float, float]) -> dict[str, Any]:
+def fit_lookup(samples: list[Sample], memtable: tuple[float, float, float]) -> dict[str, Any]:
     """How the lookups' CPU grows with the data: per class and measured search (get, empty get;
     cost_models.cpu.LOOKUP_SLOPES), least squares over the cached single-thread runs at every size
     of c = a + b log2(keys / reference), the reference the smallest size. b (seconds per doubling)
@@ -530,15 +577,16 @@ def lookup_cpu(s: Sample, lookup: dict[str, Any]) -> float:
 
 
 def fit_cpu(
-    samples: list[Sample], memtable: tuple[float, float], lookup: dict[str, Any]
+    samples: list[Sample], memtable: tuple[float, float, float], lookup: dict[str, Any]
 ) -> dict[tuple[str, str], float]:
     """Cached single-thread CPU seconds per (class, operation) at the reference size with an empty
-    memtable: the memtable descents (fit_memtable) and the searches' growth with the data
-    (fit_lookup) taken out, averaged over the sizes (ranges: see fit_range)."""
+    memtable: the memtable descents (fit_memtable, fit_memtable_insert) and the searches' growth
+    with the data (fit_lookup) taken out, averaged over the sizes and memtables (ranges: see
+    fit_range)."""
     vals: dict[tuple[str, str], list[float]] = {}
     for s in samples:
-        if s.kind in (CACHED, BUFFERED) and s.threads == 1 and s.workload != Operation.RANGE:
-            grown = lookup_cpu(s, lookup) if s.kind == CACHED else 0.0
+        if s.kind in (CACHED, BUFFERED, SMALL_MEMTABLE) and s.threads == 1 and s.workload != Operation.RANGE:
+            grown = lookup_cpu(s, lookup) if s.kind != BUFFERED else 0.0
             vals.setdefault((s.cls, s.workload), []).append(s.fg_cpu - memtable_cpu(s, memtable) - grown)
     out = {k: float(np.mean(v)) for k, v in vals.items()}
     bad = [f"{c} {o} {v:.3g} s" for (c, o), v in out.items() if not v > 0]
@@ -600,7 +648,7 @@ def fit_block_read(
     samples: list[Sample],
     cpu: dict,
     rng: dict[str, dict[str, float]],
-    memtable: tuple[float, float],
+    memtable: tuple[float, float, float],
     lookup: dict[str, Any],
 ) -> dict[str, Any]:
     """CPU of a block read: t_class (bytes / 4 KiB)^gamma. Per class the time of a 4 KiB block
@@ -655,15 +703,22 @@ def fit_block_read(
 
 
 def fit_background(samples: list[Sample]) -> dict[str, float]:
-    """Background CPU per flush/merge block, fixed and per byte, from every loaded run that wrote."""
+    """Background CPU per flush/merge block, fixed and per byte, and on the hash log per entry of
+    the block (its flush inserts each entry into the hash index, its GC looks each up), from
+    every loaded run that wrote."""
     rows = [s for s in samples if s.kind == LOADED and s.bg_blocks > 0]
-    A = np.array([[s.bg_blocks, s.bg_blocks * s.block_bytes] for s in rows]).reshape(-1, 2)
+    A = np.array(
+        [
+            [s.bg_blocks, s.bg_blocks * s.block_bytes, s.bg_blocks * s.block_bytes / (KEY + VALUE) * (s.cls == DesignClass.LSH)]
+            for s in rows
+        ]
+    ).reshape(-1, 3)
     y = np.array([s.bg_cpu for s in rows])
     return _positive_lstsq(
         A,
         y,
-        ["background_block_seconds", "background_block_seconds_per_byte"],
-        "background CPU (merge blocks x (t + bytes x t_byte))",
+        ["background_block_seconds", "background_block_seconds_per_byte", "hash_index_entry_seconds"],
+        "background CPU (merge blocks x (t + bytes x t_byte + hash-log entries x t_index))",
     )
 
 
@@ -677,7 +732,7 @@ def envelope(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
         return s.free_throughput / min(s.threads, cores)
 
     for s in samples:
-        if s.kind == BUFFERED:
+        if s.kind in (BUFFERED, SMALL_MEMTABLE):
             continue
         key = (s.cls, s.workload, s.mix)
         if key not in best or per_core(s) > per_core(best[key]):
@@ -699,7 +754,8 @@ def envelope(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
 def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     """Every term of the CPU model from the samples (module docstring); raises CalibrationError at a bound."""
     cores = cpu_count() if cores is None else cores
-    memtable = fit_memtable(samples)
+    search = fit_memtable(samples)
+    memtable = (*search, fit_memtable_insert(samples, search))
     lookup = fit_lookup(samples, memtable)
     rng = fit_range(samples, lookup)
     cpu = fit_cpu(samples, memtable, lookup)
@@ -780,12 +836,14 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             "CPU against flush and merge blocks. No value is clamped."
         ),
         "memtable_seconds_per_doubling": float(f"{result['memtable'][0]:.4g}"),
+        "memtable_insert_seconds_per_doubling": float(f"{result['memtable'][2]:.4g}"),
         "memtable_base_entries": float(f"{result['memtable'][1]:.4g}"),
         "lookup_reference_keys": float(result["lookup"]["reference_keys"]),
         "block_read_size_exponent": float(f"{result['block_read']['size_exponent']:.4g}"),
         "background_block_seconds": float(f"{terms['background_block_seconds']:.4g}"),
         "background_block_seconds_per_byte": float(f"{terms['background_block_seconds_per_byte']:.4g}"),
         "hash_scan_per_key_seconds": float(f"{result['range'][DesignClass.LSH]['per_key']:.4g}"),
+        "hash_index_entry_seconds": float(f"{terms['hash_index_entry_seconds']:.4g}"),
         "classes": classes,
         "envelope": result["envelope"],
     }
@@ -817,9 +875,13 @@ def operation_runs(plan: Plan, op: Operation) -> list[tuple[CalibrationRun, str,
     return [r for r in _runs(plan) if r[0] == CACHED and r[2] == op]
 
 
-def table_terms(table: dict[str, Any]) -> tuple[tuple[float, float], dict[str, Any]]:
-    """The memtable and lookup-growth terms of a written table, as fit_memtable and fit_lookup return them."""
-    memtable = (float(table["memtable_seconds_per_doubling"]), float(table["memtable_base_entries"]))
+def table_terms(table: dict[str, Any]) -> tuple[tuple[float, float, float], dict[str, Any]]:
+    """The memtable and lookup-growth terms of a written table, as fit_memtable(_insert) and fit_lookup return them."""
+    memtable = (
+        float(table["memtable_seconds_per_doubling"]),
+        float(table["memtable_base_entries"]),
+        float(table["memtable_insert_seconds_per_doubling"]),
+    )
     lookup = {
         "per_doubling": {c: dict(v["lookup_seconds_per_doubling"]) for c, v in table["classes"].items()},
         "reference_keys": float(table["lookup_reference_keys"]),

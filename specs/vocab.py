@@ -226,6 +226,7 @@ class CalibrationRun(StrEnum):
     CACHED = "cached"  # a warm engine whose block cache holds the data: no block reads
     LOADED = "loaded"  # the design as it is: blocks read, flushes and merges
     BUFFERED = "buffered"  # all the data in the buffer: lookups that walk no level
+    SMALL_MEMTABLE = "small_memtable"  # cached writes into a smaller memtable: an insert's growth with it
 
 
 class DeviceKind(StrEnum):
