@@ -161,10 +161,10 @@ MEMTABLE_SLOPES = ("memtable_seconds_per_doubling", "memtable_insert_seconds_per
 
 def memtable_descents_seconds(entries: float | np.ndarray, op: str) -> np.ndarray:
     """CPU the memtable descents of one ``op`` cost beyond a base-size memtable's."""
-    return sum(
-        (n * memtable_seconds(entries, slope) for n, slope in zip(MEMTABLE_DESCENTS[Operation(op)], MEMTABLE_SLOPES)),
-        np.zeros(np.shape(entries)),
-    )
+    out = np.zeros(np.shape(entries))
+    for n, slope in zip(MEMTABLE_DESCENTS[Operation(op)], MEMTABLE_SLOPES, strict=True):
+        out = out + n * memtable_seconds(entries, slope)
+    return out
 
 
 #: Operations a hash log answers by walking its whole index (it keeps no order).

@@ -709,7 +709,11 @@ def fit_background(samples: list[Sample]) -> dict[str, float]:
     rows = [s for s in samples if s.kind == LOADED and s.bg_blocks > 0]
     A = np.array(
         [
-            [s.bg_blocks, s.bg_blocks * s.block_bytes, s.bg_blocks * s.block_bytes / (KEY + VALUE) * (s.cls == DesignClass.LSH)]
+            [
+                s.bg_blocks,
+                s.bg_blocks * s.block_bytes,
+                s.bg_blocks * s.block_bytes / (KEY + VALUE) * (s.cls == DesignClass.LSH),
+            ]
             for s in rows
         ]
     ).reshape(-1, 3)

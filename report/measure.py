@@ -143,7 +143,9 @@ def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: 
         + ", ".join(f"{c} {1e6 * v:.2f} us" for c, v in br["per_class"].items())
         + f" at 4 KiB, x (bytes / 4 KiB)^{br['size_exponent']:.2f}; "
         f"background per merge block: {1e6 * bg['background_block_seconds']:.2f} us + "
-        f"{1e9 * bg['background_block_seconds_per_byte']:.3f} ns/byte; range per entry "
+        f"{1e9 * bg['background_block_seconds_per_byte']:.3f} ns/byte + "
+        f"{1e9 * bg['hash_index_entry_seconds']:.0f} ns per hash-log entry; memtable per doubling "
+        f"{1e9 * res['memtable'][0]:.0f} ns a search, {1e9 * res['memtable'][2]:.0f} ns an insert; range per entry "
         + ", ".join(f"{c} {1e9 * r['per_entry']:.0f} ns" for c, r in res["range"].items())
         + f"; hash-log scan {1e9 * res['range']['lsh']['per_key']:.1f} ns per key"
     )

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from cli import app
-from cost_models.cpu import PHI_TABLE
+from cost_models.cpu import MEMTABLE_DESCENTS, PHI_TABLE
 from measure.calibrate import (
     CLASS_DESIGNS,
     CalibrationError,
@@ -21,7 +21,7 @@ from measure.calibrate import (
     fit_operation,
     merge_operation,
 )
-from specs.vocab import OPERATIONS, Operation
+from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Operation
 
 BLOCK = {"lsm": 4060.0, "btree": 32480.0, "lsh": 4060.0, "hybrid": 928.0}
 #: the terms the synthetic engine runs with
@@ -30,7 +30,12 @@ T_READ, GAMMA = 2e-6, 0.45  # block read: T_READ at 4 KiB, x (bytes / 4 KiB)^GAM
 M_BLOCK, M_BYTE = 1e-6, 5e-10  # merge block
 PER_ENTRY, PER_KEY = 1e-7, 4e-8
 BUFFER_GET = 3e-7  # a get the (empty) memtable answers
-PER_DOUBLING = 5e-8  # each doubling of the memtable's entries
+PER_DOUBLING = 5e-8  # each doubling of the memtable's entries, per search of it
+INSERT_DOUBLING = 2e-8  # each doubling of the memtable's entries, per insert into it
+#: the memtables of the cached write runs and of their small-memtable twins (the base: 1,000)
+WRITE_MEMTABLE, SMALL_MEMTABLE = 16_000.0, 2_000.0
+INDEX_ENTRY = 3e-7  # a hash-log flush/GC's index update per entry
+ENTRY = 116.0
 #: each doubling of the keys past the smallest size: a get's search (a range's seek, an rmw's
 #: read), and a search that finds nothing
 LOOKUP = {"get": 1e-7, "empty_get": 6e-8}
@@ -42,6 +47,12 @@ EMPTY_RANGE, EMPTY_RANGE_SPEEDUP = 2.5e-6, 1.5
 def grown(op: str, n: int) -> float:
     """What a search of ``op`` costs at ``n`` keys beyond the 100,000-key reference."""
     return LOOKUP[GROWS[op]] * math.log2(n / 100_000) if op in GROWS else 0.0
+
+
+def memtable(op: str, entries: float) -> float:
+    """What ``op``'s memtable descents cost at ``entries`` beyond a 1,000-entry memtable's."""
+    searches, inserts = MEMTABLE_DESCENTS[Operation(op)]
+    return (searches * PER_DOUBLING + inserts * INSERT_DOUBLING) * math.log2(max(entries, 1000.0) / 1000.0)
 
 
 def sample(kind: str, cls: str, workload: str, records: int, threads: int, **kw: float) -> Sample:
@@ -85,10 +96,26 @@ def synthetic() -> list[Sample]:
                     if op == Operation.EMPTY_RANGE:
                         cpu = PER_KEY * n if cls == "lsh" else EMPTY_RANGE + grown(op, n)
                         speedup = EMPTY_RANGE_SPEEDUP
+                    mt = WRITE_MEMTABLE if op in WRITE_OPERATIONS else 0.0
                     for th in (1, 2):
                         free = 1e5 * (speedup if th == 2 else 1.0)
                         out.append(
-                            sample("cached", cls, str(op), n, th, scan_length=scan, fg_cpu=cpu, free_throughput=free)
+                            sample(
+                                "cached",
+                                cls,
+                                str(op),
+                                n,
+                                th,
+                                scan_length=scan,
+                                fg_cpu=cpu + memtable(op, mt),
+                                free_throughput=free,
+                                memtable_entries=mt,
+                            )
+                        )
+                    if op in WRITE_OPERATIONS:
+                        small = cpu + memtable(op, SMALL_MEMTABLE)
+                        out.append(
+                            sample("small_memtable", cls, str(op), n, 1, fg_cpu=small, memtable_entries=SMALL_MEMTABLE)
                         )
             for entries in (1000, n):
                 cpu = BUFFER_GET + PER_DOUBLING * math.log2(entries / 1000)
@@ -105,7 +132,9 @@ def synthetic() -> list[Sample]:
                     cpu = CPU + grown("get", n) + blocks_cpu
                     out.append(sample("loaded", cls, "get", n, 1, fg_blocks=1.9, fg_cpu=cpu, block_bytes=bb))
             for op, bg in (("insert", 0.7), ("update", 1.2)):
-                out.append(sample("loaded", cls, op, n, 1, bg_blocks=bg, bg_cpu=bg * (M_BLOCK + M_BYTE * BLOCK[cls])))
+                index = INDEX_ENTRY * BLOCK[cls] / ENTRY if cls == "lsh" else 0.0
+                bg_cpu = bg * (M_BLOCK + M_BYTE * BLOCK[cls] + index)
+                out.append(sample("loaded", cls, op, n, 1, bg_blocks=bg, bg_cpu=bg_cpu))
     return out
 
 
@@ -115,13 +144,15 @@ def test_fit_recovers_the_terms() -> None:
     assert res["block_read"]["size_exponent"] == pytest.approx(GAMMA, rel=1e-4)
     assert res["background"]["background_block_seconds"] == pytest.approx(M_BLOCK, rel=1e-6)
     assert res["background"]["background_block_seconds_per_byte"] == pytest.approx(M_BYTE, rel=1e-6)
+    assert res["background"]["hash_index_entry_seconds"] == pytest.approx(INDEX_ENTRY, rel=1e-6)
     assert res["range"]["lsh"]["per_key"] == pytest.approx(PER_KEY, rel=1e-6)
     assert res["range"]["lsm"]["per_entry"] == pytest.approx(PER_ENTRY, rel=1e-6)
     # Eq. 2 on a 1.9x speed-up at 2 threads: phi = (1 - 1/1.9) / (1 - 1/2)
     assert res["phi"][("btree", "get")] == pytest.approx((1 - 1 / 1.9) / 0.5)
     assert res["cpu"][("hybrid", "update")] == pytest.approx(CPU)
     assert res["cpu"][("lsh", "buffer_get")] == pytest.approx(BUFFER_GET)
-    assert res["memtable"] == pytest.approx((PER_DOUBLING, 1000.0))
+    assert res["memtable"] == pytest.approx((PER_DOUBLING, 1000.0, INSERT_DOUBLING))
+    assert res["cpu"][("lsm", "insert")] == pytest.approx(CPU) and res["cpu"][("lsh", "rmw")] == pytest.approx(CPU)
     assert res["lookup"]["reference_keys"] == 100_000
     for cls in CLASS_DESIGNS:
         assert res["lookup"]["per_doubling"][cls] == pytest.approx(LOOKUP, rel=1e-6)
@@ -226,6 +257,17 @@ def test_memtable_slope_at_a_bound_is_refused() -> None:
     """Buffered gets no slower in a big memtable than in a small one: no positive slope."""
     s = [replace(x, fg_cpu=BUFFER_GET) if x.kind == "buffered" else x for x in synthetic()]
     with pytest.raises(CalibrationError, match="memtable CPU"):
+        fit(s, cores=2)
+
+
+def test_memtable_insert_slope_at_a_bound_is_refused() -> None:
+    """Writes into a 16 k-entry memtable faster than into a 2 k-entry one: no positive slope."""
+    faster = {"cached": 1.0, "small_memtable": 1.01}
+    s = [
+        replace(x, fg_cpu=CPU * faster[x.kind]) if x.workload in WRITE_OPERATIONS and x.kind in faster else x
+        for x in synthetic()
+    ]
+    with pytest.raises(CalibrationError, match="memtable insert CPU"):
         fit(s, cores=2)
 
 

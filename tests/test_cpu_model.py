@@ -107,3 +107,39 @@ def test_lookup_cpu_grows_per_doubling_of_the_keys() -> None:
         want |= {"rmw": 10 * slope["get"], "insert": 0.0, "update": 0.0, "empty_range": 10 * slope["get"]}
         got = dict(zip(OPERATIONS, large[i] - small[i], strict=True))
         assert got == pytest.approx(want, rel=1e-9, abs=1e-15)
+
+
+def test_memtable_and_hash_index_terms_term_by_term() -> None:
+    """docs/model.md: a search and an insert of the memtable grow by their own slopes per doubling
+    past the base (an rmw pays both); a hash log's background CPU per flushed block adds its
+    entries' index updates, a tree's does not."""
+    from cost_models.cpu import NodeShape, demands, phi_table
+    from cost_models.io_model import IOCost
+    from specs.vocab import OPERATIONS, DesignClass
+
+    t = phi_table()
+    base, search, insert = (
+        float(t["memtable_base_entries"]),
+        float(t["memtable_seconds_per_doubling"]),
+        float(t["memtable_insert_seconds_per_doubling"]),
+    )
+    cls = np.array([DesignClass.LSH.code, DesignClass.LSM.code])
+    zero = {str(op): np.zeros(2) for op in OPERATIONS}
+    io = IOCost(**{**zero, "update": np.array([0.1, 0.1])}, get_buffered=None)
+    block, entry = 4096.0, 128.0
+
+    def at(entries: float, op: str) -> Demands:
+        shape = NodeShape(cls, np.array([block, block]), 1e5, entry, np.array([entries, entries]))
+        return demands(io, shape, {op: 1.0}, 20.0)
+
+    for op, want in (("get", search), ("update", insert), ("rmw", search + insert)):
+        small, large = at(base / 2, op), at(base * 2**6, op)
+        grown = (large.serial + large.parallel) - (small.serial + small.parallel)
+        assert grown == pytest.approx([6 * want, 6 * want], rel=1e-9)
+    from cost_models.design import model_constants
+
+    g = at(base, "update").background
+    merged = 0.1 - entry / model_constants()["wal_page_bytes"]  # the WAL pages are the writer's own
+    tree = merged * (float(t["background_block_seconds"]) + block * float(t["background_block_seconds_per_byte"]))
+    index = merged * block / entry * float(t["hash_index_entry_seconds"])
+    assert g == pytest.approx([tree + index, tree], rel=1e-9)
