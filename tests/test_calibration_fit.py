@@ -14,6 +14,7 @@ import yaml
 from cli import app
 from cost_models.cpu import MEMTABLE_DESCENTS, PHI_TABLE
 from measure.calibrate import (
+    BLIND_WRITES,
     CLASS_DESIGNS,
     CalibrationError,
     Sample,
@@ -112,7 +113,7 @@ def synthetic() -> list[Sample]:
                                 memtable_entries=mt,
                             )
                         )
-                    if op in WRITE_OPERATIONS:
+                    if op in BLIND_WRITES:
                         small = cpu + memtable(op, SMALL_MEMTABLE)
                         out.append(
                             sample("small_memtable", cls, str(op), n, 1, fg_cpu=small, memtable_entries=SMALL_MEMTABLE)
