@@ -20,9 +20,13 @@ What is measured, and how (docs/model.md, "CPU and throughput"):
   squares over the runs that read blocks — the class designs as they are, on
   single-operation and mixed (YCSB A, B, D, F) workloads, 1 thread — of the
   CPU each operation spent beyond its cached CPU, against its blocks read.
-* **Background** (flush/merge CPU per block, fixed and per byte): least
-  squares of the background thread's CPU against the flush and merge blocks,
-  over every run that wrote.
+* **Background** (flush/merge CPU per block, fixed and per byte, and on the
+  hash log per entry of the block: its index update): least squares of the
+  background thread's CPU against the flush and merge blocks, over every run
+  that wrote.
+* **Memtable**: a search's CPU per doubling of the memtable from gets the
+  memtable answers (two memtables), an insert's from cached blind writes at
+  two memtables (SMALL_MEMTABLE runs write 1/8 as much).
 
 Nothing is clamped: a fit that wants a value at or past a bound (phi outside
 (0, 1], a time that is not positive) stops the calibration with a message
@@ -482,15 +486,22 @@ def fit_memtable(samples: list[Sample]) -> tuple[float, float]:
                     (large.fg_cpu - small.fg_cpu) / math.log2(large.memtable_entries / small.memtable_entries)
                 )
                 bases.append(small.memtable_entries)
+    b = _mean_slope(slopes, "memtable CPU", "buffered-get runs", "gets answered by a larger memtable")
+    return b, float(np.exp(np.mean(np.log(bases))))
+
+
+def _mean_slope(slopes: list[float], term: str, runs: str, which: str) -> float:
+    """The mean of per-pair slopes (seconds per doubling of the memtable); a fit that wants it at
+    or below 0 stops the calibration."""
     if not slopes:
-        raise CalibrationError("memtable CPU: no buffered-get runs at two memtable sizes")
+        raise CalibrationError(f"{term}: no {runs} at two memtable sizes")
     b = float(np.mean(slopes))
     if not (math.isfinite(b) and b > 0):
         raise CalibrationError(
-            f"memtable CPU: gets answered by a larger memtable were not slower (slope {b:.3g} s per doubling, "
-            "must be positive) — re-run on a quiet machine"
+            f"{term}: {which} were not slower (slope {b:.3g} s per doubling, must be positive) — "
+            "re-run on a quiet machine"
         )
-    return b, float(np.exp(np.mean(np.log(bases))))
+    return b
 
 
 def fit_memtable_insert(samples: list[Sample], memtable: tuple[float, float]) -> float:
@@ -516,15 +527,7 @@ def fit_memtable_insert(samples: list[Sample], memtable: tuple[float, float]) ->
             continue
         grown = float(np.mean([s.fg_cpu for s in large]) - np.mean([s.fg_cpu for s in small]))
         slopes.append(grown / math.log2(hi / lo))
-    if not slopes:
-        raise CalibrationError("memtable insert CPU: no cached write runs at two memtable sizes")
-    b = float(np.mean(slopes))
-    if not (math.isfinite(b) and b > 0):
-        raise CalibrationError(
-            f"memtable insert CPU: writes into a larger memtable were not slower (slope {b:.3g} s per doubling, "
-            "must be positive) — re-run on a quiet machine"
-        )
-    return b
+    return _mean_slope(slopes, "memtable insert CPU", "cached write runs", "writes into a larger memtable")
 
 
 def memtable_cpu(s: Sample, memtable: tuple[float, float, float]) -> float:
@@ -837,10 +840,11 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             "block reads; writes fill part of an empty buffer, no flush); phi: Eq. 2 on those runs' "
             "speed-ups, averaged (Algorithm 1); empty_range: its own cached runs (hash log: the index walk of "
             "hash_scan_per_key_seconds, its phi measured); lookups: a_op + b log2(keys / smallest size) by "
-            "least squares over the sizes; range: a + scan length x r (hash log: keys x k + scan "
+            "least squares over the sizes; memtable insert slope: cached blind writes at two memtables; "
+            "range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
             "A/B/D/F runs against their blocks read; background: least squares of the background thread's "
-            "CPU against flush and merge blocks. No value is clamped."
+            "CPU against flush and merge blocks (and, on the hash log, their entries). No value is clamped."
         ),
         "memtable_seconds_per_doubling": float(f"{result['memtable'][0]:.4g}"),
         "memtable_insert_seconds_per_doubling": float(f"{result['memtable'][2]:.4g}"),
