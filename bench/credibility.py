@@ -63,19 +63,28 @@ def header() -> str:
 
 def fig4b_table(rows: list[dict[str, Any]], title: str) -> str:
     """Predicted vs measured: wall-clock, and over the time the driver threads had a CPU ("free": what a
-    quiet machine measures; the run-queue share is the time they waited for a CPU another program held)."""
+    quiet machine measures; the run-queue share is the time they waited for a CPU another program held).
+    On a volume, also the model's blocks per operation beside the volume's I/Os per operation."""
+    dev = any(r.get("device_ios", 0.0) > 0 for r in rows)
     out = [
         f"**{title}**",
         "",
         "| class | workload | threads | predicted ops/s | measured ops/s | accuracy | measured free ops/s "
-        "| accuracy (free) | run-queue share |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| accuracy (free) | run-queue share |"
+        + (" model blocks/op | volume I/Os/op (fg reads + bg reads + writes) |" if dev else ""),
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if dev else ""),
     ]
     for r in rows:
+        io = (
+            f" {r['predicted_blocks']:.3f} | {r['device_ios']:.3f} ({r['device_foreground_reads']:.3f} + "
+            f"{r['device_background_reads']:.3f} + {r['device_writes']:.3f}) |"
+            if dev
+            else ""
+        )
         out.append(
             f"| {r['class']} | {r['workload']} | {r['threads']} | {r['predicted_ops']:,.0f} | "
             f"{r['measured_ops']:,.0f} | {r['accuracy']:.1%} | {r['measured_free_ops']:,.0f} | "
-            f"{r['accuracy_free']:.1%} | {r['runqueue_share']:.0%} |"
+            f"{r['accuracy_free']:.1%} | {r['runqueue_share']:.0%} |" + io
         )
     out.append("")
     for key, label in (("accuracy", "wall clock"), ("accuracy_free", "free")):
@@ -145,7 +154,7 @@ def main() -> None:
     volumes = VOLUMES if a.volumes is None else tuple((f"{v:,.0f}-IOPS", v) for v in a.volumes)
     for name, iops in volumes:
         t = time.time()
-        rows = fig4b(dev_plan, cores, device=volume(iops))
+        rows = fig4b(dev_plan, cores, device=volume(iops), warmup=True)
         write_records(out / f"fig4b_{int(iops)}iops.parquet", rows)
         print(
             fig4b_table(

@@ -408,6 +408,9 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
     let device = match (dev0, dev1) {
         (Some(a), Some(b)) => json!({
             "ios": b.ios - a.ios, "bytes": b.bytes - a.bytes, "waited_seconds": (b.waited_ns - a.waited_ns) as f64 / 1e9,
+            "read_ios": b.read_ios - a.read_ios, "write_ios": (b.ios - b.read_ios) - (a.ios - a.read_ios),
+            "foreground_read_ios": b.foreground_read_ios - a.foreground_read_ios,
+            "background_read_ios": (b.read_ios - b.foreground_read_ios) - (a.read_ios - a.foreground_read_ios),
         }),
         _ => Value::Null,
     };

@@ -45,6 +45,10 @@ pub struct Device {
     tat: Mutex<f64>,
     ios: AtomicU64,
     bytes: AtomicU64,
+    /// I/Os of block reads (the rest of `ios` are writes).
+    read_ios: AtomicU64,
+    /// I/Os of foreground reads (an operation's own, which wait the latency).
+    foreground_read_ios: AtomicU64,
     waited_ns: AtomicU64,
     /// Running mean of how much longer than asked the OS lets a thread sleep (ns).
     overshoot_ns: AtomicU64,
@@ -62,6 +66,10 @@ pub struct DeviceSnapshot {
     pub ios: u64,
     /// Bytes paid for.
     pub bytes: u64,
+    /// I/Os of block reads, foreground and background (`ios - read_ios` are writes).
+    pub read_ios: u64,
+    /// I/Os of foreground reads (an operation's own; each waits the read latency).
+    pub foreground_read_ios: u64,
     /// Nanoseconds callers slept for tokens and latency, summed over threads.
     pub waited_ns: u64,
 }
@@ -75,6 +83,8 @@ impl Device {
             tat: Mutex::new(0.0),
             ios: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            read_ios: AtomicU64::new(0),
+            foreground_read_ios: AtomicU64::new(0),
             waited_ns: AtomicU64::new(0),
             overshoot_ns: AtomicU64::new(0),
             throttling: AtomicBool::new(true),
@@ -107,14 +117,21 @@ impl Device {
         (start - tau - now).max(0.0)
     }
 
-    /// Pays for `n` I/Os of `bytes` bytes: sleeps until the bucket allows them,
-    /// then for the read latency if `wait_latency`.
-    pub fn pay(&self, n: u64, bytes: u64, wait_latency: bool) {
+    /// Pays for `n` I/Os of `bytes` bytes that `read` (else write) blocks: sleeps until the
+    /// bucket allows them (reads and writes share it: a volume's IOPS count both), then for
+    /// the read latency if `wait_latency` (a foreground read).
+    pub fn pay(&self, n: u64, bytes: u64, read: bool, wait_latency: bool) {
         if n == 0 && bytes == 0 {
             return;
         }
         self.ios.fetch_add(n, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        if read {
+            self.read_ios.fetch_add(n, Ordering::Relaxed);
+            if wait_latency {
+                self.foreground_read_ios.fetch_add(n, Ordering::Relaxed);
+            }
+        }
         if !self.throttling.load(Ordering::Relaxed) {
             return;
         }
@@ -154,6 +171,8 @@ impl Device {
         DeviceSnapshot {
             ios: self.ios.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
+            read_ios: self.read_ios.load(Ordering::Relaxed),
+            foreground_read_ios: self.foreground_read_ios.load(Ordering::Relaxed),
             waited_ns: self.waited_ns.load(Ordering::Relaxed),
         }
     }
@@ -211,7 +230,7 @@ impl IoCounter {
         c.fetch_add(n, Ordering::Relaxed);
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         if let Some(p) = &self.payer {
-            p.device.pay(n, bytes, p.foreground);
+            p.device.pay(n, bytes, true, p.foreground);
         }
     }
     /// Records `n` blocks of `kind` written to storage (`bytes` long in total), and pays for them
@@ -225,7 +244,7 @@ impl IoCounter {
         c.fetch_add(n, Ordering::Relaxed);
         self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
         if let Some(p) = &self.payer {
-            p.device.pay(n, bytes, false);
+            p.device.pay(n, bytes, false, false);
         }
     }
     /// Adds a snapshot taken elsewhere (already paid for where it was counted).

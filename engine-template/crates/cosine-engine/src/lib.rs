@@ -270,7 +270,14 @@ impl Engine {
         for (k, v) in group {
             cosine_wal::encode_into(&mut records, k, v.as_deref());
         }
+        let before = self.inner.wal_bytes.load(Ordering::Relaxed);
         let ticket = wal.append_encoded(&records)?;
+        if let Some(d) = &self.inner.device {
+            // every log page this group completes is one write I/O of the volume (no latency:
+            // the page cache writes it back; a sync waits in the log itself)
+            let pages = (before + records.len() as u64) / cosine_wal::PAGE_BYTES - before / cosine_wal::PAGE_BYTES;
+            d.pay(pages, pages * cosine_wal::PAGE_BYTES, false, false);
+        }
         let seq = self.inner.write_seq.fetch_add(group.len() as u64, Ordering::Relaxed);
         let mem = self.inner.sv.read().mem.clone();
         mem.begin_writes(group.len());

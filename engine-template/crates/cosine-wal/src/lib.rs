@@ -34,6 +34,11 @@ use std::time::Duration;
 /// Buffered bytes after which `wal_sync = none` hands its records to the OS.
 const PENDING_LIMIT: usize = 64 << 10;
 
+/// The unit in which the log reaches a provisioned volume: appends are sequential and the
+/// OS writes them back in 4 KiB pages, so every full page of log is one write I/O (the cost
+/// model's `wal_page_bytes`, cost_models/data/model_constants.yaml).
+pub const PAGE_BYTES: u64 = 4096;
+
 /// Path of WAL segment `id` in `dir`.
 pub fn segment_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("{id:08}.wal"))
