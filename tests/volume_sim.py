@@ -18,7 +18,6 @@ import heapq
 import math
 from dataclasses import dataclass
 
-
 #: Queued background writes beyond which a client waits (the engine stalls writers when its
 #: background thread falls behind).
 STALL_IOS = 64.0
