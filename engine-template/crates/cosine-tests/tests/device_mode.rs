@@ -1,6 +1,7 @@
 //! Device mode: with `[device] kind = "volume"` every counted block pays the
 //! volume, so a run that reads N blocks at R IOPS takes at least N / R seconds
-//! (less the bucket's burst), and the device's counters equal the block counters.
+//! (less the bucket's burst), and the device's counters equal the block counters;
+//! writes (flushes, the WAL's pages) pay the same bucket and are counted apart from reads.
 
 use cosine_config::presets::{tiny, Preset};
 use cosine_config::{Config, DeviceKind};
@@ -72,4 +73,22 @@ fn a_local_device_counts_but_does_not_throttle() {
     let e = Engine::open(dir.path(), &tiny(Preset::RocksDb)).expect("open");
     assert!(e.device().is_none());
     assert_eq!(Config::default().device.kind, DeviceKind::Local);
+}
+
+#[test]
+fn writes_pay_the_volume_apart_from_reads() {
+    let dir = TempDir::new("device-writes");
+    let e = Engine::open(dir.path(), &volume(1e6, 0.0)).expect("open");
+    let before = e.device().expect("a volume");
+    let wal0 = e.stats().wal_bytes;
+    for i in 0..1000 {
+        e.put(&key(i), b"value").expect("put");
+    }
+    e.wait_idle().expect("idle");
+    let paid = e.device().expect("a volume");
+    let wal_pages = (e.stats().wal_bytes - wal0) / cosine_wal::PAGE_BYTES;
+    let writes = (paid.ios - paid.read_ios) - (before.ios - before.read_ios);
+    assert!(wal_pages > 0, "1000 puts fill at least one 4 KiB log page");
+    assert!(writes > wal_pages, "{writes} write I/Os: the log's {wal_pages} pages and the flushes' blocks");
+    assert_eq!(paid.foreground_read_ios - before.foreground_read_ios, 0, "no operation read a block");
 }
