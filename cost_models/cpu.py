@@ -303,6 +303,8 @@ class NodeShape:
     n_keys: float  # keys on the node
     entry_bytes: float  # key + value bytes
     buffered: np.ndarray  # expected entries in the memtable per design
+    #: bytes of one on-disk index block per design (None: a data block's, the paper's every I/O is a block)
+    index_bytes: np.ndarray | None = None
 
     @classmethod
     def of(cls, lay: Any) -> NodeShape:
@@ -316,7 +318,10 @@ class NodeShape:
         )
 
     def take(self, idx: np.ndarray) -> NodeShape:
-        return NodeShape(self.cls[idx], self.block_bytes[idx], self.n_keys, self.entry_bytes, self.buffered[idx])
+        idx_bytes = None if self.index_bytes is None else self.index_bytes[idx]
+        return NodeShape(
+            self.cls[idx], self.block_bytes[idx], self.n_keys, self.entry_bytes, self.buffered[idx], idx_bytes
+        )
 
 
 @dataclass
@@ -369,6 +374,11 @@ def demands(
     t_read = read_block_seconds(bb, shape.cls)[:, None]
     t_merge = merge_block_seconds(bb, shape.cls, shape.entry_bytes)[:, None]
     io_op = (fg + bg) @ w
+    # bytes the volume moves: a block's bytes per I/O, an index block's own where they are split out
+    io_bytes = io_op * bb
+    if io.index is not None and shape.index_bytes is not None:
+        idx = np.stack([np.asarray(v, dtype=float) for v in io.index.per_op().values()], axis=-1) @ w
+        io_bytes = io_bytes - idx * (bb - np.broadcast_to(np.asarray(shape.index_bytes, dtype=float), bb.shape))
     # the WAL pages of a put are the writer's own append (in its cpu_seconds), not the background's
     from cost_models.design import model_constants
 
@@ -381,7 +391,7 @@ def demands(
         wait=(fg @ w) * read_latency_s,
         background=(merged * t_merge) @ w,
         io=io_op,
-        io_bytes=io_op * bb,
+        io_bytes=io_bytes,
     )
 
 

@@ -23,6 +23,7 @@ from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms,
 from cost_models.layout import Layout, level_shape, split_memory
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
+from specs.vocab import OPERATIONS
 
 
 def distribution(d: dict[str, Any]) -> Distribution:
@@ -127,6 +128,12 @@ def predict(
     def avg(op: str) -> np.ndarray:
         return sum(getattr(s, op) for s in states) / len(states)
 
+    indexes = [s.index for s in states if s.index is not None]
+    index = (
+        IOCost(**{op: sum(getattr(i, op) for i in indexes) / len(indexes) for op in OPERATIONS})
+        if len(indexes) == len(states)
+        else None
+    )
     return IOCost(
         get=avg("get"),
         empty_get=avg("empty_get"),
@@ -136,6 +143,7 @@ def predict(
         rmw=avg("get") + put,
         empty_range=avg("empty_range"),
         get_buffered=avg("get_buffered"),
+        index=index,
     )
 
 
@@ -193,13 +201,31 @@ def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | No
         if state and "buffered" in state
         else model_constants()["level_fill"] * int(lay["buffer_bytes"]) // entry
     )
+    block = float(int(lay["block_entries"]) * entry)
     return NodeShape(
         np.array([DesignClass(cfg["design"]["class"]).code]),
-        np.array([float(int(lay["block_entries"]) * entry)]),
+        np.array([block]),
         float(records),
         entry,
         np.array([buffered]),
+        index_bytes=np.array([index_block_bytes(cfg, block)]),
     )
+
+
+def index_block_bytes(cfg: dict[str, Any], block_bytes: float) -> float:
+    """Bytes of one on-disk index block of a configured engine: the fence pointers (key + offset +
+    length each, ``model_constants: fence_entry_overhead_bytes`` beyond the key) of one index
+    block's share of a file's data blocks. The engine packs about a data block's worth of fences
+    per index block, so a file of fewer data blocks than that has one smaller index block (the
+    B-tree preset: 232 blocks of 32 KiB per 65,536-entry file, one 6.5 KiB index block)."""
+    from cost_models.design import model_constants
+
+    lay = cfg["layout"]
+    fence = int(lay["key_bytes"]) + model_constants()["fence_entry_overhead_bytes"]
+    fanout = max(2.0, block_bytes // fence)  # cosine-config: index_fanout
+    blocks = math.ceil(float(cfg["algorithms"]["file_entries"]) / max(int(lay["block_entries"]), 1))
+    per_index = blocks / math.ceil(blocks / fanout)
+    return float(min(block_bytes, per_index * fence))
 
 
 def _memtable_state(

@@ -38,6 +38,9 @@ class IOCost:
     #: share of the lookups (gets, an rmw's read) the buffer answers: they walk no level (the CPU
     #: model charges them less); None where unknown (then every lookup walks the levels)
     get_buffered: np.ndarray | None = None
+    #: the on-disk index blocks among each operation's reads (cold levels' fence pointers), as
+    #: an IOCost of its own; None where not split out (then every block counts as a data block)
+    index: IOCost | None = None
 
     def per_op(self) -> dict[str, np.ndarray]:
         return {op: getattr(self, op) for op in OPERATIONS}
@@ -49,7 +52,8 @@ class IOCost:
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> IOCost:
         """The same costs with ``fn`` applied to every array (selecting or reshaping designs)."""
         buffered = None if self.get_buffered is None else fn(self.get_buffered)
-        return IOCost(**{op: fn(v) for op, v in self.per_op().items()}, get_buffered=buffered)
+        index = None if self.index is None else self.index.map(fn)
+        return IOCost(**{op: fn(v) for op, v in self.per_op().items()}, get_buffered=buffered, index=index)
 
     def total(self, mix: dict[str, float]) -> np.ndarray:
         """Paper Eq. 1 per operation: sum_op theta_op sigma_op."""
@@ -397,7 +401,8 @@ def combine(
     cold = (~hot & exists).astype(float)
     probe = np.where(hot, fpr, 1.0)  # hot: filter rate (1 without a filter); cold: the data block
     # sum over levels as a batched matrix product: (n, m, L) @ (n, L, P) -> (n, m, P)
-    per_level = np.matmul(probe, st.fp[rows]) + np.matmul(cold, st.reach[rows])
+    index_level = np.matmul(cold, st.reach[rows])  # a cold run reached reads its index block
+    per_level = np.matmul(probe, st.fp[rows]) + index_level
     cost = (1 - alpha_bc) * (st.base[rows][:, None, :] + per_level)
     sigma_l = cost @ p_get
     runs = st.runs[rows][:, None, :]
@@ -420,6 +425,20 @@ def combine(
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
     buffered = np.broadcast_to(((1.0 - st.base[rows]) @ p_get)[:, None], sigma_l.shape).copy()
+    # the index blocks among those reads: the cold runs' terms above
+    idx_l = ((1 - alpha_bc) * index_level) @ p_get
+    cold_runs = np.where(exists, runs * cold, 0.0).sum(axis=2)
+    idx_s = np.where(st.lsh[rows][:, None], 0.0, cold_runs)
+    zero = np.zeros(sigma_l.shape)
+    index = IOCost(
+        get=idx_l,
+        empty_get=cold_runs * (1.0 - covered),
+        range=idx_s,
+        insert=zero,
+        update=zero.copy(),
+        rmw=idx_l.copy(),
+        empty_range=idx_s.copy(),
+    )
     return IOCost(
         get=sigma_l,
         empty_get=sigma_n,
@@ -429,6 +448,7 @@ def combine(
         rmw=sigma_l + sigma_p,
         empty_range=sigma_er,
         get_buffered=buffered,
+        index=index,
     )
 
 
