@@ -208,22 +208,24 @@ def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | No
         float(records),
         entry,
         np.array([buffered]),
-        index_bytes=np.array([index_block_bytes(cfg, block)]),
+        index_bytes=np.array([index_block_bytes(cfg, block, records)]),
     )
 
 
-def index_block_bytes(cfg: dict[str, Any], block_bytes: float) -> float:
-    """Bytes of one on-disk index block of a configured engine: the fence pointers (key + offset +
-    length each, ``model_constants: fence_entry_overhead_bytes`` beyond the key) of one index
-    block's share of a file's data blocks. The engine packs about a data block's worth of fences
-    per index block, so a file of fewer data blocks than that has one smaller index block (the
-    B-tree preset: 232 blocks of 32 KiB per 65,536-entry file, one 6.5 KiB index block)."""
+def index_block_bytes(cfg: dict[str, Any], block_bytes: float, n_keys: float) -> float:
+    """Bytes of one on-disk index block of a configured engine holding ``n_keys``: the fence
+    pointers (key + offset + length each, ``model_constants: fence_entry_overhead_bytes`` beyond
+    the key) of one index block's share of a file's data blocks (a file holds ``file_entries``,
+    or all the keys if fewer). The engine packs about a data block's worth of fences per index
+    block, so a file of fewer data blocks than that has one smaller index block (the B-tree
+    preset: 233 blocks of 32 KiB per 65,536-entry file, one 6.5 KiB index block)."""
     from cost_models.design import model_constants
 
     lay = cfg["layout"]
     fence = int(lay["key_bytes"]) + model_constants()["fence_entry_overhead_bytes"]
     fanout = max(2.0, block_bytes // fence)  # cosine-config: index_fanout
-    blocks = math.ceil(float(cfg["algorithms"]["file_entries"]) / max(int(lay["block_entries"]), 1))
+    entries = min(float(cfg["algorithms"]["file_entries"]), max(float(n_keys), 1.0))
+    blocks = math.ceil(entries / max(int(lay["block_entries"]), 1))
     per_index = blocks / math.ceil(blocks / fanout)
     return float(min(block_bytes, per_index * fence))
 

@@ -58,3 +58,25 @@ def test_device_mode_pays_the_volumes_iops(engine_binary) -> None:
 def test_device_flags_are_checked(iops, latency, words) -> None:
     with pytest.raises(InputError, match=words):
         check_device(iops, latency)
+
+
+def test_the_volumes_bytes_count_index_blocks_at_their_own_size(engine_binary) -> None:
+    """The B-tree preset's 32 KiB data blocks and one small index block per file, on a volume
+    whose MiB/s binds: the volume's bytes per I/O and the run's rate are the model's, which
+    counts each index block at its own size (a file's fences), not at a data block's."""
+    from cost_models.cpu import demands
+    from cost_models.engine_model import engine_shape, index_block_bytes, predict
+
+    secs = designs(20_000, quick=True, optima=False)["wiredtiger"]
+    dev = DeviceModel(iops=1e6, bytes_per_s=16 * 2**20, read_latency_s=0.0)
+    secs = {**secs, "device": device_section(dev)}
+    block = secs["layout"]["block_entries"] * (secs["layout"]["key_bytes"] + secs["layout"]["value_bytes"])
+    assert index_block_bytes(secs, block, 20_000) < block / 4, "this preset's index blocks are small"
+    wl = workload_json(mix_spec({"get": 1.0}), 20_000, 600, 1)
+    rep = run_scratch(to_toml(secs), wl, "device-bytes")
+    shape, end = rep["load"]["shape"], rep.get("stats")
+    d = demands(predict(secs, wl, shape=shape, end_shape=end), engine_shape(secs, 20_000), {"get": 1.0}, 1.0)
+    measured_bytes = rep["device"]["bytes"] / rep["device"]["ios"]
+    assert float(d.io_bytes[0] / d.io[0]) == pytest.approx(measured_bytes, rel=0.1)
+    predicted, _ = engine_throughput(secs, wl, 2, dev, shape, end)
+    assert predicted == pytest.approx(rep["run"]["throughput_ops"], rel=0.15)
