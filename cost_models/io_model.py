@@ -10,7 +10,7 @@ them over levels (products, prefix/suffix) and partitions (weighted sums).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,21 @@ class IOCost:
     #: the on-disk index blocks among each operation's reads (cold levels' fence pointers), as
     #: an IOCost of its own; None where not split out (then every block counts as a data block)
     index: IOCost | None = None
+
+    @classmethod
+    def of(cls, per: Mapping[str, np.ndarray], get_buffered: np.ndarray | None = None) -> IOCost:
+        """Costs from a mapping operation -> blocks (every operation of OPERATIONS; the index reads
+        not split out)."""
+        return cls(
+            get=per["get"],
+            empty_get=per["empty_get"],
+            range=per["range"],
+            insert=per["insert"],
+            update=per["update"],
+            rmw=per["rmw"],
+            empty_range=per["empty_range"],
+            get_buffered=get_buffered,
+        )
 
     def per_op(self) -> dict[str, np.ndarray]:
         return {op: getattr(self, op) for op in OPERATIONS}

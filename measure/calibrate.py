@@ -988,7 +988,7 @@ def predicted(s: Sample, cores: int) -> float:
         per[op] = per[op] + (s.bg_blocks / wshare if wshare else 0.0)
     if Operation.RMW in mix:
         per[Operation.GET] = np.array([s.fg_blocks / rshare if rshare else 0.0])
-    io = IOCost(**per, get_buffered=np.array([s.get_buffered]))
+    io = IOCost.of(per, get_buffered=np.array([s.get_buffered]))
     shape = NodeShape(
         np.array([DesignClass(s.cls).code]),
         np.array([s.block_bytes]),

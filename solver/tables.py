@@ -343,8 +343,8 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
         return None
     cls, ok, need, block, L, Y, hot_share, block_data, buffered = (np.concatenate(x) for x in zip(*facts, strict=True))
     joined = [
-        IOCost(
-            **{op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS},
+        IOCost.of(
+            {op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS},
             get_buffered=np.concatenate([c.buffered_share() for c in parts_k]),
         )
         for parts_k in ios
