@@ -1064,8 +1064,8 @@ def steady_warmup(secs: dict[str, Any], mix: dict[str, float], records: int) -> 
     on the B-tree preset (250,000 keys, 5,000 operations, 3,000 IOPS) the memtable answered 24 %
     of the gets against the model's 53 %, and the run read 2.56 blocks per operation against the
     model's 1.24, at 1,172 ops/s against 2,415 predicted; after one buffer's worth of warm-up, 51 %
-    and 1.64 blocks (the levels still the load's); after this warm-up (2.1 M operations), 1.13
-    blocks against 1.16 and 2,671 ops/s against 2,586 (BENCHMARKS.md §17.4)."""
+    and 1.64 blocks (the levels still the load's); after one cycle of this warm-up (2.1 M
+    operations), 1.13 blocks against 1.16 and 2,671 ops/s against 2,586 (BENCHMARKS.md §17.4)."""
     writes = sum(float(mix.get(o, 0.0)) for o in WRITE_OPERATIONS) / max(sum(float(v) for v in mix.values()), 1e-300)
     if not writes > 0:
         return 0
