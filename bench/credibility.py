@@ -132,6 +132,20 @@ def main() -> None:
         "--skip-tmpfs", action="store_true", help="leave out Fig. 4B on tmpfs (e.g. `cosine calibrate` just ran it)"
     )
     ap.add_argument("--repeats", type=int, default=3, help="ranking: runs per design, median reported [3]")
+    ap.add_argument(
+        "--skip-volume-fig4b", action="store_true", help="leave out Fig. 4B on the volumes (their rankings still run)"
+    )
+    ap.add_argument(
+        "--ranking-volumes",
+        type=float,
+        nargs="*",
+        help="the volumes the ranking runs on (default: those of --volumes)",
+    )
+    ap.add_argument(
+        "--tmpfs-warmup",
+        action="store_true",
+        help="Fig. 4B on tmpfs after the steady-state warm-up the volumes get (measure.calibrate.steady_warmup)",
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/credibility"))
     a = ap.parse_args()
     out: Path = a.out
@@ -145,14 +159,14 @@ def main() -> None:
         write_calibration(cal, out)
         print(fig4b_table(cal.fig4b, "Fig. 4B on tmpfs (from the calibration run)"))
     elif not a.skip_tmpfs:
-        rows = fig4b(plan, cores)
+        rows = fig4b(plan, cores, warmup=a.tmpfs_warmup)
         write_records(out / "fig4b_tmpfs.parquet", rows)
-        print(fig4b_table(rows, "Fig. 4B on tmpfs"))
+        print(fig4b_table(rows, "Fig. 4B on tmpfs" + (", after the steady-state warm-up" if a.tmpfs_warmup else "")))
     print(f"\n({time.time() - t0:,.0f} s)\n")
     # The device mode: fewer operations (a few thousand per second at these IOPS).
     dev_plan = replace(plan, fig4b_ops=max(5000, plan.fig4b_ops // 10))
     volumes = VOLUMES if a.volumes is None else tuple((f"{v:,.0f}-IOPS", v) for v in a.volumes)
-    for name, iops in volumes:
+    for name, iops in () if a.skip_volume_fig4b else volumes:
         t = time.time()
         rows = fig4b(dev_plan, cores, device=volume(iops), warmup=True)
         write_records(out / f"fig4b_{int(iops)}iops.parquet", rows)
@@ -167,7 +181,8 @@ def main() -> None:
     records = 50_000 if a.quick else 200_000
     ops = 50_000 if a.quick else 200_000
     rankings = [] if a.skip_ranking else [("tmpfs", LOCAL_DEVICE, ops)]
-    rankings += [] if a.skip_ranking else [(v, volume(i), max(5000, ops // 10)) for v, i in volumes]
+    ranked = volumes if a.ranking_volumes is None else tuple((f"{v:,.0f}-IOPS", v) for v in a.ranking_volumes)
+    rankings += [] if a.skip_ranking else [(v, volume(i), max(5000, ops // 10)) for v, i in ranked]
     for name, dev, n_ops in rankings:
         t = time.time()
         rows = ranking(records, n_ops, dev, repeats=a.repeats)

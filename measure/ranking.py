@@ -26,7 +26,7 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput
 from cost_models.evaluate import evaluate_designs
-from measure.calibrate import free_throughput
+from measure.calibrate import free_throughput, steady_warmup
 from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
@@ -137,10 +137,14 @@ def ranking(
     workloads: tuple[str, ...] = WORKLOADS,
     progress: Callable[[int, int, str], None] | None = None,
     repeats: int = 1,
+    warmup: bool = True,
 ) -> list[dict[str, Any]]:
     """One row per (workload, design): predicted and measured throughput; with ``repeats`` > 1 the
     designs of a workload are run that many times, interleaved (design 1..n, then again), and the
-    row holds the median run (and the spread between the slowest and the fastest run)."""
+    row holds the median run (and the spread between the slowest and the fastest run). ``warmup``:
+    each run first lets the workload's writes pass through the buffer and the upper levels
+    (:func:`measure.calibrate.steady_warmup`, unmeasured), so it starts in the steady state the
+    model predicts rather than in the state the load left."""
     check_options(workloads, repeats)
     build(TEMPLATE)
     cores = cpu_count()
@@ -161,7 +165,10 @@ def ranking(
                 ops = min(ops, MAX_SCANS)
                 if secs["design"]["class"] == "lsh":
                     ops = scan_capped_ops(ops, records, spec.workload.operations["range"])
-            plans[name] = (secs, workload_json(spec, records, ops, threads))
+            wl = workload_json(spec, records, ops, threads)
+            if warmup:
+                wl["warmup_operations"] = steady_warmup(secs, wl["mix"], records)
+            plans[name] = (secs, wl)
         for _ in range(repeats):
             for name, (secs, wl) in plans.items():
                 rep = run_scratch(to_toml(secs), wl, f"ranking-{done}")
@@ -193,6 +200,7 @@ def ranking(
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,
                     "operations": int(wl["operations"]),
+                    "warmup_operations": int(wl.get("warmup_operations", 0)),
                     "threads": threads,
                     "device_iops": device.iops if math.isfinite(device.iops) else None,
                     "device_read_latency_us": device.read_latency_s * 1e6,
