@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from solver.model import (
 from solver.tables import Context, Tables
 from specs.schema import Spec
 from specs.vocab import OPERATIONS, Method, SolverStatus
+
+if TYPE_CHECKING:
+    from solver.reeval_cache import ReevalCache
 
 DEFAULT_BANDS = 40
 PRESETS = ("rocksdb", "wiredtiger", "faster")
@@ -227,18 +230,26 @@ def _rel(a: float, b: float) -> float:
 @dataclass
 class Reevaluations:
     """The exact re-evaluations of one solve: each cluster once (bands and
-    objectives often choose the same one)."""
+    objectives often choose the same one); with a ``store`` (solver.reeval_cache)
+    a cluster an earlier solve re-evaluated is read back instead, and the new ones
+    are added to it."""
 
     spec: Spec
     done: dict[tuple[tuple[int, int], ...], Exact] = field(default_factory=dict)
     parts: Partitions | None = None
+    store: ReevalCache | None = None
 
     def __call__(self, nodes: list[tuple[Context, int]]) -> Exact:
         key = tuple((id(c), k) for c, k in nodes)
         if key not in self.done:
-            if self.parts is None:
-                self.parts = workload_partitions(self.spec.workload)
-            self.done[key] = reevaluate(self.spec, nodes, self.parts)
+            ex = self.store.get(nodes) if self.store is not None else None
+            if ex is None:
+                if self.parts is None:
+                    self.parts = workload_partitions(self.spec.workload)
+                ex = reevaluate(self.spec, nodes, self.parts)
+                if self.store is not None:
+                    self.store.put(nodes, ex)
+            self.done[key] = ex
         return self.done[key]
 
 
@@ -549,9 +560,11 @@ def solve_frontier(
     time_limit: float = 30.0,
     progress: Callable[[str], None] | None = None,
     budgets: np.ndarray | None = None,
+    reevals: ReevalCache | None = None,
 ) -> Frontier:
     """Solve every band for every provider and certify each answer (with
-    robustness: the nominal, perturbed and robust objectives, see the module doc)."""
+    robustness: the nominal, perturbed and robust objectives, see the module doc).
+    ``reevals``: the persistent cache of exact re-evaluations (read, then added to)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -567,8 +580,10 @@ def solve_frontier(
         method=method,
         tables_seconds=tables.seconds,
         max_cluster=tables.max_cluster,
-        exact=Reevaluations(spec),
+        exact=Reevaluations(spec, store=reevals),
     )
+    if reevals is not None:
+        reevals.load(spec)
     logdir = None
     if out_dir is not None:
         logdir = out_dir / "solver"
@@ -578,7 +593,7 @@ def solve_frontier(
         pb = _Bands(p, tables.contexts.get(p, []))
         if method != Method.EXHAUSTIVE and pb.contexts:
             pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
-            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table)
+            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact)
             pb.floor = low.cost if low else math.inf
         per.append(pb)
     kw: dict[str, Any] = {
@@ -611,6 +626,8 @@ def solve_frontier(
     else:
         fr.points = fr.nominal
     fr.best = fr.best_of(fr.points)
+    if reevals is not None:
+        reevals.save(spec)
     return fr
 
 
@@ -657,9 +674,11 @@ def cheapest(
     min_throughput: float | None = None,
     providers: tuple[str, ...] = (),
     table: ColumnTable | None = None,
+    exact: Reevaluations | None = None,
 ) -> Point | None:
     """The cheapest configuration overall (or meeting ``min_throughput``): the
-    covering problem over every column fast enough (solver.bottleneck)."""
+    covering problem over every column fast enough (solver.bottleneck);
+    ``exact``: the solve's re-evaluations, when the caller has them."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
     target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
@@ -675,7 +694,7 @@ def cheapest(
         res = Result(
             cov.status, cov.bill, cov.bound, rel_gap(cov.bill, cov.bound), cov.nodes, cov.seconds, None, backend.name
         )
-        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED)
+        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED, exact)
         if best is None or pt.cost < best.cost:
             best = pt
     return best

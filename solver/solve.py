@@ -31,6 +31,7 @@ from solver.frontier import (
     solve_frontier,
 )
 from solver.model import Objective
+from solver.reeval_cache import ReevalCache
 from solver.rundir import SOLUTION_VERSION, write_run
 from solver.table_cache import TableCache
 from solver.tables import Tables, build_tables, check_workers
@@ -314,6 +315,7 @@ def run_solve(
             progress("bands", done, bands_total)
 
     t1 = time.perf_counter()
+    reevals = ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None
     fr = solve_frontier(
         spec,
         catalog,
@@ -326,12 +328,13 @@ def run_solve(
         out_dir=out_dir,
         progress=tick,
         time_limit=time_limit,
+        reevals=reevals,
     )
     timings["frontier_s"] = time.perf_counter() - t1
     fr.baselines = baselines(spec, catalog, tables, fr.budgets)
     idx = int(abs(fr.budgets - b0).argmin())
     answer = fr.best[idx]
-    lowest = cheapest(spec, catalog, tables, backend) if method != Method.EXHAUSTIVE else None
+    lowest = cheapest(spec, catalog, tables, backend, exact=fr.exact) if method != Method.EXHAUSTIVE else None
     if answer.chosen is None:
         cheapest_cost = lowest.cost if lowest else None
         if lowest is None:
@@ -348,7 +351,7 @@ def run_solve(
         "met": answer.throughput >= target * (1 - 1e-9),
     }
     if target > 0 and not solution["target"]["met"]:
-        meets = cheapest(spec, catalog, tables, backend, min_throughput=target)
+        meets = cheapest(spec, catalog, tables, backend, min_throughput=target, exact=fr.exact)
         solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput, "monthly_cost": answer.cost}
         if meets is not None and meets.chosen is not None:
             solution["target"]["cheapest_meeting_target"] = solution_dict(spec, meets, fr.backend, method, meets.cost)
@@ -391,6 +394,8 @@ def run_solve(
         "designs_per_vm": tables.grid_size,
         "timings_s": timings,
     }
+    if reevals is not None:
+        reevals.save(spec)  # the re-evaluations of the cheapest clusters found after the frontier
     write_run(out_dir, fr, clean(solution), spec.workload.operations)
     return SolveRun(spec, fr, answer, clean(solution), out_dir, tables, timings)
 

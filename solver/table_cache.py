@@ -142,12 +142,13 @@ def default_dir() -> Path:
     return Path(base) / "cosine" / "tables"
 
 
-def code_version() -> str:
-    """SHA-256 of the files the tables' values come from (module docstring)."""
+def code_version(modules: tuple[str, ...] = _CODE_FILES) -> str:
+    """SHA-256 of the files the tables' values come from (module docstring); ``modules``: the
+    single modules hashed besides ``cost_models/`` (solver.reeval_cache names its own)."""
     h = hashlib.sha256()
     files = [p for d in _CODE_DIRS for p in sorted((_ROOT / d).rglob("*")) if p.is_file()]
     files = [p for p in files if "__pycache__" not in p.parts]
-    files += [_ROOT / f for f in _CODE_FILES]
+    files += [_ROOT / f for f in modules]
     for p in files:
         h.update(str(p.relative_to(_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
     from cost_models.cpu import TABLE_ENV
@@ -227,18 +228,22 @@ class TableCache:
 
 
 def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType], n_entries: int) -> Shards:
-    """The columns of a cache file (by field name, checked) as tables' contexts."""
+    """The columns of a cache file (by field name, checked) as tables' contexts. Rows with equal
+    volume or design fields share one (frozen) StorageChoice or Design."""
+    vols: dict[tuple[Any, ...], StorageChoice] = {}
+    designs: dict[tuple[Any, ...], Design] = {}
+    vol_rows = zip(*(cols[f"storage_{f}"] for f in _STORAGE), strict=True)
+    design_rows = zip(*(cols[col] for col in _DESIGN.values()), strict=True)
+    context_rows = zip(*(cols[f] for f in _CONTEXT), strict=True)
     out: Shards = {}
-    for r in zip(*(cols[f.name] for f in dataclasses.fields(CachedColumn)), strict=True):
-        row = CachedColumn(*r)
-        out.setdefault((row.kind, row.shard_count), []).append(
-            Context(
-                provider=provider,
-                vm=vm_of[row.vm],
-                entries=n_entries / row.shard_count,
-                storage=StorageChoice(provider, *(getattr(row, f"storage_{f}") for f in _STORAGE)),
-                design=Design(**{f: getattr(row, col) for f, col in _DESIGN.items()}),
-                **{f: getattr(row, f) for f in _CONTEXT},
-            )
-        )
+    rows = zip(cols["kind"], cols["shard_count"], cols["vm"], vol_rows, design_rows, context_rows, strict=True)
+    for kind, k, vm, v, d, c in rows:
+        vol = vols.get(v)
+        if vol is None:
+            vol = vols[v] = StorageChoice(provider, *v)
+        design = designs.get(d)
+        if design is None:
+            design = designs[d] = Design(**dict(zip(_DESIGN, d, strict=True)))
+        ctx = Context(provider, vm_of[vm], n_entries / k, vol, design=design, **dict(zip(_CONTEXT, c, strict=True)))
+        out.setdefault((kind, k), []).append(ctx)
     return out

@@ -1,0 +1,145 @@
+"""The persistent cache of exact re-evaluations: a cluster's exact throughput, kept between solves.
+
+Every answer of a solve is re-evaluated with the exact model (solver.frontier.reevaluate:
+real shard sizes, exact window bisection); the result is part of the certificate. It is a
+pure function of the cluster (each node's VM type, volume, design, entries and count) and of
+what the model reads from the spec and the code, so a solve that changes only the budget,
+the providers, the SLAs or the price set meets the same clusters again and reads their
+re-evaluations back: the same numbers, not an approximation of them.
+
+**Key.** One file per spec key, named by a SHA-256 of the code version (every file of
+``cost_models/``, ``data/phi.yaml`` and another phi table named by the environment included,
+as solver.table_cache hashes it, plus solver/frontier.py, which holds ``reevaluate``, and
+this module), the workload, the design space (without the cluster cap), robustness and the
+cost model. Within it, one entry per cluster, keyed by a SHA-256 of every field of every
+node: the VM type (name, vCPUs, memory, price), the volume, the design, the entries it holds
+and the node count. Any change to any of them is another key.
+
+**Content.** JSON data only, no code: ``{"version", "key", "clusters": {cluster key:
+{"throughput", "perturbed", "io_per_op", "per_node"}}}``, written atomically by specs.io. A
+file that cannot be read or has another shape is reported in one line and ignored (then
+overwritten); an entry is used only whole.
+
+**Where.** The table cache's directory (solver.table_cache.default_dir), files
+``reeval-<key>.json``. ``cosine solve --no-cache`` neither reads nor writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from solver.table_cache import code_version, default_dir
+from specs.errors import InputError
+from specs.io import read_json, to_json, write_text
+from specs.schema import Spec
+
+if TYPE_CHECKING:
+    from solver.frontier import Exact
+    from solver.tables import Context
+
+VERSION = 1
+#: The modules besides cost_models/ whose code decides a re-evaluation.
+CODE_FILES = ("solver/frontier.py", "solver/reeval_cache.py")
+_EXACT_FIELDS = ("throughput", "perturbed", "io_per_op", "per_node")
+
+
+def spec_key(spec: Spec, code: str) -> str:
+    """The key of a spec's re-evaluations (module docstring): all but the cluster."""
+    parts = [
+        f"reevaluations v{VERSION}",
+        code,
+        repr(spec.workload),
+        repr(dataclasses.replace(spec.design, max_cluster_size=None)),
+        repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def cluster_key(nodes: list[tuple[Context, int]]) -> str:
+    """The key of one cluster: every field of every node's VM type, volume and design, its
+    entries and its count (Python values, so a column read back from the table cache and the
+    same column built from numpy arrays have one key)."""
+    rows = [
+        [dataclasses.asdict(c.vm), dataclasses.asdict(c.storage), dataclasses.asdict(c.design), c.entries, k]
+        for c, k in nodes
+    ]
+    return hashlib.sha256(to_json(rows, indent=None).encode()).hexdigest()
+
+
+@dataclass
+class ReevalCache:
+    """A directory of cached re-evaluations; ``notes`` collects one-line reports of refused files."""
+
+    directory: Path = field(default_factory=default_dir)
+    notes: list[str] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+    _key: str = ""
+    _entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _new: int = 0
+
+    def path(self, spec: Spec) -> Path:
+        if not self._key:
+            self._key = spec_key(spec, code_version(CODE_FILES))
+        return self.directory / f"reeval-{self._key[:32]}.json"
+
+    def load(self, spec: Spec) -> None:
+        """Read the spec's file (nothing when there is none; a bad one is reported and ignored)."""
+        path = self.path(spec)
+        if not path.exists():
+            return
+        try:
+            doc = read_json(path, "re-evaluation cache")
+            ok = isinstance(doc, dict) and doc.get("version") == VERSION and doc.get("key") == self._key
+            clusters = doc.get("clusters") if ok else None
+            if not isinstance(clusters, dict) or not all(_valid(e) for e in clusters.values()):
+                raise InputError(f"{path}: not a re-evaluation cache of this version and key")
+        except InputError as exc:
+            self.notes.append(f"re-evaluation cache ignored and rebuilt: {exc}")
+            return
+        self._entries = clusters
+
+    def get(self, nodes: list[tuple[Context, int]]) -> Exact | None:
+        from solver.frontier import Exact
+
+        e = self._entries.get(cluster_key(nodes))
+        if e is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return Exact(**{f: e[f] for f in _EXACT_FIELDS})
+
+    def put(self, nodes: list[tuple[Context, int]], ex: Exact) -> None:
+        entry = json.loads(to_json({f: getattr(ex, f) for f in _EXACT_FIELDS}, indent=None))
+        if entry == {f: getattr(ex, f) for f in _EXACT_FIELDS}:  # only what JSON gives back unchanged
+            self._entries[cluster_key(nodes)] = entry
+            self._new += 1
+
+    def save(self, spec: Spec) -> None:
+        """Write the file when this solve added entries (atomically; a failed write is reported)."""
+        if not self._new:
+            return
+        path = self.path(spec)
+        doc = {"version": VERSION, "key": self._key, "clusters": self._entries}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(path, to_json(doc, indent=None))
+        except OSError as exc:
+            self.notes.append(f"re-evaluation cache not written: {path}: {exc.strerror or exc}")
+        self._new = 0
+
+
+def _valid(e: Any) -> bool:
+    if not isinstance(e, dict) or set(e) != set(_EXACT_FIELDS):
+        return False
+    nums = (e["throughput"], e["perturbed"])
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in nums):
+        return False
+    io = e["io_per_op"]
+    ok_io = isinstance(io, dict) and all(isinstance(v, int | float) for v in io.values())
+    return ok_io and isinstance(e["per_node"], list) and all(isinstance(n, dict) for n in e["per_node"])

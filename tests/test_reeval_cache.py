@@ -1,0 +1,94 @@
+"""The persistent cache of exact re-evaluations (solver.reeval_cache): a warm solve reads every
+re-evaluation back instead of computing it and writes the same solution.json as a --no-cache
+solve; the keys follow everything a re-evaluation depends on; a damaged file is reported and
+ignored."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import solver.frontier
+from cli import app
+from solver.reeval_cache import ReevalCache, cluster_key, spec_key
+from solver.table_cache import code_version
+from specs.io import to_json
+from tests.conftest import TINY_SPEC
+from tests.test_golden import strip_timings
+from tests.test_solver import make_spec
+
+
+def _solve(runner, args, out):
+    res = runner.invoke(app, [*args, "--out", str(out)])
+    assert res.exit_code == 0, res.output + res.stderr
+    return res
+
+
+def _answer(run_dir) -> str:
+    """solution.json's text without its wall-clock timings."""
+    return to_json(strip_timings(json.loads((run_dir / "solution.json").read_text())))
+
+
+def test_a_warm_solve_reads_every_reevaluation_back(tmp_path, runner, monkeypatch):
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_SPEC)
+    monkeypatch.setenv("COSINE_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["solve", str(spec), "--bands", "6", "--json", "--workers", "1"]
+    _solve(runner, [*args, "--no-cache"], tmp_path / "cold")
+    _solve(runner, args, tmp_path / "fill")
+    (reevals,) = (tmp_path / "cache").glob("reeval-*.json")
+    assert json.loads(reevals.read_text())["clusters"]
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a warm solve re-evaluated a cluster the cache holds")
+
+    monkeypatch.setattr(solver.frontier, "reevaluate", refuse)
+    warm = _solve(runner, args, tmp_path / "warm")
+    assert not warm.stderr.strip()
+    assert _answer(tmp_path / "warm") == _answer(tmp_path / "cold") == _answer(tmp_path / "fill")
+    nc = runner.invoke(app, [*args, "--no-cache", "--out", str(tmp_path / "nc")])  # --no-cache reads nothing
+    assert nc.exit_code != 0 and "re-evaluated" in repr(nc.exception) + nc.output + nc.stderr
+
+
+def test_keys_follow_what_a_reevaluation_depends_on():
+    from cost_models.cloud import StorageChoice
+    from cost_models.design import Design
+    from cost_models.pricing import VmType
+    from solver.tables import Context
+
+    spec = make_spec(2_000_000, providers="aws, gcp", robustness="{noise: 0.1}")
+    code = code_version()
+    key = spec_key(spec, code)
+    rep = dataclasses.replace
+    same = rep(spec, budget_usd=1.0, slas=("availability",), providers=("aws",))
+    assert spec_key(rep(same, design=rep(spec.design, max_cluster_size=9)), code) == key
+    assert spec_key(rep(spec, workload=rep(spec.workload, value_bytes=101)), code) != key
+    assert spec_key(rep(spec, noise=0.2), code) != key
+    assert spec_key(rep(spec, design=rep(spec.design, memory_headroom=0.2)), code) != key
+    assert spec_key(spec, code + "0") != key
+    vm = VmType("aws", "m5.large", 2, 8.0, 0.096)
+    vol = StorageChoice("aws", "gp3", 1, 100.0, 3000.0, 8.0, 125.0)
+    c = Context("aws", vm, 1e6, vol, 70.0, 1e4, 1.0, Design(T=6), "lsm", 3, 1)
+    base = cluster_key([(c, 3)])
+    assert cluster_key([(dataclasses.replace(c, throughput=2e4), 3)]) == base  # a table figure: not an input
+    changed = [
+        [(c, 4)],
+        [(dataclasses.replace(c, entries=2e6), 3)],
+        [(dataclasses.replace(c, vm=dataclasses.replace(vm, memory_gib=16.0)), 3)],
+        [(dataclasses.replace(c, vm=dataclasses.replace(vm, vcpu=4)), 3)],
+        [(dataclasses.replace(c, storage=dataclasses.replace(vol, iops=3001.0)), 3)],
+        [(dataclasses.replace(c, design=Design(T=6, bloom_bits=9.0)), 3)],
+        [(c, 3), (c, 1)],
+    ]
+    assert len({base, *(cluster_key(n) for n in changed)}) == len(changed) + 1
+
+
+@pytest.mark.parametrize("damage", [b"not json", b'{"version": 1, "key": "x", "clusters": {}}', b"[]"])
+def test_a_damaged_file_is_reported_and_ignored(tmp_path, damage):
+    spec = make_spec(2_000_000, providers="aws")
+    cache = ReevalCache(tmp_path)
+    cache.path(spec).write_bytes(damage)
+    cache.load(spec)
+    assert len(cache.notes) == 1 and "\n" not in cache.notes[0] and "re-evaluation cache ignored" in cache.notes[0]
