@@ -160,6 +160,17 @@ def evaluate(
             print_evaluation(out, s.workload.operations)
 
 
+#: ``--no-cache`` of `cosine solve` and `cosine sweep`.
+NoCache = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Neither read nor write the table and re-evaluation caches ($COSINE_CACHE_DIR, else the user "
+        "cache dir ~/.cache/cosine/tables).",
+    ),
+]
+
+
 @app.command()
 def solve(
     spec: Annotated[Path, typer.Argument(help="Workload spec (YAML).")],
@@ -181,14 +192,7 @@ def solve(
     write_model: Annotated[
         Path | None, typer.Option(help="Write the MIP at the budget as .lp or .mps (pyomo).")
     ] = None,
-    no_cache: Annotated[
-        bool,
-        typer.Option(
-            "--no-cache",
-            help="Neither read nor write the table cache ($COSINE_CACHE_DIR, else the user cache dir "
-            "~/.cache/cosine/tables).",
-        ),
-    ] = False,
+    no_cache: NoCache = False,
 ) -> None:
     """Search designs x VMs x storage x SLAs x providers: the certified optimum and its Pareto frontier."""
     with cli_errors():
@@ -314,6 +318,7 @@ def sweep(
         str | None, typer.Option(help="Run on an existing Dask cluster: its scheduler's tcp://HOST:PORT.")
     ] = None,
     backend: Annotated[BackendName, typer.Option(help="MIP back end.")] = BackendName.HIGHS,
+    no_cache: NoCache = False,
 ) -> None:
     """Batch-solve specs x budgets on a Dask cluster: one row per (spec, budget, provider), resumable."""
     with cli_errors():
@@ -333,7 +338,16 @@ def sweep(
             def prog(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            res = do_sweep(list(specs), grid, out, workers=workers, scheduler=scheduler, backend=backend, progress=prog)
+            res = do_sweep(
+                list(specs),
+                grid,
+                out,
+                workers=workers,
+                scheduler=scheduler,
+                backend=backend,
+                progress=prog,
+                cache=not no_cache,
+            )
         print_written(f"{out}: {res['rows']} rows ({res['new']} new, {res['skipped']} already there)")
 
 

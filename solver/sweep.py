@@ -54,6 +54,7 @@ class SpecTask:
     spec_path: str
     budgets: tuple[float, ...]
     providers: tuple[str, ...]
+    cache_dir: str | None = None  # the table and re-evaluation caches' directory; None: no cache
 
     @property
     def solves(self) -> int:
@@ -61,15 +62,19 @@ class SpecTask:
 
 
 def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
-    """One task: the spec's design tables, built once, shared by every budget it solves."""
+    """One task: the spec's design tables, built once (or read from the table cache), shared by
+    every budget it solves; its exact re-evaluations read from and added to their cache."""
     from cost_models.pricing import load_catalog
     from solver.backends import get_backend
     from solver.frontier import solve_frontier
+    from solver.reeval_cache import ReevalCache
+    from solver.table_cache import TableCache
     from solver.tables import build_tables
 
     spec = task.spec
     cat = load_catalog(spec.pricing)
-    tables = build_tables(spec, cat, task.providers, workers=1)
+    cache = TableCache(Path(task.cache_dir)) if task.cache_dir is not None else None
+    tables = build_tables(spec, cat, task.providers, workers=1, cache=cache)
     fr = solve_frontier(
         spec,
         cat,
@@ -77,6 +82,7 @@ def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
         get_backend(backend_name),
         budgets=np.array(task.budgets),
         providers=tuple(p for p in task.providers if p in tables.contexts),
+        reevals=ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None,
     )
     return [
         SweepRow(**PointColumns.of(pt), spec=spec.name, spec_path=task.spec_path, backend=fr.backend)
@@ -86,17 +92,21 @@ def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
 
 
 def plan(
-    specs: list[tuple[Spec, str]], budgets: np.ndarray, providers: list[str] | None, done: set[Key]
+    specs: list[tuple[Spec, str]],
+    budgets: np.ndarray,
+    providers: list[str] | None,
+    done: set[Key],
+    cache_dir: str | None = None,
 ) -> tuple[list[SpecTask], int]:
     """The tasks still to run (a budget is redone if any of its providers lacks a row), and how many
-    (spec, budget, provider) rows are already done."""
+    (spec, budget, provider) rows are already done. ``cache_dir``: the tasks' cache directory."""
     tasks, skipped = [], 0
     for spec, path in specs:
         provs = tuple(p for p in (spec.providers if providers is None else providers) if p in spec.providers)
         todo = tuple(float(b) for b in budgets if any(row_key(spec.name, b, p) not in done for p in provs))
         skipped += (len(budgets) - len(todo)) * len(provs)
         if todo:
-            tasks.append(SpecTask(spec, path, todo, provs))
+            tasks.append(SpecTask(spec, path, todo, provs, cache_dir))
     return tasks, skipped
 
 
@@ -115,6 +125,7 @@ def sweep(
     backend: str = "highs",
     providers: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cache: bool = True,
 ) -> dict[str, int]:
     """Run (or resume) a sweep; returns counts of rows in the file / new now / already there.
 
@@ -123,6 +134,7 @@ def sweep(
     Every input is checked before any solve.
     """
     from solver import dask_cluster
+    from solver.table_cache import default_dir
     from solver.tables import check_workers
     from specs.schema import load_spec
 
@@ -140,7 +152,8 @@ def sweep(
         paths[s.name] = str(p)
         specs.append((s, str(p)))
     file = SweepFile(out)
-    tasks, skipped = plan(specs, budgets, providers, file.done())
+    cache_dir = str(default_dir()) if cache else None
+    tasks, skipped = plan(specs, budgets, providers, file.done(), cache_dir)
     total = sum(t.solves for t in tasks)
     if progress:
         progress(0, total)

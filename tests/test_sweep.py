@@ -186,7 +186,9 @@ def test_a_worker_killed_mid_sweep_loses_nothing(specs, serial, cluster, tmp_pat
 
     def run() -> None:
         try:
-            result["res"] = sweep(specs, BUDGETS, out, scheduler=cluster, progress=lambda d, t: d and first_done.set())
+            # no cache: every task builds its tables, long enough to be caught mid-run
+            prog = lambda d, t: d and first_done.set()  # noqa: E731
+            result["res"] = sweep(specs, BUDGETS, out, scheduler=cluster, progress=prog, cache=False)
         except BaseException as exc:  # handed to the test thread below
             result["error"] = exc
 
@@ -229,6 +231,27 @@ def test_a_worker_killed_mid_sweep_loses_nothing(specs, serial, cluster, tmp_pat
     assert len(keys) == len(set(keys)) == len(specs) * len(BUDGETS) * PROVIDERS, "every row exactly once"
     assert rows == serial
     assert all(r in rows for r in written), "rows written before the kill are kept"
+
+
+def test_a_sweep_reuses_the_caches_and_no_cache_leaves_them_alone(specs, serial, tmp_path, monkeypatch):
+    import solver.frontier
+
+    monkeypatch.setenv("COSINE_CACHE_DIR", str(tmp_path / "cache"))
+    first = sweep(specs[:1], BUDGETS, tmp_path / "none.parquet", workers=1, cache=False)
+    assert not (tmp_path / "cache").exists()
+    sweep(specs[:1], BUDGETS, tmp_path / "fill.parquet", workers=1)
+    names = sorted(f.name.split("-")[0] for f in (tmp_path / "cache").iterdir())
+    assert names == ["aws", "gcp", "reeval"]
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise AssertionError("a warm sweep recomputed what the caches hold")
+
+    monkeypatch.setattr("solver.tables._shard_job", refuse)
+    monkeypatch.setattr(solver.frontier, "reevaluate", refuse)
+    warm = sweep(specs[:1], BUDGETS, tmp_path / "warm.parquet", workers=1)
+    assert warm == first
+    want = [r for r in serial if r.spec == "s0"]
+    assert _rows(tmp_path / "warm.parquet") == _rows(tmp_path / "none.parquet") == want
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
