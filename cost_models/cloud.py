@@ -40,15 +40,31 @@ class StorageChoice:
     mibps: float = math.inf
 
     def effective_iops(self, block_bytes: float | np.ndarray) -> np.ndarray:
-        """I/Os per second for blocks of ``block_bytes``: the IOPS limit or the
-        throughput limit, whichever binds (every model I/O moves one block)."""
-        return np.minimum(self.iops, self.mibps * MIB / np.asarray(block_bytes, dtype=float))
+        """I/Os per second for blocks of ``block_bytes`` (:func:`effective_iops`)."""
+        return effective_iops(self.iops, self.mibps, block_bytes)
 
     @property
     def label(self) -> str:
         d = f"{self.disks}x" if self.disks > 1 else ""
         mib = f" / {self.mibps:,.0f} MiB/s" if math.isfinite(self.mibps) else ""
         return f"{d}{self.product} {self.gib:,.0f} GiB / {self.iops:,.0f} IOPS{mib}"
+
+
+#: The fields of a StorageChoice :func:`volume_table` reads.
+_TABLE_FIELDS = ("usd_month", "gib", "iops", "mibps")
+
+
+def effective_iops(iops: float | np.ndarray, mibps: float | np.ndarray, block_bytes: float | np.ndarray) -> np.ndarray:
+    """I/Os per second of a volume sustaining ``iops`` and ``mibps`` for blocks of ``block_bytes``:
+    the IOPS limit or the throughput limit, whichever binds (every model I/O moves one block).
+    Arrays broadcast: e.g. volumes as a column against block sizes as a row."""
+    return np.minimum(iops, mibps * MIB / np.asarray(block_bytes, dtype=float))
+
+
+def volume_table(choices: list[StorageChoice]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(monthly dollars, GiB, IOPS, MiB/s) of ``choices`` as arrays."""
+    usd, gib, iops, mibps = (np.array([getattr(s, f) for s in choices], dtype=float) for f in _TABLE_FIELDS)
+    return usd, gib, iops, mibps
 
 
 def _given(x: float | None) -> float:
@@ -231,8 +247,9 @@ def storage_choices(
     # Only what a design can use counts: room up to the largest need, and the
     # I/Os per second at each block size (IOPS and MiB/s together).
     top = max(needs)
-    table = np.array([(s.usd_month, -min(s.gib, top), *(-s.effective_iops(np.array(blocks)))) for s in raw])
-    keep = pareto_mask(table)
+    usd, gib, iops, mibps = volume_table(raw)
+    eff = effective_iops(iops[:, None], mibps[:, None], np.asarray(blocks, dtype=float)[None, :])
+    keep = pareto_mask(np.column_stack([usd, -np.minimum(gib, top), -eff]))
     return sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops))
 
 

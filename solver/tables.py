@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cost_models import compression, cpu_count
-from cost_models.cloud import GIB, StorageChoice, storage_choices
+from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, volume_table
 from cost_models.cpu import NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
@@ -208,8 +208,8 @@ def contexts_for_vm(
     if not choices or cand.size == 0:
         return []
     blocks = (ge.block if ge.disk_block is None else ge.disk_block)[cand]
-    iops = np.stack([c.effective_iops(blocks) for c in choices])
-    gib = np.array([c.gib for c in choices])
+    _, gib, vol_iops, vol_mibps = volume_table(choices)
+    iops = effective_iops(vol_iops[:, None], vol_mibps[:, None], blocks[None, :])
     cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
     fits = bucket[None, :] <= cbucket[:, None]
     xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu)
