@@ -9,15 +9,18 @@ temporary `git worktree`s, of HEAD (so edits made meanwhile are not measured) an
 same interpreter, interleaved so both see the same machine load; median (and min, max) of
 ``--repeat`` runs each:
 
-* old: the older commit's solve (it has no table cache);
-* cold: this checkout with ``--no-cache`` (every table built);
-* warm: this checkout with a table cache filled beforehand, at another budget
-  (``--budget`` of half the spec's) and with one provider fewer (``--providers``): what a
-  what-if changes. The cache is a temporary directory (``COSINE_CACHE_DIR``).
+* cold: ``--no-cache`` (every table built, every answer re-evaluated), both commits;
+* warm: with the caches filled beforehand by one untimed solve of each commit, at another
+  budget (``--budget`` of half the spec's) and with one provider fewer (``--providers``): what
+  a what-if changes. The caches are a temporary directory (``COSINE_CACHE_DIR``); the two
+  commits' files have different keys (the code is part of the key).
+* in-process warm: the same two what-ifs as repeated `run_solve` calls inside one Python
+  process of HEAD (imports done, caches filled), so the process start-up and imports, which
+  every whole-process figure includes, are shown apart; and the bare interpreter's start.
 
 Each run's own split (``search.timings_s`` of its solution.json: tables, frontier) is printed
 too, and the cold and warm answers are checked equal to the old commit's at the same budget
-(the bill and the exact throughput, relative 1e-9; one more, untimed, old run at the warm budget).
+(the bill and the exact throughput, relative 1e-9).
 """
 
 from __future__ import annotations
@@ -66,6 +69,55 @@ def _summary(name: str, walls: list[float], splits: list[dict[str, float]]) -> N
     )
 
 
+#: Run in the new commit's worktree: warm `run_solve` what-ifs inside one process, as JSON.
+_IN_PROCESS = """
+import json, statistics, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+from cost_models.pricing import load_catalog
+from solver.backends import get_backend
+from solver.solve import run_solve
+from solver.table_cache import TableCache
+from specs.schema import load_spec
+imports = time.perf_counter() - t0
+spec_path, out, budget, providers, repeat = sys.argv[1:6]
+spec = load_spec(Path(spec_path))
+cat = load_catalog(spec.pricing)
+be = get_backend("highs")
+def solve(**kw):
+    t = time.perf_counter()
+    run_solve(spec, cat, be, out_dir=Path(out), cache=TableCache(), **kw)
+    return time.perf_counter() - t
+first = solve()
+times = {"budget": [], "providers": []}
+for _ in range(int(repeat)):
+    times["budget"].append(solve(budget=float(budget)))
+    times["providers"].append(solve(providers=tuple(providers.split(","))))
+print(json.dumps({"imports": imports, "first": first, **{k: statistics.median(v) for k, v in times.items()}}))
+"""
+
+
+def _in_process(cwd: Path, spec: str, budget: str, providers: str, env: dict[str, str], repeat: int) -> None:
+    """Warm what-ifs inside one process of ``cwd`` (:data:`_IN_PROCESS`), and the bare interpreter's start."""
+    out = Path(tempfile.mkdtemp(prefix="solve_speed_in_"))
+    try:
+        args = [sys.executable, "-c", _IN_PROCESS, spec, str(out), budget, providers, str(repeat)]
+        res = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=True)
+        t = json.loads(res.stdout)
+        bare = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            bare.append(time.perf_counter() - t0)
+        print(f"in one process of new (median of {repeat}; imports and caches already loaded):")
+        print(f"  warm run_solve, --budget {budget}:      {t['budget']:.3f} s")
+        print(f"  warm run_solve, --providers {providers}: {t['providers']:.3f} s")
+        print(f"  (that process's imports: {t['imports']:.2f} s; its first, warm, solve: {t['first']:.2f} s;")
+        print(f"   a bare `python -c pass`: {statistics.median(bare):.3f} s)")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", default="specs/ycsb_a.yaml")
@@ -90,14 +142,17 @@ def main() -> None:
         spec_path = str((REPO / args.spec).resolve())
         print(f"spec {spec.name}; new {head}; old {against}")
         print(f"load before: {os.getloadavg()[0]:.2f}")
-        _solve(new, spec_path, scratch / "fill", [], env)  # fills the cache for the warm runs
+        for cwd in (old, new):
+            _solve(cwd, spec_path, scratch / "fill", [], env)  # fills each commit's caches for the warm runs
         runs: dict[str, tuple[list[float], list[dict[str, float]]]] = {}
         answers: dict[str, dict[str, Any]] = {}
         cases = [
-            ("old", old, []),
-            ("cold (--no-cache)", new, ["--no-cache"]),
-            ("warm, --budget", new, ["--budget", budget]),
-            ("warm, --providers", new, ["--providers", providers]),
+            ("old cold (--no-cache)", old, ["--no-cache"]),
+            ("new cold (--no-cache)", new, ["--no-cache"]),
+            ("old warm, --budget", old, ["--budget", budget]),
+            ("new warm, --budget", new, ["--budget", budget]),
+            ("old warm, --providers", old, ["--providers", providers]),
+            ("new warm, --providers", new, ["--providers", providers]),
         ]
         for i in range(args.repeat):
             for name, cwd, extra in cases:
@@ -109,14 +164,12 @@ def main() -> None:
         print(f"whole `cosine solve` process, wall time, {args.repeat} runs each, interleaved:")
         for name, _, _ in cases:
             _summary(name, *runs[name])
-        _, answers["old, --budget"] = _solve(old, spec_path, scratch / "check", ["--budget", budget], env)
-        cold, warm = statistics.median(runs["cold (--no-cache)"][0]), statistics.median(runs["warm, --budget"][0])
-        base = statistics.median(runs["old"][0])
-        print(f"  cold speed-up over old: {base / cold:.2f}x; warm (--budget) over old: {base / warm:.2f}x")
-        agree = _same(answers["cold (--no-cache)"], answers["old"]) and _same(
-            answers["warm, --budget"], answers["old, --budget"]
-        )
+        med = {name: statistics.median(walls) for name, (walls, _) in runs.items()}
+        for what in ("cold (--no-cache)", "warm, --budget", "warm, --providers"):
+            print(f"  {what}: new is {med['old ' + what] / med['new ' + what]:.2f}x faster than old")
+        agree = all(_same(answers[f"new {w}"], answers[f"old {w}"]) for w in ("cold (--no-cache)", "warm, --budget"))
         print(f"  answers equal to the old commit's (bill, exact throughput): {agree}")
+        _in_process(new, spec_path, budget, providers, env, args.repeat)
         print(f"load after: {os.getloadavg()[0]:.2f}")
     finally:
         for where in (old, new):
