@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from solver.table_cache import code_version, default_dir
+from solver.table_cache import code_version, default_dir, spec_parts
 from specs.errors import InputError
 from specs.io import read_json, to_json, write_text
 from specs.schema import Spec
@@ -50,13 +50,7 @@ _EXACT_FIELDS = ("throughput", "perturbed", "io_per_op", "per_node")
 
 def spec_key(spec: Spec, code: str) -> str:
     """The key of a spec's re-evaluations (module docstring): all but the cluster."""
-    parts = [
-        f"reevaluations v{VERSION}",
-        code,
-        repr(spec.workload),
-        repr(dataclasses.replace(spec.design, max_cluster_size=None)),
-        repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
-    ]
+    parts = [f"reevaluations v{VERSION}", code, *spec_parts(spec)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -159,14 +159,22 @@ def code_version(modules: tuple[str, ...] = _CODE_FILES) -> str:
     return h.hexdigest()
 
 
+def spec_parts(spec: Spec) -> list[str]:
+    """What of a spec decides its tables and their re-evaluations: the workload, the design space
+    (without the cluster cap, which only adds shard sizes), robustness and the cost model."""
+    return [
+        repr(spec.workload),
+        repr(dataclasses.replace(spec.design, max_cluster_size=None)),
+        repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
+    ]
+
+
 def table_key(spec: Spec, catalog: Catalog, provider: str, code: str) -> str:
     """The cache key of one provider's tables (module docstring)."""
     parts = [
         f"rows v{CachedColumn.VERSION}",
         code,
-        repr(spec.workload),
-        repr(dataclasses.replace(spec.design, max_cluster_size=None)),
-        repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
+        *spec_parts(spec),
         provider,
         repr(catalog.vms.get(provider, [])),
         repr(catalog.storage.get(provider, [])),
