@@ -29,6 +29,10 @@ def _engine_processes(marker: str) -> list[int]:
     return pids
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     "sig,code,message",
     [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted")],
@@ -45,6 +49,9 @@ def test_killed_validate_leaves_nothing(engine_binary, tmp_path, sig, code, mess
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a test run started in the background (`make test &`) inherits SIGINT ignored, and so would
+        # `cosine` (Python keeps an inherited SIG_IGN, as a background job should): give it Ctrl-C back
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 120
     while not any(scratch.iterdir()) and p.poll() is None and time.monotonic() < deadline:
