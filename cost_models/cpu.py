@@ -334,6 +334,11 @@ class Demands:
     background: np.ndarray
     io: np.ndarray
     io_bytes: np.ndarray
+    #: write stalls (docs/model.md): merge cascades per operation and their background seconds,
+    #: (designs, levels); and the operations the buffers absorb while one runs. None: no cascades.
+    stall_rate: np.ndarray | None = None
+    stall_seconds: np.ndarray | None = None
+    stall_slack: np.ndarray | None = None
 
 
 def split_io(io: IOCost) -> tuple[np.ndarray, np.ndarray]:
@@ -385,7 +390,7 @@ def demands(
     wal = shape.entry_bytes / model_constants()["wal_page_bytes"]
     puts = np.array([1.0 if op in WRITE_OPERATIONS else 0.0 for op in OPERATIONS])
     merged = np.maximum(bg - wal * puts, 0.0)
-    return Demands(
+    d = Demands(
         serial=((1 - phi) * c) @ w,
         parallel=(phi * c + fg * t_read) @ w,
         wait=(fg @ w) * read_latency_s,
@@ -393,6 +398,28 @@ def demands(
         io=io_op,
         io_bytes=io_bytes,
     )
+    put_share = float(puts @ w)
+    if io.cascades is not None and put_share > 0:
+        cas = io.cascades
+        d.stall_rate = np.asarray(cas.rate, dtype=float) * put_share
+        d.stall_seconds = np.asarray(cas.blocks, dtype=float) * t_merge
+        d.stall_slack = np.asarray(cas.slack_puts, dtype=float) / put_share
+    return d
+
+
+def stalled(x: np.ndarray, d: Demands) -> np.ndarray:
+    """Throughput ``x`` (what the CPU bounds allow) less the write stalls of ``d``:
+    1/X = 1/x + sum over cascades of rate * max(0, seconds - slack / x) (docs/model.md,
+    "Write stalls")."""
+    if d.stall_rate is None or d.stall_seconds is None or d.stall_slack is None:
+        return x
+    c = compiled()
+    xe = np.asarray(x, dtype=float)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = c["stall_seconds"](xe, d.stall_rate, d.stall_seconds, d.stall_slack[..., None])
+        t = np.where(np.isfinite(xe[..., 0]), np.nan_to_num(per, nan=0.0).sum(axis=-1), 0.0)
+        out = c["throughput_stalled"](x, t)
+    return np.asarray(np.where(np.isfinite(x), out, x), dtype=float)
 
 
 def background_workers() -> float:
@@ -424,6 +451,7 @@ def throughput(
         c["throughput_threads"](d.serial, d.parallel, d.wait, n),
         c["throughput_shared_cores"](d.serial, d.parallel, d.background, eta),
     )
+    x = stalled(np.asarray(x, dtype=float), d)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.minimum(x, np.where(d.background > 0, background_workers() / d.background, np.inf))
         x = np.minimum(x, np.where(d.io > 0, c["throughput_io"](iops, np.where(d.io > 0, d.io, 1.0)), np.inf))

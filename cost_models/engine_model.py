@@ -144,6 +144,7 @@ def predict(
         empty_range=avg("empty_range"),
         get_buffered=avg("get_buffered"),
         index=index,
+        cascades=expected.cascades,  # the steady state's: a stall is a merge's length, not its count
     )
 
 

@@ -25,6 +25,42 @@ from specs.vocab import OPERATIONS
 
 
 @dataclass
+class Cascades:
+    """The merge cascades the background worker runs before a flush (docs/model.md, "Write stalls").
+
+    A flush that level 1 cannot take waits for level 1 to merge into level 2, which may
+    wait for level 2 to merge into level 3, and so on; the cascade that ends at level i
+    runs the merges into levels 1..i back to back. Columns are disk levels (the last axis).
+    """
+
+    rate: np.ndarray  # (..., L): cascades ending at level i, per put
+    blocks: np.ndarray  # (..., L): blocks such a cascade reads and writes (its merges into levels 1..i)
+    slack_puts: np.ndarray  # (...,): puts the frozen buffers and the active one absorb before writers stall
+
+    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> Cascades:
+        """``fn`` applied over the leading (design) axes, level by level."""
+
+        def per_level(v: np.ndarray) -> np.ndarray:
+            return np.stack([fn(v[..., j]) for j in range(v.shape[-1])], axis=-1)
+
+        return Cascades(per_level(self.rate), per_level(self.blocks), fn(self.slack_puts))
+
+    @staticmethod
+    def concat(parts: list[Cascades]) -> Cascades:
+        """Rows of several designs' cascades, padded to the deepest tree."""
+        lm = max(c.rate.shape[-1] for c in parts)
+
+        def pad(v: np.ndarray) -> np.ndarray:
+            return np.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, lm - v.shape[-1])])
+
+        return Cascades(
+            np.concatenate([pad(c.rate) for c in parts]),
+            np.concatenate([pad(c.blocks) for c in parts]),
+            np.concatenate([c.slack_puts for c in parts]),
+        )
+
+
+@dataclass
 class IOCost:
     """Expected block I/Os per operation for each design (arrays of shape (n,))."""
 
@@ -41,6 +77,8 @@ class IOCost:
     #: the on-disk index blocks among each operation's reads (cold levels' fence pointers), as
     #: an IOCost of its own; None where not split out (then every block counts as a data block)
     index: IOCost | None = None
+    #: the puts' merge cascades, for the write stalls of the CPU model; None where not modelled
+    cascades: Cascades | None = None
 
     @classmethod
     def of(cls, per: Mapping[str, np.ndarray], get_buffered: np.ndarray | None = None) -> IOCost:
@@ -68,7 +106,10 @@ class IOCost:
         """The same costs with ``fn`` applied to every array (selecting or reshaping designs)."""
         buffered = None if self.get_buffered is None else fn(self.get_buffered)
         index = None if self.index is None else self.index.map(fn)
-        return IOCost(**{op: fn(v) for op, v in self.per_op().items()}, get_buffered=buffered, index=index)
+        cascades = None if self.cascades is None else self.cascades.map(fn)
+        return IOCost(
+            **{op: fn(v) for op, v in self.per_op().items()}, get_buffered=buffered, index=index, cascades=cascades
+        )
 
     def total(self, mix: dict[str, float]) -> np.ndarray:
         """Paper Eq. 1 per operation: sum_op theta_op sigma_op."""
@@ -233,6 +274,7 @@ class Structure:
     put: np.ndarray  # (n,): sigma_p
     lsh: np.ndarray  # (n,)
     lsh_scan: np.ndarray  # (n,): blocks a range reads in the hash log
+    cascades: Cascades  # (n, L): the puts' merge cascades
 
 
 @dataclass
@@ -243,6 +285,7 @@ class MergeTerms:
     per_merge: np.ndarray  # (n, L): blocks one merge into level i reads and writes
     incoming: np.ndarray  # (n, L): entries one merge moves into level i
     puts_per_flush: np.ndarray  # (n,): Q_0
+    puts_per_merge: np.ndarray  # (n, L): puts between two merges into level i (Q_0 for level 1)
     lsh_put: np.ndarray  # (n,): hash-log appends and GC per put
     wal: np.ndarray  # (n,): WAL pages per put
 
@@ -277,7 +320,27 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     lsh_put = flushed * c["log_append"](1.0 - iota, gc_victim_dead(lay, parts, iota, q0), lay.B)
     wal = np.broadcast_to(c["wal_append"](lay.entry_bytes, k["wal_page_bytes"]), (n,)).astype(float)
-    return MergeTerms(per_put, per_merge, np.where(lay.exists, src_full, 0.0), q0, lsh_put, wal)
+    return MergeTerms(per_put, per_merge, np.where(lay.exists, src_full, 0.0), q0, q_src, lsh_put, wal)
+
+
+def cascades(lay: Layout, mt: MergeTerms) -> Cascades:
+    """The merge cascades of every design (docs/model.md, "Write stalls").
+
+    Merges into level i happen every ``puts_per_merge`` puts, and each brings along one
+    merge into every level above it, so cascades ending exactly at level i happen at the
+    difference of the two levels' rates, and run the merges into levels 1..i. The writers
+    stall once ``frozen_buffers`` frozen buffers wait and the active one is full: a cascade
+    starts when a buffer freezes, so the clients go on for that many buffers' puts. A hash
+    log flushes and collects garbage a batch at a time and has no cascades.
+    """
+    live = lay.exists & (mt.per_merge > 0) & np.isfinite(mt.puts_per_merge) & (mt.puts_per_merge > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        into = np.where(live, 1.0 / np.where(live, mt.puts_per_merge, 1.0), 0.0)
+    deeper = np.concatenate([into[:, 1:], np.zeros((into.shape[0], 1))], axis=1)
+    rate = np.where(lay.lsh[:, None], 0.0, np.maximum(into - deeper, 0.0))
+    blocks = np.cumsum(np.where(live, mt.per_merge, 0.0), axis=1)
+    slack = model_constants()["frozen_buffers"] * np.where(np.isfinite(mt.puts_per_flush), mt.puts_per_flush, 0.0)
+    return Cascades(rate, blocks, slack)
 
 
 def structure(
@@ -359,6 +422,7 @@ def structure(
         put=put,
         lsh=lay.lsh.copy(),
         lsh_scan=hash_log_scan(lay, sel),
+        cascades=cascades(lay, mt),
     )
 
 
@@ -464,6 +528,11 @@ def combine(
         empty_range=sigma_er,
         get_buffered=buffered,
         index=index,
+        cascades=Cascades(
+            np.broadcast_to(st.cascades.rate[rows][:, None, :], (*sigma_l.shape, st.cascades.rate.shape[1])),
+            np.broadcast_to(st.cascades.blocks[rows][:, None, :], (*sigma_l.shape, st.cascades.blocks.shape[1])),
+            np.broadcast_to(st.cascades.slack_puts[rows][:, None], sigma_l.shape),
+        ),
     )
 
 

@@ -86,6 +86,11 @@ def _symbols() -> SimpleNamespace:
     BGCPU = sp.Symbol("G", nonnegative=True)  # background (flush/merge) cpu seconds per operation
     NTH = sp.Symbol("n_t", positive=True)  # client threads (operations in flight)
     XOPS = sp.Symbol("X", positive=True)  # throughput, operations per second
+    XFREE = sp.Symbol("X_0", positive=True)  # throughput the CPU bounds allow when no write stalls
+    STALLRATE = sp.Symbol("w_s", nonnegative=True)  # merge cascades (of one kind) per operation
+    STALLSEC = sp.Symbol("c_s", nonnegative=True)  # background seconds one such cascade runs
+    SLACKOPS = sp.Symbol("s_f", nonnegative=True)  # operations the frozen and active buffers absorb
+    STALLTIME = sp.Symbol("T_s", nonnegative=True)  # seconds per operation the writers stall
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
 
 
@@ -227,6 +232,16 @@ def _expressions() -> dict[str, Any]:
         raise RuntimeError("the shared-core throughput does not solve its fixed point")
     e["throughput_shared_cores"] = x_share
     e["throughput_io"] = y.IOPS / y.IO
+    # Write stalls (docs/model.md, "Write stalls"): the engine's one background worker runs
+    # a flush only after the merges it waits for (a cascade into levels 1..i, deepest
+    # first), and writers stall once the frozen buffers and the active one are full. A
+    # cascade starts when a buffer freezes; meanwhile the clients run at the throughput X_0
+    # the CPU bounds allow and do s_f operations before the buffers are full, so a cascade
+    # of c_s seconds arriving w_s times per operation stops them for
+    # max(0, c_s - s_f / X_0) seconds each time; summed over the cascades (T_s):
+    e["stall_seconds"] = y.STALLRATE * sp.Max(0, y.STALLSEC - y.SLACKOPS / y.XFREE)
+    #   1/X = 1/X_0 + T_s.
+    e["throughput_stalled"] = 1 / (1 / y.XFREE + y.STALLTIME)
 
     # -- Robustness (ENDURE): the worst expected cost over the KL ball
     # {w^ : KL(w^ || w) <= rho} equals min over lambda > 0, eta of the convex dual
@@ -276,6 +291,8 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "throughput_threads": ("SER", "PAR", "WAIT", "NTH"),
     "throughput_shared_cores": ("SER", "PAR", "BGCPU", "ETA"),
     "throughput_io": ("IOPS", "IO"),
+    "stall_seconds": ("XFREE", "STALLRATE", "STALLSEC", "SLACKOPS"),
+    "throughput_stalled": ("XFREE", "STALLTIME"),
     "kl_dual_term": ("LAM", "WI", "CI", "ETA_D"),
     "kl_dual_head": ("ETA_D", "RHO", "LAM"),
     "kl_dual_eta": ("LAM", "SUMEXP"),

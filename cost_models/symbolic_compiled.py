@@ -6,7 +6,7 @@
 
 from functools import reduce
 
-from numpy import exp, log, minimum, sqrt
+from numpy import exp, log, maximum, minimum, sqrt
 
 from cost_models.symbolic import _geom as geom
 from cost_models.symbolic import _geom1 as geom1
@@ -98,6 +98,14 @@ def throughput_shared_cores(S, P, G, eta):
 
 def throughput_io(IOPS, io):
     return IOPS/io
+
+
+def stall_seconds(X_0, w_s, c_s, s_f):
+    return w_s*reduce(maximum, [0, c_s - s_f/X_0])
+
+
+def throughput_stalled(X_0, T_s):
+    return (T_s + X_0**(-1.0))**(-1.0)
 
 
 def kl_dual_term(LAM, w_i, c_i, eta_d):

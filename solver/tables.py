@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from cost_models.cpu import NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
-from cost_models.io_model import IOCost, WindowTable, cache_alpha, combine, structure, window_tables
+from cost_models.io_model import Cascades, IOCost, WindowTable, cache_alpha, combine, structure, window_tables
 from cost_models.layout import level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
@@ -343,9 +343,14 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
         return None
     cls, ok, need, block, L, Y, hot_share, block_data, buffered = (np.concatenate(x) for x in zip(*facts, strict=True))
     joined = [
-        IOCost.of(
-            {op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS},
-            get_buffered=np.concatenate([c.buffered_share() for c in parts_k]),
+        replace(
+            IOCost.of(
+                {op: np.concatenate([getattr(c, op) for c in parts_k]) for op in OPERATIONS},
+                get_buffered=np.concatenate([c.buffered_share() for c in parts_k]),
+            ),
+            cascades=Cascades.concat([c.cascades for c in parts_k if c.cascades is not None])
+            if all(c.cascades is not None for c in parts_k)
+            else None,
         )
         for parts_k in ios
     ]
