@@ -14,13 +14,16 @@ depend on memory, so it is computed once per shard size (and workload) and
 combined with each VM's memory split (cost_models.io_model.combine).
 
 Storage enters a node's throughput only through the I/Os per second it
-sustains at the design's block size (``StorageChoice.effective_iops``) and the
-room it has. Within one (design class, block size), throughput falls with the
-I/O per operation whatever the volume, so a design that needs no more room and
-no more I/O per operation (expected and perturbed) than another one is never
-worse on any volume: only the designs no other one dominates so are scored per
-volume (:func:`candidates`). Volumes and columns are pruned the same way
-(cost_models.pareto), so every pruning step is exact.
+sustains at the design's block size (``StorageChoice.effective_iops``), its
+MiB/s and the room it has: X = min(X_cpu, IOPS(b)/io, MiB/s/(io b)), with X_cpu
+(the CPU bounds, write stalls and background thread on the VM's cores) the
+same on every volume. So among designs of one block size, one that needs no
+more room, no more I/O per operation and has an X_cpu at least as high
+(expected and perturbed) is never worse on any volume: only the designs no
+other one dominates so are scored per volume (:func:`candidates`, per vCPU
+count). Volumes and columns are pruned the same way (cost_models.pareto), so
+every pruning step is exact (tests/test_tables_pruning.py: the columns equal
+those of scoring every design).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from cost_models.layout import level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
-from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
+from cost_models.robust import is_robust, per_op_costs, perturbed_throughput, perturbed_workload
 from solver.space import Grid, cluster_cap, grid_for, shard_counts
 from specs.errors import check_range
 from specs.schema import Spec, Workload
@@ -160,34 +163,44 @@ def node_scores(
     return x, xp
 
 
-def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Designs no other design of the same class and block size dominates in
-    (room needed, expected I/O per operation, perturbed I/O per operation); the
-    room counts only up to which offered volume size it needs (``thresholds``).
-    Returns (design indices, their size bucket)."""
+def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int) -> tuple[np.ndarray, np.ndarray]:
+    """The designs worth scoring per volume on a VM of ``vcpu`` cores: those no other design
+    beats on every volume. Returns (design indices, their size bucket).
+
+    A volume enters a node's throughput only through its caps (cost_models.cpu.throughput):
+    X = min(X_cpu, IOPS(b) / io, MiB/s / (io b)), where X_cpu — the CPU bounds, the write
+    stalls, the background thread — does not depend on the volume, and IOPS(b) only on the
+    block size b a block I/O moves. So among designs of one block size (and bytes moved per
+    I/O), one that needs no larger volume, has no more I/O per operation and an X_cpu at least
+    as high is at least as fast on every volume: only the designs no other one dominates so are
+    scored. With robustness the same holds for the perturbed workload's pair; with a KL radius
+    per operation (the KL bound is monotone in each operation's seconds, max(1/X_cpu, io/IOPS)).
+    ``tests/test_tables_pruning.py`` checks the pruning against scoring every design."""
     bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
-    usable = ge.ok & (bucket < thresholds.size)
-    cols = [bucket.astype(float), ge.total]
+    idx = np.flatnonzero(ge.ok & (bucket < thresholds.size))
+    if idx.size == 0:
+        return idx, bucket[idx]
+    unlimited = np.full((1, idx.size), np.inf)
+    xe, xp = node_scores(spec, ge, idx, unlimited, vcpu)
+    cols = [bucket[idx].astype(float), -xe[0], ge.total[idx]]
     if is_robust(spec):
+        base = ge.io_p if ge.io_p is not None else ge.io
         if spec.kl_radius:
-            base = ge.io_p if ge.io_p is not None else ge.io
-            cols += [getattr(base, op) for op in OPERATIONS]
-        elif ge.total_p is not None:
-            cols.append(ge.total_p)
-    if ge.codec_cpu is not None and ge.disk_block is not None:
-        cols += [ge.codec_cpu, ge.disk_block] + ([ge.codec_cpu_p] if ge.codec_cpu_p is not None else [])
+            pw = perturbed_workload(spec)
+            sub = base.map(lambda v: v[idx])
+            cols += list(per_op_costs(sub, ge.shape.take(idx), np.inf, vcpu, pw.scan_length).T)
+            cols += [getattr(sub, op) for op in OPERATIONS]
+        else:
+            cols += [-xp[0], (ge.total_p if ge.total_p is not None else ge.total)[idx]]
     table = np.stack(cols, axis=1)
+    moved = ge.block if ge.disk_block is None else ge.disk_block
     keep: list[np.ndarray] = []
-    # rows of one class and block size that differ in their codec pair move different bytes
-    # per I/O and spend different CPU: they are compared only within one pair
-    pair = np.zeros(ge.cls.shape) if ge.codec_pair is None else ge.codec_pair
-    for c in np.unique(ge.cls[usable]):
-        for b in np.unique(ge.block[usable]):
-            for p in np.unique(pair[usable]):
-                idx = np.flatnonzero(usable & (ge.cls == c) & (ge.block == b) & (pair == p))
-                if idx.size:
-                    keep.append(idx[pareto_mask(table[idx])])
-    out = np.sort(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
+    for b in np.unique(ge.block[idx]):
+        for m in np.unique(moved[idx]):
+            rows = np.flatnonzero((ge.block[idx] == b) & (moved[idx] == m))
+            if rows.size:
+                keep.append(rows[pareto_mask(table[rows])])
+    out = idx[np.sort(np.concatenate(keep))]
     return out, bucket[out]
 
 
@@ -487,9 +500,13 @@ def _shard_job(
             if ge is None:
                 continue
             ge = with_codecs(spec, grid, ge)
-            cand, bucket = candidates(spec, ge, thr)
+            by_vcpu: dict[int, list[VmType]] = {}
             for vm in group:
-                out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
+                by_vcpu.setdefault(vm.vcpu, []).append(vm)
+            for vcpu, same in sorted(by_vcpu.items()):
+                cand, bucket = candidates(spec, ge, thr, vcpu)
+                for vm in same:
+                    out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
     out[COSINE] = prune_columns(out[COSINE])
     for name in presets:
         out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
