@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from specs.errors import BudgetTooLow, ExitCode, InputError, Terminated
+from specs.errors import BudgetTooLow, ExitCode, InputError, Terminated, unwind_on_termination
 from specs.vocab import (
     BackendName,
     CatalogKind,
@@ -34,18 +34,6 @@ from specs.vocab import (
     WalSync,
 )
 from specs.vocab import Preset as PresetName
-
-#: Signals that end a command the way Ctrl-C does (cleaning up) instead of killing it on the spot.
-TERMINATING = (signal.SIGTERM, signal.SIGHUP)
-
-
-def _terminate(signum: int, _frame: Any) -> None:
-    """SIGTERM and SIGHUP unwind like Ctrl-C: every ``finally`` runs (scratch directories are
-    removed, child processes killed) instead of the interpreter dying where it stands. Further
-    terminating signals and Ctrl-C are ignored from then on, so that nothing interrupts the cleanup."""
-    for sig in (*TERMINATING, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
-    raise Terminated(signum)
 
 
 def _interrupted(exc: BaseException) -> ExitCode:
@@ -762,8 +750,7 @@ def pricing_show(
 
 def main() -> None:
     """The `cosine` program: the process is ours, so termination signals clean up too."""
-    for sig in TERMINATING:
-        signal.signal(sig, _terminate)
+    unwind_on_termination()
     app()
 
 

@@ -8,6 +8,7 @@ them to exit 2 with one line; :class:`BudgetTooLow` is exit 3.
 from __future__ import annotations
 
 import math
+import signal
 from enum import IntEnum
 from typing import Any
 
@@ -38,6 +39,25 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(f"terminated by signal {signum}")
+
+
+#: Signals that end a command the way Ctrl-C does (cleaning up) instead of killing it on the spot.
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C: every ``finally`` runs (scratch directories are
+    removed, child processes killed) instead of the interpreter dying where it stands. Further
+    terminating signals and Ctrl-C are ignored from then on, so that nothing interrupts the cleanup."""
+    for sig in (*TERMINATING, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+def unwind_on_termination() -> None:
+    """Install :func:`_terminate` for :data:`TERMINATING` (a program's entry point: the process is its own)."""
+    for sig in TERMINATING:
+        signal.signal(sig, _terminate)
 
 
 def _fmt(x: float) -> str:

@@ -67,3 +67,32 @@ def test_killed_validate_leaves_nothing(engine_binary, tmp_path, sig, code, mess
     assert list(scratch.iterdir()) == [] and list(tmp.iterdir()) == []
     assert _engine_processes(str(scratch)) == []
     assert not (tmp_path / "out" / "validation.parquet").exists()
+
+
+def test_terminated_benchmark_leaves_nothing(engine_binary, tmp_path):
+    """A benchmark script (`python -m bench.<name>`) unwinds on SIGTERM too (bench/__init__.py): its
+    engine run's data directory and process are gone. Before, the interpreter died on the spot and
+    left both (a cosine-bench process and a /dev/shm directory per killed benchmark)."""
+    scratch, tmp = tmp_path / "scratch", tmp_path / "tmp"
+    scratch.mkdir()
+    tmp.mkdir()
+    env = {**os.environ, "COSINE_VALIDATE_DIR": str(scratch), "TMPDIR": str(tmp)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bench.write_stalls", "--ops", "50000000", "--case", "lsm:ycsb_a"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not any(scratch.iterdir()) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert p.poll() is None, p.communicate()
+    time.sleep(0.3)
+    assert _engine_processes(str(scratch)), "the engine is not running"
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=60)
+    assert p.returncode != 0
+    assert list(scratch.iterdir()) == [] and list(tmp.iterdir()) == []
+    assert _engine_processes(str(scratch)) == []
