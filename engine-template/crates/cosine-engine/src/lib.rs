@@ -457,6 +457,9 @@ impl Engine {
         io: &Arc<IoCounter>,
     ) -> Result<Option<Vec<KvPair>>> {
         let sv = self.snapshot();
+        if truncate && limit != usize::MAX && matches!(self.inner.store, Store::Tree) {
+            return Self::scan_tree_bounded(&sv, lo, hi, limit, io);
+        }
         let mut sources: Vec<Box<dyn KvIterator + Send>> = Vec::new();
         let mut mem_tombstones = 0usize;
         let mut complete_to: Option<Vec<u8>> = None;
@@ -506,6 +509,72 @@ impl Engine {
         // Every source ran out short of `limit`, but a truncated copy held more
         // (its entries were hidden by newer tombstones): they may be live.
         if out.len() < limit && complete_to.is_some() {
+            return Ok(None);
+        }
+        Ok(Some(out))
+    }
+
+    /// A tree store's scan that copies from the memtables only what can be in its result.
+    ///
+    /// The tree's first `limit` live entries from `lo` end at some key `b`: the result holds
+    /// no key past `b` unless the memtables' tombstones hide some of them. So the memtables
+    /// are copied up to `b` only — a memtable holding a few per cent of the keys contributes
+    /// a few entries, where a copy of `limit` of its entries (each a merge of its shards and
+    /// two allocations) cost half of a 50-entry scan's CPU (BENCHMARKS.md §19.4). `None`
+    /// when tombstones left the result short of `limit` before `b` (the caller scans again
+    /// with whole copies).
+    fn scan_tree_bounded(
+        sv: &SuperVersion,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        limit: usize,
+        io: &Arc<IoCounter>,
+    ) -> Result<Option<Vec<KvPair>>> {
+        let mut tree = MergingIterator::new(sv.tree.iters(lo, hi, io, true)?);
+        let mut taken: Vec<KvPair> = Vec::with_capacity(limit);
+        while tree.valid() && taken.len() < limit {
+            if hi.is_some_and(|h| tree.key() > h) {
+                break;
+            }
+            if let Some(v) = tree.value() {
+                taken.push((tree.key().to_vec(), v.to_vec()));
+            }
+            tree.next()?;
+        }
+        // Past `bound` the tree may hold more; below it, everything is in `taken`.
+        let bound: Option<Vec<u8>> = if taken.len() == limit { taken.last().map(|(k, _)| k.clone()) } else { None };
+        let mem_hi = match (&bound, hi) {
+            (Some(b), Some(h)) => Some(if b.as_slice() < h { b.as_slice() } else { h }),
+            (Some(b), None) => Some(b.as_slice()),
+            (None, h) => h,
+        };
+        let copies: Vec<Box<dyn KvIterator + Send>> =
+            std::iter::once(&sv.mem).chain(sv.imms.iter()).map(|m| Box::new(m.range(lo, mem_hi)) as Box<dyn KvIterator + Send>).collect();
+        let mut mem = MergingIterator::new(copies);
+        let mut out: Vec<KvPair> = Vec::with_capacity(limit);
+        let mut from_tree = taken.into_iter().peekable();
+        while out.len() < limit {
+            let tree_key = from_tree.peek().map(|(k, _)| k.as_slice());
+            match (mem.valid(), tree_key) {
+                (false, None) => break,
+                (true, t) if t.is_none_or(|tk| mem.key() <= tk) => {
+                    // the memtables' entry is newer: it replaces (or deletes) the tree's
+                    if t.is_some_and(|tk| mem.key() == tk) {
+                        from_tree.next();
+                    }
+                    if let Some(v) = mem.value() {
+                        out.push((mem.key().to_vec(), v.to_vec()));
+                    }
+                    mem.next()?;
+                }
+                _ => {
+                    if let Some(kv) = from_tree.next() {
+                        out.push(kv);
+                    }
+                }
+            }
+        }
+        if out.len() < limit && bound.is_some() {
             return Ok(None);
         }
         Ok(Some(out))
