@@ -125,3 +125,16 @@ def test_cascades_of_the_io_model() -> None:
     assert np.all(np.diff(blocks) >= 0) and blocks[live][-1] > 5 * blocks[0]
     lsh = _io(Design(T=6, K=1, Z=1, buffer_bytes=2**20, bloom_bits=0.0, block_bytes=4096, lsh=True), n).cascades
     assert lsh is not None and not lsh.rate.any()
+
+
+def test_frozen_buffers_is_the_engines() -> None:
+    """The model's ``frozen_buffers`` is the engine's MAX_IMMUTABLE (one fact, two languages)."""
+    import re
+    from pathlib import Path
+
+    from cost_models.design import model_constants
+
+    src = (Path(__file__).resolve().parent.parent / "engine-template/crates/cosine-engine/src/lib.rs").read_text()
+    found = re.search(r"const MAX_IMMUTABLE: usize = (\d+);", src)
+    assert found, "MAX_IMMUTABLE not found in cosine-engine"
+    assert model_constants()["frozen_buffers"] == float(found.group(1))
