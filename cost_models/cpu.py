@@ -29,7 +29,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from specs.errors import InputError
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
 
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
+_DEFAULT_TABLE = str(PHI_TABLE)
 #: phi.yaml's layout version (2: measured CPU, block and background terms, the envelope).
 PHI_SCHEMA = 2
 #: Engine-wide entries of the table: seconds, all measured or fitted by `cosine calibrate`.
@@ -66,14 +66,24 @@ class PhiTableError(InputError):
 TABLE_ENV = "COSINE_PHI_TABLE"
 
 
+#: Loaded tables by (path, modification time): the model reads the table on every evaluation, so
+#: the lookup is one ``os.stat`` of the path string (no Path object, no lru_cache key).
+_LOADED: dict[tuple[str, int], dict[str, Any]] = {}
+
+
 def phi_table(path: Path | None = None) -> dict[str, Any]:
     """The phi table: ``path``, else $COSINE_PHI_TABLE, else data/phi.yaml (checked; cached until the file changes)."""
-    p = path or Path(os.environ.get(TABLE_ENV) or PHI_TABLE)
+    p = str(path) if path is not None else (os.environ.get(TABLE_ENV) or _DEFAULT_TABLE)
     try:
-        stamp = p.stat().st_mtime_ns
+        stamp = os.stat(p).st_mtime_ns
     except OSError:
         raise PhiTableError(f"{p}: no such phi table") from None
-    return _load_table(p, stamp)
+    hit = _LOADED.get((p, stamp))
+    if hit is None:
+        if len(_LOADED) >= 8:
+            _LOADED.clear()
+        hit = _LOADED[(p, stamp)] = _load_table(Path(p))
+    return hit
 
 
 @contextmanager
@@ -90,9 +100,8 @@ def using_table(path: Path) -> Iterator[None]:
             os.environ[TABLE_ENV] = old
 
 
-@lru_cache(maxsize=8)
-def _load_table(path: Path, stamp: int) -> dict[str, Any]:
-    """Load and check a phi table (``stamp``: its modification time, the cache key)."""
+def _load_table(path: Path) -> dict[str, Any]:
+    """Load and check a phi table."""
     raw = yaml.safe_load(path.read_text())
     if not isinstance(raw, dict) or raw.get("schema") != PHI_SCHEMA:
         raise PhiTableError(f"{path.name}: not a schema-{PHI_SCHEMA} phi table; run `cosine calibrate --write`")
@@ -340,6 +349,19 @@ class Demands:
     stall_seconds: np.ndarray | None = None
     stall_slack: np.ndarray | None = None
 
+    def take(self, idx: np.ndarray) -> Demands:
+        """The demands of the designs ``idx``."""
+        opt = [None if v is None else v[idx] for v in (self.stall_rate, self.stall_seconds, self.stall_slack)]
+        return Demands(
+            self.serial[idx],
+            self.parallel[idx],
+            self.wait[idx],
+            self.background[idx],
+            self.io[idx],
+            self.io_bytes[idx],
+            *opt,
+        )
+
 
 def split_io(io: IOCost) -> tuple[np.ndarray, np.ndarray]:
     """(designs, operations) blocks each operation reads itself, and flush/merge/WAL blocks it causes.
@@ -481,9 +503,24 @@ def node_throughput(
     is reachable). ``extra_cpu``: single-thread seconds per operation a design adds to the
     class's measured CPU (block compression, cost_models.compression), on any core (P).
     """
+    d = node_demands(io, shape, mix, scan_length, read_latency_s, extra_cpu)
+    return throughput(d, iops, threads, cores, bytes_per_s)
+
+
+def node_demands(
+    io: IOCost,
+    shape: NodeShape,
+    mix: dict[str, float],
+    scan_length: float,
+    read_latency_s: float = 0.0,
+    extra_cpu: float | np.ndarray = 0.0,
+) -> Demands:
+    """:func:`demands` with ``extra_cpu`` (see :func:`node_throughput`) on the parallel part: what a
+    node's throughput needs of its designs whatever its volume and threads (:func:`throughput`
+    then broadcasts these arrays over many volumes' IOPS at once)."""
     d = demands(io, shape, mix, scan_length, read_latency_s)
     d.parallel = d.parallel + np.asarray(extra_cpu, dtype=float)
-    return throughput(d, iops, threads, cores, bytes_per_s)
+    return d
 
 
 def envelope_rows() -> list[dict[str, Any]]:

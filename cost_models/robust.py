@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from cost_models.cpu import NodeShape, node_throughput
+from cost_models.cpu import Demands, NodeShape, node_demands, node_throughput, throughput
 from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
 from specs.schema import Spec, Workload
@@ -139,6 +139,16 @@ def perturbed_workload(spec: Spec) -> Workload:
     return replace(wl, operations=noisy_mix(wl.operations, spec.noise)) if spec.noise > 0 else wl
 
 
+def perturbed_demands(io: IOCost, shape: NodeShape, spec: Spec, extra_cpu: float | np.ndarray = 0.0) -> Demands | None:
+    """The noisy mix's demands (cost_models.cpu.node_demands) of designs whose I/O per operation
+    under it is ``io``: what :func:`perturbed_throughput` needs whatever the volume; None with a KL
+    radius, whose worst case prices every operation on the volume one by one."""
+    if spec.kl_radius is not None and float(spec.kl_radius) > 0:
+        return None
+    pw = perturbed_workload(spec)
+    return node_demands(io, shape, pw.operations, pw.scan_length, extra_cpu=extra_cpu)
+
+
 def perturbed_throughput(
     io: IOCost,
     shape: NodeShape,
@@ -152,9 +162,10 @@ def perturbed_throughput(
     the noisy mix's, or with a KL radius the worst case over the KL ball around it.
     ``extra_cpu`` (codec seconds per operation of the noisy mix) enters the noisy mix's
     throughput; the KL bound prices operations one by one without it."""
+    d = perturbed_demands(io, shape, spec, extra_cpu)
+    if d is not None:
+        return throughput(d, iops, threads)
     pw = perturbed_workload(spec)
-    rho = 0.0 if spec.kl_radius is None else float(spec.kl_radius)
-    if rho <= 0:
-        return node_throughput(io, iops, shape, pw.operations, threads, pw.scan_length, extra_cpu=extra_cpu)
+    rho = float(spec.kl_radius or 0.0)
     c = per_op_costs(io, shape, iops, threads, pw.scan_length)
     return 1.0 / np.maximum(kl_worst_case(c, mix_vector(pw.operations), rho), 1e-300)

@@ -38,7 +38,7 @@ import numpy as np
 
 from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, volume_table
-from cost_models.cpu import NodeShape, node_throughput
+from cost_models.cpu import Demands, NodeShape, node_demands, throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
@@ -47,7 +47,7 @@ from cost_models.layout import level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
-from cost_models.robust import is_robust, per_op_costs, perturbed_throughput, perturbed_workload
+from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
 from solver.space import Grid, cluster_cap, grid_for, shard_counts
 from specs.errors import check_range
 from specs.schema import Spec, Workload
@@ -142,28 +142,63 @@ def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
     return np.isin(cls, codes)
 
 
+#: Demands (cost_models.cpu.Demands) of some designs under the expected workload and, with
+#: robustness, the perturbed one (None: no robustness, or a KL radius, priced per volume).
+ScoreDemands = tuple[Demands, Demands | None]
+
+
+def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
+    """The demands of the designs ``idx`` of ``ge``: they do not depend on the VM type or the
+    volume, so every (VM type, volume) of one evaluation shares them (:func:`node_scores`)."""
+    wl = spec.workload
+    shape = ge.shape.take(idx)
+    extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
+    de = node_demands(ge.io.map(lambda v: v[idx]), shape, wl.operations, wl.scan_length, extra_cpu=extra)
+    if not is_robust(spec):
+        return de, None
+    io_p = ge.io_p if ge.io_p is not None else ge.io
+    extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[idx]
+    return de, perturbed_demands(io_p.map(lambda v: v[idx]), shape, spec, extra_p)
+
+
 def node_scores(
-    spec: Spec, ge: GridEval, idx: np.ndarray, iops: np.ndarray, vcpu: int
+    spec: Spec, ge: GridEval, idx: np.ndarray, iops: np.ndarray, vcpu: int, dem: ScoreDemands | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(expected, perturbed) node throughput of the designs ``idx`` of ``ge`` at
-    the I/Os per second ``iops`` (one row per volume, a column per design)."""
-    wl = spec.workload
-    m = iops.shape[0]
-    flat = iops.reshape(-1)
-    rep = np.tile(idx, m)
-    extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[rep]
-    shape = ge.shape.take(rep)
-    x = node_throughput(ge.io.map(lambda v: v[rep]), flat, shape, wl.operations, vcpu, wl.scan_length, extra_cpu=extra)
-    x = x.reshape(iops.shape)
+    the I/Os per second ``iops`` (one row per volume, a column per design);
+    ``dem``: their :func:`design_demands`, when the caller shares them."""
+    de, dp = design_demands(spec, ge, idx) if dem is None else dem
+    x = throughput(de, iops, vcpu)
     if not is_robust(spec):
         return x, x
+    if dp is not None:
+        return x, throughput(dp, iops, vcpu)
+    m = iops.shape[0]
+    rep = np.tile(idx, m)
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[rep]
-    xp = perturbed_throughput(io_p.map(lambda v: v[rep]), shape, flat, vcpu, spec, extra_p).reshape(iops.shape)
-    return x, xp
+    flat = iops.reshape(-1)
+    xp = perturbed_throughput(io_p.map(lambda v: v[rep]), ge.shape.take(rep), flat, vcpu, spec, extra_p)
+    return x, xp.reshape(iops.shape)
 
 
-def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int) -> tuple[np.ndarray, np.ndarray]:
+def take_demands(dem: ScoreDemands, pos: np.ndarray) -> ScoreDemands:
+    """The :func:`design_demands` of the designs at positions ``pos`` of ``dem``'s."""
+    de, dp = dem
+    return de.take(pos), None if dp is None else dp.take(pos)
+
+
+def usable(ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The feasible designs of ``ge`` some offered volume size (``thresholds``) holds, and
+    their size bucket (the smallest such size)."""
+    bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
+    idx = np.flatnonzero(ge.ok & (bucket < thresholds.size))
+    return idx, bucket[idx]
+
+
+def candidates(
+    spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int, dem: ScoreDemands | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The designs worth scoring per volume on a VM of ``vcpu`` cores: those no other design
     beats on every volume. Returns (design indices, their size bucket).
 
@@ -175,14 +210,14 @@ def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int) -> t
     as high is at least as fast on every volume: only the designs no other one dominates so are
     scored. With robustness the same holds for the perturbed workload's pair; with a KL radius
     per operation (the KL bound is monotone in each operation's seconds, max(1/X_cpu, io/IOPS)).
-    ``tests/test_tables_pruning.py`` checks the pruning against scoring every design."""
-    bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
-    idx = np.flatnonzero(ge.ok & (bucket < thresholds.size))
+    ``tests/test_tables_pruning.py`` checks the pruning against scoring every design.
+    ``dem``: the :func:`design_demands` of the :func:`usable` designs, when the caller shares them."""
+    idx, bucket_idx = usable(ge, thresholds)
     if idx.size == 0:
-        return idx, bucket[idx]
+        return idx, bucket_idx
     unlimited = np.full((1, idx.size), np.inf)
-    xe, xp = node_scores(spec, ge, idx, unlimited, vcpu)
-    cols = [bucket[idx].astype(float), -xe[0], ge.total[idx]]
+    xe, xp = node_scores(spec, ge, idx, unlimited, vcpu, dem)
+    cols = [bucket_idx.astype(float), -xe[0], ge.total[idx]]
     if is_robust(spec):
         base = ge.io_p if ge.io_p is not None else ge.io
         if spec.kl_radius:
@@ -200,8 +235,8 @@ def candidates(spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int) -> t
             rows = np.flatnonzero((ge.block[idx] == b) & (moved[idx] == m))
             if rows.size:
                 keep.append(rows[pareto_mask(table[rows])])
-    out = idx[np.sort(np.concatenate(keep))]
-    return out, bucket[out]
+    pos = np.sort(np.concatenate(keep))
+    return idx[pos], bucket_idx[pos]
 
 
 def contexts_for_vm(
@@ -214,10 +249,12 @@ def contexts_for_vm(
     bucket: np.ndarray,
     thresholds: np.ndarray,
     name: str = COSINE,
+    dem: ScoreDemands | None = None,
 ) -> list[Context]:
     """The columns of one VM type at one shard size: for each volume, the best
     fitting design (or, with robustness, the Pareto front of designs in the
-    two throughputs); :func:`prune_columns` then drops the dominated ones."""
+    two throughputs); :func:`prune_columns` then drops the dominated ones.
+    ``dem``: the :func:`design_demands` of ``cand``, shared by the VM types of ``ge``."""
     if not choices or cand.size == 0:
         return []
     blocks = (ge.block if ge.disk_block is None else ge.disk_block)[cand]
@@ -225,7 +262,7 @@ def contexts_for_vm(
     iops = effective_iops(vol_iops[:, None], vol_mibps[:, None], blocks[None, :])
     cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
     fits = bucket[None, :] <= cbucket[:, None]
-    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu)
+    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
     xe = np.where(fits, xe, 0.0)
     xp = np.where(fits, xp, 0.0)
     raw: list[tuple[int, int]] = []
@@ -503,10 +540,13 @@ def _shard_job(
             by_vcpu: dict[int, list[VmType]] = {}
             for vm in group:
                 by_vcpu.setdefault(vm.vcpu, []).append(vm)
+            rows, _ = usable(ge, thr)
+            dem_all = design_demands(spec, ge, rows)
             for vcpu, same in sorted(by_vcpu.items()):
-                cand, bucket = candidates(spec, ge, thr, vcpu)
+                cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
+                dem = take_demands(dem_all, np.searchsorted(rows, cand))
                 for vm in same:
-                    out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
+                    out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
     out[COSINE] = prune_columns(out[COSINE])
     for name in presets:
         out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
@@ -554,6 +594,8 @@ def _preset_columns(
             batches=[DesignBatch.of([d])],
             offsets=np.array([0]),
         )
+        one = np.arange(1)
+        dem = design_demands(spec, ge, one)
         for vm in group:
             thr = _thresholds([vols[vm.key]])
             if thr.size == 0:
@@ -561,7 +603,7 @@ def _preset_columns(
             bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib, side="left")
             if bucket[0] >= thr.size:
                 continue
-            out += contexts_for_vm(spec, vm, s, vols[vm.key], ge, np.arange(1), bucket, thr, name=name)
+            out += contexts_for_vm(spec, vm, s, vols[vm.key], ge, one, bucket, thr, name=name, dem=dem)
     return prune_columns(out)
 
 
