@@ -245,7 +245,7 @@ def derive(
 def split_memory(
     sh: Shape,
     batch: DesignBatch,
-    memory_bytes: float,
+    memory_bytes: float | np.ndarray,
     *,
     hot_levels: np.ndarray | None = None,
     bits_per_level: np.ndarray | None = None,

@@ -562,45 +562,47 @@ def _preset_columns(
     parts: Partitions,
     wins: list[tuple[WindowTable, WindowTable]],
 ) -> list[Context]:
-    """The columns of preset ``name`` at shard size ``s`` (its one design on every VM type)."""
+    """The columns of preset ``name`` at shard size ``s`` (its one design on every VM type).
+    The design is evaluated on every memory size at once (one row per memory size)."""
     wl = spec.workload
     d = preset(name)
     vols = volumes((d.block_bytes,))
     wls = _workloads(spec)
-    batch = DesignBatch.of([d])
+    mems = sorted(by_mem)
+    batch = DesignBatch.of([d] * len(mems))
     shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes)
     sts = [
         structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
         for w, win in zip(wls, wins, strict=True)
     ]
+    lay = split_memory(shape, batch, np.array(mems) * GIB * (1 - spec.design.memory_headroom))
+    ios = [node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)]
+    io_p = ios[1] if len(ios) > 1 else None
+    ge = GridEval(
+        io=ios[0],
+        total=ios[0].total(wls[0].operations),
+        io_p=io_p,
+        total_p=None if io_p is None else io_p.total(wls[1].operations),
+        shape=NodeShape.of(lay),
+        ok=lay.feasible,
+        need_gib=lay.space_entries * lay.entry_bytes / GIB,
+        block=np.full(len(mems), float(d.block_bytes)),
+        L=lay.L,
+        Y=lay.Y,
+        batches=[batch],
+        offsets=np.array([0]),
+    )
+    rows = np.flatnonzero(lay.feasible)
+    dem_all = design_demands(spec, ge, rows)
     out: list[Context] = []
-    for mem_gib, group in sorted(by_mem.items()):
-        lay = split_memory(shape, batch, mem_gib * GIB * (1 - spec.design.memory_headroom))
-        if not lay.feasible[0]:
-            continue
-        ios = [node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)]
-        io_p = ios[1] if len(ios) > 1 else None
-        ge = GridEval(
-            io=ios[0],
-            total=ios[0].total(wls[0].operations),
-            io_p=io_p,
-            total_p=None if io_p is None else io_p.total(wls[1].operations),
-            shape=NodeShape.of(lay),
-            ok=lay.feasible,
-            need_gib=lay.space_entries * lay.entry_bytes / GIB,
-            block=np.array([float(d.block_bytes)]),
-            L=lay.L,
-            Y=lay.Y,
-            batches=[DesignBatch.of([d])],
-            offsets=np.array([0]),
-        )
-        one = np.arange(1)
-        dem = design_demands(spec, ge, one)
-        for vm in group:
+    for pos, i in enumerate(rows):
+        one = np.array([i])
+        dem = take_demands(dem_all, np.array([pos]))
+        for vm in by_mem[mems[i]]:
             thr = _thresholds([vols[vm.key]])
             if thr.size == 0:
                 continue
-            bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib, side="left")
+            bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib[one], side="left")
             if bucket[0] >= thr.size:
                 continue
             out += contexts_for_vm(spec, vm, s, vols[vm.key], ge, one, bucket, thr, name=name, dem=dem)
