@@ -43,7 +43,7 @@ from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
 from cost_models.io_model import Cascades, IOCost, WindowTable, cache_alpha, combine, structure, window_tables
-from cost_models.layout import level_shape, split_memory
+from cost_models.layout import Layout, level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
@@ -337,18 +337,22 @@ def _workloads(spec: Spec) -> list[Workload]:
     return [spec.workload, perturbed_workload(spec)] if spec.noise > 0 else [spec.workload]
 
 
-def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: Any) -> GridEval | None:
-    """Every design of the grid whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
-    lays, shape, sts, wins = prep
+#: The memory split of the grid's designs on one memory size, per family (LSM-like, hash log):
+#: the layouts whose buffer fits, the filter settings per layout, the designs, their split.
+Splits = list[tuple[np.ndarray, int, DesignBatch, Layout]]
+
+
+def _grid_splits(spec: Spec, grid: Grid, s: float, mem_gib: float, prep: Any) -> Splits:
+    """The memory split of every design of the grid whose buffer fits a node of ``mem_gib``
+    holding ``s`` entries."""
+    lays, shape, _, _ = prep
     wl = spec.workload
     mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
     # A buffer past twice the shard's data buys nothing more: it already holds it all.
     fits = (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * wl.entry_bytes)
     # Bloom bits x range-filter bits per layout (the hash log: neither)
     pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float)
-    ios: list[list[IOCost]] = [[] for _ in sts]
-    facts: list[tuple[np.ndarray, ...]] = []
-    batches: list[DesignBatch] = []
+    out: Splits = []
     for is_lsh, m_bits in ((False, pairs), (True, np.zeros((1, 2)))):
         sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
         if sel.size == 0:
@@ -357,7 +361,43 @@ def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: flo
         batch = lays.take(np.repeat(sel, m))
         batch.bloom_bits = np.tile(m_bits[:, 0], sel.size)
         batch.range_bits = np.tile(m_bits[:, 1], sel.size)
-        lay = split_memory(shape.take(np.repeat(sel, m)), batch, mem)
+        out.append((sel, m, batch, split_memory(shape.take(np.repeat(sel, m)), batch, mem)))
+    return out
+
+
+def _whole_shard_cached(lay: Layout, s: float) -> np.ndarray:
+    """Designs whose block cache holds all ``s`` entries of the shard: every lookup's block hits
+    it (cost_models.io_model.cache_alpha: the coverage term C B / N reaches 1)."""
+    blocks = lay.mem_cache / (lay.B * lay.entry_bytes)
+    return np.asarray((blocks >= 1.0) & (np.minimum(1.0, blocks * lay.B / s) >= 1.0))
+
+
+def same_evaluation(a: Splits, b: Splits, s: float) -> bool:
+    """Whether two memory sizes' splits give every design the same evaluation: the same designs,
+    hot levels (so filters, classes, cold levels), feasibility, and a block cache of the same size
+    or holding the whole shard on both. The I/O model sees a memory size only through these
+    (cost_models.io_model.combine, cache_alpha): a small shard on any larger node is one case."""
+    if len(a) != len(b):
+        return False
+    for (sa, _, _, la), (sb, _, _, lb) in zip(a, b, strict=True):
+        if not np.array_equal(sa, sb):
+            return False
+        for f in ("hot", "feasible", "Y", "cls", "fpr"):
+            if not np.array_equal(getattr(la, f), getattr(lb, f)):
+                return False
+        same_cache = (la.mem_cache == lb.mem_cache) | (_whole_shard_cached(la, s) & _whole_shard_cached(lb, s))
+        if not same_cache.all():
+            return False
+    return True
+
+
+def _grid_eval(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any) -> GridEval | None:
+    """Every design of ``splits`` (:func:`_grid_splits`) evaluated: I/O per operation and layout facts."""
+    _, _, sts, wins = prep
+    ios: list[list[IOCost]] = [[] for _ in sts]
+    facts: list[tuple[np.ndarray, ...]] = []
+    batches: list[DesignBatch] = []
+    for sel, m, batch, lay in splits:
         for k, (st, win, w) in enumerate(zip(sts, wins, _workloads(spec), strict=True)):
             if spec.cost_model == CostModel.WORST_CASE:  # the paper's worst-case model (no windows)
                 ios[k].append(node_io(spec.cost_model, lay, parts, w))
@@ -529,22 +569,40 @@ def _shard_job(
             for w, win in zip(wls, wins, strict=True)
         ]
         vols = volumes(grid.blocks)
+        prep = (lays, shape, sts, wins)
+        reuse = spec.cost_model != CostModel.WORST_CASE  # the worst-case model reads the split itself
+        last: tuple[Splits, GridEval | None] | None = None
+        ge: GridEval | None = None
+        ok_rows = np.zeros(0, dtype=np.int64)
+        dem_ok: ScoreDemands | None = None
+        cands: dict[tuple[bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands]] = {}
         for mem_gib, group in sorted(by_mem.items()):
             thr = _thresholds([vols[vm.key] for vm in group])
             if thr.size == 0:
                 continue
-            ge = _grid_eval(spec, grid, s, parts, mem_gib, (lays, shape, sts, wins))
-            if ge is None:
+            splits = _grid_splits(spec, grid, s, mem_gib, prep)
+            # a memory size whose splits evaluate every design as the last one did reuses its
+            # evaluation, demands and candidates (same_evaluation)
+            if last is None or not reuse or not same_evaluation(last[0], splits, s):
+                ev = _grid_eval(spec, s, parts, splits, prep)
+                ge = None if ev is None else with_codecs(spec, grid, ev)
+                ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
+                dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)
+                cands = {}
+            last = (splits, ge)
+            if ge is None or dem_ok is None:
                 continue
-            ge = with_codecs(spec, grid, ge)
             by_vcpu: dict[int, list[VmType]] = {}
             for vm in group:
                 by_vcpu.setdefault(vm.vcpu, []).append(vm)
             rows, _ = usable(ge, thr)
-            dem_all = design_demands(spec, ge, rows)
+            dem_all = take_demands(dem_ok, np.searchsorted(ok_rows, rows))
             for vcpu, same in sorted(by_vcpu.items()):
-                cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
-                dem = take_demands(dem_all, np.searchsorted(rows, cand))
+                key = (thr.tobytes(), vcpu)
+                if key not in cands:
+                    cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
+                    cands[key] = (cand, bucket, take_demands(dem_all, np.searchsorted(rows, cand)))
+                cand, bucket, dem = cands[key]
                 for vm in same:
                     out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
     out[COSINE] = prune_columns(out[COSINE])
