@@ -69,6 +69,10 @@ def check_workers(workers: int | None) -> None:
         check_range("--workers", workers, 1, MAX_WORKERS, integer=True)
 
 
+#: Whether a memory size reuses the previous one's evaluation when their splits evaluate every
+#: design the same (:func:`same_evaluation`); off only to check that it changes no column.
+REUSE_EQUAL_SPLITS = True
+
 #: Volume sizes offered per node, as multiples of the shard's logical data
 #: (space amplification of LSM levels and of the hash log's garbage).
 VOLUME_HEADROOM = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6)
@@ -391,7 +395,12 @@ def same_evaluation(a: Splits, b: Splits, s: float) -> bool:
     return True
 
 
-def _grid_eval(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any) -> GridEval | None:
+def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: Any) -> GridEval | None:
+    """Every design of the grid whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
+    return _evaluate(spec, s, parts, _grid_splits(spec, grid, s, mem_gib, prep), prep)
+
+
+def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any) -> GridEval | None:
     """Every design of ``splits`` (:func:`_grid_splits`) evaluated: I/O per operation and layout facts."""
     _, _, sts, wins = prep
     ios: list[list[IOCost]] = [[] for _ in sts]
@@ -570,7 +579,8 @@ def _shard_job(
         ]
         vols = volumes(grid.blocks)
         prep = (lays, shape, sts, wins)
-        reuse = spec.cost_model != CostModel.WORST_CASE  # the worst-case model reads the split itself
+        # the worst-case model reads the split itself
+        reuse = REUSE_EQUAL_SPLITS and spec.cost_model != CostModel.WORST_CASE
         last: tuple[Splits, GridEval | None] | None = None
         ge: GridEval | None = None
         ok_rows = np.zeros(0, dtype=np.int64)
@@ -584,7 +594,7 @@ def _shard_job(
             # a memory size whose splits evaluate every design as the last one did reuses its
             # evaluation, demands and candidates (same_evaluation)
             if last is None or not reuse or not same_evaluation(last[0], splits, s):
-                ev = _grid_eval(spec, s, parts, splits, prep)
+                ev = _evaluate(spec, s, parts, splits, prep)
                 ge = None if ev is None else with_codecs(spec, grid, ev)
                 ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
                 dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)

@@ -1,0 +1,90 @@
+"""The design tables' shortcuts change no column (solver.tables):
+
+* a memory size whose split evaluates every design as the previous one's reuses that evaluation
+  (``same_evaluation``: small shards on large nodes), compared with evaluating every memory size;
+* a preset is evaluated on every memory size at once, compared with evaluating its one design on
+  each VM type and volume alone (cost_models.cpu.node_throughput);
+* every VM type and volume of one evaluation share its designs' demands (ycsb_a's full tables were
+  compared column by column, field by field, with the code before: BENCHMARKS.md §16)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cost_models.cloud import GIB, effective_iops
+from cost_models.cpu import NodeShape, node_throughput
+from cost_models.design import DesignBatch, preset
+from cost_models.evaluate import node_io, workload_partitions
+from cost_models.io_model import structure, window_tables
+from cost_models.layout import level_shape, split_memory
+from cost_models.pricing import load_catalog
+from cost_models.robust import perturbed_throughput
+from solver import tables as T
+from solver.frontier import PRESETS
+from solver.space import grid_for
+from specs.schema import parse_spec
+
+SPEC = """
+name: reuse
+workload:
+  entries: 20000000
+  key_bytes: 24
+  value_bytes: 1000
+  operations: {{get: 0.5, update: 0.3, insert: 0.1, range: 0.1}}
+  distribution: {{get: {{kind: zipfian, theta: 0.99}}, put: {{kind: zipfian, theta: 0.99}}}}
+budget: {{monthly_usd: 5000, range: [10, 50000]}}
+providers: [aws]
+design: {{size_ratio: [2, 16], max_cluster_size: 400}}
+{robust}
+"""
+
+
+def _job(spec_text: str, k: int) -> dict[str, list[T.Context]]:
+    spec = parse_spec(spec_text)
+    cat = load_catalog()
+    vms = cat.vms["aws"]
+    return T._shard_job(
+        (spec, cat, grid_for(spec), spec.workload.entries / k, vms, workload_partitions(spec.workload), PRESETS)
+    )
+
+
+@pytest.mark.parametrize("robust", ["", "robustness: {noise: 0.1}"])
+def test_reused_evaluations_give_the_same_columns(robust: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = SPEC.format(robust=robust)
+    for k in (2, 400):  # 10 GB per node: every memory size differs; 50 MB: most nodes hold it all
+        fast = _job(text, k)
+        monkeypatch.setattr(T, "REUSE_EQUAL_SPLITS", False)
+        slow = _job(text, k)
+        monkeypatch.setattr(T, "REUSE_EQUAL_SPLITS", True)
+        assert fast[T.COSINE] and fast == slow  # every field of every column, exactly
+
+
+def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
+    spec = parse_spec(SPEC.format(robust="robustness: {noise: 0.1}"))
+    wl = spec.workload
+    cat = load_catalog()
+    k = 8
+    s = wl.entries / k
+    cols = _job(SPEC.format(robust="robustness: {noise: 0.1}"), k)
+    parts = workload_partitions(wl)
+    wls = T._workloads(spec)
+    wins = [window_tables(parts, w.operations, s) for w in wls]
+    checked = 0
+    for name in PRESETS:
+        d = preset(name)
+        batch = DesignBatch.of([d])
+        shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes)
+        sts = [
+            structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
+            for w, win in zip(wls, wins, strict=True)
+        ]
+        for c in cols[name]:
+            lay = split_memory(shape, batch, c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom))
+            io, io_p = (node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts))
+            iops = effective_iops(c.storage.iops, c.storage.mibps, float(d.block_bytes))
+            x = node_throughput(io, iops, NodeShape.of(lay), wl.operations, c.vm.vcpu, wl.scan_length)[0]
+            xp = perturbed_throughput(io_p, NodeShape.of(lay), iops, c.vm.vcpu, spec)[0]
+            assert c.throughput == pytest.approx(x, rel=1e-12) and c.perturbed == pytest.approx(xp, rel=1e-12)
+            checked += 1
+    assert checked > 20
