@@ -346,14 +346,21 @@ def _workloads(spec: Spec) -> list[Workload]:
 Splits = list[tuple[np.ndarray, int, DesignBatch, Layout]]
 
 
-def _grid_splits(spec: Spec, grid: Grid, s: float, mem_gib: float, prep: Any) -> Splits:
-    """The memory split of every design of the grid whose buffer fits a node of ``mem_gib``
-    holding ``s`` entries."""
-    lays, shape, _, _ = prep
-    wl = spec.workload
+def _fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -> np.ndarray:
+    """The layouts whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
     mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
     # A buffer past twice the shard's data buys nothing more: it already holds it all.
-    fits = (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * wl.entry_bytes)
+    return np.asarray(
+        (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * spec.workload.entry_bytes)
+    )
+
+
+def _grid_splits(spec: Spec, grid: Grid, s: float, mem_gib: float, prep: Any, fits: np.ndarray | None = None) -> Splits:
+    """The memory split of every design of the grid whose buffer fits a node of ``mem_gib``
+    holding ``s`` entries (``fits``: :func:`_fits`, when the caller has it)."""
+    lays, shape, _, _ = prep
+    mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
+    fits = _fits(spec, grid, s, mem_gib, lays) if fits is None else fits
     # Bloom bits x range-filter bits per layout (the hash log: neither)
     pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float)
     out: Splits = []
@@ -393,6 +400,19 @@ def same_evaluation(a: Splits, b: Splits, s: float) -> bool:
         if not same_cache.all():
             return False
     return True
+
+
+def saturated_split(splits: Splits, s: float) -> bool:
+    """Whether more memory cannot change this split's evaluation: every design is feasible,
+    holds every level hot (no cold level) and caches the whole shard. More memory only adds
+    spare room (:func:`cost_models.layout.split_memory`: the hot levels grow with it and are all
+    hot already, the memory used stays, the cache grows past the shard), so with the same
+    designs a larger node's split gives the same evaluation (:func:`same_evaluation`)."""
+    return all(
+        bool(lay.feasible.all() and (lay.hot == lay.exists).all() and (lay.Y == 0).all())
+        and bool(_whole_shard_cached(lay, s).all())
+        for _, _, _, lay in splits
+    )
 
 
 def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: Any) -> GridEval | None:
@@ -581,34 +601,40 @@ def _shard_job(
         prep = (lays, shape, sts, wins)
         # the worst-case model reads the split itself
         reuse = REUSE_EQUAL_SPLITS and spec.cost_model != CostModel.WORST_CASE
-        last: tuple[Splits, GridEval | None] | None = None
+        last: Splits | None = None
+        last_fits: np.ndarray | None = None
+        saturated = False
         ge: GridEval | None = None
         ok_rows = np.zeros(0, dtype=np.int64)
         dem_ok: ScoreDemands | None = None
-        cands: dict[tuple[bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands]] = {}
-        for mem_gib, group in sorted(by_mem.items()):
+        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands]] = {}
+        for mem_gib, group in sorted(by_mem.items()):  # ascending memory
             thr = _thresholds([vols[vm.key] for vm in group])
             if thr.size == 0:
                 continue
-            splits = _grid_splits(spec, grid, s, mem_gib, prep)
+            fits = _fits(spec, grid, s, mem_gib, lays)
             # a memory size whose splits evaluate every design as the last one did reuses its
-            # evaluation, demands and candidates (same_evaluation)
-            if last is None or not reuse or not same_evaluation(last[0], splits, s):
-                ev = _evaluate(spec, s, parts, splits, prep)
-                ge = None if ev is None else with_codecs(spec, grid, ev)
-                ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
-                dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)
-                cands = {}
-            last = (splits, ge)
+            # evaluation, demands and candidates (same_evaluation); past a saturated split
+            # (:func:`saturated_split`) with the same designs a larger memory changes nothing
+            if not (reuse and saturated and last_fits is not None and np.array_equal(fits, last_fits)):
+                splits = _grid_splits(spec, grid, s, mem_gib, prep, fits)
+                if last is None or not reuse or not same_evaluation(last, splits, s):
+                    ev = _evaluate(spec, s, parts, splits, prep)
+                    ge = None if ev is None else with_codecs(spec, grid, ev)
+                    ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
+                    dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)
+                    cands = {}
+                last, last_fits, saturated = splits, fits, saturated_split(splits, s)
             if ge is None or dem_ok is None:
                 continue
             by_vcpu: dict[int, list[VmType]] = {}
             for vm in group:
                 by_vcpu.setdefault(vm.vcpu, []).append(vm)
-            rows, _ = usable(ge, thr)
+            rows, bucket_rows = usable(ge, thr)
             dem_all = take_demands(dem_ok, np.searchsorted(ok_rows, rows))
             for vcpu, same in sorted(by_vcpu.items()):
-                key = (thr.tobytes(), vcpu)
+                # the candidates see the thresholds only through the usable designs' size buckets
+                key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
                 if key not in cands:
                     cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
                     cands[key] = (cand, bucket, take_demands(dem_all, np.searchsorted(rows, cand)))

@@ -35,7 +35,7 @@ workload:
   distribution: {{get: {{kind: zipfian, theta: 0.99}}, put: {{kind: zipfian, theta: 0.99}}}}
 budget: {{monthly_usd: 5000, range: [10, 50000]}}
 providers: [aws]
-design: {{size_ratio: [2, 16], max_cluster_size: 400}}
+design: {{size_ratio: [2, 16], max_cluster_size: 400, memory_step: {step}}}
 {robust}
 """
 
@@ -49,10 +49,13 @@ def _job(spec_text: str, k: int) -> dict[str, list[T.Context]]:
     )
 
 
-@pytest.mark.parametrize("robust", ["", "robustness: {noise: 0.1}"])
-def test_reused_evaluations_give_the_same_columns(robust: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = SPEC.format(robust=robust)
-    for k in (2, 400):  # 10 GB per node: every memory size differs; 50 MB: most nodes hold it all
+@pytest.mark.parametrize(
+    ("robust", "step"), [("", 0.1), ("robustness: {noise: 0.1}", 0.1), ("", 0.5)], ids=["plain", "noisy", "coarse"]
+)
+def test_reused_evaluations_give_the_same_columns(robust: str, step: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(With coarse buffer steps, x6, neighbouring memory sizes offer the same designs.)"""
+    text = SPEC.format(robust=robust, step=step)
+    for k in (1, 400):  # 20 GB per node: small nodes differ; 50 MB: every node holds it all
         fast = _job(text, k)
         monkeypatch.setattr(T, "REUSE_EQUAL_SPLITS", False)
         slow = _job(text, k)
@@ -61,12 +64,12 @@ def test_reused_evaluations_give_the_same_columns(robust: str, monkeypatch: pyte
 
 
 def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
-    spec = parse_spec(SPEC.format(robust="robustness: {noise: 0.1}"))
+    spec = parse_spec(SPEC.format(robust="robustness: {noise: 0.1}", step=0.1))
     wl = spec.workload
     cat = load_catalog()
     k = 8
     s = wl.entries / k
-    cols = _job(SPEC.format(robust="robustness: {noise: 0.1}"), k)
+    cols = _job(SPEC.format(robust="robustness: {noise: 0.1}", step=0.1), k)
     parts = workload_partitions(wl)
     wls = T._workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
