@@ -66,7 +66,6 @@ def test_reused_evaluations_give_the_same_columns(robust: str, step: float, monk
 def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
     spec = parse_spec(SPEC.format(robust="robustness: {noise: 0.1}", step=0.1))
     wl = spec.workload
-    cat = load_catalog()
     k = 8
     s = wl.entries / k
     cols = _job(SPEC.format(robust="robustness: {noise: 0.1}", step=0.1), k)
@@ -84,7 +83,9 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
         ]
         for c in cols[name]:
             lay = split_memory(shape, batch, c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom))
-            io, io_p = (node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts))
+            io, io_p = (
+                node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)
+            )
             iops = effective_iops(c.storage.iops, c.storage.mibps, float(d.block_bytes))
             x = node_throughput(io, iops, NodeShape.of(lay), wl.operations, c.vm.vcpu, wl.scan_length)[0]
             xp = perturbed_throughput(io_p, NodeShape.of(lay), iops, c.vm.vcpu, spec)[0]
