@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, overload
 
 import numpy as np
@@ -216,6 +217,22 @@ class Cap:
         return min(x, self.max_mibps)
 
 
+@lru_cache(maxsize=4096)
+def _product_choices(
+    opt: StorageOption, needs: tuple[float, ...], cap: Cap, blocks: tuple[int, ...]
+) -> tuple[StorageChoice, ...]:
+    """The volumes of one product under its rule (``blocks``: a provisioned product's only).
+    Cached: the design tables ask for the same needs once per block-size set (Cosine's grid,
+    each preset's) and VM types of equal limits share them."""
+    if opt.rule == StorageRule.FLAT:
+        return tuple(_flat(opt, list(needs), cap))
+    if opt.rule == StorageRule.PER_GB:
+        return tuple(_per_gb(opt, list(needs), cap))
+    if opt.rule == StorageRule.PROVISIONED:
+        return tuple(_provisioned(opt, list(needs), cap, list(blocks)))
+    return tuple(_slab(opt, list(needs), cap))
+
+
 def storage_choices(
     catalog: Catalog, vm: VmType, need_gib: float | list[float], blocks: tuple[int, ...] | list[int] = (4096,)
 ) -> list[StorageChoice]:
@@ -234,14 +251,8 @@ def storage_choices(
             raw.append(StorageChoice(vm.provider, opt.name, 1, float(lim.size_gib), lim.max_iops, 0.0, lim.max_mibps))
             continue
         cap = Cap() if lim is None else Cap(lim.max_iops, lim.max_mibps, lim.max_disks)
-        if opt.rule == StorageRule.FLAT:
-            raw += _flat(opt, needs, cap)
-        elif opt.rule == StorageRule.PER_GB:
-            raw += _per_gb(opt, needs, cap)
-        elif opt.rule == StorageRule.PROVISIONED:
-            raw += _provisioned(opt, needs, cap, list(blocks))
-        else:
-            raw += _slab(opt, needs, cap)
+        used = tuple(blocks) if opt.rule == StorageRule.PROVISIONED else ()
+        raw += _product_choices(opt, tuple(needs), cap, used)
     if not raw:
         return []
     # Only what a design can use counts: room up to the largest need, and the
