@@ -23,6 +23,7 @@ headline frontier; the nominal ones are kept beside them (docs/solver.md).
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Callable
@@ -720,11 +721,23 @@ def baselines(spec: Spec, catalog: Catalog, tables: Tables, budgets: np.ndarray)
                 comp = c.cost_month * k
                 cost = comp + sla_cost(terms, k, data_gib, comp)
                 cands.append((cost, c.throughput * k, c, k))
-            for i, b in enumerate(budgets):
-                ok = [x for x in cands if x[0] <= b]
-                if not ok:
+            # the best within a budget, for every budget: the candidates by cost, and the best of
+            # each prefix (max by (throughput, -cost); of equal ones the first in ``cands``)
+            by_cost = sorted(range(len(cands)), key=lambda j: cands[j][0])
+            costs = [cands[j][0] for j in by_cost]
+            best: list[int] = []
+            for j in by_cost:
+                if not best:
+                    best.append(j)
                     continue
-                cost, x, c, k = max(ok, key=lambda t: (t[1], -t[0]))
+                q = best[-1]
+                kj, kq = (cands[j][1], -cands[j][0]), (cands[q][1], -cands[q][0])
+                best.append(j if kj > kq or (kj == kq and j < q) else q)
+            for i, b in enumerate(budgets):
+                m = bisect.bisect_right(costs, b)
+                if m == 0:
+                    continue
+                cost, x, c, k = cands[best[m - 1]]
                 rows.append(
                     {
                         "preset": name,
