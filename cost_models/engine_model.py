@@ -20,7 +20,7 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel, NodeShape, node_throughpu
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
-from cost_models.layout import Layout, level_shape, split_memory
+from cost_models.layout import Layout, index_fanout, level_shape, split_memory
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import OPERATIONS
@@ -224,7 +224,7 @@ def index_block_bytes(cfg: dict[str, Any], block_bytes: float, n_keys: float) ->
 
     lay = cfg["layout"]
     fence = int(lay["key_bytes"]) + model_constants()["fence_entry_overhead_bytes"]
-    fanout = max(2.0, block_bytes // fence)  # cosine-config: index_fanout
+    fanout = float(index_fanout(block_bytes, int(lay["key_bytes"])))
     entries = min(float(cfg["algorithms"]["file_entries"]), max(float(n_keys), 1.0))
     blocks = math.ceil(entries / max(int(lay["block_entries"]), 1))
     per_index = blocks / math.ceil(blocks / fanout)

@@ -17,7 +17,7 @@ import numpy as np
 
 from cost_models.design import model_constants
 from cost_models.distributions import Marginal, Partitions
-from cost_models.layout import Layout
+from cost_models.layout import Layout, index_fanout
 from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH
@@ -459,6 +459,47 @@ def cache_alpha(
     return np.clip(np.where(blocks[:, None] >= 1.0, np.maximum(a_hot, a_cov), 0.0), 0.0, 1.0)
 
 
+def index_cache_alpha(lay: Layout) -> np.ndarray:
+    """(n,) Probability a cold run's on-disk index block is in the LRU block cache.
+
+    Every probe of a cold run reads one of its index blocks, one per ``index_fanout`` data
+    blocks, so an index block is that many times hotter than a data block and the cache keeps
+    them all while it has room for them: min(1, cache blocks / the cold levels' index blocks).
+    (The model charged them the data blocks' miss rate: a get on a cold level of a design with a
+    block cache paid two reads where the engine read one.)
+    """
+    block_bytes = lay.B * lay.entry_bytes
+    cache_blocks = lay.mem_cache / block_bytes
+    data_blocks = np.where(lay.exists & ~lay.hot, lay.occ, 0.0).sum(axis=1) / lay.B
+    index_blocks = np.ceil(data_blocks / index_fanout(block_bytes, lay.key_bytes))
+    return np.where(index_blocks > 0, np.minimum(1.0, cache_blocks / np.maximum(index_blocks, 1.0)), 1.0)
+
+
+def range_cache_alpha(
+    cache_bytes: np.ndarray,
+    block_entries: np.ndarray,
+    entry_bytes: int,
+    parts: Partitions,
+    n_keys: float,
+    cache_win: Callable[[np.ndarray], np.ndarray],
+    scan_length: float,
+) -> np.ndarray:
+    """Probability a range's block is in the LRU block cache, per partition of its start key.
+
+    A range reads f = 1 + scan length / B consecutive blocks from its start key's block and a
+    later range from the same start key reads the same ones, so the cache of C blocks holds the
+    footprints of C / f start keys: Che's approximation (:func:`cache_alpha`) over the start
+    keys with a cache of C / f blocks — at least the cached share of the data, C B / N, which
+    reaches 1 when the cache holds the shard.
+    """
+    per_block = np.maximum(np.asarray(block_entries, dtype=float), 1.0)
+    footprint = 1.0 + scan_length / per_block
+    a = cache_alpha(cache_bytes / footprint, block_entries, entry_bytes, parts, n_keys, cache_win)
+    blocks = cache_bytes / (block_entries * entry_bytes)
+    covered = np.where(blocks >= 1.0, np.minimum(1.0, blocks * block_entries / n_keys), 0.0)
+    return np.maximum(a, covered[:, None])
+
+
 def combine(
     st: Structure,
     rows: np.ndarray,
@@ -467,13 +508,18 @@ def combine(
     alpha_bc: np.ndarray,
     p_get: np.ndarray,
     range_fpr: np.ndarray | None = None,
+    alpha_range: np.ndarray | None = None,
+    alpha_index: np.ndarray | None = None,
 ) -> IOCost:
     """Per-operation I/O of designs = structure rows + a memory split.
 
     ``rows`` (n,) picks a structure row; each row carries m memory splits:
     ``fpr`` and ``hot`` (n, m, L) are the per-level filter rates and hot flags,
     ``alpha_bc`` (n, m, P) the block-cache hit probabilities, ``range_fpr`` (n, m)
-    the hot levels' range-filter rate for an empty range (None: no range filter).
+    the hot levels' range-filter rate for an empty range (None: no range filter),
+    ``alpha_range`` (n, m, P) a range's block-cache hit probability per partition of its start
+    key (:func:`range_cache_alpha`; None: ranges read every block), ``alpha_index`` (n, m) a cold
+    run's index block's (:func:`index_cache_alpha`; None: the data blocks' rate).
     Returns arrays of shape (n, m). (The exact path is m = 1.)
     """
     exists = st.exists[rows][:, None, :]
@@ -481,16 +527,23 @@ def combine(
     probe = np.where(hot, fpr, 1.0)  # hot: filter rate (1 without a filter); cold: the data block
     # sum over levels as a batched matrix product: (n, m, L) @ (n, L, P) -> (n, m, P)
     index_level = np.matmul(cold, st.reach[rows])  # a cold run reached reads its index block
-    per_level = np.matmul(probe, st.fp[rows]) + index_level
-    cost = (1 - alpha_bc) * (st.base[rows][:, None, :] + per_level)
-    sigma_l = cost @ p_get
-    runs = st.runs[rows][:, None, :]
+    data_level = np.matmul(probe, st.fp[rows])
     # An absent key's blocks are anywhere in the key space: the block cache holds them with the
     # probability it holds any block, its coverage (the least hit rate of the partitions: the
     # coverage term C B / N of cache_alpha wherever a partition is not hot).
-    covered = alpha_bc.min(axis=2) if alpha_bc.shape[2] else np.zeros(sigma_l.shape)
-    sigma_n = np.where(exists, runs * (probe + cold), 0.0).sum(axis=2) * (1.0 - covered)
-    sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] + np.where(exists, runs * cold, 0.0).sum(axis=2)
+    covered = alpha_bc.min(axis=2) if alpha_bc.shape[2] else np.zeros(alpha_bc.shape[:2])
+    # the index blocks (a cold run's fences): at least as often cached as any block
+    idx_miss = 1.0 - (covered if alpha_index is None else np.maximum(alpha_index, covered))
+    idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else idx_miss[..., None] * index_level
+    cost = (1 - alpha_bc) * (st.base[rows][:, None, :] + data_level) + idx_l_p
+    sigma_l = cost @ p_get
+    runs = st.runs[rows][:, None, :]
+    cold_runs = np.where(exists, runs * cold, 0.0).sum(axis=2)
+    sigma_n = np.where(exists, runs * probe, 0.0).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
+    # a range's blocks are read unless the block cache holds them
+    range_miss = 1.0 if alpha_range is None else 1.0 - alpha_range @ p_get
+    idx_range = cold_runs * (range_miss if alpha_index is None else idx_miss)
+    sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] * range_miss + idx_range
     sigma_s = np.where(st.lsh[rows][:, None], st.lsh_scan[rows][:, None], sorted_scan)
     sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
     # empty ranges (symbolic.empty_range_run): hot runs pass their range filter with rate
@@ -498,25 +551,25 @@ def combine(
     # from its in-memory index
     rf = np.ones(sigma_l.shape) if range_fpr is None else np.asarray(range_fpr, dtype=float)
     er_rate = np.where(hot, rf[..., None], 1.0)
-    sigma_er = (er_rate * st.empty_seek[rows][:, None, :]).sum(axis=2) + np.where(exists, runs * cold, 0.0).sum(axis=2)
+    # (and, as an empty get's, its blocks are anywhere: cached with the cache's coverage)
+    sigma_er = (er_rate * st.empty_seek[rows][:, None, :]).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
     sigma_er = np.where(st.lsh[rows][:, None], 0.0, sigma_er)
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
     buffered = np.broadcast_to(((1.0 - st.base[rows]) @ p_get)[:, None], sigma_l.shape).copy()
     # the index blocks among those reads: the cold runs' terms above
-    idx_l = ((1 - alpha_bc) * index_level) @ p_get
-    cold_runs = np.where(exists, runs * cold, 0.0).sum(axis=2)
-    idx_s = np.where(st.lsh[rows][:, None], 0.0, cold_runs)
+    idx_l = idx_l_p @ p_get
+    idx_s = np.where(st.lsh[rows][:, None], 0.0, idx_range)
     zero = np.zeros(sigma_l.shape)
     index = IOCost(
         get=idx_l,
-        empty_get=cold_runs * (1.0 - covered),
+        empty_get=cold_runs * idx_miss,
         range=idx_s,
         insert=zero,
         update=zero.copy(),
         rmw=idx_l.copy(),
-        empty_range=idx_s.copy(),
+        empty_range=np.where(st.lsh[rows][:, None], 0.0, cold_runs * idx_miss),
     )
     return IOCost(
         get=sigma_l,
@@ -571,6 +624,17 @@ def io_costs(
     if st is None:
         st = structure(lay, parts, mix, scan_length, win)
     abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win)
+    arc = range_cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, N, cache_win, scan_length)
     rf = layout_fpr(lay.range_bits, empty_range_width, lay.range_per_height)[:, None]
-    io = combine(st, np.arange(lay.size), lay.fpr[:, None, :], lay.hot[:, None, :], abc[:, None, :], parts.p_get, rf)
+    io = combine(
+        st,
+        np.arange(lay.size),
+        lay.fpr[:, None, :],
+        lay.hot[:, None, :],
+        abc[:, None, :],
+        parts.p_get,
+        rf,
+        arc[:, None, :],
+        index_cache_alpha(lay)[:, None],
+    )
     return io.map(lambda v: v[:, 0])

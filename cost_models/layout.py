@@ -344,3 +344,10 @@ def split_memory(
         max_runs=sh.max_runs,
         range_bits=range_bits,
     )
+
+
+def index_fanout(block_bytes: float | np.ndarray, key_bytes: float) -> np.ndarray:
+    """Data blocks one on-disk index block points at (cosine-config ``index_fanout``): a block's
+    worth of fence pointers (the key + ``model_constants: fence_entry_overhead_bytes`` each), at least 2."""
+    fence = key_bytes + model_constants()["fence_entry_overhead_bytes"]
+    return np.maximum(2.0, np.floor(np.asarray(block_bytes, dtype=float) / fence))

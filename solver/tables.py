@@ -42,7 +42,17 @@ from cost_models.cpu import Demands, NodeShape, node_demands, throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
-from cost_models.io_model import Cascades, IOCost, WindowTable, cache_alpha, combine, structure, window_tables
+from cost_models.io_model import (
+    Cascades,
+    IOCost,
+    WindowTable,
+    cache_alpha,
+    combine,
+    index_cache_alpha,
+    range_cache_alpha,
+    structure,
+    window_tables,
+)
 from cost_models.layout import Layout, level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
@@ -432,6 +442,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any
                 ios[k].append(node_io(spec.cost_model, lay, parts, w))
                 continue
             abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1])
+            arc = range_cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1], w.scan_length)
             P = abc.shape[1]
             io = combine(
                 st,
@@ -441,6 +452,8 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any
                 abc.reshape(sel.size, m, P),
                 parts.p_get,
                 layout_fpr(lay.range_bits, w.empty_range_width).reshape(sel.size, m),
+                arc.reshape(sel.size, m, P),
+                index_cache_alpha(lay).reshape(sel.size, m),
             )
             ios[k].append(io.map(np.ravel))
         occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
