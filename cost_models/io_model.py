@@ -462,17 +462,39 @@ def cache_alpha(
 def index_cache_alpha(lay: Layout) -> np.ndarray:
     """(n,) Probability a cold run's on-disk index block is in the LRU block cache.
 
-    Every probe of a cold run reads one of its index blocks, one per ``index_fanout`` data
-    blocks, so an index block is that many times hotter than a data block and the cache keeps
-    them all while it has room for them: min(1, cache blocks / the cold levels' index blocks).
-    (The model charged them the data blocks' miss rate: a get on a cold level of a design with a
-    block cache paid two reads where the engine read one.)
+    The engine's cache is charged in bytes. Each probe of a cold run reads one index block of
+    its file (a file of ``file_entries`` entries has ceil(its data blocks / ``index_fanout``)
+    of them, together key + ``fence_entry_overhead_bytes`` per data block) and one data block
+    (``block`` bytes). Che's approximation with both kinds in one LRU of C bytes, the probes
+    spread evenly over the cold data (the spread that leaves the index blocks the least room):
+    the characteristic time x, in probes, solves
+    I_bytes (1 - e^(-x/I)) + D block (1 - e^(-x/D)) = C for I index blocks and D data blocks,
+    and an index block hits with 1 - e^(-x/I). Small index blocks stay cached while the data
+    blocks that churn the cache between two reads of one of them do not fill it: on the
+    celebrity example's 106 KB blocks and 3 GB cache, 114 k files' index blocks hit 22 % of the
+    time although all of them together are 254 MB.
     """
+    k = model_constants()
     block_bytes = lay.B * lay.entry_bytes
-    cache_blocks = lay.mem_cache / block_bytes
-    data_blocks = np.where(lay.exists & ~lay.hot, lay.occ, 0.0).sum(axis=1) / lay.B
-    index_blocks = np.ceil(data_blocks / index_fanout(block_bytes, lay.key_bytes))
-    return np.where(index_blocks > 0, np.minimum(1.0, cache_blocks / np.maximum(index_blocks, 1.0)), 1.0)
+    cold = np.where(lay.exists & ~lay.hot, lay.occ, 0.0).sum(axis=1)
+    data = cold / lay.B
+    per_file = np.minimum(k["file_entries"], np.maximum(cold, 1.0))
+    files = np.ceil(cold / per_file)
+    index = files * np.ceil(np.ceil(per_file / lay.B) / index_fanout(block_bytes, lay.key_bytes))
+    index_bytes = data * (lay.key_bytes + k["fence_entry_overhead_bytes"])
+    cache = np.asarray(lay.mem_cache, dtype=float)
+    fits = cache >= index_bytes + data * block_bytes
+    safe_index, safe_data = np.maximum(index, 1.0), np.maximum(data, 1.0)
+    lo, hi = np.zeros_like(cache), np.full_like(cache, 1.0)
+    for _ in range(60):  # the occupancy at x = hi probes first reaches the cache: bracket it
+        used = index_bytes * -np.expm1(-hi / safe_index) + data * block_bytes * -np.expm1(-hi / safe_data)
+        hi = np.where(used < cache, hi * 4, hi)
+    for _ in range(60):  # then bisect (the occupancy grows with x)
+        x = (lo + hi) / 2
+        used = index_bytes * -np.expm1(-x / safe_index) + data * block_bytes * -np.expm1(-x / safe_data)
+        lo, hi = np.where(used < cache, x, lo), np.where(used < cache, hi, x)
+    hit = -np.expm1(-(lo + hi) / 2 / safe_index)
+    return np.where((index <= 0) | fits, 1.0, np.where(cache > 0, hit, 0.0))
 
 
 def range_cache_alpha(

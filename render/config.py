@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from cost_models.cpu import DeviceModel
-from cost_models.design import Design, DesignBatch, preset
+from cost_models.design import Design, DesignBatch, model_constants, preset
 from cost_models.evaluate import design_entry
 from cost_models.layout import Layout, derive
 from specs.errors import InputError
@@ -21,8 +21,8 @@ from specs.vocab import DesignClass, DeviceKind, WalRecovery
 #: point where Equation 2 converges").
 THREAD_GAIN = 0.01
 #: Entries per SST file: the engine's unit of partial compaction (a 64 Ki-entry
-#: file is 6.5 MiB at 100-byte entries).
-FILE_ENTRIES = 65536
+#: file is 6.5 MiB at 100-byte entries); the model's ``file_entries`` (its index blocks are per file).
+FILE_ENTRIES = int(model_constants()["file_entries"])
 #: Burst of an emulated volume's token bucket, in seconds of its IOPS: enough to
 #: absorb a sleeping thread's timer jitter (50-150 us on a busy VM) so the
 #: bucket keeps the volume's rate; a gp3-like volume has no burst of its own.
