@@ -485,14 +485,17 @@ def index_cache_alpha(lay: Layout) -> np.ndarray:
     cache = np.asarray(lay.mem_cache, dtype=float)
     fits = cache >= index_bytes + data * block_bytes
     safe_index, safe_data = np.maximum(index, 1.0), np.maximum(data, 1.0)
+
+    def used(x: np.ndarray) -> np.ndarray:  # bytes cached after x probes (grows with x)
+        return index_bytes * -np.expm1(-x / safe_index) + data * block_bytes * -np.expm1(-x / safe_data)
+
     lo, hi = np.zeros_like(cache), np.full_like(cache, 1.0)
-    for _ in range(60):  # the occupancy at x = hi probes first reaches the cache: bracket it
-        used = index_bytes * -np.expm1(-hi / safe_index) + data * block_bytes * -np.expm1(-hi / safe_data)
-        hi = np.where(used < cache, hi * 4, hi)
-    for _ in range(60):  # then bisect (the occupancy grows with x)
+    for _ in range(60):  # bracket the x at which the occupancy reaches the cache
+        hi = np.where(used(hi) < cache, hi * 4, hi)
+    for _ in range(60):  # then bisect
         x = (lo + hi) / 2
-        used = index_bytes * -np.expm1(-x / safe_index) + data * block_bytes * -np.expm1(-x / safe_data)
-        lo, hi = np.where(used < cache, x, lo), np.where(used < cache, hi, x)
+        below = used(x) < cache
+        lo, hi = np.where(below, x, lo), np.where(below, hi, x)
     hit = -np.expm1(-(lo + hi) / 2 / safe_index)
     return np.where((index <= 0) | fits, 1.0, np.where(cache > 0, hit, 0.0))
 
