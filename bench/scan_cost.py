@@ -35,15 +35,22 @@ def main() -> None:
     ap.add_argument("--design", action="append", help="ranking design names [cosine pick, rocksdb, wiredtiger]")
     ap.add_argument("--scan", type=int, action="append", help="scan lengths [10, 50, 200, 1000]")
     a = ap.parse_args()
-    build(TEMPLATE)
+    scans = a.scan or [10, 50, 200, 1000]
+    if a.ops < 1 or any(not 1 <= n <= RECORDS for n in scans):
+        ap.exit(2, f"{ap.prog}: --ops must be at least 1 and every --scan in 1..{RECORDS:,}\n")
     sets = design_sets(RECORDS, MEMORY_SHARE * RECORDS * (KEY + VALUE), 1, LOCAL_DEVICE)["ycsb_e"]
+    names = a.design or ["cosine pick", "rocksdb", "wiredtiger"]
+    unknown = [n for n in names if n not in sets]
+    if unknown:
+        ap.exit(2, f"{ap.prog}: --design {unknown[0]!r}: not one of {', '.join(sets)}\n")
+    build(TEMPLATE)
     load = os.getloadavg()[0]
     print(f"{RECORDS:,} records, {a.ops:,} scans per run, 1 thread, cache {WHOLE_DATA_CACHE:,} B; load {load:.2f}")
     print("| design | scan length | client CPU us/scan | model us/scan | CPU per entry (slope) us | blocks read/scan |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name in a.design or ["cosine pick", "rocksdb", "wiredtiger"]:
+    for name in names:
         prev: tuple[int, float] | None = None
-        for scan in a.scan or [10, 50, 200, 1000]:
+        for scan in scans:
             secs = copy.deepcopy(sets[name])
             secs["algorithms"]["threads"] = 1
             secs["layout"]["block_cache_bytes"] = WHOLE_DATA_CACHE

@@ -20,11 +20,13 @@ import dataclasses
 import os
 
 from cost_models import cpu_count
-from cost_models.cpu import LOCAL_DEVICE, demands, throughput, usable_cores
-from cost_models.engine_model import _memtable_state, engine_shape, engine_throughput, predict
+from cost_models.cpu import LOCAL_DEVICE, throughput, usable_cores
+from cost_models.design import MAX_THREADS
+from cost_models.engine_model import engine_demands
 from measure.calibrate import CLASS_DESIGNS, QUICK_PLAN, _with, accuracy, designs, free_throughput, steady_warmup
 from measure.engine import TEMPLATE, build, run_scratch, workload_json
 from measure.grid import shipped_spec
+from specs.schema import SPEC_DIR
 
 CASES = ("hybrid:mixed_25", "lsm:mixed_25", "hybrid:ycsb_a", "lsm:ycsb_a", "btree:ycsb_a", "lsh:ycsb_a")
 
@@ -35,6 +37,20 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="client threads [1]")
     ap.add_argument("--case", action="append", help="class:workload (repeatable) [the six of CASES]")
     a = ap.parse_args()
+    cases = [tuple(c.split(":", 1)) for c in a.case or CASES]
+    bad = [
+        ":".join(c)
+        for c in cases
+        if len(c) != 2 or c[0] not in CLASS_DESIGNS or not (SPEC_DIR / f"{c[1]}.yaml").is_file()
+    ]
+    if bad:
+        ap.exit(
+            2,
+            f"{ap.prog}: --case {bad[0]}: expected CLASS:WORKLOAD, CLASS one of {', '.join(CLASS_DESIGNS)}, "
+            f"WORKLOAD a spec in specs/\n",
+        )
+    if a.ops < 1 or not 1 <= a.threads <= MAX_THREADS:
+        ap.exit(2, f"{ap.prog}: --ops must be at least 1 and --threads in 1..{MAX_THREADS}\n")
     build(TEMPLATE)
     n = QUICK_PLAN.fig4b_records
     grid = designs(n, quick=True, optima=False)
@@ -45,20 +61,18 @@ def main() -> None:
         "| predicted without stalls | predicted | measured | measured free | accuracy (free) |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for case in a.case or CASES:
-        cls, w = case.split(":")
+    for cls, w in cases:
         secs = grid[CLASS_DESIGNS[cls]]
         wl = workload_json(shipped_spec(w), n, a.ops, a.threads)
         wl["warmup_operations"] = steady_warmup(secs, wl["mix"], n)
         text = _with(secs, a.threads)
         rep = run_scratch(text, {**wl, "seed": 42}, f"stalls-{cls}-{w}")
         shape, end = rep["load"]["shape"], rep.get("stats")
-        x, _ = engine_throughput(secs, wl, cores, LOCAL_DEVICE, shape, end)
-        io = predict(secs, wl, shape=shape, end_shape=end)
-        mix = {k: float(v) for k, v in wl["mix"].items() if float(v) > 0}
-        d = demands(io, engine_shape(secs, float(n), _memtable_state(secs, wl, shape, end)), mix, 1.0)
+        d, _ = engine_demands(secs, wl, LOCAL_DEVICE, shape, end)
         eta = usable_cores(a.threads, cores)
-        x0 = float(throughput(dataclasses.replace(d, stall_rate=None), float("inf"), a.threads, eta)[0])
+        dev = (LOCAL_DEVICE.iops, a.threads, eta, LOCAL_DEVICE.bytes_per_s)
+        x = float(throughput(d, *dev)[0])  # what engine_throughput predicts for the run
+        x0 = float(throughput(dataclasses.replace(d, stall_rate=None), *dev)[0])
         ops = float(rep["operations"])
         us = 1e6 / ops
         meas, free = float(rep["run"]["throughput_ops"]), free_throughput(rep)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cost_models.cpu import LOCAL_DEVICE, DeviceModel, NodeShape, node_throughput, usable_cores
+from cost_models.cpu import LOCAL_DEVICE, Demands, DeviceModel, NodeShape, demands, throughput, usable_cores
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
@@ -243,6 +243,28 @@ def _memtable_state(
     return {"buffered": (float(shape.get("buffered", 0)) + end) / 2}
 
 
+def engine_demands(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    device: DeviceModel = LOCAL_DEVICE,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
+) -> tuple[Demands, float]:
+    """The CPU model's demands (S, P, D, G, write stalls) per operation of a configured engine running
+    a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape`` as in
+    :func:`predict` (None: the model's expected state)."""
+    io = predict(cfg, workload, shape=shape, end_shape=end_shape)
+    mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
+    d = demands(
+        io,
+        engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape)),
+        mix,
+        float(workload.get("scan_length", 1)),
+        device.read_latency_s,
+    )
+    return d, float(io.total(mix)[0])
+
+
 def engine_throughput(
     cfg: dict[str, Any],
     workload: dict[str, Any],
@@ -254,18 +276,7 @@ def engine_throughput(
     """(operations per second, blocks per operation) the model predicts for a configured engine
     running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
     ``shape``/``end_shape`` as in :func:`predict` (None: the model's expected state)."""
-    io = predict(cfg, workload, shape=shape, end_shape=end_shape)
-    mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
+    d, blocks = engine_demands(cfg, workload, device, shape, end_shape)
     th = int(workload["threads"])
-    x = node_throughput(
-        io,
-        device.iops,
-        engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape)),
-        mix,
-        th,
-        float(workload.get("scan_length", 1)),
-        cores=usable_cores(th, cores),
-        read_latency_s=device.read_latency_s,
-        bytes_per_s=device.bytes_per_s,
-    )
-    return float(x[0]), float(io.total(mix)[0])
+    x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
+    return float(x[0]), blocks
