@@ -224,7 +224,9 @@ impl HashLog {
                     let b = Block::decode(raw, log.key_len, &what)?;
                     let updates: Vec<(Vec<u8>, Option<Loc>)> =
                         (0..b.len()).map(|i| (b.key(i).to_vec(), b.value(i).is_some().then_some(loc))).collect();
-                    Self::account(&mut st, loc.seg, &log.index.apply(updates));
+                    for (new, old) in log.index.apply(updates) {
+                        Self::account(&mut st, loc.seg, new, old);
+                    }
                     pos = loc.offset + len as u64;
                 }
                 st.segments.insert(rec.id, seg);
@@ -234,21 +236,17 @@ impl HashLog {
         Ok(log)
     }
 
-    // Entries arrived at the head of the log (segment `seg`; new location or tombstone) and
-    // replaced their previous locations: dead accounting.
-    fn account(st: &mut State, seg: u64, changes: &[(Option<Loc>, Option<Loc>)]) {
-        for (loc, o) in changes {
-            if let Some(s) = st.stats.get_mut(&seg) {
-                s.total += 1;
-                if loc.is_none() {
-                    s.dead += 1; // a tombstone is never read; it only shadows older entries
-                }
+    // An entry arrived at the head of the log (segment `seg`; `new` its location, None for a
+    // tombstone) and replaced `old`: dead accounting.
+    fn account(st: &mut State, seg: u64, new: Option<Loc>, old: Option<Loc>) {
+        if let Some(s) = st.stats.get_mut(&seg) {
+            s.total += 1;
+            if new.is_none() {
+                s.dead += 1; // a tombstone is never read; it only shadows older entries
             }
-            if let Some(o) = o {
-                if let Some(s) = st.stats.get_mut(&o.seg) {
-                    s.dead += 1;
-                }
-            }
+        }
+        if let Some(s) = old.and_then(|o| st.stats.get_mut(&o.seg)) {
+            s.dead += 1;
         }
     }
 
@@ -525,8 +523,8 @@ impl HashLog {
             let s = st.stats.entry(*id).or_default();
             s.len += a.len;
         }
-        for (change, seg) in changes.iter().zip(&segs) {
-            Self::account(&mut st, *seg, std::slice::from_ref(change));
+        for ((new, old), seg) in changes.into_iter().zip(segs) {
+            Self::account(&mut st, seg, new, old);
         }
         if let Some(a) = p.active {
             st.active = Some(a);
