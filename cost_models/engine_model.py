@@ -20,10 +20,11 @@ from cost_models.cpu import LOCAL_DEVICE, Demands, DeviceModel, NodeShape, deman
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
-from cost_models.layout import Layout, index_fanout, level_shape, split_memory
+from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
+from cost_models.transient import Tree, start_runs
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
-from specs.vocab import OPERATIONS
+from specs.vocab import OPERATIONS, Compaction, RunStrategy
 
 
 def distribution(d: dict[str, Any]) -> Distribution:
@@ -39,6 +40,28 @@ def observed_state(shape: dict[str, Any] | None) -> tuple[float, list[tuple[floa
         return None
     levels = sorted(shape.get("levels", []), key=lambda lv: lv["level"])
     return float(shape.get("buffered", 0)), [(float(lv["entries"]), float(lv["runs"])) for lv in levels]
+
+
+def merge_policy(cfg: dict[str, Any]) -> tuple[np.ndarray | None, float | None, RunStrategy | None]:
+    """An engine.toml's own merge policy: which disk levels merge file by file (MAX_LEVELS of
+    them), entries per file and the run a partial merge starts from; None where the file leaves
+    it to the class (a rendered engine's is its class's, cost_models.layout.CLASS_COMPACTION)."""
+    alg = cfg.get("algorithms", {})
+    partial = None
+    if "compaction" in alg:
+        if alg["compaction"] not in set(Compaction):
+            known = ", ".join(Compaction)
+            raise InputError(f"engine.toml algorithms.compaction: {alg['compaction']!r} is not one of {known}")
+        full = int(alg.get("full_compaction_levels", 0))
+        partial = partial_levels(Compaction(alg["compaction"]), full, MAX_LEVELS)
+    files = float(alg["file_entries"]) if "file_entries" in alg else None
+    strategy = None
+    if "run_strategy" in alg:
+        if alg["run_strategy"] not in set(RunStrategy):
+            known = ", ".join(RunStrategy)
+            raise InputError(f"engine.toml algorithms.run_strategy: {alg['run_strategy']!r} is not one of {known}")
+        strategy = RunStrategy(alg["run_strategy"])
+    return partial, files, strategy
 
 
 def engine_layout(
@@ -66,7 +89,10 @@ def engine_layout(
     batch = DesignBatch.of([d])
     if observed is not None and levels is None:
         levels = max(1, len(observed[1]))
-    sh = level_shape(batch, n_keys, key, value, levels, observed=observed)
+    partial, files, strategy = merge_policy(cfg)
+    sh = level_shape(
+        batch, n_keys, key, value, levels, observed=observed, partial=partial, file_entries=files, run_strategy=strategy
+    )
     lm = sh.cap.shape[1]
     per_level = np.array([bits[min(i, len(bits) - 1)] for i in range(lm)])[None, :]
     lay_ = split_memory(
@@ -122,7 +148,7 @@ def predict(
     put = expected.insert
     if puts > 0:
         parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_mean)
-        put = transient_put(engine_layout(cfg, n_mean), parts, mix, shape, puts, fallback=expected.insert)
+        put = transient_put(cfg, engine_layout(cfg, n_mean), parts, mix, shape, puts, fallback=expected.insert)
     states = [io_at(n0, shape)] + ([io_at(n0 + inserted, end_shape)] if end_shape else [])
 
     def avg(op: str) -> np.ndarray:
@@ -149,44 +175,52 @@ def predict(
 
 
 def transient_put(
-    lay: Layout, parts: Partitions, mix: dict[str, float], shape: dict[str, Any], puts: float, fallback: np.ndarray
+    cfg: dict[str, Any],
+    lay: Layout,
+    parts: Partitions,
+    mix: dict[str, float],
+    shape: dict[str, Any],
+    puts: float,
+    fallback: np.ndarray,
 ) -> np.ndarray:
     """Write blocks per put of a run of ``puts`` puts that starts in the observed state.
 
-    The steady-state model amortizes each merge over its level's fill cycle; a
-    run of a few cycles pays for the merges that actually happen in it, and the
-    state it starts in decides how many: a level at fill f0 that receives x
-    capacities' worth of entries pushes down ceil(f0 + x) - 1 times. The count
-    cascades from the buffer (flushes) down; each merge costs what the model
-    says one merge into that level costs. (A level the load left exactly full
-    pays a whole extra merge once anything arrives — the transient the steady
-    state averages away; if nothing arrives it pays none.)
+    The steady-state model amortizes each merge over its level's fill cycle at a fixed size; a
+    run of a few cycles pays for the merges that actually happen in it, and a run that inserts
+    grows the tree under it. ``cost_models.transient`` replays the engine contract from the
+    observed state, one flush (every ``Q_0`` puts) at a time, and prices every merge.
     Hash logs have no levels: the steady-state cost (``fallback``) is kept.
     """
     if lay.lsh[0]:
         return fallback
     iota = insert_fraction(mix)
-
-    def win(r: np.ndarray) -> np.ndarray:
-        return window(r, parts.put, lay.n_keys, iota)
-
-    mt = merge_terms(lay, parts, iota, win)
-    start = {int(lv["level"]): float(lv["entries"]) for lv in shape.get("levels", [])}
-    events = math.floor(float(shape.get("buffered", 0)) / lay.E_B[0] + puts / float(mt.puts_per_flush[0]))
-    blocks = 0.0
-    for i in range(lay.cap.shape[1]):
-        if not lay.exists[0, i]:
-            break
-        blocks += events * float(mt.per_merge[0, i])
-        if i + 1 >= int(lay.L[0]):  # the last level only grows
-            break
-        cap = float(lay.cap[0, i])
-        # the engine merges a level down when entries arrive that it cannot take: a level at fill f0
-        # that receives x capacities merges ceil(f0 + x) - 1 times (none if nothing arrives, even
-        # when the load left it exactly full)
-        arriving = events * float(mt.incoming[0, i]) / cap
-        events = max(0, math.ceil(start.get(i + 1, 0.0) / cap + arriving) - 1) if arriving > 0 else 0
-    return np.array([blocks / puts + float(mt.wal[0])])
+    e_b = float(lay.E_B[0])
+    q0 = float(window(lay.E_B, parts.put, lay.n_keys, iota)[0])
+    partial, files, strategy = merge_policy(cfg)
+    lay_cfg = cfg["layout"]
+    tree = Tree(
+        buffer_entries=e_b,
+        size_ratio=float(lay_cfg["size_ratio"]),
+        hot_runs=int(lay_cfg["runs_per_hot_level"]),
+        cold_runs=int(lay_cfg["runs_per_cold_level"]),
+        threshold=float(cfg.get("algorithms", {}).get("merge_threshold", 1.0)),
+        partial=[bool(p) for p in (partial if partial is not None else np.full(MAX_LEVELS, lay.partial[0].any()))],
+        file_entries=float(lay.file_entries[0]) if files is None else files,
+        run_strategy=lay.run_strategy if strategy is None else strategy,
+        block_entries=float(lay.B[0]),
+        overwrite_share=1.0 - iota,
+        n_keys=float(lay.n_keys),
+    )
+    observed = {int(lv["level"]): lv for lv in shape.get("levels", []) if float(lv["entries"]) > 0}
+    for i in sorted(observed):  # placeholders first: a run's capacity depends on the depth
+        tree.runs(i).append(float(observed[i]["entries"]))
+    for i, lv in observed.items():
+        tree.levels[i - 1] = start_runs(float(lv["entries"]), int(lv["runs"]), tree.run_capacity(i))
+    flushes = math.floor(float(shape.get("buffered", 0)) / e_b + puts / q0) if q0 > 0 else 0
+    for _ in range(flushes):
+        tree.flush(e_b)
+    wal = float(merge_terms(lay, parts, iota, lambda r: r).wal[0])
+    return np.array([tree.blocks / puts + wal])
 
 
 def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | None = None) -> NodeShape:

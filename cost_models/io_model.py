@@ -17,7 +17,7 @@ import numpy as np
 
 from cost_models.design import model_constants
 from cost_models.distributions import Marginal, Partitions
-from cost_models.layout import Layout, index_fanout
+from cost_models.layout import Layout, index_fanout, runs_taken
 from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH
@@ -296,31 +296,64 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     k = model_constants()
     n, lm = lay.cap.shape
     q0 = win(lay.E_B)  # puts per flush
-    src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries moved into level i
+    src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries level i-1 moves per fill
     # Puts to fill level i-1 before it merges down: its runs are deduplicated
     # only within themselves, so K runs of cap/K distinct entries each — the
     # report's Q_i = K f(U, R^i).
-    maxr_src = np.maximum(lay.max_runs[:, :-1], 1.0)
-    q_src = np.concatenate([q0[:, None], maxr_src * win(np.maximum(lay.cap[:, :-1] / maxr_src, 1.0))], axis=1)
+    maxr_src = np.concatenate([np.ones((n, 1)), np.maximum(lay.max_runs[:, :-1], 1.0)], axis=1)
+    q_fill = np.concatenate(
+        [q0[:, None], maxr_src[:, 1:] * win(np.maximum(lay.cap[:, :-1] / maxr_src[:, 1:], 1.0))], axis=1
+    )
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
+    # Partial compaction (docs/model.md, "Partial compaction"): a level that merges file by
+    # file moves one file of one run at a time (a run smaller than a file is one file), so a
+    # level's fill leaves in src_full / moved merges. The file's key range is its share of the
+    # run's; a leveled level that receives data while it drains holds key ranges filled since
+    # their last move, 0 to twice the mean density: the densest of its F files (dense_fp, the
+    # picking Cosine renders) spans (F + 1) / 2F of a mean file's range (the mean maximum of F
+    # uniform densities), half of it when the run has many files.
+    files = lay.file_entries[:, None]
+    from_partial = np.concatenate([np.zeros((n, 1), dtype=bool), lay.partial[:, :-1]], axis=1)
+    # A tiered level's merge takes that key range from runs_taken of its runs.
+    run_src = np.maximum(src_full / maxr_src, 1.0)
+    one_file = np.minimum(files, run_src)
+    per_run = np.maximum(run_src / np.maximum(one_file, 1.0), 1.0)
+    densest = np.where(maxr_src <= 1, (per_run + 1) / (2 * per_run), 1.0)
+    share = np.where(from_partial, densest * one_file / run_src, 1.0)
+    taken = runs_taken(lay.run_strategy, maxr_src, iota)
+    moved = np.where(from_partial, np.minimum(taken * one_file, src_full), src_full)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q_src = np.where(src_full > 0, q_fill * moved / np.maximum(src_full, 1e-300), q_fill)
     # Incoming data merges into the level's newest run while that run has room
     # (engine contract). A run takes m = run capacity / incoming batches; the
     # merges into it find 0, 1, .., m-1 batches there, (run capacity - incoming)/2
-    # entries on average. The last level's single run holds its whole content.
+    # entries on average. The last level's single run holds its whole content. A
+    # leveled level that itself drains file by file is emptied only a file at a time:
+    # before each merge into it, it holds between run capacity - incoming - a file and
+    # run capacity - incoming.
     maxr = np.maximum(lay.max_runs, 1.0)
     run_cap = lay.cap / maxr
     last = lay.L[:, None] == np.arange(1, lm + 1)[None, :]
-    rewrites = (maxr <= 1) | (run_cap > src_full * (1 + 1e-9))
-    existing = np.where(last & (maxr <= 1), lay.occ, np.minimum(lay.occ, np.maximum(run_cap - src_full, 0.0) / 2))
+    rewrites = (maxr <= 1) | (run_cap > moved * (1 + 1e-9))
+    room = np.maximum(run_cap - moved, 0.0)
+    drained = np.where(lay.partial & (maxr <= 1) & ~last, np.maximum(room - files, 0.0), 0.0)
+    existing = np.where(
+        last & (maxr <= 1),
+        lay.occ,
+        np.where(lay.partial & (maxr <= 1) & ~last, (room + drained) / 2, np.minimum(lay.occ, room / 2)),
+    )
+    # a partial merge rewrites the target's files its key range overlaps: that share of the
+    # run, plus the file its edge cuts (the whole run when the run is one file)
+    rewritten = np.where(from_partial, np.minimum(existing, share * existing + np.minimum(files, existing)), existing)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        per_put = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], q_src)
-        per_merge = c["merge_cost"](reads_src, src_full, rewrites.astype(float), existing, lay.B[:, None], 1.0)
+        per_put = c["merge_cost"](reads_src, moved, rewrites.astype(float), rewritten, lay.B[:, None], q_src)
+        per_merge = c["merge_cost"](reads_src, moved, rewrites.astype(float), rewritten, lay.B[:, None], 1.0)
     per_put = np.where(lay.exists & np.isfinite(per_put), per_put, 0.0)
     per_merge = np.where(lay.exists & np.isfinite(per_merge), per_merge, 0.0)
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     lsh_put = flushed * c["log_append"](1.0 - iota, gc_victim_dead(lay, parts, iota, q0), lay.B)
     wal = np.broadcast_to(c["wal_append"](lay.entry_bytes, k["wal_page_bytes"]), (n,)).astype(float)
-    return MergeTerms(per_put, per_merge, np.where(lay.exists, src_full, 0.0), q0, q_src, lsh_put, wal)
+    return MergeTerms(per_put, per_merge, np.where(lay.exists, moved, 0.0), q0, q_src, lsh_put, wal)
 
 
 def cascades(lay: Layout, mt: MergeTerms) -> Cascades:

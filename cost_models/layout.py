@@ -18,10 +18,56 @@ import numpy as np
 from cost_models import range_filter
 from cost_models.design import DesignBatch, model_constants
 from cost_models.symbolic import compiled
-from specs.vocab import DesignClass
+from specs.vocab import Compaction, DesignClass, RunStrategy
 
 #: Deepest level count considered; T=2 over 1e15 keys and a one-entry buffer is 50.
 MAX_LEVELS = 64
+
+#: How each class's merges move data and which run a partial merge starts from (render.config
+#: writes them into engine.toml's ``algorithms``; docs/model.md, "Partial compaction"). A B-tree
+#: moves one file at a time, as a B-tree splits pages; LSMs and hybrids move whole levels. The
+#: model must know the policy before memory is split (the merge terms are shared across memory
+#: sizes), and an LSM and a hybrid differ only in memory (Algorithm 3: cold levels or not), so
+#: both move whole levels: a hybrid's tiered cold levels merged file by file would rewrite the
+#: target once per run. The hash log's "partial" picks the segment its garbage collection reads.
+CLASS_COMPACTION: dict[DesignClass, tuple[Compaction, RunStrategy]] = {
+    DesignClass.LSM: (Compaction.FULL, RunStrategy.FIRST),
+    DesignClass.BTREE: (Compaction.PARTIAL, RunStrategy.FIRST),
+    DesignClass.HYBRID: (Compaction.FULL, RunStrategy.FULLEST),
+    DesignClass.LSH: (Compaction.PARTIAL, RunStrategy.FIRST),
+}
+
+
+def partial_merges(batch: DesignBatch) -> np.ndarray:
+    """(n,) the design's merges move one file at a time: its class's CLASS_COMPACTION, decided
+    before memory is split (B-tree: no filters and not a hash log; hash logs have no merges)."""
+    btree = ~batch.lsh & ~(batch.bloom_bits > 0)
+    with_filters = CLASS_COMPACTION[DesignClass.LSM][0] == Compaction.PARTIAL  # the same for a hybrid
+    return ~batch.lsh & np.where(btree, CLASS_COMPACTION[DesignClass.BTREE][0] == Compaction.PARTIAL, with_filters)
+
+
+def runs_taken(strategy: RunStrategy, max_runs: np.ndarray, iota: float) -> np.ndarray:
+    """Runs of a level one partial merge takes a file's key range from: the picked run and the
+    older ones (their overlapping files come along). ``first`` picks the oldest: one run.
+    ``fullest`` picks the run with the most entries: under inserts the full runs tie and the
+    oldest wins; under overwrites their sizes differ by what merges into them dropped, so it is
+    any of the K, with (K + 1) / 2 runs on average. ``last_full`` (the newest full run; not
+    checked against the simulator): all K but a newest that is not yet full, K - 1/2."""
+    k = np.maximum(max_runs, 1.0)
+    if strategy == RunStrategy.FULLEST:
+        return 1.0 + (1.0 - iota) * (k - 1.0) / 2.0
+    if strategy == RunStrategy.LAST_FULL:
+        return np.maximum(k - 0.5, 1.0)
+    return np.ones_like(k)
+
+
+def partial_levels(compaction: Compaction, full_levels: int, levels: int) -> np.ndarray:
+    """(levels,) an engine's merges out of disk level i move one file at a time (cosine-config
+    ``merge_policy``: ``hybrid`` is full from levels 1..=``full_levels``, partial below)."""
+    i = np.arange(1, levels + 1)
+    if compaction == Compaction.HYBRID:
+        return i > full_levels
+    return np.full(levels, compaction == Compaction.PARTIAL)
 
 
 @dataclass
@@ -55,6 +101,9 @@ class Layout:
     buffered: np.ndarray  # expected entries in the buffer
     max_runs: np.ndarray  # (n, Lm) runs a level may hold
     range_bits: np.ndarray  # (n,) range-filter bits per key of the hot levels
+    partial: np.ndarray  # (n, Lm) merges out of the level move one file at a time (partial compaction)
+    file_entries: np.ndarray  # (n,) entries per file (the unit partial compaction moves)
+    run_strategy: RunStrategy  # which run a partial merge starts from
     #: an engine's configured bits per height (every row), or None: allocated by the model
     range_per_height: tuple[float, ...] | None = None
 
@@ -118,6 +167,9 @@ class Shape:
     space: np.ndarray
     buffered: np.ndarray  # expected entries in the buffer
     max_runs: np.ndarray  # runs a level may hold (K, or Z at the last level)
+    partial: np.ndarray  # merges out of the level move one file at a time
+    file_entries: np.ndarray  # (n,) entries per file
+    run_strategy: RunStrategy
 
     def take(self, rows: np.ndarray) -> Shape:
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -134,6 +186,9 @@ def level_shape(
     value_bytes: int,
     levels: int | None = None,
     observed: tuple[float, list[tuple[float, float]]] | None = None,
+    partial: np.ndarray | None = None,
+    file_entries: float | None = None,
+    run_strategy: RunStrategy | None = None,
 ) -> Shape:
     """Levels, capacities, occupancy and runs of every design (no memory split).
 
@@ -141,7 +196,9 @@ def level_shape(
     line up); by default it is the deepest design's level count. ``observed``
     (one design only) replaces the expected occupancy — a buffer half full,
     upper levels half full (the report's weight 1/2) — with a known state:
-    (entries in the buffer, [(entries, runs) per disk level]).
+    (entries in the buffer, [(entries, runs) per disk level]). ``partial`` (levels) and
+    ``file_entries`` and ``run_strategy`` give an engine's own compaction instead of its class's
+    (CLASS_COMPACTION; a partial design is a B-tree).
     """
     k = model_constants()
     fill = k["level_fill"]
@@ -212,6 +269,12 @@ def level_shape(
     g = k["lsh_gc_dead_fraction"]
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
+    if partial is None:
+        part = np.broadcast_to(partial_merges(batch)[:, None], (n, lm))
+    else:
+        given = np.asarray(partial, dtype=bool)
+        part = np.broadcast_to(np.pad(given[:lm], (0, max(0, lm - given.size)), mode="edge")[None, :], (n, lm))
+    files = np.full(n, float(k["file_entries"] if file_entries is None else file_entries))
     return Shape(
         N,
         E,
@@ -232,6 +295,9 @@ def level_shape(
         space,
         np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(),
         np.where(exists, max_runs, 0.0),
+        part & exists & ~batch.lsh[:, None],
+        files,
+        CLASS_COMPACTION[DesignClass.BTREE][1] if run_strategy is None else run_strategy,
     )
 
 
@@ -343,6 +409,9 @@ def split_memory(
         buffered=sh.buffered,
         max_runs=sh.max_runs,
         range_bits=range_bits,
+        partial=sh.partial,
+        file_entries=sh.file_entries,
+        run_strategy=sh.run_strategy,
     )
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from cost_models.cpu import DeviceModel
 from cost_models.design import Design, DesignBatch, model_constants, preset
 from cost_models.evaluate import design_entry
-from cost_models.layout import Layout, derive
+from cost_models.layout import CLASS_COMPACTION, Layout, derive
 from specs.errors import InputError
-from specs.vocab import DesignClass, DeviceKind, WalRecovery
+from specs.vocab import Compaction, DesignClass, DeviceKind, WalRecovery
 
 #: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
 #: point where Equation 2 converges").
@@ -48,27 +48,31 @@ def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
     return vcpu
 
 
-#: Paper Algorithm 3 + Table 1, per layout class: (compaction, run strategy, file picking).
-#: The hybrid compacts its LSM-like hot levels fully and its B-tree-like cold levels partially;
-#: the hash log garbage-collects its oldest flushed segment.
-PRIMITIVES: dict[DesignClass, tuple[str, str, str]] = {
-    DesignClass.LSM: ("full", "first", "dense_fp"),
-    DesignClass.BTREE: ("partial", "first", "choose_first"),
-    DesignClass.HYBRID: ("hybrid", "fullest", "dense_fp"),
-    DesignClass.LSH: ("partial", "first", "oldest_flushed"),
+#: Paper Algorithm 3 + Table 1, per layout class: the file a partial merge moves. The compaction
+#: and the run it starts from are the model's (cost_models.layout.CLASS_COMPACTION: a B-tree
+#: merges file by file, an LSM and a hybrid whole levels). A B-tree moves its densest file, as
+#: the model prices it: picking the first file drains the low end of the key space and its
+#: files then span sparse and dense ranges at once (7x the merge blocks, cosine-sim;
+#: tests/test_partial_compaction.py). The hash log garbage-collects its oldest flushed segment.
+FILE_PICKING: dict[DesignClass, str] = {
+    DesignClass.LSM: "dense_fp",
+    DesignClass.BTREE: "dense_fp",
+    DesignClass.HYBRID: "dense_fp",
+    DesignClass.LSH: "oldest_flushed",
 }
 
 
-def algorithms(cls: str, levels: int, cold: int) -> dict[str, Any]:
+def algorithms(cls: str, levels: int) -> dict[str, Any]:
     """The algorithmic primitives of a layout class (engine.toml's ``[algorithms]``)."""
     from cost_models.design import model_constants
 
-    if cls not in PRIMITIVES:
+    if cls not in FILE_PICKING:
         raise InputError(f"unknown design class {cls!r}")
     c = DesignClass(cls)
-    compaction, run_strategy, file_picking = PRIMITIVES[c]
-    # levels compacted fully: every level of an LSM, the hot ones of a hybrid, none of a B-tree or hash log
-    full = {DesignClass.LSM: max(1, levels), DesignClass.HYBRID: max(1, levels - cold)}.get(c, 0)
+    compaction, run_strategy = CLASS_COMPACTION[c]
+    file_picking = FILE_PICKING[c]
+    # levels compacted fully (read by the engine under "hybrid" compaction only)
+    full = max(1, levels) if compaction == Compaction.FULL else 0
     # the hash log collects a segment once this share of it is live
     threshold = 1.0 - model_constants()["lsh_gc_dead_fraction"] if c == DesignClass.LSH else 1.0
     return {
@@ -147,7 +151,7 @@ def engine_sections(
         },
         "algorithms": {
             "filter_granularity": "file",
-            **algorithms(cls, levels, cold),
+            **algorithms(cls, levels),
             "file_entries": FILE_ENTRIES,
             "threads": int(threads),
         },

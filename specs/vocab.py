@@ -73,6 +73,23 @@ class DesignClass(StrEnum):
 DESIGN_CLASSES: tuple[DesignClass, ...] = tuple(DesignClass)
 
 
+class Compaction(StrEnum):
+    """How an engine's merges move data down (engine.toml ``algorithms.compaction``, Table 1 row 11)."""
+
+    FULL = "full"  # a whole level at a time, rewriting the whole target run
+    PARTIAL = "partial"  # one file (plus its overlaps in older runs), rewriting only the overlapping target files
+    HYBRID = "hybrid"  # full from levels 1..=full_compaction_levels, partial below
+
+
+class RunStrategy(StrEnum):
+    """Which run of a level a partial merge takes a file from (engine.toml ``algorithms.run_strategy``,
+    Table 1 row 12); the overlapping files of every older run come along."""
+
+    FIRST = "first"  # the oldest run
+    LAST_FULL = "last_full"  # the newest full run
+    FULLEST = "fullest"  # the run with the most entries
+
+
 class Provider(StrEnum):
     AWS = "aws"
     GCP = "gcp"

@@ -67,3 +67,11 @@ def engine_binary() -> Path:
     from measure.engine import TEMPLATE, build
 
     return build(TEMPLATE)
+
+
+@pytest.fixture(scope="session")
+def sim_binary() -> Path:
+    """The template's I/O-free compaction simulator, cosine-sim (the engine's own strategy on key lists)."""
+    from measure.engine import TEMPLATE, build
+
+    return build(TEMPLATE, "cosine-sim")
