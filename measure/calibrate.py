@@ -59,6 +59,7 @@ import yaml
 
 from cost_models import cpu_count
 from cost_models.cpu import (
+    FLAT_SEARCHES,
     INDEX_WALKS,
     LOCAL_DEVICE,
     LOOKUP_SLOPES,
@@ -68,6 +69,7 @@ from cost_models.cpu import (
     NodeShape,
     node_throughput,
     phi_table,
+    search_slope,
     usable_cores,
     using_table,
 )
@@ -561,8 +563,13 @@ def fit_lookup(samples: list[Sample], memtable: tuple[float, float, float]) -> d
         per[cls] = {}
         for op in LOOKUP_SLOPES:
             mine = [s for s in rows if s.cls == cls and s.workload == op]
-            A = np.array([[1.0, math.log2(s.records / ref)] for s in mine]).reshape(-1, 2)
             y = np.array([s.fg_cpu - memtable_cpu(s, memtable) for s in mine])
+            if (cls, op) in FLAT_SEARCHES:  # no slope to learn: one CPU at every size
+                at_ref[(cls, str(op))] = _positive_lstsq(
+                    np.ones((len(mine), 1)), y, ["at_reference"], f"{cls} {op} CPU"
+                )["at_reference"]
+                continue
+            A = np.array([[1.0, math.log2(s.records / ref)] for s in mine]).reshape(-1, 2)
             f = _positive_lstsq(
                 A, y, ["at_reference", "per_doubling"], f"{cls} {op} CPU (a + b log2(keys / {ref:,.0f}))"
             )
@@ -579,7 +586,12 @@ def lookup_cpu(s: Sample, lookup: dict[str, Any]) -> float:
     total = sum(mix.values()) or 1.0
     doublings = math.log2(max(s.records, lookup["reference_keys"]) / lookup["reference_keys"])
     slope = lookup["per_doubling"][s.cls]
-    return sum(w / total * slope[LOOKUP_OF[Operation(op)]] for op, w in mix.items() if op in LOOKUP_OF) * doublings
+    return (
+        sum(
+            w / total * search_slope(slope, s.cls, LOOKUP_OF[Operation(op)]) for op, w in mix.items() if op in LOOKUP_OF
+        )
+        * doublings
+    )
 
 
 def fit_cpu(
@@ -637,7 +649,8 @@ def cached_cpu(
     t = lookup_cpu(s, lookup)
     cls = s.cls
     doublings = math.log2(max(s.records, lookup["reference_keys"]) / lookup["reference_keys"])
-    walk = cpu[(cls, Operation.GET)] + lookup["per_doubling"][cls][Operation.GET] * doublings - cpu[(cls, BUFFER_GET)]
+    slope = search_slope(lookup["per_doubling"][cls], cls, Operation.GET)
+    walk = cpu[(cls, Operation.GET)] + slope * doublings - cpu[(cls, BUFFER_GET)]
     for op, w in s.ops_mix.items():
         if op == Operation.RANGE:
             r = rng[cls]
