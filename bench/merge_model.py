@@ -1,0 +1,86 @@
+"""The model's merge blocks per put against the engine's own compaction strategy (BENCHMARKS §20).
+
+    .venv/bin/python -u -m bench.merge_model [--universe 100000] [--records 50000]
+
+`cosine-sim` runs the engine's TemplateStrategy over in-memory keys and counts the data blocks
+each merge reads and writes (measure.simulate): no device, no timing, so any machine gives the
+same figures. Printed:
+
+1. Steady state (docs/model.md, "Partial compaction"): small trees under random overwrites of a
+   ``--universe``-key space, every merge policy; beside the model, what the model said before it
+   knew the policy (every merge priced as a full one).
+2. Short runs (docs/model.md, "Short runs"): every tree design of the `cosine validate` grid at
+   ``--records``, a run of 3x as many inserts (the tree grows under it) or overwrites, modelled
+   from the state the run starts in, as `cosine validate` models it. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+
+from measure.grid import designs
+from measure.simulate import short_run, simulator, steady_state, study_config
+from specs.vocab import Operation
+
+STUDY = [
+    ("full", 1, 10, 512, "dense_fp"),
+    ("full", 2, 10, 512, "dense_fp"),
+    ("full", 1, 32, 512, "dense_fp"),
+    ("partial", 1, 10, 512, "dense_fp"),
+    ("partial", 1, 32, 512, "dense_fp"),
+    ("partial", 1, 10, 2048, "dense_fp"),
+    ("partial", 2, 10, 512, "dense_fp"),
+    ("partial", 3, 8, 512, "dense_fp"),
+    ("partial", 1, 10, 512, "choose_first"),
+    ("partial", 1, 10, 512, "oldest_merged"),
+]
+
+
+def accuracy(predicted: float, measured: float) -> float:
+    return max(0.0, 1 - abs(predicted - measured) / measured) if measured > 0 else float(predicted == 0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--universe", type=int, default=100_000, help="keys overwritten in the steady-state study")
+    ap.add_argument("--records", type=int, default=50_000, help="records of the grid's short runs")
+    a = ap.parse_args()
+    if a.universe < 1_000 or a.records < 1_000:
+        ap.exit(2, f"{ap.prog}: --universe and --records must be at least 1,000\n")
+    simulator()
+    u = a.universe
+    print(f"1. steady state: {u:,}-key universe, 3 universes of overwrites, then 4 measured")
+    head = (
+        "| compaction | K | T | file entries | file picking | simulated | model | accuracy | model, every merge full |"
+    )
+    print(head)
+    print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for comp, K, T, files, pick in STUDY:
+        cfg = study_config(comp, K, T, files, pick)
+        meas, pred = steady_state(cfg, u, 3 * u, 4 * u)
+        _, blind = steady_state(study_config("full", K, T, files, pick), u, 3 * u, 4 * u)
+        cells = [comp, K, T, files, pick, f"{meas:.3f}", f"{pred:.3f}", f"{accuracy(pred, meas):.1%}", f"{blind:.3f}"]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    n, ops = a.records, 3 * a.records
+    grid = {k: v for k, v in designs(n, quick=False, optima=False).items() if v["design"]["class"] != "lsh"}
+    print(f"\n2. short runs: the validate grid's {len(grid)} tree designs, {n:,} records, {ops:,} puts")
+    print("| design | inserts simulated | model | accuracy | overwrites simulated | model | accuracy |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    acc: dict[Operation, list[float]] = {Operation.INSERT: [], Operation.UPDATE: []}
+    for name, secs in grid.items():
+        row: list[str] = []
+        for op in acc:
+            meas, pred = short_run(copy.deepcopy(secs), op, n, ops)
+            acc[op].append(accuracy(pred, meas))
+            row += [f"{meas:.3f}", f"{pred:.3f}", f"{acc[op][-1]:.1%}"]
+        print(f"| {name} | " + " | ".join(row) + " |")
+    print(
+        f"\nmean accuracy: inserts {statistics.mean(acc[Operation.INSERT]):.1%}, "
+        f"overwrites {statistics.mean(acc[Operation.UPDATE]):.1%}"
+    )
+
+
+if __name__ == "__main__":
+    main()

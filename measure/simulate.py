@@ -1,0 +1,118 @@
+"""The model's merge I/O against the engine's own compaction strategy, run without I/O.
+
+`cosine-sim` (engine-template `cosine-compaction`) executes the engine's `TemplateStrategy` and
+`apply_compaction_result` over in-memory key lists and counts the data blocks every merge reads
+and writes, as the engine's worker would: thousands of fill cycles in seconds, where an engine
+run measures a few. Used by tests/test_partial_compaction.py, tests/test_transient.py and
+`python -m bench.merge_model`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cost_models.distributions import partitions
+from cost_models.engine_model import distribution, engine_layout, predict
+from cost_models.io_model import merge_terms, window
+from measure.engine import TEMPLATE, build
+from render.config import to_toml
+from specs.vocab import Operation
+
+#: Entries of the preset the studies start from (16-byte keys, 100-byte values).
+ENTRY_BYTES = 116
+
+
+def simulator() -> Path:
+    """cosine-sim, built (release) if stale."""
+    return build(TEMPLATE, "cosine-sim")
+
+
+def preset(name: str = "hybrid") -> dict[str, Any]:
+    """An engine preset's engine.toml sections (cosine-sim --emit-toml)."""
+    args = [str(simulator()), "--preset", name, "--emit-toml"]
+    out = subprocess.run(args, capture_output=True, text=True, check=True)
+    return tomllib.loads(out.stdout)
+
+
+def study_config(compaction: str, K: int, T: int, files: int, picking: str = "dense_fp") -> dict[str, Any]:
+    """A small tree (256-entry buffer, 8-entry blocks) with the given merge policy: K runs above
+    the last level, one at the last, merges at full capacity, partial merges from the oldest run."""
+    cfg = preset()
+    cfg["layout"].update(
+        size_ratio=float(T),
+        runs_per_hot_level=K,
+        runs_per_cold_level=1,
+        buffer_bytes=256 * ENTRY_BYTES,
+        block_entries=8,
+    )
+    cfg["algorithms"].update(
+        compaction=compaction,
+        file_entries=files,
+        merge_threshold=1.0,
+        full_compaction_levels=1,
+        file_picking=picking,
+        run_strategy="first",
+    )
+    return cfg
+
+
+@dataclass
+class SimRun:
+    """One cosine-sim run: puts of keys drawn from ``universe`` keys (0: every key new)."""
+
+    report: dict[str, Any]
+
+    @property
+    def blocks(self) -> int:
+        return int(self.report["blocks_written"]) + int(self.report["blocks_read"])
+
+    @property
+    def shape(self) -> dict[str, Any]:
+        """The state as cosine-bench reports it (``load.shape``): buffer and levels."""
+        levels = [{"level": lv["level"], "entries": lv["entries"], "runs": lv["runs"]} for lv in self.report["levels"]]
+        return {"buffered": self.report["buffered"], "levels": levels}
+
+
+def simulate(cfg: dict[str, Any], puts: int, universe: int = 0, seed: int = 42) -> SimRun:
+    """Run the engine's strategy over ``puts`` puts (the same seed replays the same keys)."""
+    with tempfile.TemporaryDirectory(prefix="cosine-sim-") as tmp:
+        path = Path(tmp) / "engine.toml"
+        path.write_text(to_toml(cfg))
+        args = [str(simulator()), "--config", str(path), "--inserts", str(puts), "--json", "--seed", str(seed)]
+        args += ["--universe", str(universe)] if universe else []
+        res = subprocess.run(args, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"cosine-sim: {res.stderr.strip() or res.returncode}")
+    return SimRun(json.loads(res.stdout))
+
+
+def steady_state(cfg: dict[str, Any], universe: int, before: int, measured: int) -> tuple[float, float]:
+    """(simulated, modelled) merge blocks per overwrite: ``before`` random overwrites of a
+    ``universe``-key space, then the blocks of the next ``measured`` ones, against the model's
+    steady state at the distinct keys present half-way (merge_terms, no WAL)."""
+    start, end = simulate(cfg, before, universe), simulate(cfg, before + measured, universe)
+    n = universe * (1 - math.exp(-(before + measured / 2) / universe))
+    lay = engine_layout(cfg, n)
+    parts = partitions(distribution({}), distribution({}), n)
+    mt = merge_terms(lay, parts, 0.0, lambda r: window(r, parts.put, n, 0.0))
+    return (end.blocks - start.blocks) / measured, float(mt.per_put.sum())
+
+
+def short_run(cfg: dict[str, Any], op: Operation, records: int, operations: int) -> tuple[float, float]:
+    """(simulated, modelled) merge blocks per put of a measured run as `cosine validate` makes
+    one: ``records`` loaded (inserts), or a ``records``-key universe overwritten 3 times
+    (updates), then ``operations`` puts; modelled from the state the run starts in
+    (engine_model.predict with the observed shapes, less its WAL pages)."""
+    load, universe = (records, 0) if op == Operation.INSERT else (3 * records, records)
+    start, end = simulate(cfg, load, universe), simulate(cfg, load + operations, universe)
+    wl = {"records": records, "mix": {str(op): 1.0}, "operations": operations}
+    io = predict(cfg, wl, shape=start.shape, end_shape=end.shape)
+    wal = (cfg["layout"]["key_bytes"] + cfg["layout"]["value_bytes"]) / 4096  # cosine-sim has no WAL
+    return (end.blocks - start.blocks) / operations, float(getattr(io, str(op))[0]) - wal
