@@ -454,13 +454,13 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     runs: dict[tuple[str, str, int, int, int], list[tuple[float, float]]] = {}
     for s in samples:
         if s.kind == CACHED:
-            key = (s.cls, s.workload, s.records, s.scan_length, s.threads)
-            runs.setdefault(key, []).append((s.free_throughput, s.fg_cpu))
+            point = (s.cls, s.workload, s.records, s.scan_length, s.threads)
+            runs.setdefault(point, []).append((s.free_throughput, s.fg_cpu))
     vals: dict[tuple[str, str], list[float]] = {}
-    for (cls, op, _n, _scan, th), v in runs.items():
+    for (cls, op, _n, _scan, th), reps in runs.items():
         if th == 1 or th > cores:
             continue
-        busy = float(np.median([x for x, _ in v])) * float(np.median([c for _, c in v])) / th
+        busy = float(np.median([x for x, _ in reps])) * float(np.median([c for _, c in reps])) / th
         vals.setdefault((cls, op), []).append(1.0 - (1.0 / busy - 1.0) / (th - 1))
     out = {}
     for key, v in sorted(vals.items()):
