@@ -65,3 +65,14 @@ def test_the_policy_is_known_before_memory_is_split() -> None:
     assert CLASS_COMPACTION[DesignClass.LSM][0] == CLASS_COMPACTION[DesignClass.HYBRID][0]
     np.testing.assert_array_equal(partial_levels(Compaction.HYBRID, 2, 4), [False, False, True, True])
     np.testing.assert_array_equal(partial_levels(Compaction.FULL, 2, 3), [False, False, False])
+
+
+@pytest.mark.parametrize(("key", "value"), [("compaction", "sideways"), ("run_strategy", "newest")])
+def test_an_unknown_merge_policy_in_engine_toml_is_one_line(key: str, value: str) -> None:
+    from cost_models.engine_model import engine_layout
+    from specs.errors import InputError
+
+    cfg = study_config("partial", 1, 10, 512)
+    cfg["algorithms"][key] = value
+    with pytest.raises(InputError, match=rf"^engine.toml algorithms.{key}: '{value}' is not one of [a-z_, ]+$"):
+        engine_layout(cfg, 10_000)
