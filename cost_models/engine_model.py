@@ -12,19 +12,21 @@ key partitions.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from cost_models.cpu import LOCAL_DEVICE, Demands, DeviceModel, NodeShape, demands, throughput, usable_cores
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, window
+from cost_models.io_model import IOCost, insert_fraction, io_costs, wal_pages, window
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
 from cost_models.transient import Tree, start_runs
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import OPERATIONS, Compaction, RunStrategy
+
+E = TypeVar("E", Compaction, RunStrategy)
 
 
 def distribution(d: dict[str, Any]) -> Distribution:
@@ -47,21 +49,20 @@ def merge_policy(cfg: dict[str, Any]) -> tuple[np.ndarray | None, float | None, 
     them), entries per file and the run a partial merge starts from; None where the file leaves
     it to the class (a rendered engine's is its class's, cost_models.layout.CLASS_COMPACTION)."""
     alg = cfg.get("algorithms", {})
-    partial = None
-    if "compaction" in alg:
-        if alg["compaction"] not in set(Compaction):
-            known = ", ".join(Compaction)
-            raise InputError(f"engine.toml algorithms.compaction: {alg['compaction']!r} is not one of {known}")
-        full = int(alg.get("full_compaction_levels", 0))
-        partial = partial_levels(Compaction(alg["compaction"]), full, MAX_LEVELS)
+    compaction = _algorithm(alg, "compaction", Compaction)
+    full = int(alg.get("full_compaction_levels", 0))
+    partial = None if compaction is None else partial_levels(compaction, full, MAX_LEVELS)
     files = float(alg["file_entries"]) if "file_entries" in alg else None
-    strategy = None
-    if "run_strategy" in alg:
-        if alg["run_strategy"] not in set(RunStrategy):
-            known = ", ".join(RunStrategy)
-            raise InputError(f"engine.toml algorithms.run_strategy: {alg['run_strategy']!r} is not one of {known}")
-        strategy = RunStrategy(alg["run_strategy"])
-    return partial, files, strategy
+    return partial, files, _algorithm(alg, "run_strategy", RunStrategy)
+
+
+def _algorithm(alg: dict[str, Any], key: str, kind: type[E]) -> E | None:
+    """engine.toml ``algorithms.<key>`` as one of ``kind``'s members (None when absent)."""
+    if key not in alg:
+        return None
+    if alg[key] not in set(kind):
+        raise InputError(f"engine.toml algorithms.{key}: {alg[key]!r} is not one of {', '.join(kind)}")
+    return kind(alg[key])
 
 
 def engine_layout(
@@ -196,7 +197,8 @@ def transient_put(
     iota = insert_fraction(mix)
     e_b = float(lay.E_B[0])
     q0 = float(window(lay.E_B, parts.put, lay.n_keys, iota)[0])
-    partial, files, strategy = merge_policy(cfg)
+    # every level the tree may deepen to (the layout's stop at its mean size's depth)
+    partial = merge_policy(cfg)[0]
     lay_cfg = cfg["layout"]
     tree = Tree(
         buffer_entries=e_b,
@@ -205,8 +207,8 @@ def transient_put(
         cold_runs=int(lay_cfg["runs_per_cold_level"]),
         threshold=float(cfg.get("algorithms", {}).get("merge_threshold", 1.0)),
         partial=[bool(p) for p in (partial if partial is not None else np.full(MAX_LEVELS, lay.partial[0].any()))],
-        file_entries=float(lay.file_entries[0]) if files is None else files,
-        run_strategy=lay.run_strategy if strategy is None else strategy,
+        file_entries=float(lay.file_entries[0]),
+        run_strategy=lay.run_strategy,
         block_entries=float(lay.B[0]),
         overwrite_share=1.0 - iota,
         n_keys=float(lay.n_keys),
@@ -219,8 +221,7 @@ def transient_put(
     flushes = math.floor(float(shape.get("buffered", 0)) / e_b + puts / q0) if q0 > 0 else 0
     for _ in range(flushes):
         tree.flush(e_b)
-    wal = float(merge_terms(lay, parts, iota, lambda r: r).wal[0])
-    return np.array([tree.blocks / puts + wal])
+    return np.array([tree.blocks / puts + wal_pages(lay.entry_bytes)])
 
 
 def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | None = None) -> NodeShape:

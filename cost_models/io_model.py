@@ -290,10 +290,14 @@ class MergeTerms:
     wal: np.ndarray  # (n,): WAL pages per put
 
 
+def wal_pages(entry_bytes: float) -> float:
+    """WAL pages one put appends (group commit packs entries into pages; symbolic ``wal_append``)."""
+    return float(compiled()["wal_append"](entry_bytes, model_constants()["wal_page_bytes"]))
+
+
 def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.ndarray], np.ndarray]) -> MergeTerms:
     """Merge I/O per level: per event, per put, and what each event moves."""
     c = compiled()
-    k = model_constants()
     n, lm = lay.cap.shape
     q0 = win(lay.E_B)  # puts per flush
     src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries level i-1 moves per fill
@@ -352,7 +356,7 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     per_merge = np.where(lay.exists & np.isfinite(per_merge), per_merge, 0.0)
     flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
     lsh_put = flushed * c["log_append"](1.0 - iota, gc_victim_dead(lay, parts, iota, q0), lay.B)
-    wal = np.broadcast_to(c["wal_append"](lay.entry_bytes, k["wal_page_bytes"]), (n,)).astype(float)
+    wal = np.broadcast_to(wal_pages(lay.entry_bytes), (n,)).astype(float)
     return MergeTerms(per_put, per_merge, np.where(lay.exists, moved, 0.0), q0, q_src, lsh_put, wal)
 
 

@@ -41,9 +41,9 @@ CLASS_COMPACTION: dict[DesignClass, tuple[Compaction, RunStrategy]] = {
 def partial_merges(batch: DesignBatch) -> np.ndarray:
     """(n,) the design's merges move one file at a time: its class's CLASS_COMPACTION, decided
     before memory is split (B-tree: no filters and not a hash log; hash logs have no merges)."""
-    btree = ~batch.lsh & ~(batch.bloom_bits > 0)
-    with_filters = CLASS_COMPACTION[DesignClass.LSM][0] == Compaction.PARTIAL  # the same for a hybrid
-    return ~batch.lsh & np.where(btree, CLASS_COMPACTION[DesignClass.BTREE][0] == Compaction.PARTIAL, with_filters)
+    partial = {c: CLASS_COMPACTION[c][0] == Compaction.PARTIAL for c in (DesignClass.BTREE, DesignClass.LSM)}
+    btree = ~(batch.bloom_bits > 0)  # with filters: an LSM or a hybrid, which merge alike
+    return ~batch.lsh & np.where(btree, partial[DesignClass.BTREE], partial[DesignClass.LSM])
 
 
 def runs_taken(strategy: RunStrategy, max_runs: np.ndarray, iota: float) -> np.ndarray:

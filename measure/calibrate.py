@@ -433,11 +433,6 @@ def _positive_lstsq(A: np.ndarray, y: np.ndarray, names: list[str], what: str) -
     return {n: float(v) for n, v in zip(names, sol, strict=True)}
 
 
-def _eq2_phi(speedup: float, threads: int) -> float:
-    """Eq. 2 solved for phi: g = 1 / (1 - phi (1 - 1/eta))."""
-    return (1.0 - 1.0 / speedup) / (1.0 - 1.0 / threads)
-
-
 def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     """phi per (class, operation) from the cached runs at n threads (1 < n <= cores): Eq. 2 on the
     driver threads' busy share, averaged over sizes and scan lengths (Algorithm 1's aggregate).

@@ -9,6 +9,7 @@ run measures a few. Used by tests/test_partial_compaction.py, tests/test_transie
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
@@ -29,8 +30,9 @@ from specs.vocab import Operation
 ENTRY_BYTES = 116
 
 
+@functools.cache
 def simulator() -> Path:
-    """cosine-sim, built (release) if stale."""
+    """cosine-sim, built (release) if stale: once per process."""
     return build(TEMPLATE, "cosine-sim")
 
 
