@@ -12,12 +12,22 @@ key partitions.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
 
-from cost_models.cpu import LOCAL_DEVICE, Demands, DeviceModel, NodeShape, demands, throughput, usable_cores
-from cost_models.design import Design, DesignBatch
+from cost_models.cpu import (
+    LOCAL_DEVICE,
+    Demands,
+    DeviceModel,
+    NodeShape,
+    background_workers,
+    demands,
+    throughput,
+    usable_cores,
+)
+from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, insert_fraction, io_costs, wal_pages, window
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
@@ -117,6 +127,7 @@ def predict(
     n_keys: float | None = None,
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
+    frozen: float = 0.0,
 ) -> IOCost:
     """Expected blocks per operation of a configured engine on a workload.json.
 
@@ -124,7 +135,9 @@ def predict(
     and ended (``load.shape`` and ``stats`` of a cosine-bench report): reads
     are predicted on both and averaged. Writes keep the expected, cycle-average
     occupancy (merges are amortized over a level's fill cycle) at the run's
-    mean key count (inserts grow the store).
+    mean key count (inserts grow the store). ``frozen``: the frozen buffers a lookup finds on
+    average while the run cycles its buffer (:func:`frozen_buffers`; 0, the solver's view: an
+    upper bound on the reads).
     """
     mix = {k: float(v) for k, v in workload["mix"].items()}
     total = sum(mix.values())
@@ -149,7 +162,16 @@ def predict(
     put = expected.insert
     if puts > 0:
         parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_mean)
-        put = transient_put(cfg, engine_layout(cfg, n_mean), parts, mix, shape, puts, fallback=expected.insert)
+        lay = engine_layout(cfg, n_mean)
+        warm = float(workload.get("warmup_operations", 0)) * (mix.get("update", 0.0) + mix.get("rmw", 0.0)) / total
+        put = transient_put(cfg, lay, parts, mix, shape, puts, fallback=expected.insert, warmup_overwrites=warm)
+        if puts >= puts_per_flush(lay, parts, mix):
+            # the buffer fills and empties during the run: its time average is the steady
+            # fill (the layout's own) and the frozen buffers waiting for the worker, not what
+            # the two snapshots caught
+            steady = float(lay.buffered[0]) + frozen * float(lay.E_B[0])
+            shape = {**shape, "buffered": steady}
+            end_shape = None if end_shape is None else {**end_shape, "buffered": steady}
     states = [io_at(n0, shape)] + ([io_at(n0 + inserted, end_shape)] if end_shape else [])
 
     def avg(op: str) -> np.ndarray:
@@ -175,6 +197,11 @@ def predict(
     )
 
 
+def puts_per_flush(lay: Layout, parts: Partitions, mix: dict[str, float]) -> float:
+    """Q_0 of a one-design layout: puts that fill its buffer with distinct keys."""
+    return float(window(lay.E_B, parts.put, lay.n_keys, insert_fraction(mix))[0])
+
+
 def transient_put(
     cfg: dict[str, Any],
     lay: Layout,
@@ -183,6 +210,7 @@ def transient_put(
     shape: dict[str, Any],
     puts: float,
     fallback: np.ndarray,
+    warmup_overwrites: float = 0.0,
 ) -> np.ndarray:
     """Write blocks per put of a run of ``puts`` puts that starts in the observed state.
 
@@ -190,13 +218,13 @@ def transient_put(
     run of a few cycles pays for the merges that actually happen in it, and a run that inserts
     grows the tree under it. ``cost_models.transient`` replays the engine contract from the
     observed state, one flush (every ``Q_0`` puts) at a time, and prices every merge.
-    Hash logs have no levels: the steady-state cost (``fallback``) is kept.
+    ``warmup_overwrites``: overwrites the store took before the run (a warm-up phase) on top
+    of its load. Hash logs have no levels: the steady-state cost (``fallback``) is kept.
     """
     if lay.lsh[0]:
         return fallback
-    iota = insert_fraction(mix)
     e_b = float(lay.E_B[0])
-    q0 = float(window(lay.E_B, parts.put, lay.n_keys, iota)[0])
+    q0 = puts_per_flush(lay, parts, mix)
     # every level the tree may deepen to (the layout's stop at its mean size's depth)
     partial = merge_policy(cfg)[0]
     lay_cfg = cfg["layout"]
@@ -210,14 +238,21 @@ def transient_put(
         file_entries=float(lay.file_entries[0]),
         run_strategy=lay.run_strategy,
         block_entries=float(lay.B[0]),
-        overwrite_share=1.0 - iota,
+        overwrite_share=1.0 - insert_fraction(mix),
         n_keys=float(lay.n_keys),
     )
     observed = {int(lv["level"]): lv for lv in shape.get("levels", []) if float(lv["entries"]) > 0}
     for i in sorted(observed):  # placeholders first: a run's capacity depends on the depth
         tree.runs(i).append(float(observed[i]["entries"]))
-    for i, lv in observed.items():
-        tree.levels[i - 1] = start_runs(float(lv["entries"]), int(lv["runs"]), tree.run_capacity(i))
+    # a loaded store holds each key once; overwrites before the run (a warm-up) shadow older
+    # versions from the top down: every entry on disk but the never-overwritten keys' one
+    on_disk = sum(float(lv["entries"]) for lv in observed.values())
+    loaded = max(float(lay.n_keys) - float(shape.get("buffered", 0)), 0.0)
+    shadowing = max(on_disk - loaded * math.exp(-warmup_overwrites / max(float(lay.n_keys), 1.0)), 0.0)
+    for i in sorted(observed):
+        lv = observed[i]
+        tree.start(i, start_runs(float(lv["entries"]), int(lv["runs"]), tree.run_capacity(i)), shadowing)
+        shadowing -= float(lv["entries"])
     flushes = math.floor(float(shape.get("buffered", 0)) / e_b + puts / q0) if q0 > 0 else 0
     for _ in range(flushes):
         tree.flush(e_b)
@@ -227,7 +262,6 @@ def transient_put(
 def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | None = None) -> NodeShape:
     """The CPU model's view of an engine.toml: its class, block size and memtable (the entries
     ``state`` reports, else the expected half of the buffer)."""
-    from cost_models.design import model_constants
     from specs.vocab import DesignClass
 
     lay = cfg["layout"]
@@ -255,8 +289,6 @@ def index_block_bytes(cfg: dict[str, Any], block_bytes: float, n_keys: float) ->
     or all the keys if fewer). The engine packs about a data block's worth of fences per index
     block, so a file of fewer data blocks than that has one smaller index block (the B-tree
     preset: 233 blocks of 32 KiB per 65,536-entry file, one 6.5 KiB index block)."""
-    from cost_models.design import model_constants
-
     lay = cfg["layout"]
     fence = int(lay["key_bytes"]) + model_constants()["fence_entry_overhead_bytes"]
     fanout = float(index_fanout(block_bytes, int(lay["key_bytes"])))
@@ -284,11 +316,12 @@ def engine_demands(
     device: DeviceModel = LOCAL_DEVICE,
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
+    frozen: float = 0.0,
 ) -> tuple[Demands, float]:
     """The CPU model's demands (S, P, D, G, write stalls) per operation of a configured engine running
-    a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape`` as in
-    :func:`predict` (None: the model's expected state)."""
-    io = predict(cfg, workload, shape=shape, end_shape=end_shape)
+    a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape``/``frozen``
+    as in :func:`predict` (None: the model's expected state)."""
+    io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen)
     mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
     d = demands(
         io,
@@ -310,8 +343,38 @@ def engine_throughput(
 ) -> tuple[float, float]:
     """(operations per second, blocks per operation) the model predicts for a configured engine
     running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
-    ``shape``/``end_shape`` as in :func:`predict` (None: the model's expected state)."""
-    d, blocks = engine_demands(cfg, workload, device, shape, end_shape)
+    ``shape``/``end_shape`` as in :func:`predict` (None: the model's expected state), with the
+    frozen buffers the run's own background load leaves (:func:`frozen_buffers`)."""
+    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape)
+    d, blocks = engine_demands(cfg, workload, device, shape, end_shape, frozen=f)
     th = int(workload["threads"])
     x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     return float(x[0]), blocks
+
+
+def frozen_buffers(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    cores: int,
+    device: DeviceModel = LOCAL_DEVICE,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
+) -> float:
+    """Frozen buffers a lookup finds on average (docs/model.md, "Frozen buffers").
+
+    A full buffer freezes and waits, still answering lookups, until the background worker has
+    flushed it; the worker flushes and merges one job at a time. At the throughput the model
+    predicts without them, a frozen buffer is there for the worker's busy share of the time, and
+    ``model_constants: frozen_buffers`` of them while the writers stall (every slot full).
+    """
+    d, _ = engine_demands(cfg, workload, device, shape, end_shape)
+    th = int(workload["threads"])
+    args = (device.iops, th, usable_cores(th, cores), device.bytes_per_s)
+    x = float(throughput(d, *args)[0])
+    unstalled = float(throughput(replace(d, stall_rate=None), *args)[0])
+    if not (math.isfinite(x) and x > 0):
+        return 0.0
+    busy = min(1.0, x * float(d.background[0]) / background_workers())
+    stalling = max(0.0, 1.0 - x / unstalled) if unstalled > 0 else 0.0
+    slots = float(model_constants()["frozen_buffers"])
+    return min(slots, busy + stalling * slots)

@@ -8,16 +8,21 @@ engine `cosine-compaction`'s `TemplateStrategy::choose`) on entry counts, one fl
 and prices each merge as the engine's simulator counts it: the blocks of every input file read
 (the buffer is not read) and of every output file written, nothing for a relinked run.
 
-Keys are not tracked. A merge's output is the union of its inputs: inputs that hold a share of
-the store's N keys overlap by their product over N for the share of puts that overwrite
-(uniform keys), not at all for inserts. A partial merge moves one file of f entries (the run
-smaller than a file is one file) from the picked run plus the key range's share of every older
-run (their overlapping files), and rewrites that share of the target run plus the file its edge
-cuts.
+Keys are not tracked, only how many entries of each run may shadow an older version of their
+key (an overwrite's entry, or one merged from such). A merge's output is the union of its
+inputs: a newer input's shadowing entries find their key in an older input of e entries with
+probability e / N (uniform keys), its other entries never do (a key's first version is its
+oldest). A loaded store is a partition of its keys (no run shadows another); a run of
+overwrites makes its flushes shadowing, and the tree turns shadowing from the top down.
+
+A partial merge moves one file of f entries (the run smaller than a file is one file) from the
+picked run plus the key range's share of every older run (their overlapping files), and
+rewrites that share of the target run plus the file its edge cuts.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from specs.vocab import RunStrategy
@@ -44,7 +49,11 @@ class Tree:
     overwrite_share: float  # share of puts that overwrite a key (1 - iota)
     n_keys: float
     levels: list[list[float]] = field(default_factory=list)
+    #: per run (parallel to ``levels``), the entries that may shadow an older version of their key
+    shadowing: list[list[float]] = field(default_factory=list)
     blocks: float = 0.0
+    #: per level, the running remainder of the ``fullest`` picks between two runs (pick_run)
+    dither: dict[int, float] = field(default_factory=dict)
 
     def capacity(self, i: int) -> float:
         return float(round(self.buffer_entries * self.size_ratio**i))
@@ -56,6 +65,22 @@ class Tree:
         while len(self.levels) < i:
             self.levels.append([])
         return self.levels[i - 1]
+
+    def shadows(self, i: int) -> list[float]:
+        """The shadowing entries of level ``i``'s runs (parallel to :meth:`runs`)."""
+        while len(self.shadowing) < i:
+            self.shadowing.append([])
+        return self.shadowing[i - 1]
+
+    def start(self, i: int, runs: list[float], shadowing: float) -> None:
+        """Level ``i`` as observed: ``runs`` (newest first), of which the first ``shadowing``
+        entries (newest first) may shadow older versions."""
+        self.runs(i)[:] = runs
+        left, out = shadowing, []
+        for e in runs:
+            out.append(min(e, max(left, 0.0)))
+            left -= e
+        self.shadows(i)[:] = out
 
     def last(self, i: int) -> bool:
         return i >= self.depth()
@@ -69,8 +94,16 @@ class Tree:
     def is_partial(self, source: int) -> bool:
         return source >= 1 and bool(self.partial[min(source, len(self.partial)) - 1])
 
-    def union(self, a: float, b: float) -> float:
-        return a + b - self.overwrite_share * a * b / max(self.n_keys, 1.0)
+    def union(self, parts: list[tuple[float, float]]) -> tuple[float, float]:
+        """Entries and shadowing entries of the union of runs given newest first as
+        (entries, shadowing entries): a newer part's shadowing entries find their key in an
+        older part of e entries with probability e / N, and replace that version."""
+        out, shadow = 0.0, 0.0
+        for e, s in parts:
+            lap = min(shadow * e / max(self.n_keys, 1.0), e)
+            out += e - lap
+            shadow += s * (1.0 - lap / e) if e > 0 else 0.0
+        return out, shadow
 
     def accepts(self, i: int, n: float) -> bool:
         runs = self.runs(i)
@@ -88,36 +121,41 @@ class Tree:
         runs = self.runs(i)
         return sum(runs) > self.threshold * self.capacity(i) or len(runs) > self.max_runs(i)
 
-    def place(self, src: int, inputs: list[tuple[int, float]], n: float, share: float) -> None:
-        """Merge ``n`` entries (``inputs``: (run index, entries taken) at level ``src``; the
-        buffer when ``src`` is 0) into level ``src + 1``, a ``share`` of the key space."""
+    def place(self, src: int, inputs: list[tuple[int, float]], n: tuple[float, float], share: float) -> None:
+        """Merge ``n`` = (entries, shadowing entries) (``inputs``: (run index, entries taken) at
+        level ``src``; the buffer when ``src`` is 0) into level ``src + 1``, a ``share`` of the
+        key space."""
         t = src + 1
-        target = self.runs(t)
-        into = bool(target) and (target[0] + n <= self.run_capacity(t) or len(target) >= self.max_runs(t))
-        replaced = 0.0
+        target, target_s = self.runs(t), self.shadows(t)
+        into = bool(target) and (target[0] + n[0] <= self.run_capacity(t) or len(target) >= self.max_runs(t))
+        replaced = (0.0, 0.0)
         if into:
             e = target[0]
-            replaced = e if not self.is_partial(src) else min(e, share * e + min(self.file_entries, e))
-        trivial = src > 0 and len(inputs) == 1 and replaced == 0.0
+            r = e if not self.is_partial(src) else min(e, share * e + min(self.file_entries, e))
+            replaced = (r, target_s[0] * r / e if e > 0 else 0.0)
+        trivial = src > 0 and len(inputs) == 1 and replaced[0] == 0.0
         if src > 0:
-            source = self.runs(src)
+            source, source_s = self.runs(src), self.shadows(src)
             for j, taken in sorted(inputs, reverse=True):
+                source_s[j] -= source_s[j] * taken / source[j] if source[j] > 0 else 0.0
                 source[j] -= taken
                 if source[j] <= 1e-9:
-                    del source[j]
-        out = self.union(n, replaced)
+                    del source[j], source_s[j]
+        out = self.union([n, replaced])
         if not trivial:
-            read = (n if src > 0 else 0.0) + replaced
-            self.blocks += (read + out) / self.block_entries
+            read = (n[0] if src > 0 else 0.0) + replaced[0]
+            self.blocks += (read + out[0]) / self.block_entries
         if into:
-            target[0] = target[0] - replaced + out
+            target[0] += out[0] - replaced[0]
+            target_s[0] += out[1] - replaced[1]
         else:
-            target.insert(0, out)
+            target.insert(0, out[0])
+            target_s.insert(0, out[1])
 
     def compact_from(self, i: int) -> None:
-        runs = self.runs(i)
+        runs, shadows = self.runs(i), self.shadows(i)
         if not self.is_partial(i):
-            inputs, n, share = list(enumerate(runs)), self.union_all(runs), 1.0
+            inputs, share = list(enumerate(runs)), 1.0
         else:
             pick = self.pick_run(i, runs)
             one = min(self.file_entries, runs[pick])
@@ -125,26 +163,27 @@ class Tree:
             inputs = [(pick, one)] + [
                 (j, min(runs[j], share * runs[j] + min(self.file_entries, runs[j]))) for j in range(pick + 1, len(runs))
             ]
-            n = self.union_all([taken for _, taken in inputs])
-        if not self.accepts(i + 1, n):
+        n = self.union([(taken, shadows[j] * taken / runs[j] if runs[j] > 0 else 0.0) for j, taken in inputs])
+        if not self.accepts(i + 1, n[0]):
             self.compact_from(i + 1)
             return
         self.place(i, inputs, n, share)
-
-    def union_all(self, parts: list[float]) -> float:
-        out = 0.0
-        for p in parts:
-            out = self.union(out, p)
-        return out
 
     def pick_run(self, i: int, runs: list[float]) -> int:
         """The run a partial merge starts from (newest first). ``fullest``: under inserts the full
         runs tie and the oldest wins; under overwrites their sizes differ by what merges into them
         dropped, so any of them may be the fullest, and the middle one stands for them (it takes
-        (K + 1) / 2 runs' ranges along, their mean)."""
+        (K + 1) / 2 runs' ranges along, their mean). Between two runs (an even count), the picks
+        alternate so that their mean is the middle (a running remainder per level)."""
         oldest = len(runs) - 1
         if self.run_strategy == RunStrategy.FULLEST:
-            return oldest - round(self.overwrite_share * oldest / 2)
+            back = self.overwrite_share * oldest / 2
+            whole = math.floor(back)
+            self.dither[i] = self.dither.get(i, 0.0) + back - whole
+            if self.dither[i] >= 0.5:
+                self.dither[i] -= 1.0
+                whole += 1
+            return oldest - whole
         if self.run_strategy == RunStrategy.LAST_FULL:
             full = self.threshold * self.run_capacity(i)
             return next((j for j, r in enumerate(runs) if r >= full), oldest)
@@ -158,7 +197,7 @@ class Tree:
                 if not self.accepts(1, n):
                     self.compact_from(1)
                     continue
-                self.place(0, [], n, 1.0)
+                self.place(0, [], (n, n * self.overwrite_share), 1.0)
                 pending = False
                 continue
             busy = next((i for i in range(1, len(self.levels) + 1) if self.over(i)), 0)

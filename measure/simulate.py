@@ -67,7 +67,8 @@ def study_config(compaction: str, K: int, T: int, files: int, picking: str = "de
 
 @dataclass
 class SimRun:
-    """One cosine-sim run: puts of keys drawn from ``universe`` keys (0: every key new)."""
+    """One cosine-sim run: puts of keys drawn from ``universe`` keys (0: every key new), then
+    overwrites of keys drawn from those put (``--updates``)."""
 
     report: dict[str, Any]
 
@@ -82,13 +83,15 @@ class SimRun:
         return {"buffered": self.report["buffered"], "levels": levels}
 
 
-def simulate(cfg: dict[str, Any], puts: int, universe: int = 0, seed: int = 42) -> SimRun:
-    """Run the engine's strategy over ``puts`` puts (the same seed replays the same keys)."""
+def simulate(cfg: dict[str, Any], puts: int, universe: int = 0, seed: int = 42, updates: int = 0) -> SimRun:
+    """Run the engine's strategy over ``puts`` puts and then ``updates`` uniform overwrites of
+    the keys put (the same seed replays the same keys)."""
     with tempfile.TemporaryDirectory(prefix="cosine-sim-") as tmp:
         path = Path(tmp) / "engine.toml"
         path.write_text(to_toml(cfg))
         args = [str(simulator()), "--config", str(path), "--inserts", str(puts), "--json", "--seed", str(seed)]
         args += ["--universe", str(universe)] if universe else []
+        args += ["--updates", str(updates)] if updates else []
         res = subprocess.run(args, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"cosine-sim: {res.stderr.strip() or res.returncode}")
@@ -109,11 +112,14 @@ def steady_state(cfg: dict[str, Any], universe: int, before: int, measured: int)
 
 def short_run(cfg: dict[str, Any], op: Operation, records: int, operations: int) -> tuple[float, float]:
     """(simulated, modelled) merge blocks per put of a measured run as `cosine validate` makes
-    one: ``records`` loaded (inserts), or a ``records``-key universe overwritten 3 times
-    (updates), then ``operations`` puts; modelled from the state the run starts in
-    (engine_model.predict with the observed shapes, less its WAL pages)."""
-    load, universe = (records, 0) if op == Operation.INSERT else (3 * records, records)
-    start, end = simulate(cfg, load, universe), simulate(cfg, load + operations, universe)
+    one: ``records`` loaded (inserts), then ``operations`` inserts or uniform overwrites of the
+    loaded keys; modelled from the state the run starts in (engine_model.predict with the
+    observed shapes, less its WAL pages)."""
+    start = simulate(cfg, records)
+    if op == Operation.INSERT:
+        end = simulate(cfg, records + operations)
+    else:
+        end = simulate(cfg, records, updates=operations)
     wl = {"records": records, "mix": {str(op): 1.0}, "operations": operations}
     io = predict(cfg, wl, shape=start.shape, end_shape=end.shape)
     wal = (cfg["layout"]["key_bytes"] + cfg["layout"]["value_bytes"]) / 4096  # cosine-sim has no WAL

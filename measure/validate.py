@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cost_models.cpu import DeviceModel
-from cost_models.engine_model import predict
+from cost_models import cpu_count
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from cost_models.engine_model import frozen_buffers, predict
 from measure.engine import TEMPLATE, build, run_scratch, workload_json
 from measure.grid import designs, workloads
 from render.config import to_toml
@@ -193,7 +194,9 @@ def validate(
                 ops = min(ops, RANGE_RUN_OPS)
             wl = workload_json(spec, records, ops, 1)
             rep = run_scratch(text, wl, f"validate-{done}")
-            pred = predict(cfg, wl, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
+            start, end = rep["load"]["shape"], rep.get("stats")
+            frozen = frozen_buffers(cfg, wl, cpu_count(), LOCAL_DEVICE, start, end)
+            pred = predict(cfg, wl, shape=start, end_shape=end, frozen=frozen)
             meas = measured(rep)
             flushes = int(rep.get("background", {}).get("flushes", 0))
             for op, m in meas.items():

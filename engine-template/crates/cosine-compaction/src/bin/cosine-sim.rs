@@ -1,6 +1,9 @@
 //! `cosine-sim`: level shapes for a design after N inserts, without any I/O.
 //!
-//! `cosine-sim --config engine.toml --inserts 1000000 [--universe U] [--seed S] [--json]`
+//! `cosine-sim --config engine.toml --inserts 1000000 [--universe U] [--updates M] [--seed S] [--json]`
+//!
+//! `--updates M` then overwrites M keys drawn uniformly from the ones inserted (the update rows
+//! of `cosine validate`: a loaded store, then blind updates).
 //! (`--preset rocksdb|wiredtiger|faster|hybrid` instead of `--config` uses a standard preset.)
 #![deny(unsafe_code, clippy::unwrap_used)]
 
@@ -18,7 +21,7 @@ fn main() {
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cfg: Option<Config> = None;
-    let (mut inserts, mut universe, mut seed, mut json) = (100_000u64, 0u64, 42u64, false);
+    let (mut inserts, mut universe, mut updates, mut seed, mut json) = (100_000u64, 0u64, 0u64, 42u64, false);
     let mut i = 0;
     let val = |i: usize| args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value", args[i]));
     while i < args.len() {
@@ -40,6 +43,10 @@ fn run() -> Result<(), String> {
                 universe = val(i)?.parse().map_err(|e| format!("--universe: {e}"))?;
                 i += 1;
             }
+            "--updates" => {
+                updates = val(i)?.parse().map_err(|e| format!("--updates: {e}"))?;
+                i += 1;
+            }
             "--seed" => {
                 seed = val(i)?.parse().map_err(|e| format!("--seed: {e}"))?;
                 i += 1;
@@ -51,7 +58,7 @@ fn run() -> Result<(), String> {
                 return Ok(());
             }
             "-h" | "--help" => {
-                println!("usage: cosine-sim (--config engine.toml | --preset NAME) [--emit-toml] [--inserts N] [--universe U] [--seed S] [--json]");
+                println!("usage: cosine-sim (--config engine.toml | --preset NAME) [--emit-toml] [--inserts N] [--universe U] [--updates M] [--seed S] [--json]");
                 return Ok(());
             }
             a => return Err(format!("unknown argument {a}")),
@@ -67,8 +74,16 @@ fn run() -> Result<(), String> {
     }
     let mut sim = Simulator::new(&cfg);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut loaded = Vec::with_capacity(if updates > 0 { usize::try_from(inserts).unwrap_or(0) } else { 0 });
     for _ in 0..inserts {
         let k = if universe > 0 { rng.gen_range(0..universe) } else { rng.gen() };
+        sim.insert(k).map_err(|e| e.to_string())?;
+        if updates > 0 {
+            loaded.push(k);
+        }
+    }
+    for _ in 0..updates {
+        let k = *loaded.get(rng.gen_range(0..loaded.len().max(1))).ok_or("--updates needs --inserts > 0")?;
         sim.insert(k).map_err(|e| e.to_string())?;
     }
     let shape = sim.shape();
