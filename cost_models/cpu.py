@@ -49,6 +49,7 @@ ENGINE_TERMS = (
     "memtable_seconds_per_doubling",
     "memtable_insert_seconds_per_doubling",
     "memtable_base_entries",
+    "memtable_insert_base_entries",
     "lookup_reference_keys",
     "block_read_size_exponent",
     "background_block_seconds",
@@ -144,14 +145,19 @@ def _per_class(key: str) -> np.ndarray:
     return np.array([[float(table[c][key].get(op, 0.0)) for op in OPERATIONS] for c in DESIGN_CLASSES])
 
 
-def memtable_seconds(entries: float | np.ndarray, per_doubling: str = "memtable_seconds_per_doubling") -> np.ndarray:
-    """CPU of one descent of a memtable of ``entries`` beyond one of the base size (which fits
+def memtable_seconds(
+    entries: float | np.ndarray,
+    per_doubling: str = "memtable_seconds_per_doubling",
+    base: str = "memtable_base_entries",
+) -> np.ndarray:
+    """CPU of one descent of a memtable of ``entries`` beyond one of the ``base`` size (which fits
     the CPU's caches; its descent is part of every operation's cached CPU): the table's seconds
-    per doubling (``per_doubling``: a search's, or an insert's), log2(entries / base) times."""
+    per doubling (``per_doubling``: a search's, or an insert's, each past its own base),
+    log2(entries / base) times."""
     t = phi_table()
-    base = float(t["memtable_base_entries"])
-    e = np.maximum(np.asarray(entries, dtype=float), base)
-    return float(t[per_doubling]) * np.log2(e / base)
+    b = float(t[base])
+    e = np.maximum(np.asarray(entries, dtype=float), b)
+    return float(t[per_doubling]) * np.log2(e / b)
 
 
 #: Memtable descents of each operation, (searches, inserts): a lookup searches it, a write
@@ -166,15 +172,19 @@ MEMTABLE_DESCENTS = {
     Operation.RMW: (1.0, 1.0),
     Operation.EMPTY_RANGE: (1.0, 0.0),
 }
-#: The table's seconds per doubling of a search and of an insert, in MEMTABLE_DESCENTS' order.
-MEMTABLE_SLOPES = ("memtable_seconds_per_doubling", "memtable_insert_seconds_per_doubling")
+#: The table's seconds per doubling and base size of a search and of an insert, in
+#: MEMTABLE_DESCENTS' order.
+MEMTABLE_SLOPES = (
+    ("memtable_seconds_per_doubling", "memtable_base_entries"),
+    ("memtable_insert_seconds_per_doubling", "memtable_insert_base_entries"),
+)
 
 
 def memtable_descents_seconds(entries: float | np.ndarray, op: str) -> np.ndarray:
     """CPU the memtable descents of one ``op`` cost beyond a base-size memtable's."""
     out = np.zeros(np.shape(entries))
-    for n, slope in zip(MEMTABLE_DESCENTS[Operation(op)], MEMTABLE_SLOPES, strict=True):
-        out = out + n * memtable_seconds(entries, slope)
+    for n, (slope, base) in zip(MEMTABLE_DESCENTS[Operation(op)], MEMTABLE_SLOPES, strict=True):
+        out = out + n * memtable_seconds(entries, slope, base)
     return out
 
 

@@ -472,6 +472,18 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     return out
 
 
+@dataclass(frozen=True)
+class MemtableFit:
+    """How a memtable's descents grow past the size that fits the CPU's caches: a search's and an
+    insert's seconds per doubling, each past its own base (the smallest memtable its runs measured:
+    below it the cost is flat, in the operation's cached CPU)."""
+
+    search_slope: float
+    search_base: float
+    insert_slope: float
+    insert_base: float
+
+
 def fit_memtable(samples: list[Sample]) -> tuple[float, float]:
     """(seconds per doubling of the memtable past its base size, the base size in entries), from
     the buffered gets (one skip-list descent each) at the design's memtable and at all the data:
@@ -508,48 +520,52 @@ def _mean_slope(slopes: list[float], term: str, runs: str, which: str) -> float:
     return b
 
 
-def fit_memtable_insert(samples: list[Sample], memtable: tuple[float, float]) -> float:
-    """Seconds per doubling of the memtable of one insert into it, from the cached blind-write runs
-    at two memtables (CACHED, SMALL_MEMTABLE; same class, operation and data size; BLIND_WRITES):
-    the CPU difference over log2 of the memtables' ratio, averaged (``memtable``: fit_memtable's
-    search slope and base). A write's descent grows less than a search's:
-    charging writes the search slope took ~0.55 us out of a cached hash-log update at a
-    23 k-entry memtable that a write into the design's 1.6 k-entry memtable still pays."""
-    _, base = memtable
+def fit_memtable_insert(samples: list[Sample], search: tuple[float, float]) -> MemtableFit:
+    """The memtable terms: ``search`` (fit_memtable's slope and base) and an insert's seconds per
+    doubling of the memtable from the cached blind-write runs at two memtables (CACHED,
+    SMALL_MEMTABLE; same class, operation and data size; BLIND_WRITES): the CPU difference over
+    log2 of the memtables' ratio, averaged. A write's descent grows less than a search's: charging
+    writes the search slope took ~0.55 us out of a cached hash-log update at a 23 k-entry memtable
+    that a write into the design's 1.6 k-entry memtable still pays. Its base is the small runs'
+    memtable (their geometric mean): writes are flat below it (every class measured 0.49-0.57 us
+    per write into 650-, 2,600- and 12,000-entry memtables, BENCHMARKS §21), and a slope taken
+    past it and extrapolated down to the search's base charged half of that."""
+    slope_s, base_s = search
     runs: dict[tuple[str, str, int, str], list[Sample]] = {}
     for s in samples:
         if s.kind in (CACHED, SMALL_MEMTABLE) and s.threads == 1 and s.workload in BLIND_WRITES:
             runs.setdefault((s.cls, s.workload, s.records, s.kind), []).append(s)
-    slopes = []
+    slopes, bases = [], []
     for (cls, op, n, kind), small in runs.items():
         large = runs.get((cls, op, n, CACHED))
         if kind != SMALL_MEMTABLE or not large:
             continue
-        lo = max(float(np.mean([s.memtable_entries for s in small])), base)
+        lo = float(np.mean([s.memtable_entries for s in small]))
         hi = float(np.mean([s.memtable_entries for s in large]))
         if not hi > lo:
             continue
         grown = float(np.mean([s.fg_cpu for s in large]) - np.mean([s.fg_cpu for s in small]))
         slopes.append(grown / math.log2(hi / lo))
-    return _mean_slope(slopes, "memtable insert CPU", "cached write runs", "writes into a larger memtable")
+        bases.append(lo)
+    b = _mean_slope(slopes, "memtable insert CPU", "cached write runs", "writes into a larger memtable")
+    return MemtableFit(slope_s, base_s, b, float(np.exp(np.mean(np.log(bases)))))
 
 
-def memtable_cpu(s: Sample, memtable: tuple[float, float, float]) -> float:
-    """The memtable descents' CPU in one operation of a run beyond a base-size memtable's
-    (``memtable``: the search slope, the base entries, the insert slope)."""
+def memtable_cpu(s: Sample, memtable: MemtableFit) -> float:
+    """The memtable descents' CPU in one operation of a run beyond a base-size memtable's."""
     from cost_models.cpu import MEMTABLE_DESCENTS
 
-    search, base, insert = memtable
     mix = s.ops_mix
     total = sum(mix.values()) or 1.0
-    per_op = 0.0
-    for op, w in mix.items():
-        searches, inserts = MEMTABLE_DESCENTS[Operation(op)]
-        per_op += w / total * (searches * search + inserts * insert)
-    return per_op * math.log2(max(s.memtable_entries, base) / base)
+    searches = sum(w * MEMTABLE_DESCENTS[Operation(op)][0] for op, w in mix.items()) / total
+    inserts = sum(w * MEMTABLE_DESCENTS[Operation(op)][1] for op, w in mix.items()) / total
+    e = s.memtable_entries
+    return searches * memtable.search_slope * math.log2(
+        max(e, memtable.search_base) / memtable.search_base
+    ) + inserts * memtable.insert_slope * math.log2(max(e, memtable.insert_base) / memtable.insert_base)
 
 
-def fit_lookup(samples: list[Sample], memtable: tuple[float, float, float]) -> dict[str, Any]:
+def fit_lookup(samples: list[Sample], memtable: MemtableFit) -> dict[str, Any]:
     """How the lookups' CPU grows with the data: per class and measured search (get, empty get;
     cost_models.cpu.LOOKUP_SLOPES), least squares over the cached single-thread runs at every size
     of c = a + b log2(keys / reference), the reference the smallest size. b (seconds per doubling)
@@ -596,9 +612,7 @@ def lookup_cpu(s: Sample, lookup: dict[str, Any]) -> float:
     )
 
 
-def fit_cpu(
-    samples: list[Sample], memtable: tuple[float, float, float], lookup: dict[str, Any]
-) -> dict[tuple[str, str], float]:
+def fit_cpu(samples: list[Sample], memtable: MemtableFit, lookup: dict[str, Any]) -> dict[tuple[str, str], float]:
     """Cached single-thread CPU seconds per (class, operation) at the reference size with an empty
     memtable: the memtable descents (fit_memtable, fit_memtable_insert) and the searches' growth
     with the data (fit_lookup) taken out, averaged over the sizes and memtables (ranges: see
@@ -669,7 +683,7 @@ def fit_block_read(
     samples: list[Sample],
     cpu: dict,
     rng: dict[str, dict[str, float]],
-    memtable: tuple[float, float, float],
+    memtable: MemtableFit,
     lookup: dict[str, Any],
 ) -> dict[str, Any]:
     """CPU of a block read: t_class (bytes / 4 KiB)^gamma. Per class the time of a 4 KiB block
@@ -779,8 +793,7 @@ def envelope(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
 def fit(samples: list[Sample], cores: int | None = None) -> dict[str, Any]:
     """Every term of the CPU model from the samples (module docstring); raises CalibrationError at a bound."""
     cores = cpu_count() if cores is None else cores
-    search = fit_memtable(samples)
-    memtable = (*search, fit_memtable_insert(samples, search))
+    memtable = fit_memtable_insert(samples, fit_memtable(samples))
     lookup = fit_lookup(samples, memtable)
     rng = fit_range(samples, lookup)
     cpu = fit_cpu(samples, memtable, lookup)
@@ -856,15 +869,17 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             "busy share at 2 threads (throughput x CPU per operation / threads), averaged; "
             "empty_range: its own cached runs (hash log: the index walk of "
             "hash_scan_per_key_seconds, its phi measured); lookups: a_op + b log2(keys / smallest size) by "
-            "least squares over the sizes; memtable insert slope: cached blind writes at two memtables; "
+            "least squares over the sizes; memtable insert slope: cached blind writes at two memtables, past the "
+            "smaller one (writes are flat below it); "
             "range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
             "A/B/D/F runs against their blocks read; background: least squares of the background thread's "
             "CPU against flush and merge blocks (and, on the hash log, their entries). No value is clamped."
         ),
-        "memtable_seconds_per_doubling": float(f"{result['memtable'][0]:.4g}"),
-        "memtable_insert_seconds_per_doubling": float(f"{result['memtable'][2]:.4g}"),
-        "memtable_base_entries": float(f"{result['memtable'][1]:.4g}"),
+        "memtable_seconds_per_doubling": float(f"{result['memtable'].search_slope:.4g}"),
+        "memtable_insert_seconds_per_doubling": float(f"{result['memtable'].insert_slope:.4g}"),
+        "memtable_base_entries": float(f"{result['memtable'].search_base:.4g}"),
+        "memtable_insert_base_entries": float(f"{result['memtable'].insert_base:.4g}"),
         "lookup_reference_keys": float(result["lookup"]["reference_keys"]),
         "block_read_size_exponent": float(f"{result['block_read']['size_exponent']:.4g}"),
         "background_block_seconds": float(f"{terms['background_block_seconds']:.4g}"),
@@ -902,12 +917,13 @@ def operation_runs(plan: Plan, op: Operation) -> list[tuple[CalibrationRun, str,
     return [r for r in _runs(plan) if r[0] == CACHED and r[2] == op]
 
 
-def table_terms(table: dict[str, Any]) -> tuple[tuple[float, float, float], dict[str, Any]]:
-    """The memtable and lookup-growth terms of a written table, as fit_memtable(_insert) and fit_lookup return them."""
-    memtable = (
+def table_terms(table: dict[str, Any]) -> tuple[MemtableFit, dict[str, Any]]:
+    """The memtable and lookup-growth terms of a written table, as fit_memtable_insert and fit_lookup return them."""
+    memtable = MemtableFit(
         float(table["memtable_seconds_per_doubling"]),
         float(table["memtable_base_entries"]),
         float(table["memtable_insert_seconds_per_doubling"]),
+        float(table["memtable_insert_base_entries"]),
     )
     lookup = {
         "per_doubling": {c: dict(v["lookup_seconds_per_doubling"]) for c, v in table["classes"].items()},

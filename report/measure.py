@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from cost_models.cpu import LOOKUP_SLOPES
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS
 
 
@@ -137,7 +138,7 @@ def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: 
             *[f"{1e6 * res['cpu'][(cls, op)]:.2f}" if (cls, op) in res["cpu"] else "keys x k" for op in OPERATIONS],
         )
     con.print(t)
-    br, bg = res["block_read"], res["background"]
+    br, bg, mt = res["block_read"], res["background"], res["memtable"]
     con.print(
         "block read: "
         + ", ".join(f"{c} {1e6 * v:.2f} us" for c, v in br["per_class"].items())
@@ -145,7 +146,8 @@ def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: 
         f"background per merge block: {1e6 * bg['background_block_seconds']:.2f} us + "
         f"{1e9 * bg['background_block_seconds_per_byte']:.3f} ns/byte + "
         f"{1e9 * bg['hash_index_entry_seconds']:.0f} ns per hash-log entry; memtable per doubling "
-        f"{1e9 * res['memtable'][0]:.0f} ns a search, {1e9 * res['memtable'][2]:.0f} ns an insert; range per entry "
+        f"{1e9 * mt.search_slope:.0f} ns a search past {mt.search_base:,.0f} entries, "
+        f"{1e9 * mt.insert_slope:.0f} ns an insert past {mt.insert_base:,.0f}; range per entry "
         + ", ".join(f"{c} {1e9 * r['per_entry']:.0f} ns" for c, r in res["range"].items())
         + f"; hash-log scan {1e9 * res['range']['lsh']['per_key']:.1f} ns per key"
     )
@@ -153,7 +155,7 @@ def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: 
     con.print(
         f"lookup growth per doubling of the keys past {lk['reference_keys']:,.0f}: "
         + ", ".join(
-            f"{c} get {1e9 * v['get']:.0f} ns / empty get {1e9 * v['empty_get']:.0f} ns"
+            f"{c} " + " / ".join(f"{op} {1e9 * v[op]:.0f} ns" if op in v else f"{op} flat" for op in LOOKUP_SLOPES)
             for c, v in lk["per_doubling"].items()
         )
     )
