@@ -26,7 +26,7 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput
 from cost_models.evaluate import evaluate_designs
-from measure.calibrate import free_throughput, steady_warmup
+from measure.calibrate import covering_ops, free_throughput, steady_warmup
 from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
@@ -158,7 +158,7 @@ def ranking(
         plans: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for name, secs in sets[w].items():
             secs = {**secs, "algorithms": {**secs["algorithms"], "threads": threads}, "device": device_section(device)}
-            ops = operations
+            ops = covering_ops(operations, secs, dict(spec.workload.operations), records, device)
             if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
                 ops = scan_capped_ops(ops, records, spec.workload.operations.get("range", 0.0))
             wl = workload_json(spec, records, ops, threads)
