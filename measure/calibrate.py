@@ -1117,13 +1117,25 @@ def steady_warmup(secs: dict[str, Any], mix: dict[str, float], records: int) -> 
 MAX_CYCLE_STRETCH = 10
 
 
+#: The shortest a measured run on the local device should last, at the model's throughput: a
+#: read-only run of 50,000 operations on a 1.5 M ops/s design lasts 33 ms, where three runs of the
+#: ranking's YCSB C pick spread 1.3x (BENCHMARKS.md §21).
+MIN_RUN_SECONDS = 0.25
+
+
 def covering_ops(
-    ops: int, secs: dict[str, Any], mix: dict[str, float], records: int, device: DeviceModel | None
+    ops: int,
+    secs: dict[str, Any],
+    mix: dict[str, float],
+    records: int,
+    device: DeviceModel | None,
+    predicted_ops_per_s: float = 0.0,
 ) -> int:
     """Operations of one measured run that should take ``ops``. On the local device a run covers a
-    whole merge cycle (:func:`merge_cycle`, within ``ops`` and :data:`MAX_CYCLE_STRETCH` times it):
-    the model amortizes merges and their write stalls over the cycle, and a shorter run measures
-    whether the deepest merge happened to fall inside it. The hybrid preset on the 25 % mix at
+    whole merge cycle (:func:`merge_cycle`) and lasts :data:`MIN_RUN_SECONDS` at the predicted
+    throughput, within ``ops`` and :data:`MAX_CYCLE_STRETCH` times it: the model amortizes merges
+    and their write stalls over the cycle, and a shorter run measures whether the deepest merge
+    happened to fall inside it (and the scheduler). The hybrid preset on the 25 % mix at
     1 thread: 50,000 operations (0.15 s) ran at 343-357 k ops/s with or without that merge,
     500,000 at 444-496 k (BENCHMARKS.md §19); the ranking's B-tree pick on YCSB B, 50,000
     operations (20 ms): three runs spread 2.5x (BENCHMARKS.md §21). In device mode runs are
@@ -1131,12 +1143,15 @@ def covering_ops(
     if device is not None and device != LOCAL_DEVICE:
         return ops
     cycle = math.ceil(merge_cycle(secs, mix, records))
-    return int(min(max(ops, cycle), MAX_CYCLE_STRETCH * ops))
+    timed = math.ceil(MIN_RUN_SECONDS * predicted_ops_per_s) if math.isfinite(predicted_ops_per_s) else 0
+    return int(min(max(ops, cycle, timed), MAX_CYCLE_STRETCH * ops))
 
 
-def fig4b_ops(plan: Plan, secs: dict[str, Any], mix: dict[str, float], device: DeviceModel | None) -> int:
-    """Operations of one Fig. 4B run (:func:`covering_ops` of the plan's)."""
-    return covering_ops(plan.fig4b_ops, secs, mix, plan.fig4b_records, device)
+def fig4b_ops(plan: Plan, secs: dict[str, Any], spec: Spec, threads: int, cores: int) -> int:
+    """Operations of one Fig. 4B run on the local device (:func:`covering_ops` of the plan's)."""
+    mix = dict(spec.workload.operations)
+    x, _ = engine_throughput(secs, workload_json(spec, plan.fig4b_records, plan.fig4b_ops, threads), cores)
+    return covering_ops(plan.fig4b_ops, secs, mix, plan.fig4b_records, None, x)
 
 
 def fig4b(
@@ -1162,7 +1177,8 @@ def fig4b(
             spec = shipped_spec(w)
             for th in thread_counts():
                 text = _with(secs, th)
-                wl = workload_json(spec, n, fig4b_ops(plan, secs, dict(spec.workload.operations), device), th)
+                ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores)
+                wl = workload_json(spec, n, ops, th)
                 if warmup:
                     wl["warmup_operations"] = steady_warmup(secs, wl["mix"], n)
                 meas, preds, rq, free, blocks, ios = [], [], [], [], [], []

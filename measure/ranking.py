@@ -158,7 +158,8 @@ def ranking(
         plans: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for name, secs in sets[w].items():
             secs = {**secs, "algorithms": {**secs["algorithms"], "threads": threads}, "device": device_section(device)}
-            ops = covering_ops(operations, secs, dict(spec.workload.operations), records, device)
+            x, _ = engine_throughput(secs, workload_json(spec, records, operations, threads), cores, device)
+            ops = covering_ops(operations, secs, dict(spec.workload.operations), records, device, x)
             if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
                 ops = scan_capped_ops(ops, records, spec.workload.operations.get("range", 0.0))
             wl = workload_json(spec, records, ops, threads)
