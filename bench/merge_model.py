@@ -10,8 +10,9 @@ same figures. Printed:
    ``--universe``-key space, every merge policy; beside the model, what the model said before it
    knew the policy (every merge priced as a full one).
 2. Short runs (docs/model.md, "Short runs"): every tree design of the `cosine validate` grid at
-   ``--records``, a run of 3x as many inserts (the tree grows under it) or overwrites, modelled
-   from the state the run starts in, as `cosine validate` models it. Not a test.
+   ``--records`` loaded, then a run of 3x as many inserts (the tree grows under it) or uniform
+   overwrites of the loaded keys (``cosine-sim --updates``), modelled from the state the run
+   starts in, as `cosine validate` models it. Not a test.
 """
 
 from __future__ import annotations
