@@ -17,6 +17,9 @@ CHUNK = 256
 #: Most distinct values of the first column for which three columns are filtered group by
 #: group (:func:`_dominated_3`); beyond it, chunk by chunk.
 STAIRCASE_GROUPS = 64
+#: Fewest rows for that staircase: below it the chunks are faster (a few whole-array
+#: comparisons against a staircase's sort per group).
+STAIRCASE_ROWS_MIN = 1024
 #: With more columns than three and more rows than PIVOT_ROWS_MIN, the rows PIVOTS strong rows
 #: strictly dominate are dropped first (:func:`_strictly_dominated`): the design tables' fronts
 #: keep ~1 % of ~10,000 rows, and this drops most of the rest at a few comparisons each.
@@ -64,7 +67,7 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     # row that is itself dropped is dominated by a kept one, which then dominates this row
     # too (weak dominance is transitive). So each chunk is checked against the kept rows
     # before it and, all pairs at once, against its own earlier rows.
-    if d == 3:
+    if d == 3 and idx.size >= STAIRCASE_ROWS_MIN:
         groups = np.flatnonzero(np.diff(c[order, 0])) + 1
         if groups.size < STAIRCASE_GROUPS:
             keep[order[~_dominated_3(c[order], np.concatenate([[0], groups, [order.size]]))]] = True
