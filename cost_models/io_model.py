@@ -194,7 +194,8 @@ class WindowTable:
         if beyond.any():
             put, n_keys, iota = self.exact
             if iota > 0:  # more distinct entries than keys: only inserts get there, slowly; solve exactly
-                out = np.where(beyond, window(np.where(beyond, R, 1.0), put, n_keys, iota), out)
+                out = np.array(out, dtype=float)
+                out[beyond] = window(R[beyond], put, n_keys, iota)  # elementwise: only those values
             else:  # updates alone never produce more distinct keys than exist
                 out = np.where(beyond, np.inf, out)
         return out

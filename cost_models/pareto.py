@@ -17,6 +17,9 @@ CHUNK = 256
 #: Most distinct values of the first column for which three columns are filtered group by
 #: group (:func:`_dominated_3`); beyond it, chunk by chunk.
 STAIRCASE_GROUPS = 64
+#: Fewest rows for that staircase: below it the chunks are faster (a few whole-array
+#: comparisons against a staircase's sort per group).
+STAIRCASE_ROWS_MIN = 1024
 #: With more columns than three and more rows than PIVOT_ROWS_MIN, the rows PIVOTS strong rows
 #: strictly dominate are dropped first (:func:`_strictly_dominated`): the design tables' fronts
 #: keep ~1 % of ~10,000 rows, and this drops most of the rest at a few comparisons each.
@@ -64,24 +67,33 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     # row that is itself dropped is dominated by a kept one, which then dominates this row
     # too (weak dominance is transitive). So each chunk is checked against the kept rows
     # before it and, all pairs at once, against its own earlier rows.
-    if d == 3:
+    if d == 3 and idx.size >= STAIRCASE_ROWS_MIN:
         groups = np.flatnonzero(np.diff(c[order, 0])) + 1
         if groups.size < STAIRCASE_GROUPS:
             keep[order[~_dominated_3(c[order], np.concatenate([[0], groups, [order.size]]))]] = True
             return keep
-    front = np.empty((0, d))
+    ct = np.ascontiguousarray(c.T)
+    front = np.empty((d, 0))
     for start in range(0, order.size, CHUNK):
         block = order[start : start + CHUNK]
-        rows = c[block]
-        if front.shape[0]:
-            dom = np.any(np.all(front[None, :, :] <= rows[:, None, :], axis=2), axis=1)
-            block, rows = block[~dom], rows[~dom]
+        rows = ct[:, block]
+        if front.shape[1]:
+            dom = _weakly_below(front, rows).any(axis=1)
+            block, rows = block[~dom], rows[:, ~dom]
         m = block.size
-        inner = np.all(rows[None, :, :] <= rows[:, None, :], axis=2) & _BEFORE[:m, :m]
-        alive = ~inner.any(axis=1)
+        alive = ~(_weakly_below(rows, rows) & _BEFORE[:m, :m]).any(axis=1)
         keep[block[alive]] = True
-        front = np.vstack([front, rows[alive]])
+        front = np.hstack([front, rows[:, alive]])
     return keep
+
+
+def _weakly_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """[i, k]: column k of ``a`` (d x n) is no larger than column i of ``b`` (d x m) in every
+    row; built row by row (a d-deep all() over a 3-D array is several times slower)."""
+    out = a[0][None, :] <= b[0][:, None]
+    for j in range(1, a.shape[0]):
+        out &= a[j][None, :] <= b[j][:, None]
+    return out
 
 
 def _strictly_dominated(c: np.ndarray, pivots: int) -> np.ndarray:

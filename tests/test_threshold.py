@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cost_models import pareto
 from cost_models.pareto import pareto_mask
 from solver.backends import HighsBackend
 from solver.bottleneck import best_within, cheapest_cluster, column_table
@@ -81,10 +82,12 @@ def _dominated_brute(c: np.ndarray) -> np.ndarray:
     return keep
 
 
+@pytest.mark.parametrize("staircase_rows_min", [pareto.STAIRCASE_ROWS_MIN, 0])
 @pytest.mark.parametrize("d", [2, 3, 4])
-def test_pareto_mask_is_the_definition(d):
-    """Every path of pareto_mask (two columns; three by staircase; chunks, also past
-    CHUNK rows and with many distinct first columns) keeps exactly the undominated rows."""
+def test_pareto_mask_is_the_definition(d, staircase_rows_min, monkeypatch):
+    """Every path of pareto_mask (two columns; three by staircase, also on few rows; chunks,
+    also past CHUNK rows and with many distinct first columns) keeps exactly the undominated rows."""
+    monkeypatch.setattr(pareto, "STAIRCASE_ROWS_MIN", staircase_rows_min)
     rng = np.random.default_rng(d)
     for trial in range(40):
         n = int(rng.integers(1, 40 if trial % 4 else 600))

@@ -1,0 +1,25 @@
+"""The interpolated window table past its grid (cost_models.io_model.WindowTable): the counts
+beyond it are solved exactly, each by itself, and equal the exact window of the whole array."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cost_models.distributions import Marginal
+from cost_models.io_model import WindowTable, window
+
+
+def test_beyond_the_grid_is_the_exact_window():
+    """Only the counts beyond ``r_max`` are bisected; each equals, bit for bit, what the
+    exact window of the whole (2-D) array gives it, and the rest are the interpolation."""
+    put = Marginal(np.array([0.25, 0.75]), np.array([0.6, 0.4]))
+    n_keys, iota = 1e6, 0.3
+    table = WindowTable(put, n_keys, iota)
+    R = np.array([[1.0, 10.0, table.r_max * 0.5], [table.r_max * 1.5, 3e6, 5e6]])
+    beyond = R > table.r_max
+    assert beyond.any() and not beyond.all()
+    got = table(R)
+    whole = window(np.where(beyond, R, 1.0), put, n_keys, iota)
+    assert np.array_equal(got[beyond], whole[beyond])
+    interp = np.exp(np.interp(np.log(R), table.logr, table.logw))
+    assert np.array_equal(got[~beyond], interp[~beyond])
