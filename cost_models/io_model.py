@@ -604,7 +604,8 @@ def combine(
     cold_runs = np.where(exists, runs * cold, 0.0).sum(axis=2)
     sigma_n = np.where(exists, runs * probe, 0.0).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
     # a range's blocks are read unless the block cache holds them
-    range_miss = 1.0 if alpha_range is None else 1.0 - alpha_range @ p_get
+    # (a probability: the partitions' weights sum to 1 only up to rounding, so clip at 0)
+    range_miss = 1.0 if alpha_range is None else np.clip(1.0 - alpha_range @ p_get, 0.0, 1.0)
     idx_range = cold_runs * (range_miss if alpha_index is None else idx_miss)
     sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] * range_miss + idx_range
     sigma_s = np.where(st.lsh[rows][:, None], st.lsh_scan[rows][:, None], sorted_scan)
