@@ -1,7 +1,11 @@
 """Every figure of issue 12 ("what `cosine solve` promises, the engine delivers"), in one script.
 
     .venv/bin/python -m bench.credibility [--quick] [--calibrate] [--skip-grid] [--skip-tmpfs] [--skip-ranking]
-                                          [--volumes IOPS ...] [--out runs/credibility]
+                                          [--volumes IOPS ...] [--host-speed] [--out runs/credibility]
+
+0. ``--host-speed``: probe this host's CPU against the calibration host's first
+   (measure.calibrate.host_speed: the calibration's cached get and update runs) and scale the
+   model's CPU seconds by the median ratio; the table's own predictions are kept beside.
 
 1. ``--calibrate``: `cosine calibrate --write` first (rewrites cost_models/data/phi.yaml;
    regenerate the golden test afterwards, COMMON.md); without it the committed table is used.
@@ -33,7 +37,7 @@ from typing import Any
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, calibrate, fig4b, thread_counts
+from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, accuracy, calibrate, fig4b, host_speed, thread_counts
 from measure.calibrate import write as write_calibration
 from measure.ranking import TARGET_PICK, TARGET_RHO, ranking, summary
 from measure.validate import DEFAULT_SIZE, QUICK_SIZE, validate
@@ -87,7 +91,17 @@ def fig4b_table(rows: list[dict[str, Any]], title: str) -> str:
             f"{r['accuracy_free']:.1%} | {r['runqueue_share']:.0%} |" + io
         )
     out.append("")
-    for key, label in (("accuracy", "wall clock"), ("accuracy_free", "free")):
+    scaled = any(r.get("cpu_scale", 1.0) != 1.0 for r in rows)
+    if scaled:
+        out.append(
+            f"(predictions with the model's CPU seconds x{rows[0]['cpu_scale']:.3f}, the host-speed probe; "
+            "the last line: the table's own, unscaled)"
+        )
+        out.append("")
+    for r in rows:
+        r["accuracy_table"] = accuracy(r.get("predicted_table_ops", r["predicted_ops"]), r["measured_ops"])
+    labels = (("accuracy", "wall clock"), ("accuracy_free", "free"))
+    for key, label in labels + ((("accuracy_table", "wall clock, unscaled table"),) if scaled else ()):
         by: dict[tuple[str, int], list[float]] = {}
         for r in rows:
             by.setdefault((r["class"], r["threads"]), []).append(r[key])
@@ -97,6 +111,24 @@ def fig4b_table(rows: list[dict[str, Any]], title: str) -> str:
             + f" — target >= {TARGET_FIG4B:.0%} for every class"
         )
         out.append("")
+    return "\n".join(out)
+
+
+def host_speed_table(rows: list[dict[str, Any]], factor: float) -> str:
+    """The host-speed probe's runs: this host's CPU per operation against the phi table's."""
+    out = [
+        "**Host-speed probe: cached runs, driver CPU per operation, this host vs the phi table**",
+        "",
+        "| class | operation | records | measured us/op | table us/op | ratio | run-queue share |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['class']} | {r['operation']} | {r['records']:,} | {r['measured_us']:.3f} | {r['tabled_us']:.3f} "
+            f"| {r['ratio']:.2f} | {r['runqueue_share']:.0%} |"
+        )
+    ratios = [r["ratio"] for r in rows]
+    out += ["", f"factor (median ratio): {factor:.3f}; range {min(ratios):.2f}-{max(ratios):.2f}", ""]
     return "\n".join(out)
 
 
@@ -146,6 +178,12 @@ def main() -> None:
         action="store_true",
         help="Fig. 4B on tmpfs after the steady-state warm-up the volumes get (measure.calibrate.steady_warmup)",
     )
+    ap.add_argument(
+        "--host-speed",
+        action="store_true",
+        help="probe this host's CPU against the calibration's first (measure.calibrate.host_speed) and scale "
+        "the model's CPU seconds by it (the table's own predictions are kept beside)",
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/credibility"))
     a = ap.parse_args()
     out: Path = a.out
@@ -154,12 +192,18 @@ def main() -> None:
     cores = cpu_count()
     print(header())
     t0 = time.time()
+    scale = 1.0
+    if a.host_speed:
+        hs = host_speed(plan)
+        write_records(out / "host_speed.parquet", hs.rows)
+        scale = hs.factor
+        print(host_speed_table(hs.rows, scale))
     if a.calibrate:
         cal = calibrate(a.quick, write=True)
         write_calibration(cal, out)
         print(fig4b_table(cal.fig4b, "Fig. 4B on tmpfs (from the calibration run)"))
     elif not a.skip_tmpfs:
-        rows = fig4b(plan, cores, warmup=a.tmpfs_warmup)
+        rows = fig4b(plan, cores, warmup=a.tmpfs_warmup, cpu_scale=scale)
         write_records(out / "fig4b_tmpfs.parquet", rows)
         print(fig4b_table(rows, "Fig. 4B on tmpfs" + (", after the steady-state warm-up" if a.tmpfs_warmup else "")))
     print(f"\n({time.time() - t0:,.0f} s)\n")
@@ -168,7 +212,7 @@ def main() -> None:
     volumes = VOLUMES if a.volumes is None else tuple((f"{v:,.0f}-IOPS", v) for v in a.volumes)
     for name, iops in () if a.skip_volume_fig4b else volumes:
         t = time.time()
-        rows = fig4b(dev_plan, cores, device=volume(iops), warmup=True)
+        rows = fig4b(dev_plan, cores, device=volume(iops), warmup=True, cpu_scale=scale)
         write_records(out / f"fig4b_{int(iops)}iops.parquet", rows)
         print(
             fig4b_table(
@@ -185,7 +229,7 @@ def main() -> None:
     rankings += [] if a.skip_ranking else [(v, volume(i), max(5000, ops // 10)) for v, i in ranked]
     for name, dev, n_ops in rankings:
         t = time.time()
-        rows = ranking(records, n_ops, dev, repeats=a.repeats)
+        rows = ranking(records, n_ops, dev, repeats=a.repeats, cpu_scale=scale)
         write_records(out / f"ranking_{name.replace(' ', '_')}.parquet", rows)
         print(
             ranking_table(

@@ -28,7 +28,7 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +374,20 @@ class Demands:
     stall_rate: np.ndarray | None = None
     stall_seconds: np.ndarray | None = None
     stall_slack: np.ndarray | None = None
+
+    def scaled(self, factor: float) -> Demands:
+        """These demands on a host whose CPU takes ``factor`` times the calibration host's seconds per
+        operation (measure.calibrate.host_speed): every CPU second scales (S, P, G and the stalls'
+        background seconds); the device's latency, I/Os and bytes do not."""
+        if factor == 1.0:
+            return self
+        return replace(
+            self,
+            serial=self.serial * factor,
+            parallel=self.parallel * factor,
+            background=self.background * factor,
+            stall_seconds=None if self.stall_seconds is None else self.stall_seconds * factor,
+        )
 
     def take(self, idx: np.ndarray) -> Demands:
         """The demands of the designs ``idx``."""

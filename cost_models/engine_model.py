@@ -317,10 +317,12 @@ def engine_demands(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     frozen: float = 0.0,
+    cpu_scale: float = 1.0,
 ) -> tuple[Demands, float]:
     """The CPU model's demands (S, P, D, G, write stalls) per operation of a configured engine running
     a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape``/``frozen``
-    as in :func:`predict` (None: the model's expected state)."""
+    as in :func:`predict` (None: the model's expected state); ``cpu_scale``: the host's CPU seconds
+    relative to the calibration host's (:meth:`Demands.scaled`)."""
     io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen)
     mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
     d = demands(
@@ -330,7 +332,7 @@ def engine_demands(
         float(workload.get("scan_length", 1)),
         device.read_latency_s,
     )
-    return d, float(io.total(mix)[0])
+    return d.scaled(cpu_scale), float(io.total(mix)[0])
 
 
 def engine_throughput(
@@ -340,13 +342,15 @@ def engine_throughput(
     device: DeviceModel = LOCAL_DEVICE,
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
+    cpu_scale: float = 1.0,
 ) -> tuple[float, float]:
     """(operations per second, blocks per operation) the model predicts for a configured engine
     running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
     ``shape``/``end_shape`` as in :func:`predict` (None: the model's expected state), with the
-    frozen buffers the run's own background load leaves (:func:`frozen_buffers`)."""
-    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape)
-    d, blocks = engine_demands(cfg, workload, device, shape, end_shape, frozen=f)
+    frozen buffers the run's own background load leaves (:func:`frozen_buffers`); ``cpu_scale``
+    as in :func:`engine_demands`."""
+    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale)
+    d, blocks = engine_demands(cfg, workload, device, shape, end_shape, frozen=f, cpu_scale=cpu_scale)
     th = int(workload["threads"])
     x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     return float(x[0]), blocks
@@ -359,6 +363,7 @@ def frozen_buffers(
     device: DeviceModel = LOCAL_DEVICE,
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
+    cpu_scale: float = 1.0,
 ) -> float:
     """Frozen buffers a lookup finds on average (docs/model.md, "Frozen buffers").
 
@@ -367,7 +372,7 @@ def frozen_buffers(
     predicts without them, a frozen buffer is there for the worker's busy share of the time, and
     ``model_constants: frozen_buffers`` of them while the writers stall (every slot full).
     """
-    d, _ = engine_demands(cfg, workload, device, shape, end_shape)
+    d, _ = engine_demands(cfg, workload, device, shape, end_shape, cpu_scale=cpu_scale)
     th = int(workload["threads"])
     args = (device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     x = float(throughput(d, *args)[0])

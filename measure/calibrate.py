@@ -1147,11 +1147,67 @@ def covering_ops(
     return int(min(max(ops, cycle, timed), MAX_CYCLE_STRETCH * ops))
 
 
-def fig4b_ops(plan: Plan, secs: dict[str, Any], spec: Spec, threads: int, cores: int) -> int:
+def fig4b_ops(plan: Plan, secs: dict[str, Any], spec: Spec, threads: int, cores: int, cpu_scale: float = 1.0) -> int:
     """Operations of one Fig. 4B run on the local device (:func:`covering_ops` of the plan's)."""
     mix = dict(spec.workload.operations)
-    x, _ = engine_throughput(secs, workload_json(spec, plan.fig4b_records, plan.fig4b_ops, threads), cores)
+    wl = workload_json(spec, plan.fig4b_records, plan.fig4b_ops, threads)
+    x, _ = engine_throughput(secs, wl, cores, cpu_scale=cpu_scale)
     return covering_ops(plan.fig4b_ops, secs, mix, plan.fig4b_records, None, x)
+
+
+#: The probe of :func:`host_speed`: cached single-operation runs of the calibration's, the read
+#: and the blind write every Fig. 4B and ranking mix is made of.
+HOST_SPEED_OPERATIONS = (Operation.GET, Operation.UPDATE)
+
+
+@dataclass(frozen=True)
+class HostSpeed:
+    """This host's CPU against the calibration host's (:func:`host_speed`)."""
+
+    #: median over the probe's runs of measured / tabled CPU seconds per operation
+    factor: float
+    #: one row per probe run: class, operation, measured and tabled microseconds per operation
+    rows: list[dict[str, Any]]
+
+
+def host_speed(plan: Plan, repeats: int = 2, progress: Callable[[int, int, str], None] | None = None) -> HostSpeed:
+    """How many times the calibration host's CPU seconds an operation takes on this host now.
+
+    The phi table is one machine's: the same engine binary ran its cached gets 1.5-2.0x slower on
+    this sandbox's host of another day (BENCHMARKS.md §22.1). The probe re-runs the calibration's
+    own cached runs of :data:`HOST_SPEED_OPERATIONS` (every class, the plan's smallest size, one
+    thread, ``repeats`` each) and compares each run's driver CPU per operation with what the table
+    says for it (the inverse of :func:`predicted` on one thread); the factor is their median. A full
+    `cosine calibrate` is the remedy; this is the check that says whether it is due, and the scale
+    that puts a validation on another host on the table's footing (:meth:`Demands.scaled`)."""
+    if repeats < 1:
+        raise CalibrationError(f"host-speed probe: repeats must be >= 1, got {repeats}")
+    n = plan.sizes[0]
+    runs = [
+        (CACHED, cls, str(op), mix_spec({op: 1.0}, name=str(op)), n, 1, 1.0)
+        for _ in range(repeats)
+        for op in HOST_SPEED_OPERATIONS
+        for cls in CLASS_DESIGNS
+    ]
+    samples = measure(plan, progress, runs)
+    rows: list[dict[str, Any]] = []
+    for s in samples:
+        tabled = 1.0 / predicted(s, cpu_count())
+        rows.append(
+            {
+                "class": s.cls,
+                "operation": s.workload,
+                "records": s.records,
+                "measured_us": s.fg_cpu * 1e6,
+                "tabled_us": tabled * 1e6,
+                "ratio": s.fg_cpu / tabled,
+                "runqueue_share": s.runqueue_share,
+            }
+        )
+    factor = float(statistics.median(float(r["ratio"]) for r in rows))
+    if not (math.isfinite(factor) and factor > 0):
+        raise CalibrationError(f"host-speed probe: measured/tabled CPU ratio {factor} is not a positive number")
+    return HostSpeed(factor, rows)
 
 
 def fig4b(
@@ -1160,11 +1216,14 @@ def fig4b(
     progress: Callable[[int, int, str], None] | None = None,
     device: DeviceModel | None = None,
     warmup: bool = False,
+    cpu_scale: float = 1.0,
 ) -> list[dict[str, Any]]:
     """Paper Fig. 4B on the grid's class presets (the paper's ~1% buffer, not the calibration's),
     at a size the calibration did not use: predicted vs measured throughput, median of
     ``plan.repeats`` runs, per (class, mixed workload, threads). ``warmup``: run
-    :func:`steady_warmup` operations unmeasured (and unthrottled) first."""
+    :func:`steady_warmup` operations unmeasured (and unthrottled) first. ``cpu_scale``: the
+    model's CPU seconds scaled to this host (:func:`host_speed`); each row also holds the
+    table's own prediction (``predicted_table_ops``)."""
     grid = designs(plan.fig4b_records, quick=True, optima=False)
     n = plan.fig4b_records
     rows = []
@@ -1177,11 +1236,11 @@ def fig4b(
             spec = shipped_spec(w)
             for th in thread_counts():
                 text = _with(secs, th)
-                ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores)
+                ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores, cpu_scale)
                 wl = workload_json(spec, n, ops, th)
                 if warmup:
                     wl["warmup_operations"] = steady_warmup(secs, wl["mix"], n)
-                meas, preds, rq, free, blocks, ios = [], [], [], [], [], []
+                meas, preds, tabled, rq, free, blocks, ios = [], [], [], [], [], [], []
                 for r in range(plan.repeats):
                     rep = run_scratch(text, {**wl, "seed": 42 + r}, f"fig4b-{cls}-{w}-{th}-{r}")
                     meas.append(float(rep["run"]["throughput_ops"]))
@@ -1190,8 +1249,10 @@ def fig4b(
                         float(rep["cpu"].get("foreground_runqueue_seconds") or 0.0) / (rep["run"]["seconds"] * th)
                     )
                     dev = device or LOCAL_DEVICE
-                    x, b = engine_throughput(secs, wl, cores, dev, rep["load"]["shape"], rep.get("stats"))
+                    state = (rep["load"]["shape"], rep.get("stats"))
+                    x, b = engine_throughput(secs, wl, cores, dev, *state, cpu_scale=cpu_scale)
                     preds.append(x)
+                    tabled.append(engine_throughput(secs, wl, cores, dev, *state)[0])
                     blocks.append(b)
                     ios.append(device_ios(rep))
                 m, p = statistics.median(meas), statistics.median(preds)
@@ -1203,6 +1264,8 @@ def fig4b(
                         "threads": th,
                         "records": n,
                         "predicted_ops": p,
+                        "predicted_table_ops": statistics.median(tabled),
+                        "cpu_scale": cpu_scale,
                         "measured_ops": m,
                         "measured_runs": meas,
                         "accuracy": accuracy(p, m),

@@ -136,13 +136,16 @@ def ranking(
     progress: Callable[[int, int, str], None] | None = None,
     repeats: int = 1,
     warmup: bool = True,
+    cpu_scale: float = 1.0,
 ) -> list[dict[str, Any]]:
     """One row per (workload, design): predicted and measured throughput; with ``repeats`` > 1 the
     designs of a workload are run that many times, interleaved (design 1..n, then again), and the
     row holds the median run (and the spread between the slowest and the fastest run). ``warmup``:
     each run first lets the workload's writes pass through the buffer and the upper levels
     (:func:`measure.calibrate.steady_warmup`, unmeasured), so it starts in the steady state the
-    model predicts rather than in the state the load left."""
+    model predicts rather than in the state the load left. ``cpu_scale``: the model's CPU seconds
+    scaled to this host (:func:`measure.calibrate.host_speed`); a uniform scale leaves rho as it is
+    but moves the CPU-bound designs against the I/O-bound ones."""
     check_options(workloads, repeats)
     build(TEMPLATE)
     cores = cpu_count()
@@ -158,7 +161,9 @@ def ranking(
         plans: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for name, secs in sets[w].items():
             secs = {**secs, "algorithms": {**secs["algorithms"], "threads": threads}, "device": device_section(device)}
-            x, _ = engine_throughput(secs, workload_json(spec, records, operations, threads), cores, device)
+            x, _ = engine_throughput(
+                secs, workload_json(spec, records, operations, threads), cores, device, cpu_scale=cpu_scale
+            )
             ops = covering_ops(operations, secs, dict(spec.workload.operations), records, device, x)
             if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
                 ops = scan_capped_ops(ops, records, spec.workload.operations.get("range", 0.0))
@@ -169,7 +174,9 @@ def ranking(
         for _ in range(repeats):
             for name, (secs, wl) in plans.items():
                 rep = run_scratch(to_toml(secs), wl, f"ranking-{done}")
-                x_state, _ = engine_throughput(secs, wl, cores, device, rep["load"]["shape"], rep.get("stats"))
+                x_state, _ = engine_throughput(
+                    secs, wl, cores, device, rep["load"]["shape"], rep.get("stats"), cpu_scale=cpu_scale
+                )
                 runs[name].append(
                     (float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep), free_throughput(rep))
                 )
@@ -177,7 +184,7 @@ def ranking(
                 if progress:
                     progress(done, total, f"{w}: {name}")
         for name, (secs, wl) in plans.items():
-            x_model, io_model = engine_throughput(secs, wl, cores, device)
+            x_model, io_model = engine_throughput(secs, wl, cores, device, cpu_scale=cpu_scale)
             meas = sorted(runs[name])
             mid = meas[len(meas) // 2]  # the median run (the upper one of an even count)
             free = sorted(r[3] for r in meas)
@@ -194,6 +201,7 @@ def ranking(
                     # over the time the driver threads held a CPU (a loaded machine's wall clock is not the engine's)
                     "measured_free_ops": free[len(free) // 2],
                     "runs": len(meas),
+                    "cpu_scale": cpu_scale,
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,
                     "operations": int(wl["operations"]),
