@@ -511,9 +511,21 @@ def calibrate(
             "(no Fig. 4B). Not range, get or empty_get: those need the whole calibration.",
         ),
     ] = None,
+    host_speed: Annotated[
+        bool,
+        typer.Option(
+            "--host-speed",
+            help="Only probe whether the table still describes this host: the calibration's cached get and "
+            "update runs, measured vs tabled CPU per operation (about a minute; writes host_speed.parquet "
+            "under --out, never the table). Exit 1 when the factor is off by more than the 85% accuracy target.",
+        ),
+    ] = False,
 ) -> None:
     """Learn phi and the CPU time per operation on the Rust engine (Algorithm 1); check Fig. 4B."""
     with cli_errors():
+        if host_speed:
+            _calibrate_host_speed(quick, out)
+            return
         if compression:
             _calibrate_compression(quick, write)
             return
@@ -543,6 +555,26 @@ def calibrate(
         if write:
             print_written(str(PHI_TABLE))
         print_written(", ".join(str(f) for f in files))
+
+
+def _calibrate_host_speed(quick: bool, out: Path) -> None:
+    """`cosine calibrate --host-speed`: the probe, printed; exit 1 when the table is stale here."""
+    from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN
+    from measure.calibrate import host_speed as probe
+    from report.measure import print_host_speed
+    from report.progress import progress_bar
+    from report.solve import print_written
+    from specs.io import check_output_dir, write_records
+
+    check_output_dir(out, "--out")
+    with progress_bar() as bar:
+        hs = probe(QUICK_PLAN if quick else DEFAULT_PLAN, progress=_bar_callback(bar, bar.add_task("probing", total=1)))
+    out.mkdir(parents=True, exist_ok=True)
+    write_records(out / "host_speed.parquet", hs.rows)
+    print_host_speed(hs.factor, hs.rows, hs.stale)
+    print_written(str(out / "host_speed.parquet"))
+    if hs.stale:
+        raise typer.Exit(ExitCode.FLAGGED)
 
 
 def _calibrate_operation(op: Operation, quick: bool, write: bool, out: Path, samples_from: Path | None) -> None:

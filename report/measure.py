@@ -124,6 +124,33 @@ def print_operation_calibration(res: dict[str, Any]) -> None:
     Console().print(t)
 
 
+def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool) -> None:
+    """The host-speed probe (`cosine calibrate --host-speed`): this host's CPU per operation
+    against the phi table's, run by run, and the factor."""
+    con = Console()
+    t = Table(title="host-speed probe: cached runs, driver CPU microseconds per operation, this host vs the table")
+    for name in ("class", "operation", "records", "measured us", "table us", "ratio", "run-queue share"):
+        t.add_column(name, justify="left" if name in ("class", "operation") else "right")
+    for r in rows:
+        t.add_row(
+            r["class"],
+            r["operation"],
+            f"{r['records']:,}",
+            f"{r['measured_us']:.3f}",
+            f"{r['tabled_us']:.3f}",
+            f"{r['ratio']:.2f}",
+            f"{r['runqueue_share']:.0%}",
+        )
+    con.print(t)
+    ratios = [float(r["ratio"]) for r in rows]
+    con.print(f"factor (median ratio) {factor:.3f}, runs {min(ratios):.2f}-{max(ratios):.2f}")
+    if stale:
+        con.print(
+            "[yellow]warning:[/] this host's CPU is not the table's: every CPU-bound prediction is off by "
+            "about this factor; run `cosine calibrate` on this host"
+        )
+
+
 def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: list[dict[str, Any]]) -> None:
     """The learned CPU table, the block and background terms, the checks and Fig. 4B."""
     con = Console()

@@ -95,3 +95,23 @@ def test_host_speed_probe_compares_with_the_table(engine_binary) -> None:
         assert r["ratio"] == pytest.approx(r["measured_us"] / r["tabled_us"])
     with pytest.raises(InputError, match="repeats"):
         host_speed(plan, repeats=0)
+
+
+@pytest.mark.parametrize("factor, stale", [(1.0, False), (0.86, False), (1.17, False), (0.8, True), (1.633, True)])
+def test_a_host_off_by_more_than_the_accuracy_target_is_stale(factor: float, stale: bool) -> None:
+    from measure.calibrate import HostSpeed
+
+    assert HostSpeed(factor, []).stale is stale
+
+
+def test_calibrate_host_speed_checks_its_out_dir_first(tmp_path) -> None:
+    """A bad --out is a one-line error and exit 2, before any engine run."""
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = CliRunner().invoke(app, ["calibrate", "--host-speed", "--out", str(blocker)])
+    assert res.exit_code == 2, res.output
+    assert "--out" in res.output and "Traceback" not in res.output
