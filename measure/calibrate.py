@@ -1138,11 +1138,14 @@ def covering_ops(
     happened to fall inside it (and the scheduler). The hybrid preset on the 25 % mix at
     1 thread: 50,000 operations (0.15 s) ran at 343-357 k ops/s with or without that merge,
     500,000 at 444-496 k (BENCHMARKS.md §19); the ranking's B-tree pick on YCSB B, 50,000
-    operations (20 ms): three runs spread 2.5x (BENCHMARKS.md §21). In device mode runs are
-    throttled to the volume's rate and stay at ``ops``."""
-    if device is not None and device != LOCAL_DEVICE:
-        return ops
+    operations (20 ms): three runs spread 2.5x (BENCHMARKS.md §21). In device mode (runs
+    throttled to the volume's rate, long enough) the run covers the merge cycle too, within
+    the same stretch: 5,000 operations of the ranking's YCSB A pick at 3,000 IOPS measured
+    8,788 / 24,256 / 31,799 / 19,290 ops/s after 0 / 30,000 / 210,000 / 600,000 operations of
+    warm-up, where the model's cycle average is 18,855 (BENCHMARKS.md §22.6)."""
     cycle = math.ceil(merge_cycle(secs, mix, records))
+    if device is not None and device != LOCAL_DEVICE:
+        return int(min(max(ops, cycle), MAX_CYCLE_STRETCH * ops))
     timed = math.ceil(MIN_RUN_SECONDS * predicted_ops_per_s) if math.isfinite(predicted_ops_per_s) else 0
     return int(min(max(ops, cycle, timed), MAX_CYCLE_STRETCH * ops))
 
