@@ -1,0 +1,37 @@
+"""A measured run covers the design's merge cycle, on tmpfs and on an emulated volume alike
+(measure.calibrate.covering_ops): a shorter run samples one phase of the cycle."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from measure.calibrate import MAX_CYCLE_STRETCH, covering_ops, merge_cycle
+from measure.grid import designs
+
+VOLUME = DeviceModel(iops=3000.0, bytes_per_s=125 * 2**20, read_latency_s=250e-6)
+RECORDS = 50_000
+
+
+@pytest.mark.parametrize("name", ["rocksdb", "wiredtiger", "faster", "hybrid-base"])
+@pytest.mark.parametrize("mix", [{"get": 0.5, "update": 0.5}, {"get": 0.95, "update": 0.05}, {"get": 1.0}])
+@pytest.mark.parametrize("device", [LOCAL_DEVICE, VOLUME])
+def test_a_run_covers_the_merge_cycle_within_the_stretch(name: str, mix: dict, device: DeviceModel) -> None:
+    secs = designs(RECORDS, quick=True, optima=False)[name]
+    ops = 5000
+    cycle = math.ceil(merge_cycle(secs, mix, RECORDS))
+    n = covering_ops(ops, secs, mix, RECORDS, device, 0.0)
+    assert n == min(max(ops, cycle), MAX_CYCLE_STRETCH * ops)
+    if "update" not in mix:
+        assert n == ops, "a read-only mix has no merge cycle"
+
+
+def test_only_the_local_device_stretches_a_run_to_its_minimum_time() -> None:
+    """On tmpfs a run also lasts MIN_RUN_SECONDS at the predicted rate; a throttled volume's
+    run is long anyway and is not stretched by it."""
+    secs = designs(RECORDS, quick=True, optima=False)["rocksdb"]
+    fast = 1e7  # ops/s: 0.25 s of it is far past the stretch
+    assert covering_ops(5000, secs, {"get": 1.0}, RECORDS, LOCAL_DEVICE, fast) == MAX_CYCLE_STRETCH * 5000
+    assert covering_ops(5000, secs, {"get": 1.0}, RECORDS, VOLUME, fast) == 5000
