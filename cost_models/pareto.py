@@ -23,6 +23,7 @@ STAIRCASE_ROWS_MIN = 1024
 #: With more columns than three and more rows than PIVOT_ROWS_MIN, the rows PIVOTS strong rows
 #: strictly dominate are dropped first (:func:`_strictly_dominated`): the design tables' fronts
 #: keep ~1 % of ~10,000 rows, and this drops most of the rest at a few comparisons each.
+#: (Which rows are pivots changes only the speed: any row a row strictly dominates is dominated.)
 PIVOTS = 8
 PIVOT_ROWS_MIN = 4 * CHUNK
 #: [i, j]: row j comes before row i within a chunk.
@@ -97,10 +98,15 @@ def _weakly_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _strictly_dominated(c: np.ndarray, pivots: int) -> np.ndarray:
-    """Rows of ``c`` (no NaN) that one of ``pivots`` strong rows (the least sums of per-column
-    ranks) strictly dominates: no larger in any column, smaller in one."""
-    rank = sum(np.unique(c[:, j], return_inverse=True)[1].reshape(-1) for j in range(c.shape[1]))
-    piv = c[np.argsort(rank, kind="stable")[:pivots]]
+    """Rows of ``c`` (no NaN) that one of ``pivots`` strong rows (the least sums of the columns
+    scaled to [0, 1]; a column with an infinite value counts nothing) strictly dominates: no
+    larger in any column, smaller in one. (Scaled sums, not ranks: no sort per column.)"""
+    score = np.zeros(c.shape[0])
+    for j in range(c.shape[1]):
+        lo, hi = c[:, j].min(), c[:, j].max()
+        if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+            score += (c[:, j] - lo) / (hi - lo)
+    piv = c[np.argsort(score, kind="stable")[:pivots]]
     le = np.ones((c.shape[0], piv.shape[0]), dtype=bool)
     lt = np.zeros_like(le)
     for j in range(c.shape[1]):
