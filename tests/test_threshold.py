@@ -102,7 +102,6 @@ def test_pareto_mask_is_the_definition(d, staircase_rows_min, monkeypatch):
         assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n, levels)
 
 
-
 @pytest.mark.parametrize("d", [4, 5])
 def test_pareto_mask_pivots_are_exact(d, monkeypatch):
     """The pivot pass (more than three columns: rows a few strong rows strictly dominate are
@@ -118,6 +117,7 @@ def test_pareto_mask_pivots_are_exact(d, monkeypatch):
         if trial % 5 == 0:
             c[rng.integers(0, n)] = np.nan
         assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n)
+
 
 def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
     """solver.tables._robust_front (all volumes at once, pre-pruned) keeps exactly the
