@@ -328,12 +328,37 @@ def _columns_for_vm(
     """:func:`contexts_for_vm`'s columns, their Contexts not made yet."""
     if not choices or cand.size == 0:
         return []
+    iops, fits = _fitting(ge, cand, bucket, thresholds, choices)
+    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
+    return _picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name)
+
+
+def _fitting(
+    ge: GridEval, cand: np.ndarray, bucket: np.ndarray, thresholds: np.ndarray, choices: list[StorageChoice]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(volumes, designs): the I/Os per second each of ``choices`` sustains for the designs
+    ``cand`` of ``ge`` (size bucket ``bucket``), and whether it holds the design."""
     blocks = (ge.block if ge.disk_block is None else ge.disk_block)[cand]
     _, gib, vol_iops, vol_mibps = volume_table(choices)
     iops = effective_iops(vol_iops[:, None], vol_mibps[:, None], blocks[None, :])
     cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
-    fits = bucket[None, :] <= cbucket[:, None]
-    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
+    return iops, bucket[None, :] <= cbucket[:, None]
+
+
+def _picked(
+    spec: Spec,
+    vm: VmType,
+    entries: float,
+    choices: list[StorageChoice],
+    ge: GridEval,
+    cand: np.ndarray,
+    fits: np.ndarray,
+    xe: np.ndarray,
+    xp: np.ndarray,
+    name: str,
+) -> list[_Column]:
+    """The columns of one VM type from its (volumes, designs) scores ``xe``, ``xp`` (:func:`node_scores`)
+    and :func:`_fitting`'s ``fits``: per volume the best design, or with robustness the front."""
     xe = np.where(fits, xe, 0.0)
     xp = np.where(fits, xp, 0.0)
     raw: list[tuple[int, int]] = []
@@ -344,8 +369,6 @@ def _columns_for_vm(
             j = int(np.argmax(xe[r]))
             if xe[r, j] > 0:
                 raw.append((r, j))
-    if not raw:
-        return []
     return [_Column(vm, entries, choices[r], float(xe[r, j]), float(xp[r, j]), ge, int(cand[j]), name) for r, j in raw]
 
 
@@ -756,10 +779,10 @@ def _preset_columns(
     )
     rows = np.flatnonzero(lay.feasible)
     dem_all = design_demands(spec, ge, rows)
-    out: list[_Column] = []
+    # (VM type, its memory size's row, its volumes' I/Os per second and fit) of every VM type
+    segs: list[tuple[VmType, int, np.ndarray, np.ndarray]] = []
     for pos, i in enumerate(rows):
         one = np.array([i])
-        dem = take_demands(dem_all, np.array([pos]))
         for vm in by_mem[mems[i]]:
             thr = _thresholds([vols[vm.key]])
             if thr.size == 0:
@@ -767,7 +790,22 @@ def _preset_columns(
             bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib[one], side="left")
             if bucket[0] >= thr.size:
                 continue
-            out += _columns_for_vm(spec, vm, s, vols[vm.key], ge, one, bucket, thr, name=name, dem=dem)
+            segs.append((vm, pos, *_fitting(ge, one, bucket, thr, vols[vm.key])))
+    # every (VM type, volume) pair of one vCPU count scored at once, one design per pair (a
+    # row of I/Os per second, a column per pair: node_scores is elementwise over them)
+    scores: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for vcpu in sorted({vm.vcpu for vm, *_ in segs}):
+        mine = [k for k, seg in enumerate(segs) if seg[0].vcpu == vcpu]
+        pos_of = np.concatenate([np.full(segs[k][2].shape[0], segs[k][1]) for k in mine])
+        iops = np.concatenate([segs[k][2][:, 0] for k in mine])[None, :]
+        xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of))
+        ends = np.cumsum([segs[k][2].shape[0] for k in mine])
+        for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
+            scores[k] = (xe[0, a:b][:, None], xp[0, a:b][:, None])
+    out: list[_Column] = []
+    for k, (vm, pos, _, fits) in enumerate(segs):
+        xe, xp = scores[k]
+        out += _picked(spec, vm, s, vols[vm.key], ge, rows[pos : pos + 1], fits, xe, xp, name)
     return [c.context() for c in prune_columns(out)]
 
 
