@@ -217,20 +217,34 @@ class Cap:
         return min(x, self.max_mibps)
 
 
-@lru_cache(maxsize=4096)
 def _product_choices(
     opt: StorageOption, needs: tuple[float, ...], cap: Cap, blocks: tuple[int, ...]
-) -> tuple[StorageChoice, ...]:
-    """The volumes of one product under its rule (``blocks``: a provisioned product's only).
-    Cached: the design tables ask for the same needs once per block-size set (Cosine's grid,
-    each preset's) and VM types of equal limits share them."""
+) -> tuple[tuple[StorageChoice, ...], np.ndarray]:
+    """The volumes of one product under its rule (``blocks``: a provisioned product's only), and
+    their :func:`volume_table` as the columns of one array. The flat, per-GB and provisioned
+    rules see a need only as at least the product's least size, so the needs are raised to it
+    first (in order: the rules then build the same sets in the same order), and the small
+    shards of the design tables, whose needs all fall below it, share one answer."""
+    if opt.rule in (StorageRule.FLAT, StorageRule.PER_GB, StorageRule.PROVISIONED):
+        needs = tuple(max(n, opt.min_gib) for n in needs)
+    return _product_choices_of(opt, needs, cap, blocks)
+
+
+@lru_cache(maxsize=4096)
+def _product_choices_of(
+    opt: StorageOption, needs: tuple[float, ...], cap: Cap, blocks: tuple[int, ...]
+) -> tuple[tuple[StorageChoice, ...], np.ndarray]:
+    """:func:`_product_choices`, cached: the design tables ask for the same needs once per
+    block-size set (Cosine's grid, each preset's) and VM types of equal limits share them."""
     if opt.rule == StorageRule.FLAT:
-        return tuple(_flat(opt, list(needs), cap))
-    if opt.rule == StorageRule.PER_GB:
-        return tuple(_per_gb(opt, list(needs), cap))
-    if opt.rule == StorageRule.PROVISIONED:
-        return tuple(_provisioned(opt, list(needs), cap, list(blocks)))
-    return tuple(_slab(opt, list(needs), cap))
+        out = _flat(opt, list(needs), cap)
+    elif opt.rule == StorageRule.PER_GB:
+        out = _per_gb(opt, list(needs), cap)
+    elif opt.rule == StorageRule.PROVISIONED:
+        out = _provisioned(opt, list(needs), cap, list(blocks))
+    else:
+        out = _slab(opt, list(needs), cap)
+    return tuple(out), np.column_stack(volume_table(out)) if out else np.zeros((0, len(_TABLE_FIELDS)))
 
 
 def storage_choices(
@@ -243,22 +257,27 @@ def storage_choices(
     provisioned volume may be bought to match."""
     needs = [float(need_gib)] if isinstance(need_gib, int | float) else [float(n) for n in need_gib]
     raw: list[StorageChoice] = []
+    tables: list[np.ndarray] = []
     for opt in catalog.storage.get(vm.provider, []):
         lim = catalog.storage_limit(vm, opt.name)
         if opt.rule == StorageRule.LOCAL:
             if lim is None or lim.size_gib is None or lim.size_gib < max(needs) * (1 - 1e-9):
                 continue
-            raw.append(StorageChoice(vm.provider, opt.name, 1, float(lim.size_gib), lim.max_iops, 0.0, lim.max_mibps))
+            local = StorageChoice(vm.provider, opt.name, 1, float(lim.size_gib), lim.max_iops, 0.0, lim.max_mibps)
+            raw.append(local)
+            tables.append(np.column_stack(volume_table([local])))
             continue
         cap = Cap() if lim is None else Cap(lim.max_iops, lim.max_mibps, lim.max_disks)
         used = tuple(blocks) if opt.rule == StorageRule.PROVISIONED else ()
-        raw += _product_choices(opt, tuple(needs), cap, used)
+        choices, table = _product_choices(opt, tuple(needs), cap, used)
+        raw += choices
+        tables.append(table)
     if not raw:
         return []
     # Only what a design can use counts: room up to the largest need, and the
     # I/Os per second at each block size (IOPS and MiB/s together).
     top = max(needs)
-    usd, gib, iops, mibps = volume_table(raw)
+    usd, gib, iops, mibps = np.concatenate(tables).T
     eff = effective_iops(iops[:, None], mibps[:, None], np.asarray(blocks, dtype=float)[None, :])
     keep = pareto_mask(np.column_stack([usd, -np.minimum(gib, top), -eff]))
     return sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops))

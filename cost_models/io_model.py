@@ -400,14 +400,19 @@ def structure(
     w_run = np.where(lay.exists, win(np.maximum(lay.per_run, 1.0)), 0.0)  # puts one run spans
     with np.errstate(invalid="ignore", over="ignore"):
         t_start = w_buf[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(runs * w_run, axis=1)[:, :-1]], axis=1)
-        decay = rate[None, None, :] * w_run[..., None]  # per run, (n, L, P)
-        alpha_run = np.where(np.isfinite(decay), -np.expm1(-decay), 1.0)
-        E = np.exp(-np.nan_to_num(rate[None, None, :] * t_start[..., None], nan=np.inf))
-        A = np.broadcast_to((1.0 - iota * t_start / N)[..., None], (n, lm, P)).copy()
-        Bl = np.broadcast_to((iota * w_run / N)[..., None], (n, lm, P)).copy()
         g_buf = c["survival"](w_buf[:, None], U, parts.p_put, iota, N)
     g_buf = np.where(lay.buffered[:, None] > 0, np.nan_to_num(g_buf, nan=0.0), 1.0)
-    recency = ~np.isnan(parts.recency[:, 0])
+    # The per-partition terms (rows = the levels that exist, a column per partition): a level
+    # that does not exist has none (fp and reach are 0 there), and every term is elementwise.
+    di, li = np.nonzero(lay.exists)
+    m = di.size
+    t_at, w_at = t_start[di, li], w_run[di, li]
+    with np.errstate(invalid="ignore", over="ignore"):
+        decay = rate[None, :] * w_at[:, None]  # per run, (m, P)
+        alpha_run = np.where(np.isfinite(decay), -np.expm1(-decay), 1.0)
+        E = np.exp(-np.nan_to_num(rate[None, :] * t_at[:, None], nan=np.inf))
+        A = np.broadcast_to((1.0 - iota * t_at / N)[:, None], (m, P)).copy()
+        Bl = np.broadcast_to((iota * w_at / N)[:, None], (m, P)).copy()
     if recency.any():
         # 'latest' gets: a partition is an interval [a, b) of recency ranks; its
         # keys are still ahead at position t (entries from the newest) with
@@ -415,9 +420,9 @@ def structure(
         a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
         width = np.maximum(b_r - a_r, 1e-300)
         pos = lay.buffered[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(lay.occ, axis=1)[:, :-1]], axis=1)
-        A_rec = (b_r[None, None, :] - pos[..., None] / N) / width
-        B_rec = (lay.per_run[..., None] / N) / width
-        sel = recency[None, None, :]
+        A_rec = (b_r[None, :] - pos[di, li][:, None] / N) / width
+        B_rec = (lay.per_run[di, li][:, None] / N) / width
+        sel = recency[None, :]
         A = np.where(sel, A_rec, A)
         Bl = np.where(sel, B_rec, Bl)
         E = np.where(sel, 1.0, E)
@@ -426,17 +431,19 @@ def structure(
         g_buf = np.where(recency[None, :], g_rec, g_buf)
     A = np.nan_to_num(A, nan=-1.0, neginf=-1.0)
     Bl = np.nan_to_num(Bl, nan=np.inf)
-    r = runs[..., None]
+    r = runs[di, li][:, None]
     passed = E * _clipped_run_sum(A, Bl, alpha_run, r)  # runs passed with the key still ahead
     at_start = np.clip(A, 0.0, 1.0)
     reached = E * (at_start + _clipped_run_sum(A, Bl, alpha_run, np.maximum(r - 1.0, 0.0)))
     reached = np.where(r > 0, reached, 0.0)
     # The key's oldest version is in the last level: its last run never misses.
-    last = (lay.L[:, None] == np.arange(1, lm + 1)[None, :])[..., None]
+    last = (lay.L[di] == li + 1)[:, None]
     final = E * np.clip(A - Bl * r, 0.0, 1.0) * np.exp(r * np.log1p(-np.minimum(alpha_run, 1.0 - 1e-16)))
     passed = np.where(last, np.maximum(passed - final, 0.0), passed)
-    fp = np.where(lay.exists[..., None], np.nan_to_num(passed), 0.0)
-    reach = np.where(lay.exists[..., None], np.nan_to_num(reached), 0.0)
+    fp = np.zeros((n, lm, P))
+    reach = np.zeros((n, lm, P))
+    fp[di, li] = np.nan_to_num(passed)
+    reach[di, li] = np.nan_to_num(reached)
     base = g_buf  # the key's own block is read from disk unless it is in the buffer
 
     # --- ranges: each run's share of the range plus its seek
@@ -522,6 +529,15 @@ def index_cache_alpha(lay: Layout) -> np.ndarray:
     index_bytes = data * (lay.key_bytes + k["fence_entry_overhead_bytes"])
     cache = np.asarray(lay.mem_cache, dtype=float)
     fits = cache >= index_bytes + data * block_bytes
+    out = np.where((index <= 0) | fits, 1.0, 0.0)
+    # only the rows with index blocks that do not all fit a cache need Che's time (few: most
+    # designs hold no cold level or cache it all); elementwise, so solved on those rows alone
+    rows = np.flatnonzero(~((index <= 0) | fits) & (cache > 0))
+    if rows.size == 0:
+        return out
+    index, data, cache, index_bytes, block_bytes = (
+        np.broadcast_to(v, out.shape)[rows] for v in (index, data, cache, index_bytes, block_bytes)
+    )
     safe_index, safe_data = np.maximum(index, 1.0), np.maximum(data, 1.0)
 
     def used(x: np.ndarray) -> np.ndarray:  # bytes cached after x probes (grows with x)
@@ -534,8 +550,8 @@ def index_cache_alpha(lay: Layout) -> np.ndarray:
         x = (lo + hi) / 2
         below = used(x) < cache
         lo, hi = np.where(below, x, lo), np.where(below, hi, x)
-    hit = -np.expm1(-(lo + hi) / 2 / safe_index)
-    return np.where((index <= 0) | fits, 1.0, np.where(cache > 0, hit, 0.0))
+    out[rows] = -np.expm1(-(lo + hi) / 2 / safe_index)
+    return out
 
 
 def range_cache_alpha(

@@ -23,8 +23,13 @@ STAIRCASE_ROWS_MIN = 1024
 #: With more columns than three and more rows than PIVOT_ROWS_MIN, the rows PIVOTS strong rows
 #: strictly dominate are dropped first (:func:`_strictly_dominated`): the design tables' fronts
 #: keep ~1 % of ~10,000 rows, and this drops most of the rest at a few comparisons each.
+#: (Which rows are pivots changes only the speed: any row a row strictly dominates is dominated.)
 PIVOTS = 8
 PIVOT_ROWS_MIN = 4 * CHUNK
+#: Before the pivots, on such tables the first PEELS rows of the front (in lexicographic
+#: order) are found one at a time, each dropping every later row it weakly dominates
+#: (:func:`_peel`): a design table's ~17 front rows of ~6,000 cost a pass over the rows each.
+PEELS = 32
 #: [i, j]: row j comes before row i within a chunk.
 _BEFORE = np.tri(CHUNK, k=-1, dtype=bool)
 
@@ -42,6 +47,11 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     idx = np.flatnonzero(valid)
     if idx.size == 0:
         return keep
+    if d > 3 and idx.size > PIVOT_ROWS_MIN:
+        kept, idx = _peel(c, idx, PEELS)
+        keep[kept] = True
+        if idx.size == 0:
+            return keep
     # Lexicographic order: a later row can weakly dominate an earlier one only
     # if the two are identical, so each row is checked against the kept ones.
     order = idx[np.lexsort(c[idx].T[::-1])]
@@ -87,6 +97,32 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     return keep
 
 
+def _peel(c: np.ndarray, idx: np.ndarray, peels: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``peels`` rows of the front of ``c[idx]`` (no NaN) in lexicographic order, and
+    the rows none of them weakly dominates (sorted). The first row not yet dropped is on the
+    front: a row weakly dominating it comes before it, and is kept (then it dropped this row) or
+    was dropped by a kept row (which then dominates this one too). Of identical rows the first
+    is kept (lexsort is stable). A row left is dominated by no dropped or kept row, so the front
+    of the rows left is the rest of the front."""
+    order = idx[np.lexsort(c[idx].T[::-1])]
+    ct = np.ascontiguousarray(c[order].T)
+    alive = np.ones(order.size, dtype=bool)
+    kept: list[int] = []
+    pos = 0
+    for _ in range(peels):
+        p = pos + int(np.argmax(alive[pos:])) if pos < order.size else pos
+        if p >= order.size or not alive[p]:
+            pos = order.size
+            break
+        kept.append(int(order[p]))
+        pos = p + 1
+        dom = ct[0, pos:] >= ct[0, p]
+        for j in range(1, ct.shape[0]):
+            dom &= ct[j, pos:] >= ct[j, p]
+        alive[pos:] &= ~dom
+    return np.array(kept, dtype=np.int64), np.sort(order[pos:][alive[pos:]])
+
+
 def _weakly_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """[i, k]: column k of ``a`` (d x n) is no larger than column i of ``b`` (d x m) in every
     row; built row by row (a d-deep all() over a 3-D array is several times slower)."""
@@ -97,10 +133,15 @@ def _weakly_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _strictly_dominated(c: np.ndarray, pivots: int) -> np.ndarray:
-    """Rows of ``c`` (no NaN) that one of ``pivots`` strong rows (the least sums of per-column
-    ranks) strictly dominates: no larger in any column, smaller in one."""
-    rank = sum(np.unique(c[:, j], return_inverse=True)[1].reshape(-1) for j in range(c.shape[1]))
-    piv = c[np.argsort(rank, kind="stable")[:pivots]]
+    """Rows of ``c`` (no NaN) that one of ``pivots`` strong rows (the least sums of the columns
+    scaled to [0, 1]; a column with an infinite value counts nothing) strictly dominates: no
+    larger in any column, smaller in one. (Scaled sums, not ranks: no sort per column.)"""
+    score = np.zeros(c.shape[0])
+    for j in range(c.shape[1]):
+        lo, hi = c[:, j].min(), c[:, j].max()
+        if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+            score += (c[:, j] - lo) / (hi - lo)
+    piv = c[np.argsort(score, kind="stable")[:pivots]]
     le = np.ones((c.shape[0], piv.shape[0]), dtype=bool)
     lt = np.zeros_like(le)
     for j in range(c.shape[1]):

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -253,6 +253,46 @@ def candidates(
     return idx[pos], bucket_idx[pos]
 
 
+@dataclass(frozen=True)
+class _Column:
+    """A column before its :class:`Context` is made: what :func:`prune_columns` compares, and
+    the row of ``ge`` whose Design the Context carries (made only for the columns kept)."""
+
+    vm: VmType
+    entries: float
+    storage: StorageChoice
+    throughput: float
+    perturbed: float
+    ge: GridEval
+    row: int
+    name: str
+
+    @property
+    def provider(self) -> str:
+        return self.vm.provider
+
+    @property
+    def cost_month(self) -> float:
+        return self.vm.usd_per_month + self.storage.usd_month
+
+    def context(self) -> Context:
+        ge, i, vm = self.ge, self.row, self.vm
+        return Context(
+            provider=vm.provider,
+            vm=vm,
+            entries=self.entries,
+            storage=self.storage,
+            cost_month=self.cost_month,
+            throughput=self.throughput,
+            io_total=float(ge.total[i]),
+            design=ge.design(i, vm.vcpu, self.name),
+            design_class=DesignClass.of_code(int(ge.cls[i])),
+            levels=int(ge.L[i]),
+            cold_levels=int(ge.Y[i]),
+            perturbed=self.perturbed,
+        )
+
+
 def contexts_for_vm(
     spec: Spec,
     vm: VmType,
@@ -269,14 +309,56 @@ def contexts_for_vm(
     fitting design (or, with robustness, the Pareto front of designs in the
     two throughputs); :func:`prune_columns` then drops the dominated ones.
     ``dem``: the :func:`design_demands` of ``cand``, shared by the VM types of ``ge``."""
+    cols = _columns_for_vm(spec, vm, entries, choices, ge, cand, bucket, thresholds, name, dem)
+    return [c.context() for c in cols]
+
+
+def _columns_for_vm(
+    spec: Spec,
+    vm: VmType,
+    entries: float,
+    choices: list[StorageChoice],
+    ge: GridEval,
+    cand: np.ndarray,
+    bucket: np.ndarray,
+    thresholds: np.ndarray,
+    name: str = COSINE,
+    dem: ScoreDemands | None = None,
+) -> list[_Column]:
+    """:func:`contexts_for_vm`'s columns, their Contexts not made yet."""
     if not choices or cand.size == 0:
         return []
+    iops, fits = _fitting(ge, cand, bucket, thresholds, choices)
+    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
+    return _picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name)
+
+
+def _fitting(
+    ge: GridEval, cand: np.ndarray, bucket: np.ndarray, thresholds: np.ndarray, choices: list[StorageChoice]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(volumes, designs): the I/Os per second each of ``choices`` sustains for the designs
+    ``cand`` of ``ge`` (size bucket ``bucket``), and whether it holds the design."""
     blocks = (ge.block if ge.disk_block is None else ge.disk_block)[cand]
     _, gib, vol_iops, vol_mibps = volume_table(choices)
     iops = effective_iops(vol_iops[:, None], vol_mibps[:, None], blocks[None, :])
     cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
-    fits = bucket[None, :] <= cbucket[:, None]
-    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
+    return iops, bucket[None, :] <= cbucket[:, None]
+
+
+def _picked(
+    spec: Spec,
+    vm: VmType,
+    entries: float,
+    choices: list[StorageChoice],
+    ge: GridEval,
+    cand: np.ndarray,
+    fits: np.ndarray,
+    xe: np.ndarray,
+    xp: np.ndarray,
+    name: str,
+) -> list[_Column]:
+    """The columns of one VM type from its (volumes, designs) scores ``xe``, ``xp`` (:func:`node_scores`)
+    and :func:`_fitting`'s ``fits``: per volume the best design, or with robustness the front."""
     xe = np.where(fits, xe, 0.0)
     xp = np.where(fits, xp, 0.0)
     raw: list[tuple[int, int]] = []
@@ -287,28 +369,7 @@ def contexts_for_vm(
             j = int(np.argmax(xe[r]))
             if xe[r, j] > 0:
                 raw.append((r, j))
-    if not raw:
-        return []
-    out = []
-    for r, j in raw:
-        i = int(cand[j])
-        out.append(
-            Context(
-                provider=vm.provider,
-                vm=vm,
-                entries=entries,
-                storage=choices[r],
-                cost_month=vm.usd_per_month + choices[r].usd_month,
-                throughput=float(xe[r, j]),
-                io_total=float(ge.total[i]),
-                design=ge.design(i, vm.vcpu, name),
-                design_class=DesignClass.of_code(int(ge.cls[i])),
-                levels=int(ge.L[i]),
-                cold_levels=int(ge.Y[i]),
-                perturbed=float(xp[r, j]),
-            )
-        )
-    return out
+    return [_Column(vm, entries, choices[r], float(xe[r, j]), float(xp[r, j]), ge, int(cand[j]), name) for r, j in raw]
 
 
 def _robust_front(vm: VmType, choices: list[StorageChoice], xe: np.ndarray, xp: np.ndarray) -> list[tuple[int, int]]:
@@ -334,11 +395,27 @@ def _robust_front(vm: VmType, choices: list[StorageChoice], xe: np.ndarray, xp: 
     return list(zip(rs[keep].tolist(), js[keep].tolist(), strict=True))
 
 
-def prune_columns(ctxs: list[Context]) -> list[Context]:
+class _Priced(Protocol):
+    """What :func:`prune_columns` compares of a column."""
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def cost_month(self) -> float: ...
+    @property
+    def throughput(self) -> float: ...
+    @property
+    def perturbed(self) -> float: ...
+
+
+_C = TypeVar("_C", bound=_Priced)
+
+
+def prune_columns(ctxs: list[_C]) -> list[_C]:
     """Columns of one provider and shard size that no other one beats: as cheap
     or cheaper and at least as fast on both workloads (whatever its VM type: the
     MIP sees a column only through its cost, shard and throughputs)."""
-    out: list[Context] = []
+    out: list[_C] = []
     for p in sorted({c.provider for c in ctxs}):
         mine = [c for c in ctxs if c.provider == p]
         table = np.array([(c.cost_month, -c.throughput, -c.perturbed) for c in mine])
@@ -601,7 +678,8 @@ def _shard_job(
             volumes_of[blocks] = _volumes(spec, catalog, vms, s, blocks)
         return volumes_of[blocks]
 
-    out: dict[str, list[Context]] = {COSINE: []}
+    out: dict[str, list[Context]] = {}
+    cols: list[_Column] = []
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
     lays = grid.layouts(max_mem, s * wl.entry_bytes)
     if lays.size:
@@ -653,8 +731,8 @@ def _shard_job(
                     cands[key] = (cand, bucket, take_demands(dem_all, np.searchsorted(rows, cand)))
                 cand, bucket, dem = cands[key]
                 for vm in same:
-                    out[COSINE] += contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
-    out[COSINE] = prune_columns(out[COSINE])
+                    cols += _columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
+    out[COSINE] = [c.context() for c in prune_columns(cols)]
     for name in presets:
         out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
     return out
@@ -701,10 +779,10 @@ def _preset_columns(
     )
     rows = np.flatnonzero(lay.feasible)
     dem_all = design_demands(spec, ge, rows)
-    out: list[Context] = []
+    # (VM type, its memory size's row, its volumes' I/Os per second and fit) of every VM type
+    segs: list[tuple[VmType, int, np.ndarray, np.ndarray]] = []
     for pos, i in enumerate(rows):
         one = np.array([i])
-        dem = take_demands(dem_all, np.array([pos]))
         for vm in by_mem[mems[i]]:
             thr = _thresholds([vols[vm.key]])
             if thr.size == 0:
@@ -712,8 +790,23 @@ def _preset_columns(
             bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib[one], side="left")
             if bucket[0] >= thr.size:
                 continue
-            out += contexts_for_vm(spec, vm, s, vols[vm.key], ge, one, bucket, thr, name=name, dem=dem)
-    return prune_columns(out)
+            segs.append((vm, pos, *_fitting(ge, one, bucket, thr, vols[vm.key])))
+    # every (VM type, volume) pair of one vCPU count scored at once, one design per pair (a
+    # row of I/Os per second, a column per pair: node_scores is elementwise over them)
+    scores: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for vcpu in sorted({vm.vcpu for vm, *_ in segs}):
+        mine = [k for k, seg in enumerate(segs) if seg[0].vcpu == vcpu]
+        pos_of = np.concatenate([np.full(segs[k][2].shape[0], segs[k][1]) for k in mine])
+        iops = np.concatenate([segs[k][2][:, 0] for k in mine])[None, :]
+        xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of))
+        ends = np.cumsum([segs[k][2].shape[0] for k in mine])
+        for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
+            scores[k] = (xe[0, a:b][:, None], xp[0, a:b][:, None])
+    out: list[_Column] = []
+    for k, (vm, pos, _, fits) in enumerate(segs):
+        xe, xp = scores[k]
+        out += _picked(spec, vm, s, vols[vm.key], ge, rows[pos : pos + 1], fits, xe, xp, name)
+    return [c.context() for c in prune_columns(out)]
 
 
 def build_tables(

@@ -102,6 +102,26 @@ def test_pareto_mask_is_the_definition(d, staircase_rows_min, monkeypatch):
         assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n, levels)
 
 
+@pytest.mark.parametrize("peels", [0, 1, 5, pareto.PEELS])
+@pytest.mark.parametrize("d", [4, 5])
+def test_pareto_mask_peels_and_pivots_are_exact(d, peels, monkeypatch):
+    """The peel and pivot passes (more than three columns: the first front rows found one by
+    one, then rows a few strong rows strictly dominate dropped), forced on small tables, keep
+    exactly the undominated rows, also with infinite values (a column with one is left out of
+    the pivots' scaled sums) and ties."""
+    monkeypatch.setattr(pareto, "PIVOT_ROWS_MIN", 0)
+    monkeypatch.setattr(pareto, "PEELS", peels)
+    rng = np.random.default_rng(10 + d)
+    for trial in range(40):
+        n = int(rng.integers(1, 300))
+        c = rng.integers(0, 4 if trial % 2 else 200, size=(n, d)).astype(float)
+        if trial % 3 == 0:
+            c[rng.integers(0, n), rng.integers(0, d)] = -np.inf if trial % 2 else np.inf
+        if trial % 5 == 0:
+            c[rng.integers(0, n)] = np.nan
+        assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n)
+
+
 def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
     """solver.tables._robust_front (all volumes at once, pre-pruned) keeps exactly the
     (volume, design) pairs that the per-volume Pareto fronts followed by prune_columns's
