@@ -1117,6 +1117,12 @@ def steady_warmup(secs: dict[str, Any], mix: dict[str, float], records: int) -> 
 MAX_CYCLE_STRETCH = 10
 
 
+#: The longest a device-mode run is stretched to cover its merge cycle, at the model's throughput:
+#: a YCSB E design at 3,000 IOPS runs ~700 scans per second, and 50,000 operations (the stretch)
+#: would take 70 s per run, 45 minutes for the ranking's 13 designs x 3 runs of one workload.
+MAX_DEVICE_RUN_SECONDS = 10.0
+
+
 #: The shortest a measured run on the local device should last, at the model's throughput: a
 #: read-only run of 50,000 operations on a 1.5 M ops/s design lasts 33 ms, where three runs of the
 #: ranking's YCSB C pick spread 1.3x (BENCHMARKS.md §21).
@@ -1140,12 +1146,16 @@ def covering_ops(
     500,000 at 444-496 k (BENCHMARKS.md §19); the ranking's B-tree pick on YCSB B, 50,000
     operations (20 ms): three runs spread 2.5x (BENCHMARKS.md §21). In device mode (runs
     throttled to the volume's rate, long enough) the run covers the merge cycle too, within
-    the same stretch: 5,000 operations of the ranking's YCSB A pick at 3,000 IOPS measured
-    8,788 / 24,256 / 31,799 / 19,290 ops/s after 0 / 30,000 / 210,000 / 600,000 operations of
-    warm-up, where the model's cycle average is 18,855 (BENCHMARKS.md §22.6)."""
+    the same stretch and :data:`MAX_DEVICE_RUN_SECONDS` at the predicted throughput: 5,000
+    operations of the ranking's YCSB A pick at 3,000 IOPS measured 8,788 / 24,256 / 31,799 /
+    19,290 ops/s after 0 / 30,000 / 210,000 / 600,000 operations of warm-up, where the model's
+    cycle average is 18,855 (BENCHMARKS.md §22.6)."""
     cycle = math.ceil(merge_cycle(secs, mix, records))
     if device is not None and device != LOCAL_DEVICE:
-        return int(min(max(ops, cycle), MAX_CYCLE_STRETCH * ops))
+        longest = MAX_CYCLE_STRETCH * ops
+        if math.isfinite(predicted_ops_per_s) and predicted_ops_per_s > 0:
+            longest = min(longest, max(ops, math.ceil(MAX_DEVICE_RUN_SECONDS * predicted_ops_per_s)))
+        return int(min(max(ops, cycle), longest))
     timed = math.ceil(MIN_RUN_SECONDS * predicted_ops_per_s) if math.isfinite(predicted_ops_per_s) else 0
     return int(min(max(ops, cycle, timed), MAX_CYCLE_STRETCH * ops))
 

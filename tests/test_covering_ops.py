@@ -8,7 +8,7 @@ import math
 import pytest
 
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from measure.calibrate import MAX_CYCLE_STRETCH, covering_ops, merge_cycle
+from measure.calibrate import MAX_CYCLE_STRETCH, MAX_DEVICE_RUN_SECONDS, covering_ops, merge_cycle
 from measure.grid import designs
 
 VOLUME = DeviceModel(iops=3000.0, bytes_per_s=125 * 2**20, read_latency_s=250e-6)
@@ -35,3 +35,16 @@ def test_only_the_local_device_stretches_a_run_to_its_minimum_time() -> None:
     fast = 1e7  # ops/s: 0.25 s of it is far past the stretch
     assert covering_ops(5000, secs, {"get": 1.0}, RECORDS, LOCAL_DEVICE, fast) == MAX_CYCLE_STRETCH * 5000
     assert covering_ops(5000, secs, {"get": 1.0}, RECORDS, VOLUME, fast) == 5000
+
+
+def test_a_device_run_lasts_at_most_its_time_cap() -> None:
+    """A slow design on a throttled volume covers its cycle only up to MAX_DEVICE_RUN_SECONDS
+    at the predicted rate (never below the asked operations)."""
+    secs = designs(RECORDS, quick=True, optima=False)["rocksdb"]
+    mix = {"get": 0.5, "update": 0.5}
+    cycle = math.ceil(merge_cycle(secs, mix, RECORDS))
+    slow = 100.0  # ops/s
+    assert covering_ops(500, secs, mix, RECORDS, VOLUME, slow) == min(
+        max(500, cycle), max(500, math.ceil(MAX_DEVICE_RUN_SECONDS * slow))
+    )
+    assert covering_ops(5000, secs, mix, RECORDS, VOLUME, 1.0) == 5000
