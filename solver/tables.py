@@ -293,27 +293,7 @@ class _Column:
         )
 
 
-def contexts_for_vm(
-    spec: Spec,
-    vm: VmType,
-    entries: float,
-    choices: list[StorageChoice],
-    ge: GridEval,
-    cand: np.ndarray,
-    bucket: np.ndarray,
-    thresholds: np.ndarray,
-    name: str = COSINE,
-    dem: ScoreDemands | None = None,
-) -> list[Context]:
-    """The columns of one VM type at one shard size: for each volume, the best
-    fitting design (or, with robustness, the Pareto front of designs in the
-    two throughputs); :func:`prune_columns` then drops the dominated ones.
-    ``dem``: the :func:`design_demands` of ``cand``, shared by the VM types of ``ge``."""
-    cols = _columns_for_vm(spec, vm, entries, choices, ge, cand, bucket, thresholds, name, dem)
-    return [c.context() for c in cols]
-
-
-def _columns_for_vm(
+def columns_for_vm(
     spec: Spec,
     vm: VmType,
     entries: float,
@@ -325,7 +305,11 @@ def _columns_for_vm(
     name: str = COSINE,
     dem: ScoreDemands | None = None,
 ) -> list[_Column]:
-    """:func:`contexts_for_vm`'s columns, their Contexts not made yet."""
+    """The columns of one VM type at one shard size: for each volume, the best fitting design
+    (or, with robustness, the Pareto front of designs in the two throughputs); :func:`prune_columns`
+    then drops the dominated ones. ``dem``: the :func:`design_demands` of ``cand``, shared by the
+    VM types of ``ge``. A column's Design and Context are made later (``_Column.context``), for
+    the columns the pruning keeps."""
     if not choices or cand.size == 0:
         return []
     iops, fits = _fitting(ge, cand, bucket, thresholds, choices)
@@ -731,7 +715,7 @@ def _shard_job(
                     cands[key] = (cand, bucket, take_demands(dem_all, np.searchsorted(rows, cand)))
                 cand, bucket, dem = cands[key]
                 for vm in same:
-                    cols += _columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
+                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
     out[COSINE] = [c.context() for c in prune_columns(cols)]
     for name in presets:
         out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)

@@ -82,8 +82,8 @@ def _columns(spec_text: str, vcpus: tuple[int, ...]) -> list[tuple[list[tuple], 
                 for c in T.prune_columns(ctxs)
             )
 
-        pruned = key(T.contexts_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr))
-        full = key(T.contexts_for_vm(spec, vm, s, vols[vm.key], ge, every, b_every, thr))
+        pruned = key([c.context() for c in T.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)])
+        full = key([c.context() for c in T.columns_for_vm(spec, vm, s, vols[vm.key], ge, every, b_every, thr)])
         out.append((pruned, full))
     return out
 
