@@ -223,10 +223,18 @@ def _product_choices(
     """The volumes of one product under its rule (``blocks``: a provisioned product's only), and
     their :func:`volume_table` as the columns of one array. The flat, per-GB and provisioned
     rules see a need only as at least the product's least size, so the needs are raised to it
-    first (in order: the rules then build the same sets in the same order), and the small
-    shards of the design tables, whose needs all fall below it, share one answer."""
+    first (in order: the rules then build the same sets in the same order), and the slab rule's
+    to whole disks; the small shards of the design tables, whose needs all fall below one
+    disk or the least size, share one answer."""
     if opt.rule in (StorageRule.FLAT, StorageRule.PER_GB, StorageRule.PROVISIONED):
         needs = tuple(max(n, opt.min_gib) for n in needs)
+    elif opt.rule == StorageRule.SLAB and (opt.usd_per_disk_month or 0.0) > 0:
+        # A slab rule sees a need only as the fewest disks holding it: each need becomes that
+        # many disks' size. Its volumes then come in another order, which changes nothing:
+        # volumes of other disk counts differ in price (storage_choices sorts by price), and
+        # those of one count are equal.
+        size = _given(opt.size_gib)
+        needs = tuple(sorted({max(1, math.ceil(n / size - 1e-9)) * size for n in needs}))
     return _product_choices_of(opt, needs, cap, blocks)
 
 
