@@ -37,7 +37,7 @@ from typing import Any
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, accuracy, calibrate, fig4b, host_speed, thread_counts
+from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, calibrate, fig4b, host_speed, thread_counts
 from measure.calibrate import write as write_calibration
 from measure.ranking import TARGET_PICK, TARGET_RHO, ranking, summary
 from measure.validate import DEFAULT_SIZE, QUICK_SIZE, validate
@@ -98,8 +98,6 @@ def fig4b_table(rows: list[dict[str, Any]], title: str) -> str:
             "the last line: the table's own, unscaled)"
         )
         out.append("")
-    for r in rows:
-        r["accuracy_table"] = accuracy(r.get("predicted_table_ops", r["predicted_ops"]), r["measured_ops"])
     labels = (("accuracy", "wall clock"), ("accuracy_free", "free"))
     for key, label in labels + ((("accuracy_table", "wall clock, unscaled table"),) if scaled else ()):
         by: dict[tuple[str, int], list[float]] = {}

@@ -1275,7 +1275,7 @@ def fig4b(
                     state = (rep["load"]["shape"], rep.get("stats"))
                     x, b = engine_throughput(secs, wl, cores, dev, *state, cpu_scale=cpu_scale)
                     preds.append(x)
-                    tabled.append(engine_throughput(secs, wl, cores, dev, *state)[0])
+                    tabled.append(x if cpu_scale == 1.0 else engine_throughput(secs, wl, cores, dev, *state)[0])
                     blocks.append(b)
                     ios.append(device_ios(rep))
                 m, p = statistics.median(meas), statistics.median(preds)
@@ -1288,6 +1288,7 @@ def fig4b(
                         "records": n,
                         "predicted_ops": p,
                         "predicted_table_ops": statistics.median(tabled),
+                        "accuracy_table": accuracy(statistics.median(tabled), m),
                         "cpu_scale": cpu_scale,
                         "measured_ops": m,
                         "measured_runs": meas,
