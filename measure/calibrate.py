@@ -777,14 +777,14 @@ def envelope(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
         if key not in best or per_core(s) > per_core(best[key]):
             best[key] = s
     return [
-        {
-            "class": cls,
-            "workload": w,
+        {  # plain strings: a measured sample's class and kind are StrEnums, which yaml.safe_dump refuses
+            "class": str(cls),
+            "workload": str(w),
             "mix": json.loads(mix),
             "per_core_ops": round(per_core(s), 1),
             "threads": s.threads,
             "records": s.records,
-            "kind": s.kind,
+            "kind": str(s.kind),
         }
         for (cls, w, mix), s in sorted(best.items())
     ]

@@ -21,8 +21,9 @@ from measure.calibrate import (
     fit,
     fit_operation,
     merge_operation,
+    write_table,
 )
-from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Operation
+from specs.vocab import OPERATIONS, WRITE_OPERATIONS, CalibrationRun, DesignClass, Operation
 
 BLOCK = {"lsm": 4060.0, "btree": 32480.0, "lsh": 4060.0, "hybrid": 928.0}
 #: the terms the synthetic engine runs with
@@ -179,6 +180,17 @@ def test_the_fit_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     print_calibration(fit(synthetic(), cores=2), [], [])
     out = capsys.readouterr().out
     assert "lsh get" in out and "empty_get flat" in out and "an insert past 2,000" in out
+
+
+def test_the_table_is_written_from_measured_samples(tmp_path: Path) -> None:
+    """A measured sample's kind and class are StrEnums (the parquet's are plain strings): the table
+    is written from them and reads back as plain YAML (a whole calibration's 572 runs were lost to a
+    RepresenterError at this step once; the samples were saved first)."""
+    samples = [replace(s, kind=CalibrationRun(s.kind), cls=DesignClass(s.cls)) for s in synthetic()]
+    table = write_table(fit(samples, cores=2), samples, tmp_path / "phi.yaml")
+    doc = yaml.safe_load(table.read_text())
+    assert {row["kind"] for row in doc["envelope"]} <= {str(k) for k in CalibrationRun}
+    assert {row["class"] for row in doc["envelope"]} == set(CLASS_DESIGNS)
 
 
 def test_empty_range_is_fitted_from_its_own_runs() -> None:
