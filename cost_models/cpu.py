@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from cost_models.io_model import IOCost
+from cost_models.io_model import IOCost, wal_pages
 from cost_models.symbolic import compiled
 from specs.errors import InputError
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
@@ -447,9 +447,7 @@ def demands(
         idx = np.stack([np.asarray(v, dtype=float) for v in io.index.per_op().values()], axis=-1) @ w
         io_bytes = io_bytes - idx * (bb - np.broadcast_to(np.asarray(shape.index_bytes, dtype=float), bb.shape))
     # the WAL pages of a put are the writer's own append (in its cpu_seconds), not the background's
-    from cost_models.design import model_constants
-
-    wal = shape.entry_bytes / model_constants()["wal_page_bytes"]
+    wal = wal_pages(shape.entry_bytes)
     puts = np.array([1.0 if op in WRITE_OPERATIONS else 0.0 for op in OPERATIONS])
     merged = np.maximum(bg - wal * puts, 0.0)
     d = Demands(

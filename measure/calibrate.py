@@ -74,7 +74,7 @@ from cost_models.cpu import (
     using_table,
 )
 from cost_models.engine_model import engine_layout, engine_throughput
-from cost_models.io_model import IOCost
+from cost_models.io_model import IOCost, wal_pages
 from measure.engine import TEMPLATE, build, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
 from render.config import device_section, to_toml
@@ -1016,8 +1016,10 @@ def predicted(s: Sample, cores: int) -> float:
     wshare = sum(mix[o] for o in writes)
     for op in reads:
         per[op] = per[op] + (s.fg_blocks / rshare if rshare else 0.0)
+    # the engine counts flush and merge blocks; the model's put also carries its WAL pages (which
+    # demands() takes back off as the writer's own): without them a put's merges would vanish
     for op in writes:
-        per[op] = per[op] + (s.bg_blocks / wshare if wshare else 0.0)
+        per[op] = per[op] + (s.bg_blocks / wshare if wshare else 0.0) + wal_pages(KEY + VALUE)
     if Operation.RMW in mix:
         per[Operation.GET] = np.array([s.fg_blocks / rshare if rshare else 0.0])
     io = IOCost.of(per, get_buffered=np.array([s.get_buffered]))
