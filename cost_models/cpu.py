@@ -52,6 +52,8 @@ ENGINE_TERMS = (
     "memtable_insert_base_entries",
     "lookup_reference_keys",
     "block_read_size_exponent",
+    "block_read_seconds_per_byte_doubling",
+    "block_read_growth_max_keys",
     "background_block_seconds",
     "background_block_seconds_per_byte",
     "hash_scan_per_key_seconds",
@@ -282,14 +284,30 @@ def block_time(block_bytes: float | np.ndarray, fixed: float, per_byte: float) -
 REFERENCE_BLOCK_BYTES = 4096.0
 
 
-def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray) -> np.ndarray:
-    """CPU to read one block of ``block_bytes`` on a design of class ``cls``: the class's time for
-    a 4 KiB block, scaled by (bytes / 4 KiB) to the measured size exponent (the read call's copy,
-    the checksum and the decoding grow with the block, less than in proportion)."""
+def block_read_doublings(n_keys: float | np.ndarray) -> np.ndarray:
+    """Doublings of the data past the lookups' reference size that make a block's bytes dearer to
+    copy (:func:`read_block_seconds`), held at the largest size the calibration measured
+    (``block_read_growth_max_keys``): a copy that already misses the caches at that size is not
+    extrapolated to slow further."""
+    t = phi_table()
+    ref = float(t["lookup_reference_keys"])
+    top = math.log2(max(float(t["block_read_growth_max_keys"]), ref) / ref)
+    return np.minimum(doublings(n_keys), top)
+
+
+def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
+    """CPU to read one block of ``block_bytes`` on a design of class ``cls`` holding ``n_keys``: the
+    class's time for a 4 KiB block, scaled by (bytes / 4 KiB) to the measured size exponent (the
+    read call's copy, the checksum and the decoding grow with the block, less than in
+    proportion), plus a time per byte per doubling of the data (:func:`block_read_doublings`):
+    the copy of a large block from a larger page cache misses more (measured: 32 KiB B-tree and
+    16 KiB LSM blocks 30 ps per byte per doubling dearer from 100,000 to 400,000 keys, 1-4 KiB
+    blocks within noise; BENCHMARKS.md §23.2)."""
     t = phi_table()
     at_4k = np.array([float(t["classes"][name]["block_read_seconds"]) for name in DESIGN_CLASSES])
-    ratio = np.asarray(block_bytes, dtype=float) / REFERENCE_BLOCK_BYTES
-    return at_4k[np.asarray(cls, dtype=int)] * ratio ** float(t["block_read_size_exponent"])
+    bb = np.asarray(block_bytes, dtype=float)
+    grown = float(t["block_read_seconds_per_byte_doubling"]) * bb * block_read_doublings(n_keys)
+    return at_4k[np.asarray(cls, dtype=int)] * (bb / REFERENCE_BLOCK_BYTES) ** float(t["block_read_size_exponent"]) + grown
 
 
 def merge_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, entry_bytes: float) -> np.ndarray:
@@ -438,7 +456,7 @@ def demands(
     phi = op_phi(shape.cls)
     fg, bg = split_io(io)
     bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
-    t_read = read_block_seconds(bb, shape.cls)[:, None]
+    t_read = read_block_seconds(bb, shape.cls, shape.n_keys)[:, None]
     t_merge = merge_block_seconds(bb, shape.cls, shape.entry_bytes)[:, None]
     io_op = (fg + bg) @ w
     # bytes the volume moves: a block's bytes per I/O, an index block's own where they are split out

@@ -686,15 +686,16 @@ def fit_block_read(
     memtable: MemtableFit,
     lookup: dict[str, Any],
 ) -> dict[str, Any]:
-    """CPU of a block read: t_class (bytes / 4 KiB)^gamma. Per class the time of a 4 KiB block
-    (what reading a block involves differs: a hot run's data block, a cold run's index and data
-    blocks, a log block found through the hash index); one exponent for how it grows with the
-    block's bytes (the read call's copy, the checksum, the decoding) — measured on the LSM design
-    at 1/4, 1 and 4 times its block size, a block's CPU grows as a power of its size below 1 (a
-    fixed part plus a part per byte does not fit 1 to 32 KiB). Least squares over the loaded
-    single-thread runs (single operations and mixes) that read blocks; a hash log's ranges are
-    left out: their CPU is the walk over the whole index (milliseconds), beside which their
-    blocks are below the noise."""
+    """CPU of a block read: t_class (bytes / 4 KiB)^gamma + k bytes d(N). Per class the time of a
+    4 KiB block (what reading a block involves differs: a hot run's data block, a cold run's index
+    and data blocks, a log block found through the hash index); one exponent for how it grows with
+    the block's bytes (the read call's copy, the checksum, the decoding) — measured on the LSM
+    design at 1/4, 1 and 4 times its block size, a block's CPU grows as a power of its size below 1
+    (a fixed part plus a part per byte does not fit 1 to 32 KiB); one time k per byte per doubling
+    d(N) of the data past the reference size (cost_models.cpu.read_block_seconds: a large block's
+    copy from a larger page cache misses more). Least squares over the loaded single-thread runs
+    (single operations and mixes) that read blocks; a hash log's ranges are left out: their CPU is
+    the walk over the whole index (milliseconds), beside which their blocks are below the noise."""
     rows = [
         s
         for s in samples
@@ -705,21 +706,27 @@ def fit_block_read(
     ]
     classes = list(CLASS_DESIGNS)
     y = np.array([s.fg_cpu - cached_cpu(cpu, rng, lookup, s) - memtable_cpu(s, memtable) for s in rows])
+    ref = float(lookup["reference_keys"])
+    grown = np.array([s.fg_blocks * s.block_bytes * math.log2(max(s.records, ref) / ref) for s in rows])
 
-    def solve(gamma: float) -> tuple[float, np.ndarray]:
-        A = np.zeros((len(rows), len(classes)))
+    def design(gamma: float) -> np.ndarray:
+        A = np.zeros((len(rows), len(classes) + 1))
         for k, s in enumerate(rows):
             A[k, classes.index(s.cls)] = s.fg_blocks * (s.block_bytes / REFERENCE_BLOCK) ** gamma
-        w = 1.0 / np.maximum(np.abs(y), 1e-300)
-        sol, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
-        return float(np.sum(((A @ sol - y) * w) ** 2)), sol
+        A[:, -1] = grown
+        return A
 
-    # the exponent by golden-section search on the relative residual, the per-class times by least squares
+    def solve(gamma: float) -> float:
+        A, w = design(gamma), 1.0 / np.maximum(np.abs(y), 1e-300)
+        sol, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
+        return float(np.sum(((A @ sol - y) * w) ** 2))
+
+    # the exponent by golden-section search on the relative residual, the other terms by least squares
     lo, hi = 0.0, 1.5
     g = (math.sqrt(5) - 1) / 2
     for _ in range(60):
         a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        if solve(a)[0] < solve(b)[0]:
+        if solve(a) < solve(b):
             hi = b
         else:
             lo = a
@@ -729,12 +736,17 @@ def fit_block_read(
             f"block-read CPU: the fit wants a block-size exponent of {gamma:.3f}, at the bound of [0, 1.5]: "
             "the runs do not identify how a block's CPU grows with its size — re-run on a quiet machine"
         )
-    names = [f"block_read_seconds_{c}" for c in classes]
-    A = np.zeros((len(rows), len(classes)))
-    for k, s in enumerate(rows):
-        A[k, classes.index(s.cls)] = s.fg_blocks * (s.block_bytes / REFERENCE_BLOCK) ** gamma
-    f = _positive_lstsq(A, y, names, f"block-read CPU (blocks x t_class x (bytes / 4 KiB)^{gamma:.3f})")
-    return {"per_class": {c: f[f"block_read_seconds_{c}"] for c in classes}, "size_exponent": gamma}
+    names = [f"block_read_seconds_{c}" for c in classes] + ["block_read_seconds_per_byte_doubling"]
+    f = _positive_lstsq(
+        design(gamma), y, names, f"block-read CPU (blocks x (t_class x (bytes / 4 KiB)^{gamma:.3f} + k bytes doublings))"
+    )
+    return {
+        "per_class": {c: f[f"block_read_seconds_{c}"] for c in classes},
+        "size_exponent": gamma,
+        "per_byte_doubling": f["block_read_seconds_per_byte_doubling"],
+        # the growth is held at the largest size that measured it (cost_models.cpu.block_read_doublings)
+        "growth_max_keys": float(max(s.records for s in rows)),
+    }
 
 
 def fit_background(samples: list[Sample]) -> dict[str, float]:
@@ -873,7 +885,8 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             "smaller one (writes are flat below it); "
             "range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
-            "A/B/D/F runs against their blocks read; background: least squares of the background thread's "
+            "A/B/D/F runs against their blocks read, plus a time per byte per doubling of the keys (held past the "
+            "largest size measured); background: least squares of the background thread's "
             "CPU against flush and merge blocks (and, on the hash log, their entries). No value is clamped."
         ),
         "memtable_seconds_per_doubling": float(f"{result['memtable'].search_slope:.4g}"),
@@ -882,6 +895,8 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
         "memtable_insert_base_entries": float(f"{result['memtable'].insert_base:.4g}"),
         "lookup_reference_keys": float(result["lookup"]["reference_keys"]),
         "block_read_size_exponent": float(f"{result['block_read']['size_exponent']:.4g}"),
+        "block_read_seconds_per_byte_doubling": float(f"{result['block_read']['per_byte_doubling']:.4g}"),
+        "block_read_growth_max_keys": result["block_read"]["growth_max_keys"],
         "background_block_seconds": float(f"{terms['background_block_seconds']:.4g}"),
         "background_block_seconds_per_byte": float(f"{terms['background_block_seconds_per_byte']:.4g}"),
         "hash_scan_per_key_seconds": float(f"{result['range'][DesignClass.LSH]['per_key']:.4g}"),

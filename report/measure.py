@@ -169,7 +169,8 @@ def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: 
     con.print(
         "block read: "
         + ", ".join(f"{c} {1e6 * v:.2f} us" for c, v in br["per_class"].items())
-        + f" at 4 KiB, x (bytes / 4 KiB)^{br['size_exponent']:.2f}; "
+        + f" at 4 KiB, x (bytes / 4 KiB)^{br['size_exponent']:.2f}, + {1e12 * br['per_byte_doubling']:.1f} ps per byte "
+        f"per doubling of the keys (up to {br['growth_max_keys']:,.0f}); "
         f"background per merge block: {1e6 * bg['background_block_seconds']:.2f} us + "
         f"{1e9 * bg['background_block_seconds_per_byte']:.3f} ns/byte + "
         f"{1e9 * bg['hash_index_entry_seconds']:.0f} ns per hash-log entry; memtable per doubling "

@@ -29,6 +29,7 @@ BLOCK = {"lsm": 4060.0, "btree": 32480.0, "lsh": 4060.0, "hybrid": 928.0}
 #: the terms the synthetic engine runs with
 CPU = 1e-6  # every cached operation
 T_READ, GAMMA = 2e-6, 0.45  # block read: T_READ at 4 KiB, x (bytes / 4 KiB)^GAMMA
+K_GROW = 3e-11  # block read: + K_GROW per byte per doubling of the keys past 100,000
 M_BLOCK, M_BYTE = 1e-6, 5e-10  # merge block
 PER_ENTRY, PER_KEY = 1e-7, 4e-8
 BUFFER_GET = 3e-7  # a get the (empty) memtable answers
@@ -91,6 +92,11 @@ def sample(kind: str, cls: str, workload: str, records: int, threads: int, **kw:
     return Sample(**{**base, **kw})
 
 
+def block_read(block_bytes: float, n: int) -> float:
+    """The synthetic engine's CPU per block read of ``block_bytes`` at ``n`` keys."""
+    return T_READ * (block_bytes / 4096) ** GAMMA + K_GROW * block_bytes * math.log2(n / 100_000)
+
+
 def synthetic() -> list[Sample]:
     out = []
     for n in (100_000, 400_000):
@@ -131,14 +137,14 @@ def synthetic() -> list[Sample]:
                 cpu = BUFFER_GET + PER_DOUBLING * math.log2(entries / 1000)
                 out.append(sample("buffered", cls, "buffer_get", entries, 1, fg_cpu=cpu, memtable_entries=entries))
             for op, fg, buffered in (("get", 1.5, 0.0), ("empty_get", 2.0, 0.0), ("rmw", 1.0, 0.0), ("get", 0.8, 0.4)):
-                blocks_cpu = fg * T_READ * (BLOCK[cls] / 4096) ** GAMMA
+                blocks_cpu = fg * block_read(BLOCK[cls], n)
                 cpu = CPU + grown(op, n, cls) - buffered * (CPU + grown(op, n, cls) - BUFFER_GET)
                 out.append(
                     sample("loaded", cls, op, n, 1, fg_blocks=fg, fg_cpu=cpu + blocks_cpu, get_buffered=buffered)
                 )
             if cls == "lsm":  # the LSM design at 1/4 and 4 times its block size
                 for bb in (BLOCK["lsm"] / 4, BLOCK["lsm"] * 4):
-                    blocks_cpu = 1.9 * T_READ * (bb / 4096) ** GAMMA
+                    blocks_cpu = 1.9 * block_read(bb, n)
                     cpu = CPU + grown("get", n, cls) + blocks_cpu
                     out.append(sample("loaded", cls, "get", n, 1, fg_blocks=1.9, fg_cpu=cpu, block_bytes=bb))
             for op, bg in (("insert", 0.7), ("update", 1.2)):
@@ -152,6 +158,8 @@ def test_fit_recovers_the_terms() -> None:
     res = fit(synthetic(), cores=2)
     assert res["block_read"]["per_class"] == pytest.approx(dict.fromkeys(CLASS_DESIGNS, T_READ), rel=1e-6)
     assert res["block_read"]["size_exponent"] == pytest.approx(GAMMA, rel=1e-4)
+    assert res["block_read"]["per_byte_doubling"] == pytest.approx(K_GROW, rel=1e-4)
+    assert res["block_read"]["growth_max_keys"] == 400_000
     assert res["background"]["background_block_seconds"] == pytest.approx(M_BLOCK, rel=1e-6)
     assert res["background"]["background_block_seconds_per_byte"] == pytest.approx(M_BYTE, rel=1e-6)
     assert res["background"]["hash_index_entry_seconds"] == pytest.approx(INDEX_ENTRY, rel=1e-6)
@@ -322,4 +330,16 @@ def test_block_size_exponent_at_a_bound_is_refused() -> None:
             x = replace(x, fg_cpu=CPU + grown(x.workload, x.records, x.cls) + x.fg_blocks * T_READ)
         s.append(x)
     with pytest.raises(CalibrationError, match="block-size exponent of 0.0"):
+        fit(s, cores=2)
+
+
+def test_block_read_growth_at_a_bound_is_refused() -> None:
+    """Blocks cheaper on more data: the growth per byte and doubling the fit wants is negative."""
+    s = []
+    for x in synthetic():
+        if x.kind == "loaded" and x.fg_blocks > 0:
+            read = T_READ * (x.block_bytes / 4096) ** GAMMA
+            x = replace(x, fg_cpu=x.fg_cpu - 1.5 * x.fg_blocks * (block_read(x.block_bytes, x.records) - read))
+        s.append(x)
+    with pytest.raises(CalibrationError, match="block_read_seconds_per_byte_doubling"):
         fit(s, cores=2)

@@ -11,6 +11,7 @@ import pytest
 
 from cost_models.cpu import Demands, throughput
 from cost_models.symbolic import compiled
+from specs.vocab import DesignClass
 from tests.concurrency_sim import Node, simulate
 
 
@@ -150,3 +151,21 @@ def test_memtable_and_hash_index_terms_term_by_term() -> None:
     tree = merged * (float(t["background_block_seconds"]) + block * float(t["background_block_seconds_per_byte"]))
     index = merged * block / entry * float(t["hash_index_entry_seconds"])
     assert g == pytest.approx([tree + index, tree], rel=1e-9)
+
+
+def test_block_read_grows_with_the_data_up_to_the_largest_calibrated_size() -> None:
+    """A block read costs the class's time at 4 KiB x (bytes / 4 KiB)^gamma, plus k x bytes per
+    doubling of the keys past the reference size, held at ``block_read_growth_max_keys`` (no
+    extrapolation past what the calibration measured); the same at and below the reference."""
+    from cost_models.cpu import phi_table, read_block_seconds
+
+    t = phi_table()
+    ref, top = float(t["lookup_reference_keys"]), float(t["block_read_growth_max_keys"])
+    k = float(t["block_read_seconds_per_byte_doubling"])
+    cls = np.array([DesignClass.BTREE.code])
+    base = float(read_block_seconds(32768.0, cls, ref)[0])
+    assert float(read_block_seconds(32768.0, cls, ref / 8)[0]) == pytest.approx(base)
+    assert float(read_block_seconds(32768.0, cls, 2 * ref)[0]) - base == pytest.approx(k * 32768.0)
+    at_top = float(read_block_seconds(32768.0, cls, top)[0])
+    assert at_top - base == pytest.approx(k * 32768.0 * math.log2(top / ref))
+    assert float(read_block_seconds(32768.0, cls, 1000 * top)[0]) == pytest.approx(at_top)
