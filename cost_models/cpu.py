@@ -307,7 +307,9 @@ def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, n_keys:
     at_4k = np.array([float(t["classes"][name]["block_read_seconds"]) for name in DESIGN_CLASSES])
     bb = np.asarray(block_bytes, dtype=float)
     grown = float(t["block_read_seconds_per_byte_doubling"]) * bb * block_read_doublings(n_keys)
-    return at_4k[np.asarray(cls, dtype=int)] * (bb / REFERENCE_BLOCK_BYTES) ** float(t["block_read_size_exponent"]) + grown
+    return (
+        at_4k[np.asarray(cls, dtype=int)] * (bb / REFERENCE_BLOCK_BYTES) ** float(t["block_read_size_exponent"]) + grown
+    )
 
 
 def merge_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, entry_bytes: float) -> np.ndarray:

@@ -738,7 +738,10 @@ def fit_block_read(
         )
     names = [f"block_read_seconds_{c}" for c in classes] + ["block_read_seconds_per_byte_doubling"]
     f = _positive_lstsq(
-        design(gamma), y, names, f"block-read CPU (blocks x (t_class x (bytes / 4 KiB)^{gamma:.3f} + k bytes doublings))"
+        design(gamma),
+        y,
+        names,
+        f"block-read CPU (blocks x (t_class x (bytes / 4 KiB)^{gamma:.3f} + k bytes doublings))",
     )
     return {
         "per_class": {c: f[f"block_read_seconds_{c}"] for c in classes},
