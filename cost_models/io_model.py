@@ -183,6 +183,9 @@ class WindowTable:
         self.logr = np.log(self.r[finite])
         self.logw = np.log(self.w[finite])
         self.exact = (put, n_keys, iota)
+        #: exact windows of the counts beyond the grid solved so far (count -> W): the design
+        #: tables ask this table for the same few counts again and again (merge_terms' levels)
+        self.solved: dict[float, float] = {}
 
     def __call__(self, distinct: np.ndarray) -> np.ndarray:
         R = np.maximum(np.asarray(distinct, dtype=float), 1.0)
@@ -195,10 +198,20 @@ class WindowTable:
             put, n_keys, iota = self.exact
             if iota > 0:  # more distinct entries than keys: only inserts get there, slowly; solve exactly
                 out = np.array(out, dtype=float)
-                out[beyond] = window(R[beyond], put, n_keys, iota)  # elementwise: only those values
+                out[beyond] = self._exact(R[beyond])
             else:  # updates alone never produce more distinct keys than exist
                 out = np.where(beyond, np.inf, out)
         return out
+
+    def _exact(self, counts: np.ndarray) -> np.ndarray:
+        """The exact window of each of ``counts``, each distinct count solved once per table:
+        :func:`window` is elementwise, so a count's answer does not depend on what it is solved with."""
+        vals = counts.tolist()
+        new = sorted(set(vals).difference(self.solved))
+        if new:
+            put, n_keys, iota = self.exact
+            self.solved.update(zip(new, window(np.array(new), put, n_keys, iota).tolist(), strict=True))
+        return np.array([self.solved[v] for v in vals], dtype=float)
 
 
 def _clipped_run_sum(A: np.ndarray, B: np.ndarray, alpha: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -245,11 +258,14 @@ def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray) 
     return np.clip(np.where(np.isfinite(q0), d, g), g, 1.0)
 
 
-def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:
-    """Interpolated windows for puts (runs, buffer, merges) and gets (block cache)."""
+def window_tables(
+    parts: Partitions, mix: dict[str, float], n_keys: float, gets: WindowTable | None = None
+) -> tuple[WindowTable, WindowTable]:
+    """Interpolated windows for puts (runs, buffer, merges) and gets (block cache). The gets'
+    table does not depend on the mix: ``gets``, another mix's, is used when given."""
     return (
         WindowTable(parts.put, n_keys, insert_fraction(mix)),
-        WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0),
+        WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0) if gets is None else gets,
     )
 
 

@@ -1,5 +1,6 @@
 """The interpolated window table past its grid (cost_models.io_model.WindowTable): the counts
-beyond it are solved exactly, each by itself, and equal the exact window of the whole array."""
+beyond it are solved exactly, each by itself (each distinct count once per table), and equal the
+exact window of the whole array."""
 
 from __future__ import annotations
 
@@ -23,3 +24,19 @@ def test_beyond_the_grid_is_the_exact_window():
     assert np.array_equal(got[beyond], whole[beyond])
     interp = np.exp(np.interp(np.log(R), table.logr, table.logw))
     assert np.array_equal(got[~beyond], interp[~beyond])
+
+
+def test_beyond_the_grid_each_count_once():
+    """A count asked for again (in one call or a later one) gets the bits of its first solve,
+    which are those of the exact window of any array holding it."""
+    put = Marginal(np.array([0.25, 0.75]), np.array([0.6, 0.4]))
+    n_keys, iota = 1e6, 0.3
+    table = WindowTable(put, n_keys, iota)
+    a, b = table.r_max * 1.5, 3e6
+    first = table(np.array([a, b, a, b, b]))
+    assert sorted(table.solved) == [a, b]
+    later = table(np.array([[b, 5e6], [a, 1.0]]))
+    assert sorted(table.solved) == [a, b, 5e6]
+    whole = window(np.array([a, b, 5e6, a]), put, n_keys, iota)
+    assert np.array_equal(first, whole[[0, 1, 0, 1, 1]])
+    assert np.array_equal(later[:, 0], whole[[1, 0]]) and later[0, 1] == whole[2]
