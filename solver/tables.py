@@ -402,11 +402,20 @@ def prune_columns(ctxs: list[_C]) -> list[_C]:
     """Columns of one provider and shard size that no other one beats: as cheap
     or cheaper and at least as fast on both workloads (whatever its VM type: the
     MIP sees a column only through its cost, shard and throughputs)."""
-    out: list[_C] = []
-    for p in sorted({c.provider for c in ctxs}):
-        mine = [c for c in ctxs if c.provider == p]
-        table = np.array([(c.cost_month, -c.throughput, -c.perturbed) for c in mine])
-        out += [c for c, k in zip(mine, pareto_mask(table), strict=True) if k]
+    if not ctxs:
+        return []
+    table = np.array([(c.cost_month, -c.throughput, -c.perturbed) for c in ctxs])
+    return [ctxs[i] for i in _unbeaten([c.provider for c in ctxs], table)]
+
+
+def _unbeaten(providers: list[str], table: np.ndarray) -> list[int]:
+    """:func:`prune_columns` on rows (cost, -throughput, -perturbed) of columns of ``providers``:
+    the positions it keeps, provider by provider (sorted), each in order."""
+    prov = np.array(providers)
+    out: list[int] = []
+    for p in sorted(set(providers)):
+        mine = np.flatnonzero(prov == p)
+        out += mine[pareto_mask(table[mine])].tolist()
     return out
 
 
@@ -806,11 +815,32 @@ def _preset_columns(
         ends = np.cumsum([segs[k][2].shape[0] for k in mine])
         for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
             scores[k] = (xe[0, a:b][:, None], xp[0, a:b][:, None])
-    out: list[_Column] = []
-    for k, (vm, pos, _, fits) in enumerate(segs):
-        xe, xp = scores[k]
-        out += _picked(spec, vm, s, vols[vm.key], ge, rows[pos : pos + 1], fits, xe, xp, name)
-    return [c.context() for c in prune_columns(out)]
+    per_vm = [(vm, vols[vm.key], int(rows[pos]), fits, *scores[k]) for k, (vm, pos, _, fits) in enumerate(segs)]
+    return [c.context() for c in one_design_columns(s, ge, name, per_vm)]
+
+
+#: One VM type running one design: (VM type, its volumes, the design's row of the GridEval,
+#: and per volume (a column of one row each) whether it holds the design, and the design's
+#: expected and perturbed throughput on it).
+OneDesign = tuple[VmType, list[StorageChoice], int, np.ndarray, np.ndarray, np.ndarray]
+
+
+def one_design_columns(entries: float, ge: GridEval, name: str, per_vm: list[OneDesign]) -> list[_Column]:
+    """:func:`prune_columns` of the columns :func:`_picked` gives VM types that each run one
+    design (a preset), computed as arrays: of one design a volume's score is a column when it is
+    live (what _picked keeps of it, with robustness too: the front of one design), and all of
+    them are pruned at once (the per-VM front _picked takes with robustness drops only columns
+    prune_columns drops anyway). tests/test_tables_pruning.py checks it against _picked."""
+    cols: list[tuple[VmType, StorageChoice, float, float, int]] = []
+    for vm, choices, row, fits, xe_v, xp_v in per_vm:
+        xe, xp = np.where(fits, xe_v, 0.0)[:, 0], np.where(fits, xp_v, 0.0)[:, 0]
+        live = (xe > 0) & (np.where(xe > 0, -xp, np.inf) < np.inf)  # _robust_front's front of one design
+        cols += [(vm, choices[r], float(xe[r]), float(xp[r]), row) for r in np.flatnonzero(live)]
+    if not cols:
+        return []
+    table = np.array([(vm.usd_per_month + st.usd_month, -x, -p) for vm, st, x, p, _ in cols])
+    keep = _unbeaten([c[0].provider for c in cols], table)
+    return [_Column(vm, entries, st, x, p, ge, i, name) for vm, st, x, p, i in (cols[j] for j in keep)]
 
 
 def build_tables(

@@ -93,3 +93,35 @@ def _columns(spec_text: str, vcpus: tuple[int, ...]) -> list[tuple[list[tuple], 
 def test_pruned_designs_give_every_column_of_the_full_grid(workload: dict, robust: str) -> None:
     for pruned, full in _columns(SPEC.format(**workload, robust=robust), vcpus=(2, 96)):
         assert pruned == full
+
+
+@pytest.mark.parametrize("robust", ["", "robustness: {noise: 0.1}"])
+def test_one_design_columns_are_picked_then_pruned(robust: str) -> None:
+    """The presets' columns (one design per VM type, pruned as arrays) are those of _picked on each
+    VM type then prune_columns: random scores with ties, repeats, dead volumes and NaNs."""
+    spec = parse_spec(SPEC.format(robust=robust, **YCSB_A))
+    cat = load_catalog()
+    rng = np.random.default_rng(7)
+    vms = cat.vms["aws"][:4] + cat.vms["gcp"][:3]
+    per_vm = []
+    for k, vm in enumerate(sorted(vms, key=lambda v: v.usd_per_hour)):  # dearer VM types faster
+        choices = T.storage_choices(cat, vm, [50.0, 400.0])
+        m = len(choices)
+        xe = rng.integers(0, 6, size=(m, 1)) * 1e4 * (1 + k)  # ties, repeats, dead volumes
+        xe = np.where(rng.random((m, 1)) < 0.05, np.nan, xe)
+        with np.errstate(invalid="ignore"):  # 0 x inf: a NaN too
+            xp = (
+                xe
+                if not robust
+                else np.where(rng.random((m, 1)) < 0.5, xe, xe * rng.choice([0.5, 1.2, np.inf, np.nan]))
+            )
+        fits = rng.random((m, 1)) < 0.85
+        per_vm.append((vm, choices, int(rng.integers(0, 50)), fits, xe, xp))
+    picked = []
+    for vm, choices, row, fits, xe, xp in per_vm:
+        picked += T._picked(spec, vm, 1e6, choices, None, np.array([row]), fits, xe, xp, "rocksdb")
+    old = [(c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in T.prune_columns(picked)]
+    new = [
+        (c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in T.one_design_columns(1e6, None, "rocksdb", per_vm)
+    ]
+    assert len(old) > 5 and new == old
