@@ -127,6 +127,12 @@ def insert_fraction(mix: dict[str, float]) -> float:
 FULL_TOL = 1e-12
 
 
+#: Bisection steps of :func:`window` before which its bounds cannot stand still: the bracket,
+#: 70 wide in log W, is within a few ulps of log W (|log W| < 100 for any count below 1e43)
+#: only after about 51 halvings (70 / 2^51 = 100 * 2^-52 * 0.7).
+BISECTION_STILL_FROM = 48
+
+
 def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> np.ndarray:
     """Puts W after which the put stream has produced ``distinct`` distinct keys.
 
@@ -150,12 +156,15 @@ def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> n
     reachable = count(np.exp(hi)) >= R * (1 - FULL_TOL)
     if iota <= 0:  # updates alone reach every key only in the limit: a buffer of all N keys never fills
         reachable &= R <= n_keys * (1 - FULL_TOL)
-    for _ in range(64):
+    for step in range(64):
         mid = (lo + hi) / 2
         low = count(np.exp(mid)) < R
         lo_next, hi_next = np.where(low, mid, lo), np.where(low, hi, mid)
-        if np.array_equal(lo_next, lo) and np.array_equal(hi_next, hi):
-            break  # a step that moves no bound moves none later either (each depends on the bounds alone)
+        # A step that moves no bound moves none later either (each depends on the bounds alone),
+        # so the bisection stops there. Looked for from BISECTION_STILL_FROM steps on only: the
+        # check costs as much as a step's arithmetic, and skipping it only stops later.
+        if step >= BISECTION_STILL_FROM and np.array_equal(lo_next, lo) and np.array_equal(hi_next, hi):
+            break
         lo, hi = lo_next, hi_next
     out = np.exp(hi)
     return np.where(reachable, out, np.inf).reshape(shape)
