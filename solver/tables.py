@@ -38,7 +38,7 @@ import numpy as np
 
 from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, volume_table
-from cost_models.cpu import Demands, NodeShape, node_demands, throughput
+from cost_models.cpu import Demands, NodeShape, cpu_throughput, device_capped, node_demands, throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
@@ -175,18 +175,39 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
     return de, perturbed_demands(io_p.map(lambda v: v[idx]), shape, spec, extra_p)
 
 
+#: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's
+#: cores (expected, and perturbed when its demands are known): what their throughput is on any
+#: volume before the volume's caps.
+CpuScores = tuple[np.ndarray, np.ndarray | None]
+
+
+def cpu_scores(dem: ScoreDemands, vcpu: int) -> CpuScores:
+    """The :data:`CpuScores` of designs of demands ``dem`` on ``vcpu`` cores: every VM type of
+    that many cores shares them, whatever its volumes (cost_models.cpu.cpu_throughput is
+    elementwise over the designs, so positions of them may be taken)."""
+    de, dp = dem
+    return cpu_throughput(de, vcpu), None if dp is None else cpu_throughput(dp, vcpu)
+
+
 def node_scores(
-    spec: Spec, ge: GridEval, idx: np.ndarray, iops: np.ndarray, vcpu: int, dem: ScoreDemands | None = None
+    spec: Spec,
+    ge: GridEval,
+    idx: np.ndarray,
+    iops: np.ndarray,
+    vcpu: int,
+    dem: ScoreDemands | None = None,
+    cpu: CpuScores | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(expected, perturbed) node throughput of the designs ``idx`` of ``ge`` at
     the I/Os per second ``iops`` (one row per volume, a column per design);
-    ``dem``: their :func:`design_demands`, when the caller shares them."""
+    ``dem``: their :func:`design_demands`, when the caller shares them, and ``cpu`` their
+    :func:`cpu_scores` on ``vcpu`` cores (then ``dem`` too)."""
     de, dp = design_demands(spec, ge, idx) if dem is None else dem
-    x = throughput(de, iops, vcpu)
+    x = throughput(de, iops, vcpu) if cpu is None else device_capped(cpu[0], de, iops)
     if not is_robust(spec):
         return x, x
     if dp is not None:
-        return x, throughput(dp, iops, vcpu)
+        return x, throughput(dp, iops, vcpu) if cpu is None or cpu[1] is None else device_capped(cpu[1], dp, iops)
     m = iops.shape[0]
     rep = np.tile(idx, m)
     io_p = ge.io_p if ge.io_p is not None else ge.io
@@ -307,16 +328,18 @@ def columns_for_vm(
     thresholds: np.ndarray,
     name: str = COSINE,
     dem: ScoreDemands | None = None,
+    cpu: CpuScores | None = None,
 ) -> list[_Column]:
     """The columns of one VM type at one shard size: for each volume, the best fitting design
     (or, with robustness, the Pareto front of designs in the two throughputs); :func:`prune_columns`
     then drops the dominated ones. ``dem``: the :func:`design_demands` of ``cand``, shared by the
-    VM types of ``ge``. A column's Design and Context are made later (``_Column.context``), for
-    the columns the pruning keeps."""
+    VM types of ``ge``, and ``cpu`` their :func:`cpu_scores` (shared by those of its cores). A
+    column's Design and Context are made later (``_Column.context``), for the columns the pruning
+    keeps."""
     if not choices or cand.size == 0:
         return []
     iops, fits = _fitting(ge, cand, bucket, thresholds, choices)
-    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
+    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem, cpu)
     return _picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name)
 
 
@@ -711,7 +734,7 @@ def _shard_job(
         ge: GridEval | None = None
         ok_rows = np.zeros(0, dtype=np.int64)
         dem_ok: ScoreDemands | None = None
-        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands]] = {}
+        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = {}
         for mem_gib, group in sorted(by_mem.items()):  # ascending memory
             thr = _thresholds([vols[vm.key] for vm in group])
             if thr.size == 0:
@@ -741,10 +764,11 @@ def _shard_job(
                 key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
                 if key not in cands:
                     cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
-                    cands[key] = (cand, bucket, take_demands(dem_all, np.searchsorted(rows, cand)))
-                cand, bucket, dem = cands[key]
+                    dem = take_demands(dem_all, np.searchsorted(rows, cand))
+                    cands[key] = (cand, bucket, dem, cpu_scores(dem, vcpu))
+                cand, bucket, dem, cpu = cands[key]
                 for vm in same:
-                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
+                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
     out[COSINE] = [c.context() for c in prune_columns(cols)]
     for name in presets:
         out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
@@ -811,7 +835,9 @@ def _preset_columns(
         mine = [k for k, seg in enumerate(segs) if seg[0].vcpu == vcpu]
         pos_of = np.concatenate([np.full(segs[k][2].shape[0], segs[k][1]) for k in mine])
         iops = np.concatenate([segs[k][2][:, 0] for k in mine])[None, :]
-        xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of))
+        cpu_rows = cpu_scores(dem_all, vcpu)  # each row once, then each (VM type, volume) pair's
+        cpu = (cpu_rows[0][pos_of], None if cpu_rows[1] is None else cpu_rows[1][pos_of])
+        xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of), cpu)
         ends = np.cumsum([segs[k][2].shape[0] for k in mine])
         for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
             scores[k] = (xe[0, a:b][:, None], xp[0, a:b][:, None])
