@@ -148,25 +148,35 @@ def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[
     IOPS-per-GiB ratio asks for it); throughput, where it is sold separately,
     bought to match the IOPS at each block size the design grid uses."""
     floor = max(_given(opt.iops), opt.min_iops)
+    top = min(opt.max_iops, cap.max_iops, opt.max_iops_per_gib * opt.max_gib)
+    # per IOPS level (the same for every need): its price, and each throughput level with its price
+    ladder: list[tuple[float, float, float, list[tuple[float, float | None]]]] = []
+    for t in iops_ladder(floor, top):
+        mib_top = min(opt.max_mibps, opt.max_mibps_per_iops * t)
+        if opt.usd_per_mibps_month is None:  # throughput comes with the IOPS
+            levels = [mib_top]
+        else:
+            base = _given(opt.mibps)
+            levels = sorted({base, *[min(mib_top, max(base, t * b / MIB)) for b in blocks]})
+        mibs: list[tuple[float, float | None]] = []
+        for mib in levels:
+            mib = min(mib, cap.max_mibps) if mib > _given(opt.mibps) else mib
+            extra: float | None = None
+            if opt.usd_per_mibps_month is not None:
+                extra = opt.usd_per_mibps_month * max(0.0, mib - _given(opt.mibps))
+            mibs.append((cap.mibps(mib), extra))
+        ladder.append((t, cap.iops(t), provisioned_iops_cost(opt, t), mibs))
     out = []
     for need in {max(n, opt.min_gib) for n in needs}:
-        top = min(opt.max_iops, cap.max_iops, opt.max_iops_per_gib * opt.max_gib)
-        for t in iops_ladder(floor, top):
+        for t, iops, iops_cost, mibs in ladder:
             g = max(need, t / opt.max_iops_per_gib)
             if g > opt.max_gib:
                 continue
-            mib_top = min(opt.max_mibps, opt.max_mibps_per_iops * t)
-            if opt.usd_per_mibps_month is None:  # throughput comes with the IOPS
-                levels = [mib_top]
-            else:
-                base = _given(opt.mibps)
-                levels = sorted({base, *[min(mib_top, max(base, t * b / MIB)) for b in blocks]})
-            for mib in levels:
-                mib = min(mib, cap.max_mibps) if mib > _given(opt.mibps) else mib
-                cost = g * opt.usd_per_gb_month + provisioned_iops_cost(opt, t)
-                if opt.usd_per_mibps_month is not None:
-                    cost += opt.usd_per_mibps_month * max(0.0, mib - _given(opt.mibps))
-                out.append(StorageChoice(opt.provider, opt.name, 1, g, cap.iops(t), cost, cap.mibps(mib)))
+            for mibps, extra in mibs:
+                cost = g * opt.usd_per_gb_month + iops_cost
+                if extra is not None:
+                    cost += extra
+                out.append(StorageChoice(opt.provider, opt.name, 1, g, iops, cost, mibps))
     return out
 
 

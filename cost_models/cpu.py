@@ -524,6 +524,13 @@ def throughput(
     bytes_per_s: float | np.ndarray = math.inf,
 ) -> np.ndarray:
     """Operations per second of one node (docs/model.md, "CPU and throughput")."""
+    return device_capped(cpu_throughput(d, threads, cores), d, iops, bytes_per_s)
+
+
+def cpu_throughput(d: Demands, threads: float | np.ndarray, cores: float | np.ndarray | None = None) -> np.ndarray:
+    """What :func:`throughput` is before the device's caps: the client threads' and the shared
+    cores' bounds, the write stalls and the background thread's cap. It does not depend on the
+    volume, so one serves every volume of a node (:func:`device_capped`)."""
     c = compiled()
     n = np.asarray(threads, dtype=float)
     eta = n if cores is None else np.asarray(cores, dtype=float)
@@ -533,7 +540,15 @@ def throughput(
     )
     x = stalled(np.asarray(x, dtype=float), d)
     with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.minimum(x, np.where(d.background > 0, background_workers() / d.background, np.inf))
+        return np.minimum(x, np.where(d.background > 0, background_workers() / d.background, np.inf))
+
+
+def device_capped(
+    x: np.ndarray, d: Demands, iops: float | np.ndarray, bytes_per_s: float | np.ndarray = math.inf
+) -> np.ndarray:
+    """:func:`cpu_throughput` ``x`` capped by a volume's I/Os per second and bytes per second."""
+    c = compiled()
+    with np.errstate(divide="ignore", invalid="ignore"):
         x = np.minimum(x, np.where(d.io > 0, c["throughput_io"](iops, np.where(d.io > 0, d.io, 1.0)), np.inf))
         x = np.minimum(x, np.where(d.io_bytes > 0, bytes_per_s / np.where(d.io_bytes > 0, d.io_bytes, 1.0), np.inf))
     return np.asarray(x, dtype=float)

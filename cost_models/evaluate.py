@@ -17,7 +17,7 @@ from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, Structure, WindowTable, io_costs
+from cost_models.io_model import IOCost, Structure, Windows, io_costs
 from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
@@ -112,13 +112,14 @@ def evaluate_designs(
     n_keys: float,
     memory_bytes: float,
     parts: Partitions | None = None,
-    windows: tuple[WindowTable, WindowTable] | None = None,
+    windows: Windows | None = None,
     model: CostModel = CostModel.DISTRIBUTION_AWARE,
 ) -> NodeEval:
     """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries.
 
     ``windows`` switches to the interpolated window tables (batch search); the
-    default is the exact model. ``model`` picks the I/O model.
+    default is the exact model (:func:`cost_models.io_model.exact_windows` to share its
+    windows with other evaluations). ``model`` picks the I/O model.
     """
     parts = parts or workload_partitions(workload)
     lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes)
@@ -148,7 +149,7 @@ def node_io(
     lay: Layout,
     parts: Partitions,
     workload: Workload,
-    windows: tuple[WindowTable, WindowTable] | None = None,
+    windows: Windows | None = None,
     st: Structure | None = None,
 ) -> IOCost:
     """Per-operation I/O of every design of ``lay`` under ``model`` (the

@@ -127,6 +127,12 @@ def insert_fraction(mix: dict[str, float]) -> float:
 FULL_TOL = 1e-12
 
 
+#: Bisection steps of :func:`window` before which its bounds cannot stand still: the bracket,
+#: 70 wide in log W, is within a few ulps of log W (|log W| < 100 for any count below 1e43)
+#: only after about 51 halvings (70 / 2^51 = 100 * 2^-52 * 0.7).
+BISECTION_STILL_FROM = 48
+
+
 def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> np.ndarray:
     """Puts W after which the put stream has produced ``distinct`` distinct keys.
 
@@ -150,13 +156,48 @@ def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> n
     reachable = count(np.exp(hi)) >= R * (1 - FULL_TOL)
     if iota <= 0:  # updates alone reach every key only in the limit: a buffer of all N keys never fills
         reachable &= R <= n_keys * (1 - FULL_TOL)
-    for _ in range(64):
+    for step in range(64):
         mid = (lo + hi) / 2
         low = count(np.exp(mid)) < R
-        lo = np.where(low, mid, lo)
-        hi = np.where(low, hi, mid)
+        lo_next, hi_next = np.where(low, mid, lo), np.where(low, hi, mid)
+        # A step that moves no bound moves none later either (each depends on the bounds alone),
+        # so the bisection stops there. Looked for from BISECTION_STILL_FROM steps on only: the
+        # check costs as much as a step's arithmetic, and skipping it only stops later.
+        if step >= BISECTION_STILL_FROM and np.array_equal(lo_next, lo) and np.array_equal(hi_next, hi):
+            break
+        lo, hi = lo_next, hi_next
     out = np.exp(hi)
     return np.where(reachable, out, np.inf).reshape(shape)
+
+
+class ExactWindow:
+    """:func:`window` of one put stream, node size and insert share, each distinct count solved
+    once: :func:`window` is elementwise (a count's answer does not depend on what it is solved
+    with), and one evaluation asks for the same counts several times (the buffer, the runs and
+    the merges of a level; the block cache for gets and ranges, for every workload of a mix)."""
+
+    def __init__(self, put: Marginal, n_keys: float, iota: float) -> None:
+        self.args = (put, n_keys, iota)
+        self.solved: dict[float, float] = {}  # count -> W
+
+    def __call__(self, distinct: np.ndarray) -> np.ndarray:
+        R = np.asarray(distinct, dtype=float)
+        vals = R.ravel().tolist()
+        new = sorted(set(vals).difference(self.solved))
+        if new:
+            self.solved.update(zip(new, window(np.array(new), *self.args).tolist(), strict=True))
+        return np.array([self.solved[v] for v in vals], dtype=float).reshape(R.shape)
+
+
+def exact_windows(
+    parts: Partitions, mix: dict[str, float], n_keys: float, gets: ExactWindow | None = None
+) -> tuple[ExactWindow, ExactWindow]:
+    """The exact windows for puts and gets (block cache) of ``mix`` on a node of ``n_keys``. The
+    gets' window does not depend on the mix: ``gets``, another mix's, is used when given."""
+    return (
+        ExactWindow(parts.put, n_keys, insert_fraction(mix)),
+        ExactWindow(Marginal(parts.frac, parts.p_get), n_keys, 0.0) if gets is None else gets,
+    )
 
 
 #: Points per decade of the interpolated window table (batch evaluation only).
@@ -182,7 +223,9 @@ class WindowTable:
         self.r_max = self.r[finite].max() if finite.any() else 0.0
         self.logr = np.log(self.r[finite])
         self.logw = np.log(self.w[finite])
-        self.exact = (put, n_keys, iota)
+        #: the counts beyond the grid, solved exactly (the design tables ask for the same few
+        #: counts again and again: merge_terms' levels)
+        self.beyond = ExactWindow(put, n_keys, iota)
 
     def __call__(self, distinct: np.ndarray) -> np.ndarray:
         R = np.maximum(np.asarray(distinct, dtype=float), 1.0)
@@ -192,10 +235,10 @@ class WindowTable:
             out = np.exp(np.interp(np.log(R), self.logr, self.logw))
         beyond = R > self.r_max
         if beyond.any():
-            put, n_keys, iota = self.exact
+            iota = self.beyond.args[2]
             if iota > 0:  # more distinct entries than keys: only inserts get there, slowly; solve exactly
                 out = np.array(out, dtype=float)
-                out[beyond] = window(R[beyond], put, n_keys, iota)  # elementwise: only those values
+                out[beyond] = self.beyond(R[beyond])
             else:  # updates alone never produce more distinct keys than exist
                 out = np.where(beyond, np.inf, out)
         return out
@@ -245,11 +288,18 @@ def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray) 
     return np.clip(np.where(np.isfinite(q0), d, g), g, 1.0)
 
 
-def window_tables(parts: Partitions, mix: dict[str, float], n_keys: float) -> tuple[WindowTable, WindowTable]:
-    """Interpolated windows for puts (runs, buffer, merges) and gets (block cache)."""
+#: The (puts, gets) windows an evaluation uses: :func:`window_tables` or :func:`exact_windows`.
+Windows = tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
+
+
+def window_tables(
+    parts: Partitions, mix: dict[str, float], n_keys: float, gets: WindowTable | None = None
+) -> tuple[WindowTable, WindowTable]:
+    """Interpolated windows for puts (runs, buffer, merges) and gets (block cache). The gets'
+    table does not depend on the mix: ``gets``, another mix's, is used when given."""
     return (
         WindowTable(parts.put, n_keys, insert_fraction(mix)),
-        WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0),
+        WindowTable(Marginal(parts.frac, parts.p_get), n_keys, 0.0) if gets is None else gets,
     )
 
 
@@ -674,32 +724,21 @@ def io_costs(
     parts: Partitions,
     mix: dict[str, float],
     scan_length: float,
-    windows: tuple[WindowTable, WindowTable] | None = None,
+    windows: Windows | None = None,
     empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH,
     st: Structure | None = None,
 ) -> IOCost:
     """Per-operation block I/O for every design of ``lay``.
 
     ``windows``: interpolated W(R) tables (puts, and gets for the block cache)
-    for batch evaluation; exact bisection when None. ``empty_range_width``: key
+    for batch evaluation, or :func:`exact_windows` shared with other evaluations; exact
+    bisection when None. ``empty_range_width``: key
     values an empty range spans (its range-filter FPR). ``st``: the designs'
     :func:`structure` when the caller has it (it does not depend on memory, so
     one serves every memory size).
     """
     N = lay.n_keys
-    iota = insert_fraction(mix)
-    gets = Marginal(parts.frac, parts.p_get)
-    win: Callable[[np.ndarray], np.ndarray]
-    cache_win: Callable[[np.ndarray], np.ndarray]
-    if windows is not None:
-        win, cache_win = windows
-    else:
-
-        def win(r: np.ndarray) -> np.ndarray:
-            return window(r, parts.put, N, iota)
-
-        def cache_win(r: np.ndarray) -> np.ndarray:
-            return window(r, gets, N, 0.0)
+    win, cache_win = windows if windows is not None else exact_windows(parts, mix, N)
 
     if st is None:
         st = structure(lay, parts, mix, scan_length, win)

@@ -471,13 +471,20 @@ class Catalog:
     storage: dict[str, list[StorageOption]] = field(default_factory=dict)
     slas: dict[str, dict[str, SlaPrice]] = field(default_factory=dict)
     vm_storage: dict[str, list[VmStorageLimit]] = field(default_factory=dict)
+    #: :meth:`storage_limit`'s answers (a catalog is not changed once loaded; the design tables
+    #: ask for every VM type's limits once per shard size and block-size set)
+    _limits: dict[tuple[VmType, str], VmStorageLimit | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def storage_limit(self, vm: VmType, product: str) -> VmStorageLimit | None:
         """The row of ``vm_storage.csv`` for this VM and product (the first that matches), if any."""
-        for lim in self.vm_storage.get(vm.provider, []):
-            if lim.applies(vm, product):
-                return lim
-        return None
+        key = (vm, product)
+        if key not in self._limits:
+            self._limits[key] = next(
+                (lim for lim in self.vm_storage.get(vm.provider, []) if lim.applies(vm, product)), None
+            )
+        return self._limits[key]
 
     def vm(self, provider: str, name: str) -> VmType:
         for v in self.vms.get(provider, []):

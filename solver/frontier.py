@@ -38,6 +38,7 @@ from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
 from cost_models.evaluate import design_entry, evaluate_designs, workload_partitions
+from cost_models.io_model import exact_windows
 from cost_models.pricing import Catalog
 from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
 from solver.backends import Backend, Result
@@ -102,13 +103,17 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], parts: Partitions |
         s = max(c.entries * N / cap, 1.0)
         mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
         batch = DesignBatch.of([c.design])
-        ne = evaluate_designs(batch, spec.workload, s, mem, parts, model=spec.cost_model)
+        # the exact windows of a node of s keys (s >= 1: the layout's own key count), the gets'
+        # shared by the two workloads
+        wins = exact_windows(parts, spec.workload.operations, s)
+        ne = evaluate_designs(batch, spec.workload, s, mem, parts, wins, model=spec.cost_model)
         threads = c.vm.vcpu if c.design.threads is None else c.design.threads
         iops = float(c.storage.effective_iops(ne.disk_block(batch)[0]))
         x = float(ne.throughput(spec.workload, iops, threads)[0])
         xp = x
         if robust and x > 0:
-            np_ = ne if pw is spec.workload else evaluate_designs(batch, pw, s, mem, parts, model=spec.cost_model)
+            pw_wins = exact_windows(parts, pw.operations, s, wins[1])
+            np_ = ne if pw is spec.workload else evaluate_designs(batch, pw, s, mem, parts, pw_wins, spec.cost_model)
             xp = float(perturbed_throughput(np_.io, NodeShape.of(np_.layout), iops, threads, spec)[0])
         xs.append(N * x / s if x > 0 else 0.0)
         ps.append(N * xp / s if xp > 0 else 0.0)

@@ -38,7 +38,7 @@ import numpy as np
 
 from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, volume_table
-from cost_models.cpu import Demands, NodeShape, node_demands, throughput
+from cost_models.cpu import Demands, NodeShape, cpu_throughput, device_capped, node_demands, throughput
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
@@ -175,18 +175,39 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
     return de, perturbed_demands(io_p.map(lambda v: v[idx]), shape, spec, extra_p)
 
 
+#: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's
+#: cores (expected, and perturbed when its demands are known): what their throughput is on any
+#: volume before the volume's caps.
+CpuScores = tuple[np.ndarray, np.ndarray | None]
+
+
+def cpu_scores(dem: ScoreDemands, vcpu: int) -> CpuScores:
+    """The :data:`CpuScores` of designs of demands ``dem`` on ``vcpu`` cores: every VM type of
+    that many cores shares them, whatever its volumes (cost_models.cpu.cpu_throughput is
+    elementwise over the designs, so positions of them may be taken)."""
+    de, dp = dem
+    return cpu_throughput(de, vcpu), None if dp is None else cpu_throughput(dp, vcpu)
+
+
 def node_scores(
-    spec: Spec, ge: GridEval, idx: np.ndarray, iops: np.ndarray, vcpu: int, dem: ScoreDemands | None = None
+    spec: Spec,
+    ge: GridEval,
+    idx: np.ndarray,
+    iops: np.ndarray,
+    vcpu: int,
+    dem: ScoreDemands | None = None,
+    cpu: CpuScores | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(expected, perturbed) node throughput of the designs ``idx`` of ``ge`` at
     the I/Os per second ``iops`` (one row per volume, a column per design);
-    ``dem``: their :func:`design_demands`, when the caller shares them."""
+    ``dem``: their :func:`design_demands`, when the caller shares them, and ``cpu`` their
+    :func:`cpu_scores` on ``vcpu`` cores (then ``dem`` too)."""
     de, dp = design_demands(spec, ge, idx) if dem is None else dem
-    x = throughput(de, iops, vcpu)
+    x = throughput(de, iops, vcpu) if cpu is None else device_capped(cpu[0], de, iops)
     if not is_robust(spec):
         return x, x
     if dp is not None:
-        return x, throughput(dp, iops, vcpu)
+        return x, throughput(dp, iops, vcpu) if cpu is None or cpu[1] is None else device_capped(cpu[1], dp, iops)
     m = iops.shape[0]
     rep = np.tile(idx, m)
     io_p = ge.io_p if ge.io_p is not None else ge.io
@@ -197,8 +218,11 @@ def node_scores(
 
 
 def take_demands(dem: ScoreDemands, pos: np.ndarray) -> ScoreDemands:
-    """The :func:`design_demands` of the designs at positions ``pos`` of ``dem``'s."""
+    """The :func:`design_demands` of the designs at positions ``pos`` of ``dem``'s (``dem`` itself
+    when ``pos`` is every position in order)."""
     de, dp = dem
+    if pos.size == de.serial.size and np.array_equal(pos, np.arange(pos.size)):
+        return dem
     return de.take(pos), None if dp is None else dp.take(pos)
 
 
@@ -304,16 +328,18 @@ def columns_for_vm(
     thresholds: np.ndarray,
     name: str = COSINE,
     dem: ScoreDemands | None = None,
+    cpu: CpuScores | None = None,
 ) -> list[_Column]:
     """The columns of one VM type at one shard size: for each volume, the best fitting design
     (or, with robustness, the Pareto front of designs in the two throughputs); :func:`prune_columns`
     then drops the dominated ones. ``dem``: the :func:`design_demands` of ``cand``, shared by the
-    VM types of ``ge``. A column's Design and Context are made later (``_Column.context``), for
-    the columns the pruning keeps."""
+    VM types of ``ge``, and ``cpu`` their :func:`cpu_scores` (shared by those of its cores). A
+    column's Design and Context are made later (``_Column.context``), for the columns the pruning
+    keeps."""
     if not choices or cand.size == 0:
         return []
     iops, fits = _fitting(ge, cand, bucket, thresholds, choices)
-    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem)
+    xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem, cpu)
     return _picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name)
 
 
@@ -399,11 +425,20 @@ def prune_columns(ctxs: list[_C]) -> list[_C]:
     """Columns of one provider and shard size that no other one beats: as cheap
     or cheaper and at least as fast on both workloads (whatever its VM type: the
     MIP sees a column only through its cost, shard and throughputs)."""
-    out: list[_C] = []
-    for p in sorted({c.provider for c in ctxs}):
-        mine = [c for c in ctxs if c.provider == p]
-        table = np.array([(c.cost_month, -c.throughput, -c.perturbed) for c in mine])
-        out += [c for c, k in zip(mine, pareto_mask(table), strict=True) if k]
+    if not ctxs:
+        return []
+    table = np.array([(c.cost_month, -c.throughput, -c.perturbed) for c in ctxs])
+    return [ctxs[i] for i in _unbeaten([c.provider for c in ctxs], table)]
+
+
+def _unbeaten(providers: list[str], table: np.ndarray) -> list[int]:
+    """:func:`prune_columns` on rows (cost, -throughput, -perturbed) of columns of ``providers``:
+    the positions it keeps, provider by provider (sorted), each in order."""
+    prov = np.array(providers)
+    out: list[int] = []
+    for p in sorted(set(providers)):
+        mine = np.flatnonzero(prov == p)
+        out += mine[pareto_mask(table[mine])].tolist()
     return out
 
 
@@ -498,23 +533,38 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any
     facts: list[tuple[np.ndarray, ...]] = []
     batches: list[DesignBatch] = []
     for sel, m, batch, lay in splits:
+        # the block-cache terms see a workload only through the gets' window table (shared by
+        # the workloads, :func:`_shard_job`), its scan length and empty-range width: computed
+        # once per distinct triple
+        cached: dict[tuple[int, float, int], tuple[np.ndarray, ...]] = {}
+        icache: np.ndarray | None = None
         for k, (st, win, w) in enumerate(zip(sts, wins, _workloads(spec), strict=True)):
             if spec.cost_model == CostModel.WORST_CASE:  # the paper's worst-case model (no windows)
                 ios[k].append(node_io(spec.cost_model, lay, parts, w))
                 continue
-            abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1])
-            arc = range_cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1], w.scan_length)
-            P = abc.shape[1]
+            key = (id(win[1]), w.scan_length, w.empty_range_width)
+            if key not in cached:
+                abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1])
+                arc = range_cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1], w.scan_length)
+                P = abc.shape[1]
+                cached[key] = (
+                    abc.reshape(sel.size, m, P),
+                    layout_fpr(lay.range_bits, w.empty_range_width).reshape(sel.size, m),
+                    arc.reshape(sel.size, m, P),
+                )
+            if icache is None:
+                icache = index_cache_alpha(lay).reshape(sel.size, m)
+            abc3, rfpr, arc3 = cached[key]
             io = combine(
                 st,
                 sel,
                 lay.fpr.reshape(sel.size, m, -1),
                 lay.hot.reshape(sel.size, m, -1),
-                abc.reshape(sel.size, m, P),
+                abc3,
                 parts.p_get,
-                layout_fpr(lay.range_bits, w.empty_range_width).reshape(sel.size, m),
-                arc.reshape(sel.size, m, P),
-                index_cache_alpha(lay).reshape(sel.size, m),
+                rfpr,
+                arc3,
+                icache,
             )
             ios[k].append(io.map(np.ravel))
         occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
@@ -651,7 +701,9 @@ def _shard_job(
     spec, catalog, grid, s, vms, parts, presets = args
     wl = spec.workload
     wls = _workloads(spec)
-    wins = [window_tables(parts, w.operations, s) for w in wls]
+    wins: list[tuple[WindowTable, WindowTable]] = []
+    for w in wls:  # the workloads share the gets' table (it does not depend on the mix)
+        wins.append(window_tables(parts, w.operations, s, wins[0][1] if wins else None))
     by_mem: dict[float, list[VmType]] = {}
     for vm in vms:
         by_mem.setdefault(vm.memory_gib, []).append(vm)
@@ -682,7 +734,7 @@ def _shard_job(
         ge: GridEval | None = None
         ok_rows = np.zeros(0, dtype=np.int64)
         dem_ok: ScoreDemands | None = None
-        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands]] = {}
+        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = {}
         for mem_gib, group in sorted(by_mem.items()):  # ascending memory
             thr = _thresholds([vols[vm.key] for vm in group])
             if thr.size == 0:
@@ -712,10 +764,11 @@ def _shard_job(
                 key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
                 if key not in cands:
                     cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
-                    cands[key] = (cand, bucket, take_demands(dem_all, np.searchsorted(rows, cand)))
-                cand, bucket, dem = cands[key]
+                    dem = take_demands(dem_all, np.searchsorted(rows, cand))
+                    cands[key] = (cand, bucket, dem, cpu_scores(dem, vcpu))
+                cand, bucket, dem, cpu = cands[key]
                 for vm in same:
-                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem)
+                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
     out[COSINE] = [c.context() for c in prune_columns(cols)]
     for name in presets:
         out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
@@ -782,15 +835,38 @@ def _preset_columns(
         mine = [k for k, seg in enumerate(segs) if seg[0].vcpu == vcpu]
         pos_of = np.concatenate([np.full(segs[k][2].shape[0], segs[k][1]) for k in mine])
         iops = np.concatenate([segs[k][2][:, 0] for k in mine])[None, :]
-        xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of))
+        cpu_rows = cpu_scores(dem_all, vcpu)  # each row once, then each (VM type, volume) pair's
+        cpu = (cpu_rows[0][pos_of], None if cpu_rows[1] is None else cpu_rows[1][pos_of])
+        xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of), cpu)
         ends = np.cumsum([segs[k][2].shape[0] for k in mine])
         for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
             scores[k] = (xe[0, a:b][:, None], xp[0, a:b][:, None])
-    out: list[_Column] = []
-    for k, (vm, pos, _, fits) in enumerate(segs):
-        xe, xp = scores[k]
-        out += _picked(spec, vm, s, vols[vm.key], ge, rows[pos : pos + 1], fits, xe, xp, name)
-    return [c.context() for c in prune_columns(out)]
+    per_vm = [(vm, vols[vm.key], int(rows[pos]), fits, *scores[k]) for k, (vm, pos, _, fits) in enumerate(segs)]
+    return [c.context() for c in one_design_columns(s, ge, name, per_vm)]
+
+
+#: One VM type running one design: (VM type, its volumes, the design's row of the GridEval,
+#: and per volume (a column of one row each) whether it holds the design, and the design's
+#: expected and perturbed throughput on it).
+OneDesign = tuple[VmType, list[StorageChoice], int, np.ndarray, np.ndarray, np.ndarray]
+
+
+def one_design_columns(entries: float, ge: GridEval, name: str, per_vm: list[OneDesign]) -> list[_Column]:
+    """:func:`prune_columns` of the columns :func:`_picked` gives VM types that each run one
+    design (a preset), computed as arrays: of one design a volume's score is a column when it is
+    live (what _picked keeps of it, with robustness too: the front of one design), and all of
+    them are pruned at once (the per-VM front _picked takes with robustness drops only columns
+    prune_columns drops anyway). tests/test_tables_pruning.py checks it against _picked."""
+    cols: list[tuple[VmType, StorageChoice, float, float, int]] = []
+    for vm, choices, row, fits, xe_v, xp_v in per_vm:
+        xe, xp = np.where(fits, xe_v, 0.0)[:, 0], np.where(fits, xp_v, 0.0)[:, 0]
+        live = (xe > 0) & (np.where(xe > 0, -xp, np.inf) < np.inf)  # _robust_front's front of one design
+        cols += [(vm, choices[r], float(xe[r]), float(xp[r]), row) for r in np.flatnonzero(live)]
+    if not cols:
+        return []
+    table = np.array([(vm.usd_per_month + st.usd_month, -x, -p) for vm, st, x, p, _ in cols])
+    keep = _unbeaten([c[0].provider for c in cols], table)
+    return [_Column(vm, entries, st, x, p, ge, i, name) for vm, st, x, p, i in (cols[j] for j in keep)]
 
 
 def build_tables(

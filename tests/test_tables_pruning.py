@@ -93,3 +93,87 @@ def _columns(spec_text: str, vcpus: tuple[int, ...]) -> list[tuple[list[tuple], 
 def test_pruned_designs_give_every_column_of_the_full_grid(workload: dict, robust: str) -> None:
     for pruned, full in _columns(SPEC.format(**workload, robust=robust), vcpus=(2, 96)):
         assert pruned == full
+
+
+@pytest.mark.parametrize("robust", ["", "robustness: {noise: 0.1}"])
+def test_one_design_columns_are_picked_then_pruned(robust: str) -> None:
+    """The presets' columns (one design per VM type, pruned as arrays) are those of _picked on each
+    VM type then prune_columns: random scores with ties, repeats, dead volumes and NaNs."""
+    spec = parse_spec(SPEC.format(robust=robust, **YCSB_A))
+    cat = load_catalog()
+    rng = np.random.default_rng(7)
+    vms = cat.vms["aws"][:4] + cat.vms["gcp"][:3]
+    per_vm = []
+    for k, vm in enumerate(sorted(vms, key=lambda v: v.usd_per_hour)):  # dearer VM types faster
+        choices = T.storage_choices(cat, vm, [50.0, 400.0])
+        m = len(choices)
+        xe = rng.integers(0, 6, size=(m, 1)) * 1e4 * (1 + k)  # ties, repeats, dead volumes
+        xe = np.where(rng.random((m, 1)) < 0.05, np.nan, xe)
+        with np.errstate(invalid="ignore"):  # 0 x inf: a NaN too
+            xp = (
+                xe
+                if not robust
+                else np.where(rng.random((m, 1)) < 0.5, xe, xe * rng.choice([0.5, 1.2, np.inf, np.nan]))
+            )
+        fits = rng.random((m, 1)) < 0.85
+        per_vm.append((vm, choices, int(rng.integers(0, 50)), fits, xe, xp))
+    picked = []
+    for vm, choices, row, fits, xe, xp in per_vm:
+        picked += T._picked(spec, vm, 1e6, choices, None, np.array([row]), fits, xe, xp, "rocksdb")
+    old = [(c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in T.prune_columns(picked)]
+    new = [
+        (c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in T.one_design_columns(1e6, None, "rocksdb", per_vm)
+    ]
+    assert len(old) > 5 and new == old
+
+
+@pytest.mark.parametrize("robust", ["", "robustness: {noise: 0.1}", "robustness: {kl_radius: 0.5}"])
+def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
+    """columns_for_vm with the CPU part of the throughput computed once per core count
+    (cpu_scores, then each volume's caps) gives, bit for bit, the columns of scoring each VM type
+    from scratch; a preset's rows taken from it too."""
+    spec = parse_spec(SPEC.format(**YCSB_A, robust=robust))
+    cat = load_catalog()
+    grid = grid_for(spec)
+    wl = spec.workload
+    parts = workload_partitions(wl)
+    s = float(wl.entries) / 3
+    vms = cat.vms["aws"][:4]  # scored on one memory size's designs: only the cores differ
+    wls = T._workloads(spec)
+    wins = [window_tables(parts, w.operations, s) for w in wls]
+    lays = grid.layouts(vms[0].memory_gib * GIB * (1 - spec.design.memory_headroom), s * wl.entry_bytes)
+    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
+    sts = [
+        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
+        for w, win in zip(wls, wins, strict=True)
+    ]
+    vols = T._volumes(spec, cat, vms, s, grid.blocks)
+    ge = T._grid_eval(spec, grid, s, parts, vms[0].memory_gib, (lays, shape, sts, wins))
+    assert ge is not None
+    checked = 0
+    for vm in vms:
+        thr = T._thresholds([vols[vm.key]])
+        cand, bucket = T.candidates(spec, ge, thr, vm.vcpu)
+        dem = T.design_demands(spec, ge, cand)
+        rows = np.repeat(cand, 2)[::-1].copy()  # scores of rows taken from the shared ones, repeats too
+        cpu = T.cpu_scores(dem, vm.vcpu)
+        pos = np.searchsorted(cand, rows)
+        taken = (cpu[0][pos], None if cpu[1] is None else cpu[1][pos])
+        iops = np.full((3, rows.size), 4000.0)
+        assert all(
+            np.array_equal(a, b, equal_nan=True)
+            for a, b in zip(
+                T.node_scores(spec, ge, rows, iops, vm.vcpu, T.take_demands(dem, pos), taken),
+                T.node_scores(spec, ge, rows, iops, vm.vcpu),
+                strict=True,
+            )
+        )
+
+        def key(cols: list[T._Column]) -> list[tuple]:
+            return [(c.storage, c.throughput, c.perturbed, c.row) for c in cols]
+
+        shared = T.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
+        alone = T.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
+        assert shared and key(shared) == key(alone)
+        checked += 1
+    assert checked >= 2

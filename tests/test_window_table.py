@@ -1,5 +1,6 @@
 """The interpolated window table past its grid (cost_models.io_model.WindowTable): the counts
-beyond it are solved exactly, each by itself, and equal the exact window of the whole array."""
+beyond it are solved exactly, each by itself (each distinct count once per table), and equal the
+exact window of the whole array."""
 
 from __future__ import annotations
 
@@ -23,3 +24,57 @@ def test_beyond_the_grid_is_the_exact_window():
     assert np.array_equal(got[beyond], whole[beyond])
     interp = np.exp(np.interp(np.log(R), table.logr, table.logw))
     assert np.array_equal(got[~beyond], interp[~beyond])
+
+
+def test_beyond_the_grid_each_count_once():
+    """A count asked for again (in one call or a later one) gets the bits of its first solve,
+    which are those of the exact window of any array holding it."""
+    put = Marginal(np.array([0.25, 0.75]), np.array([0.6, 0.4]))
+    n_keys, iota = 1e6, 0.3
+    table = WindowTable(put, n_keys, iota)
+    a, b = table.r_max * 1.5, 3e6
+    first = table(np.array([a, b, a, b, b]))
+    assert sorted(table.beyond.solved) == [a, b]
+    later = table(np.array([[b, 5e6], [a, 1.0]]))
+    assert sorted(table.beyond.solved) == [a, b, 5e6]
+    whole = window(np.array([a, b, 5e6, a]), put, n_keys, iota)
+    assert np.array_equal(first, whole[[0, 1, 0, 1, 1]])
+    assert np.array_equal(later[:, 0], whole[[1, 0]]) and later[0, 1] == whole[2]
+
+
+def test_bisection_stops_only_at_a_fixed_point():
+    """window() stops bisecting once a step moves no bound: the same bits as all 64 steps."""
+    from cost_models.symbolic import compiled
+
+    put = Marginal(np.array([0.25, 0.75]), np.array([0.6, 0.4]))
+    n_keys, iota = 1e6, 0.3
+    R = np.geomspace(1.0, 3e6, 97)
+    c = compiled()
+
+    def count(w: np.ndarray) -> np.ndarray:
+        return c["distinct_new"](w, iota) + c["distinct_part"](w[..., None], put.frac * n_keys, put.prob, iota).sum(-1)
+
+    lo = np.log(R)
+    hi = lo + 70.0
+    for _ in range(64):  # the full bisection, every step
+        mid = (lo + hi) / 2
+        low = count(np.exp(mid)) < R
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    got = window(R, put, n_keys, iota)
+    reachable = np.isfinite(got)
+    assert reachable.any()
+    assert np.array_equal(got[reachable], np.exp(hi)[reachable])
+
+
+def test_exact_windows_each_count_once():
+    """ExactWindow solves each distinct count once and gives the bits of window() on any array
+    holding it; the gets' window is shared between mixes."""
+    from cost_models.io_model import ExactWindow
+
+    put = Marginal(np.array([0.25, 0.75]), np.array([0.6, 0.4]))
+    w = ExactWindow(put, 1e6, 0.3)
+    R = np.array([[10.0, 5e5], [10.0, 2e6]])
+    got = w(R)
+    assert sorted(w.solved) == [10.0, 5e5, 2e6]
+    assert np.array_equal(got, window(R, put, 1e6, 0.3))
+    assert np.array_equal(w(np.array([5e5])), window(np.array([5e5, 7.0]), put, 1e6, 0.3)[:1])
