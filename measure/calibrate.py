@@ -596,13 +596,20 @@ def fit_lookup(samples: list[Sample], memtable: MemtableFit) -> dict[str, Any]:
     return {"per_doubling": per, "reference_keys": ref, "at_reference": at_ref}
 
 
+def run_doublings(s: Sample, lookup: dict[str, Any]) -> float:
+    """Doublings of a run's keys past the lookup fit's reference size (0 below it): the fit's
+    counterpart of cost_models.cpu.doublings, before any table holds the reference."""
+    ref = float(lookup["reference_keys"])
+    return math.log2(max(s.records, ref) / ref)
+
+
 def lookup_cpu(s: Sample, lookup: dict[str, Any]) -> float:
     """The searches' CPU in one operation of a run beyond what they cost at the reference size."""
     from cost_models.cpu import LOOKUP_OF
 
     mix = s.ops_mix
     total = sum(mix.values()) or 1.0
-    doublings = math.log2(max(s.records, lookup["reference_keys"]) / lookup["reference_keys"])
+    doublings = run_doublings(s, lookup)
     slope = lookup["per_doubling"][s.cls]
     return (
         sum(
@@ -664,7 +671,7 @@ def cached_cpu(
     size, its lookups the buffer answered charged as such."""
     t = lookup_cpu(s, lookup)
     cls = s.cls
-    doublings = math.log2(max(s.records, lookup["reference_keys"]) / lookup["reference_keys"])
+    doublings = run_doublings(s, lookup)
     slope = search_slope(lookup["per_doubling"][cls], cls, Operation.GET)
     walk = cpu[(cls, Operation.GET)] + slope * doublings - cpu[(cls, BUFFER_GET)]
     for op, w in s.ops_mix.items():
@@ -706,8 +713,7 @@ def fit_block_read(
     ]
     classes = list(CLASS_DESIGNS)
     y = np.array([s.fg_cpu - cached_cpu(cpu, rng, lookup, s) - memtable_cpu(s, memtable) for s in rows])
-    ref = float(lookup["reference_keys"])
-    grown = np.array([s.fg_blocks * s.block_bytes * math.log2(max(s.records, ref) / ref) for s in rows])
+    grown = np.array([s.fg_blocks * s.block_bytes * run_doublings(s, lookup) for s in rows])
 
     def design(gamma: float) -> np.ndarray:
         A = np.zeros((len(rows), len(classes) + 1))
