@@ -87,6 +87,10 @@ pub(crate) struct Inner {
     write_thread: WriteThread,
     // Sequence number of the next write: orders same-key writes of one group in the memtable.
     write_seq: AtomicU64,
+    /// A memtable was frozen and the worker not yet woken for it (`kick_if_rotated`).
+    rotated: AtomicBool,
+    /// `bg.shutdown` or `bg.error` is set (read without the lock on every write).
+    pub stopped: AtomicBool,
     pub wal_bytes: Arc<AtomicU64>,
     pub wal_syncs: Arc<AtomicU64>,
     pub versions: VersionSet,
@@ -190,6 +194,8 @@ impl Engine {
             writer: Mutex::new(wal),
             write_thread: WriteThread::default(),
             write_seq: AtomicU64::new(replay_seq),
+            rotated: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             wal_bytes,
             wal_syncs,
             versions,
@@ -220,6 +226,10 @@ impl Engine {
     }
 
     fn check_bg(&self) -> Result<()> {
+        // Every write asks; the worker's lock is taken only once something went wrong.
+        if !self.inner.stopped.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let bg = self.inner.bg.lock();
         if let Some(e) = &bg.error {
             return Err(Error::Closed(format!("background worker failed: {e}")));
@@ -254,7 +264,9 @@ impl Engine {
     fn write(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.check_bg()?;
         let op = (self.inner.cfg.normalize_key(key), value.map(|v| v.to_vec()));
-        self.inner.write_thread.write(op, |group| self.append_group(group))
+        let r = self.inner.write_thread.write(op, |group| self.append_group(group));
+        self.kick_if_rotated();
+        r
     }
 
     // The leader's part of a write group, holding the baton: rotate a full memtable,
@@ -326,8 +338,17 @@ impl Engine {
                 tree: cur.tree.clone(),
             });
         }
-        self.kick();
+        self.inner.rotated.store(true, Ordering::Release);
         Ok(())
+    }
+
+    // Wakes the worker for a memtable `rotate` froze, once the baton is released: woken
+    // while a leader holds it, the worker preempts the leader on its core and the other
+    // writers block behind a descheduled leader (BENCHMARKS.md).
+    fn kick_if_rotated(&self) {
+        if self.inner.rotated.swap(false, Ordering::AcqRel) {
+            self.kick();
+        }
     }
 
     fn kick(&self) {
@@ -590,6 +611,7 @@ impl Engine {
             }
             wal.sync()
         })?;
+        self.kick_if_rotated();
         let mut bg = self.inner.bg.lock();
         while !self.inner.sv.read().imms.is_empty() && bg.error.is_none() {
             self.inner.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
@@ -697,6 +719,7 @@ impl Engine {
         {
             let mut bg = self.inner.bg.lock();
             bg.shutdown = true;
+            self.inner.stopped.store(true, Ordering::Release);
             self.inner.bg_cv.notify_all();
         }
         if let Some(h) = self.worker.lock().take() {

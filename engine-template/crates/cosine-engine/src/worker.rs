@@ -57,6 +57,7 @@ pub(crate) fn run(inner: Arc<Inner>) {
             Err(e) => {
                 let mut bg = inner.bg.lock();
                 bg.error = Some(e);
+                inner.stopped.store(true, Ordering::Release);
                 inner.bg_cv.notify_all();
                 break;
             }

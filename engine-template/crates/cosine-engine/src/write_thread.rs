@@ -5,11 +5,19 @@
 //! any group appended meanwhile) and every member inserts its own entry into
 //! the memtable, all at the same time; only then is anyone acknowledged.
 //!
-//! The leader holds the *baton* only while it appends: it passes the baton to
-//! the next waiting writer before syncing, so the WAL append of group N+1
-//! overlaps the sync and the memtable inserts of group N (RocksDB's pipelined
-//! write). On a slow device, writers pile up behind a sync and share it; on a
-//! fast one, nobody waits for a sync they do not need.
+//! The leader holds the *baton* only while it appends: it releases the baton
+//! before syncing, so the WAL append of group N+1 overlaps the sync and the
+//! memtable inserts of group N (RocksDB's pipelined write). On a slow device,
+//! writers pile up behind a sync and share it; on a fast one, nobody waits for
+//! a sync they do not need.
+//!
+//! The baton is released, not handed over: the first waiter is told it may take
+//! it, and a writer that arrives running takes it first, with the queued writes
+//! in its group. Handing it to the first waiter (RocksDB's order) makes every
+//! writer wait for that waiter to be scheduled; with more threads than cores
+//! (client threads plus the background worker) the scheduler often has not run
+//! it yet, and the cores idle behind it (BENCHMARKS.md §24.1). An exclusive
+//! caller first in line is not overtaken, so it cannot starve.
 //!
 //! This is not the `group_commit` sync policy, which only moves the fdatasync
 //! to a timer: write groups batch the WAL write itself, under every policy.
@@ -48,8 +56,8 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 const SPIN: Duration = Duration::from_micros(5);
 
 enum Turn {
-    /// Take the baton.
-    Lead,
+    /// The baton is free: take it if your write is still queued.
+    TryLead,
     /// The group is durable: insert your write with this sequence number.
     Insert(Arc<MemTable>, u64),
     /// The group failed.
@@ -108,6 +116,15 @@ struct Queue {
     waiting: VecDeque<Arc<Waiter>>,
 }
 
+impl Queue {
+    /// Whether an arriving writer may take the baton now: it is free and no exclusive
+    /// caller waits first in line (which would otherwise starve behind arriving writers).
+    /// An exclusive caller arriving waits behind any queued writer.
+    fn free_for(&self, exclusive: bool) -> bool {
+        !self.busy && (self.waiting.is_empty() || !exclusive && !self.waiting.front().is_some_and(|w| w.exclusive))
+    }
+}
+
 /// The queue of writers and the leadership baton.
 #[derive(Default)]
 pub(crate) struct WriteThread {
@@ -125,36 +142,52 @@ impl WriteThread {
     /// group's writes in log order, holding the baton; it must append them to the WAL and
     /// count them as pending writes of the memtable it returns.
     pub(crate) fn write(&self, op: WriteOp, append: impl FnOnce(&[&WriteOp]) -> Result<Appended>) -> Result<()> {
-        let me = {
+        let w = {
             let mut q = self.q.lock();
-            if q.busy {
-                let w = Waiter::new(Some(op));
-                q.waiting.push_back(w.clone());
-                Err(w)
-            } else {
+            if q.free_for(false) {
                 q.busy = true;
-                Ok(op)
+                drop(q);
+                return self.lead(op, append);
             }
+            let w = Waiter::new(Some(op));
+            q.waiting.push_back(w.clone());
+            w
         };
-        let op = match me {
-            Ok(op) => op,
-            Err(w) => match (w.wait(), w.op.lock().take()) {
-                (Turn::Lead, Some(op)) => op,
-                (Turn::Insert(mem, seq), op) => {
-                    if let Some((k, v)) = op {
+        loop {
+            match w.wait() {
+                Turn::TryLead => {
+                    if !self.claim(&w) {
+                        continue; // taken into a running leader's group (its Insert follows), or not free
+                    }
+                    let Some(op) = w.op.lock().take() else {
+                        self.handoff();
+                        return Err(Error::Closed("a queued write lost its record".into()));
+                    };
+                    return self.lead(op, append);
+                }
+                Turn::Insert(mem, seq) => {
+                    if let Some((k, v)) = w.op.lock().take() {
                         mem.insert(k, v, seq);
                     }
                     mem.end_write();
                     return Ok(());
                 }
-                (Turn::Done(r), _) => return r,
-                (Turn::Lead, None) => {
-                    self.handoff();
-                    return Err(Error::Closed("a queued write lost its record".into()));
-                }
-            },
-        };
-        self.lead(op, append)
+                Turn::Done(r) => return r,
+            }
+        }
+    }
+
+    /// Takes the baton for the queued `w` if it is free and `w` still queued (no running
+    /// leader took its write meanwhile).
+    fn claim(&self, w: &Arc<Waiter>) -> bool {
+        let mut q = self.q.lock();
+        if q.busy {
+            return false;
+        }
+        let Some(pos) = q.waiting.iter().position(|x| Arc::ptr_eq(x, w)) else { return false };
+        q.waiting.remove(pos);
+        q.busy = true;
+        true
     }
 
     fn lead(&self, op: WriteOp, append: impl FnOnce(&[&WriteOp]) -> Result<Appended>) -> Result<()> {
@@ -207,11 +240,14 @@ impl WriteThread {
         Ok(())
     }
 
+    // Releases the baton and tells the first waiter it may take it. The baton is not handed
+    // to that waiter: a writer that is running takes it first (and the queued writes into its
+    // group), so a waiter the scheduler has not run yet holds up nobody (BENCHMARKS.md).
     fn handoff(&self) {
         let mut q = self.q.lock();
-        match q.waiting.pop_front() {
-            Some(w) => w.set(Turn::Lead),
-            None => q.busy = false,
+        q.busy = false;
+        if let Some(w) = q.waiting.front() {
+            w.set(Turn::TryLead);
         }
     }
 
@@ -220,17 +256,18 @@ impl WriteThread {
     pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> T) -> T {
         let wait = {
             let mut q = self.q.lock();
-            if q.busy {
+            if q.free_for(true) {
+                q.busy = true;
+                None
+            } else {
                 let w = Waiter::new(None);
                 q.waiting.push_back(w.clone());
                 Some(w)
-            } else {
-                q.busy = true;
-                None
             }
         };
         if let Some(w) = wait {
-            while !matches!(w.wait(), Turn::Lead) {} // an exclusive waiter is only ever handed the baton
+            // an exclusive waiter is only ever told the baton is free; no leader takes it into a group
+            while !(matches!(w.wait(), Turn::TryLead) && self.claim(&w)) {}
         }
         let r = f();
         self.handoff();
