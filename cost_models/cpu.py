@@ -127,7 +127,7 @@ def _load_table(path: Path) -> dict[str, Any]:
             v = slopes.get(op) if isinstance(slopes, dict) else None
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise PhiTableError(f"{path.name}: {cls}.lookup_seconds_per_doubling.{op} must be positive, got {v!r}")
-        for key in ("phi", "cpu_seconds"):
+        for key in ("phi", "cpu_seconds", "concurrent_cpu_factor"):
             for op in OPERATIONS:
                 if key == "cpu_seconds" and cls == DesignClass.LSH and op in INDEX_WALKS:
                     continue  # the hash log's scan walks its whole index: hash_scan_per_key_seconds
@@ -136,8 +136,8 @@ def _load_table(path: Path) -> dict[str, Any]:
                     raise PhiTableError(f"{path.name}: {cls}.{key}.{op} missing")
                 if key == "phi" and not 0.0 < float(v) <= 1.0:
                     raise PhiTableError(f"{path.name}: {cls}.phi.{op}={v} outside (0, 1]")
-                if key == "cpu_seconds" and not float(v) > 0.0:
-                    raise PhiTableError(f"{path.name}: {cls}.cpu_seconds.{op} must be positive")
+                if key != "phi" and not (math.isfinite(float(v)) and float(v) > 0.0):
+                    raise PhiTableError(f"{path.name}: {cls}.{key}.{op} must be a positive number")
     return raw
 
 
@@ -275,6 +275,14 @@ def op_phi(cls: np.ndarray) -> np.ndarray:
     return _per_class("phi")[np.asarray(cls, dtype=int)]
 
 
+def op_concurrency(cls: np.ndarray) -> np.ndarray:
+    """(designs, operations) CPU per operation of a thread among others over a thread alone: the
+    calibration's cached runs at 2 threads over 1 (``concurrent_cpu_factor``; shared data moving
+    between the cores' caches). phi was measured on the 2-thread CPU (measure.calibrate.fit_phi), so
+    Eq. 2 holds for more than one thread with it (docs/model.md, "CPU and throughput")."""
+    return _per_class("concurrent_cpu_factor")[np.asarray(cls, dtype=int)]
+
+
 def block_time(block_bytes: float | np.ndarray, fixed: float, per_byte: float) -> np.ndarray:
     """Seconds for one block: a fixed part plus a part per byte of the block."""
     return fixed + per_byte * np.asarray(block_bytes, dtype=float)
@@ -394,6 +402,20 @@ class Demands:
     stall_rate: np.ndarray | None = None
     stall_seconds: np.ndarray | None = None
     stall_slack: np.ndarray | None = None
+    #: the serial and parallel seconds an operation adds when more than one client thread runs
+    #: (:func:`op_concurrency`); None: none
+    serial_concurrent: np.ndarray | None = None
+    parallel_concurrent: np.ndarray | None = None
+
+    def at_threads(self, threads: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(S, P) with ``threads`` client threads: a thread among others pays the concurrent seconds."""
+        if self.serial_concurrent is None or self.parallel_concurrent is None:
+            return self.serial, self.parallel
+        many = np.asarray(threads, dtype=float) >= 2
+        return (
+            self.serial + np.where(many, self.serial_concurrent, 0.0),
+            self.parallel + np.where(many, self.parallel_concurrent, 0.0),
+        )
 
     def scaled(self, factor: float) -> Demands:
         """These demands on a host whose CPU takes ``factor`` times the calibration host's seconds per
@@ -407,11 +429,22 @@ class Demands:
             parallel=self.parallel * factor,
             background=self.background * factor,
             stall_seconds=None if self.stall_seconds is None else self.stall_seconds * factor,
+            serial_concurrent=None if self.serial_concurrent is None else self.serial_concurrent * factor,
+            parallel_concurrent=None if self.parallel_concurrent is None else self.parallel_concurrent * factor,
         )
 
     def take(self, idx: np.ndarray) -> Demands:
         """The demands of the designs ``idx``."""
-        opt = [None if v is None else v[idx] for v in (self.stall_rate, self.stall_seconds, self.stall_slack)]
+        opt = [
+            None if v is None else v[idx]
+            for v in (
+                self.stall_rate,
+                self.stall_seconds,
+                self.stall_slack,
+                self.serial_concurrent,
+                self.parallel_concurrent,
+            )
+        ]
         return Demands(
             self.serial[idx],
             self.parallel[idx],
@@ -470,6 +503,7 @@ def demands(
     wal = wal_pages(shape.entry_bytes)
     puts = np.array([1.0 if op in WRITE_OPERATIONS else 0.0 for op in OPERATIONS])
     merged = np.maximum(bg - wal * puts, 0.0)
+    extra = c * (op_concurrency(shape.cls) - 1.0)
     d = Demands(
         serial=((1 - phi) * c) @ w,
         parallel=(phi * c + fg * t_read) @ w,
@@ -477,6 +511,8 @@ def demands(
         background=(merged * t_merge) @ w,
         io=io_op,
         io_bytes=io_bytes,
+        serial_concurrent=((1 - phi) * extra) @ w,
+        parallel_concurrent=(phi * extra) @ w,
     )
     put_share = float(puts @ w)
     if io.cascades is not None and put_share > 0:
@@ -534,9 +570,10 @@ def cpu_throughput(d: Demands, threads: float | np.ndarray, cores: float | np.nd
     c = compiled()
     n = np.asarray(threads, dtype=float)
     eta = n if cores is None else np.asarray(cores, dtype=float)
+    serial, parallel = d.at_threads(n)
     x = np.minimum(
-        c["throughput_threads"](d.serial, d.parallel, d.wait, n),
-        c["throughput_shared_cores"](d.serial, d.parallel, d.background, eta),
+        c["throughput_threads"](serial, parallel, d.wait, n),
+        c["throughput_shared_cores"](serial, parallel, d.background, eta),
     )
     x = stalled(np.asarray(x, dtype=float), d)
     with np.errstate(divide="ignore", invalid="ignore"):

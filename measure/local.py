@@ -4,7 +4,9 @@ Used where the hardware is fixed — this machine's benchmarks and the
 validation grid: the same design grid as the solver's tables
 (``solver.space``), evaluated by the exact model on one node with a memory
 budget, threads and a device IOPS figure, and the fastest design rendered as
-engine.toml sections.
+engine.toml sections. One node's grid is small, so it also searches the block
+sizes of ``LOCAL_BLOCK_BYTES`` that a spec's grid leaves out to keep the cloud
+search fast.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from solver.space import grid_for
 from specs.schema import Spec
 from specs.vocab import DesignClass
 
+#: Block sizes the local pick searches besides the spec's ``design.block_bytes`` (default 4 and
+#: 32 KiB, a cloud-solve speed compromise: each size multiplies the solver's grid). In the ranking of
+#: BENCHMARKS.md §23.6 the model's best design of every workload's set was a 1 KiB-block neighbour
+#: of the pick, outside the spec's grid, and on YCSB B and C it also measured best.
+LOCAL_BLOCK_BYTES = (1024, 2048, 4096, 8192, 16384, 32768)
+
 
 def best_design(
     spec: Spec, n_keys: int, memory_bytes: float, threads: int, device: DeviceModel = LOCAL_DEVICE
@@ -34,7 +42,9 @@ def best_design(
     latency, as the engine's device mode emulates). ``threads`` clients run on
     at most this machine's cores.
     """
-    batch = grid_for(spec).node_designs(memory_bytes, n_keys * spec.workload.entry_bytes)
+    blocks = tuple(sorted(set(spec.design.block_bytes) | set(LOCAL_BLOCK_BYTES)))
+    grid = replace(grid_for(spec), blocks=blocks)
+    batch = grid.node_designs(memory_bytes, n_keys * spec.workload.entry_bytes)
     spec_n = replace(spec, workload=replace(spec.workload, entries=int(n_keys)))
     parts = workload_partitions(spec_n.workload)
     ne = evaluate_designs(batch, spec_n.workload, n_keys, memory_bytes, parts, model=spec.cost_model)

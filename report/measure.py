@@ -118,9 +118,15 @@ def print_operation_calibration(res: dict[str, Any]) -> None:
     t.add_column("class")
     t.add_column("cpu us", justify="right")
     t.add_column("phi", justify="right")
+    t.add_column("x2t", justify="right")
     for cls in DESIGN_CLASSES:
         cpu = res["cpu"].get((cls, op))
-        t.add_row(cls, "keys x k" if cpu is None else f"{1e6 * cpu:.3f}", f"{res['phi'][(cls, op)]:.4f}")
+        t.add_row(
+            cls,
+            "keys x k" if cpu is None else f"{1e6 * cpu:.3f}",
+            f"{res['phi'][(cls, op)]:.4f}",
+            f"{res['concurrent_cpu'][(cls, op)]:.3f}",
+        )
     Console().print(t)
 
 
@@ -154,12 +160,16 @@ def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool) -> 
 def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: list[dict[str, Any]]) -> None:
     """The learned CPU table, the block and background terms, the checks and Fig. 4B."""
     con = Console()
-    t = Table(title="measured CPU microseconds per operation (cached engine) and phi (Eq. 2)")
+    t = Table(
+        title="measured CPU microseconds per operation (cached engine), phi (Eq. 2) and the CPU per operation "
+        "at 2 threads over 1 (x2t)"
+    )
     t.add_column("class / op")
     for op in OPERATIONS:
         t.add_column(op, justify="right")
     for cls in DESIGN_CLASSES:
         t.add_row(f"{cls} phi", *[f"{res['phi'].get((cls, op), float('nan')):.2f}" for op in OPERATIONS])
+        t.add_row(f"{cls} x2t", *[f"{res['concurrent_cpu'].get((cls, op), float('nan')):.2f}" for op in OPERATIONS])
         t.add_row(
             f"{cls} cpu us",
             *[f"{1e6 * res['cpu'][(cls, op)]:.2f}" if (cls, op) in res["cpu"] else "keys x k" for op in OPERATIONS],

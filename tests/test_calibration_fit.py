@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from cli import app
-from cost_models.cpu import MEMTABLE_DESCENTS, PHI_TABLE
+from cost_models.cpu import MEMTABLE_DESCENTS, PHI_TABLE, phi_table, using_table
 from measure.calibrate import (
     BLIND_WRITES,
     CLASS_DESIGNS,
+    PHI_NOISE,
     CalibrationError,
     Sample,
     fit,
@@ -44,6 +45,8 @@ ENTRY = 116.0
 #: read), and a search that finds nothing
 LOOKUP = {"get": 1e-7, "empty_get": 6e-8}
 GROWS = {"get": "get", "empty_get": "empty_get", "range": "get", "rmw": "get", "empty_range": "get"}
+#: CPU per operation at 2 threads over 1 (the rest: 1): the synthetic engine's writes share data between cores
+CONCURRENT = {"update": 1.25, "insert": 1.4}
 #: an empty range's seek on a tree (a hash log walks its index: PER_KEY x keys), and its speed-up at 2 threads
 EMPTY_RANGE, EMPTY_RANGE_SPEEDUP = 2.5e-6, 1.5
 
@@ -113,8 +116,9 @@ def synthetic() -> list[Sample]:
                         speedup = EMPTY_RANGE_SPEEDUP
                     mt = WRITE_MEMTABLE if op in WRITE_OPERATIONS else 0.0
                     for th in (1, 2):
-                        # a busy thread at 1; at 2 each is busy speedup / 2 of the time (Eq. 2)
-                        free = (speedup if th == 2 else 1.0) / (cpu + memtable(op, mt))
+                        # a busy thread at 1; at 2 each is busy speedup / 2 of the time (Eq. 2), at r x the CPU
+                        r = CONCURRENT.get(str(op), 1.0) if th == 2 else 1.0
+                        free = (speedup if th == 2 else 1.0) / (r * (cpu + memtable(op, mt)))
                         out.append(
                             sample(
                                 "cached",
@@ -123,7 +127,7 @@ def synthetic() -> list[Sample]:
                                 n,
                                 th,
                                 scan_length=scan,
-                                fg_cpu=cpu + memtable(op, mt),
+                                fg_cpu=r * (cpu + memtable(op, mt)),
                                 free_throughput=free,
                                 memtable_entries=mt,
                             )
@@ -167,6 +171,10 @@ def test_fit_recovers_the_terms() -> None:
     assert res["range"]["lsm"]["per_entry"] == pytest.approx(PER_ENTRY, rel=1e-6)
     # Eq. 2 on a 1.9x speed-up at 2 threads: phi = (1 - 1/1.9) / (1 - 1/2)
     assert res["phi"][("btree", "get")] == pytest.approx((1 - 1 / 1.9) / 0.5)
+    assert res["phi"][("lsm", "update")] == pytest.approx((1 - 1 / 1.9) / 0.5)
+    for cls in CLASS_DESIGNS:
+        for op in OPERATIONS:
+            assert res["concurrent_cpu"][(cls, op)] == pytest.approx(CONCURRENT.get(str(op), 1.0), rel=1e-12)
     assert res["cpu"][("hybrid", "update")] == pytest.approx(CPU)
     assert res["cpu"][("lsh", "buffer_get")] == pytest.approx(BUFFER_GET)
     m = res["memtable"]
@@ -199,6 +207,8 @@ def test_the_table_is_written_from_measured_samples(tmp_path: Path) -> None:
     doc = yaml.safe_load(table.read_text())
     assert {row["kind"] for row in doc["envelope"]} <= {str(k) for k in CalibrationRun}
     assert {row["class"] for row in doc["envelope"]} == set(CLASS_DESIGNS)
+    with using_table(table):  # the model reads what the calibration wrote, every term included
+        assert phi_table()["classes"]["lsm"]["concurrent_cpu_factor"]["insert"] == CONCURRENT["insert"]
 
 
 def test_empty_range_is_fitted_from_its_own_runs() -> None:
@@ -276,6 +286,23 @@ def test_super_linear_speedup_is_refused_not_clamped() -> None:
     ]
     with pytest.raises(CalibrationError, match=r"phi of lsm get is 1\.09.*outside \(0, 1\]"):
         fit(s, cores=2)
+
+
+def test_phi_within_the_busy_shares_noise_past_one_is_one() -> None:
+    """A perfectly parallel read measured a little past 1 (busy 100.4 %: phi 1.004, within PHI_NOISE)
+    is 1; a little further (PHI_NOISE + 0.004 past it) is refused as super-linear."""
+
+    def at(busy: float) -> list[Sample]:
+        return [
+            replace(x, free_throughput=2 * busy / x.fg_cpu)
+            if (x.cls, x.workload, x.threads) == ("lsh", "get", 2)
+            else x
+            for x in synthetic()
+        ]
+
+    assert fit(at(1.004), cores=2)["phi"][("lsh", "get")] == 1.0
+    with pytest.raises(CalibrationError, match=r"phi of lsh get is 1\.0"):
+        fit(at(1.0 + PHI_NOISE + 0.004), cores=2)
 
 
 def test_slower_with_more_threads_is_refused() -> None:

@@ -169,3 +169,59 @@ def test_block_read_grows_with_the_data_up_to_the_largest_calibrated_size() -> N
     at_top = float(read_block_seconds(32768.0, cls, top)[0])
     assert at_top - base == pytest.approx(k * 32768.0 * math.log2(top / ref))
     assert float(read_block_seconds(32768.0, cls, 1000 * top)[0]) == pytest.approx(at_top)
+
+
+def test_a_thread_among_others_pays_the_concurrent_cpu_and_one_alone_does_not() -> None:
+    """``concurrent_cpu_factor`` r: with more than one client thread every operation's CPU is r x the
+    single thread's, split by phi as the single thread's is (docs/model.md); one thread pays nothing
+    more. Against a node built by hand with the scaled S and P, through the same throughput."""
+    S, P, G = 2e-7, 1.5e-6, 4e-7
+    r = 1.3
+    d = Demands(
+        serial=np.array([S]),
+        parallel=np.array([P]),
+        wait=np.array([0.0]),
+        background=np.array([G]),
+        io=np.array([0.0]),
+        io_bytes=np.array([0.0]),
+        serial_concurrent=np.array([S * (r - 1)]),
+        parallel_concurrent=np.array([P * (r - 1)]),
+    )
+    assert float(throughput(d, math.inf, 1, 2)[0]) == pytest.approx(model(Node(S, P, 0.0, G, 1, 2)), rel=1e-12)
+    for n, eta in ((2, 2), (4, 4), (16, 16)):
+        want = model(Node(S * r, P * r, 0.0, G, n, eta))
+        assert float(throughput(d, math.inf, n, eta)[0]) == pytest.approx(want, rel=1e-12)
+    # without background or serial part, n threads on n cores: n / (r P), where one thread gets 1 / P
+    d0 = Demands(
+        *(np.array([v]) for v in (0.0, P, 0.0, 0.0, 0.0, 0.0)),
+        serial_concurrent=np.array([0.0]),
+        parallel_concurrent=np.array([P * (r - 1)]),
+    )
+    assert float(throughput(d0, math.inf, 8, 8)[0]) == pytest.approx(8 / (r * P), rel=1e-12)
+    assert float(throughput(d0, math.inf, 1, 1)[0]) == pytest.approx(1 / P, rel=1e-12)
+
+
+def test_demands_charge_each_operations_concurrent_cpu_by_its_own_factor() -> None:
+    """demands(): the concurrent seconds are sum_o theta_o c_o (r_o - 1), split (1 - phi_o) serial and
+    phi_o parallel, c_o the cached CPU the single-thread S and P are made of (no block reads here, so
+    S + P = sum_o theta_o c_o): term by term against the table's factors, on a two-operation mix."""
+    from cost_models.cpu import NodeShape, demands, phi_table
+    from cost_models.io_model import IOCost
+    from specs.vocab import OPERATIONS
+
+    t = phi_table()["classes"]
+    cls = np.array([DesignClass.LSM.code, DesignClass.HYBRID.code])
+    io = IOCost(**{str(op): np.zeros(2) for op in OPERATIONS}, get_buffered=None)
+    shape = NodeShape(cls, np.array([4096.0, 4096.0]), 1e5, 128.0, np.array([1000.0, 1000.0]))
+    mix = {"get": 0.3, "update": 0.7}
+    d = demands(io, shape, mix, 20.0)
+    for i, name in enumerate(("lsm", "hybrid")):
+        one = {op: demands(io, shape, {op: 1.0}, 20.0) for op in mix}
+        c = {op: float(one[op].serial[i] + one[op].parallel[i]) for op in mix}
+        r = {op: float(t[name]["concurrent_cpu_factor"][op]) for op in mix}
+        phi = {op: float(t[name]["phi"][op]) for op in mix}
+        assert d.serial_concurrent is not None and d.parallel_concurrent is not None
+        want_s = sum(w * (1 - phi[op]) * c[op] * (r[op] - 1) for op, w in mix.items())
+        want_p = sum(w * phi[op] * c[op] * (r[op] - 1) for op, w in mix.items())
+        assert float(d.serial_concurrent[i]) == pytest.approx(want_s, rel=1e-9, abs=1e-18)
+        assert float(d.parallel_concurrent[i]) == pytest.approx(want_p, rel=1e-9, abs=1e-18)
