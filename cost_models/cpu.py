@@ -503,7 +503,12 @@ def demands(
     wal = wal_pages(shape.entry_bytes)
     puts = np.array([1.0 if op in WRITE_OPERATIONS else 0.0 for op in OPERATIONS])
     merged = np.maximum(bg - wal * puts, 0.0)
-    extra = c * (op_concurrency(shape.cls) - 1.0)
+    # a thread among others: an operation meets the others' operations of its own kind (a write the
+    # others' writes, a read their reads) as often as the mix has them; the calibration's cached runs
+    # (one operation type) met them every time
+    writes = np.array([op in WRITE_OPERATIONS for op in OPERATIONS])
+    kind_share = np.where(writes, w[writes].sum(), w[~writes].sum())
+    extra = c * (op_concurrency(shape.cls) - 1.0) * kind_share
     d = Demands(
         serial=((1 - phi) * c) @ w,
         parallel=(phi * c + fg * t_read) @ w,

@@ -434,10 +434,10 @@ def _positive_lstsq(A: np.ndarray, y: np.ndarray, names: list[str], what: str) -
 
 
 #: How far past 1 a measured phi is still 1. A thread's busy share is its CPU time over its wall time
-#: less its run-queue delay, clocks read apart; the 2-thread cached runs of perfectly parallel reads
-#: (a hash log's range, a B-tree's empty range) scattered 0.999-1.005 around 1 point by point
-#: (calibrate-27, BENCHMARKS §24.2). Past it a speed-up is super-linear and the fit is refused.
-PHI_NOISE = 0.005
+#: less its run-queue delay, clocks read apart; single 2-thread cached runs of perfectly parallel
+#: reads (a hash log's range and empty range) measured busy shares of 0.984-1.019 (calibrate-27d,
+#: BENCHMARKS §24.2). Past it a speed-up is super-linear and the fit is refused.
+PHI_NOISE = 0.02
 
 
 def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
@@ -445,8 +445,9 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     driver threads' busy share, averaged over sizes and scan lengths (Algorithm 1's aggregate).
 
     Each of n threads is on a CPU a share u_n = X_n c_n / n of the time no other program held it
-    (X_n: the throughput over that time; c_n: CPU seconds per operation; medians of the repeated
-    runs of a point). In Eq. 2's program a thread waits for the others' serial sections, so
+    (X_n: the throughput over that time; c_n: CPU seconds per operation; of each run, then the
+    median of the repeated runs of a point: the host's slow mode changes X_n and c_n of a run
+    together, so a product of medians taken over different runs is not any run's share). In Eq. 2's program a thread waits for the others' serial sections, so
     u_n = 1 / (1 + (1 - phi)(n - 1)): phi = 1 - (1/u_n - 1)/(n - 1), at most 1 by construction
     (within PHI_NOISE past 1 it is 1; further, refused).
     The speed-up X_n / X_1 that Algorithm 1 uses also counts a change of the CPU an operation costs
@@ -454,16 +455,14 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     or shares one without the guest seeing it (no steal time), at 1.8x the CPU per operation, and
     two threads scanning the same data warm each other's caches (BENCHMARKS §20.3).
     """
-    runs: dict[tuple[str, str, int, int, int], list[tuple[float, float]]] = {}
+    runs: dict[tuple[str, str, int, int, int], list[float]] = {}
     for s in samples:
-        if s.kind == CACHED:
+        if s.kind == CACHED and 1 < s.threads <= cores:
             point = (s.cls, s.workload, s.records, s.scan_length, s.threads)
-            runs.setdefault(point, []).append((s.free_throughput, s.fg_cpu))
+            runs.setdefault(point, []).append(s.free_throughput * s.fg_cpu / s.threads)
     vals: dict[tuple[str, str], list[float]] = {}
-    for (cls, op, _n, _scan, th), reps in runs.items():
-        if th == 1 or th > cores:
-            continue
-        busy = float(np.median([x for x, _ in reps])) * float(np.median([c for _, c in reps])) / th
+    for (cls, op, _n, _scan, th), busy_shares in runs.items():
+        busy = float(np.median(busy_shares))
         vals.setdefault((cls, op), []).append(1.0 - (1.0 / busy - 1.0) / (th - 1))
     out = {}
     for key, v in sorted(vals.items()):

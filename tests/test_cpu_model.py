@@ -202,9 +202,11 @@ def test_a_thread_among_others_pays_the_concurrent_cpu_and_one_alone_does_not() 
 
 
 def test_demands_charge_each_operations_concurrent_cpu_by_its_own_factor() -> None:
-    """demands(): the concurrent seconds are sum_o theta_o c_o (r_o - 1), split (1 - phi_o) serial and
-    phi_o parallel, c_o the cached CPU the single-thread S and P are made of (no block reads here, so
-    S + P = sum_o theta_o c_o): term by term against the table's factors, on a two-operation mix."""
+    """demands(): the concurrent seconds are sum_o theta_o c_o (r_o - 1) theta_kind(o), split
+    (1 - phi_o) serial and phi_o parallel: c_o the cached CPU the single-thread S and P are made of (no
+    block reads here, so S + P = sum_o theta_o c_o), theta_kind(o) the mix's share of operations of o's
+    kind (writes for a write, reads for a read; the cached runs that measured r_o had only o's kind).
+    Term by term against the table's factors, on a two-operation mix."""
     from cost_models.cpu import NodeShape, demands, phi_table
     from cost_models.io_model import IOCost
     from specs.vocab import OPERATIONS
@@ -221,7 +223,7 @@ def test_demands_charge_each_operations_concurrent_cpu_by_its_own_factor() -> No
         r = {op: float(t[name]["concurrent_cpu_factor"][op]) for op in mix}
         phi = {op: float(t[name]["phi"][op]) for op in mix}
         assert d.serial_concurrent is not None and d.parallel_concurrent is not None
-        want_s = sum(w * (1 - phi[op]) * c[op] * (r[op] - 1) for op, w in mix.items())
-        want_p = sum(w * phi[op] * c[op] * (r[op] - 1) for op, w in mix.items())
+        want_s = sum(w * (1 - phi[op]) * c[op] * (r[op] - 1) * w for op, w in mix.items())
+        want_p = sum(w * phi[op] * c[op] * (r[op] - 1) * w for op, w in mix.items())
         assert float(d.serial_concurrent[i]) == pytest.approx(want_s, rel=1e-9, abs=1e-18)
         assert float(d.parallel_concurrent[i]) == pytest.approx(want_p, rel=1e-9, abs=1e-18)
