@@ -447,8 +447,9 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     Each of n threads is on a CPU a share u_n = X_n c_n / n of the time no other program held it
     (X_n: the throughput over that time; c_n: CPU seconds per operation; of each run, then the
     median of the repeated runs of a point: the host's slow mode changes X_n and c_n of a run
-    together, so a product of medians taken over different runs is not any run's share). In Eq. 2's program a thread waits for the others' serial sections, so
-    u_n = 1 / (1 + (1 - phi)(n - 1)): phi = 1 - (1/u_n - 1)/(n - 1), at most 1 by construction
+    together, so a product of medians taken over different runs is not any run's share). In Eq. 2's
+    program a thread waits for the others' serial sections, so u_n = 1 / (1 + (1 - phi)(n - 1)):
+    phi = 1 - (1/u_n - 1)/(n - 1), at most 1 by construction
     (within PHI_NOISE past 1 it is 1; further, refused).
     The speed-up X_n / X_1 that Algorithm 1 uses also counts a change of the CPU an operation costs
     at n threads, which on this sandbox's VM measured the host: a 2-thread run either gets two cores
