@@ -65,7 +65,8 @@ def neighbours(d: Design) -> list[tuple[str, Design]]:
         ]
     for name, change in moves:
         nd = replace(d, **change, name=f"pick {name}")
-        if nd != d and nd not in [x for _, x in out]:
+        # the same design under another name is no neighbour (a B-tree without filters has no "no filters")
+        if replace(nd, name=d.name) != d and nd not in [x for _, x in out]:
             out.append((name, nd.validate()))
     return out
 

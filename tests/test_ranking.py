@@ -75,3 +75,18 @@ def test_ranking_options_are_checked_before_any_run(runner: CliRunner, tmp_path:
     assert res.exit_code == 2, res.output
     assert message in res.output
     assert not (tmp_path / "v").exists()
+
+
+def test_a_neighbour_is_another_design_not_the_pick_renamed() -> None:
+    """A move that leaves the design as it was (no filters on a design without filters, a block
+    already at the floor) is no neighbour: measured beside the pick it would only rank the noise."""
+    from dataclasses import replace
+
+    from cost_models.design import Design
+    from measure.ranking import neighbours
+
+    d = Design(T=10, K=1, Z=1, buffer_bytes=1 << 20, bloom_bits=0.0, block_bytes=256, name="cosine")
+    moved = neighbours(d)
+    names = [n for n, _ in moved]
+    assert "no filters" not in names and "block /4" not in names
+    assert all(replace(x, name=d.name) != d for _, x in moved)
