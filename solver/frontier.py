@@ -27,6 +27,7 @@ import bisect
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -233,30 +234,92 @@ def _rel(a: float, b: float) -> float:
     return abs(a - b) / b if b > 0 else (0.0 if a == b else math.inf)
 
 
+#: Fewest clusters per worker process worth starting one for (:meth:`Reevaluations.resolve`: a
+#: cluster's re-evaluation takes about 10 ms, a process a few tens of ms to start).
+REEVALS_PER_WORKER = 4
+#: A cluster's key in :class:`Reevaluations` (its columns by identity, with their counts).
+ClusterKey = tuple[tuple[int, int], ...]
+
+
+def _reevaluate_job(args: tuple[Spec, list[tuple[Context, int]], Partitions]) -> Exact:
+    """:func:`reevaluate` of one cluster, in a worker process (:meth:`Reevaluations.resolve`)."""
+    return reevaluate(*args)
+
+
 @dataclass
 class Reevaluations:
     """The exact re-evaluations of one solve: each cluster once (bands and
     objectives often choose the same one); with a ``store`` (solver.reeval_cache)
     a cluster an earlier solve re-evaluated is read back instead, and the new ones
-    are added to it."""
+    are added to it.
+
+    A cluster may also be :meth:`defer`-red: no band's choice depends on another band's
+    re-evaluation (the MIPs see only the tables), so :func:`solve_frontier` asks for every
+    chosen cluster first and :meth:`resolve`-s them all at once, in up to ``workers``
+    processes (each cluster by the same :func:`reevaluate`, so with the same result)."""
 
     spec: Spec
-    done: dict[tuple[tuple[int, int], ...], Exact] = field(default_factory=dict)
+    done: dict[ClusterKey, Exact] = field(default_factory=dict)
     parts: Partitions | None = None
     store: ReevalCache | None = None
+    workers: int = 1
+    pending: dict[ClusterKey, list[tuple[Context, int]]] = field(default_factory=dict)
+
+    @staticmethod
+    def key(nodes: list[tuple[Context, int]]) -> ClusterKey:
+        return tuple((id(c), k) for c, k in nodes)
 
     def __call__(self, nodes: list[tuple[Context, int]]) -> Exact:
-        key = tuple((id(c), k) for c, k in nodes)
-        if key not in self.done:
-            ex = self.store.get(nodes) if self.store is not None else None
-            if ex is None:
-                if self.parts is None:
-                    self.parts = workload_partitions(self.spec.workload)
-                ex = reevaluate(self.spec, nodes, self.parts)
-                if self.store is not None:
-                    self.store.put(nodes, ex)
+        self.defer(nodes)
+        self.resolve()
+        return self.done[self.key(nodes)]
+
+    def defer(self, nodes: list[tuple[Context, int]]) -> None:
+        """Ask for a cluster's re-evaluation, made by the next :meth:`resolve` (a cluster already
+        re-evaluated, or in the ``store``, is not evaluated again)."""
+        key = self.key(nodes)
+        if key in self.done or key in self.pending:
+            return
+        ex = self.store.get(nodes) if self.store is not None else None
+        if ex is not None:
             self.done[key] = ex
-        return self.done[key]
+        else:
+            self.pending[key] = nodes
+
+    def resolve(self) -> None:
+        """Re-evaluate every deferred cluster (in asking order; in parallel with ``workers`` > 1)."""
+        if not self.pending:
+            return
+        if self.parts is None:
+            self.parts = workload_partitions(self.spec.workload)
+        jobs = [(self.spec, nodes, self.parts) for nodes in self.pending.values()]
+        workers = min(self.workers, len(jobs) // REEVALS_PER_WORKER)
+        if workers > 1:
+            with ProcessPoolExecutor(max_workers=workers) as ex:
+                results = list(ex.map(_reevaluate_job, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
+        else:
+            results = [_reevaluate_job(j) for j in jobs]
+        for (key, nodes), res in zip(self.pending.items(), results, strict=True):
+            self.done[key] = res
+            if self.store is not None:
+                self.store.put(nodes, res)
+        self.pending = {}
+
+    def certify(self, pt: Point) -> None:
+        """Set a point's re-evaluation (and approximation error) from :attr:`done` once its
+        cluster is resolved (:func:`_certify` with ``defer``)."""
+        if pt.chosen is not None and pt.exact is None:
+            pt.exact = self.done[self.key(pt.chosen.nodes)]
+            pt.approx_error = _approx_error(self.spec, pt.chosen, pt.exact)
+
+
+def _approx_error(spec: Spec, chosen: Chosen, ex: Exact) -> float:
+    """The relative difference of the MIP's throughput and the exact one: the worse of the
+    expected and (with robustness) the perturbed throughput's."""
+    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
+    if is_robust(spec):
+        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
+    return err
 
 
 def _certify(
@@ -268,13 +331,17 @@ def _certify(
     provider: str,
     objective: Objective,
     exact: Reevaluations | None = None,
+    defer: bool = False,
 ) -> Point:
-    """Re-evaluate a chosen cluster exactly; the approximation error is the worse
-    of the expected and (with robustness) the perturbed throughput's."""
+    """Re-evaluate a chosen cluster exactly; the approximation error is the worse of the
+    expected and (with robustness) the perturbed throughput's (:func:`_approx_error`). With
+    ``defer`` (and ``exact``) the re-evaluation is only asked for: the point is completed by
+    ``exact.certify`` after ``exact.resolve()``."""
+    if defer and exact is not None:
+        exact.defer(chosen.nodes)
+        return Point(band, budget, provider, res.status, res, chosen, None, math.nan, objective=objective)
     ex = reevaluate(spec, chosen.nodes) if exact is None else exact(chosen.nodes)
-    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
-    if is_robust(spec):
-        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
+    err = _approx_error(spec, chosen, ex)
     return Point(band, budget, provider, res.status, res, chosen, ex, err, objective=objective)
 
 
@@ -530,7 +597,7 @@ def _solve_objective(
                 fr.n_solves += ans.mip_solves
                 chosen, result, note = ans.chosen, ans.result, ans.note
             if chosen is not None:
-                pt = _certify(spec, chosen, result, i, float(b), p, objective, fr.exact)
+                pt = _certify(spec, chosen, result, i, float(b), p, objective, fr.exact, defer=True)
             elif prev is not None:
                 pt = _carry(prev, i, float(b))
                 note = f"no cluster within this budget beats band {prev.band}'s answer: carried forward"
@@ -567,10 +634,13 @@ def solve_frontier(
     progress: Callable[[str], None] | None = None,
     budgets: np.ndarray | None = None,
     reevals: ReevalCache | None = None,
+    workers: int = 1,
 ) -> Frontier:
     """Solve every band for every provider and certify each answer (with
     robustness: the nominal, perturbed and robust objectives, see the module doc).
-    ``reevals``: the persistent cache of exact re-evaluations (read, then added to)."""
+    ``reevals``: the persistent cache of exact re-evaluations (read, then added to);
+    ``workers``: most processes re-evaluating the chosen clusters (after every band is solved:
+    :class:`Reevaluations`)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -579,6 +649,7 @@ def solve_frontier(
         budgets = band_grid(lo, hi, bands, b0)
     budgets = np.sort(np.asarray(budgets, dtype=float))
     provs = providers or tuple(p for p in spec.providers if p in tables.contexts)
+    exact = Reevaluations(spec, store=reevals, workers=workers)
     fr = Frontier(
         spec,
         budgets,
@@ -586,7 +657,7 @@ def solve_frontier(
         method=method,
         tables_seconds=tables.seconds,
         max_cluster=tables.max_cluster,
-        exact=Reevaluations(spec, store=reevals),
+        exact=exact,
     )
     if reevals is not None:
         reevals.load(spec)
@@ -599,7 +670,7 @@ def solve_frontier(
         pb = _Bands(p, tables.contexts.get(p, []))
         if method != Method.EXHAUSTIVE and pb.contexts:
             pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
-            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact)
+            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact, defer=True)
             pb.floor = low.cost if low else math.inf
         per.append(pb)
     kw: dict[str, Any] = {
@@ -631,6 +702,11 @@ def solve_frontier(
             fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, floors, **kw)
     else:
         fr.points = fr.nominal
+    exact.resolve()
+    for pts_of in (fr.nominal, fr.perturbed, fr.points):
+        for pts in pts_of.values():
+            for pt in pts:
+                exact.certify(pt)
     fr.best = fr.best_of(fr.points)
     if reevals is not None:
         reevals.save(spec)
@@ -681,10 +757,13 @@ def cheapest(
     providers: tuple[str, ...] = (),
     table: ColumnTable | None = None,
     exact: Reevaluations | None = None,
+    defer: bool = False,
 ) -> Point | None:
     """The cheapest configuration overall (or meeting ``min_throughput``): the
     covering problem over every column fast enough (solver.bottleneck);
-    ``exact``: the solve's re-evaluations, when the caller has them."""
+    ``exact``: the solve's re-evaluations, when the caller has them (each provider's
+    cluster is asked for first and all are re-evaluated at once; with ``defer`` only asked for:
+    the point returned is then completed by ``exact.certify`` after ``exact.resolve()``)."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
     target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
@@ -700,9 +779,12 @@ def cheapest(
         res = Result(
             cov.status, cov.bill, cov.bound, rel_gap(cov.bill, cov.bound), cov.nodes, cov.seconds, None, backend.name
         )
-        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED, exact)
+        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED, exact, defer=exact is not None)
         if best is None or pt.cost < best.cost:
             best = pt
+    if exact is not None and best is not None and not defer:
+        exact.resolve()
+        exact.certify(best)
     return best
 
 
