@@ -143,14 +143,18 @@ def _per_gb(opt: StorageOption, needs: list[float], cap: Cap) -> list[StorageCho
     return out
 
 
-def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[int]) -> list[StorageChoice]:
-    """gp3 / io2: IOPS bought on the ladder (the volume grown when the product's
-    IOPS-per-GiB ratio asks for it); throughput, where it is sold separately,
-    bought to match the IOPS at each block size the design grid uses."""
+#: One IOPS level of a provisioned product on a VM: (IOPS bought, IOPS delivered, their monthly
+#: price, and each throughput level with its extra price; None: throughput comes with the IOPS).
+_Level = tuple[float, float, float, tuple[tuple[float, float | None], ...]]
+
+
+@lru_cache(maxsize=1024)
+def _provisioned_ladder(opt: StorageOption, cap: Cap, blocks: tuple[int, ...]) -> tuple[_Level, ...]:
+    """The IOPS levels of a provisioned product (the same for every need; cached: the design
+    tables ask for every shard's needs)."""
     floor = max(_given(opt.iops), opt.min_iops)
     top = min(opt.max_iops, cap.max_iops, opt.max_iops_per_gib * opt.max_gib)
-    # per IOPS level (the same for every need): its price, and each throughput level with its price
-    ladder: list[tuple[float, float, float, list[tuple[float, float | None]]]] = []
+    ladder: list[_Level] = []
     for t in iops_ladder(floor, top):
         mib_top = min(opt.max_mibps, opt.max_mibps_per_iops * t)
         if opt.usd_per_mibps_month is None:  # throughput comes with the IOPS
@@ -165,7 +169,15 @@ def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[
             if opt.usd_per_mibps_month is not None:
                 extra = opt.usd_per_mibps_month * max(0.0, mib - _given(opt.mibps))
             mibs.append((cap.mibps(mib), extra))
-        ladder.append((t, cap.iops(t), provisioned_iops_cost(opt, t), mibs))
+        ladder.append((t, cap.iops(t), provisioned_iops_cost(opt, t), tuple(mibs)))
+    return tuple(ladder)
+
+
+def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[int]) -> list[StorageChoice]:
+    """gp3 / io2: IOPS bought on the ladder (the volume grown when the product's
+    IOPS-per-GiB ratio asks for it); throughput, where it is sold separately,
+    bought to match the IOPS at each block size the design grid uses."""
+    ladder = _provisioned_ladder(opt, cap, tuple(blocks))
     out = []
     for need in {max(n, opt.min_gib) for n in needs}:
         for t, iops, iops_cost, mibs in ladder:
