@@ -10,7 +10,7 @@ from typing import Any, overload
 import numpy as np
 
 from cost_models.pareto import pareto_mask
-from cost_models.pricing import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmType
+from cost_models.pricing import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmStorageLimit, VmType
 from specs.vocab import StorageRule
 
 GIB = float(2**30)
@@ -143,14 +143,18 @@ def _per_gb(opt: StorageOption, needs: list[float], cap: Cap) -> list[StorageCho
     return out
 
 
-def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[int]) -> list[StorageChoice]:
-    """gp3 / io2: IOPS bought on the ladder (the volume grown when the product's
-    IOPS-per-GiB ratio asks for it); throughput, where it is sold separately,
-    bought to match the IOPS at each block size the design grid uses."""
+#: One IOPS level of a provisioned product on a VM: (IOPS bought, IOPS delivered, their monthly
+#: price, and each throughput level with its extra price; None: throughput comes with the IOPS).
+_Level = tuple[float, float, float, tuple[tuple[float, float | None], ...]]
+
+
+@lru_cache(maxsize=1024)
+def _provisioned_ladder(opt: StorageOption, cap: Cap, blocks: tuple[int, ...]) -> tuple[_Level, ...]:
+    """The IOPS levels of a provisioned product (the same for every need; cached: the design
+    tables ask for every shard's needs)."""
     floor = max(_given(opt.iops), opt.min_iops)
     top = min(opt.max_iops, cap.max_iops, opt.max_iops_per_gib * opt.max_gib)
-    # per IOPS level (the same for every need): its price, and each throughput level with its price
-    ladder: list[tuple[float, float, float, list[tuple[float, float | None]]]] = []
+    ladder: list[_Level] = []
     for t in iops_ladder(floor, top):
         mib_top = min(opt.max_mibps, opt.max_mibps_per_iops * t)
         if opt.usd_per_mibps_month is None:  # throughput comes with the IOPS
@@ -165,7 +169,15 @@ def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[
             if opt.usd_per_mibps_month is not None:
                 extra = opt.usd_per_mibps_month * max(0.0, mib - _given(opt.mibps))
             mibs.append((cap.mibps(mib), extra))
-        ladder.append((t, cap.iops(t), provisioned_iops_cost(opt, t), mibs))
+        ladder.append((t, cap.iops(t), provisioned_iops_cost(opt, t), tuple(mibs)))
+    return tuple(ladder)
+
+
+def _provisioned(opt: StorageOption, needs: list[float], cap: Cap, blocks: list[int]) -> list[StorageChoice]:
+    """gp3 / io2: IOPS bought on the ladder (the volume grown when the product's
+    IOPS-per-GiB ratio asks for it); throughput, where it is sold separately,
+    bought to match the IOPS at each block size the design grid uses."""
+    ladder = _provisioned_ladder(opt, cap, tuple(blocks))
     out = []
     for need in {max(n, opt.min_gib) for n in needs}:
         for t, iops, iops_cost, mibs in ladder:
@@ -227,33 +239,43 @@ class Cap:
         return min(x, self.max_mibps)
 
 
-def _product_choices(
-    opt: StorageOption, needs: tuple[float, ...], cap: Cap, blocks: tuple[int, ...]
-) -> tuple[tuple[StorageChoice, ...], np.ndarray]:
-    """The volumes of one product under its rule (``blocks``: a provisioned product's only), and
-    their :func:`volume_table` as the columns of one array. The flat, per-GB and provisioned
-    rules see a need only as at least the product's least size, so the needs are raised to it
-    first (in order: the rules then build the same sets in the same order), and the slab rule's
-    to whole disks; the small shards of the design tables, whose needs all fall below one
-    disk or the least size, share one answer."""
+def _rule_needs(opt: StorageOption, needs: tuple[float, ...]) -> tuple[float, ...]:
+    """The needs as ``opt``'s rule sees them. The flat, per-GB and provisioned rules see a need
+    only as at least the product's least size, so the needs are raised to it first (in order:
+    the rules then build the same sets in the same order), and the slab rule's to whole disks;
+    the small shards of the design tables, whose needs all fall below one disk or the least
+    size, share one answer."""
     if opt.rule in (StorageRule.FLAT, StorageRule.PER_GB, StorageRule.PROVISIONED):
-        needs = tuple(max(n, opt.min_gib) for n in needs)
-    elif opt.rule == StorageRule.SLAB and (opt.usd_per_disk_month or 0.0) > 0:
+        return tuple(max(n, opt.min_gib) for n in needs)
+    if opt.rule == StorageRule.SLAB and (opt.usd_per_disk_month or 0.0) > 0:
         # A slab rule sees a need only as the fewest disks holding it: each need becomes that
         # many disks' size. Its volumes then come in another order, which changes nothing:
         # volumes of other disk counts differ in price (storage_choices sorts by price), and
         # those of one count are equal.
         size = _given(opt.size_gib)
-        needs = tuple(sorted({max(1, math.ceil(n / size - 1e-9)) * size for n in needs}))
-    return _product_choices_of(opt, needs, cap, blocks)
+        return tuple(sorted({max(1, math.ceil(n / size - 1e-9)) * size for n in needs}))
+    return needs
+
+
+def _least_gib(opt: StorageOption, needs: tuple[float, ...]) -> float:
+    """No volume of ``opt``'s rule for the :func:`_rule_needs` ``needs`` is smaller than this:
+    every rule's sizes are at least the least need (a per-GB or provisioned volume grows from
+    it), the slab rule's at least the fewest whole disks holding it."""
+    if opt.rule == StorageRule.SLAB:
+        size = _given(opt.size_gib)
+        return max(1, math.ceil(min(needs) / size - 1e-9)) * size
+    return min(needs)
 
 
 @lru_cache(maxsize=4096)
 def _product_choices_of(
     opt: StorageOption, needs: tuple[float, ...], cap: Cap, blocks: tuple[int, ...]
 ) -> tuple[tuple[StorageChoice, ...], np.ndarray]:
-    """:func:`_product_choices`, cached: the design tables ask for the same needs once per
-    block-size set (Cosine's grid, each preset's) and VM types of equal limits share them."""
+    """The volumes of one product under its rule for the needs as the rule sees them
+    (:func:`_rule_needs`; ``blocks``: a provisioned product's only), and their
+    :func:`volume_table` as the columns of one array; cached: the design tables ask for the same
+    needs once per block-size set (Cosine's grid, each preset's) and VM types of equal limits
+    share them."""
     if opt.rule == StorageRule.FLAT:
         out = _flat(opt, list(needs), cap)
     elif opt.rule == StorageRule.PER_GB:
@@ -265,6 +287,16 @@ def _product_choices_of(
     return tuple(out), np.column_stack(volume_table(out)) if out else np.zeros((0, len(_TABLE_FIELDS)))
 
 
+#: Whether :func:`storage_choices` shares one menu between needs no volume is smaller than; off
+#: only to check that it changes no menu (tests/test_storage.py).
+SHARE_MENUS = True
+
+#: What :func:`storage_choices` builds a menu from, per product of the VM's provider: the
+#: product, the VM's limit on it (None: none) and the needs as its rule sees them (a local
+#: store: none, and only when it holds the data).
+_MenuItem = tuple[StorageOption, VmStorageLimit | None, tuple[float, ...]]
+
+
 def storage_choices(
     catalog: Catalog, vm: VmType, need_gib: float | list[float], blocks: tuple[int, ...] | list[int] = (4096,)
 ) -> list[StorageChoice]:
@@ -272,33 +304,60 @@ def storage_choices(
     several), under each product's rule and the VM's limits, without the
     dominated ones (no cheaper-or-equal choice is at least as large, fast in
     IOPS and fast in MiB/s). ``blocks``: the block sizes whose throughput a
-    provisioned volume may be bought to match."""
+    provisioned volume may be bought to match.
+
+    The menu depends on the needs only through what each product's rule sees of them
+    (:func:`_rule_needs`) and the largest need, which caps the room a volume is credited
+    with; when no volume is smaller than it (:func:`_least_gib`), every volume is credited
+    with the same room, which then orders none of them: such calls share one menu (the small
+    shards of the design tables)."""
     needs = [float(need_gib)] if isinstance(need_gib, int | float) else [float(n) for n in need_gib]
-    raw: list[StorageChoice] = []
-    tables: list[np.ndarray] = []
+    top = max(needs)
+    items: list[_MenuItem] = []
+    least = math.inf
     for opt in catalog.storage.get(vm.provider, []):
         lim = catalog.storage_limit(vm, opt.name)
         if opt.rule == StorageRule.LOCAL:
-            if lim is None or lim.size_gib is None or lim.size_gib < max(needs) * (1 - 1e-9):
+            if lim is None or lim.size_gib is None or lim.size_gib < top * (1 - 1e-9):
                 continue
-            local = StorageChoice(vm.provider, opt.name, 1, float(lim.size_gib), lim.max_iops, 0.0, lim.max_mibps)
+            items.append((opt, lim, ()))
+            least = min(least, float(lim.size_gib))
+            continue
+        rule_needs = _rule_needs(opt, tuple(needs))
+        items.append((opt, lim, rule_needs))
+        least = min(least, _least_gib(opt, rule_needs))
+    return list(_menu(vm.provider, tuple(items), tuple(blocks), top if top > least or not SHARE_MENUS else None))
+
+
+@lru_cache(maxsize=4096)
+def _menu(
+    provider: str, items: tuple[_MenuItem, ...], blocks: tuple[int, ...], top: float | None
+) -> tuple[StorageChoice, ...]:
+    """:func:`storage_choices` of the products ``items``; ``top``: the largest need, None when
+    no volume is smaller (every volume's room is then the same)."""
+    raw: list[StorageChoice] = []
+    tables: list[np.ndarray] = []
+    for opt, lim, rule_needs in items:
+        if opt.rule == StorageRule.LOCAL:
+            assert lim is not None and lim.size_gib is not None
+            local = StorageChoice(provider, opt.name, 1, float(lim.size_gib), lim.max_iops, 0.0, lim.max_mibps)
             raw.append(local)
             tables.append(np.column_stack(volume_table([local])))
             continue
         cap = Cap() if lim is None else Cap(lim.max_iops, lim.max_mibps, lim.max_disks)
-        used = tuple(blocks) if opt.rule == StorageRule.PROVISIONED else ()
-        choices, table = _product_choices(opt, tuple(needs), cap, used)
+        used = blocks if opt.rule == StorageRule.PROVISIONED else ()
+        choices, table = _product_choices_of(opt, rule_needs, cap, used)
         raw += choices
         tables.append(table)
     if not raw:
-        return []
+        return ()
     # Only what a design can use counts: room up to the largest need, and the
     # I/Os per second at each block size (IOPS and MiB/s together).
-    top = max(needs)
     usd, gib, iops, mibps = np.concatenate(tables).T
+    room = np.minimum(gib, top) if top is not None else np.zeros_like(gib)
     eff = effective_iops(iops[:, None], mibps[:, None], np.asarray(blocks, dtype=float)[None, :])
-    keep = pareto_mask(np.column_stack([usd, -np.minimum(gib, top), -eff]))
-    return sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops))
+    keep = pareto_mask(np.column_stack([usd, -room, -eff]))
+    return tuple(sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops)))
 
 
 def compute_cost(usd_per_hour: float, count: int) -> float:

@@ -110,12 +110,13 @@ def evaluate_designs(
     batch: DesignBatch,
     workload: Workload,
     n_keys: float,
-    memory_bytes: float,
+    memory_bytes: float | np.ndarray,
     parts: Partitions | None = None,
     windows: Windows | None = None,
     model: CostModel = CostModel.DISTRIBUTION_AWARE,
 ) -> NodeEval:
-    """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries.
+    """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries and
+    ``memory_bytes`` of memory (or each design on its own memory size: an array).
 
     ``windows`` switches to the interpolated window tables (batch search); the
     default is the exact model (:func:`cost_models.io_model.exact_windows` to share its

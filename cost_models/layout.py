@@ -302,7 +302,12 @@ def level_shape(
 
 
 def derive(
-    batch: DesignBatch, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float, levels: int | None = None
+    batch: DesignBatch,
+    n_keys: float,
+    key_bytes: int,
+    value_bytes: int,
+    memory_bytes: float | np.ndarray,
+    levels: int | None = None,
 ) -> Layout:
     """Derive the layout of every design in ``batch`` on a node."""
     return split_memory(level_shape(batch, n_keys, key_bytes, value_bytes, levels), batch, memory_bytes)

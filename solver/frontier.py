@@ -27,6 +27,7 @@ import bisect
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
-from cost_models.evaluate import design_entry, evaluate_designs, workload_partitions
+from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, workload_partitions
 from cost_models.io_model import exact_windows
 from cost_models.pricing import Catalog
 from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
@@ -89,59 +90,120 @@ def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], parts: Partitions |
     """Exact throughput of a cluster, expected and perturbed: real shard sizes,
     exact windows, each node's I/Os per second at its design's block size.
     ``parts``: the workload's key partitions, when the caller has them."""
+    return reevaluate_many(spec, [nodes], parts)[0]
+
+
+@dataclass
+class _NodeFigures:
+    """One node's exact evaluation (:func:`_evaluate_nodes`)."""
+
+    ne: NodeEval
+    threads: int
+    iops: float
+    x: float  # node ops/s, expected workload
+    xp: float  # and perturbed (= x without robustness)
+
+
+def reevaluate_many(
+    spec: Spec, clusters: list[list[tuple[Context, int]]], parts: Partitions | None = None
+) -> list[Exact]:
+    """:func:`reevaluate` of each cluster of ``clusters``; the nodes of all of them are evaluated
+    together (:func:`_evaluate_nodes`)."""
     N = spec.workload.entries
-    cap = sum(c.entries * k for c, k in nodes)
-    held = sum(max(c.entries * N / cap, 1.0) * k for c, k in nodes)  # = N unless nodes outnumber keys
     parts = workload_partitions(spec.workload) if parts is None else parts
+    # keys actually on each node of a context; at least one (a key is not split: in a cluster
+    # with more nodes than keys, the nodes that hold one serve its operations)
+    sizes = []
+    for nodes in clusters:
+        cap = sum(c.entries * k for c, k in nodes)
+        sizes.append([max(c.entries * N / cap, 1.0) for c, _ in nodes])
+    wanted: dict[tuple[int, float], Context] = {}
+    for nodes, ss in zip(clusters, sizes, strict=True):
+        for (c, _), s in zip(nodes, ss, strict=True):
+            wanted.setdefault((id(c), s), c)
+    figs = _evaluate_nodes(spec, wanted, parts)
+    out = []
+    for nodes, ss in zip(clusters, sizes, strict=True):
+        held = sum(s * k for (_, k), s in zip(nodes, ss, strict=True))  # = N unless nodes outnumber keys
+        xs, ps, per_node = [], [], []
+        io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
+        for (c, k), s in zip(nodes, ss, strict=True):
+            f = figs[(id(c), s)]
+            ne, x, xp, iops = f.ne, f.x, f.xp, f.iops
+            xs.append(N * x / s if x > 0 else 0.0)
+            ps.append(N * xp / s if xp > 0 else 0.0)
+            share = s * k / held  # the share of the operations this context's nodes serve
+            for op, v in ne.io.per_op().items():
+                io[op] += share * float(v[0])
+            per_node.append(
+                {
+                    "vm_type": c.vm.name,
+                    "count": k,
+                    **design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width),
+                    "threads": f.threads,
+                    "node_throughput_ops": x,
+                    "node_perturbed_ops": xp,
+                    "device_bound": bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
+                    "storage": {
+                        "product": c.storage.product,
+                        "disks": c.storage.disks,
+                        "gib": c.storage.gib,
+                        "iops": c.storage.iops,
+                        "mibps": c.storage.mibps if math.isfinite(c.storage.mibps) else None,
+                        "effective_iops": iops,
+                        "usd_month": c.storage.usd_month,
+                        "label": c.storage.label,
+                    },
+                }
+            )
+        out.append(Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0))
+    return out
+
+
+def _evaluate_nodes(
+    spec: Spec, nodes: dict[tuple[int, float], Context], parts: Partitions
+) -> dict[tuple[int, float], _NodeFigures]:
+    """The exact evaluation of each node (a column holding ``s`` keys, keyed by (id, s)), alone:
+    the exact windows of a node of s keys (s >= 1: the layout's own key count), the gets' shared
+    by the two workloads. The nodes of one size share them, and first evaluate their designs
+    together once (each on its VM's memory), for the windows only: that solves the counts they
+    ask for in a few bisections instead of a few per node (cost_models.io_model.ExactWindow: a
+    count's window does not depend on what it is solved with). Each node's figures are then
+    those of its design evaluated alone (the batch's are not used: its matrix products over the
+    key partitions may round otherwise than a single design's)."""
+    wl = spec.workload
     robust = is_robust(spec)
     pw = perturbed_workload(spec)
-    xs, ps, per_node = [], [], []
-    io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
-    for c, k in nodes:
-        # keys actually on each node of this context; at least one (a key is not split: in a
-        # cluster with more nodes than keys, the nodes that hold one serve its operations)
-        s = max(c.entries * N / cap, 1.0)
-        mem = c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
-        batch = DesignBatch.of([c.design])
-        # the exact windows of a node of s keys (s >= 1: the layout's own key count), the gets'
-        # shared by the two workloads
-        wins = exact_windows(parts, spec.workload.operations, s)
-        ne = evaluate_designs(batch, spec.workload, s, mem, parts, wins, model=spec.cost_model)
-        threads = c.vm.vcpu if c.design.threads is None else c.design.threads
-        iops = float(c.storage.effective_iops(ne.disk_block(batch)[0]))
-        x = float(ne.throughput(spec.workload, iops, threads)[0])
-        xp = x
-        if robust and x > 0:
-            pw_wins = exact_windows(parts, pw.operations, s, wins[1])
-            np_ = ne if pw is spec.workload else evaluate_designs(batch, pw, s, mem, parts, pw_wins, spec.cost_model)
-            xp = float(perturbed_throughput(np_.io, NodeShape.of(np_.layout), iops, threads, spec)[0])
-        xs.append(N * x / s if x > 0 else 0.0)
-        ps.append(N * xp / s if xp > 0 else 0.0)
-        share = s * k / held  # the share of the operations this context's nodes serve
-        for op, v in ne.io.per_op().items():
-            io[op] += share * float(v[0])
-        per_node.append(
-            {
-                "vm_type": c.vm.name,
-                "count": k,
-                **design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width),
-                "threads": threads,
-                "node_throughput_ops": x,
-                "node_perturbed_ops": xp,
-                "device_bound": bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
-                "storage": {
-                    "product": c.storage.product,
-                    "disks": c.storage.disks,
-                    "gib": c.storage.gib,
-                    "iops": c.storage.iops,
-                    "mibps": c.storage.mibps if math.isfinite(c.storage.mibps) else None,
-                    "effective_iops": iops,
-                    "usd_month": c.storage.usd_month,
-                    "label": c.storage.label,
-                },
-            }
-        )
-    return Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0)
+    by_size: dict[float, list[tuple[tuple[int, float], Context]]] = {}
+    for key, c in nodes.items():
+        by_size.setdefault(key[1], []).append((key, c))
+    out: dict[tuple[int, float], _NodeFigures] = {}
+    for s, group in by_size.items():
+        mem = np.array([c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom) for _, c in group])
+        wins = exact_windows(parts, wl.operations, s)
+        if len(group) > 1:
+            evaluate_designs(DesignBatch.of([c.design for _, c in group]), wl, s, mem, parts, wins, spec.cost_model)
+        for i, (key, c) in enumerate(group):
+            batch = DesignBatch.of([c.design])
+            ne = evaluate_designs(batch, wl, s, float(mem[i]), parts, wins, model=spec.cost_model)
+            threads = c.vm.vcpu if c.design.threads is None else c.design.threads
+            iops = float(c.storage.effective_iops(ne.disk_block(batch)[0]))
+            x = float(ne.throughput(wl, iops, threads)[0])
+            out[key] = _NodeFigures(ne, threads, iops, x, x)
+        rows = [i for i, (key, _) in enumerate(group) if out[key].x > 0] if robust else []
+        if not rows:
+            continue
+        pw_wins = exact_windows(parts, pw.operations, s, wins[1])
+        if pw is not wl and len(rows) > 1:
+            sub = DesignBatch.of([group[i][1].design for i in rows])
+            evaluate_designs(sub, pw, s, mem[rows], parts, pw_wins, spec.cost_model)
+        for i in rows:
+            key, c = group[i]
+            f = out[key]
+            batch = DesignBatch.of([c.design])
+            pe = f.ne if pw is wl else evaluate_designs(batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model)
+            f.xp = float(perturbed_throughput(pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
+    return out
 
 
 @dataclass
@@ -233,30 +295,102 @@ def _rel(a: float, b: float) -> float:
     return abs(a - b) / b if b > 0 else (0.0 if a == b else math.inf)
 
 
+#: Fewest clusters per worker process worth starting one for (:meth:`Reevaluations.resolve`: a
+#: cluster's re-evaluation takes about 10 ms, a process a few tens of ms to start).
+REEVALS_PER_WORKER = 4
+#: A cluster's key in :class:`Reevaluations` (its columns by identity, with their counts).
+ClusterKey = tuple[tuple[int, int], ...]
+
+
+def _reevaluate_job(args: tuple[Spec, list[list[tuple[Context, int]]], Partitions]) -> list[Exact]:
+    """:func:`reevaluate_many` of some clusters, in a worker process (:meth:`Reevaluations.resolve`)."""
+    return reevaluate_many(*args)
+
+
 @dataclass
 class Reevaluations:
     """The exact re-evaluations of one solve: each cluster once (bands and
     objectives often choose the same one); with a ``store`` (solver.reeval_cache)
     a cluster an earlier solve re-evaluated is read back instead, and the new ones
-    are added to it."""
+    are added to it.
+
+    A cluster may also be :meth:`defer`-red: no band's choice depends on another band's
+    re-evaluation (the MIPs see only the tables), so :func:`solve_frontier` asks for every
+    chosen cluster first and :meth:`resolve`-s them all at once, in up to ``workers``
+    processes (each cluster by the same :func:`reevaluate`, so with the same result)."""
 
     spec: Spec
-    done: dict[tuple[tuple[int, int], ...], Exact] = field(default_factory=dict)
+    done: dict[ClusterKey, Exact] = field(default_factory=dict)
     parts: Partitions | None = None
     store: ReevalCache | None = None
+    workers: int = 1
+    pending: dict[ClusterKey, list[tuple[Context, int]]] = field(default_factory=dict)
+
+    @staticmethod
+    def key(nodes: list[tuple[Context, int]]) -> ClusterKey:
+        return tuple((id(c), k) for c, k in nodes)
 
     def __call__(self, nodes: list[tuple[Context, int]]) -> Exact:
-        key = tuple((id(c), k) for c, k in nodes)
-        if key not in self.done:
-            ex = self.store.get(nodes) if self.store is not None else None
-            if ex is None:
-                if self.parts is None:
-                    self.parts = workload_partitions(self.spec.workload)
-                ex = reevaluate(self.spec, nodes, self.parts)
-                if self.store is not None:
-                    self.store.put(nodes, ex)
+        self.defer(nodes)
+        self.resolve()
+        return self.done[self.key(nodes)]
+
+    def defer(self, nodes: list[tuple[Context, int]]) -> None:
+        """Ask for a cluster's re-evaluation, made by the next :meth:`resolve` (a cluster already
+        re-evaluated, or in the ``store``, is not evaluated again)."""
+        key = self.key(nodes)
+        if key in self.done or key in self.pending:
+            return
+        ex = self.store.get(nodes) if self.store is not None else None
+        if ex is not None:
             self.done[key] = ex
-        return self.done[key]
+        else:
+            self.pending[key] = nodes
+
+    def resolve(self) -> None:
+        """Re-evaluate every deferred cluster (in asking order; in parallel with ``workers`` > 1)."""
+        if not self.pending:
+            return
+        if self.parts is None:
+            self.parts = workload_partitions(self.spec.workload)
+        clusters = list(self.pending.values())
+        workers = min(self.workers, len(clusters) // REEVALS_PER_WORKER)
+        if workers > 1:
+            # one share of the clusters per worker, clusters of one node size together (their
+            # nodes are evaluated in one batch)
+            order = sorted(range(len(clusters)), key=lambda j: min(c.entries for c, _ in clusters[j]))
+            shares = [[int(j) for j in part] for part in np.array_split(np.array(order), workers)]
+            jobs = [(self.spec, [clusters[j] for j in share], self.parts) for share in shares]
+            with ProcessPoolExecutor(max_workers=workers) as ex:
+                done = {
+                    j: e
+                    for share, es in zip(shares, ex.map(_reevaluate_job, jobs), strict=True)
+                    for j, e in zip(share, es, strict=True)
+                }
+            results = [done[j] for j in range(len(clusters))]
+        else:
+            results = reevaluate_many(self.spec, clusters, self.parts)
+        for (key, nodes), res in zip(self.pending.items(), results, strict=True):
+            self.done[key] = res
+            if self.store is not None:
+                self.store.put(nodes, res)
+        self.pending = {}
+
+    def certify(self, pt: Point) -> None:
+        """Set a point's re-evaluation (and approximation error) from :attr:`done` once its
+        cluster is resolved (:func:`_certify` with ``defer``)."""
+        if pt.chosen is not None and pt.exact is None:
+            pt.exact = self.done[self.key(pt.chosen.nodes)]
+            pt.approx_error = _approx_error(self.spec, pt.chosen, pt.exact)
+
+
+def _approx_error(spec: Spec, chosen: Chosen, ex: Exact) -> float:
+    """The relative difference of the MIP's throughput and the exact one: the worse of the
+    expected and (with robustness) the perturbed throughput's."""
+    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
+    if is_robust(spec):
+        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
+    return err
 
 
 def _certify(
@@ -268,13 +402,17 @@ def _certify(
     provider: str,
     objective: Objective,
     exact: Reevaluations | None = None,
+    defer: bool = False,
 ) -> Point:
-    """Re-evaluate a chosen cluster exactly; the approximation error is the worse
-    of the expected and (with robustness) the perturbed throughput's."""
+    """Re-evaluate a chosen cluster exactly; the approximation error is the worse of the
+    expected and (with robustness) the perturbed throughput's (:func:`_approx_error`). With
+    ``defer`` (and ``exact``) the re-evaluation is only asked for: the point is completed by
+    ``exact.certify`` after ``exact.resolve()``."""
+    if defer and exact is not None:
+        exact.defer(chosen.nodes)
+        return Point(band, budget, provider, res.status, res, chosen, None, math.nan, objective=objective)
     ex = reevaluate(spec, chosen.nodes) if exact is None else exact(chosen.nodes)
-    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
-    if is_robust(spec):
-        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
+    err = _approx_error(spec, chosen, ex)
     return Point(band, budget, provider, res.status, res, chosen, ex, err, objective=objective)
 
 
@@ -530,7 +668,7 @@ def _solve_objective(
                 fr.n_solves += ans.mip_solves
                 chosen, result, note = ans.chosen, ans.result, ans.note
             if chosen is not None:
-                pt = _certify(spec, chosen, result, i, float(b), p, objective, fr.exact)
+                pt = _certify(spec, chosen, result, i, float(b), p, objective, fr.exact, defer=True)
             elif prev is not None:
                 pt = _carry(prev, i, float(b))
                 note = f"no cluster within this budget beats band {prev.band}'s answer: carried forward"
@@ -567,10 +705,13 @@ def solve_frontier(
     progress: Callable[[str], None] | None = None,
     budgets: np.ndarray | None = None,
     reevals: ReevalCache | None = None,
+    workers: int = 1,
 ) -> Frontier:
     """Solve every band for every provider and certify each answer (with
     robustness: the nominal, perturbed and robust objectives, see the module doc).
-    ``reevals``: the persistent cache of exact re-evaluations (read, then added to)."""
+    ``reevals``: the persistent cache of exact re-evaluations (read, then added to);
+    ``workers``: most processes re-evaluating the chosen clusters (after every band is solved:
+    :class:`Reevaluations`)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -579,6 +720,7 @@ def solve_frontier(
         budgets = band_grid(lo, hi, bands, b0)
     budgets = np.sort(np.asarray(budgets, dtype=float))
     provs = providers or tuple(p for p in spec.providers if p in tables.contexts)
+    exact = Reevaluations(spec, store=reevals, workers=workers)
     fr = Frontier(
         spec,
         budgets,
@@ -586,7 +728,7 @@ def solve_frontier(
         method=method,
         tables_seconds=tables.seconds,
         max_cluster=tables.max_cluster,
-        exact=Reevaluations(spec, store=reevals),
+        exact=exact,
     )
     if reevals is not None:
         reevals.load(spec)
@@ -599,7 +741,7 @@ def solve_frontier(
         pb = _Bands(p, tables.contexts.get(p, []))
         if method != Method.EXHAUSTIVE and pb.contexts:
             pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
-            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact)
+            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact, defer=True)
             pb.floor = low.cost if low else math.inf
         per.append(pb)
     kw: dict[str, Any] = {
@@ -631,6 +773,11 @@ def solve_frontier(
             fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, floors, **kw)
     else:
         fr.points = fr.nominal
+    exact.resolve()
+    for pts_of in (fr.nominal, fr.perturbed, fr.points):
+        for pts in pts_of.values():
+            for pt in pts:
+                exact.certify(pt)
     fr.best = fr.best_of(fr.points)
     if reevals is not None:
         reevals.save(spec)
@@ -681,10 +828,13 @@ def cheapest(
     providers: tuple[str, ...] = (),
     table: ColumnTable | None = None,
     exact: Reevaluations | None = None,
+    defer: bool = False,
 ) -> Point | None:
     """The cheapest configuration overall (or meeting ``min_throughput``): the
     covering problem over every column fast enough (solver.bottleneck);
-    ``exact``: the solve's re-evaluations, when the caller has them."""
+    ``exact``: the solve's re-evaluations, when the caller has them (each provider's
+    cluster is asked for first and all are re-evaluated at once; with ``defer`` only asked for:
+    the point returned is then completed by ``exact.certify`` after ``exact.resolve()``)."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
     target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
@@ -700,9 +850,12 @@ def cheapest(
         res = Result(
             cov.status, cov.bill, cov.bound, rel_gap(cov.bill, cov.bound), cov.nodes, cov.seconds, None, backend.name
         )
-        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED, exact)
+        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED, exact, defer=exact is not None)
         if best is None or pt.cost < best.cost:
             best = pt
+    if exact is not None and best is not None and not defer:
+        exact.resolve()
+        exact.certify(best)
     return best
 
 

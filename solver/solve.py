@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cost_models import cpu_count
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.envelope import check_nodes
 from cost_models.pricing import HOURS_PER_MONTH, Catalog
@@ -329,6 +330,7 @@ def run_solve(
         progress=tick,
         time_limit=time_limit,
         reevals=reevals,
+        workers=workers if workers is not None else cpu_count(),
     )
     timings["frontier_s"] = time.perf_counter() - t1
     fr.baselines = baselines(spec, catalog, tables, fr.budgets)

@@ -770,34 +770,37 @@ def _shard_job(
                 for vm in same:
                     cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
     out[COSINE] = [c.context() for c in prune_columns(cols)]
-    for name in presets:
-        out[name] = _preset_columns(spec, name, s, by_mem, volumes, parts, wins)
+    out.update(_preset_columns(spec, presets, s, by_mem, volumes, parts, wins))
     return out
 
 
 def _preset_columns(
     spec: Spec,
-    name: str,
+    names: tuple[str, ...],
     s: float,
     by_mem: dict[float, list[VmType]],
     volumes: Callable[[tuple[int, ...]], dict[str, list[StorageChoice]]],
     parts: Partitions,
     wins: list[tuple[WindowTable, WindowTable]],
-) -> list[Context]:
-    """The columns of preset ``name`` at shard size ``s`` (its one design on every VM type).
-    The design is evaluated on every memory size at once (one row per memory size)."""
+) -> dict[str, list[Context]]:
+    """The columns of each preset of ``names`` at shard size ``s`` (its one design on every VM
+    type). The presets' designs are evaluated on every memory size at once (one row per preset
+    and memory size: the evaluation is elementwise over the rows), and every (VM type, volume)
+    pair of one vCPU count, of every preset, is scored at once."""
+    if not names:
+        return {}
     wl = spec.workload
-    d = preset(name)
-    vols = volumes((d.block_bytes,))
+    ds = [preset(name) for name in names]
     wls = _workloads(spec)
     mems = sorted(by_mem)
-    batch = DesignBatch.of([d] * len(mems))
+    m = len(mems)
+    batch = DesignBatch.of([d for d in ds for _ in mems])
     shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes)
     sts = [
         structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
         for w, win in zip(wls, wins, strict=True)
     ]
-    lay = split_memory(shape, batch, np.array(mems) * GIB * (1 - spec.design.memory_headroom))
+    lay = split_memory(shape, batch, np.tile(np.array(mems) * GIB * (1 - spec.design.memory_headroom), len(ds)))
     ios = [node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)]
     io_p = ios[1] if len(ios) > 1 else None
     ge = GridEval(
@@ -808,7 +811,7 @@ def _preset_columns(
         shape=NodeShape.of(lay),
         ok=lay.feasible,
         need_gib=lay.space_entries * lay.entry_bytes / GIB,
-        block=np.full(len(mems), float(d.block_bytes)),
+        block=np.repeat([float(d.block_bytes) for d in ds], m),
         L=lay.L,
         Y=lay.Y,
         batches=[batch],
@@ -816,33 +819,42 @@ def _preset_columns(
     )
     rows = np.flatnonzero(lay.feasible)
     dem_all = design_demands(spec, ge, rows)
-    # (VM type, its memory size's row, its volumes' I/Os per second and fit) of every VM type
-    segs: list[tuple[VmType, int, np.ndarray, np.ndarray]] = []
+    # (preset, VM type, its row's position in ``rows``, its volumes' I/Os per second and fit)
+    segs: list[tuple[int, VmType, int, np.ndarray, np.ndarray]] = []
     for pos, i in enumerate(rows):
         one = np.array([i])
-        for vm in by_mem[mems[i]]:
+        vols = volumes((ds[i // m].block_bytes,))
+        for vm in by_mem[mems[i % m]]:
             thr = _thresholds([vols[vm.key]])
             if thr.size == 0:
                 continue
             bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib[one], side="left")
             if bucket[0] >= thr.size:
                 continue
-            segs.append((vm, pos, *_fitting(ge, one, bucket, thr, vols[vm.key])))
+            segs.append((int(i // m), vm, pos, *_fitting(ge, one, bucket, thr, vols[vm.key])))
     # every (VM type, volume) pair of one vCPU count scored at once, one design per pair (a
     # row of I/Os per second, a column per pair: node_scores is elementwise over them)
     scores: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for vcpu in sorted({vm.vcpu for vm, *_ in segs}):
-        mine = [k for k, seg in enumerate(segs) if seg[0].vcpu == vcpu]
-        pos_of = np.concatenate([np.full(segs[k][2].shape[0], segs[k][1]) for k in mine])
-        iops = np.concatenate([segs[k][2][:, 0] for k in mine])[None, :]
+    for vcpu in sorted({seg[1].vcpu for seg in segs}):
+        mine = [k for k, seg in enumerate(segs) if seg[1].vcpu == vcpu]
+        pos_of = np.concatenate([np.full(segs[k][3].shape[0], segs[k][2]) for k in mine])
+        iops = np.concatenate([segs[k][3][:, 0] for k in mine])[None, :]
         cpu_rows = cpu_scores(dem_all, vcpu)  # each row once, then each (VM type, volume) pair's
         cpu = (cpu_rows[0][pos_of], None if cpu_rows[1] is None else cpu_rows[1][pos_of])
         xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of), cpu)
-        ends = np.cumsum([segs[k][2].shape[0] for k in mine])
+        ends = np.cumsum([segs[k][3].shape[0] for k in mine])
         for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
             scores[k] = (xe[0, a:b][:, None], xp[0, a:b][:, None])
-    per_vm = [(vm, vols[vm.key], int(rows[pos]), fits, *scores[k]) for k, (vm, pos, _, fits) in enumerate(segs)]
-    return [c.context() for c in one_design_columns(s, ge, name, per_vm)]
+    out: dict[str, list[Context]] = {}
+    for j, name in enumerate(names):
+        vols = volumes((ds[j].block_bytes,))
+        per_vm = [
+            (vm, vols[vm.key], int(rows[pos]), fits, *scores[k])
+            for k, (p, vm, pos, _, fits) in enumerate(segs)
+            if p == j
+        ]
+        out[name] = [c.context() for c in one_design_columns(s, ge, name, per_vm)]
+    return out
 
 
 #: One VM type running one design: (VM type, its volumes, the design's row of the GridEval,

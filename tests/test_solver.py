@@ -368,3 +368,28 @@ def test_storage_is_a_decision():
         per_vm.setdefault(c.vm.name, set()).add(c.storage.label)
     assert max(len(v) for v in per_vm.values()) > 1
     assert any(c.storage.gib > 3 * data_gib * c.entries / spec.workload.entries for c in ctx)
+
+
+@pytest.mark.parametrize(
+    "mix, robustness",
+    [
+        ((0.5, 0.0, 0.0, 0.0, 0.5, 0.0), ""),
+        ((0.1, 0.4, 0.2, 0.3, 0.0, 0.0), "{noise: 0.1, tolerance: 0.1}"),
+        ((0.25, 0.0, 0.0, 0.25, 0.25, 0.25), "{noise: 0.2, tolerance: 0.1, kl_radius: 0.05}"),
+    ],
+)
+def test_reevaluate_many_equals_each_alone(mix, robustness):
+    """The frontier's batched exact re-evaluation (nodes of one size evaluated together, each on
+    its VM's memory) gives every cluster exactly what re-evaluating it alone gives: homogeneous
+    clusters of columns of every shard size, VM type and design class, and mixed ones."""
+    from solver.frontier import PRESETS, reevaluate, reevaluate_many
+
+    spec = make_spec(mix=mix, dist="{kind: zipfian, theta: 0.99}", robustness=robustness, mc=6)
+    tables = build_tables(spec, small_catalog(per_provider=3), spec.providers, workers=1, presets=PRESETS)
+    cols = tables.contexts["aws"] + [c for p in tables.presets.values() for c in p["aws"]]
+    pick = cols[:: max(1, len(cols) // 60)]
+    clusters = [[(c, round(spec.workload.entries / c.entries))] for c in pick]
+    clusters += [[(a, 1), (b, 2)] for a, b in zip(pick[::3], pick[1::3], strict=False)]
+    many = reevaluate_many(spec, clusters)
+    assert many == [reevaluate(spec, nodes) for nodes in clusters]
+    assert len({c.design_class for c in pick}) == 3 and len({c.entries for c in pick}) > 1

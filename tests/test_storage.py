@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from cost_models import cloud
 from cost_models.cloud import (
     GIB,
     IOPS_STEP,
@@ -210,3 +211,23 @@ def test_menu_is_within_one_ladder_step_of_any_volume(od, provider, vm_name, nam
                 rate = min(iops, lim.max_iops, min(mibps, lim.max_mibps) * MIB / block)
                 ok = (usd <= cost * (1 + 1e-9)) & (eff >= rate / IOPS_STEP * (1 - 1e-9))
                 assert ok.any(), (name, block, gib, iops, cost)
+
+
+@pytest.mark.parametrize("price_set", ["ondemand", "paper2021", "paper2021-flat-iops"])
+def test_shared_menus_equal_own(price_set, monkeypatch):
+    """storage_choices shares one menu between need sets no volume is smaller than (the room
+    every volume is credited with is then the same): the menus equal those of each need set's
+    own largest need, on every VM type, for needs from far below any product's least size to
+    above most volumes, as the design tables ask for them (a ladder of headrooms)."""
+    cat = load_catalog(price_set)
+    ladder = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6)
+    bases = [1e-4 * 1.7**i for i in range(40)]
+    for blocks in ((4096,), (32768,), (4096, 16384, 65536)):
+        for vms in cat.vms.values():
+            for vm in vms:
+                for base in bases:
+                    needs = [base * h for h in ladder]
+                    monkeypatch.setattr(cloud, "SHARE_MENUS", True)
+                    shared = storage_choices(cat, vm, needs, blocks)
+                    monkeypatch.setattr(cloud, "SHARE_MENUS", False)
+                    assert storage_choices(cat, vm, needs, blocks) == shared, (vm.name, base, blocks)
