@@ -468,6 +468,10 @@ def split_io(io: IOCost) -> tuple[np.ndarray, np.ndarray]:
     return fg, np.stack([per[op] for op in OPERATIONS], axis=-1) - fg
 
 
+#: Which of OPERATIONS are puts (a WAL append and a memtable insert each).
+_WRITES = np.array([op in WRITE_OPERATIONS for op in OPERATIONS])
+
+
 def demands(
     io: IOCost, shape: NodeShape, mix: dict[str, float], scan_length: float, read_latency_s: float = 0.0
 ) -> Demands:
@@ -501,13 +505,12 @@ def demands(
         io_bytes = io_bytes - idx * (bb - np.broadcast_to(np.asarray(shape.index_bytes, dtype=float), bb.shape))
     # the WAL pages of a put are the writer's own append (in its cpu_seconds), not the background's
     wal = wal_pages(shape.entry_bytes)
-    puts = np.array([1.0 if op in WRITE_OPERATIONS else 0.0 for op in OPERATIONS])
+    puts = _WRITES.astype(float)
     merged = np.maximum(bg - wal * puts, 0.0)
     # a thread among others: an operation meets the others' operations of its own kind (a write the
     # others' writes, a read their reads) as often as the mix has them; the calibration's cached runs
     # (one operation type) met them every time
-    writes = np.array([op in WRITE_OPERATIONS for op in OPERATIONS])
-    kind_share = np.where(writes, w[writes].sum(), w[~writes].sum())
+    kind_share = np.where(_WRITES, w[_WRITES].sum(), w[~_WRITES].sum())
     extra = c * (op_concurrency(shape.cls) - 1.0) * kind_share
     d = Demands(
         serial=((1 - phi) * c) @ w,

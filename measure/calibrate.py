@@ -433,6 +433,15 @@ def _positive_lstsq(A: np.ndarray, y: np.ndarray, names: list[str], what: str) -
     return {n: float(v) for n, v in zip(names, sol, strict=True)}
 
 
+def cached_points(samples: list[Sample]) -> dict[tuple[str, str, int, int, int], list[Sample]]:
+    """The cached runs by point (class, operation, records, scan length, threads): a point's repeats."""
+    runs: dict[tuple[str, str, int, int, int], list[Sample]] = {}
+    for s in samples:
+        if s.kind == CACHED:
+            runs.setdefault((s.cls, s.workload, s.records, s.scan_length, s.threads), []).append(s)
+    return runs
+
+
 #: How far past 1 a measured phi is still 1. A thread's busy share is its CPU time over its wall time
 #: less its run-queue delay, clocks read apart; single 2-thread cached runs of perfectly parallel
 #: reads (a hash log's range and empty range) measured busy shares of 0.984-1.019 (calibrate-27d,
@@ -456,14 +465,11 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     or shares one without the guest seeing it (no steal time), at 1.8x the CPU per operation, and
     two threads scanning the same data warm each other's caches (BENCHMARKS §20.3).
     """
-    runs: dict[tuple[str, str, int, int, int], list[float]] = {}
-    for s in samples:
-        if s.kind == CACHED and 1 < s.threads <= cores:
-            point = (s.cls, s.workload, s.records, s.scan_length, s.threads)
-            runs.setdefault(point, []).append(s.free_throughput * s.fg_cpu / s.threads)
     vals: dict[tuple[str, str], list[float]] = {}
-    for (cls, op, _n, _scan, th), busy_shares in runs.items():
-        busy = float(np.median(busy_shares))
+    for (cls, op, _n, _scan, th), reps in cached_points(samples).items():
+        if not 1 < th <= cores:
+            continue
+        busy = float(np.median([r.free_throughput * r.fg_cpu / th for r in reps]))
         vals.setdefault((cls, op), []).append(1.0 - (1.0 / busy - 1.0) / (th - 1))
     out = {}
     for key, v in sorted(vals.items()):
@@ -492,17 +498,15 @@ def fit_concurrent_cpu(samples: list[Sample], cores: int) -> dict[tuple[str, str
     the runs measured n u_n c_1 / c_n (BENCHMARKS §24.2). Held at the threads measured: a larger
     machine's cost of sharing data between more cores is not measured here.
     """
-    runs: dict[tuple[str, str, int, int, int], list[float]] = {}
-    for s in samples:
-        if s.kind == CACHED:
-            runs.setdefault((s.cls, s.workload, s.records, s.scan_length, s.threads), []).append(s.fg_cpu)
+    runs = cached_points(samples)
     top = max((p[-1] for p in runs if 1 < p[-1] <= cores), default=None)
     vals: dict[tuple[str, str], list[float]] = {}
-    for (cls, op, n, scan, th), cs in runs.items():
+    for (cls, op, n, scan, th), reps in runs.items():
         one = runs.get((cls, op, n, scan, 1))
         if th != top or not one:
             continue
-        vals.setdefault((cls, op), []).append(float(np.median(cs)) / float(np.median(one)))
+        cpu = float(np.median([r.fg_cpu for r in reps])) / float(np.median([r.fg_cpu for r in one]))
+        vals.setdefault((cls, op), []).append(cpu)
     out = {}
     for key, v in sorted(vals.items()):
         r = float(np.mean(v))
