@@ -503,9 +503,7 @@ def structure(
     # the start is past that block's last key); a range filter or a cold index multiplies it
     empty_seek = np.where(lay.exists, lay.runs * c["empty_range_run"](1.0, 0.0, lay.B[:, None]), 0.0)
 
-    # --- puts (sigma_p), amortized merges per put
-    mt = merge_terms(lay, parts, iota, win)
-    put = np.where(lay.lsh, mt.lsh_put, mt.per_put.sum(axis=1)) + mt.wal
+    put, casc = put_terms(lay, parts, mix, win)
     return Structure(
         base=base,
         fp=fp,
@@ -517,8 +515,19 @@ def structure(
         put=put,
         lsh=lay.lsh.copy(),
         lsh_scan=hash_log_scan(lay, sel),
-        cascades=cascades(lay, mt),
+        cascades=casc,
     )
+
+
+def put_terms(
+    lay: Layout, parts: Partitions, mix: dict[str, float], win: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, Cascades]:
+    """The puts' part of :func:`structure`: sigma_p (amortized merges, hash-log appends and the
+    WAL per put) and the merge cascades. The only part that depends on the merge policy
+    (``lay.partial``), so a structure is moved to another policy by replacing these alone."""
+    mt = merge_terms(lay, parts, insert_fraction(mix), win)
+    put = np.where(lay.lsh, mt.lsh_put, mt.per_put.sum(axis=1)) + mt.wal
+    return put, cascades(lay, mt)
 
 
 def hash_log_scan(lay: Layout, sel: float) -> np.ndarray:

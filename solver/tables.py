@@ -45,15 +45,17 @@ from cost_models.evaluate import node_io, workload_partitions
 from cost_models.io_model import (
     Cascades,
     IOCost,
+    Structure,
     WindowTable,
     cache_alpha,
     combine,
     index_cache_alpha,
+    put_terms,
     range_cache_alpha,
     structure,
     window_tables,
 )
-from cost_models.layout import Layout, level_shape, split_memory
+from cost_models.layout import Layout, Shape, level_shape, partial_merges, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
@@ -447,9 +449,60 @@ def _workloads(spec: Spec) -> list[Workload]:
     return [spec.workload, perturbed_workload(spec)] if spec.noise > 0 else [spec.workload]
 
 
-#: The memory split of the grid's designs on one memory size, per family (LSM-like, hash log):
-#: the layouts whose buffer fits, the filter settings per layout, the designs, their split.
-Splits = list[tuple[np.ndarray, int, DesignBatch, Layout]]
+@dataclass
+class ShardPrep:
+    """What every memory size of one shard shares: the grid's layouts (buffer, block, T, K, Z;
+    no filters), their level shapes and run structures (one per workload), and the window tables.
+
+    A layout's merges depend on its class, which before memory is split only its filters tell
+    (cost_models.layout.partial_merges): without filters a B-tree's partial merges, with them an
+    LSM's or a hybrid's whole-level merges. So a layout has a shape and structures per policy:
+    ``filterless`` and ``filtered``; they differ only in the puts' terms (io_model.put_terms).
+    """
+
+    lays: DesignBatch
+    wins: list[tuple[WindowTable, WindowTable]]
+    filterless: tuple[Shape, list[Structure]]
+    filtered: tuple[Shape, list[Structure]]
+
+
+def shard_prep(
+    spec: Spec, grid: Grid, s: float, parts: Partitions, wins: list[tuple[WindowTable, WindowTable]], max_mem: float
+) -> ShardPrep:
+    """:class:`ShardPrep` of ``grid`` at shard size ``s`` for nodes of at most ``max_mem`` bytes."""
+    wl = spec.workload
+    wls = _workloads(spec)
+    lays = grid.layouts(max_mem, s * wl.entry_bytes)  # every layout without filters
+    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
+    sts = [
+        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
+        for w, win in zip(wls, wins, strict=True)
+    ]
+    with_filters = lays.take(np.arange(lays.size))
+    with_filters.bloom_bits = np.where(lays.lsh, 0.0, 1.0)  # any positive budget: the policy only
+    shape_f = replace(shape, partial=np.broadcast_to(partial_merges(with_filters)[:, None], shape.partial.shape))
+    sts_f = []
+    for w, win, st in zip(wls, wins, sts, strict=True):
+        put, casc = put_terms(split_memory(shape_f, with_filters, np.inf), parts, w.operations, win[0])
+        sts_f.append(replace(st, put=put, cascades=casc))
+    return ShardPrep(lays, wins, (shape, sts), (shape_f, sts_f))
+
+
+@dataclass
+class Split:
+    """The memory split of some of the grid's designs on one memory size: the layouts ``sel``
+    whose buffer fits, each with ``m`` filter settings (``batch``, layout-major), their split
+    ``lay``, and the run structures of their merge policy (:class:`ShardPrep`)."""
+
+    sel: np.ndarray
+    m: int
+    batch: DesignBatch
+    lay: Layout
+    sts: list[Structure]
+
+
+#: The splits of one memory size, per family and merge policy (B-tree, LSM-like, hash log).
+Splits = list[Split]
 
 
 def _fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -> np.ndarray:
@@ -461,24 +514,32 @@ def _fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -
     )
 
 
-def _grid_splits(spec: Spec, grid: Grid, s: float, mem_gib: float, prep: Any, fits: np.ndarray | None = None) -> Splits:
+def _grid_splits(
+    spec: Spec, grid: Grid, s: float, mem_gib: float, prep: ShardPrep, fits: np.ndarray | None = None
+) -> Splits:
     """The memory split of every design of the grid whose buffer fits a node of ``mem_gib``
     holding ``s`` entries (``fits``: :func:`_fits`, when the caller has it)."""
-    lays, shape, _, _ = prep
+    lays = prep.lays
     mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
     fits = _fits(spec, grid, s, mem_gib, lays) if fits is None else fits
-    # Bloom bits x range-filter bits per layout (the hash log: neither)
-    pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float)
+    # Bloom bits x range-filter bits per layout (the hash log: neither); without Bloom bits a
+    # B-tree, with them an LSM or a hybrid (their merge policies differ: ShardPrep)
+    pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float).reshape(-1, 2)
+    groups = (
+        (False, pairs[pairs[:, 0] <= 0], prep.filterless),
+        (False, pairs[pairs[:, 0] > 0], prep.filtered),
+        (True, np.zeros((1, 2)), prep.filterless),
+    )
     out: Splits = []
-    for is_lsh, m_bits in ((False, pairs), (True, np.zeros((1, 2)))):
+    for is_lsh, m_bits, (shape, sts) in groups:
         sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
-        if sel.size == 0:
-            continue
         m = m_bits.shape[0]
+        if sel.size == 0 or m == 0:
+            continue
         batch = lays.take(np.repeat(sel, m))
         batch.bloom_bits = np.tile(m_bits[:, 0], sel.size)
         batch.range_bits = np.tile(m_bits[:, 1], sel.size)
-        out.append((sel, m, batch, split_memory(shape.take(np.repeat(sel, m)), batch, mem)))
+        out.append(Split(sel, m, batch, split_memory(shape.take(np.repeat(sel, m)), batch, mem), sts))
     return out
 
 
@@ -496,8 +557,9 @@ def same_evaluation(a: Splits, b: Splits, s: float) -> bool:
     (cost_models.io_model.combine, cache_alpha): a small shard on any larger node is one case."""
     if len(a) != len(b):
         return False
-    for (sa, _, _, la), (sb, _, _, lb) in zip(a, b, strict=True):
-        if not np.array_equal(sa, sb):
+    for x, y in zip(a, b, strict=True):
+        sa, la, sb, lb = x.sel, x.lay, y.sel, y.lay
+        if x.sts is not y.sts or not np.array_equal(sa, sb):
             return False
         for f in ("hot", "feasible", "Y", "cls", "fpr"):
             if not np.array_equal(getattr(la, f), getattr(lb, f)):
@@ -517,22 +579,22 @@ def saturated_split(splits: Splits, s: float) -> bool:
     return all(
         bool(lay.feasible.all() and (lay.hot == lay.exists).all() and (lay.Y == 0).all())
         and bool(_whole_shard_cached(lay, s).all())
-        for _, _, _, lay in splits
+        for lay in (sp.lay for sp in splits)
     )
 
 
-def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: Any) -> GridEval | None:
+def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: ShardPrep) -> GridEval | None:
     """Every design of the grid whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
     return _evaluate(spec, s, parts, _grid_splits(spec, grid, s, mem_gib, prep), prep)
 
 
-def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Any) -> GridEval | None:
+def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: ShardPrep) -> GridEval | None:
     """Every design of ``splits`` (:func:`_grid_splits`) evaluated: I/O per operation and layout facts."""
-    _, _, sts, wins = prep
-    ios: list[list[IOCost]] = [[] for _ in sts]
+    wins = prep.wins
+    ios: list[list[IOCost]] = [[] for _ in wins]
     facts: list[tuple[np.ndarray, ...]] = []
     batches: list[DesignBatch] = []
-    for sel, m, batch, lay in splits:
+    for sel, m, batch, lay, sts in ((sp.sel, sp.m, sp.batch, sp.lay, sp.sts) for sp in splits):
         # the block-cache terms see a workload only through the gets' window table (shared by
         # the workloads, :func:`_shard_job`), its scan length and empty-range width: computed
         # once per distinct triple
@@ -699,7 +761,6 @@ def _shard_job(
     The window tables and volumes are shared between them; VM types of one memory size share
     one evaluation of the designs."""
     spec, catalog, grid, s, vms, parts, presets = args
-    wl = spec.workload
     wls = _workloads(spec)
     wins: list[tuple[WindowTable, WindowTable]] = []
     for w in wls:  # the workloads share the gets' table (it does not depend on the mix)
@@ -717,15 +778,10 @@ def _shard_job(
     out: dict[str, list[Context]] = {}
     cols: list[_Column] = []
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
-    lays = grid.layouts(max_mem, s * wl.entry_bytes)
+    prep = shard_prep(spec, grid, s, parts, wins, max_mem)
+    lays = prep.lays
     if lays.size:
-        shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
-        sts = [
-            structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
-            for w, win in zip(wls, wins, strict=True)
-        ]
         vols = volumes(grid.blocks)
-        prep = (lays, shape, sts, wins)
         # the worst-case model reads the split itself
         reuse = REUSE_EQUAL_SPLITS and spec.cost_model != CostModel.WORST_CASE
         last: Splits | None = None

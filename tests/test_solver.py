@@ -258,16 +258,7 @@ def test_x_scale_is_kops():
     "mix",
     [
         (0.1, 0.0, 0.0, 0.45, 0.45, 0.0),
-        pytest.param(
-            (0.5, 0.0, 0.0, 0.0, 0.5, 0.0),
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="open (BENCHMARKS.md §24.5): with the 2026-11-27 table one column, an LSM of T=5, K=2, Z=4, "
-                "16 MiB buffer, 1 bit/key, 32 KiB blocks on n1-highmem-2 at 3M entries, has 0.01881 I/Os per "
-                "operation in the tables and 0.01682 exactly (1.43M vs 1.48M ops/s); not the window "
-                "interpolation (the same at 10x its points). The frontier certifies by exact re-evaluation.",
-            ),
-        ),
+        (0.5, 0.0, 0.0, 0.0, 0.5, 0.0),
         (0.0, 0.0, 0.95, 0.05, 0.0, 0.0),
     ],
 )

@@ -12,8 +12,7 @@ import pytest
 
 from cost_models.cloud import GIB
 from cost_models.evaluate import workload_partitions
-from cost_models.io_model import structure, window_tables
-from cost_models.layout import level_shape, split_memory
+from cost_models.io_model import window_tables
 from cost_models.pricing import load_catalog
 from solver import tables as T
 from solver.space import grid_for
@@ -55,16 +54,11 @@ def _columns(spec_text: str, vcpus: tuple[int, ...]) -> list[tuple[list[tuple], 
     wls = T._workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
-    lays = grid.layouts(max_mem, s * wl.entry_bytes)
-    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
-    sts = [
-        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
-        for w, win in zip(wls, wins, strict=True)
-    ]
+    prep = T.shard_prep(spec, grid, s, parts, wins, max_mem)
     vols = T._volumes(spec, cat, vms, s, grid.blocks)
     out = []
     for vm in vms:
-        ge = T._grid_eval(spec, grid, s, parts, vm.memory_gib, (lays, shape, sts, wins))
+        ge = T._grid_eval(spec, grid, s, parts, vm.memory_gib, prep)
         assert ge is not None
         ge = T.with_codecs(spec, grid, ge)
         thr = T._thresholds([vols[vm.key]])
@@ -141,14 +135,9 @@ def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
     vms = cat.vms["aws"][:4]  # scored on one memory size's designs: only the cores differ
     wls = T._workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
-    lays = grid.layouts(vms[0].memory_gib * GIB * (1 - spec.design.memory_headroom), s * wl.entry_bytes)
-    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
-    sts = [
-        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
-        for w, win in zip(wls, wins, strict=True)
-    ]
+    prep = T.shard_prep(spec, grid, s, parts, wins, vms[0].memory_gib * GIB * (1 - spec.design.memory_headroom))
     vols = T._volumes(spec, cat, vms, s, grid.blocks)
-    ge = T._grid_eval(spec, grid, s, parts, vms[0].memory_gib, (lays, shape, sts, wins))
+    ge = T._grid_eval(spec, grid, s, parts, vms[0].memory_gib, prep)
     assert ge is not None
     checked = 0
     for vm in vms:
