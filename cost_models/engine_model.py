@@ -121,6 +121,18 @@ def engine_layout(
     return lay_
 
 
+def run_keys(workload: dict[str, Any]) -> tuple[float, float]:
+    """(keys in the store when a workload.json's measured phase begins, keys it inserts): the load's
+    records and a warm-up phase's inserts, then the measured operations' inserts."""
+    mix = {k: float(v) for k, v in workload["mix"].items()}
+    total = sum(mix.values())
+    if not total > 0:
+        raise InputError("workload.json: the operation mix is empty")
+    share = mix.get("insert", 0.0) / total
+    n0 = float(workload["records"]) + float(workload.get("warmup_operations", 0)) * share
+    return n0, float(workload.get("operations", 0)) * share
+
+
 def predict(
     cfg: dict[str, Any],
     workload: dict[str, Any],
@@ -140,12 +152,8 @@ def predict(
     upper bound on the reads).
     """
     mix = {k: float(v) for k, v in workload["mix"].items()}
+    n0, inserted = run_keys(workload)
     total = sum(mix.values())
-    if not total > 0:
-        raise InputError("workload.json: the operation mix is empty")
-    # a warm-up phase's inserts are in the store when the measured phase begins
-    n0 = float(workload["records"]) + float(workload.get("warmup_operations", 0)) * mix.get("insert", 0.0) / total
-    inserted = float(workload.get("operations", 0)) * mix.get("insert", 0.0) / total
     n_mean = float(n_keys) if n_keys is not None else n0 + inserted / 2
     dist = workload.get("distribution", {})
     scan = float(workload.get("scan_length", 1))

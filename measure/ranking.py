@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
-from cost_models.engine_model import engine_throughput
+from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
 from measure.calibrate import covering_ops, free_throughput, steady_warmup
 from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
@@ -34,6 +34,7 @@ from measure.validate import blocks_per_op
 from render.config import device_section, engine_sections, local_entry, to_toml
 from specs.errors import InputError, check_range
 from specs.io import write_records
+from specs.schema import Spec
 from specs.vocab import PRESETS, WalSync
 
 #: The YCSB workloads of the check.
@@ -71,14 +72,32 @@ def neighbours(d: Design) -> list[tuple[str, Design]]:
     return out
 
 
-def design_sets(records: int, memory: float, threads: int, device: DeviceModel) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per workload: design name -> engine.toml sections."""
+#: Most rounds of choosing the pick for the store its own run grows to (:func:`design_sets`).
+PICK_ROUNDS = 3
+
+
+def design_sets(
+    records: int, memory: float, threads: int, device: DeviceModel, plan: RunPlan | None = None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per workload: design name -> engine.toml sections. ``plan``: how each design will be run;
+    the pick is then chosen for the most keys its run holds (its warm-up's and its own inserts
+    grow the store: :func:`measure.local.best_design`'s ``grown_keys``), which depend on the
+    pick's plan: chosen again until they stay (at most :data:`PICK_ROUNDS` times)."""
     grid = designs(records, quick=False, optima=False)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for w in WORKLOADS:
         spec = shipped_spec(w)
         wl = spec.workload
-        pick, entry = best_design(spec, records, memory, threads, device)
+        grown = float(records)
+        for _ in range(PICK_ROUNDS):
+            pick, entry = best_design(spec, records, memory, threads, device, grown_keys=grown)
+            if plan is None:
+                break
+            secs = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, "cosine pick", threads)
+            n0, inserted = run_keys(plan.workload(spec, secs)[1])
+            if n0 + inserted == grown:
+                break
+            grown = n0 + inserted
         sets: dict[str, dict[str, Any]] = {str(p): grid[p] for p in PRESETS}
         sets["cosine pick"] = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, "cosine pick", threads)
         cand = neighbours(pick)
@@ -92,6 +111,37 @@ def design_sets(records: int, memory: float, threads: int, device: DeviceModel) 
             sets[h] = grid[h]
         out[w] = sets
     return out
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """How the ranking runs a design: ``records`` loaded, ``operations`` measured (stretched to
+    cover a merge cycle and last long enough: :func:`measure.calibrate.covering_ops`; a hash
+    log's scans capped), ``threads`` clients on ``cores`` and ``device``, and with ``warmup`` a
+    steady-state warm-up first (:func:`measure.calibrate.steady_warmup`)."""
+
+    records: int
+    operations: int
+    threads: int
+    cores: int
+    device: DeviceModel
+    warmup: bool
+    cpu_scale: float
+
+    def workload(self, spec: Spec, secs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(engine.toml sections with the plan's threads and device, workload.json) of a design."""
+        secs = {**secs, "algorithms": {**secs["algorithms"], "threads": self.threads}}
+        secs["device"] = device_section(self.device)
+        base = workload_json(spec, self.records, self.operations, self.threads)
+        x, _ = engine_throughput(secs, base, self.cores, self.device, cpu_scale=self.cpu_scale)
+        mix = dict(spec.workload.operations)
+        ops = covering_ops(self.operations, secs, mix, self.records, self.device, x)
+        if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
+            ops = scan_capped_ops(ops, self.records, spec.workload.operations.get("range", 0.0))
+        wl = workload_json(spec, self.records, ops, self.threads)
+        if self.warmup:
+            wl["warmup_operations"] = steady_warmup(secs, wl["mix"], self.records)
+        return secs, wl
 
 
 def _sections(
@@ -152,26 +202,15 @@ def ranking(
     cores = cpu_count()
     threads = cores
     memory = MEMORY_SHARE * records * (KEY + VALUE)
-    sets = design_sets(records, memory, threads, device)
+    plan = RunPlan(records, operations, threads, cores, device, warmup, cpu_scale)
+    sets = design_sets(records, memory, threads, device, plan)
     total = repeats * sum(len(sets[w]) for w in workloads)
     rows: list[dict[str, Any]] = []
     done = 0
     for w in workloads:
         spec = shipped_spec(w)
         runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in sets[w]}
-        plans: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        for name, secs in sets[w].items():
-            secs = {**secs, "algorithms": {**secs["algorithms"], "threads": threads}, "device": device_section(device)}
-            x, _ = engine_throughput(
-                secs, workload_json(spec, records, operations, threads), cores, device, cpu_scale=cpu_scale
-            )
-            ops = covering_ops(operations, secs, dict(spec.workload.operations), records, device, x)
-            if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
-                ops = scan_capped_ops(ops, records, spec.workload.operations.get("range", 0.0))
-            wl = workload_json(spec, records, ops, threads)
-            if warmup:
-                wl["warmup_operations"] = steady_warmup(secs, wl["mix"], records)
-            plans[name] = (secs, wl)
+        plans = {name: plan.workload(spec, secs) for name, secs in sets[w].items()}
         for _ in range(repeats):
             for name, (secs, wl) in plans.items():
                 rep = run_scratch(to_toml(secs), wl, f"ranking-{done}")

@@ -90,3 +90,41 @@ def test_a_neighbour_is_another_design_not_the_pick_renamed() -> None:
     names = [n for n, _ in moved]
     assert "no filters" not in names and "block /4" not in names
     assert all(replace(x, name=d.name) != d for _, x in moved)
+
+
+def test_the_pick_is_scored_on_the_store_its_run_grows_to() -> None:
+    """With ``grown_keys`` every design is scored at the worse of the loaded and the grown store:
+    the pick is the best of that score, and it keeps its levels as the run's inserts grow the
+    store. Regression: YCSB E's pick at 50,000 records was a size ratio whose one level held
+    exactly 50,000 keys, and the run's inserts added a level (BENCHMARKS.md §25)."""
+    from dataclasses import replace
+
+    from cost_models import cpu_count
+    from cost_models.cpu import LOCAL_DEVICE, usable_cores
+    from cost_models.design import DesignBatch
+    from cost_models.evaluate import evaluate_designs, workload_partitions
+    from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
+    from measure.local import best_design
+
+    spec = shipped_spec("ycsb_e")
+    records, grown = 50_000, 55_000
+    memory = MEMORY_SHARE * records * (KEY + VALUE)
+
+    def worst(designs: list) -> list[float]:
+        out = []
+        for n in (records, grown):
+            wl = replace(spec.workload, entries=n)
+            ne = evaluate_designs(DesignBatch.of(designs), wl, n, memory, workload_partitions(wl))
+            out.append(ne.throughput(wl, LOCAL_DEVICE.iops, 2, cores=usable_cores(2, cpu_count()), device=LOCAL_DEVICE))
+        return [float(min(a, b)) for a, b in zip(*out, strict=True)]
+
+    def levels(d, n: int) -> int:
+        wl = replace(spec.workload, entries=n)
+        return int(evaluate_designs(DesignBatch.of([d]), wl, n, memory, workload_partitions(wl)).layout.L[0])
+
+    plain, _ = best_design(spec, records, memory, 2)
+    pick, entry = best_design(spec, records, memory, 2, grown_keys=grown)
+    assert levels(pick, records) == levels(pick, grown)
+    a, b = worst([plain, pick])
+    assert b >= a
+    assert entry["predicted_throughput_ops"] == pytest.approx(b, rel=1e-9)
