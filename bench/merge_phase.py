@@ -63,7 +63,7 @@ def main() -> None:
             x, b = engine_throughput(secs, wl, th, dev)
             xs, bs = engine_throughput(secs, wl, th, dev, rep["load"]["shape"], rep.get("stats"))
             print(
-                f"| {name} | {warm:,} | {steady_warmup(secs, wl['mix'], RECORDS):,} | "
+                f"| {name} | {warm:,} | {steady_warmup(secs, wl):,} | "
                 f"{rep['run']['throughput_ops']:,.0f} | {blocks_per_op(rep):.3f} | {x:,.0f} | {b:.3f} | "
                 f"{xs:,.0f} | {bs:.3f} |"
             )

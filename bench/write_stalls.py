@@ -64,7 +64,7 @@ def main() -> None:
     for cls, w in cases:
         secs = grid[CLASS_DESIGNS[cls]]
         wl = workload_json(shipped_spec(w), n, a.ops, a.threads)
-        wl["warmup_operations"] = steady_warmup(secs, wl["mix"], n)
+        wl["warmup_operations"] = steady_warmup(secs, wl)
         text = _with(secs, a.threads)
         rep = run_scratch(text, {**wl, "seed": 42}, f"stalls-{cls}-{w}")
         shape, end = rep["load"]["shape"], rep.get("stats")

@@ -29,7 +29,7 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, insert_fraction, io_costs, wal_pages, window
+from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, wal_pages, window
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
 from cost_models.transient import Tree, start_runs
 from specs.errors import InputError
@@ -121,6 +121,29 @@ def engine_layout(
     return lay_
 
 
+def workload_partitions(workload: dict[str, Any], n_keys: float) -> Partitions:
+    """The key partitions of a workload.json's get and put distributions over ``n_keys`` keys."""
+    dist = workload.get("distribution", {})
+    return partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_keys)
+
+
+def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
+    """Puts between two merges into the last level of a configured engine holding the
+    workload.json's records (io_model.merge_terms' ``puts_per_merge``; a store of one level: its
+    flushes). Under skewed puts a buffer and each run take more puts to fill with distinct keys
+    than they hold (the windows), so the cycle is longer than the entries it moves: YCSB A on
+    the hybrid preset at 250,000 records merges into its last level every 263,000 puts, where
+    the entries above it (buffer and levels 1-2) are 140,000 (BENCHMARKS.md §25)."""
+    n = float(workload["records"])
+    mix = {k: float(v) for k, v in workload["mix"].items()}
+    parts = workload_partitions(workload, n)
+    lay = engine_layout(cfg, n)
+    iota = insert_fraction(mix)
+    mt = merge_terms(lay, parts, iota, lambda r: window(r, parts.put, n, iota))
+    levels = int(lay.L[0])
+    return float(mt.puts_per_merge[0, levels - 1] if levels > 0 else mt.puts_per_flush[0])
+
+
 def run_keys(workload: dict[str, Any]) -> tuple[float, float]:
     """(keys in the store when a workload.json's measured phase begins, keys it inserts): the load's
     records and a warm-up phase's inserts, then the measured operations' inserts."""
@@ -155,11 +178,10 @@ def predict(
     n0, inserted = run_keys(workload)
     total = sum(mix.values())
     n_mean = float(n_keys) if n_keys is not None else n0 + inserted / 2
-    dist = workload.get("distribution", {})
     scan = float(workload.get("scan_length", 1))
 
     def io_at(n: float, observed: dict[str, Any] | None) -> IOCost:
-        parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n)
+        parts = workload_partitions(workload, n)
         width = int(workload.get("empty_range_width", DEFAULT_EMPTY_RANGE_WIDTH))
         return io_costs(engine_layout(cfg, n, observed=observed_state(observed)), parts, mix, scan, None, width)
 
@@ -169,7 +191,7 @@ def predict(
     puts = float(workload.get("operations", 0)) * sum(mix.get(o, 0.0) for o in ("insert", "update", "rmw")) / total
     put = expected.insert
     if puts > 0:
-        parts = partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_mean)
+        parts = workload_partitions(workload, n_mean)
         lay = engine_layout(cfg, n_mean)
         warm = float(workload.get("warmup_operations", 0)) * (mix.get("update", 0.0) + mix.get("rmw", 0.0)) / total
         put = transient_put(cfg, lay, parts, mix, shape, puts, fallback=expected.insert, warmup_overwrites=warm)

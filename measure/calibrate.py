@@ -73,7 +73,7 @@ from cost_models.cpu import (
     usable_cores,
     using_table,
 )
-from cost_models.engine_model import engine_layout, engine_throughput
+from cost_models.engine_model import deepest_merge_puts, engine_throughput
 from cost_models.io_model import IOCost, wal_pages
 from measure.engine import TEMPLATE, build, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
@@ -1162,19 +1162,20 @@ def device_ios(rep: dict[str, Any]) -> dict[str, float]:
 WARMUP_CYCLES = 1.5
 
 
-def merge_cycle(secs: dict[str, Any], mix: dict[str, float], records: int) -> float:
-    """Operations of ``mix`` whose writes pass once through the buffer and every level above the
-    last: (buffer entries + those levels' capacities) / the mix's write share (0 for a read-only
-    mix). The deepest merge (into the last level) happens about once per such cycle."""
-    writes = sum(float(mix.get(o, 0.0)) for o in WRITE_OPERATIONS) / max(sum(float(v) for v in mix.values()), 1e-300)
+def merge_cycle(secs: dict[str, Any], wl: dict[str, Any]) -> float:
+    """Operations of a workload.json's mix between two merges into the last level of its store
+    (:func:`cost_models.engine_model.deepest_merge_puts` over the mix's write share; 0 for a
+    read-only mix): the deepest merge happens about once per such cycle. Until §25 this was the
+    entries above the last level over the write share, as if every put were a new key: under
+    YCSB A's zipfian puts that is 1.7-4.7x short, and a run of it measured 0-2 deep merges."""
+    mix = {k: float(v) for k, v in wl["mix"].items()}
+    writes = sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / max(sum(mix.values()), 1e-300)
     if not writes > 0:
         return 0.0
-    lay = engine_layout(secs, float(records))
-    upper = float(lay.cap[0, : max(int(lay.L[0]) - 1, 0)].sum())
-    return (float(lay.E_B[0]) + upper) / writes
+    return deepest_merge_puts(secs, wl) / writes
 
 
-def steady_warmup(secs: dict[str, Any], mix: dict[str, float], records: int) -> int:
+def steady_warmup(secs: dict[str, Any], wl: dict[str, Any]) -> int:
     """Unmeasured operations after the load that let the workload's own writes pass through the
     buffer and every level above the last :data:`WARMUP_CYCLES` times (:func:`merge_cycle`).
 
@@ -1185,8 +1186,9 @@ def steady_warmup(secs: dict[str, Any], mix: dict[str, float], records: int) -> 
     of the gets against the model's 53 %, and the run read 2.56 blocks per operation against the
     model's 1.24, at 1,172 ops/s against 2,415 predicted; after one buffer's worth of warm-up, 51 %
     and 1.64 blocks (the levels still the load's); after one cycle of this warm-up (2.1 M
-    operations), 1.13 blocks against 1.16 and 2,671 ops/s against 2,586 (BENCHMARKS.md §17.4)."""
-    return math.ceil(WARMUP_CYCLES * merge_cycle(secs, mix, records))
+    operations), 1.13 blocks against 1.16 and 2,671 ops/s against 2,586 (BENCHMARKS.md §17.4).
+    The warm-up is not throttled (cosine-bench throttles the measured phase only)."""
+    return math.ceil(WARMUP_CYCLES * merge_cycle(secs, wl))
 
 
 #: The longest a Fig. 4B run on the local device is stretched to cover a merge cycle, as a
@@ -1209,8 +1211,7 @@ MIN_RUN_SECONDS = 0.25
 def covering_ops(
     ops: int,
     secs: dict[str, Any],
-    mix: dict[str, float],
-    records: int,
+    wl: dict[str, Any],
     device: DeviceModel | None,
     predicted_ops_per_s: float = 0.0,
 ) -> int:
@@ -1227,7 +1228,7 @@ def covering_ops(
     operations of the ranking's YCSB A pick at 3,000 IOPS measured 8,788 / 24,256 / 31,799 /
     19,290 ops/s after 0 / 30,000 / 210,000 / 600,000 operations of warm-up, where the model's
     cycle average is 18,855 (BENCHMARKS.md §22.6)."""
-    cycle = math.ceil(merge_cycle(secs, mix, records))
+    cycle = math.ceil(merge_cycle(secs, wl))
     if device is not None and device != LOCAL_DEVICE:
         longest = MAX_CYCLE_STRETCH * ops
         if math.isfinite(predicted_ops_per_s) and predicted_ops_per_s > 0:
@@ -1239,10 +1240,9 @@ def covering_ops(
 
 def fig4b_ops(plan: Plan, secs: dict[str, Any], spec: Spec, threads: int, cores: int, cpu_scale: float = 1.0) -> int:
     """Operations of one Fig. 4B run on the local device (:func:`covering_ops` of the plan's)."""
-    mix = dict(spec.workload.operations)
     wl = workload_json(spec, plan.fig4b_records, plan.fig4b_ops, threads)
     x, _ = engine_throughput(secs, wl, cores, cpu_scale=cpu_scale)
-    return covering_ops(plan.fig4b_ops, secs, mix, plan.fig4b_records, None, x)
+    return covering_ops(plan.fig4b_ops, secs, wl, None, x)
 
 
 #: The probe of :func:`host_speed`: cached single-operation runs of the calibration's, the read
@@ -1339,7 +1339,7 @@ def fig4b(
                 ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores, cpu_scale)
                 wl = workload_json(spec, n, ops, th)
                 if warmup:
-                    wl["warmup_operations"] = steady_warmup(secs, wl["mix"], n)
+                    wl["warmup_operations"] = steady_warmup(secs, wl)
                 meas, preds, tabled, rq, free, blocks, ios = [], [], [], [], [], [], []
                 for r in range(plan.repeats):
                     rep = run_scratch(text, {**wl, "seed": 42 + r}, f"fig4b-{cls}-{w}-{th}-{r}")

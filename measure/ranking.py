@@ -134,13 +134,12 @@ class RunPlan:
         secs["device"] = device_section(self.device)
         base = workload_json(spec, self.records, self.operations, self.threads)
         x, _ = engine_throughput(secs, base, self.cores, self.device, cpu_scale=self.cpu_scale)
-        mix = dict(spec.workload.operations)
-        ops = covering_ops(self.operations, secs, mix, self.records, self.device, x)
+        ops = covering_ops(self.operations, secs, base, self.device, x)
         if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
             ops = scan_capped_ops(ops, self.records, spec.workload.operations.get("range", 0.0))
         wl = workload_json(spec, self.records, ops, self.threads)
         if self.warmup:
-            wl["warmup_operations"] = steady_warmup(secs, wl["mix"], self.records)
+            wl["warmup_operations"] = steady_warmup(secs, wl)
         return secs, wl
 
 

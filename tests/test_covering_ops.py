@@ -9,10 +9,18 @@ import pytest
 
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from measure.calibrate import MAX_CYCLE_STRETCH, MAX_DEVICE_RUN_SECONDS, covering_ops, merge_cycle
-from measure.grid import designs
+from measure.engine import workload_json
+from measure.grid import designs, shipped_spec
 
 VOLUME = DeviceModel(iops=3000.0, bytes_per_s=125 * 2**20, read_latency_s=250e-6)
 RECORDS = 50_000
+
+
+def _wl(mix: dict, put: str = "uniform") -> dict:
+    """A workload.json of ``mix`` over RECORDS keys, puts drawn ``put`` (uniform or zipfian 0.99)."""
+    wl = workload_json(shipped_spec("ycsb_a"), RECORDS, 1000, 1)
+    dist = {"kind": "zipfian", "theta": 0.99} if put == "zipfian" else {"kind": "uniform"}
+    return {**wl, "mix": mix, "distribution": {"get": dist, "put": dist}}
 
 
 @pytest.mark.parametrize("name", ["rocksdb", "wiredtiger", "faster", "hybrid-base"])
@@ -21,8 +29,8 @@ RECORDS = 50_000
 def test_a_run_covers_the_merge_cycle_within_the_stretch(name: str, mix: dict, device: DeviceModel) -> None:
     secs = designs(RECORDS, quick=True, optima=False)[name]
     ops = 5000
-    cycle = math.ceil(merge_cycle(secs, mix, RECORDS))
-    n = covering_ops(ops, secs, mix, RECORDS, device, 0.0)
+    cycle = math.ceil(merge_cycle(secs, _wl(mix)))
+    n = covering_ops(ops, secs, _wl(mix), device, 0.0)
     assert n == min(max(ops, cycle), MAX_CYCLE_STRETCH * ops)
     if "update" not in mix:
         assert n == ops, "a read-only mix has no merge cycle"
@@ -33,8 +41,8 @@ def test_only_the_local_device_stretches_a_run_to_its_minimum_time() -> None:
     run is long anyway and is not stretched by it."""
     secs = designs(RECORDS, quick=True, optima=False)["rocksdb"]
     fast = 1e7  # ops/s: 0.25 s of it is far past the stretch
-    assert covering_ops(5000, secs, {"get": 1.0}, RECORDS, LOCAL_DEVICE, fast) == MAX_CYCLE_STRETCH * 5000
-    assert covering_ops(5000, secs, {"get": 1.0}, RECORDS, VOLUME, fast) == 5000
+    assert covering_ops(5000, secs, _wl({"get": 1.0}), LOCAL_DEVICE, fast) == MAX_CYCLE_STRETCH * 5000
+    assert covering_ops(5000, secs, _wl({"get": 1.0}), VOLUME, fast) == 5000
 
 
 def test_a_device_run_lasts_at_most_its_time_cap() -> None:
@@ -42,9 +50,26 @@ def test_a_device_run_lasts_at_most_its_time_cap() -> None:
     at the predicted rate (never below the asked operations)."""
     secs = designs(RECORDS, quick=True, optima=False)["rocksdb"]
     mix = {"get": 0.5, "update": 0.5}
-    cycle = math.ceil(merge_cycle(secs, mix, RECORDS))
+    cycle = math.ceil(merge_cycle(secs, _wl(mix)))
     slow = 100.0  # ops/s
-    assert covering_ops(500, secs, mix, RECORDS, VOLUME, slow) == min(
+    assert covering_ops(500, secs, _wl(mix), VOLUME, slow) == min(
         max(500, cycle), max(500, math.ceil(MAX_DEVICE_RUN_SECONDS * slow))
     )
-    assert covering_ops(5000, secs, mix, RECORDS, VOLUME, 1.0) == 5000
+    assert covering_ops(5000, secs, _wl(mix), VOLUME, 1.0) == 5000
+
+
+@pytest.mark.parametrize("name", ["rocksdb", "wiredtiger", "hybrid-base"])
+def test_skewed_puts_lengthen_the_cycle(name: str) -> None:
+    """Zipfian puts repeat hot keys, so the buffer and the runs above the last level take more
+    puts to fill with distinct keys: the cycle in operations is longer than under uniform puts,
+    and longer than the entries above the last level over the write share (the cycle before §25,
+    as if every put were a new key)."""
+    from cost_models.engine_model import engine_layout
+
+    secs = designs(RECORDS, quick=True, optima=False)[name]
+    mix = {"get": 0.5, "update": 0.5}
+    uniform, zipf = merge_cycle(secs, _wl(mix)), merge_cycle(secs, _wl(mix, "zipfian"))
+    lay = engine_layout(secs, float(RECORDS))
+    above = float(lay.E_B[0]) + float(lay.cap[0, : int(lay.L[0]) - 1].sum())
+    assert zipf > uniform
+    assert zipf > above / 0.5
