@@ -474,16 +474,15 @@ def shard_prep(
     wls = _workloads(spec)
     lays = grid.layouts(max_mem, s * wl.entry_bytes)  # every layout without filters
     shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
-    sts = [
-        structure(split_memory(shape, lays, np.inf), parts, w.operations, w.scan_length, win[0])
-        for w, win in zip(wls, wins, strict=True)
-    ]
+    unsplit = split_memory(shape, lays, np.inf)  # the structure does not depend on memory
+    sts = [structure(unsplit, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
     with_filters = lays.take(np.arange(lays.size))
     with_filters.bloom_bits = np.where(lays.lsh, 0.0, 1.0)  # any positive budget: the policy only
     shape_f = replace(shape, partial=np.broadcast_to(partial_merges(with_filters)[:, None], shape.partial.shape))
+    unsplit_f = split_memory(shape_f, with_filters, np.inf)
     sts_f = []
     for w, win, st in zip(wls, wins, sts, strict=True):
-        put, casc = put_terms(split_memory(shape_f, with_filters, np.inf), parts, w.operations, win[0])
+        put, casc = put_terms(unsplit_f, parts, w.operations, win[0])
         sts_f.append(replace(st, put=put, cascades=casc))
     return ShardPrep(lays, wins, (shape, sts), (shape_f, sts_f))
 
