@@ -49,7 +49,8 @@ def main() -> None:
     if any(w < 0 for w in warmups) or a.ops < 1 or not a.iops > 0:
         ap.error("--warmups must be >= 0, --ops >= 1 and --iops > 0")
     print(
-        "| design | warm-up ops | its steady warm-up | measured ops/s | blocks/op | model ops/s | model blocks/op "
+        "| design | warm-up ops | its steady warm-up | measured ops/s | blocks/op "
+        "| model ops/s | model blocks/op "
         "| given the start state ops/s | blocks/op |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -58,12 +59,14 @@ def main() -> None:
         secs = {**secs, "algorithms": {**secs["algorithms"], "threads": th}, "device": device_section(dev)}
         for warm in warmups:
             wl = workload_json(spec, RECORDS, a.ops, th)
+            steady = steady_warmup(secs, wl)
+            aligned = f"{steady['warmup_operations']:,}" + (" + aligned" if steady["warmup_phase_aligned"] else "")
             wl["warmup_operations"] = warm
             rep = run_scratch(to_toml(secs), wl, "merge-phase")
             x, b = engine_throughput(secs, wl, th, dev)
             xs, bs = engine_throughput(secs, wl, th, dev, rep["load"]["shape"], rep.get("stats"))
             print(
-                f"| {name} | {warm:,} | {steady_warmup(secs, wl):,} | "
+                f"| {name} | {warm:,} | {aligned} | "
                 f"{rep['run']['throughput_ops']:,.0f} | {blocks_per_op(rep):.3f} | {x:,.0f} | {b:.3f} | "
                 f"{xs:,.0f} | {bs:.3f} |"
             )

@@ -24,7 +24,7 @@ from cost_models.cpu import LOCAL_DEVICE, throughput, usable_cores
 from cost_models.design import MAX_THREADS
 from cost_models.engine_model import engine_demands
 from measure.calibrate import CLASS_DESIGNS, QUICK_PLAN, _with, accuracy, designs, free_throughput, steady_warmup
-from measure.engine import TEMPLATE, build, run_scratch, workload_json
+from measure.engine import TEMPLATE, as_ran, build, run_scratch, workload_json
 from measure.grid import shipped_spec
 from specs.schema import SPEC_DIR
 
@@ -64,9 +64,10 @@ def main() -> None:
     for cls, w in cases:
         secs = grid[CLASS_DESIGNS[cls]]
         wl = workload_json(shipped_spec(w), n, a.ops, a.threads)
-        wl["warmup_operations"] = steady_warmup(secs, wl)
+        wl.update(steady_warmup(secs, wl))
         text = _with(secs, a.threads)
         rep = run_scratch(text, {**wl, "seed": 42}, f"stalls-{cls}-{w}")
+        wl = as_ran(wl, rep)
         shape, end = rep["load"]["shape"], rep.get("stats")
         d, _ = engine_demands(secs, wl, LOCAL_DEVICE, shape, end)
         eta = usable_cores(a.threads, cores)

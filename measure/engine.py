@@ -92,6 +92,16 @@ def run_scratch(config_text: str, wl: dict[str, Any], tag: str, workspace: Path 
         shutil.rmtree(db, ignore_errors=True)
 
 
+def as_ran(wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """A workload.json as a cosine-bench run performed it: a warm-up aligned to the merge cycle
+    (``warmup_phase_aligned``) ran a count only the report knows, and the model's key count
+    after the warm-up (its inserts) depends on it."""
+    warm = report.get("warmup")
+    if not isinstance(warm, dict) or "operations" not in warm:
+        return wl
+    return {**wl, "warmup_operations": int(warm["operations"]), "warmup_phase_aligned": False}
+
+
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
     wl = spec.workload

@@ -27,7 +27,7 @@ from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
 from measure.calibrate import covering_ops, free_throughput, steady_warmup
-from measure.engine import TEMPLATE, build, run_scratch, scan_capped_ops, workload_json
+from measure.engine import TEMPLATE, as_ran, build, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
 from measure.validate import blocks_per_op
@@ -139,7 +139,7 @@ class RunPlan:
             ops = scan_capped_ops(ops, self.records, spec.workload.operations.get("range", 0.0))
         wl = workload_json(spec, self.records, ops, self.threads)
         if self.warmup:
-            wl["warmup_operations"] = steady_warmup(secs, wl)
+            wl.update(steady_warmup(secs, wl))
         return secs, wl
 
 
@@ -208,24 +208,26 @@ def ranking(
     done = 0
     for w in workloads:
         spec = shipped_spec(w)
-        runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in sets[w]}
+        runs: dict[str, list[tuple[float, float, float, float, dict[str, Any]]]] = {name: [] for name in sets[w]}
         plans = {name: plan.workload(spec, secs) for name, secs in sets[w].items()}
         for _ in range(repeats):
             for name, (secs, wl) in plans.items():
                 rep = run_scratch(to_toml(secs), wl, f"ranking-{done}")
+                ran = as_ran(wl, rep)
                 x_state, _ = engine_throughput(
-                    secs, wl, cores, device, rep["load"]["shape"], rep.get("stats"), cpu_scale=cpu_scale
+                    secs, ran, cores, device, rep["load"]["shape"], rep.get("stats"), cpu_scale=cpu_scale
                 )
                 runs[name].append(
-                    (float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep), free_throughput(rep))
+                    (float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep), free_throughput(rep), ran)
                 )
                 done += 1
                 if progress:
                     progress(done, total, f"{w}: {name}")
-        for name, (secs, wl) in plans.items():
-            x_model, io_model = engine_throughput(secs, wl, cores, device, cpu_scale=cpu_scale)
-            meas = sorted(runs[name])
+        for name, (secs, _) in plans.items():
+            meas = sorted(runs[name], key=lambda r: r[0])
             mid = meas[len(meas) // 2]  # the median run (the upper one of an even count)
+            ran = mid[4]
+            x_model, io_model = engine_throughput(secs, ran, cores, device, cpu_scale=cpu_scale)
             free = sorted(r[3] for r in meas)
             rows.append(
                 {
@@ -243,8 +245,8 @@ def ranking(
                     "cpu_scale": cpu_scale,
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,
-                    "operations": int(wl["operations"]),
-                    "warmup_operations": int(wl.get("warmup_operations", 0)),
+                    "operations": int(ran["operations"]),
+                    "warmup_operations": int(ran.get("warmup_operations", 0)),
                     "threads": threads,
                     "device_iops": device.iops if math.isfinite(device.iops) else None,
                     "device_read_latency_us": device.read_latency_s * 1e6,

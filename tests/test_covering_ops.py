@@ -73,3 +73,39 @@ def test_skewed_puts_lengthen_the_cycle(name: str) -> None:
     above = float(lay.E_B[0]) + float(lay.cap[0, : int(lay.L[0]) - 1].sum())
     assert zipf > uniform
     assert zipf > above / 0.5
+
+
+@pytest.mark.parametrize("name", ["rocksdb", "hybrid-base"])
+def test_the_warm_up_centres_the_run_between_deep_merges(name: str) -> None:
+    """steady_warmup's run (the real engine) finds two merges into the last level after its
+    cycle, and starts the measured phase where a run shorter than their spacing holds none (the
+    knife edge of BENCHMARKS.md §25.8: a run started where one is due takes it or not by the
+    background worker's timing). as_ran gives the model the warm-up the engine ran."""
+    from measure.calibrate import steady_warmup
+    from measure.engine import TEMPLATE, as_ran, build, run_scratch
+    from render.config import to_toml
+
+    build(TEMPLATE)
+    secs = designs(RECORDS, quick=True, optima=False)[name]
+    wl = _wl({"get": 0.5, "update": 0.5}, "zipfian")
+    fields = steady_warmup(secs, wl)
+    assert fields == {"warmup_operations": math.ceil(merge_cycle(secs, wl)), "warmup_phase_aligned": True}
+    wl = {**wl, **fields, "operations": int(0.2 * fields["warmup_operations"])}
+    rep = run_scratch(to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": 1}}), wl, "warmup-deep")
+    warm = rep["warmup"]
+    first, second = warm["deep_merges_at"]
+    spacing = second - first
+    assert fields["warmup_operations"] < first < second
+    assert warm["phase"] == (spacing - wl["operations"] % spacing) // 2
+    assert warm["operations"] == second + warm["phase"]
+    if wl["operations"] < spacing / 2:
+        assert rep["background"]["deep_merges"] == 0, "the run holds no merge into the last level"
+    ran = as_ran(wl, rep)
+    assert ran["warmup_operations"] == warm["operations"] and not ran["warmup_phase_aligned"]
+
+
+def test_a_hash_log_warms_up_without_a_deep_merge_search() -> None:
+    from measure.calibrate import steady_warmup
+
+    secs = designs(RECORDS, quick=True, optima=False)["faster"]
+    assert not steady_warmup(secs, _wl({"get": 0.5, "update": 0.5}))["warmup_phase_aligned"]

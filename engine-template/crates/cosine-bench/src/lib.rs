@@ -120,6 +120,7 @@ impl BenchKv for CosineKv {
         m.insert("flushes".into(), s.flushes);
         m.insert("compactions".into(), s.compactions);
         m.insert("trivial_moves".into(), s.trivial_moves);
+        m.insert("deep_merges".into(), s.deep_merges);
         m.insert("stall_micros".into(), s.stall_micros);
         m.insert("buffer_hits".into(), s.buffer_hits);
         m
@@ -179,6 +180,71 @@ struct Mix {
 
 /// Seed offset of the warm-up phase (its keys and choices differ from the measured phase's).
 const WARMUP_SEED: u64 = 0x7761_726d;
+
+/// Steps a search for a merge into the deepest level divides `warmup_operations` into: the
+/// warm-up knows where that merge fell to this share of the operations.
+const DEEP_MERGE_STEPS: u64 = 64;
+
+/// Where the measured phase should start in a merge cycle of `spacing` operations between two
+/// merges into the deepest level, for a run of `operations`: as far as its length allows from
+/// a deep merge at either end (a short run started or ended where one is due takes it or not
+/// by the background worker's timing). A run of f cycles (fraction part g) starts (1 - g) / 2
+/// into a cycle and ends as far before the next deep merge.
+pub fn aligned_phase(operations: u64, spacing: u64) -> u64 {
+    if spacing == 0 {
+        return 0;
+    }
+    let rest = spacing - operations % spacing;
+    rest / 2
+}
+
+/// The unmeasured warm-up, settled: `warmup_operations` of the mix and, with
+/// `warmup_phase_aligned`, then on until two merges into the deepest level (each searched for
+/// at most `warmup_operations` more operations), whose spacing is the engine's own merge
+/// cycle, and [`aligned_phase`] into the next cycle. Returns what it did: `operations` run,
+/// `deep_merges_at` (operations into the warm-up where the search saw each merge; null when
+/// not asked for or not both seen) and `phase` (operations after the second).
+fn warm_up(kv: &dyn BenchKv, w: &Workload, mix: &Mix, inserted: &AtomicU64, threads: usize) -> Result<Value, String> {
+    let seed = w.seed ^ WARMUP_SEED;
+    let mut done = 0u64;
+    if w.warmup_operations > 0 {
+        drive(kv, w, mix, inserted, w.warmup_operations, seed, threads)?;
+        done = w.warmup_operations;
+    }
+    let mut seen: Vec<u64> = Vec::new();
+    let mut phase = None;
+    if w.warmup_phase_aligned && w.warmup_operations > 0 {
+        let deep = |kv: &dyn BenchKv| kv.background().get("deep_merges").copied().unwrap_or(0);
+        let step = w.warmup_operations.div_ceil(DEEP_MERGE_STEPS).max(1);
+        let mut i = 0u64;
+        while seen.len() < 2 {
+            let before = deep(kv);
+            let limit = done + w.warmup_operations;
+            while done < limit && deep(kv) == before {
+                i += 1;
+                drive(kv, w, mix, inserted, step, seed.wrapping_add(i), threads)?;
+                done += step;
+            }
+            if deep(kv) == before {
+                break;
+            }
+            seen.push(done);
+        }
+        if let [a, b] = seen[..] {
+            let p = aligned_phase(w.operations, b - a);
+            if p > 0 {
+                drive(kv, w, mix, inserted, p, seed.wrapping_sub(1), threads)?;
+                done += p;
+            }
+            phase = Some(p);
+        }
+    }
+    if done > 0 {
+        kv.settle()?;
+    }
+    let at = if phase.is_some() { json!(seen) } else { Value::Null };
+    Ok(json!({"operations": done, "deep_merges_at": at, "phase": phase}))
+}
 
 /// (per-op aggregates, CPU ns, run-queue wait ns, seconds until the thread finished)
 type ThreadResult = (Vec<OpAgg>, u64, Option<u64>, f64);
@@ -320,10 +386,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
     let inserted = AtomicU64::new(0);
     // A warm-up runs the mix unmeasured first, so the measured phase starts from the state the
     // workload itself leaves (hot keys moved up the levels), not the load's.
-    if w.warmup_operations > 0 {
-        drive(kv, w, &mix, &inserted, w.warmup_operations, w.seed ^ WARMUP_SEED, threads)?;
-        kv.settle()?;
-    }
+    let warmup = warm_up(kv, w, &mix, &inserted, threads)?;
     let warm_blocks = if w.warm_cache { Some(kv.warm()?) } else { None };
     let bg0 = kv.background();
     let shape0 = kv.levels();
@@ -421,6 +484,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
         "operations": w.operations,
         "threads": threads,
         "load": {"seconds": load_secs, "throughput_ops": throughput(w.records, load_secs), "settle_seconds": settle_secs, "background": load_bg, "shape": shape0},
+        "warmup": warmup,
         "warm_blocks_read": warm_blocks,
         "cpu": cpu,
         "device": device,

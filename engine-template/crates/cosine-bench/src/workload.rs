@@ -115,6 +115,11 @@ pub struct Workload {
     /// Operations of the mix run unmeasured before the measured phase (0: none), so it starts
     /// from the state the workload leaves rather than the load's.
     pub warmup_operations: u64,
+    /// After `warmup_operations`, go on until two merges into the deepest level and start the
+    /// measured phase where a run of `operations` lies farthest from the next ones (see
+    /// `cosine_bench::aligned_phase`), not wherever a fixed count happened to leave the cycle.
+    /// The report's `warmup` says what was done.
+    pub warmup_phase_aligned: bool,
 }
 
 impl Default for Workload {
@@ -133,6 +138,7 @@ impl Default for Workload {
             seed: 42,
             warm_cache: false,
             warmup_operations: 0,
+            warmup_phase_aligned: false,
         }
     }
 }

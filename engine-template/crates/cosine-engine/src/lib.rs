@@ -687,6 +687,7 @@ impl Engine {
             flushes: s.flushes.load(Ordering::Relaxed),
             compactions: s.compactions.load(Ordering::Relaxed),
             trivial_moves: s.trivial_moves.load(Ordering::Relaxed),
+            deep_merges: s.deep_merges.load(Ordering::Relaxed),
             gcs: s.gcs.load(Ordering::Relaxed),
             wal_bytes,
             wal_syncs,

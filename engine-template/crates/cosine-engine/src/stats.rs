@@ -55,6 +55,7 @@ pub(crate) struct Stats {
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
+    pub deep_merges: AtomicU64,
     pub gcs: AtomicU64,
     pub stall_micros: AtomicU64,
     pub buffer_hits: AtomicU64,
@@ -123,6 +124,9 @@ pub struct StatsSnapshot {
     pub compactions: u64,
     /// Compactions done by relinking files.
     pub trivial_moves: u64,
+    /// Compactions that rewrote data into the deepest level (trivial moves excluded): one per
+    /// merge into the last level, the event a merge cycle counts (docs/model.md).
+    pub deep_merges: u64,
     /// Hash-log garbage collections.
     pub gcs: u64,
     /// WAL bytes appended since open.

@@ -101,6 +101,8 @@ fn step(inner: &Arc<Inner>) -> Result<bool> {
                     inner.stats.compactions.fetch_add(1, Ordering::Relaxed);
                     if m.trivial_move {
                         inner.stats.trivial_moves.fetch_add(1, Ordering::Relaxed);
+                    } else if m.target_level >= state.depth() {
+                        inner.stats.deep_merges.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok(true)
                 }
