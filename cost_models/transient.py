@@ -54,6 +54,9 @@ class Tree:
     blocks: float = 0.0
     #: per level, the running remainder of the ``fullest`` picks between two runs (pick_run)
     dither: dict[int, float] = field(default_factory=dict)
+    #: blocks of each merge into the deepest level, in order (the engine's ``deep_merges``: a
+    #: rewriting merge whose target is at least the depth the tree had)
+    deep: list[float] = field(default_factory=list)
 
     def capacity(self, i: int) -> float:
         return float(round(self.buffer_entries * self.size_ratio**i))
@@ -126,6 +129,7 @@ class Tree:
         level ``src``; the buffer when ``src`` is 0) into level ``src + 1``, a ``share`` of the
         key space."""
         t = src + 1
+        deepest = src > 0 and t >= self.depth()
         target, target_s = self.runs(t), self.shadows(t)
         into = bool(target) and (target[0] + n[0] <= self.run_capacity(t) or len(target) >= self.max_runs(t))
         replaced = (0.0, 0.0)
@@ -145,6 +149,8 @@ class Tree:
         if not trivial:
             read = (n[0] if src > 0 else 0.0) + replaced[0]
             self.blocks += (read + out[0]) / self.block_entries
+            if deepest:
+                self.deep.append((read + out[0]) / self.block_entries)
         if into:
             target[0] += out[0] - replaced[0]
             target_s[0] += out[1] - replaced[1]
@@ -205,6 +211,19 @@ class Tree:
                 return
             self.compact_from(busy)
         raise RuntimeError("transient replay: a flush's merges did not settle (a bug)")
+
+
+def with_deep_merges(blocks: float, deep: list[float], observed: int, per_merge: float) -> float:
+    """A replay's ``blocks`` given that the run made ``observed`` merges into the deepest level
+    where the replay made ``deep`` (their blocks, in order): the replay's last ones beyond the
+    observed count are taken out, and the observed ones beyond the replay's are added at the
+    mean of the replay's (``per_merge``, the steady model's, when it made none). When a run
+    starts close to a deep merge, whether it makes it is decided by the background worker's
+    timing and the exact key overlaps, which the replay does not know (BENCHMARKS.md §26)."""
+    if observed < len(deep):
+        return blocks - sum(deep[observed:])
+    mean = sum(deep) / len(deep) if deep else per_merge
+    return blocks + (observed - len(deep)) * mean
 
 
 def start_runs(entries: float, runs: int, run_capacity: float) -> list[float]:

@@ -102,6 +102,15 @@ def as_ran(wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     return {**wl, "warmup_operations": int(warm["operations"]), "warmup_phase_aligned": False}
 
 
+def run_deep_merges(report: dict[str, Any]) -> int | None:
+    """Merges into the deepest level a cosine-bench run completed in its measured phase (not in the
+    settle after it: a merge the run started late is mostly paid after it, at a volume's rate a
+    deep merge can outlast the run); None where the report does not count them (another engine,
+    or an older build)."""
+    n = report.get("run", {}).get("deep_merges")
+    return None if n is None else int(n)
+
+
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
     wl = spec.workload

@@ -89,3 +89,33 @@ def test_fullest_alternates_between_two_runs() -> None:
     picks = [t.pick_run(2, [50.0, 60.0]) for _ in range(6)]
     assert sorted(set(picks)) == [0, 1] and sum(picks) == 3
     assert _tree(overwrite_share=0.0).pick_run(2, [50.0, 60.0]) == 1  # inserts: the oldest
+
+
+def test_merges_into_the_deepest_level_are_counted_as_the_engine_counts_them() -> None:
+    """The replay lists each rewriting merge whose target is at least the tree's depth (the engine's
+    ``deep_merges``): a flush is none, a merge between upper levels none, one into the last level
+    one, with its blocks."""
+    t = _tree(partial=[False] * 4, overwrite_share=0.0)
+    t.start(1, [400.0], 0.0)
+    t.start(2, [5_000.0], 0.0)
+    t.place(0, [], (100.0, 0.0), 1.0)  # a flush, into level 1's newest run
+    assert t.runs(1) == [500.0] and t.deep == []
+    t.place(1, [(0, 500.0)], (500.0, 0.0), 1.0)  # level 1 into the last level, 2
+    assert t.runs(1) == [] and t.runs(2) == [5_500.0]
+    assert t.deep == [pytest.approx((500 + 5_000 + 5_500) / 10)]
+    t.start(3, [50_000.0], 0.0)
+    t.start(2, [1_000.0, 4_000.0], 0.0)
+    t.start(1, [700.0], 0.0)
+    t.place(1, [(0, 700.0)], (700.0, 0.0), 1.0)  # level 1 into 2's newest run, above the last: not deep
+    assert t.runs(2) == [1_700.0, 4_000.0] and len(t.deep) == 1
+
+
+def test_a_replay_is_priced_with_the_deep_merges_the_run_made() -> None:
+    from cost_models.transient import with_deep_merges
+
+    deep = [40.0, 60.0]
+    assert with_deep_merges(500.0, deep, 2, 99.0) == 500.0
+    assert with_deep_merges(500.0, deep, 1, 99.0) == 440.0  # the replay's last one did not happen
+    assert with_deep_merges(500.0, deep, 0, 99.0) == 400.0
+    assert with_deep_merges(500.0, deep, 3, 99.0) == 550.0  # one more, at the replay's mean
+    assert with_deep_merges(500.0, [], 1, 99.0) == 599.0  # none replayed: the steady model's
