@@ -297,7 +297,7 @@ class DesignBatch:
             codec_cold=np.array([d.codec_cold for d in designs], dtype=object),
         )
 
-    def take(self, idx: np.ndarray) -> DesignBatch:
+    def take(self, idx: np.ndarray | slice) -> DesignBatch:
         return DesignBatch(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
     def design(self, i: int, threads: int | None = None, name: str = "cosine") -> Design:

@@ -45,6 +45,16 @@ class Cascades:
 
         return Cascades(per_level(self.rate), per_level(self.blocks), fn(self.slack_puts))
 
+    def take(self, rows: np.ndarray) -> Cascades:
+        """The designs ``rows`` (of cascades with one design axis): ``map(lambda v: v[rows])``
+        without a copy per level."""
+        return Cascades(self.rate[rows], self.blocks[rows], self.slack_puts[rows])
+
+    def flat(self) -> Cascades:
+        """The design axes made one (``map(np.ravel)``, as one reshape)."""
+        lm = self.rate.shape[-1]
+        return Cascades(self.rate.reshape(-1, lm), self.blocks.reshape(-1, lm), self.slack_puts.reshape(-1))
+
     @staticmethod
     def concat(parts: list[Cascades]) -> Cascades:
         """Rows of several designs' cascades, padded to the deepest tree."""
@@ -104,9 +114,22 @@ class IOCost:
 
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> IOCost:
         """The same costs with ``fn`` applied to every array (selecting or reshaping designs)."""
+        return self._with(fn, lambda c: c.map(fn))
+
+    def take(self, rows: np.ndarray) -> IOCost:
+        """The designs ``rows`` (of costs with one design axis): ``map(lambda v: v[rows])``, the
+        cascades taken whole instead of level by level."""
+        return self._with(lambda v: v[rows], lambda c: c.take(rows))
+
+    def flat(self) -> IOCost:
+        """The design axes made one: ``map(np.ravel)``, the cascades reshaped whole."""
+        return self._with(np.ravel, Cascades.flat)
+
+    def _with(self, fn: Callable[[np.ndarray], np.ndarray], casc: Callable[[Cascades], Cascades]) -> IOCost:
+        """``fn`` applied to every array but the cascades', which ``casc`` maps whole."""
         buffered = None if self.get_buffered is None else fn(self.get_buffered)
-        index = None if self.index is None else self.index.map(fn)
-        cascades = None if self.cascades is None else self.cascades.map(fn)
+        index = None if self.index is None else self.index._with(fn, casc)
+        cascades = None if self.cascades is None else casc(self.cascades)
         return IOCost(
             **{op: fn(v) for op, v in self.per_op().items()}, get_buffered=buffered, index=index, cascades=cascades
         )

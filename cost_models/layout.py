@@ -171,7 +171,7 @@ class Shape:
     file_entries: np.ndarray  # (n,) entries per file
     run_strategy: RunStrategy
 
-    def take(self, rows: np.ndarray) -> Shape:
+    def take(self, rows: np.ndarray | slice) -> Shape:
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
         for name, v in kw.items():
             if isinstance(v, np.ndarray):

@@ -169,12 +169,12 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
     wl = spec.workload
     shape = ge.shape.take(idx)
     extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
-    de = node_demands(ge.io.map(lambda v: v[idx]), shape, wl.operations, wl.scan_length, extra_cpu=extra)
+    de = node_demands(ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra)
     if not is_robust(spec):
         return de, None
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[idx]
-    return de, perturbed_demands(io_p.map(lambda v: v[idx]), shape, spec, extra_p)
+    return de, perturbed_demands(io_p.take(idx), shape, spec, extra_p)
 
 
 #: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's
@@ -215,7 +215,7 @@ def node_scores(
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[rep]
     flat = iops.reshape(-1)
-    xp = perturbed_throughput(io_p.map(lambda v: v[rep]), ge.shape.take(rep), flat, vcpu, spec, extra_p)
+    xp = perturbed_throughput(io_p.take(rep), ge.shape.take(rep), flat, vcpu, spec, extra_p)
     return x, xp.reshape(iops.shape)
 
 
@@ -262,7 +262,7 @@ def candidates(
         base = ge.io_p if ge.io_p is not None else ge.io
         if spec.kl_radius:
             pw = perturbed_workload(spec)
-            sub = base.map(lambda v: v[idx])
+            sub = base.take(idx)
             cols += list(per_op_costs(sub, ge.shape.take(idx), np.inf, vcpu, pw.scan_length).T)
             cols += [getattr(sub, op) for op in OPERATIONS]
         else:
@@ -464,6 +464,7 @@ class ShardPrep:
     wins: list[tuple[WindowTable, WindowTable]]
     filterless: tuple[Shape, list[Structure]]
     filtered: tuple[Shape, list[Structure]]
+    groups: list[_SplitGroup] | None = None  # made by _split_groups on first use
 
 
 def shard_prep(
@@ -521,25 +522,63 @@ def _grid_splits(
     lays = prep.lays
     mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
     fits = _fits(spec, grid, s, mem_gib, lays) if fits is None else fits
-    # Bloom bits x range-filter bits per layout (the hash log: neither); without Bloom bits a
-    # B-tree, with them an LSM or a hybrid (their merge policies differ: ShardPrep)
-    pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float).reshape(-1, 2)
-    groups = (
-        (False, pairs[pairs[:, 0] <= 0], prep.filterless),
-        (False, pairs[pairs[:, 0] > 0], prep.filtered),
-        (True, np.zeros((1, 2)), prep.filterless),
-    )
     out: Splits = []
-    for is_lsh, m_bits, (shape, sts) in groups:
-        sel = np.flatnonzero(fits & (lays.lsh == is_lsh))
-        m = m_bits.shape[0]
-        if sel.size == 0 or m == 0:
+    for g in _split_groups(grid, prep):
+        sel = np.flatnonzero(fits & (lays.lsh == g.is_lsh))
+        if sel.size == 0:
             continue
-        batch = lays.take(np.repeat(sel, m))
-        batch.bloom_bits = np.tile(m_bits[:, 0], sel.size)
-        batch.range_bits = np.tile(m_bits[:, 1], sel.size)
-        out.append(Split(sel, m, batch, split_memory(shape.take(np.repeat(sel, m)), batch, mem), sts))
+        # the layouts come buffer by buffer, smallest first, so those whose buffer fits are
+        # the first of the family's (then its batch and shape are views of the family's)
+        n = sel.size * g.m
+        rows: slice | np.ndarray = slice(0, n) if np.array_equal(sel, g.sel[: sel.size]) else _repeat_pos(g, sel)
+        batch = g.batch.take(rows)
+        out.append(Split(sel, g.m, batch, split_memory(g.shape.take(rows), batch, mem), g.sts))
     return out
+
+
+@dataclass
+class _SplitGroup:
+    """A family and merge policy of :func:`_grid_splits` on every layout of a shard: its
+    layouts ``sel``, each with its ``m`` filter settings (``batch``, layout-major), their level
+    shapes and the run structures of the policy (:class:`ShardPrep`)."""
+
+    is_lsh: bool
+    sel: np.ndarray
+    m: int
+    batch: DesignBatch
+    shape: Shape
+    sts: list[Structure]
+
+
+def _split_groups(grid: Grid, prep: ShardPrep) -> list[_SplitGroup]:
+    """The :class:`_SplitGroup` of ``prep`` (made once per shard, kept on it): Bloom bits x
+    range-filter bits per layout (the hash log: neither); without Bloom bits a B-tree, with
+    them an LSM or a hybrid (their merge policies differ: :class:`ShardPrep`)."""
+    if prep.groups is None:
+        lays = prep.lays
+        pairs = np.array([(b, r) for b in grid.bits for r in grid.range_bits], dtype=float).reshape(-1, 2)
+        families = (
+            (False, pairs[pairs[:, 0] <= 0], prep.filterless),
+            (False, pairs[pairs[:, 0] > 0], prep.filtered),
+            (True, np.zeros((1, 2)), prep.filterless),
+        )
+        prep.groups = []
+        for is_lsh, m_bits, (shape, sts) in families:
+            sel = np.flatnonzero(lays.lsh == is_lsh)
+            m = m_bits.shape[0]
+            if sel.size == 0 or m == 0:
+                continue
+            batch = lays.take(np.repeat(sel, m))
+            batch.bloom_bits = np.tile(m_bits[:, 0], sel.size)
+            batch.range_bits = np.tile(m_bits[:, 1], sel.size)
+            prep.groups.append(_SplitGroup(is_lsh, sel, m, batch, shape.take(np.repeat(sel, m)), sts))
+    return prep.groups
+
+
+def _repeat_pos(g: _SplitGroup, sel: np.ndarray) -> np.ndarray:
+    """The rows of ``g``'s batch of the layouts ``sel`` (each with its ``m`` filter settings)."""
+    pos = np.searchsorted(g.sel, sel)
+    return (pos[:, None] * g.m + np.arange(g.m)[None, :]).ravel()
 
 
 def _whole_shard_cached(lay: Layout, s: float) -> np.ndarray:
@@ -627,7 +666,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
                 arc3,
                 icache,
             )
-            ios[k].append(io.map(np.ravel))
+            ios[k].append(io.flat())
         occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
         facts.append(
             (
@@ -708,9 +747,9 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
             bb.codec_cold = np.full(b.size, c, dtype=object)
             batches.append(bb)
     return GridEval(
-        io=ge.io.map(lambda v: v[rep]),
+        io=ge.io.take(rep),
         total=ge.total[rep],
-        io_p=None if ge.io_p is None else ge.io_p.map(lambda v: v[rep]),
+        io_p=None if ge.io_p is None else ge.io_p.take(rep),
         total_p=None if ge.total_p is None else ge.total_p[rep],
         shape=ge.shape.take(rep),
         ok=ge.ok[rep],
