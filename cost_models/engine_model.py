@@ -29,7 +29,7 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, insert_fraction, io_costs, merge_terms, wal_pages, window
+from cost_models.io_model import IOCost, MergeTerms, insert_fraction, io_costs, merge_terms, wal_pages, window
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
 from cost_models.transient import Tree, start_runs, with_deep_merges
 from specs.errors import InputError
@@ -127,6 +127,13 @@ def workload_partitions(workload: dict[str, Any], n_keys: float) -> Partitions:
     return partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_keys)
 
 
+def steady_merges(lay: Layout, parts: Partitions, mix: dict[str, float]) -> MergeTerms:
+    """io_model.merge_terms of a one-design layout at its own key count, with the mix's put windows."""
+    iota = insert_fraction(mix)
+    n = float(lay.n_keys)
+    return merge_terms(lay, parts, iota, lambda r: window(r, parts.put, n, iota))
+
+
 def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     """Puts between two merges into the last level of a configured engine holding the
     workload.json's records (io_model.merge_terms' ``puts_per_merge``; a store of one level: its
@@ -138,8 +145,7 @@ def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     mix = {k: float(v) for k, v in workload["mix"].items()}
     parts = workload_partitions(workload, n)
     lay = engine_layout(cfg, n)
-    iota = insert_fraction(mix)
-    mt = merge_terms(lay, parts, iota, lambda r: window(r, parts.put, n, iota))
+    mt = steady_merges(lay, parts, mix)
     levels = int(lay.L[0])
     return float(mt.puts_per_merge[0, levels - 1] if levels > 0 else mt.puts_per_flush[0])
 
@@ -296,10 +302,11 @@ def transient_put(
         tree.flush(e_b)
     blocks = tree.blocks
     if deep_merges is not None:
-        iota = insert_fraction(mix)
-        mt = merge_terms(lay, parts, iota, lambda r: window(r, parts.put, float(lay.n_keys), iota))
-        levels = max(int(lay.L[0]), 1)
-        blocks = with_deep_merges(blocks, tree.deep, deep_merges, float(mt.per_merge[0, levels - 1]))
+        # the steady state's size of a deep merge, needed only when the run made one the replay did not
+        per_merge = 0.0
+        if deep_merges > len(tree.deep) and not tree.deep:
+            per_merge = float(steady_merges(lay, parts, mix).per_merge[0, max(int(lay.L[0]), 1) - 1])
+        blocks = with_deep_merges(blocks, tree.deep, deep_merges, per_merge)
     return np.array([blocks / puts + wal_pages(lay.entry_bytes)])
 
 
