@@ -31,10 +31,10 @@ from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, MergeTerms, insert_fraction, io_costs, merge_terms, wal_pages, window
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
-from cost_models.transient import Tree, start_runs, with_deep_merges
+from cost_models.transient import DeepMerges, Tree, start_runs, with_deep_merges
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
-from specs.vocab import OPERATIONS, Compaction, RunStrategy
+from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, RunStrategy
 
 E = TypeVar("E", Compaction, RunStrategy)
 
@@ -169,7 +169,7 @@ def predict(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     frozen: float = 0.0,
-    deep_merges: int | None = None,
+    deep_merges: DeepMerges | None = None,
 ) -> IOCost:
     """Expected blocks per operation of a configured engine on a workload.json.
 
@@ -196,7 +196,7 @@ def predict(
     expected = io_at(n_mean, None)
     if shape is None:
         return expected
-    puts = float(workload.get("operations", 0)) * sum(mix.get(o, 0.0) for o in ("insert", "update", "rmw")) / total
+    puts = float(workload.get("operations", 0)) * sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / total
     put = expected.insert
     if puts > 0:
         parts = workload_partitions(workload, n_mean)
@@ -251,7 +251,7 @@ def transient_put(
     puts: float,
     fallback: np.ndarray,
     warmup_overwrites: float = 0.0,
-    deep_merges: int | None = None,
+    deep_merges: DeepMerges | None = None,
 ) -> np.ndarray:
     """Write blocks per put of a run of ``puts`` puts that starts in the observed state.
 
@@ -302,12 +302,28 @@ def transient_put(
         tree.flush(e_b)
     blocks = tree.blocks
     if deep_merges is not None:
-        # the steady state's size of a deep merge, needed only when the run made one the replay did not
+        # the size of a deep merge, needed only when the run made one the replay did not
         per_merge = 0.0
-        if deep_merges > len(tree.deep) and not tree.deep:
-            per_merge = float(steady_merges(lay, parts, mix).per_merge[0, max(int(lay.L[0]), 1) - 1])
-        blocks = with_deep_merges(blocks, tree.deep, deep_merges, per_merge)
+        if deep_merges.completed > len(tree.deep) and not tree.deep:
+            per_merge = deep_merge_blocks(lay, parts, mix, deep_merges.spacing_operations)
+        blocks = with_deep_merges(blocks, tree.deep, deep_merges.completed, per_merge)
     return np.array([blocks / puts + wal_pages(lay.entry_bytes)])
+
+
+def deep_merge_blocks(lay: Layout, parts: Partitions, mix: dict[str, float], spacing_operations: float | None) -> float:
+    """Blocks of one merge into the deepest level: the steady model's amortized cost of those
+    merges per put times the puts between two of them in the engine (``spacing_operations``
+    times the mix's put share), or the model's own per-merge size when the engine's spacing is
+    not known. The amortized cost held where the spacing did not (BENCHMARKS.md §26.1, §27.1)."""
+    mt = steady_merges(lay, parts, mix)
+    last = max(int(lay.L[0]), 1) - 1
+    per_merge = float(mt.per_merge[0, last])
+    cycle = float(mt.puts_per_merge[0, last])
+    total = sum(mix.values())
+    if spacing_operations is None or not spacing_operations > 0 or not cycle > 0 or not total > 0:
+        return per_merge
+    share = sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / total
+    return per_merge / cycle * spacing_operations * share
 
 
 def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | None = None) -> NodeShape:
@@ -355,7 +371,7 @@ def _memtable_state(
     """The memtable of a run: what it started and ended with when no write cycles it (the model's
     expected half of the buffer when writes do)."""
     mix = workload.get("mix", {})
-    if shape is None or any(float(mix.get(o, 0.0)) > 0 for o in ("insert", "update", "rmw")):
+    if shape is None or any(float(mix.get(o, 0.0)) > 0 for o in WRITE_OPERATIONS):
         return None
     end = float((end_shape or shape).get("buffered", shape.get("buffered", 0)))
     return {"buffered": (float(shape.get("buffered", 0)) + end) / 2}
@@ -369,7 +385,7 @@ def engine_demands(
     end_shape: dict[str, Any] | None = None,
     frozen: float = 0.0,
     cpu_scale: float = 1.0,
-    deep_merges: int | None = None,
+    deep_merges: DeepMerges | None = None,
 ) -> tuple[Demands, float]:
     """The CPU model's demands (S, P, D, G, write stalls) per operation of a configured engine running
     a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape``/``frozen``/
@@ -395,7 +411,7 @@ def engine_throughput(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     cpu_scale: float = 1.0,
-    deep_merges: int | None = None,
+    deep_merges: DeepMerges | None = None,
 ) -> tuple[float, float]:
     """(operations per second, blocks per operation) the model predicts for a configured engine
     running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
@@ -419,7 +435,7 @@ def frozen_buffers(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     cpu_scale: float = 1.0,
-    deep_merges: int | None = None,
+    deep_merges: DeepMerges | None = None,
 ) -> float:
     """Frozen buffers a lookup finds on average (docs/model.md, "Frozen buffers").
 

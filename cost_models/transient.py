@@ -213,6 +213,19 @@ class Tree:
         raise RuntimeError("transient replay: a flush's merges did not settle (a bug)")
 
 
+@dataclass(frozen=True)
+class DeepMerges:
+    """What a measured run says of its merges into the deepest level (a cosine-bench report)."""
+
+    #: merges into the deepest level the run completed in its measured phase
+    completed: int
+    #: operations between two of them in the engine, as the warm-up's search found them (None:
+    #: not searched). The engine's spacing is not the model's cycle (BENCHMARKS.md §26.1): the
+    #: hybrid merges into its last level run by run, some 3.5x as often as the model's cycle,
+    #: each merge smaller, at the same amortized cost per put.
+    spacing_operations: float | None = None
+
+
 def with_deep_merges(blocks: float, deep: list[float], observed: int, per_merge: float) -> float:
     """A replay's ``blocks`` given that the run made ``observed`` merges into the deepest level
     where the replay made ``deep`` (their blocks, in order): the replay's last ones beyond the

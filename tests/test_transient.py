@@ -119,3 +119,33 @@ def test_a_replay_is_priced_with_the_deep_merges_the_run_made() -> None:
     assert with_deep_merges(500.0, deep, 0, 99.0) == 400.0
     assert with_deep_merges(500.0, deep, 3, 99.0) == 550.0  # one more, at the replay's mean
     assert with_deep_merges(500.0, [], 1, 99.0) == 599.0  # none replayed: the steady model's
+
+
+def test_a_missing_deep_merge_is_sized_by_the_engine_s_spacing() -> None:
+    """A deep merge the replay did not make is priced at the steady model's amortized cost per put
+    times the puts between two of the engine's deep merges (its warm-up's search), so a spacing a
+    third of the model's cycle prices a merge a third of the model's size; without a spacing, the
+    model's per-merge size."""
+    from cost_models.engine_model import deep_merge_blocks, engine_layout, steady_merges, workload_partitions
+    from cost_models.transient import DeepMerges
+    from measure.engine import run_deep_merges, workload_json
+    from measure.grid import shipped_spec
+
+    secs = designs(RECORDS, quick=False, optima=False)["hybrid-base"]
+    wl = workload_json(shipped_spec("ycsb_a"), RECORDS, OPERATIONS, 1)
+    mix = {k: float(v) for k, v in wl["mix"].items()}
+    lay = engine_layout(secs, float(RECORDS))
+    parts = workload_partitions(wl, float(RECORDS))
+    mt = steady_merges(lay, parts, mix)
+    last = int(lay.L[0]) - 1
+    per_merge, cycle = float(mt.per_merge[0, last]), float(mt.puts_per_merge[0, last])
+    assert per_merge > 0 and cycle > 0
+    share = (mix["update"] + mix.get("insert", 0.0)) / sum(mix.values())
+    assert deep_merge_blocks(lay, parts, mix, None) == per_merge
+    assert deep_merge_blocks(lay, parts, mix, cycle / share) == pytest.approx(per_merge)
+    assert deep_merge_blocks(lay, parts, mix, cycle / share / 3) == pytest.approx(per_merge / 3)
+
+    rep = {"run": {"deep_merges": 1}, "warmup": {"operations": 9, "deep_merges_at": [1_000, 4_500], "phase": 7}}
+    assert run_deep_merges(rep) == DeepMerges(1, 3_500.0)
+    assert run_deep_merges({"run": {"deep_merges": 0}, "warmup": {"deep_merges_at": None}}) == DeepMerges(0, None)
+    assert run_deep_merges({"run": {}}) is None
