@@ -16,7 +16,7 @@ from bench.credibility import volume
 from cost_models import cpu_count
 from cost_models.engine_model import engine_throughput
 from measure.calibrate import steady_warmup
-from measure.engine import run_deep_merges, run_scratch, workload_json
+from measure.engine import run_merges, run_scratch, workload_json
 from measure.grid import KEY, VALUE, shipped_spec
 from measure.ranking import MEMORY_SHARE, blocks_per_op, design_sets
 from render.config import device_section, to_toml
@@ -65,7 +65,7 @@ def main() -> None:
             rep = run_scratch(to_toml(secs), wl, "merge-phase")
             x, b = engine_throughput(secs, wl, th, dev)
             xs, bs = engine_throughput(
-                secs, wl, th, dev, rep["load"]["shape"], rep.get("stats"), deep_merges=run_deep_merges(rep)
+                secs, wl, th, dev, rep["load"]["shape"], rep.get("stats"), merges=run_merges(rep)
             )
             print(
                 f"| {name} | {warm:,} | {aligned} | "

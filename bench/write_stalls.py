@@ -24,7 +24,7 @@ from cost_models.cpu import LOCAL_DEVICE, throughput, usable_cores
 from cost_models.design import MAX_THREADS
 from cost_models.engine_model import engine_demands
 from measure.calibrate import CLASS_DESIGNS, QUICK_PLAN, _with, accuracy, designs, free_throughput, steady_warmup
-from measure.engine import TEMPLATE, as_ran, build, run_deep_merges, run_scratch, workload_json
+from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, workload_json
 from measure.grid import shipped_spec
 from specs.schema import SPEC_DIR
 
@@ -69,7 +69,7 @@ def main() -> None:
         rep = run_scratch(text, {**wl, "seed": 42}, f"stalls-{cls}-{w}")
         wl = as_ran(wl, rep)
         shape, end = rep["load"]["shape"], rep.get("stats")
-        d, _ = engine_demands(secs, wl, LOCAL_DEVICE, shape, end, deep_merges=run_deep_merges(rep))
+        d, _ = engine_demands(secs, wl, LOCAL_DEVICE, shape, end, merges=run_merges(rep))
         eta = usable_cores(a.threads, cores)
         dev = (LOCAL_DEVICE.iops, a.threads, eta, LOCAL_DEVICE.bytes_per_s)
         x = float(throughput(d, *dev)[0])  # what engine_throughput predicts for the run

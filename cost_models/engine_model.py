@@ -31,7 +31,7 @@ from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, MergeTerms, insert_fraction, io_costs, merge_terms, wal_pages, window
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
-from cost_models.transient import DeepMerges, Tree, start_runs, with_deep_merges
+from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, RunStrategy
@@ -169,7 +169,7 @@ def predict(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     frozen: float = 0.0,
-    deep_merges: DeepMerges | None = None,
+    merges: RunMerges | None = None,
 ) -> IOCost:
     """Expected blocks per operation of a configured engine on a workload.json.
 
@@ -179,8 +179,8 @@ def predict(
     occupancy (merges are amortized over a level's fill cycle) at the run's
     mean key count (inserts grow the store). ``frozen``: the frozen buffers a lookup finds on
     average while the run cycles its buffer (:func:`frozen_buffers`; 0, the solver's view: an
-    upper bound on the reads). ``deep_merges``: the merges into the deepest level the run made,
-    when known (:func:`transient_put`).
+    upper bound on the reads). ``merges``: the flushes and the merges into the deepest level the
+    run completed, when known (:func:`transient_put`).
     """
     mix = {k: float(v) for k, v in workload["mix"].items()}
     n0, inserted = run_keys(workload)
@@ -203,7 +203,7 @@ def predict(
         lay = engine_layout(cfg, n_mean)
         warm = float(workload.get("warmup_operations", 0)) * (mix.get("update", 0.0) + mix.get("rmw", 0.0)) / total
         put = transient_put(
-            cfg, lay, parts, mix, shape, puts, fallback=expected.insert, warmup_overwrites=warm, deep_merges=deep_merges
+            cfg, lay, parts, mix, shape, puts, fallback=expected.insert, warmup_overwrites=warm, merges=merges
         )
         if puts >= puts_per_flush(lay, parts, mix):
             # the buffer fills and empties during the run: its time average is the steady
@@ -251,7 +251,7 @@ def transient_put(
     puts: float,
     fallback: np.ndarray,
     warmup_overwrites: float = 0.0,
-    deep_merges: DeepMerges | None = None,
+    merges: RunMerges | None = None,
 ) -> np.ndarray:
     """Write blocks per put of a run of ``puts`` puts that starts in the observed state.
 
@@ -260,8 +260,9 @@ def transient_put(
     grows the tree under it. ``cost_models.transient`` replays the engine contract from the
     observed state, one flush (every ``Q_0`` puts) at a time, and prices every merge.
     ``warmup_overwrites``: overwrites the store took before the run (a warm-up phase) on top
-    of its load. ``deep_merges``: the merges into the deepest level the run made (its report's
-    ``background.deep_merges``), when known: the replay is priced with that many
+    of its load. ``merges``: the flushes and the merges into the deepest level the run completed
+    (its report's ``run``, :func:`measure.engine.run_merges`), when known: the replay makes that
+    many flushes and is priced with that many deep merges
     (:func:`cost_models.transient.with_deep_merges`). Hash logs have no levels: the
     steady-state cost (``fallback``) is kept.
     """
@@ -298,15 +299,17 @@ def transient_put(
         tree.start(i, start_runs(float(lv["entries"]), int(lv["runs"]), tree.run_capacity(i)), shadowing)
         shadowing -= float(lv["entries"])
     flushes = math.floor(float(shape.get("buffered", 0)) / e_b + puts / q0) if q0 > 0 else 0
+    if merges is not None and merges.flushes is not None:
+        flushes = merges.flushes
     for _ in range(flushes):
         tree.flush(e_b)
     blocks = tree.blocks
-    if deep_merges is not None:
+    if merges is not None:
         # the size of a deep merge, needed only when the run made one the replay did not
         per_merge = 0.0
-        if deep_merges.completed > len(tree.deep) and not tree.deep:
-            per_merge = deep_merge_blocks(lay, parts, mix, deep_merges.spacing_operations)
-        blocks = with_deep_merges(blocks, tree.deep, deep_merges.completed, per_merge)
+        if merges.deep > len(tree.deep) and not tree.deep:
+            per_merge = deep_merge_blocks(lay, parts, mix, merges.deep_spacing_operations)
+        blocks = with_deep_merges(blocks, tree.deep, merges.deep, per_merge)
     return np.array([blocks / puts + wal_pages(lay.entry_bytes)])
 
 
@@ -385,13 +388,13 @@ def engine_demands(
     end_shape: dict[str, Any] | None = None,
     frozen: float = 0.0,
     cpu_scale: float = 1.0,
-    deep_merges: DeepMerges | None = None,
+    merges: RunMerges | None = None,
 ) -> tuple[Demands, float]:
     """The CPU model's demands (S, P, D, G, write stalls) per operation of a configured engine running
     a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape``/``frozen``/
-    ``deep_merges`` as in :func:`predict` (None: the model's expected state); ``cpu_scale``: the
+    ``merges`` as in :func:`predict` (None: the model's expected state); ``cpu_scale``: the
     host's CPU seconds relative to the calibration host's (:meth:`Demands.scaled`)."""
-    io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen, deep_merges=deep_merges)
+    io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen, merges=merges)
     mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
     d = demands(
         io,
@@ -411,17 +414,15 @@ def engine_throughput(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     cpu_scale: float = 1.0,
-    deep_merges: DeepMerges | None = None,
+    merges: RunMerges | None = None,
 ) -> tuple[float, float]:
     """(operations per second, blocks per operation) the model predicts for a configured engine
     running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
-    ``shape``/``end_shape``/``deep_merges`` as in :func:`predict` (None: the model's expected
+    ``shape``/``end_shape``/``merges`` as in :func:`predict` (None: the model's expected
     state), with the frozen buffers the run's own background load leaves (:func:`frozen_buffers`);
     ``cpu_scale`` as in :func:`engine_demands`."""
-    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale, deep_merges)
-    d, blocks = engine_demands(
-        cfg, workload, device, shape, end_shape, frozen=f, cpu_scale=cpu_scale, deep_merges=deep_merges
-    )
+    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges)
+    d, blocks = engine_demands(cfg, workload, device, shape, end_shape, frozen=f, cpu_scale=cpu_scale, merges=merges)
     th = int(workload["threads"])
     x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     return float(x[0]), blocks
@@ -435,7 +436,7 @@ def frozen_buffers(
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
     cpu_scale: float = 1.0,
-    deep_merges: DeepMerges | None = None,
+    merges: RunMerges | None = None,
 ) -> float:
     """Frozen buffers a lookup finds on average (docs/model.md, "Frozen buffers").
 
@@ -444,7 +445,7 @@ def frozen_buffers(
     predicts without them, a frozen buffer is there for the worker's busy share of the time, and
     ``model_constants: frozen_buffers`` of them while the writers stall (every slot full).
     """
-    d, _ = engine_demands(cfg, workload, device, shape, end_shape, cpu_scale=cpu_scale, deep_merges=deep_merges)
+    d, _ = engine_demands(cfg, workload, device, shape, end_shape, cpu_scale=cpu_scale, merges=merges)
     th = int(workload["threads"])
     args = (device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     x = float(throughput(d, *args)[0])

@@ -214,16 +214,20 @@ class Tree:
 
 
 @dataclass(frozen=True)
-class DeepMerges:
-    """What a measured run says of its merges into the deepest level (a cosine-bench report)."""
+class RunMerges:
+    """What a measured run says of its merges (a cosine-bench report's ``run`` and ``warmup``)."""
 
     #: merges into the deepest level the run completed in its measured phase
-    completed: int
+    deep: int
     #: operations between two of them in the engine, as the warm-up's search found them (None:
     #: not searched). The engine's spacing is not the model's cycle (BENCHMARKS.md §26.1): the
     #: hybrid merges into its last level run by run, some 3.5x as often as the model's cycle,
     #: each merge smaller, at the same amortized cost per put.
-    spacing_operations: float | None = None
+    deep_spacing_operations: float | None = None
+    #: flushes the run completed in its measured phase (None: not reported). A run of a few
+    #: thousand puts fills its buffer once or not at all by its keys, and a flush that falls at
+    #: its end is paid in the settle after it (BENCHMARKS.md §27.2).
+    flushes: int | None = None
 
 
 def with_deep_merges(blocks: float, deep: list[float], observed: int, per_merge: float) -> float:

@@ -75,7 +75,7 @@ from cost_models.cpu import (
 )
 from cost_models.engine_model import deepest_merge_puts, engine_throughput
 from cost_models.io_model import IOCost, wal_pages
-from measure.engine import TEMPLATE, as_ran, build, run_deep_merges, run_scratch, workload_json
+from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
 from render.config import device_section, to_toml
 from specs.errors import InputError
@@ -1359,11 +1359,11 @@ def fig4b(
                     )
                     dev = device or LOCAL_DEVICE
                     state = (rep["load"]["shape"], rep.get("stats"))
-                    deep = run_deep_merges(rep)
-                    x, b = engine_throughput(secs, ran, cores, dev, *state, cpu_scale=cpu_scale, deep_merges=deep)
+                    deep = run_merges(rep)
+                    x, b = engine_throughput(secs, ran, cores, dev, *state, cpu_scale=cpu_scale, merges=deep)
                     preds.append(x)
                     tabled.append(
-                        x if cpu_scale == 1.0 else engine_throughput(secs, ran, cores, dev, *state, deep_merges=deep)[0]
+                        x if cpu_scale == 1.0 else engine_throughput(secs, ran, cores, dev, *state, merges=deep)[0]
                     )
                     blocks.append(b)
                     ios.append(device_ios(rep))

@@ -18,7 +18,7 @@ from typing import Any
 
 from cost_models import REPO_ROOT, cpu_count
 from cost_models.design import MAX_THREADS as ENGINE_MAX_THREADS
-from cost_models.transient import DeepMerges
+from cost_models.transient import RunMerges
 from render.workspace import RENDER_META
 from specs.errors import InputError, check_range
 from specs.io import read_json
@@ -103,18 +103,20 @@ def as_ran(wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     return {**wl, "warmup_operations": int(warm["operations"]), "warmup_phase_aligned": False}
 
 
-def run_deep_merges(report: dict[str, Any]) -> DeepMerges | None:
-    """Merges into the deepest level a cosine-bench run completed in its measured phase (not in the
-    settle after it: a merge the run started late is mostly paid after it, at a volume's rate a
-    deep merge can outlast the run), with the engine's spacing of them when the warm-up searched
-    for two (``warmup.deep_merges_at``); None where the report does not count them (another
-    engine, or an older build)."""
-    n = report.get("run", {}).get("deep_merges")
+def run_merges(report: dict[str, Any]) -> RunMerges | None:
+    """The flushes and merges into the deepest level a cosine-bench run completed in its measured
+    phase (not in the settle after it: a merge the run started late is mostly paid after it, at a
+    volume's rate a deep merge can outlast the run), with the engine's spacing of deep merges when
+    the warm-up searched for two (``warmup.deep_merges_at``); None where the report does not count
+    them (another engine, or an older build)."""
+    run = report.get("run", {})
+    n = run.get("deep_merges")
     if n is None:
         return None
     at = (report.get("warmup") or {}).get("deep_merges_at")
     spacing = float(at[1]) - float(at[0]) if isinstance(at, list) and len(at) == 2 else None
-    return DeepMerges(int(n), spacing)
+    flushes = run.get("flushes")
+    return RunMerges(int(n), spacing, None if flushes is None else int(flushes))
 
 
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:

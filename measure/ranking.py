@@ -27,7 +27,7 @@ from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
 from measure.calibrate import covering_ops, free_throughput, steady_warmup
-from measure.engine import TEMPLATE, as_ran, build, run_deep_merges, run_scratch, scan_capped_ops, workload_json
+from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
 from measure.validate import blocks_per_op
@@ -222,7 +222,7 @@ def ranking(
                     rep["load"]["shape"],
                     rep.get("stats"),
                     cpu_scale=cpu_scale,
-                    deep_merges=run_deep_merges(rep),
+                    merges=run_merges(rep),
                 )
                 runs[name].append(
                     (float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep), free_throughput(rep), ran)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
-from cost_models.transient import Tree
+from cost_models.transient import RunMerges, Tree
 from measure.grid import designs
 from measure.simulate import short_run
 from specs.vocab import Operation, RunStrategy
@@ -127,8 +128,7 @@ def test_a_missing_deep_merge_is_sized_by_the_engine_s_spacing() -> None:
     third of the model's cycle prices a merge a third of the model's size; without a spacing, the
     model's per-merge size."""
     from cost_models.engine_model import deep_merge_blocks, engine_layout, steady_merges, workload_partitions
-    from cost_models.transient import DeepMerges
-    from measure.engine import run_deep_merges, workload_json
+    from measure.engine import run_merges, workload_json
     from measure.grid import shipped_spec
 
     secs = designs(RECORDS, quick=False, optima=False)["hybrid-base"]
@@ -145,7 +145,38 @@ def test_a_missing_deep_merge_is_sized_by_the_engine_s_spacing() -> None:
     assert deep_merge_blocks(lay, parts, mix, cycle / share) == pytest.approx(per_merge)
     assert deep_merge_blocks(lay, parts, mix, cycle / share / 3) == pytest.approx(per_merge / 3)
 
-    rep = {"run": {"deep_merges": 1}, "warmup": {"operations": 9, "deep_merges_at": [1_000, 4_500], "phase": 7}}
-    assert run_deep_merges(rep) == DeepMerges(1, 3_500.0)
-    assert run_deep_merges({"run": {"deep_merges": 0}, "warmup": {"deep_merges_at": None}}) == DeepMerges(0, None)
-    assert run_deep_merges({"run": {}}) is None
+    rep = {"run": {"deep_merges": 1, "flushes": 2}, "warmup": {"operations": 9, "deep_merges_at": [1_000, 4_500]}}
+    assert run_merges(rep) == RunMerges(1, 3_500.0, 2)
+    assert run_merges({"run": {"deep_merges": 0}, "warmup": {"deep_merges_at": None}}) == RunMerges(0, None, None)
+    assert run_merges({"run": {}}) is None
+
+
+def test_a_replay_makes_the_flushes_the_run_completed() -> None:
+    """Given the run's flush count, the replay makes that many flushes from the start state (a run
+    of fewer puts than a buffer's fill makes none, one that ends just after a flush one), each
+    with its merge into level 1; without it, the flushes its puts fill at the model's rate."""
+    from cost_models.engine_model import engine_layout, transient_put, workload_partitions
+    from measure.engine import workload_json
+    from measure.grid import shipped_spec
+
+    secs = designs(RECORDS, quick=False, optima=False)["rocksdb"]
+    wl = workload_json(shipped_spec("ycsb_a"), RECORDS, OPERATIONS, 1)
+    mix = {k: float(v) for k, v in wl["mix"].items()}
+    lay = engine_layout(secs, float(RECORDS))
+    parts = workload_partitions(wl, float(RECORDS))
+    e_b = float(lay.E_B[0])
+    shape = {
+        "buffered": 0,
+        "levels": [{"level": 1, "runs": 1, "entries": 3 * e_b}, {"level": 2, "runs": 1, "entries": RECORDS - 3 * e_b}],
+    }
+    fallback = np.array([0.0])
+    puts = 0.9 * e_b
+
+    def cost(flushes: int | None) -> float:
+        return float(transient_put(secs, lay, parts, mix, shape, puts, fallback, merges=RunMerges(0, None, flushes))[0])
+
+    none, one = cost(0), cost(1)
+    assert one > none, "a flush merges into level 1"
+    # level 1's run (3 buffers) is read and rewritten with the buffer (4): 7 buffers' blocks
+    assert (one - none) * puts == pytest.approx(7 * e_b / float(lay.B[0]), rel=0.05)
+    assert cost(None) == none  # 0.9 of a buffer's puts from an empty buffer: no flush in the model either

@@ -400,7 +400,9 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
     let run_secs = t2.elapsed().as_secs_f64();
     let proc1 = proc0.elapsed();
     let dev1 = kv.device();
-    let deep_in_run = kv.background().get("deep_merges").copied().unwrap_or(0) - bg0.get("deep_merges").copied().unwrap_or(0);
+    let bg_run = kv.background();
+    let in_run = |key: &str| bg_run.get(key).copied().unwrap_or(0) - bg0.get(key).copied().unwrap_or(0);
+    let (deep_in_run, flushes_in_run) = (in_run("deep_merges"), in_run("flushes"));
     let t3 = Instant::now();
     kv.settle()?;
     let run_settle_secs = t3.elapsed().as_secs_f64();
@@ -490,7 +492,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
         "cpu": cpu,
         "device": device,
         "run": {"seconds": run_secs, "throughput_ops": throughput(w.operations, run_secs), "settle_seconds": run_settle_secs,
-                "deep_merges": deep_in_run,
+                "deep_merges": deep_in_run, "flushes": flushes_in_run,
                 "latency_us": {"p50": all.quantile(0.5) as f64 / 1e3, "p99": all.quantile(0.99) as f64 / 1e3,
                                "p999": all.quantile(0.999) as f64 / 1e3, "mean": all.mean() / 1e3}},
         "per_op": per_op,
