@@ -134,6 +134,12 @@ def steady_merges(lay: Layout, parts: Partitions, mix: dict[str, float]) -> Merg
     return merge_terms(lay, parts, iota, lambda r: window(r, parts.put, n, iota))
 
 
+def write_share(mix: dict[str, float]) -> float:
+    """Share of a mix's operations that put (insert, update, read-modify-write); 0 for an empty mix."""
+    total = sum(mix.values())
+    return sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / total if total > 0 else 0.0
+
+
 def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     """Puts between two merges into the last level of a configured engine holding the
     workload.json's records (io_model.merge_terms' ``puts_per_merge``; a store of one level: its
@@ -196,7 +202,7 @@ def predict(
     expected = io_at(n_mean, None)
     if shape is None:
         return expected
-    puts = float(workload.get("operations", 0)) * sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / total
+    puts = float(workload.get("operations", 0)) * write_share(mix)
     put = expected.insert
     if puts > 0:
         parts = workload_partitions(workload, n_mean)
@@ -322,10 +328,9 @@ def deep_merge_blocks(lay: Layout, parts: Partitions, mix: dict[str, float], spa
     last = max(int(lay.L[0]), 1) - 1
     per_merge = float(mt.per_merge[0, last])
     cycle = float(mt.puts_per_merge[0, last])
-    total = sum(mix.values())
-    if spacing_operations is None or not spacing_operations > 0 or not cycle > 0 or not total > 0:
+    share = write_share(mix)
+    if spacing_operations is None or not spacing_operations > 0 or not cycle > 0 or not share > 0:
         return per_merge
-    share = sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / total
     return per_merge / cycle * spacing_operations * share
 
 
