@@ -243,6 +243,30 @@ def predict(
     )
 
 
+def run_start_buffered(cfg: dict[str, Any], workload: dict[str, Any]) -> int | None:
+    """Entries the buffer should hold when a workload.json's measured phase starts, for the run's
+    time average to be the layout's steady buffer (``level_fill`` of it): a run whose puts fill
+    less than the buffer (``puts_per_flush``) sees only that part of a fill, and started where
+    the last flush left it, it sees the buffer's emptiest part. YCSB D's gets read the latest
+    inserts: at 3,000 IOPS the ranking's pick (a 10,000-entry buffer, 2,500 run inserts) started
+    with 57 entries, answered 65 % of its gets from the buffer against the model's 77 % and read
+    0.31 blocks per operation against 0.23 (BENCHMARKS.md §28). The run adds its puts' share of a
+    fill (linear in the puts: exact for inserts, a little short for skewed updates). None when
+    the run fills the buffer (it cycles it) or does not write."""
+    mix = {k: float(v) for k, v in workload["mix"].items()}
+    puts = float(workload.get("operations", 0)) * write_share(mix)
+    if not puts > 0:
+        return None
+    n0, inserted = run_keys(workload)
+    n = n0 + inserted / 2
+    lay = engine_layout(cfg, n)
+    q0 = puts_per_flush(lay, workload_partitions(workload, n), mix)
+    if not (math.isfinite(q0) and puts < q0):
+        return None
+    added = float(lay.E_B[0]) * puts / q0
+    return max(0, round(float(lay.buffered[0]) - added / 2))
+
+
 def puts_per_flush(lay: Layout, parts: Partitions, mix: dict[str, float]) -> float:
     """Q_0 of a one-design layout: puts that fill its buffer with distinct keys."""
     return float(window(lay.E_B, parts.put, lay.n_keys, insert_fraction(mix))[0])

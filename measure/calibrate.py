@@ -73,7 +73,7 @@ from cost_models.cpu import (
     usable_cores,
     using_table,
 )
-from cost_models.engine_model import deepest_merge_puts, engine_throughput
+from cost_models.engine_model import deepest_merge_puts, engine_throughput, run_start_buffered
 from cost_models.io_model import IOCost, wal_pages
 from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
@@ -1192,10 +1192,17 @@ def steady_warmup(secs: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]:
     the background worker's timing (1,608-10,261 ops/s measured, BENCHMARKS.md §25.8); and the
     engine's spacing of deep merges is not the model's cycle (the hybrid's partial merges into
     its last level come 1.75x as often at 50,000 keys, §26), so the phase is measured, not
-    computed. The warm-up is not throttled (cosine-bench throttles the measured phase only)."""
+    computed. Last, a run shorter than a buffer's fill starts with the buffer where the run's mean
+    is the model's (``warmup_buffered``: :func:`cost_models.engine_model.run_start_buffered`), not
+    where the last flush left it. The warm-up is not throttled (cosine-bench throttles the
+    measured phase only)."""
     ops = math.ceil(WARMUP_CYCLES * merge_cycle(secs, wl))
     aligned = ops > 0 and secs["design"]["class"] != DesignClass.LSH  # a hash log has no levels
-    return {"warmup_operations": ops, "warmup_phase_aligned": aligned}
+    out: dict[str, Any] = {"warmup_operations": ops, "warmup_phase_aligned": aligned}
+    target = run_start_buffered(secs, {**wl, **out}) if ops > 0 else None
+    if target is not None:
+        out["warmup_buffered"] = target
+    return out
 
 
 #: The longest a Fig. 4B run on the local device is stretched to cover a merge cycle, as a

@@ -239,12 +239,81 @@ fn warm_up(kv: &dyn BenchKv, w: &Workload, mix: &Mix, inserted: &AtomicU64, thre
             phase = Some(p);
         }
     }
+    if let Some(target) = w.warmup_buffered {
+        done += fill_buffer(kv, w, mix, inserted, threads, target, seed.wrapping_add(BUFFER_SEED))?;
+    }
     if done > 0 {
         kv.settle()?;
     }
     let at = if phase.is_some() { json!(seen) } else { Value::Null };
-    Ok(json!({"operations": done, "deep_merges_at": at, "phase": phase}))
+    let buffered = w.warmup_buffered.map(|_| buffered(kv));
+    Ok(json!({"operations": done, "deep_merges_at": at, "phase": phase, "buffered": buffered}))
 }
+
+/// Seed offset of [`fill_buffer`]'s steps.
+const BUFFER_SEED: u64 = 0x6275_6666;
+
+/// Entries in the buffer (the active one and those frozen, waiting for the worker).
+fn buffered(kv: &dyn BenchKv) -> u64 {
+    kv.levels().get("buffered").and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Runs the mix until the buffer holds at least `target` entries, first through its next flush
+/// if it holds more; at most `warmup_operations` (or
+/// [`FILL_LIMIT`]) operations. Steps shrink as the buffer nears the target (half the missing
+/// entries' puts), so it overshoots by a few entries. Returns the operations run.
+fn fill_buffer(
+    kv: &dyn BenchKv,
+    w: &Workload,
+    mix: &Mix,
+    inserted: &AtomicU64,
+    threads: usize,
+    target: u64,
+    seed: u64,
+) -> Result<u64, String> {
+    let writes =
+        OPS.iter().zip(mix.weights).filter(|(o, _)| matches!(**o, "insert" | "update" | "rmw")).map(|(_, wt)| wt).sum::<f64>() / mix.total;
+    if writes.is_nan() || writes <= 0.0 {
+        return Ok(0);
+    }
+    let ops_for = |entries: u64| ((entries.max(MIN_FILL_STEP) as f64) / writes).ceil() as u64;
+    let limit = w.warmup_operations.max(FILL_LIMIT);
+    let (mut done, mut i) = (0u64, 0u64);
+    kv.settle()?; // (a buffer frozen by the warm-up is not the active one's content)
+                  // settled after every step, the buffer holds only its active part, which grows until the
+                  // flush empties it: the step after which it shrank holds at most a step (half the target,
+                  // or a 64th of the buffer's fill for a small target)
+    let mut b = buffered(kv);
+    while b > target && done < limit {
+        let step = ops_for((b / 16).min(target / 2).max(b / 64));
+        i += 1;
+        drive(kv, w, mix, inserted, step, seed.wrapping_add(i), threads)?;
+        kv.settle()?;
+        done += step;
+        let now = buffered(kv);
+        if now < b {
+            break;
+        }
+        b = now;
+    }
+    loop {
+        let b = buffered(kv);
+        if b >= target || done >= limit {
+            break;
+        }
+        let step = ops_for((target - b) / 2);
+        i += 1;
+        drive(kv, w, mix, inserted, step, seed.wrapping_add(i), threads)?;
+        done += step;
+    }
+    Ok(done)
+}
+
+/// Most operations [`fill_buffer`] runs when `warmup_operations` is fewer.
+const FILL_LIMIT: u64 = 100_000;
+
+/// Fewest entries' puts of one [`fill_buffer`] step.
+const MIN_FILL_STEP: u64 = 8;
 
 /// (per-op aggregates, CPU ns, run-queue wait ns, seconds until the thread finished)
 type ThreadResult = (Vec<OpAgg>, u64, Option<u64>, f64);

@@ -120,6 +120,11 @@ pub struct Workload {
     /// `cosine_bench::aligned_phase`), not wherever a fixed count happened to leave the cycle.
     /// The report's `warmup` says what was done.
     pub warmup_phase_aligned: bool,
+    /// After the warm-up (and its alignment), go on until the buffer holds this many entries
+    /// (after its next flush if it holds more), so that a run shorter than a buffer's fill
+    /// sees the buffer's mean content, not whatever the last flush left (None: no such step).
+    /// The report's `warmup.buffered` says what the measured phase started with.
+    pub warmup_buffered: Option<u64>,
 }
 
 impl Default for Workload {
@@ -139,6 +144,7 @@ impl Default for Workload {
             warm_cache: false,
             warmup_operations: 0,
             warmup_phase_aligned: false,
+            warmup_buffered: None,
         }
     }
 }
