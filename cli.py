@@ -436,6 +436,10 @@ def validate(
     repeats: Annotated[
         int, typer.Option(help="--ranking: runs per design, interleaved; the median run is reported.")
     ] = 1,
+    workloads: Annotated[
+        str | None,
+        typer.Option(help="--ranking: only these YCSB workloads, comma-separated (default: ycsb_a..ycsb_f)."),
+    ] = None,
 ) -> None:
     """The model's I/O per operation against the engine's counters over a grid of designs x workloads."""
     with cli_errors():
@@ -454,16 +458,26 @@ def validate(
         device = check_device(iops, read_latency_us)
         if repeats != 1 and not ranking:
             raise InputError("--repeats applies only with --ranking")
+        if workloads is not None and not ranking:
+            raise InputError("--workloads applies only with --ranking")
         if ranking:
             from measure.ranking import WORKLOADS, check_options
             from measure.ranking import ranking as run_ranking
             from measure.ranking import summary as ranking_summary
             from measure.ranking import write as write_ranking
 
-            check_options(WORKLOADS, repeats)
+            chosen = WORKLOADS if workloads is None else tuple(w.strip() for w in workloads.split(",") if w.strip())
+            if not chosen:
+                raise InputError("--workloads: no workload named")
+            check_options(chosen, repeats)
             with progress_bar() as bar:
                 rows = run_ranking(
-                    n, m, device, progress=_bar_callback(bar, bar.add_task("ranking", total=1)), repeats=repeats
+                    n,
+                    m,
+                    device,
+                    workloads=chosen,
+                    progress=_bar_callback(bar, bar.add_task("ranking", total=1)),
+                    repeats=repeats,
                 )
             p = write_ranking(rows, out)
             print_ranking(ranking_summary(rows), rows)
