@@ -130,7 +130,7 @@ impl BenchKv for CosineKv {
         json!({
             "levels": s.levels.iter().map(|l| json!({
                 "level": l.level, "runs": l.runs, "files": l.files, "entries": l.entries,
-                "hot": l.hot, "capacity": l.capacity,
+                "hot": l.hot, "capacity": l.capacity, "lookup_hits": l.lookup_hits,
             })).collect::<Vec<_>>(),
             "buffered": s.buffered,
             "fence_memory_bytes": s.fence_memory,

@@ -26,6 +26,7 @@ pub use recovery::{is_engine_file, LOCK};
 
 pub use cosine_config::Config;
 pub use cosine_core::{Error, IoSnapshot, Result};
+use stats::COUNTED_LEVELS;
 pub use stats::{LevelStats, OpKind, OpStats, StatsSnapshot};
 
 use cosine_buffer::MemTable;
@@ -404,8 +405,20 @@ impl Engine {
             }
         }
         match &self.inner.store {
-            Store::Tree => Ok(sv.tree.get(k, hash64(k), io)?.flatten()),
-            Store::Log(log) => log.get(k, io),
+            Store::Tree => Ok(match sv.tree.get_at(k, hash64(k), io)? {
+                Some((level, v)) => {
+                    self.inner.stats.level_hits[level.min(COUNTED_LEVELS - 1)].fetch_add(1, Ordering::Relaxed);
+                    v
+                }
+                None => None,
+            }),
+            Store::Log(log) => {
+                let v = log.get(k, io)?;
+                if v.is_some() {
+                    self.inner.stats.level_hits[0].fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(v)
+            }
         }
     }
 
@@ -646,6 +659,8 @@ impl Engine {
     pub fn stats(&self) -> StatsSnapshot {
         let s = &self.inner.stats;
         let sv = self.snapshot();
+        // (1-based levels; the last counted one also holds every deeper level's hits)
+        let level_hit = |level: usize| s.level_hits.get(level.saturating_sub(1)).map_or(0, |c| c.load(Ordering::Relaxed));
         let (levels, fence_memory, filter_memory, range_filter_memory) = match &self.inner.store {
             Store::Tree => {
                 let (fp, bf) = sv.tree.memory();
@@ -660,6 +675,7 @@ impl Engine {
                         entries: l.entries,
                         hot: l.hot,
                         capacity: l.capacity,
+                        lookup_hits: level_hit(l.level),
                     })
                     .collect();
                 (levels, fp, bf, sv.tree.range_filter_memory())
@@ -673,6 +689,7 @@ impl Engine {
                     entries: total,
                     hot: true,
                     capacity: self.inner.cfg.level_capacity(1),
+                    lookup_hits: level_hit(1),
                 }];
                 (levels, log.memory_bytes(), 0, 0)
             }

@@ -59,7 +59,13 @@ pub(crate) struct Stats {
     pub gcs: AtomicU64,
     pub stall_micros: AtomicU64,
     pub buffer_hits: AtomicU64,
+    /// Lookups a level's run answered (a value or a tombstone), per level (the last slot: that
+    /// level and deeper).
+    pub level_hits: [AtomicU64; COUNTED_LEVELS],
 }
+
+/// Levels whose lookup hits are counted one by one ([`Stats::level_hits`]).
+pub(crate) const COUNTED_LEVELS: usize = 16;
 
 impl Stats {
     /// Zeroed counters whose background blocks (flush, compaction, open) pay `device`.
@@ -105,6 +111,9 @@ pub struct LevelStats {
     pub hot: bool,
     /// Capacity `E_B * T^i` entries.
     pub capacity: u64,
+    /// Lookups (gets, rmw reads) since open that this level answered: the key's newest
+    /// version (or tombstone) was in one of its runs.
+    pub lookup_hits: u64,
 }
 
 /// A point-in-time copy of every counter, returned by `Engine::stats()`.

@@ -58,10 +58,15 @@ pub struct LevelInfo {
 impl Tree {
     /// Looks `key` up level by level, newest run first; the first hit wins.
     pub fn get(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<Value>> {
-        for runs in &self.levels {
+        Ok(self.get_at(key, hash, io)?.map(|(_, v)| v))
+    }
+
+    /// [`Tree::get`], with the index (0-based) of the level whose run held the hit.
+    pub fn get_at(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<(usize, Value)>> {
+        for (i, runs) in self.levels.iter().enumerate() {
             for r in runs {
                 if let Some(v) = r.get(key, hash, io)? {
-                    return Ok(Some(v));
+                    return Ok(Some((i, v)));
                 }
             }
         }
