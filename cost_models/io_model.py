@@ -349,6 +349,8 @@ class Structure:
     lsh: np.ndarray  # (n,)
     lsh_scan: np.ndarray  # (n,): blocks a range reads in the hash log
     cascades: Cascades  # (n, L): the puts' merge cascades
+    level_blocks: np.ndarray | None = None  # (n, L): data blocks per level
+    found: np.ndarray | None = None  # (n, L, P): share of a partition's keys per level ('latest' gets only)
 
 
 @dataclass
@@ -526,6 +528,20 @@ def structure(
     # the start is past that block's last key); a range filter or a cold index multiplies it
     empty_seek = np.where(lay.exists, lay.runs * c["empty_range_run"](1.0, 0.0, lay.B[:, None]), 0.0)
 
+    # --- where a 'latest' get's key lies: the share of each partition's keys in each level (those
+    # still ahead at the level's start less those still ahead at its end; none past the last),
+    # for the block cache's per-level view (level_cache_alpha)
+    found = None
+    if recency.all() and P > 0:
+        a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
+        width = np.maximum(b_r - a_r, 1e-300)
+        starts = lay.buffered[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(lay.occ, axis=1)], axis=1)
+        ahead = np.clip((b_r[None, None, :] - starts[:, :, None] / N) / width[None, None, :], 0.0, 1.0)
+        last_level = lay.exists & (np.arange(1, lm + 1)[None, :] == lay.L[:, None])
+        after = np.where((lay.exists & ~last_level)[:, :, None], ahead[:, 1:], 0.0)
+        found = np.where(lay.exists[:, :, None], ahead[:, :-1] - after, 0.0)
+    level_blocks = np.where(lay.exists, lay.occ / np.maximum(lay.B, 1.0)[:, None], 0.0)
+
     put, casc = put_terms(lay, parts, mix, win)
     return Structure(
         base=base,
@@ -539,6 +555,8 @@ def structure(
         lsh=lay.lsh.copy(),
         lsh_scan=hash_log_scan(lay, sel),
         cascades=casc,
+        level_blocks=level_blocks,
+        found=found,
     )
 
 
@@ -661,6 +679,50 @@ def range_cache_alpha(
     return np.maximum(a, covered[:, None])
 
 
+#: Newton steps of :func:`level_cache_alpha`'s characteristic time (from below, monotone).
+CHE_NEWTON_STEPS = 40
+
+
+def level_cache_alpha(
+    st: Structure, rows: np.ndarray, probe: np.ndarray, p_get: np.ndarray, cache_blocks: np.ndarray
+) -> np.ndarray:
+    """(n, m, P) Probability a 'latest' get's block read hits the LRU block cache, with the cache
+    seen per level: Che's approximation over blocks, not keys.
+
+    Keys are hashed over the key space, so a level's keys are spread evenly over its blocks and
+    every block of a level is read at the level's rate: the gets whose key lies there
+    (``Structure.found``) and the false-positive probes that reach it (``probe`` x ``fp``), over
+    its blocks. Under YCSB D's gets of the latest inserts the newest levels are small and read
+    at a high rate per block, so the cache holds them although no single key in them is hot
+    (:func:`cache_alpha`, per key, gives them only the cached share of the data): at 3,000 IOPS
+    the ranking's "buffer /4" (a 31-block cache, a 35-block first level holding the ~10,000
+    latest keys) read 0.22 blocks per operation where the per-key cache gave 0.33 (BENCHMARKS.md
+    §28). The characteristic time t solves sum_l blocks_l (1 - e^(-rate_l t)) = C (Newton from
+    below); a level's blocks hit with 1 - e^(-rate_l t), and a partition's reads with the mean
+    over the levels it reads."""
+    found = st.found[rows][:, None] if st.found is not None else np.zeros((rows.size, 1, *st.fp.shape[1:]))
+    reads = found + probe[..., None] * st.fp[rows][:, None]  # (n, m, L, P)
+    traffic = reads @ p_get  # (n, m, L): block reads per get
+    nb = st.level_blocks[rows][:, None, :] if st.level_blocks is not None else np.zeros((rows.size, 1, st.fp.shape[1]))
+    rate = np.where(nb > 0, traffic / np.maximum(nb, 1e-300), 0.0)
+    C = np.broadcast_to(np.asarray(cache_blocks, dtype=float), traffic.shape[:2])
+    used = np.where(rate > 0, nb, 0.0).sum(axis=2)  # blocks ever read
+    t = np.zeros(C.shape)
+    live = (C >= 1.0) & (C < used)
+    for _ in range(CHE_NEWTON_STEPS):
+        e = np.exp(-rate * t[..., None])
+        f = (nb * (1.0 - e)).sum(axis=2) - C
+        df = (nb * rate * e).sum(axis=2)
+        step = np.where(live & (df > 0), -f / np.maximum(df, 1e-300), 0.0)
+        t = t + np.maximum(step, 0.0)
+    hit = np.where(live[..., None], -np.expm1(-rate * t[..., None]), 0.0)
+    hit = np.where(((C >= used) & (C >= 1.0))[..., None], 1.0, hit)
+    total = reads.sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = (reads * hit[..., None]).sum(axis=2) / total
+    return np.where(total > 0, alpha, 0.0)
+
+
 def combine(
     st: Structure,
     rows: np.ndarray,
@@ -671,6 +733,7 @@ def combine(
     range_fpr: np.ndarray | None = None,
     alpha_range: np.ndarray | None = None,
     alpha_index: np.ndarray | None = None,
+    cache_blocks: np.ndarray | None = None,
 ) -> IOCost:
     """Per-operation I/O of designs = structure rows + a memory split.
 
@@ -680,7 +743,9 @@ def combine(
     the hot levels' range-filter rate for an empty range (None: no range filter),
     ``alpha_range`` (n, m, P) a range's block-cache hit probability per partition of its start
     key (:func:`range_cache_alpha`; None: ranges read every block), ``alpha_index`` (n, m) a cold
-    run's index block's (:func:`index_cache_alpha`; None: the data blocks' rate).
+    run's index block's (:func:`index_cache_alpha`; None: the data blocks' rate), ``cache_blocks``
+    (n, m) the block cache in data blocks: with 'latest' gets (``st.found``) a lookup's blocks hit
+    at least as often as the per-level view gives (:func:`level_cache_alpha`; None: per key only).
     Returns arrays of shape (n, m). (The exact path is m = 1.)
     """
     exists = st.exists[rows][:, None, :]
@@ -695,6 +760,8 @@ def combine(
     covered = alpha_bc.min(axis=2) if alpha_bc.shape[2] else np.zeros(alpha_bc.shape[:2])
     # the index blocks (a cold run's fences): at least as often cached as any block
     idx_miss = 1.0 - (covered if alpha_index is None else np.maximum(alpha_index, covered))
+    if st.found is not None and cache_blocks is not None:
+        alpha_bc = np.maximum(alpha_bc, level_cache_alpha(st, rows, probe, p_get, cache_blocks))
     idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else idx_miss[..., None] * index_level
     cost = (1 - alpha_bc) * (st.base[rows][:, None, :] + data_level) + idx_l_p
     sigma_l = cost @ p_get
@@ -787,5 +854,11 @@ def io_costs(
         rf,
         arc[:, None, :],
         index_cache_alpha(lay)[:, None],
+        cache_blocks(lay)[:, None],
     )
     return io.map(lambda v: v[:, 0])
+
+
+def cache_blocks(lay: Layout) -> np.ndarray:
+    """(n,) The block cache of each design, in data blocks."""
+    return np.asarray(lay.mem_cache / np.maximum(lay.B * lay.entry_bytes, 1e-300), dtype=float)

@@ -48,6 +48,7 @@ from cost_models.io_model import (
     Structure,
     WindowTable,
     cache_alpha,
+    cache_blocks,
     combine,
     index_cache_alpha,
     put_terms,
@@ -638,6 +639,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
         # once per distinct triple
         cached: dict[tuple[int, float, int], tuple[np.ndarray, ...]] = {}
         icache: np.ndarray | None = None
+        cblocks: np.ndarray | None = None
         for k, (st, win, w) in enumerate(zip(sts, wins, _workloads(spec), strict=True)):
             if spec.cost_model == CostModel.WORST_CASE:  # the paper's worst-case model (no windows)
                 ios[k].append(node_io(spec.cost_model, lay, parts, w))
@@ -654,6 +656,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
                 )
             if icache is None:
                 icache = index_cache_alpha(lay).reshape(sel.size, m)
+                cblocks = cache_blocks(lay).reshape(sel.size, m)
             abc3, rfpr, arc3 = cached[key]
             io = combine(
                 st,
@@ -665,6 +668,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
                 rfpr,
                 arc3,
                 icache,
+                cblocks,
             )
             ios[k].append(io.flat())
         occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
