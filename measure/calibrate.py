@@ -73,7 +73,7 @@ from cost_models.cpu import (
     usable_cores,
     using_table,
 )
-from cost_models.engine_model import deepest_merge_puts, engine_throughput, run_start_buffered
+from cost_models.engine_model import deepest_merge_puts, engine_throughput, run_start_buffered, write_share
 from cost_models.io_model import IOCost, wal_pages
 from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
@@ -1165,8 +1165,7 @@ def merge_cycle(secs: dict[str, Any], wl: dict[str, Any]) -> float:
     read-only mix): the deepest merge happens about once per such cycle. Until §25 this was the
     entries above the last level over the write share, as if every put were a new key: under
     YCSB A's zipfian puts that is 1.7-4.7x short, and a run of it measured 0-2 deep merges."""
-    mix = {k: float(v) for k, v in wl["mix"].items()}
-    writes = sum(mix.get(o, 0.0) for o in WRITE_OPERATIONS) / max(sum(mix.values()), 1e-300)
+    writes = write_share({k: float(v) for k, v in wl["mix"].items()})
     if not writes > 0:
         return 0.0
     return deepest_merge_puts(secs, wl) / writes
