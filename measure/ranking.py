@@ -24,7 +24,7 @@ import numpy as np
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
-from cost_models.engine_model import engine_throughput, run_keys
+from cost_models.engine_model import engine_throughput, run_keys, run_start_buffered
 from cost_models.evaluate import evaluate_designs
 from measure.calibrate import covering_ops, free_throughput, steady_warmup
 from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, scan_capped_ops, workload_json
@@ -113,12 +113,22 @@ def design_sets(
     return out
 
 
+#: Inserts the warm-up of an insert workload's design makes, as a share of ``records``: the same
+#: for every design of the workload (:meth:`RunPlan.workload`), and enough to pass the latest
+#: keys through every level above the last. Each design's own merge cycles (and the search for
+#: its deep merges) grew YCSB D's stores from 50,000 keys to 74,000-153,000 by design, the
+#: pick's to 123,000 and the best measured's to 74,000 (BENCHMARKS.md §28).
+INSERT_WARMUP_SHARE = 1.0
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """How the ranking runs a design: ``records`` loaded, ``operations`` measured (stretched to
     cover a merge cycle and last long enough: :func:`measure.calibrate.covering_ops`; a hash
     log's scans capped), ``threads`` clients on ``cores`` and ``device``, and with ``warmup`` a
-    steady-state warm-up first (:func:`measure.calibrate.steady_warmup`)."""
+    steady-state warm-up first (:func:`measure.calibrate.steady_warmup`; for a workload that
+    inserts, a warm-up of :data:`INSERT_WARMUP_SHARE` of the records in inserts for every design,
+    so that designs are compared at one store size)."""
 
     records: int
     operations: int
@@ -140,6 +150,18 @@ class RunPlan:
         wl = workload_json(spec, self.records, ops, self.threads)
         if self.warmup:
             wl.update(steady_warmup(secs, wl))
+            inserts = float(wl["mix"].get("insert", 0.0)) / max(sum(float(v) for v in wl["mix"].values()), 1e-300)
+            if inserts > 0:
+                # every design of an insert workload warms up by the same inserts, unaligned, so
+                # all start at the same store size (and the run's buffer at the model's mean)
+                fixed = {
+                    "warmup_operations": math.ceil(INSERT_WARMUP_SHARE * self.records / inserts),
+                    "warmup_phase_aligned": False,
+                }
+                wl = {k: v for k, v in wl.items() if not k.startswith("warmup")} | fixed
+                target = run_start_buffered(secs, wl)
+                if target is not None:
+                    wl["warmup_buffered"] = target
         return secs, wl
 
 
@@ -252,6 +274,9 @@ def ranking(
                     "cpu_scale": cpu_scale,
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,
+                    # the load and the warm-up's inserts (as the engine ran the warm-up): an insert
+                    # workload's designs start at different store sizes (BENCHMARKS.md §28)
+                    "keys_at_start": run_keys(ran)[0],
                     "operations": int(ran["operations"]),
                     "warmup_operations": int(ran.get("warmup_operations", 0)),
                     "threads": threads,
