@@ -113,8 +113,8 @@ def design_sets(
     return out
 
 
-#: Inserts the warm-up of an insert workload's design makes, as a share of ``records``: the same
-#: for every design of the workload (:meth:`RunPlan.workload`), and enough to pass the latest
+#: Inserts the warm-up of an insert workload's design makes (one without scans), as a share of
+#: ``records``: the same for every design of the workload (:meth:`RunPlan.workload`), and enough to pass the latest
 #: keys through every level above the last. Each design's own merge cycles (and the search for
 #: its deep merges) grew YCSB D's stores from 50,000 keys to 74,000-153,000 by design, the
 #: pick's to 123,000 and the best measured's to 74,000 (BENCHMARKS.md §28).
@@ -127,8 +127,8 @@ class RunPlan:
     cover a merge cycle and last long enough: :func:`measure.calibrate.covering_ops`; a hash
     log's scans capped), ``threads`` clients on ``cores`` and ``device``, and with ``warmup`` a
     steady-state warm-up first (:func:`measure.calibrate.steady_warmup`; for a workload that
-    inserts, a warm-up of :data:`INSERT_WARMUP_SHARE` of the records in inserts for every design,
-    so that designs are compared at one store size)."""
+    inserts and does not scan (YCSB D), a warm-up of :data:`INSERT_WARMUP_SHARE` of the records in
+    inserts for every design, so that designs are compared at one store size)."""
 
     records: int
     operations: int
@@ -150,10 +150,13 @@ class RunPlan:
         wl = workload_json(spec, self.records, ops, self.threads)
         if self.warmup:
             wl.update(steady_warmup(secs, wl))
-            inserts = float(wl["mix"].get("insert", 0.0)) / max(sum(float(v) for v in wl["mix"].values()), 1e-300)
-            if inserts > 0:
+            mix = {k: float(v) for k, v in wl["mix"].items()}
+            inserts = mix.get("insert", 0.0) / max(sum(mix.values()), 1e-300)
+            if inserts > 0 and not mix.get("range", 0.0) > 0:
                 # every design of an insert workload warms up by the same inserts, unaligned, so
-                # all start at the same store size (and the run's buffer at the model's mean)
+                # all start at the same store size (and the run's buffer at the model's mean); not
+                # with scans (YCSB E): a million unthrottled scans of the hash log, each walking
+                # every key, ran for over 20 minutes
                 fixed = {
                     "warmup_operations": math.ceil(INSERT_WARMUP_SHARE * self.records / inserts),
                     "warmup_phase_aligned": False,

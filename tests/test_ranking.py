@@ -134,8 +134,9 @@ def test_the_pick_is_scored_on_the_store_its_run_grows_to() -> None:
 def test_an_insert_workloads_designs_start_at_one_store_size(workload: str) -> None:
     """Each design's own merge cycles (and the search for its deep merges) grew YCSB D's stores
     to 74,000-153,000 keys by design (BENCHMARKS.md §28): an insert workload's designs warm up
-    by the same inserts, unaligned, and start at one store size; an update workload keeps each
-    design's aligned warm-up."""
+    by the same inserts, unaligned, and start at one store size; an update workload, and one
+    that scans (YCSB E: a million scans of the hash log take too long), keep each design's
+    aligned warm-up."""
     from cost_models.cpu import LOCAL_DEVICE
     from cost_models.engine_model import run_keys
     from measure.grid import designs, shipped_spec
@@ -147,10 +148,11 @@ def test_an_insert_workloads_designs_start_at_one_store_size(workload: str) -> N
     grid = designs(records, quick=False, optima=False)
     wls = [plan.workload(spec, grid[name])[1] for name in ("rocksdb", "wiredtiger", "hybrid-base")]
     starts = {run_keys(wl)[0] for wl in wls}
-    if spec.workload.operations.get("insert", 0.0) > 0:
+    ops = spec.workload.operations
+    if ops.get("insert", 0.0) > 0 and not ops.get("range", 0.0) > 0:
         assert starts == {records * (1 + INSERT_WARMUP_SHARE)}
         assert not any(wl["warmup_phase_aligned"] for wl in wls)
     else:
-        assert starts == {float(records)}
-        assert all(wl["warmup_phase_aligned"] for wl in wls)
+        aligned = [wl["warmup_phase_aligned"] for wl in wls]
+        assert all(aligned) and (workload != "ycsb_a" or starts == {float(records)})
         assert len({wl["warmup_operations"] for wl in wls}) > 1, "each design's own cycle"
