@@ -349,7 +349,7 @@ class Structure:
     lsh: np.ndarray  # (n,)
     lsh_scan: np.ndarray  # (n,): blocks a range reads in the hash log
     cascades: Cascades  # (n, L): the puts' merge cascades
-    level_blocks: np.ndarray | None = None  # (n, L): data blocks per level
+    level_blocks: np.ndarray | None = None  # (n, L): data blocks per level ('latest' gets only)
     found: np.ndarray | None = None  # (n, L, P): share of a partition's keys per level ('latest' gets only)
 
 
@@ -531,7 +531,7 @@ def structure(
     # --- where a 'latest' get's key lies: the share of each partition's keys in each level (those
     # still ahead at the level's start less those still ahead at its end; none past the last),
     # for the block cache's per-level view (level_cache_alpha)
-    found = None
+    found = level_blocks = None
     if recency.all() and P > 0:
         a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
         width = np.maximum(b_r - a_r, 1e-300)
@@ -540,7 +540,7 @@ def structure(
         last_level = lay.exists & (np.arange(1, lm + 1)[None, :] == lay.L[:, None])
         after = np.where((lay.exists & ~last_level)[:, :, None], ahead[:, 1:], 0.0)
         found = np.where(lay.exists[:, :, None], ahead[:, :-1] - after, 0.0)
-    level_blocks = np.where(lay.exists, lay.occ / np.maximum(lay.B, 1.0)[:, None], 0.0)
+        level_blocks = np.where(lay.exists, lay.occ / np.maximum(lay.B, 1.0)[:, None], 0.0)
 
     put, casc = put_terms(lay, parts, mix, win)
     return Structure(
@@ -684,7 +684,12 @@ CHE_NEWTON_STEPS = 40
 
 
 def level_cache_alpha(
-    st: Structure, rows: np.ndarray, probe: np.ndarray, p_get: np.ndarray, cache_blocks: np.ndarray
+    found: np.ndarray,
+    level_blocks: np.ndarray,
+    fp: np.ndarray,
+    probe: np.ndarray,
+    p_get: np.ndarray,
+    cache_blocks: np.ndarray,
 ) -> np.ndarray:
     """(n, m, P) Probability a 'latest' get's block read hits the LRU block cache, with the cache
     seen per level: Che's approximation over blocks, not keys.
@@ -705,10 +710,10 @@ def level_cache_alpha(
     IOPS was predicted 0.21 blocks per operation and measured 0.65 — its first level cycles
     from empty to 9 runs (40 blocks, the whole cache) where the model's mean is 4.5, and the
     engine's cache is CLOCK in shards (BENCHMARKS.md §28)."""
-    found = st.found[rows][:, None] if st.found is not None else np.zeros((rows.size, 1, *st.fp.shape[1:]))
-    reads = found + probe[..., None] * st.fp[rows][:, None]  # (n, m, L, P)
+    found = found[:, None]  # (n, 1, L, P), like fp (n, L, P): the rows' Structure terms
+    reads = found + probe[..., None] * fp[:, None]  # (n, m, L, P)
     traffic = reads @ p_get  # (n, m, L): block reads per get (the probes' too: they fill the cache)
-    nb = st.level_blocks[rows][:, None, :] if st.level_blocks is not None else np.zeros((rows.size, 1, st.fp.shape[1]))
+    nb = level_blocks[:, None, :]
     rate = np.where(nb > 0, traffic / np.maximum(nb, 1e-300), 0.0)
     C = np.broadcast_to(np.asarray(cache_blocks, dtype=float), traffic.shape[:2])
     used = np.where(rate > 0, nb, 0.0).sum(axis=2)  # blocks ever read
@@ -722,7 +727,7 @@ def level_cache_alpha(
         t = t + np.maximum(step, 0.0)
     hit = np.where(live[..., None], -np.expm1(-rate * t[..., None]), 0.0)
     hit = np.where(((C >= used) & (C >= 1.0))[..., None], 1.0, hit)
-    total = np.broadcast_to(found, reads.shape).sum(axis=2)
+    total = found.sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         alpha = (found * hit[..., None]).sum(axis=2) / total
     return np.where(total > 0, alpha, 0.0)
@@ -766,11 +771,10 @@ def combine(
     # the index blocks (a cold run's fences): at least as often cached as any block
     idx_miss = 1.0 - (covered if alpha_index is None else np.maximum(alpha_index, covered))
     # 'latest' gets: the key's own block at least at its level's rate (level_cache_alpha)
-    alpha_own = (
-        np.maximum(alpha_bc, level_cache_alpha(st, rows, probe, p_get, cache_blocks))
-        if st.found is not None and cache_blocks is not None
-        else alpha_bc
-    )
+    alpha_own = alpha_bc
+    if st.found is not None and st.level_blocks is not None and cache_blocks is not None:
+        lv = level_cache_alpha(st.found[rows], st.level_blocks[rows], st.fp[rows], probe, p_get, cache_blocks)
+        alpha_own = np.maximum(alpha_bc, lv)
     idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else idx_miss[..., None] * index_level
     cost = (1 - alpha_own) * st.base[rows][:, None, :] + (1 - alpha_bc) * data_level + idx_l_p
     sigma_l = cost @ p_get

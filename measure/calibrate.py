@@ -1197,6 +1197,13 @@ def steady_warmup(secs: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]:
     measured phase only)."""
     ops = math.ceil(WARMUP_CYCLES * merge_cycle(secs, wl))
     aligned = ops > 0 and secs["design"]["class"] != DesignClass.LSH  # a hash log has no levels
+    return buffered_warmup(secs, wl, ops, aligned)
+
+
+def buffered_warmup(secs: dict[str, Any], wl: dict[str, Any], ops: int, aligned: bool) -> dict[str, Any]:
+    """The workload.json fields of a warm-up of ``ops`` operations (``aligned``: cosine-bench's
+    ``warmup_phase_aligned``) that ends with the buffer where the run's mean is the model's
+    (``warmup_buffered``, :func:`cost_models.engine_model.run_start_buffered`, when it applies)."""
     out: dict[str, Any] = {"warmup_operations": ops, "warmup_phase_aligned": aligned}
     target = run_start_buffered(secs, {**wl, **out}) if ops > 0 else None
     if target is not None:

@@ -24,9 +24,9 @@ import numpy as np
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
-from cost_models.engine_model import engine_throughput, run_keys, run_start_buffered
+from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
-from measure.calibrate import covering_ops, free_throughput, steady_warmup
+from measure.calibrate import buffered_warmup, covering_ops, free_throughput, steady_warmup
 from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
@@ -149,22 +149,17 @@ class RunPlan:
             ops = scan_capped_ops(ops, self.records, spec.workload.operations.get("range", 0.0))
         wl = workload_json(spec, self.records, ops, self.threads)
         if self.warmup:
-            wl.update(steady_warmup(secs, wl))
             mix = {k: float(v) for k, v in wl["mix"].items()}
-            inserts = mix.get("insert", 0.0) / max(sum(mix.values()), 1e-300)
+            inserts = mix.get("insert", 0.0) / max(sum(mix.values()), 1e-300)  # per operation
             if inserts > 0 and not mix.get("range", 0.0) > 0:
                 # every design of an insert workload warms up by the same inserts, unaligned, so
                 # all start at the same store size (and the run's buffer at the model's mean); not
                 # with scans (YCSB E): a million unthrottled scans of the hash log, each walking
                 # every key, ran for over 20 minutes
-                fixed = {
-                    "warmup_operations": math.ceil(INSERT_WARMUP_SHARE * self.records / inserts),
-                    "warmup_phase_aligned": False,
-                }
-                wl = {k: v for k, v in wl.items() if not k.startswith("warmup")} | fixed
-                target = run_start_buffered(secs, wl)
-                if target is not None:
-                    wl["warmup_buffered"] = target
+                ops = math.ceil(INSERT_WARMUP_SHARE * self.records / inserts)
+                wl.update(buffered_warmup(secs, wl, ops, aligned=False))
+            else:
+                wl.update(steady_warmup(secs, wl))
         return secs, wl
 
 
@@ -277,8 +272,8 @@ def ranking(
                     "cpu_scale": cpu_scale,
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,
-                    # the load and the warm-up's inserts (as the engine ran the warm-up): an insert
-                    # workload's designs start at different store sizes (BENCHMARKS.md §28)
+                    # the load and the warm-up's inserts (as the engine ran the warm-up: a design's
+                    # own cycles, or the common inserts of RunPlan.workload; BENCHMARKS.md §28)
                     "keys_at_start": run_keys(ran)[0],
                     "operations": int(ran["operations"]),
                     "warmup_operations": int(ran.get("warmup_operations", 0)),

@@ -78,7 +78,7 @@ def test_the_level_view_matches_a_simulated_lru(
     sim = _simulated(lay, cache_blocks, block_entries)
     assert abs(model - sim) <= 0.08 * sim + 0.005, f"model {model:.3f} simulated {sim:.3f}"
     # per key only: the newest levels' blocks are cached at the data's cached share
-    monkeypatch.setattr(io, "level_cache_alpha", lambda st, rows, probe, p, c: np.zeros((rows.size, 1, st.fp.shape[2])))
+    monkeypatch.setattr(io, "level_cache_alpha", lambda found, *_: np.zeros((found.shape[0], 1, found.shape[2])))
     per_key = float(io.io_costs(lay, parts, mix, 1.0).get[0])
     assert per_key - sim > 2 * abs(model - sim), f"per key {per_key:.3f} simulated {sim:.3f} model {model:.3f}"
 
