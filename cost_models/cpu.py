@@ -472,13 +472,50 @@ def split_io(io: IOCost) -> tuple[np.ndarray, np.ndarray]:
 _WRITES = np.array([op in WRITE_OPERATIONS for op in OPERATIONS])
 
 
+@dataclass
+class ShapeTerms:
+    """What :func:`demands` needs of a :class:`NodeShape` alone, for one scan length (no I/O, no
+    mix): the same for every mix on those designs (a robust spec's expected and noisy ones)."""
+
+    cpu: np.ndarray  # (designs, operations): op_cpu_seconds
+    descents: np.ndarray  # (designs, operations): memtable_descents_seconds
+    phi: np.ndarray  # (designs, operations): op_phi
+    block_bytes: np.ndarray  # (designs,)
+    t_read: np.ndarray  # (designs, 1): read_block_seconds
+    t_merge: np.ndarray  # (designs, 1): merge_block_seconds
+    concurrency: np.ndarray  # (designs, operations): op_concurrency
+
+
+def shape_terms(shape: NodeShape, scan_length: float) -> ShapeTerms:
+    """The :class:`ShapeTerms` of ``shape``'s designs."""
+    # every operation descends the memtable: its CPU grows with the memtable
+    entries = np.broadcast_to(shape.buffered, np.shape(shape.cls))
+    bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
+    return ShapeTerms(
+        cpu=op_cpu_seconds(shape.cls, shape.n_keys, scan_length),
+        descents=np.stack([memtable_descents_seconds(entries, op) for op in OPERATIONS], axis=-1),
+        phi=op_phi(shape.cls),
+        block_bytes=bb,
+        t_read=read_block_seconds(bb, shape.cls, shape.n_keys)[:, None],
+        t_merge=merge_block_seconds(bb, shape.cls, shape.entry_bytes)[:, None],
+        concurrency=op_concurrency(shape.cls),
+    )
+
+
 def demands(
-    io: IOCost, shape: NodeShape, mix: dict[str, float], scan_length: float, read_latency_s: float = 0.0
+    io: IOCost,
+    shape: NodeShape,
+    mix: dict[str, float],
+    scan_length: float,
+    read_latency_s: float = 0.0,
+    terms: ShapeTerms | None = None,
 ) -> Demands:
-    """S, P, D, G (and device I/Os and bytes) per operation of ``mix`` on each design."""
+    """S, P, D, G (and device I/Os and bytes) per operation of ``mix`` on each design.
+    ``terms``: ``shape_terms(shape, scan_length)``, when the caller shares them between mixes."""
     w = np.array([mix.get(op, 0.0) for op in OPERATIONS], dtype=float)
     w = w / max(w.sum(), 1e-300)
-    c = op_cpu_seconds(shape.cls, shape.n_keys, scan_length)
+    st = shape_terms(shape, scan_length) if terms is None else terms
+    c = st.cpu.copy()
     if io.get_buffered is not None:
         # a lookup the buffer answers walks no level: it costs the buffered get's CPU
         t = phi_table()["classes"]
@@ -489,14 +526,10 @@ def demands(
         walk = np.maximum(c[:, g] - buf, 0.0) * np.asarray(io.get_buffered, dtype=float)
         for op in (Operation.GET, Operation.RMW):
             c[:, OPERATIONS.index(op)] -= walk
-    # every operation descends the memtable: its CPU grows with the memtable
-    entries = np.broadcast_to(shape.buffered, np.shape(shape.cls))
-    c = c + np.stack([memtable_descents_seconds(entries, op) for op in OPERATIONS], axis=-1)
-    phi = op_phi(shape.cls)
+    c = c + st.descents
+    phi = st.phi
     fg, bg = split_io(io)
-    bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
-    t_read = read_block_seconds(bb, shape.cls, shape.n_keys)[:, None]
-    t_merge = merge_block_seconds(bb, shape.cls, shape.entry_bytes)[:, None]
+    bb, t_read, t_merge = st.block_bytes, st.t_read, st.t_merge
     io_op = (fg + bg) @ w
     # bytes the volume moves: a block's bytes per I/O, an index block's own where they are split out
     io_bytes = io_op * bb
@@ -511,7 +544,7 @@ def demands(
     # others' writes, a read their reads) as often as the mix has them; the calibration's cached runs
     # (one operation type) met them every time
     kind_share = np.where(_WRITES, w[_WRITES].sum(), w[~_WRITES].sum())
-    extra = c * (op_concurrency(shape.cls) - 1.0) * kind_share
+    extra = c * (st.concurrency - 1.0) * kind_share
     d = Demands(
         serial=((1 - phi) * c) @ w,
         parallel=(phi * c + fg * t_read) @ w,
@@ -541,7 +574,8 @@ def stalled(x: np.ndarray, d: Demands) -> np.ndarray:
     xe = np.asarray(x, dtype=float)[..., None]
     with np.errstate(divide="ignore", invalid="ignore"):
         per = c["stall_seconds"](xe, d.stall_rate, d.stall_seconds, d.stall_slack[..., None])
-        t = np.where(np.isfinite(xe[..., 0]), np.nan_to_num(per, nan=0.0).sum(axis=-1), 0.0)
+        # (``per`` is the expression's own array: its NaNs are replaced in place)
+        t = np.where(np.isfinite(xe[..., 0]), np.nan_to_num(per, copy=False, nan=0.0).sum(axis=-1), 0.0)
         out = c["throughput_stalled"](x, t)
     return np.asarray(np.where(np.isfinite(x), out, x), dtype=float)
 
@@ -632,11 +666,12 @@ def node_demands(
     scan_length: float,
     read_latency_s: float = 0.0,
     extra_cpu: float | np.ndarray = 0.0,
+    terms: ShapeTerms | None = None,
 ) -> Demands:
     """:func:`demands` with ``extra_cpu`` (see :func:`node_throughput`) on the parallel part: what a
     node's throughput needs of its designs whatever its volume and threads (:func:`throughput`
-    then broadcasts these arrays over many volumes' IOPS at once)."""
-    d = demands(io, shape, mix, scan_length, read_latency_s)
+    then broadcasts these arrays over many volumes' IOPS at once); ``terms`` as :func:`demands`'."""
+    d = demands(io, shape, mix, scan_length, read_latency_s, terms)
     d.parallel = d.parallel + np.asarray(extra_cpu, dtype=float)
     return d
 

@@ -723,7 +723,10 @@ def level_cache_alpha(
         e = np.exp(-rate * t[..., None])
         f = (nb * (1.0 - e)).sum(axis=2) - C
         df = (nb * rate * e).sum(axis=2)
-        step = np.where(live & (df > 0), -f / np.maximum(df, 1e-300), 0.0)
+        # (levels read almost never: a step past the float range leaves t infinite, every
+        # level read at all then held — their share of the gets is as small)
+        with np.errstate(over="ignore"):
+            step = np.where(live & (df > 0), -f / np.maximum(df, 1e-300), 0.0)
         t = t + np.maximum(step, 0.0)
     hit = np.where(live[..., None], -np.expm1(-rate * t[..., None]), 0.0)
     hit = np.where(((C >= used) & (C >= 1.0))[..., None], 1.0, hit)
@@ -731,6 +734,68 @@ def level_cache_alpha(
     with np.errstate(invalid="ignore", divide="ignore"):
         alpha = (found * hit[..., None]).sum(axis=2) / total
     return np.where(total > 0, alpha, 0.0)
+
+
+@dataclass
+class SplitTerms:
+    """What :func:`combine` computes of a memory split and the run shape alone: everything but
+    the workload's terms of the structure (``base``, ``fp``, ``reach``, ``put``, ``cascades``).
+    The structures of two workloads of equal scan length have the same run shape, so their
+    combines on one split share these (solver.tables._evaluate)."""
+
+    exists: np.ndarray  # (n, 1, L)
+    cold: np.ndarray  # (n, m, L): cold levels that exist
+    probe: np.ndarray  # (n, m, L): a level's probe rate (its filter's when hot)
+    covered: np.ndarray  # (n, m): the block cache's coverage
+    idx_miss: np.ndarray  # (n, m): a cold run's index block missing the cache
+    cold_runs: np.ndarray  # (n, m)
+    sigma_n: np.ndarray  # (n, m): empty gets
+    idx_range: np.ndarray  # (n, m): a range's index blocks
+    sigma_s: np.ndarray  # (n, m): ranges
+    sigma_er: np.ndarray  # (n, m): empty ranges
+    lsh: np.ndarray  # (n, 1): hash logs
+
+
+def split_terms(
+    st: Structure,
+    rows: np.ndarray,
+    fpr: np.ndarray,
+    hot: np.ndarray,
+    alpha_bc: np.ndarray,
+    p_get: np.ndarray,
+    range_fpr: np.ndarray | None = None,
+    alpha_range: np.ndarray | None = None,
+    alpha_index: np.ndarray | None = None,
+) -> SplitTerms:
+    """The :class:`SplitTerms` of :func:`combine`'s arguments."""
+    exists = st.exists[rows][:, None, :]
+    cold = (~hot & exists).astype(float)
+    probe = np.where(hot, fpr, 1.0)  # hot: filter rate (1 without a filter); cold: the data block
+    # An absent key's blocks are anywhere in the key space: the block cache holds them with the
+    # probability it holds any block, its coverage (the least hit rate of the partitions: the
+    # coverage term C B / N of cache_alpha wherever a partition is not hot).
+    covered = alpha_bc.min(axis=2) if alpha_bc.shape[2] else np.zeros(alpha_bc.shape[:2])
+    # the index blocks (a cold run's fences): at least as often cached as any block
+    idx_miss = 1.0 - (covered if alpha_index is None else np.maximum(alpha_index, covered))
+    runs = st.runs[rows][:, None, :]
+    cold_runs = np.where(exists, runs * cold, 0.0).sum(axis=2)
+    sigma_n = np.where(exists, runs * probe, 0.0).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
+    # a range's blocks are read unless the block cache holds them
+    # (a probability: the partitions' weights sum to 1 only up to rounding, so clip at 0)
+    range_miss = 1.0 if alpha_range is None else np.clip(1.0 - alpha_range @ p_get, 0.0, 1.0)
+    idx_range = cold_runs * (range_miss if alpha_index is None else idx_miss)
+    sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] * range_miss + idx_range
+    lsh = st.lsh[rows][:, None]
+    sigma_s = np.where(lsh, st.lsh_scan[rows][:, None], sorted_scan)
+    # empty ranges (symbolic.empty_range_run): hot runs pass their range filter with rate
+    # range_fpr (1 without one), cold runs read an index block first; the hash log answers
+    # from its in-memory index
+    rf = np.ones(covered.shape) if range_fpr is None else np.asarray(range_fpr, dtype=float)
+    er_rate = np.where(hot, rf[..., None], 1.0)
+    # (and, as an empty get's, its blocks are anywhere: cached with the cache's coverage)
+    sigma_er = (er_rate * st.empty_seek[rows][:, None, :]).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
+    sigma_er = np.where(lsh, 0.0, sigma_er)
+    return SplitTerms(exists, cold, probe, covered, idx_miss, cold_runs, sigma_n, idx_range, sigma_s, sigma_er, lsh)
 
 
 def combine(
@@ -744,6 +809,7 @@ def combine(
     alpha_range: np.ndarray | None = None,
     alpha_index: np.ndarray | None = None,
     cache_blocks: np.ndarray | None = None,
+    terms: SplitTerms | None = None,
 ) -> IOCost:
     """Per-operation I/O of designs = structure rows + a memory split.
 
@@ -755,72 +821,50 @@ def combine(
     key (:func:`range_cache_alpha`; None: ranges read every block), ``alpha_index`` (n, m) a cold
     run's index block's (:func:`index_cache_alpha`; None: the data blocks' rate), ``cache_blocks``
     (n, m) the block cache in data blocks: with 'latest' gets (``st.found``) the key's own block
-    hits at least as often as the per-level view gives (:func:`level_cache_alpha`; None: per key only).
+    hits at least as often as the per-level view gives (:func:`level_cache_alpha`; None: per key
+    only). ``terms``: their :func:`split_terms`, when another structure of the same run shape shares them.
     Returns arrays of shape (n, m). (The exact path is m = 1.)
     """
-    exists = st.exists[rows][:, None, :]
-    cold = (~hot & exists).astype(float)
-    probe = np.where(hot, fpr, 1.0)  # hot: filter rate (1 without a filter); cold: the data block
+    t = terms
+    if t is None:
+        t = split_terms(st, rows, fpr, hot, alpha_bc, p_get, range_fpr, alpha_range, alpha_index)
     # sum over levels as a batched matrix product: (n, m, L) @ (n, L, P) -> (n, m, P)
-    index_level = np.matmul(cold, st.reach[rows])  # a cold run reached reads its index block
-    data_level = np.matmul(probe, st.fp[rows])
-    # An absent key's blocks are anywhere in the key space: the block cache holds them with the
-    # probability it holds any block, its coverage (the least hit rate of the partitions: the
-    # coverage term C B / N of cache_alpha wherever a partition is not hot).
-    covered = alpha_bc.min(axis=2) if alpha_bc.shape[2] else np.zeros(alpha_bc.shape[:2])
-    # the index blocks (a cold run's fences): at least as often cached as any block
-    idx_miss = 1.0 - (covered if alpha_index is None else np.maximum(alpha_index, covered))
+    index_level = np.matmul(t.cold, st.reach[rows])  # a cold run reached reads its index block
+    data_level = np.matmul(t.probe, st.fp[rows])
     # 'latest' gets: the key's own block at least at its level's rate (level_cache_alpha)
     alpha_own = alpha_bc
     if st.found is not None and st.level_blocks is not None and cache_blocks is not None:
-        lv = level_cache_alpha(st.found[rows], st.level_blocks[rows], st.fp[rows], probe, p_get, cache_blocks)
+        lv = level_cache_alpha(st.found[rows], st.level_blocks[rows], st.fp[rows], t.probe, p_get, cache_blocks)
         alpha_own = np.maximum(alpha_bc, lv)
-    idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else idx_miss[..., None] * index_level
+    idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else t.idx_miss[..., None] * index_level
     cost = (1 - alpha_own) * st.base[rows][:, None, :] + (1 - alpha_bc) * data_level + idx_l_p
     sigma_l = cost @ p_get
-    runs = st.runs[rows][:, None, :]
-    cold_runs = np.where(exists, runs * cold, 0.0).sum(axis=2)
-    sigma_n = np.where(exists, runs * probe, 0.0).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
-    # a range's blocks are read unless the block cache holds them
-    # (a probability: the partitions' weights sum to 1 only up to rounding, so clip at 0)
-    range_miss = 1.0 if alpha_range is None else np.clip(1.0 - alpha_range @ p_get, 0.0, 1.0)
-    idx_range = cold_runs * (range_miss if alpha_index is None else idx_miss)
-    sorted_scan = st.range_blocks[rows].sum(axis=1)[:, None] * range_miss + idx_range
-    sigma_s = np.where(st.lsh[rows][:, None], st.lsh_scan[rows][:, None], sorted_scan)
     sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
-    # empty ranges (symbolic.empty_range_run): hot runs pass their range filter with rate
-    # range_fpr (1 without one), cold runs read an index block first; the hash log answers
-    # from its in-memory index
-    rf = np.ones(sigma_l.shape) if range_fpr is None else np.asarray(range_fpr, dtype=float)
-    er_rate = np.where(hot, rf[..., None], 1.0)
-    # (and, as an empty get's, its blocks are anywhere: cached with the cache's coverage)
-    sigma_er = (er_rate * st.empty_seek[rows][:, None, :]).sum(axis=2) * (1.0 - covered) + cold_runs * idx_miss
-    sigma_er = np.where(st.lsh[rows][:, None], 0.0, sigma_er)
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
     buffered = np.broadcast_to(((1.0 - st.base[rows]) @ p_get)[:, None], sigma_l.shape).copy()
     # the index blocks among those reads: the cold runs' terms above
     idx_l = idx_l_p @ p_get
-    idx_s = np.where(st.lsh[rows][:, None], 0.0, idx_range)
+    idx_s = np.where(t.lsh, 0.0, t.idx_range)
     zero = np.zeros(sigma_l.shape)
     index = IOCost(
         get=idx_l,
-        empty_get=cold_runs * idx_miss,
+        empty_get=t.cold_runs * t.idx_miss,
         range=idx_s,
         insert=zero,
         update=zero.copy(),
         rmw=idx_l.copy(),
-        empty_range=np.where(st.lsh[rows][:, None], 0.0, cold_runs * idx_miss),
+        empty_range=np.where(t.lsh, 0.0, t.cold_runs * t.idx_miss),
     )
     return IOCost(
         get=sigma_l,
-        empty_get=sigma_n,
-        range=sigma_s,
+        empty_get=t.sigma_n,
+        range=t.sigma_s,
         insert=sigma_p,
         update=sigma_p.copy(),
         rmw=sigma_l + sigma_p,
-        empty_range=sigma_er,
+        empty_range=t.sigma_er,
         get_buffered=buffered,
         index=index,
         cascades=Cascades(

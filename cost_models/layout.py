@@ -144,6 +144,34 @@ def _monkey_fpr(cap: np.ndarray, runs: np.ndarray, hot: np.ndarray, budget_bits:
     return np.where(hot, p, 1.0)
 
 
+class MonkeyMemo:
+    """:func:`_monkey_fpr` of the rows of one batch of designs over several memory sizes, each
+    memory size's batch a leading part of it (rows by position). A row's rates depend on the
+    memory only through its count of hot levels (they fix its hot levels and its filter budget:
+    :func:`split_memory`), and :func:`_monkey_fpr` solves each row on its own, so a row is
+    solved again only when its count changed."""
+
+    def __init__(self, rows: int, levels: int) -> None:
+        self.hot_count = np.full(rows, np.nan)  # the count each row was last solved at
+        self.fpr = np.ones((rows, levels))
+
+    def __call__(
+        self,
+        need: np.ndarray,
+        hot_count: np.ndarray,
+        sized: np.ndarray,
+        runs: np.ndarray,
+        hot: np.ndarray,
+        budget_bits: np.ndarray,
+    ) -> np.ndarray:
+        """``_monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])``."""
+        todo = need[~(self.hot_count[need] == hot_count[need])]
+        if todo.size:
+            self.fpr[todo] = _monkey_fpr(sized[todo], runs[todo], hot[todo], budget_bits[todo])
+            self.hot_count[todo] = hot_count[todo]
+        return self.fpr[need]
+
+
 @dataclass
 class Shape:
     """The memory-independent part of a layout: levels, capacities, runs."""
@@ -321,13 +349,16 @@ def split_memory(
     hot_levels: np.ndarray | None = None,
     bits_per_level: np.ndarray | None = None,
     cache_bytes: np.ndarray | None = None,
+    monkey: MonkeyMemo | None = None,
 ) -> Layout:
     """Hot/cold levels, per-level filters and the block cache for a memory size
     (paper Algorithm 2 line 22: the smallest Y whose hot levels fit).
 
     A rendered engine fixes these instead of deriving them: ``hot_levels``,
     ``bits_per_level`` (designs x levels) and ``cache_bytes`` override the
-    derivation (used to model an engine.toml exactly).
+    derivation (used to model an engine.toml exactly). ``monkey``: the Monkey rates of
+    ``batch``'s rows solved at other memory sizes (a :class:`MonkeyMemo` of a batch ``batch``
+    leads).
     """
     c = compiled()
     k = model_constants()
@@ -357,7 +388,10 @@ def split_memory(
         fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
         need = np.flatnonzero(batch.monkey & (bits_avg > 0))
         if need.size:
-            fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
+            if monkey is None:
+                fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
+            else:
+                fpr[need] = monkey(need, hot_count, sized, runs, hot, budget_bits)
     else:
         b = np.asarray(bits_per_level, dtype=float)
         fpr = np.where(b > 0, c["bloom_fpr"](b), 1.0)

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from cost_models.cpu import Demands, NodeShape, node_demands, node_throughput, throughput
+from cost_models.cpu import Demands, NodeShape, ShapeTerms, node_demands, node_throughput, throughput
 from cost_models.io_model import IOCost
 from cost_models.symbolic import compiled
 from specs.schema import Spec, Workload
@@ -139,14 +139,22 @@ def perturbed_workload(spec: Spec) -> Workload:
     return replace(wl, operations=noisy_mix(wl.operations, spec.noise)) if spec.noise > 0 else wl
 
 
-def perturbed_demands(io: IOCost, shape: NodeShape, spec: Spec, extra_cpu: float | np.ndarray = 0.0) -> Demands | None:
+def perturbed_demands(
+    io: IOCost,
+    shape: NodeShape,
+    spec: Spec,
+    extra_cpu: float | np.ndarray = 0.0,
+    terms: ShapeTerms | None = None,
+) -> Demands | None:
     """The noisy mix's demands (cost_models.cpu.node_demands) of designs whose I/O per operation
     under it is ``io``: what :func:`perturbed_throughput` needs whatever the volume; None with a KL
-    radius, whose worst case prices every operation on the volume one by one."""
+    radius, whose worst case prices every operation on the volume one by one. ``terms``:
+    ``cost_models.cpu.shape_terms`` of ``shape`` at the noisy mix's scan length, when the caller
+    has them."""
     if spec.kl_radius is not None and float(spec.kl_radius) > 0:
         return None
     pw = perturbed_workload(spec)
-    return node_demands(io, shape, pw.operations, pw.scan_length, extra_cpu=extra_cpu)
+    return node_demands(io, shape, pw.operations, pw.scan_length, extra_cpu=extra_cpu, terms=terms)
 
 
 def perturbed_throughput(

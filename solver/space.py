@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -90,19 +91,15 @@ class Grid:
         return out
 
     def layouts(self, max_buffer_memory: float, data_bytes: float = math.inf) -> DesignBatch:
-        """Every (T, K, Z, block, buffer) with bits = 0, plus the LSH family."""
-        ds: list[Design] = []
-        lsm_like = any(c in self.classes for c in ("lsm", "btree", "hybrid"))
-        for buf in self.buffers(max_buffer_memory, data_bytes):
-            for blk in self.blocks:
-                if lsm_like:
-                    for T in self.T:
-                        for K in self.K(T):
-                            for Z in self.Z(T):
-                                ds.append(Design(T=T, K=K, Z=Z, buffer_bytes=buf, bloom_bits=0.0, block_bytes=blk))
-                if "lsh" in self.classes:
-                    ds.append(Design(buffer_bytes=buf, bloom_bits=0.0, block_bytes=blk, lsh=True))
-        return DesignBatch.of(ds)
+        """Every (T, K, Z, block, buffer) with bits = 0, plus the LSH family: :func:`_one_buffer`'s
+        layouts at each buffer of :meth:`buffers` (smallest first)."""
+        bufs = self.buffers(max_buffer_memory, data_bytes)
+        one = _one_buffer(self)
+        if not bufs or one.size == 0:
+            return DesignBatch.of([])
+        batch = one.take(np.tile(np.arange(one.size), len(bufs)))
+        batch.buffer_bytes = np.repeat(np.array(bufs, dtype=float), one.size)
+        return batch
 
     def node_designs(self, memory_bytes: float, data_bytes: float) -> DesignBatch:
         """Every design of the grid for one node: each layout with a buffer that
@@ -133,6 +130,24 @@ class Grid:
                 f"{len(self.blocks)} block sizes, size ratios {self.T[0]}..{self.T[-1]}); "
                 "raise design.memory_step or narrow design.size_ratio or design.block_bytes"
             )
+
+
+@lru_cache(maxsize=16)
+def _one_buffer(grid: Grid) -> DesignBatch:
+    """The layouts of one buffer (its size left at the default; :meth:`Grid.layouts` sets it):
+    per block size every (T, K, Z) with bits = 0, then the hash log. Cached: every shard size's
+    layouts repeat them (callers take copies)."""
+    ds: list[Design] = []
+    lsm_like = any(c in grid.classes for c in ("lsm", "btree", "hybrid"))
+    for blk in grid.blocks:
+        if lsm_like:
+            for T in grid.T:
+                for K in grid.K(T):
+                    for Z in grid.Z(T):
+                        ds.append(Design(T=T, K=K, Z=Z, bloom_bits=0.0, block_bytes=blk))
+        if "lsh" in grid.classes:
+            ds.append(Design(bloom_bits=0.0, block_bytes=blk, lsh=True))
+    return DesignBatch.of(ds)
 
 
 def grid_for(spec: Spec) -> Grid:

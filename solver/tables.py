@@ -38,13 +38,23 @@ import numpy as np
 
 from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, volume_table
-from cost_models.cpu import Demands, NodeShape, cpu_throughput, device_capped, node_demands, throughput
+from cost_models.cpu import (
+    Demands,
+    NodeShape,
+    cpu_throughput,
+    device_capped,
+    node_demands,
+    phi_table,
+    shape_terms,
+    throughput,
+)
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, workload_partitions
 from cost_models.io_model import (
     Cascades,
     IOCost,
+    SplitTerms,
     Structure,
     WindowTable,
     cache_alpha,
@@ -53,10 +63,11 @@ from cost_models.io_model import (
     index_cache_alpha,
     put_terms,
     range_cache_alpha,
+    split_terms,
     structure,
     window_tables,
 )
-from cost_models.layout import Layout, Shape, level_shape, partial_merges, split_memory
+from cost_models.layout import Layout, MonkeyMemo, Shape, level_shape, partial_merges, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
@@ -170,12 +181,15 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
     wl = spec.workload
     shape = ge.shape.take(idx)
     extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
-    de = node_demands(ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra)
+    terms = shape_terms(shape, wl.scan_length)
+    de = node_demands(ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra, terms=terms)
     if not is_robust(spec):
         return de, None
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[idx]
-    return de, perturbed_demands(io_p.take(idx), shape, spec, extra_p)
+    # the noisy mix's demands share the designs' terms when it scans as far
+    same = perturbed_workload(spec).scan_length == wl.scan_length
+    return de, perturbed_demands(io_p.take(idx), shape, spec, extra_p, terms if same else None)
 
 
 #: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's
@@ -352,7 +366,7 @@ def _fitting(
     """(volumes, designs): the I/Os per second each of ``choices`` sustains for the designs
     ``cand`` of ``ge`` (size bucket ``bucket``), and whether it holds the design."""
     blocks = (ge.block if ge.disk_block is None else ge.disk_block)[cand]
-    _, gib, vol_iops, vol_mibps = volume_table(choices)
+    _, gib, vol_iops, vol_mibps = _table(choices)
     iops = effective_iops(vol_iops[:, None], vol_mibps[:, None], blocks[None, :])
     cbucket = np.searchsorted(thresholds, np.minimum(gib, thresholds[-1]) * (1 + 1e-12), side="right") - 1
     return iops, bucket[None, :] <= cbucket[:, None]
@@ -403,7 +417,7 @@ def _robust_front(vm: VmType, choices: list[StorageChoice], xe: np.ndarray, xp: 
     front = np.zeros_like(live)
     np.put_along_axis(front, order, (qs < prev) & np.take_along_axis(live, order, axis=1), axis=1)
     rs, js = np.nonzero(front)
-    cost = vm.usd_per_month + np.array([c.usd_month for c in choices])
+    cost = vm.usd_per_month + _table(choices)[0]
     keep = pareto_mask(np.stack([cost[rs], -xe[rs, js], -xp[rs, js]], axis=1))
     return list(zip(rs[keep].tolist(), js[keep].tolist(), strict=True))
 
@@ -533,7 +547,8 @@ def _grid_splits(
         n = sel.size * g.m
         rows: slice | np.ndarray = slice(0, n) if np.array_equal(sel, g.sel[: sel.size]) else _repeat_pos(g, sel)
         batch = g.batch.take(rows)
-        out.append(Split(sel, g.m, batch, split_memory(g.shape.take(rows), batch, mem), g.sts))
+        memo = g.monkey if isinstance(rows, slice) else None  # (its rows are the family's first)
+        out.append(Split(sel, g.m, batch, split_memory(g.shape.take(rows), batch, mem, monkey=memo), g.sts))
     return out
 
 
@@ -549,6 +564,7 @@ class _SplitGroup:
     batch: DesignBatch
     shape: Shape
     sts: list[Structure]
+    monkey: MonkeyMemo  # the Monkey rates of ``batch``'s rows, over the shard's memory sizes
 
 
 def _split_groups(grid: Grid, prep: ShardPrep) -> list[_SplitGroup]:
@@ -572,7 +588,8 @@ def _split_groups(grid: Grid, prep: ShardPrep) -> list[_SplitGroup]:
             batch = lays.take(np.repeat(sel, m))
             batch.bloom_bits = np.tile(m_bits[:, 0], sel.size)
             batch.range_bits = np.tile(m_bits[:, 1], sel.size)
-            prep.groups.append(_SplitGroup(is_lsh, sel, m, batch, shape.take(np.repeat(sel, m)), sts))
+            rep = shape.take(np.repeat(sel, m))
+            prep.groups.append(_SplitGroup(is_lsh, sel, m, batch, rep, sts, MonkeyMemo(*rep.sized.shape)))
     return prep.groups
 
 
@@ -637,7 +654,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
         # the block-cache terms see a workload only through the gets' window table (shared by
         # the workloads, :func:`_shard_job`), its scan length and empty-range width: computed
         # once per distinct triple
-        cached: dict[tuple[int, float, int], tuple[np.ndarray, ...]] = {}
+        cached: dict[tuple[int, float, int], tuple[tuple[Any, ...], SplitTerms]] = {}
         icache: np.ndarray | None = None
         cblocks: np.ndarray | None = None
         for k, (st, win, w) in enumerate(zip(sts, wins, _workloads(spec), strict=True)):
@@ -645,31 +662,29 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
                 ios[k].append(node_io(spec.cost_model, lay, parts, w))
                 continue
             key = (id(win[1]), w.scan_length, w.empty_range_width)
+            if icache is None:
+                icache = index_cache_alpha(lay).reshape(sel.size, m)
+                cblocks = cache_blocks(lay).reshape(sel.size, m)
             if key not in cached:
                 abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1])
                 arc = range_cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, win[1], w.scan_length)
                 P = abc.shape[1]
-                cached[key] = (
+                args = (
+                    sel,
+                    lay.fpr.reshape(sel.size, m, -1),
+                    lay.hot.reshape(sel.size, m, -1),
                     abc.reshape(sel.size, m, P),
+                    parts.p_get,
                     layout_fpr(lay.range_bits, w.empty_range_width).reshape(sel.size, m),
                     arc.reshape(sel.size, m, P),
+                    icache,
                 )
-            if icache is None:
-                icache = index_cache_alpha(lay).reshape(sel.size, m)
-                cblocks = cache_blocks(lay).reshape(sel.size, m)
-            abc3, rfpr, arc3 = cached[key]
-            io = combine(
-                st,
-                sel,
-                lay.fpr.reshape(sel.size, m, -1),
-                lay.hot.reshape(sel.size, m, -1),
-                abc3,
-                parts.p_get,
-                rfpr,
-                arc3,
-                icache,
-                cblocks,
-            )
+                # and so are combine's terms of the split and the run shape (a workload's
+                # structure differs from another's only in its own terms; the scan length,
+                # which the ranges' terms see, is in the key)
+                cached[key] = (args, split_terms(st, *args))
+            args, terms = cached[key]
+            io = combine(st, *args, cblocks, terms=terms)
             ios[k].append(io.flat())
         occ = np.maximum(lay.occ.sum(axis=1), 1e-300)
         facts.append(
@@ -771,6 +786,21 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
     )
 
 
+class Menu(list[StorageChoice]):
+    """A VM type's volumes for one shard (:func:`_volumes`), their :func:`volume_table` and
+    :func:`_thresholds` made once: every memory size, design and preset of the shard reads them."""
+
+    def __init__(self, choices: list[StorageChoice]) -> None:
+        super().__init__(choices)
+        self.table = volume_table(self)
+        self.thresholds = _thresholds([self])
+
+
+def _table(choices: list[StorageChoice]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`volume_table` of ``choices`` (a :class:`Menu`'s own)."""
+    return choices.table if isinstance(choices, Menu) else volume_table(choices)
+
+
 def _volumes(
     spec: Spec, catalog: Catalog, vms: list[VmType], s: float, blocks: tuple[int, ...]
 ) -> dict[str, list[StorageChoice]]:
@@ -786,7 +816,7 @@ def _volumes(
     for vm in vms:
         limits = (vm.provider, *(catalog.storage_limit(vm, o.name) for o in catalog.storage.get(vm.provider, [])))
         if limits not in shared:
-            shared[limits] = storage_choices(catalog, vm, needs, blocks)
+            shared[limits] = Menu(storage_choices(catalog, vm, needs, blocks))
         out[vm.key] = shared[limits]
     return out
 
@@ -794,6 +824,11 @@ def _volumes(
 def _thresholds(choices: list[list[StorageChoice]]) -> np.ndarray:
     g = sorted({c.gib for cs in choices for c in cs})
     return np.array(g) if g else np.zeros(0)
+
+
+def _menu_thresholds(choices: list[StorageChoice]) -> np.ndarray:
+    """``_thresholds([choices])`` (a :class:`Menu`'s own)."""
+    return choices.thresholds if isinstance(choices, Menu) else _thresholds([choices])
 
 
 def _shard_job(
@@ -923,7 +958,7 @@ def _preset_columns(
         one = np.array([i])
         vols = volumes((ds[i // m].block_bytes,))
         for vm in by_mem[mems[i % m]]:
-            thr = _thresholds([vols[vm.key]])
+            thr = _menu_thresholds(vols[vm.key])
             if thr.size == 0:
                 continue
             bucket = np.searchsorted(thr * (1 + 1e-9), ge.need_gib[one], side="left")
@@ -979,6 +1014,18 @@ def one_design_columns(entries: float, ge: GridEval, name: str, per_vm: list[One
     return [_Column(vm, entries, st, x, p, ge, i, name) for vm, st, x, p, i in (cols[j] for j in keep)]
 
 
+def _prime(catalog: Catalog, vms: list[VmType]) -> None:
+    """Load before the pool forks what each worker's first shard job would load for itself: the
+    phi table (cost_models.cpu) and the codec table (cost_models.compression), which the
+    exact re-evaluation later needs in this process too, and the catalog's storage limit of
+    every (VM type, product) (each job gets a copy of the catalog, with the limits found)."""
+    phi_table()
+    compression.table()
+    for vm in vms:
+        for opt in catalog.storage.get(vm.provider, []):
+            catalog.storage_limit(vm, opt.name)
+
+
 def build_tables(
     spec: Spec,
     catalog: Catalog,
@@ -1019,6 +1066,8 @@ def build_tables(
         for k, ps in todo.items()
     ]
     workers = workers if workers is not None else min(len(jobs), cpu_count())
+    if jobs:
+        _prime(catalog, [vm for job in jobs for vm in job[4]])
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(_shard_job, jobs))
