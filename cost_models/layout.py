@@ -207,6 +207,33 @@ class Shape:
         return Shape(**kw)
 
 
+def drained_fill(
+    cap: np.ndarray, buffer_entries: np.ndarray, files: np.ndarray, partial: np.ndarray, max_runs: np.ndarray
+) -> np.ndarray:
+    """(n, Lm) Mean entries of a leveled level above the last that drains file by file (partial
+    compaction; 0 elsewhere).
+
+    Such a level is never emptied: when incoming data would pass its capacity one file moves
+    down, so it holds between ``cap - incoming - file`` and ``cap`` entries, ``cap - (incoming +
+    file) / 2`` on average (io_model.merge_terms prices the merges into it from the same
+    range) — not the half of a level a full merge empties (``level_fill``). Incoming is a flush
+    (``buffer_entries``) into level 1, below it a file (at most the level above) when the level
+    above drains file by file and the level above's fill when it merges whole; the file is at
+    most the level. The engine's simulator (``cosine-sim``) of the Fig. 4B B-tree (level 1
+    of 104,000 entries, 65,536-entry files, 3,250-entry flushes) averages 77,700 entries in its
+    level 1 over 60 phases of 0.2-1.4 M overwrites; this gives 69,600, ``level_fill`` 52,000
+    (BENCHMARKS.md §29; tests/test_partial_compaction.py). Low where a file is half the level or
+    more: the file the engine moves is then often the run's shorter remainder."""
+    n, lm = cap.shape
+    above = np.concatenate([np.zeros((n, 1)), cap[:, :-1]], axis=1)
+    above_partial = np.concatenate([np.zeros((n, 1), dtype=bool), partial[:, :-1]], axis=1)
+    from_above = np.where(above_partial, np.minimum(files[:, None], above), model_constants()["level_fill"] * above)
+    incoming = np.where(np.arange(lm)[None, :] == 0, buffer_entries[:, None], from_above)
+    file = np.minimum(files[:, None], cap)
+    mean = np.maximum(cap - (incoming + file) / 2, 0.0)
+    return np.where(partial & (max_runs <= 1), mean, 0.0)
+
+
 def level_shape(
     batch: DesignBatch,
     n_keys: float,
@@ -258,7 +285,16 @@ def level_shape(
     cap = np.where(exists, cap, 0.0)
     cap = np.where(batch.lsh[:, None] & last, N, cap)
 
-    upper = np.where(exists & ~last, fill * cap, 0.0)
+    max_runs = np.where(last, batch.Z[:, None], batch.K[:, None])
+    max_runs = np.where(batch.lsh[:, None], 1.0, max_runs)
+    if partial is None:
+        part = np.broadcast_to(partial_merges(batch)[:, None], (n, lm))
+    else:
+        given = np.asarray(partial, dtype=bool)
+        part = np.broadcast_to(np.pad(given[:lm], (0, max(0, lm - given.size)), mode="edge")[None, :], (n, lm))
+    part = part & exists & ~batch.lsh[:, None]
+    files = np.full(n, float(k["file_entries"] if file_entries is None else file_entries))
+    upper = np.where(exists & ~last, np.maximum(fill * cap, drained_fill(cap, E_B, files, part, max_runs)), 0.0)
     last_occ = np.maximum(N - upper.sum(axis=1), 1.0)
     occ = np.where(last, last_occ[:, None], upper)
     buffered = fill * E_B
@@ -283,8 +319,6 @@ def level_shape(
     # the last), not whether its fences fit in memory: the engine compacts by
     # position, and it keeps the run structure independent of memory, which
     # lets the search share it across VM sizes (docs/model.md).
-    max_runs = np.where(last, batch.Z[:, None], batch.K[:, None])
-    max_runs = np.where(batch.lsh[:, None], 1.0, max_runs)
     leveled = max_runs <= 1
     runs = np.where(leveled, 1.0, np.maximum(1.0, fill * max_runs))
     if observed is not None:
@@ -297,12 +331,6 @@ def level_shape(
     g = k["lsh_gc_dead_fraction"]
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
-    if partial is None:
-        part = np.broadcast_to(partial_merges(batch)[:, None], (n, lm))
-    else:
-        given = np.asarray(partial, dtype=bool)
-        part = np.broadcast_to(np.pad(given[:lm], (0, max(0, lm - given.size)), mode="edge")[None, :], (n, lm))
-    files = np.full(n, float(k["file_entries"] if file_entries is None else file_entries))
     return Shape(
         N,
         E,
@@ -323,7 +351,7 @@ def level_shape(
         space,
         np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(),
         np.where(exists, max_runs, 0.0),
-        part & exists & ~batch.lsh[:, None],
+        part,
         files,
         CLASS_COMPACTION[DesignClass.BTREE][1] if run_strategy is None else run_strategy,
     )
