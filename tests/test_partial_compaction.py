@@ -80,22 +80,29 @@ def test_an_unknown_merge_policy_in_engine_toml_is_one_line(key: str, value: str
         engine_layout(cfg, 10_000)
 
 
-@pytest.mark.parametrize(("T", "files"), [(10, 512), (10, 2048), (32, 512), (4, 512)])
-def test_a_level_drained_file_by_file_stays_near_full(sim_binary: object, T: int, files: int) -> None:
-    """A leveled level above the last that drains a file at a time holds cap - (incoming +
-    file) / 2 on average (layout.drained_fill), not the half of a level a full merge empties: the
-    model's upper levels against the engine's strategy averaged over 24 phases of overwrites."""
-    cfg = study_config("partial", 1, T, files)
+@pytest.mark.parametrize(
+    ("K", "T", "files"), [(1, 10, 512), (1, 10, 2048), (1, 32, 512), (1, 4, 512), (2, 10, 512), (3, 6, 512)]
+)
+def test_a_level_drained_file_by_file_stays_near_full(sim_binary: object, K: int, T: int, files: int) -> None:
+    """A level above the last that drains a file at a time is never emptied
+    (layout.drained_fill): leveled, it holds cap - (incoming + file) / 2 on average; tiered, all
+    K runs, the newest half full — not the half of a level (and of its runs) a full merge
+    empties. The model's upper levels against the engine's strategy averaged over 24 phases of
+    overwrites."""
+    cfg = study_config("partial", K, T, files)
     seen: dict[int, list[int]] = {}
+    runs: dict[int, list[int]] = {}
     for j in range(24):
         for lv in simulate(cfg, 3 * UNIVERSE + j * 7919, UNIVERSE).report["levels"]:
             seen.setdefault(int(lv["level"]), []).append(int(lv["entries"]))
+            runs.setdefault(int(lv["level"]), []).append(int(lv["runs"]))
     lay = engine_layout(cfg, UNIVERSE)
     upper = int(lay.L[0]) - 1
     assert upper >= 1
     for i in range(upper):
         simulated, modelled = float(np.mean(seen[i + 1])), float(lay.occ[0, i])
         assert abs(modelled - simulated) / simulated < 0.3, (i + 1, modelled, simulated)
+        assert abs(float(lay.runs[0, i]) - float(np.mean(runs[i + 1]))) < 0.25, (i + 1, lay.runs[0, i])
         # the half-full level (level_fill) misses by more, at every case's level 1
         if i == 0:
             half = model_constants()["level_fill"] * float(lay.cap[0, i])
