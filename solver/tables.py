@@ -61,13 +61,12 @@ from cost_models.io_model import (
     cache_blocks,
     combine,
     index_cache_alpha,
-    put_terms,
     range_cache_alpha,
     split_terms,
     structure,
     window_tables,
 )
-from cost_models.layout import Layout, MonkeyMemo, Shape, level_shape, partial_merges, split_memory
+from cost_models.layout import Layout, MonkeyMemo, Shape, level_shape, split_memory
 from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
@@ -494,12 +493,11 @@ def shard_prep(
     sts = [structure(unsplit, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
     with_filters = lays.take(np.arange(lays.size))
     with_filters.bloom_bits = np.where(lays.lsh, 0.0, 1.0)  # any positive budget: the policy only
-    shape_f = replace(shape, partial=np.broadcast_to(partial_merges(with_filters)[:, None], shape.partial.shape))
+    # the merge policy sets the levels' occupancy and runs too (layout.drained_fill), so the
+    # filtered designs' structure is their own, lookups and merges
+    shape_f = level_shape(with_filters, s, wl.key_bytes, wl.value_bytes, levels=shape.cap.shape[1])
     unsplit_f = split_memory(shape_f, with_filters, np.inf)
-    sts_f = []
-    for w, win, st in zip(wls, wins, sts, strict=True):
-        put, casc = put_terms(unsplit_f, parts, w.operations, win[0])
-        sts_f.append(replace(st, put=put, cascades=casc))
+    sts_f = [structure(unsplit_f, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
     return ShardPrep(lays, wins, (shape, sts), (shape_f, sts_f))
 
 
