@@ -210,8 +210,8 @@ class Shape:
 def drained_fill(
     cap: np.ndarray, buffer_entries: np.ndarray, files: np.ndarray, partial: np.ndarray, max_runs: np.ndarray
 ) -> np.ndarray:
-    """(n, Lm) Mean entries of a leveled level above the last that drains file by file (partial
-    compaction; 0 elsewhere).
+    """(n, Lm) Mean entries of a level above the last that drains file by file (partial
+    compaction; 0 elsewhere): leveled as below, tiered with K - 1 runs full and the newest half.
 
     Such a level is never emptied: when incoming data would pass its capacity one file moves
     down, so it holds between ``cap - incoming - file`` and ``cap`` entries, ``cap - (incoming +
