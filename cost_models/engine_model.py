@@ -29,7 +29,16 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, MergeTerms, insert_fraction, io_costs, merge_terms, wal_pages, window
+from cost_models.io_model import (
+    IOCost,
+    MergeTerms,
+    insert_fraction,
+    io_costs,
+    merge_terms,
+    overwrites_keys,
+    wal_pages,
+    window,
+)
 from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
 from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
 from specs.errors import InputError
@@ -80,8 +89,11 @@ def engine_layout(
     n_keys: float,
     levels: int | None = None,
     observed: tuple[float, list[tuple[float, float]]] | None = None,
+    *,
+    overwrites: bool,
 ) -> Layout:
-    """The layout of a configured engine holding ``n_keys`` entries (optionally in a known state)."""
+    """The layout of a configured engine holding ``n_keys`` entries (optionally in a known state)
+    under a workload that overwrites keys or not (:func:`cost_models.layout.level_shape`)."""
     lay = cfg["layout"]
     key, value = int(lay["key_bytes"]), int(lay["value_bytes"])
     entry = key + value
@@ -102,7 +114,16 @@ def engine_layout(
         levels = max(1, len(observed[1]))
     partial, files, strategy = merge_policy(cfg)
     sh = level_shape(
-        batch, n_keys, key, value, levels, observed=observed, partial=partial, file_entries=files, run_strategy=strategy
+        batch,
+        n_keys,
+        key,
+        value,
+        levels,
+        observed=observed,
+        partial=partial,
+        file_entries=files,
+        run_strategy=strategy,
+        overwrites=overwrites,
     )
     lm = sh.cap.shape[1]
     per_level = np.array([bits[min(i, len(bits) - 1)] for i in range(lm)])[None, :]
@@ -143,17 +164,20 @@ def write_share(mix: dict[str, float]) -> float:
 def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     """Puts between two merges into the last level of a configured engine holding the
     workload.json's records (io_model.merge_terms' ``puts_per_merge``; a store of one level: its
-    flushes). Under skewed puts a buffer and each run take more puts to fill with distinct keys
+    flushes; the deepest level merges reach, when a level above holds every key). Under skewed puts a buffer and each run take more puts to fill with distinct keys
     than they hold (the windows), so the cycle is longer than the entries it moves: YCSB A on
     the hybrid preset at 250,000 records merges into its last level every 263,000 puts, where
     the entries above it (buffer and levels 1-2) are 140,000 (BENCHMARKS.md §25)."""
     n = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
     parts = workload_partitions(workload, n)
-    lay = engine_layout(cfg, n)
+    lay = engine_layout(cfg, n, overwrites=overwrites_keys(mix))
     mt = steady_merges(lay, parts, mix)
     levels = int(lay.L[0])
-    return float(mt.puts_per_merge[0, levels - 1] if levels > 0 else mt.puts_per_flush[0])
+    # the deepest level merged into: a leveled level above that holds every key never merges
+    # down (io_model.merge_terms), and the level below it keeps what the tree deepened with
+    cycles = [float(q) for q in mt.puts_per_merge[0, :levels] if math.isfinite(float(q))]
+    return cycles[-1] if cycles else float(mt.puts_per_flush[0])
 
 
 def run_keys(workload: dict[str, Any]) -> tuple[float, float]:
@@ -197,7 +221,8 @@ def predict(
     def io_at(n: float, observed: dict[str, Any] | None) -> IOCost:
         parts = workload_partitions(workload, n)
         width = int(workload.get("empty_range_width", DEFAULT_EMPTY_RANGE_WIDTH))
-        return io_costs(engine_layout(cfg, n, observed=observed_state(observed)), parts, mix, scan, None, width)
+        lay = engine_layout(cfg, n, observed=observed_state(observed), overwrites=overwrites_keys(mix))
+        return io_costs(lay, parts, mix, scan, None, width)
 
     expected = io_at(n_mean, None)
     if shape is None:
@@ -206,7 +231,7 @@ def predict(
     put = expected.insert
     if puts > 0:
         parts = workload_partitions(workload, n_mean)
-        lay = engine_layout(cfg, n_mean)
+        lay = engine_layout(cfg, n_mean, overwrites=overwrites_keys(mix))
         warm = float(workload.get("warmup_operations", 0)) * (mix.get("update", 0.0) + mix.get("rmw", 0.0)) / total
         put = transient_put(
             cfg, lay, parts, mix, shape, puts, fallback=expected.insert, warmup_overwrites=warm, merges=merges
@@ -259,7 +284,7 @@ def run_start_buffered(cfg: dict[str, Any], workload: dict[str, Any]) -> int | N
         return None
     n0, inserted = run_keys(workload)
     n = n0 + inserted / 2
-    lay = engine_layout(cfg, n)
+    lay = engine_layout(cfg, n, overwrites=overwrites_keys(mix))
     q0 = puts_per_flush(lay, workload_partitions(workload, n), mix)
     if not (math.isfinite(q0) and puts < q0):
         return None

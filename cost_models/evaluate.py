@@ -17,7 +17,7 @@ from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, Structure, Windows, io_costs
+from cost_models.io_model import IOCost, Structure, Windows, io_costs, overwrites_keys
 from cost_models.layout import Layout, derive
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
@@ -101,6 +101,13 @@ def design_entry(d: Design, lay: Layout, i: int, empty_range_width: int = DEFAUL
     }
 
 
+def shape_overwrites(spec: Spec) -> bool:
+    """Whether a spec's trees are shaped by overwrites (:func:`cost_models.layout.level_shape`):
+    its expected workload sets the engine's steady shape; a perturbed workload (robustness) is
+    priced on that shape, as the tables price both workloads on one layout."""
+    return overwrites_keys(spec.workload.operations)
+
+
 def workload_partitions(workload: Workload) -> Partitions:
     """Key partitions of the whole data set (a node's shard keeps the same fractions)."""
     return partitions(workload.get_distribution, workload.put_distribution, workload.entries)
@@ -114,16 +121,21 @@ def evaluate_designs(
     parts: Partitions | None = None,
     windows: Windows | None = None,
     model: CostModel = CostModel.DISTRIBUTION_AWARE,
+    overwrites: bool | None = None,
 ) -> NodeEval:
     """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries and
     ``memory_bytes`` of memory (or each design on its own memory size: an array).
 
     ``windows`` switches to the interpolated window tables (batch search); the
     default is the exact model (:func:`cost_models.io_model.exact_windows` to share its
-    windows with other evaluations). ``model`` picks the I/O model.
+    windows with other evaluations). ``model`` picks the I/O model. ``overwrites``: whether the
+    tree's shape is the one overwrites keep it in (:func:`cost_models.layout.level_shape`);
+    None: whether ``workload`` overwrites. A perturbed workload is priced on the expected
+    workload's shape (:func:`shape_overwrites`).
     """
     parts = parts or workload_partitions(workload)
-    lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes)
+    ow = overwrites_keys(workload.operations) if overwrites is None else overwrites
+    lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes, overwrites=ow)
     io = node_io(model, lay, parts, workload, windows)
     return NodeEval(lay, io, io.total(workload.operations), codec_effect(batch, lay, io, workload))
 

@@ -104,7 +104,7 @@ def steady_state(cfg: dict[str, Any], universe: int, before: int, measured: int)
     steady state at the distinct keys present half-way (merge_terms, no WAL)."""
     start, end = simulate(cfg, before, universe), simulate(cfg, before + measured, universe)
     n = universe * (1 - math.exp(-(before + measured / 2) / universe))
-    lay = engine_layout(cfg, n)
+    lay = engine_layout(cfg, n, overwrites=True)  # the run overwrites its universe's keys
     parts = partitions(distribution({}), distribution({}), n)
     mt = merge_terms(lay, parts, 0.0, lambda r: window(r, parts.put, n, 0.0))
     return (end.blocks - start.blocks) / measured, float(mt.per_put.sum())

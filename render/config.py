@@ -227,5 +227,7 @@ def preset_design_entry(
 ) -> dict[str, Any]:
     """A preset as a design entry (layout derived by the model), for one local node."""
     d: Design = preset(name)
-    lay = derive(DesignBatch.of([d]), n_keys, key_bytes, value_bytes, memory_bytes)
+    # rendered for gets (engine_sections' mix below); the presets are leveled (Z = 1), so a mix's
+    # overwrites would not change their depth (layout.last_level_room)
+    lay = derive(DesignBatch.of([d]), n_keys, key_bytes, value_bytes, memory_bytes, overwrites=False)
     return local_entry(d, lay, 0, threads=1)

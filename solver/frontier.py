@@ -38,7 +38,7 @@ from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
-from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, workload_partitions
+from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, shape_overwrites, workload_partitions
 from cost_models.io_model import exact_windows
 from cost_models.pricing import Catalog
 from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
@@ -174,6 +174,7 @@ def _evaluate_nodes(
     wl = spec.workload
     robust = is_robust(spec)
     pw = perturbed_workload(spec)
+    shaped = shape_overwrites(spec)  # the perturbed workload runs on the expected one's shape
     by_size: dict[float, list[tuple[tuple[int, float], Context]]] = {}
     for key, c in nodes.items():
         by_size.setdefault(key[1], []).append((key, c))
@@ -196,12 +197,16 @@ def _evaluate_nodes(
         pw_wins = exact_windows(parts, pw.operations, s, wins[1])
         if pw is not wl and len(rows) > 1:
             sub = DesignBatch.of([group[i][1].design for i in rows])
-            evaluate_designs(sub, pw, s, mem[rows], parts, pw_wins, spec.cost_model)
+            evaluate_designs(sub, pw, s, mem[rows], parts, pw_wins, spec.cost_model, overwrites=shaped)
         for i in rows:
             key, c = group[i]
             f = out[key]
             batch = DesignBatch.of([c.design])
-            pe = f.ne if pw is wl else evaluate_designs(batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model)
+            pe = (
+                f.ne
+                if pw is wl
+                else evaluate_designs(batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model, overwrites=shaped)
+            )
             f.xp = float(perturbed_throughput(pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
     return out
 

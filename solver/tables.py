@@ -50,7 +50,7 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, preset
 from cost_models.distributions import Partitions
-from cost_models.evaluate import node_io, workload_partitions
+from cost_models.evaluate import node_io, shape_overwrites, workload_partitions
 from cost_models.io_model import (
     Cascades,
     IOCost,
@@ -488,14 +488,16 @@ def shard_prep(
     wl = spec.workload
     wls = _workloads(spec)
     lays = grid.layouts(max_mem, s * wl.entry_bytes)  # every layout without filters
-    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes)
+    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec))
     unsplit = split_memory(shape, lays, np.inf)  # the structure does not depend on memory
     sts = [structure(unsplit, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
     with_filters = lays.take(np.arange(lays.size))
     with_filters.bloom_bits = np.where(lays.lsh, 0.0, 1.0)  # any positive budget: the policy only
     # the merge policy sets the levels' occupancy and runs too (layout.drained_fill), so the
     # filtered designs' structure is their own, lookups and merges
-    shape_f = level_shape(with_filters, s, wl.key_bytes, wl.value_bytes, levels=shape.cap.shape[1])
+    shape_f = level_shape(
+        with_filters, s, wl.key_bytes, wl.value_bytes, levels=shape.cap.shape[1], overwrites=shape_overwrites(spec)
+    )
     unsplit_f = split_memory(shape_f, with_filters, np.inf)
     sts_f = [structure(unsplit_f, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
     return ShardPrep(lays, wins, (shape, sts), (shape_f, sts_f))
@@ -926,7 +928,7 @@ def _preset_columns(
     mems = sorted(by_mem)
     m = len(mems)
     batch = DesignBatch.of([d for d in ds for _ in mems])
-    shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes)
+    shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec))
     sts = [
         structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
         for w, win in zip(wls, wins, strict=True)

@@ -108,7 +108,8 @@ def memory_floor(
     batch = DesignBatch.of([preset(name)])
 
     def fits(mem: float, k: int) -> bool:
-        return bool(derive(batch, entries / k, KEY_BYTES, VALUE_BYTES, mem).feasible[0])
+        # a preset is leveled (Z = 1): overwrites do not change its depth (layout.last_level_room)
+        return bool(derive(batch, entries / k, KEY_BYTES, VALUE_BYTES, mem, overwrites=False).feasible[0])
 
     best: dict[str, Any] | None = None
     for vm in cat.vms.get(provider, []):

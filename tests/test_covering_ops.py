@@ -69,7 +69,7 @@ def test_skewed_puts_lengthen_the_cycle(name: str) -> None:
     secs = designs(RECORDS, quick=True, optima=False)[name]
     mix = {"get": 0.5, "update": 0.5}
     uniform, zipf = merge_cycle(secs, _wl(mix)), merge_cycle(secs, _wl(mix, "zipfian"))
-    lay = engine_layout(secs, float(RECORDS))
+    lay = engine_layout(secs, float(RECORDS), overwrites=True)
     above = float(lay.E_B[0]) + float(lay.cap[0, : int(lay.L[0]) - 1].sum())
     assert zipf > uniform
     assert zipf > above / 0.5

@@ -75,7 +75,7 @@ def test_faster_hashes_an_eighth_of_the_keys() -> None:
     from cost_models.layout import derive
     from studies.fig5 import KEY_BYTES, PAPER_FLOOR_ENTRIES, VALUE_BYTES, memory_floor
 
-    lay = derive(DesignBatch.of([preset("faster")]), 1e9, KEY_BYTES, VALUE_BYTES, 64 * GIB)
+    lay = derive(DesignBatch.of([preset("faster")]), 1e9, KEY_BYTES, VALUE_BYTES, 64 * GIB, overwrites=False)
     assert lay.mem_fence[0] == pytest.approx(1e9 / 8 * 64 * (1 + 1 / 2048))
     floor = memory_floor("faster", PAPER_FLOOR_ENTRIES)
     assert floor is not None

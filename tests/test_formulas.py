@@ -13,7 +13,7 @@ import pytest
 
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import harmonic, marginal, partitions
-from cost_models.io_model import io_costs, window
+from cost_models.io_model import io_costs, overwrites_keys, window
 from cost_models.layout import derive
 from cost_models.symbolic import compiled, derived
 from specs.schema import Distribution
@@ -104,7 +104,7 @@ def _tiny(N: float, mix: dict[str, float], scan: float = 1.0, **kw):
         bloom_allocation="uniform",
         block_bytes=400,
     )
-    lay = derive(DesignBatch.of([d]), N, 8, 92, 1e12)
+    lay = derive(DesignBatch.of([d]), N, 8, 92, 1e12, overwrites=overwrites_keys(mix))
     from dataclasses import replace
 
     lay = replace(lay, mem_cache=np.zeros(1))
@@ -186,8 +186,8 @@ def test_compiled_matches_fresh_derivation():
 def test_monkey_beats_uniform_for_the_same_memory():
     # Monkey's allocation never has a higher sum of FPRs than uniform bits.
     kw = dict(T=10, K=1, Z=1, buffer_bytes=100 * 100, bloom_bits=5.0, block_bytes=400)
-    mk = derive(DesignBatch.of([Design(**kw, bloom_allocation="monkey")]), 1e6, 8, 92, 1e12)
-    un = derive(DesignBatch.of([Design(**kw, bloom_allocation="uniform")]), 1e6, 8, 92, 1e12)
+    mk = derive(DesignBatch.of([Design(**kw, bloom_allocation="monkey")]), 1e6, 8, 92, 1e12, overwrites=False)
+    un = derive(DesignBatch.of([Design(**kw, bloom_allocation="uniform")]), 1e6, 8, 92, 1e12, overwrites=False)
     assert mk.mem_filter[0] == pytest.approx(un.mem_filter[0], rel=1e-3)
     assert (mk.runs * mk.fpr)[mk.exists].sum() < (un.runs * un.fpr)[un.exists].sum()
     assert math.isfinite(mk.fpr[mk.exists].sum())

@@ -72,7 +72,10 @@ def test_the_level_view_matches_a_simulated_lru(
 ) -> None:
     secs = _layout(cache_blocks, buffer_entries, T, K, block_entries)
     wl = workload_json(shipped_spec("ycsb_d"), N, 1000, 1)
-    lay, parts = engine_layout(secs, float(N)), workload_partitions(wl, float(N))
+    lay, parts = (
+        engine_layout(secs, float(N), overwrites=io.overwrites_keys(wl["mix"])),
+        workload_partitions(wl, float(N)),
+    )
     mix = {k: float(v) for k, v in wl["mix"].items()}
     model = float(io.io_costs(lay, parts, mix, 1.0).get[0])
     sim = _simulated(lay, cache_blocks, block_entries)
@@ -87,7 +90,10 @@ def test_other_distributions_keep_the_per_key_cache() -> None:
     """Only 'latest' gets have a level for each partition: zipfian gets carry no ``found``."""
     secs = _layout(100, 2500, 4, 1, 282)
     wl = workload_json(shipped_spec("ycsb_b"), N, 1000, 1)
-    lay, parts = engine_layout(secs, float(N)), workload_partitions(wl, float(N))
+    lay, parts = (
+        engine_layout(secs, float(N), overwrites=io.overwrites_keys(wl["mix"])),
+        workload_partitions(wl, float(N)),
+    )
     mix = {k: float(v) for k, v in wl["mix"].items()}
     st = io.structure(lay, parts, mix, 1.0, io.exact_windows(parts, mix, float(N))[0])
     assert st.found is None

@@ -77,7 +77,7 @@ def test_an_unknown_merge_policy_in_engine_toml_is_one_line(key: str, value: str
     cfg = study_config("partial", 1, 10, 512)
     cfg["algorithms"][key] = value
     with pytest.raises(InputError, match=rf"^engine.toml algorithms.{key}: '{value}' is not one of [a-z_, ]+$"):
-        engine_layout(cfg, 10_000)
+        engine_layout(cfg, 10_000, overwrites=True)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_a_level_drained_file_by_file_stays_near_full(sim_binary: object, K: int
         for lv in simulate(cfg, 3 * UNIVERSE + j * 7919, UNIVERSE).report["levels"]:
             seen.setdefault(int(lv["level"]), []).append(int(lv["entries"]))
             runs.setdefault(int(lv["level"]), []).append(int(lv["runs"]))
-    lay = engine_layout(cfg, UNIVERSE)
+    lay = engine_layout(cfg, UNIVERSE, overwrites=True)
     upper = int(lay.L[0]) - 1
     assert upper >= 1
     for i in range(upper):

@@ -24,7 +24,7 @@ def test_python_preset_matches_the_engine_preset(name):
     eng = tomllib.loads((TEMPLATE / "presets" / f"{name}.toml").read_text())
     lay = eng["layout"]
     d = preset(name)
-    model = derive(DesignBatch.of([d]), 1e6, lay["key_bytes"], lay["value_bytes"], 2**30)
+    model = derive(DesignBatch.of([d]), 1e6, lay["key_bytes"], lay["value_bytes"], 2**30, overwrites=False)
     assert eng["design"]["class"] == model.class_name(0), name
     if d.lsh:
         assert eng["design"]["class"] == "lsh"

@@ -18,7 +18,7 @@ import pytest
 
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import partitions
-from cost_models.io_model import io_costs
+from cost_models.io_model import io_costs, overwrites_keys
 from cost_models.layout import derive
 from specs.schema import Distribution
 from tests.simulator import SimDesign, simulate
@@ -43,14 +43,15 @@ def _model(
     batch = DesignBatch.of(
         [Design(T=T, K=K, Z=Z, buffer_bytes=E_B * E, bloom_bits=bits, bloom_allocation="uniform", block_bytes=4 * E)]
     )
-    lay = derive(batch, N, KEY, VAL, 1e15)
+    ow = overwrites_keys(mix)
+    lay = derive(batch, N, KEY, VAL, 1e15, overwrites=ow)
     if hot_levels is not None and hot_levels < lay.L[0]:
         lo, hi = float(E_B * E), 1e12  # memory such that exactly hot_levels fit
         for _ in range(200):
             mid = (lo + hi) / 2
-            h = lay.L[0] - derive(batch, N, KEY, VAL, mid).Y[0]
+            h = lay.L[0] - derive(batch, N, KEY, VAL, mid, overwrites=ow).Y[0]
             lo, hi = (mid, hi) if h < hot_levels else (lo, mid)
-        lay = derive(batch, N, KEY, VAL, hi)
+        lay = derive(batch, N, KEY, VAL, hi, overwrites=ow)
         assert lay.L[0] - lay.Y[0] == hot_levels
     lay = replace(lay, mem_cache=np.zeros(1))  # the simulator has no block cache
     parts = partitions(get, put, N)

@@ -134,7 +134,7 @@ def test_a_missing_deep_merge_is_sized_by_the_engine_s_spacing() -> None:
     secs = designs(RECORDS, quick=False, optima=False)["hybrid-base"]
     wl = workload_json(shipped_spec("ycsb_a"), RECORDS, OPERATIONS, 1)
     mix = {k: float(v) for k, v in wl["mix"].items()}
-    lay = engine_layout(secs, float(RECORDS))
+    lay = engine_layout(secs, float(RECORDS), overwrites=True)  # YCSB A
     parts = workload_partitions(wl, float(RECORDS))
     mt = steady_merges(lay, parts, mix)
     last = int(lay.L[0]) - 1
@@ -162,7 +162,7 @@ def test_a_replay_makes_the_flushes_the_run_completed() -> None:
     secs = designs(RECORDS, quick=False, optima=False)["rocksdb"]
     wl = workload_json(shipped_spec("ycsb_a"), RECORDS, OPERATIONS, 1)
     mix = {k: float(v) for k, v in wl["mix"].items()}
-    lay = engine_layout(secs, float(RECORDS))
+    lay = engine_layout(secs, float(RECORDS), overwrites=True)  # YCSB A
     parts = workload_partitions(wl, float(RECORDS))
     e_b = float(lay.E_B[0])
     shape = {

@@ -24,7 +24,7 @@ def test_the_target_centres_the_run_on_the_steady_buffer() -> None:
     target = run_start_buffered(secs, wl)
     assert target is not None
     n0, inserted = run_keys(wl)
-    lay = engine_layout(secs, n0 + inserted / 2)
+    lay = engine_layout(secs, n0 + inserted / 2, overwrites=False)  # YCSB D inserts
     # YCSB D's puts are inserts: the run adds one entry per put
     assert abs(target + inserted / 2 - float(lay.buffered[0])) <= 1
 
@@ -32,7 +32,7 @@ def test_the_target_centres_the_run_on_the_steady_buffer() -> None:
 def test_no_target_for_a_run_that_cycles_the_buffer_or_does_not_write() -> None:
     secs = designs(RECORDS, quick=True, optima=False)["rocksdb"]
     n0, _ = run_keys(_ycsb_d(1))
-    lay = engine_layout(secs, n0)
+    lay = engine_layout(secs, n0, overwrites=False)
     fills = int(float(lay.E_B[0]) / 0.05) * 3  # three buffers' inserts at YCSB D's 5 %
     assert run_start_buffered(secs, _ycsb_d(fills)) is None
     assert run_start_buffered(secs, workload_json(shipped_spec("ycsb_c"), RECORDS, 1_000, 1)) is None
@@ -51,7 +51,7 @@ def test_the_engine_starts_the_run_at_the_target() -> None:
     start, end = rep["warmup"]["buffered"], rep["stats"]["buffered"]
     assert start == rep["load"]["shape"]["buffered"]
     n0, inserted = run_keys({**wl, "warmup_operations": rep["warmup"]["operations"]})
-    lay = engine_layout(secs, n0 + inserted / 2)
+    lay = engine_layout(secs, n0 + inserted / 2, overwrites=False)  # YCSB D inserts
     # the last step overshoots by a few of its puts (a 16th of the buffer at most, and chance)
     slack = float(lay.E_B[0]) / 8
     assert target <= start <= target + slack

@@ -106,7 +106,7 @@ def test_stalls_take_whole_merges_off_a_write_only_client() -> None:
 
 def _io(design: Design, n: float):  # type: ignore[no-untyped-def]
     batch = DesignBatch.of([design])
-    lay = split_memory(level_shape(batch, n, 16, 100), batch, 1e9)
+    lay = split_memory(level_shape(batch, n, 16, 100, overwrites=True), batch, 1e9)
     parts = partitions(Distribution(kind="uniform"), Distribution(kind="uniform"), n)
     return io_costs(lay, parts, {"get": 0.5, "update": 0.5}, 1.0)
 
