@@ -162,12 +162,13 @@ def write_share(mix: dict[str, float]) -> float:
 
 
 def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
-    """Puts between two merges into the last level of a configured engine holding the
-    workload.json's records (io_model.merge_terms' ``puts_per_merge``; a store of one level: its
-    flushes; the deepest level merges reach, when a level above holds every key). Under skewed puts a buffer and each run take more puts to fill with distinct keys
-    than they hold (the windows), so the cycle is longer than the entries it moves: YCSB A on
-    the hybrid preset at 250,000 records merges into its last level every 263,000 puts, where
-    the entries above it (buffer and levels 1-2) are 140,000 (BENCHMARKS.md §25)."""
+    """Puts between two merges into the last level of a configured engine holding the workload.json's
+    records (io_model.merge_terms' ``puts_per_merge``; a store of one level: its flushes; the
+    deepest level merges reach, when a level above holds every key). Under skewed puts a buffer and
+    each run take more puts to fill with distinct keys than they hold (the windows), so the cycle is
+    longer than the entries it moves: YCSB A on the hybrid preset at 250,000 records merges into its
+    last level every 263,000 puts, where the entries above it (buffer and levels 1-2) are 140,000
+    (BENCHMARKS.md §25)."""
     n = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
     parts = workload_partitions(workload, n)

@@ -392,11 +392,14 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     # distinct entries, cap - batch/2 on average: cap - (1 - iota) batch / 2 (cosine-sim,
     # overwritten leveled trees of T 4-10 at 0.3-1.0 of level 2: merge blocks 0.87-0.975
     # of the simulated priced at cap, 0.97-1.06 so; and a level that could hold every
-    # key, cap >= N, still merges down). Tiered levels keep the report's (0.96-0.99).
+    # key, cap >= N, still merges down). Tiered levels keep the report's (0.96-0.99), but
+    # for a run that could hold every key: it closes too once the next batch would pass it.
     maxr_src = np.concatenate([np.ones((n, 1)), np.maximum(lay.max_runs[:, :-1], 1.0)], axis=1)
     into_src = src_full[:, :-1]
+    run_src_cap = lay.cap[:, :-1] / maxr_src[:, 1:]
+    batch_trigger = run_src_cap - (1.0 - iota) * into_src / 2
     leveled_src = maxr_src[:, 1:] <= 1
-    fill_to = np.where(leveled_src, lay.cap[:, :-1] - (1.0 - iota) * into_src / 2, lay.cap[:, :-1] / maxr_src[:, 1:])
+    fill_to = np.where(leveled_src | (run_src_cap >= lay.n_keys), batch_trigger, run_src_cap)
     q_fill = np.concatenate([q0[:, None], maxr_src[:, 1:] * win(np.maximum(fill_to, 1.0))], axis=1)
     reads_src = np.concatenate([np.zeros((n, 1)), np.ones((n, lm - 1))], axis=1)
     # Partial compaction (docs/model.md, "Partial compaction"): a level that merges file by
@@ -433,6 +436,9 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
     run_cap = lay.cap / maxr
     last = lay.L[:, None] == np.arange(1, lm + 1)[None, :]
     whole_last = last & ((maxr <= 1) | lay.overwritten)
+    # a level above the last that holds every key for good (layout.keeps_every_key) takes every
+    # merge into the run that holds them
+    whole_last |= lay.holds_all
     rewrites = whole_last | (maxr <= 1) | (run_cap > moved * (1 + 1e-9))
     room = np.maximum(run_cap - moved, 0.0)
     drained = np.where(lay.partial & (maxr <= 1) & ~last, np.maximum(room - files, 0.0), 0.0)

@@ -105,6 +105,7 @@ class Layout:
     file_entries: np.ndarray  # (n,) entries per file (the unit partial compaction moves)
     run_strategy: RunStrategy  # which run a partial merge starts from
     overwritten: bool  # shaped by overwrites (level_shape): a tiered last level's newest run holds every key
+    holds_all: np.ndarray  # (n, Lm) a level above the last that holds every key for good (keeps_every_key)
     #: an engine's configured bits per height (every row), or None: allocated by the model
     range_per_height: tuple[float, ...] | None = None
 
@@ -200,6 +201,7 @@ class Shape:
     file_entries: np.ndarray  # (n,) entries per file
     run_strategy: RunStrategy
     overwritten: bool  # shaped by overwrites (level_shape): a tiered last level's newest run holds every key
+    holds_all: np.ndarray  # (n, Lm) a level above the last that holds every key for good (keeps_every_key)
 
     def take(self, rows: np.ndarray | slice) -> Shape:
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -216,9 +218,9 @@ def last_level_room(
     cold_runs: np.ndarray,
     files: np.ndarray,
     partial: np.ndarray,
-) -> np.ndarray:
-    """(n, Lm) Distinct keys each level can hold as the last level of a tree whose keys are
-    overwritten.
+) -> tuple[np.ndarray, np.ndarray]:
+    """(room, batch), each (n, Lm): the distinct keys each level can hold as the last level of a
+    tree whose keys are overwritten, and the entries one merge brings into it.
 
     A last level of Z > 1 runs (tiered) takes incoming data into its newest run once it holds Z
     runs (docs/engine-contract.md), and that run replaces only its own older versions: the Z - 1
@@ -234,15 +236,26 @@ def last_level_room(
     than a batch: T 4, Z 2 at 0.6 of level 2)."""
     n, lm = cap.shape
     room = cap.copy()
+    batch = np.zeros_like(cap)
     incoming = np.asarray(buffer_entries, dtype=float)
     for i in range(lm):
         c = cap[:, i]
+        batch[:, i] = incoming
         last_run = incoming * np.maximum(1.0, np.floor(np.ceil(c / cold_runs) / np.maximum(incoming, 1.0)))
         room[:, i] = np.where(cold_runs > 1, np.maximum(c - (cold_runs - 1) * last_run, 0.0), c)
         # what this level passes to the next when it is above the last
         upper_run = incoming * np.maximum(1.0, np.floor(np.ceil(c / hot_runs) / np.maximum(incoming, 1.0)))
         incoming = np.where(partial[:, i], np.minimum(files, c), np.minimum(c, hot_runs * upper_run))
-    return room
+    return room, batch
+
+
+def keeps_every_key(cap: np.ndarray, hot_runs: np.ndarray, batch: np.ndarray, n_keys: float) -> np.ndarray:
+    """(n, Lm) A level above the last whose newest run could take every key and the next batch
+    besides (``cap / K - batch >= N``): it never merges down (a merge down waits for a batch that
+    would pass its run's capacity), so once the tree has deepened under it it holds every key, and
+    the level below keeps the copy the tree deepened with (cosine-sim: T 10, K 1, Z 4 at 0.6 and
+    0.9 of level 1's capacity: level 1 and level 2 both hold every key)."""
+    return cap / np.maximum(hot_runs, 1.0)[:, None] - batch >= n_keys
 
 
 def drained_fill(
@@ -330,7 +343,8 @@ def level_shape(
         given = np.asarray(partial, dtype=bool)
         part = np.broadcast_to(np.pad(given[:lm], (0, max(0, lm - given.size)), mode="edge")[None, :], (n, lm))
     files = np.full(n, float(k["file_entries"] if file_entries is None else file_entries))
-    room = last_level_room(cap, E_B, batch.K, batch.Z, files, part) if overwrites else cap
+    room, into = last_level_room(cap, E_B, batch.K, batch.Z, files, part)
+    room = room if overwrites else cap
     holds = room >= N * (1 - 1e-12)
     L = np.where(holds.any(axis=1), 1 + np.argmax(holds, axis=1), lm).astype(float)
     L = np.where(batch.lsh, 1.0, L)
@@ -345,6 +359,11 @@ def level_shape(
     part = part & exists & ~batch.lsh[:, None]
     upper = np.where(exists & ~last, np.maximum(fill * cap, drained_fill(cap, E_B, files, part, max_runs)), 0.0)
     last_occ = np.maximum(N - upper.sum(axis=1), 1.0)
+    # under overwrites a level above the last may hold every key for good; the last then holds
+    # the copy the tree deepened with (read by no lookup: every key is found above it)
+    holds_all = overwrites & exists & ~last & ~batch.lsh[:, None] & keeps_every_key(cap, batch.K, into, N)
+    upper = np.where(holds_all, N, upper)
+    last_occ = np.where(holds_all.any(axis=1), N, last_occ)
     occ = np.where(last, last_occ[:, None], upper)
     buffered = fill * E_B
     if observed is not None:
@@ -358,6 +377,7 @@ def level_shape(
         exists = lvl <= L[:, None]
         last = lvl == L[:, None]
         occ = np.where(exists, np.maximum(ent, 0.0)[None, :], 0.0)
+        holds_all = holds_all & exists & ~last
 
     # Filters and fences are sized for a full level (the last level for the
     # keys it can hold, at most N).
@@ -405,6 +425,7 @@ def level_shape(
         files,
         CLASS_COMPACTION[DesignClass.BTREE][1] if run_strategy is None else run_strategy,
         overwrites,
+        holds_all,
     )
 
 
@@ -535,6 +556,7 @@ def split_memory(
         file_entries=sh.file_entries,
         run_strategy=sh.run_strategy,
         overwritten=sh.overwritten,
+        holds_all=sh.holds_all,
     )
 
 
