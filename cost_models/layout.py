@@ -362,6 +362,10 @@ def level_shape(
     # under overwrites a level above the last may hold every key for good; the last then holds
     # the copy the tree deepened with (read by no lookup: every key is found above it)
     holds_all = overwrites & exists & ~last & ~batch.lsh[:, None] & keeps_every_key(cap, batch.K, into, N)
+    if overwrites:
+        # a level above the last that merges down cycles from empty to at most every key: on
+        # average it holds at most level_fill of the keys, however large its capacity
+        upper = np.minimum(upper, fill * N)
     upper = np.where(holds_all, N, upper)
     last_occ = np.where(holds_all.any(axis=1), N, last_occ)
     occ = np.where(last, last_occ[:, None], upper)
