@@ -331,9 +331,10 @@ def level_shape(
     # Under overwrites a tiered last level holds fewer keys than its capacity (last_level_room):
     # the tree may need one level more than its capacities say.
     need = np.log(np.maximum(N / E_B, 1.0)) / np.log(T)
-    lm = int(min(MAX_LEVELS, max(1, np.ceil(np.nanmax(need)) + 1 + int(overwrites))))
+    lm_cap = int(min(MAX_LEVELS, max(1, np.ceil(np.nanmax(need)) + 1)))
     if levels is not None:
-        lm = max(lm, int(levels))
+        lm_cap = max(lm_cap, int(levels))
+    lm = min(MAX_LEVELS, lm_cap + int(overwrites))  # room for the level overwrites may add
     i = np.arange(1, lm + 1, dtype=float)[None, :]
     with np.errstate(over="ignore"):
         cap = E_B[:, None] * T[:, None] ** i
@@ -343,11 +344,13 @@ def level_shape(
         given = np.asarray(partial, dtype=bool)
         part = np.broadcast_to(np.pad(given[:lm], (0, max(0, lm - given.size)), mode="edge")[None, :], (n, lm))
     files = np.full(n, float(k["file_entries"] if file_entries is None else file_entries))
-    room, into = last_level_room(cap, E_B, batch.K, batch.Z, files, part)
-    room = room if overwrites else cap
+    room, into = last_level_room(cap, E_B, batch.K, batch.Z, files, part) if overwrites else (cap, cap)
     holds = room >= N * (1 - 1e-12)
     L = np.where(holds.any(axis=1), 1 + np.argmax(holds, axis=1), lm).astype(float)
     L = np.where(batch.lsh, 1.0, L)
+    if lm > lm_cap and not (L > lm_cap).any():  # no design needed the extra level: the usual width
+        lm = lm_cap
+        i, cap, part, room, into = i[:, :lm], cap[:, :lm], part[:, :lm], room[:, :lm], into[:, :lm]
     lvl = np.broadcast_to(i, (n, lm))
     exists = lvl <= L[:, None]
     last = lvl == L[:, None]
