@@ -12,7 +12,11 @@ same figures. Printed:
 2. Short runs (docs/model.md, "Short runs"): every tree design of the `cosine validate` grid at
    ``--records`` loaded, then a run of 3x as many inserts (the tree grows under it) or uniform
    overwrites of the loaded keys (``cosine-sim --updates``), modelled from the state the run
-   starts in, as `cosine validate` models it. Not a test.
+   starts in, as `cosine validate` models it.
+3. Tiered last levels under overwrites (docs/model.md, "L" and "occ_i"; BENCHMARKS §30): the
+   depth a tree settles at after 20 overwrites per key, against the model's with the room rule
+   (``layout.last_level_room``) and with capacities alone; and the steady merge blocks per
+   overwrite of the same trees at 0.3-1.0 of level 2. Not a test.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import argparse
 import copy
 import statistics
 
+from cost_models.engine_model import engine_layout
 from measure.grid import designs
-from measure.simulate import short_run, simulator, steady_state, study_config
+from measure.simulate import TREE_BUFFER, depth, short_run, simulate, simulator, steady_state, study_config, tree_config
 from specs.vocab import Operation
 
 STUDY = [
@@ -81,6 +86,39 @@ def main() -> None:
         f"\nmean accuracy: inserts {statistics.mean(acc[Operation.INSERT]):.1%}, "
         f"overwrites {statistics.mean(acc[Operation.UPDATE]):.1%}"
     )
+    tiered_last()
+
+
+#: (T, K, Z) of section 3: tiered last levels of 2, 3, 4 and 9 runs, and a leveled one.
+TREES = [(5, 1, 4), (10, 1, 4), (10, 3, 3), (4, 1, 2), (10, 9, 9), (10, 1, 1)]
+#: Shares of a level's capacity the keys fill (section 3).
+SHARES = (0.15, 0.25, 0.4, 0.6, 0.9, 1.0)
+
+
+def tiered_last() -> None:
+    """Section 3: depth and merge blocks of :data:`TREES` under overwrites."""
+    print(f"\n3. tiered last levels under overwrites: {TREE_BUFFER}-entry buffer, 20 overwrites per key")
+    right = {"room": 0, "capacity": 0}
+    cases = 0
+    for T, K, Z in TREES:
+        cfg = tree_config(T, K, Z)
+        for level in (1, 2):
+            for share in SHARES:
+                n = int(share * TREE_BUFFER * T**level)
+                settled = depth(simulate(cfg, n, 0, updates=20 * n).report)
+                if settled == 0:  # all in the buffer
+                    continue
+                cases += 1
+                right["room"] += int(engine_layout(cfg, n, overwrites=True).L[0]) == settled
+                right["capacity"] += int(engine_layout(cfg, n, overwrites=False).L[0]) == settled
+    print(f"depth right: room rule {right['room']} of {cases}, capacities alone {right['capacity']} of {cases}")
+    print("| T | K | Z | share of level 2 | simulated merge blocks / overwrite | model | model / simulated |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for T, K, Z in TREES:
+        for share in (0.3, 0.6, 1.0):
+            u = int(share * TREE_BUFFER * T**2)
+            meas, pred = steady_state(tree_config(T, K, Z), u, 6 * u, 8 * u)
+            print(f"| {T} | {K} | {Z} | {share} | {meas:.3f} | {pred:.3f} | {pred / meas:.3f} |")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,32 @@ def study_config(compaction: str, K: int, T: int, files: int, picking: str = "de
     return cfg
 
 
+#: Buffer (entries) of :func:`tree_config`'s trees.
+TREE_BUFFER = 256
+
+
+def tree_config(T: int, K: int, Z: int) -> dict[str, Any]:
+    """A small tree of full merges (:data:`TREE_BUFFER`-entry buffer, 8-entry blocks, one file per
+    run): K runs above the last level, Z at the last, merges at full capacity."""
+    cfg = preset()
+    cfg["layout"].update(
+        size_ratio=float(T),
+        runs_per_hot_level=K,
+        runs_per_cold_level=Z,
+        buffer_bytes=TREE_BUFFER * ENTRY_BYTES,
+        block_entries=8,
+    )
+    cfg["algorithms"].update(
+        compaction="full", file_entries=1 << 20, merge_threshold=1.0, full_compaction_levels=1, run_strategy="first"
+    )
+    return cfg
+
+
+def depth(report: dict[str, Any]) -> int:
+    """The deepest level holding entries in a cosine-sim report (0: all in the buffer)."""
+    return max((int(lv["level"]) for lv in report["levels"] if int(lv["entries"]) > 0), default=0)
+
+
 @dataclass
 class SimRun:
     """One cosine-sim run: puts of keys drawn from ``universe`` keys (0: every key new), then

@@ -7,31 +7,11 @@ from __future__ import annotations
 import pytest
 
 from cost_models.engine_model import engine_layout
-from measure.simulate import ENTRY_BYTES, preset, simulate, steady_state
+from measure.simulate import TREE_BUFFER as BUFFER
+from measure.simulate import depth, simulate, steady_state, tree_config
 
-#: The simulated trees' buffer (entries).
-BUFFER = 256
 #: Overwrites per key after the load: the older runs' versions all shadowed, the depth settled.
 OVERWRITES_PER_KEY = 20
-
-
-def _config(T: int, K: int, Z: int) -> dict:
-    cfg = preset()
-    cfg["layout"].update(
-        size_ratio=float(T),
-        runs_per_hot_level=K,
-        runs_per_cold_level=Z,
-        buffer_bytes=BUFFER * ENTRY_BYTES,
-        block_entries=8,
-    )
-    cfg["algorithms"].update(
-        compaction="full", file_entries=1 << 20, merge_threshold=1.0, full_compaction_levels=1, run_strategy="first"
-    )
-    return cfg
-
-
-def _depth(report: dict) -> int:
-    return max((int(lv["level"]) for lv in report["levels"] if int(lv["entries"]) > 0), default=0)
 
 
 # (T, K, Z, share of level `level`'s capacity): tiered last levels on both sides of the room the
@@ -60,10 +40,10 @@ CASES = [
 def test_the_depth_under_overwrites_is_the_engines(
     sim_binary: object, T: int, K: int, Z: int, share: float, level: int
 ) -> None:
-    cfg = _config(T, K, Z)
+    cfg = tree_config(T, K, Z)
     n = int(share * BUFFER * T**level)
     run = simulate(cfg, n, 0, updates=OVERWRITES_PER_KEY * n)
-    assert int(engine_layout(cfg, n, overwrites=True).L[0]) == _depth(run.report)
+    assert int(engine_layout(cfg, n, overwrites=True).L[0]) == depth(run.report)
 
 
 @pytest.mark.parametrize(("T", "K", "Z", "share", "level"), CASES)
@@ -71,10 +51,10 @@ def test_inserts_alone_fill_a_level_to_its_capacity(
     sim_binary: object, T: int, K: int, Z: int, share: float, level: int
 ) -> None:
     """Without overwrites no run holds an old version: the first level whose capacity holds the keys."""
-    cfg = _config(T, K, Z)
+    cfg = tree_config(T, K, Z)
     n = int(share * BUFFER * T**level)
     run = simulate(cfg, n, 0)
-    assert int(engine_layout(cfg, n, overwrites=False).L[0]) == _depth(run.report)
+    assert int(engine_layout(cfg, n, overwrites=False).L[0]) == depth(run.report)
 
 
 def test_the_capacity_alone_is_a_level_short_for_tiered_trees(sim_binary: object) -> None:
@@ -82,7 +62,7 @@ def test_the_capacity_alone_is_a_level_short_for_tiered_trees(sim_binary: object
     level short on most tiered cases above, and never on the leveled ones."""
     short = 0
     for T, K, Z, share, level in CASES:
-        cfg = _config(T, K, Z)
+        cfg = tree_config(T, K, Z)
         n = int(share * BUFFER * T**level)
         by_capacity = int(engine_layout(cfg, n, overwrites=False).L[0])
         by_room = int(engine_layout(cfg, n, overwrites=True).L[0])
@@ -116,7 +96,7 @@ def test_merge_blocks_of_tiered_last_levels_match_the_engine_strategy(
     as before (half a run, the depth of the capacities, a level full at cap) these cases read
     0.55-0.97 of the simulated; now 0.92-1.12."""
     universe = int(share * BUFFER * T**2)
-    measured, predicted = steady_state(_config(T, K, Z), universe, 6 * universe, 8 * universe)
+    measured, predicted = steady_state(tree_config(T, K, Z), universe, 6 * universe, 8 * universe)
     assert abs(predicted - measured) / measured < 0.15, (measured, predicted)
 
 
@@ -125,7 +105,7 @@ def test_a_level_that_keeps_every_key_holds_them_with_a_copy_below(sim_binary: o
     every key, so the tree deepens once; level 1, leveled above the last, then holds every key
     and never merges down (it would need a batch past its capacity), and level 2 keeps the copy
     the tree deepened with (layout.keeps_every_key)."""
-    cfg = _config(10, 1, 4)
+    cfg = tree_config(10, 1, 4)
     n = int(0.9 * BUFFER * 10)
     levels = {
         int(lv["level"]): int(lv["entries"])
