@@ -398,12 +398,17 @@ def level_shape(
     leveled = max_runs <= 1
     runs = np.where(leveled, 1.0, np.maximum(1.0, fill * max_runs))
     runs = np.where(part & ~last, max_runs, runs)  # drained a file at a time: every run present
+    # a tiered last level under overwrites holds all its Z runs, the newest with every key
+    # (last_level_room): a lookup that reaches it finds its key in the first run it reads
+    newest_all = overwrites & last & ~leveled & (observed is None)
+    runs = np.where(newest_all, max_runs, runs)
     if observed is not None:
         # an observed level that holds nothing has no run to probe (a level the tree deepened past
         # on its way down, or not yet reached)
         runs = np.where(obs_runs[None, :] > 0, obs_runs[None, :], np.where(ent[None, :] > 0, runs, 0.0))
     runs = np.where(exists, runs, 0.0)
     per_run = np.where(exists, np.maximum(occ / np.maximum(runs, 1e-9), 1.0), 0.0)
+    per_run = np.where(newest_all, N, per_run)
 
     g = k["lsh_gc_dead_fraction"]
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
