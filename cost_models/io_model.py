@@ -618,7 +618,31 @@ def cache_alpha(
     distinct-count expression as the windows); a key of partition j hits with
     1 - exp(-t p_j / U_j). Keys sharing a cached block also hit, so the hit
     rate is at least the cached share of the data, C B / N.
+
+    Elementwise over the rows (designs), so solved once per distinct (cache, block entries)
+    pair: the design tables' rows repeat them (every T, K and Z of one buffer, filter budget
+    and block size leaves the same cache).
     """
+    cb, be = np.broadcast_arrays(np.asarray(cache_bytes), np.asarray(block_entries))
+    if cb.ndim != 1 or cb.size < 2:
+        return _cache_alpha_rows(cb, be, entry_bytes, parts, n_keys, cache_win)
+    order = np.lexsort((be, cb))
+    cs, bs = cb[order], be[order]
+    first = np.concatenate([[True], (cs[1:] != cs[:-1]) | (bs[1:] != bs[:-1])])
+    inverse = np.empty(cb.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return _cache_alpha_rows(cs[first], bs[first], entry_bytes, parts, n_keys, cache_win)[inverse]
+
+
+def _cache_alpha_rows(
+    cache_bytes: np.ndarray,
+    block_entries: np.ndarray,
+    entry_bytes: int,
+    parts: Partitions,
+    n_keys: float,
+    cache_win: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """:func:`cache_alpha` of every row of its arguments."""
     blocks = cache_bytes / (block_entries * entry_bytes)
     U = parts.frac * n_keys
     t = cache_win(np.maximum(blocks, 1.0))

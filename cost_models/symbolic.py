@@ -300,28 +300,46 @@ _ARGS: dict[str, tuple[str, ...]] = {
 
 
 def _geom1(alpha: Any, n: Any) -> Any:
-    """sum_{r=1}^{n} r (1-alpha)^(r-1) without cancellation (n(n+1)/2 at alpha = 0)."""
-    a = np.asarray(alpha, dtype=float)
-    nn = np.asarray(n, dtype=float)
-    small = a * np.maximum(nn, 1.0) < 1e-4
-    safe = np.where(small | (a <= 0), 0.5, np.minimum(a, 1.0))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        xn = np.exp(nn * np.log1p(-np.minimum(safe, 1.0 - 1e-300)))
-        closed = (1 - (nn + 1) * xn + nn * xn * (1 - safe)) / (safe * safe)
+    """sum_{r=1}^{n} r (1-alpha)^(r-1) without cancellation (n(n+1)/2 at alpha = 0).
+
+    Each element takes one of three forms (the series for small or no alpha, min(n, 1) for
+    alpha >= 1, else the closed form), and each form is computed only on its own elements: the
+    design tables' run sums are mostly of runs every key has left (alpha = 1). Elementwise, so
+    the values are those of computing every form everywhere and picking (tests/test_formulas.py)."""
+    a, nn = np.broadcast_arrays(np.asarray(alpha, dtype=float), np.asarray(n, dtype=float))
+    series_at = (a * np.maximum(nn, 1.0) < 1e-4) | (a <= 0)
+    ones_at = ~series_at & (a >= 1.0)
+    closed_at = ~(series_at | ones_at)
+    out = np.empty(a.shape)
     # series in alpha: sum r (1 - (r-1) a + ...) = n(n+1)/2 - a (n-1)n(n+1)/3
-    series = nn * (nn + 1) / 2 - a * (nn - 1) * nn * (nn + 1) / 3
-    return np.where(small | (a <= 0), series, np.where(a >= 1.0, np.minimum(nn, 1.0), closed))
+    s_a, s_n = a[series_at], nn[series_at]
+    out[series_at] = s_n * (s_n + 1) / 2 - s_a * (s_n - 1) * s_n * (s_n + 1) / 3
+    out[ones_at] = np.minimum(nn[ones_at], 1.0)
+    safe, c_n = np.minimum(a[closed_at], 1.0), nn[closed_at]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        xn = np.exp(c_n * np.log1p(-np.minimum(safe, 1.0 - 1e-300)))
+        out[closed_at] = (1 - (c_n + 1) * xn + c_n * xn * (1 - safe)) / (safe * safe)
+    return out
 
 
 def _geom(alpha: Any, n: Any) -> Any:
-    """(1 - (1-alpha)^n) / alpha without cancellation; n when alpha = 0."""
-    a = np.asarray(alpha, dtype=float)
-    nn = np.asarray(n, dtype=float)
-    safe = np.where(a > 0, a, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):  # alpha = 1: log1p(-1) = -inf; val = 1, or 0 at n = 0
-        log_x = np.log1p(-np.minimum(safe, 1.0))
-        val = -np.expm1(np.where(nn > 0, nn * log_x, 0.0)) / safe
-    return np.where(a > 0, val, nn)
+    """(1 - (1-alpha)^n) / alpha without cancellation; n when alpha = 0.
+
+    The closed form is computed only where 0 < alpha < 1 and n > 0: without runs it is
+    -expm1(0) / alpha = -0.0, and at alpha >= 1 (log1p(-1) = -inf) it is 1 / alpha, which are
+    written directly (bit for bit the closed form's values: tests/test_formulas.py)."""
+    a, nn = np.broadcast_arrays(np.asarray(alpha, dtype=float), np.asarray(n, dtype=float))
+    pos, some, full = a > 0, nn > 0, a >= 1.0
+    out = np.array(nn, dtype=float)  # alpha <= 0: n
+    none_at = pos & ~some
+    out[none_at] = -0.0 / a[none_at]
+    full_at = pos & some & full
+    out[full_at] = 1.0 / a[full_at]
+    part_at = pos & some & ~full
+    p_a, p_n = a[part_at], nn[part_at]
+    with np.errstate(divide="ignore", invalid="ignore"):  # n = inf: expm1(-inf) = -1
+        out[part_at] = -np.expm1(p_n * np.log1p(-np.minimum(p_a, 1.0))) / p_a
+    return out
 
 
 #: The generated module: every expression's numpy function, as sympy.lambdify prints it.

@@ -191,3 +191,51 @@ def test_monkey_beats_uniform_for_the_same_memory():
     assert mk.mem_filter[0] == pytest.approx(un.mem_filter[0], rel=1e-3)
     assert (mk.runs * mk.fpr)[mk.exists].sum() < (un.runs * un.fpr)[un.exists].sum()
     assert math.isfinite(mk.fpr[mk.exists].sum())
+
+
+def _geom1_everywhere(alpha, n):
+    """geom1 with every form computed on every element, then picked (the reference)."""
+    a, nn = np.asarray(alpha, dtype=float), np.asarray(n, dtype=float)
+    small = a * np.maximum(nn, 1.0) < 1e-4
+    safe = np.where(small | (a <= 0), 0.5, np.minimum(a, 1.0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        xn = np.exp(nn * np.log1p(-np.minimum(safe, 1.0 - 1e-300)))
+        closed = (1 - (nn + 1) * xn + nn * xn * (1 - safe)) / (safe * safe)
+        series = nn * (nn + 1) / 2 - a * (nn - 1) * nn * (nn + 1) / 3
+    return np.where(small | (a <= 0), series, np.where(a >= 1.0, np.minimum(nn, 1.0), closed))
+
+
+def _geom_everywhere(alpha, n):
+    """geom with the closed form computed on every element, then picked (the reference)."""
+    a, nn = np.asarray(alpha, dtype=float), np.asarray(n, dtype=float)
+    safe = np.where(a > 0, a, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        val = -np.expm1(np.where(nn > 0, nn * np.log1p(-np.minimum(safe, 1.0)), 0.0)) / safe
+    return np.where(a > 0, val, nn)
+
+
+def test_geom_forms_only_where_they_apply():
+    # _geom and _geom1 compute each form only on its own elements: bit for bit (signed zeros and
+    # infinities included; NaNs where they were, whose sign bit numpy itself does not keep from
+    # one array length to another) what computing every form everywhere and picking gives
+    from cost_models.symbolic import _geom, _geom1
+
+    rng = np.random.default_rng(7)
+    alphas = np.array([0.0, -0.0, 1e-320, 1e-9, 1e-5, 3e-5, 0.3, 0.999, 1 - 1e-16, 1.0, 1.5, np.inf, -1.0, np.nan])
+    ns = np.array([0.0, 0.5, 1.0, 2.0, 7.0, 1e6, 1e300, np.inf, np.nan, -1.0])
+    cases = [
+        (alphas[:, None], ns[None, :]),
+        (rng.random((40, 15)) ** rng.integers(1, 40, (40, 15)), rng.integers(0, 30, (40, 1)).astype(float)),
+        (np.where(rng.random(200) < 0.6, 1.0, rng.random(200)), rng.integers(0, 5, 200).astype(float)),
+        (0.25, 3.0),
+        (1.0, 0.0),
+        (0.0, 4.0),
+    ]
+    with np.errstate(all="ignore"):
+        for a, n in cases:
+            for fast, ref in ((_geom1, _geom1_everywhere), (_geom, _geom_everywhere)):
+                got, want = np.asarray(fast(a, n)), np.asarray(ref(a, n))
+                assert got.shape == want.shape and got.dtype == want.dtype
+                nan = np.isnan(want)
+                assert np.array_equal(np.isnan(got), nan)
+                assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))

@@ -3,8 +3,9 @@ the layouts of every buffer built from one buffer's (solver.space.Grid.layouts),
 of a shard's memory sizes as views of its families' batches with the Monkey rates solved once per
 hot level count (solver.tables._grid_splits, cost_models.layout.MonkeyMemo), the demands' shape
 terms shared by the expected and the noisy mix (cost_models.cpu.shape_terms), combine's terms of
-a memory split shared by the workloads' structures (cost_models.io_model.split_terms) and the
-costs' cascades taken whole (cost_models.io_model.IOCost.take, .flat)."""
+a memory split shared by the workloads' structures (cost_models.io_model.split_terms), the
+costs' cascades taken whole (cost_models.io_model.IOCost.take, .flat) and the block cache's hit
+rates solved once per distinct (cache, block) row (cost_models.io_model.cache_alpha)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from cost_models.design import Design, DesignBatch
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import (
     IOCost,
+    _cache_alpha_rows,
     cache_alpha,
     combine,
     index_cache_alpha,
@@ -198,3 +200,31 @@ def test_workloads_share_combines_split_terms() -> None:
             assert _same(combine(st, *args, terms=terms).flat(), combine(st, *args).flat())
             checked += 1
     assert checked >= 4
+
+
+def test_cache_alpha_per_distinct_row_equals_every_row() -> None:
+    """cache_alpha solves each distinct (cache bytes, block entries) pair once: bit for bit what
+    solving every row gives, on a shard's splits (which repeat the pairs) and on rows with zero,
+    tiny and shard-holding caches."""
+    spec = parse_spec(SPEC.format(entries=300_000_000))
+    wl = spec.workload
+    grid = grid_for(spec)
+    parts = workload_partitions(wl)
+    s = float(wl.entries)
+    wins = [window_tables(parts, w.operations, s) for w in T._workloads(spec)]
+    prep = T.shard_prep(spec, grid, s, parts, wins, 16 * GIB)
+    repeated = 0
+    for mem in (1.0, 4.0, 16.0):
+        for sp in T._grid_splits(spec, grid, s, mem, prep):
+            lay = sp.lay
+            pairs = {(float(c), float(b)) for c, b in zip(lay.mem_cache, lay.B, strict=True)}
+            repeated += lay.mem_cache.size - len(pairs)
+            for cache in (lay.mem_cache, lay.mem_cache / (1.0 + wl.scan_length / lay.B)):
+                got = cache_alpha(cache, lay.B, lay.entry_bytes, parts, s, wins[0][1])
+                want = _cache_alpha_rows(cache, lay.B, lay.entry_bytes, parts, s, wins[0][1])
+                assert got.shape == want.shape and np.array_equal(got, want)
+    assert repeated > 0
+    edge = np.array([0.0, 1.0, 4096.0 * 8, 1e6, 1e6, 0.0, 1e18, 4096.0 * 8])
+    blocks = np.array([8.0, 8.0, 8.0, 8.0, 64.0, 64.0, 8.0, 8.0])
+    got = cache_alpha(edge, blocks, 216, parts, s, wins[0][1])
+    assert np.array_equal(got, _cache_alpha_rows(edge, blocks, 216, parts, s, wins[0][1]))
