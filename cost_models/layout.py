@@ -234,6 +234,11 @@ def last_level_room(
     exact where a level's older runs are batches, and one level too deep where the level's
     oldest run is the whole level above, pushed down as it was when the tree deepened (larger
     than a batch: T 4, Z 2 at 0.6 of level 2)."""
+
+    def run_of(c: np.ndarray, runs: np.ndarray, incoming: np.ndarray) -> np.ndarray:
+        # entries a run of a level of capacity c in that many runs holds: whole batches, at least one
+        return incoming * np.maximum(1.0, np.floor(np.ceil(c / runs) / np.maximum(incoming, 1.0)))
+
     n, lm = cap.shape
     room = cap.copy()
     batch = np.zeros_like(cap)
@@ -241,11 +246,11 @@ def last_level_room(
     for i in range(lm):
         c = cap[:, i]
         batch[:, i] = incoming
-        last_run = incoming * np.maximum(1.0, np.floor(np.ceil(c / cold_runs) / np.maximum(incoming, 1.0)))
-        room[:, i] = np.where(cold_runs > 1, np.maximum(c - (cold_runs - 1) * last_run, 0.0), c)
+        room[:, i] = np.where(cold_runs > 1, np.maximum(c - (cold_runs - 1) * run_of(c, cold_runs, incoming), 0.0), c)
         # what this level passes to the next when it is above the last
-        upper_run = incoming * np.maximum(1.0, np.floor(np.ceil(c / hot_runs) / np.maximum(incoming, 1.0)))
-        incoming = np.where(partial[:, i], np.minimum(files, c), np.minimum(c, hot_runs * upper_run))
+        incoming = np.where(
+            partial[:, i], np.minimum(files, c), np.minimum(c, hot_runs * run_of(c, hot_runs, incoming))
+        )
     return room, batch
 
 
@@ -350,7 +355,7 @@ def level_shape(
     L = np.where(batch.lsh, 1.0, L)
     if lm > lm_cap and not (L > lm_cap).any():  # no design needed the extra level: the usual width
         lm = lm_cap
-        i, cap, part, room, into = i[:, :lm], cap[:, :lm], part[:, :lm], room[:, :lm], into[:, :lm]
+        i, cap, part, into = i[:, :lm], cap[:, :lm], part[:, :lm], into[:, :lm]
     lvl = np.broadcast_to(i, (n, lm))
     exists = lvl <= L[:, None]
     last = lvl == L[:, None]

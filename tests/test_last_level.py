@@ -36,12 +36,16 @@ CASES = [
 ]
 
 
+def _tree(T: int, K: int, Z: int, share: float, level: int) -> tuple[dict, int]:
+    """A case's engine configuration and its key count."""
+    return tree_config(T, K, Z), int(share * BUFFER * T**level)
+
+
 @pytest.mark.parametrize(("T", "K", "Z", "share", "level"), CASES)
 def test_the_depth_under_overwrites_is_the_engines(
     sim_binary: object, T: int, K: int, Z: int, share: float, level: int
 ) -> None:
-    cfg = tree_config(T, K, Z)
-    n = int(share * BUFFER * T**level)
+    cfg, n = _tree(T, K, Z, share, level)
     run = simulate(cfg, n, 0, updates=OVERWRITES_PER_KEY * n)
     assert int(engine_layout(cfg, n, overwrites=True).L[0]) == depth(run.report)
 
@@ -51,8 +55,7 @@ def test_inserts_alone_fill_a_level_to_its_capacity(
     sim_binary: object, T: int, K: int, Z: int, share: float, level: int
 ) -> None:
     """Without overwrites no run holds an old version: the first level whose capacity holds the keys."""
-    cfg = tree_config(T, K, Z)
-    n = int(share * BUFFER * T**level)
+    cfg, n = _tree(T, K, Z, share, level)
     run = simulate(cfg, n, 0)
     assert int(engine_layout(cfg, n, overwrites=False).L[0]) == depth(run.report)
 
@@ -62,8 +65,7 @@ def test_the_capacity_alone_is_a_level_short_for_tiered_trees(sim_binary: object
     level short on most tiered cases above, and never on the leveled ones."""
     short = 0
     for T, K, Z, share, level in CASES:
-        cfg = tree_config(T, K, Z)
-        n = int(share * BUFFER * T**level)
+        cfg, n = _tree(T, K, Z, share, level)
         by_capacity = int(engine_layout(cfg, n, overwrites=False).L[0])
         by_room = int(engine_layout(cfg, n, overwrites=True).L[0])
         assert by_room in (by_capacity, by_capacity + 1)
