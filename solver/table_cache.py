@@ -237,21 +237,26 @@ class TableCache:
 
 def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType], n_entries: int) -> Shards:
     """The columns of a cache file (by field name, checked) as tables' contexts. Rows with equal
-    volume or design fields share one (frozen) StorageChoice or Design."""
+    volume or design fields share one (frozen) StorageChoice or Design. (The warm solve's largest
+    step: each Context is built from its fields by name, no dict per row.)"""
     vols: dict[tuple[Any, ...], StorageChoice] = {}
     designs: dict[tuple[Any, ...], Design] = {}
     vol_rows = zip(*(cols[f"storage_{f}"] for f in _STORAGE), strict=True)
     design_rows = zip(*(cols[col] for col in _DESIGN.values()), strict=True)
-    context_rows = zip(*(cols[f] for f in _CONTEXT), strict=True)
+    figures = ("cost_month", "throughput", "perturbed", "io_total", "design_class", "levels", "cold_levels")
+    context_rows = zip(*(cols[f] for f in figures), strict=True)  # unpacked by these names below
     out: Shards = {}
     rows = zip(cols["kind"], cols["shard_count"], cols["vm"], vol_rows, design_rows, context_rows, strict=True)
-    for kind, k, vm, v, d, c in rows:
+    for kind, k, vm, v, d, (cost, x, xp, io, cls, levels, cold) in rows:
         vol = vols.get(v)
         if vol is None:
             vol = vols[v] = StorageChoice(provider, *v)
         design = designs.get(d)
         if design is None:
             design = designs[d] = Design(**dict(zip(_DESIGN, d, strict=True)))
-        ctx = Context(provider, vm_of[vm], n_entries / k, vol, design=design, **dict(zip(_CONTEXT, c, strict=True)))
+        ctx = Context(
+            provider, vm_of[vm], n_entries / k, vol, design=design, design_class=cls, levels=levels,
+            cold_levels=cold, cost_month=cost, throughput=x, perturbed=xp, io_total=io,
+        )  # fmt: skip
         out.setdefault((kind, k), []).append(ctx)
     return out
