@@ -293,6 +293,70 @@ impl Zipf {
     }
 }
 
+/// Terms of the generalized harmonic number summed exactly by [`Recency`] (beyond them,
+/// Euler-Maclaurin: as the model's `distributions.harmonic`).
+const EXACT_HARMONIC: usize = 10_000;
+
+/// YCSB's "latest" (`SkewedLatestGenerator`): a zipfian rank over the keys present *now*,
+/// counted back from the newest. YCSB's `ZipfianGenerator.nextLong(itemcount)` brings zeta(n)
+/// up to date as inserts grow the count; here zeta(n) is an exact prefix sum up to
+/// [`EXACT_HARMONIC`] terms and Euler-Maclaurin beyond (relative error below 1e-9), so a draw
+/// costs O(1) at any n and needs no shared state between the driver threads.
+#[derive(Debug, Clone)]
+pub struct Recency {
+    theta: f64,
+    alpha: f64,
+    zeta2: f64,
+    /// `prefix[i]` = sum of `k^-theta` for k in 1..=i.
+    prefix: Vec<f64>,
+}
+
+impl Recency {
+    /// Ranks with skew `theta` (clamped to (0, 0.9999], as [`Zipf`]).
+    pub fn new(theta: f64) -> Recency {
+        let theta = theta.clamp(1e-6, 0.9999);
+        let mut prefix = Vec::with_capacity(EXACT_HARMONIC + 1);
+        prefix.push(0.0);
+        let mut acc = 0.0;
+        for k in 1..=EXACT_HARMONIC {
+            acc += 1.0 / (k as f64).powf(theta);
+            prefix.push(acc);
+        }
+        Recency { theta, alpha: 1.0 / (1.0 - theta), zeta2: prefix[2], prefix }
+    }
+
+    /// zeta(n) = sum of `k^-theta` for k in 1..=n.
+    pub fn zeta(&self, n: u64) -> f64 {
+        let m = EXACT_HARMONIC as u64;
+        if n <= m {
+            return self.prefix[n as usize];
+        }
+        let (a, b, t) = (m as f64, n as f64, self.theta);
+        let integral = (b.powf(1.0 - t) - a.powf(1.0 - t)) / (1.0 - t);
+        let correction = 0.5 * (b.powf(-t) - a.powf(-t)) + t / 12.0 * (a.powf(-t - 1.0) - b.powf(-t - 1.0));
+        self.prefix[EXACT_HARMONIC] + integral + correction
+    }
+
+    /// A recency rank in `0..n` (0: the newest key), drawn as [`Zipf::next`] over `n` items.
+    pub fn next(&self, rng: &mut impl Rng, n: u64) -> u64 {
+        let n = n.max(1);
+        if n == 1 {
+            return 0;
+        }
+        let zetan = self.zeta(n);
+        let u: f64 = rng.gen();
+        let uz = u * zetan;
+        if uz < 1.0 {
+            return 0;
+        }
+        if uz < 1.0 + 0.5f64.powf(self.theta) {
+            return 1;
+        }
+        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / zetan);
+        ((n as f64 * (eta * u - eta + 1.0).powf(self.alpha)) as u64).min(n - 1)
+    }
+}
+
 /// A bijection of `0..n` (`n >= 1`): the scrambled zipfian's rank-to-record map, so that every
 /// record has exactly one rank and is drawn with that rank's probability. A bijection of the
 /// `k`-bit integers (`2^k >= n`: an xor with a constant, xor-shifts and odd multipliers, all
@@ -327,8 +391,8 @@ pub enum Sampler {
     Uniform,
     /// Scrambled zipfian.
     Zipf(Zipf),
-    /// Zipfian by recency.
-    Latest(Zipf),
+    /// Zipfian by recency over the keys present at each draw (YCSB's latest).
+    Latest(Recency),
     /// Normal.
     Normal(f64, f64),
     /// Hot/cold skew.
@@ -341,7 +405,7 @@ impl Sampler {
         match d {
             Dist::Uniform => Sampler::Uniform,
             Dist::Zipfian { theta } => Sampler::Zipf(Zipf::new(n, *theta)),
-            Dist::Latest { theta } => Sampler::Latest(Zipf::new(n, *theta)),
+            Dist::Latest { theta } => Sampler::Latest(Recency::new(*theta)),
             Dist::Normal { mean, stddev } => Sampler::Normal(*mean, *stddev),
             Dist::Skew { hot_fraction, hot_probability } => Sampler::Skew(*hot_fraction, *hot_probability),
         }
@@ -356,7 +420,7 @@ impl Sampler {
             // hot keys stay the same keys while inserts grow the store (permuting over the
             // growing count would move every hot key at each insert)
             Sampler::Zipf(z) => permute(z.next(rng), z.n) % n,
-            Sampler::Latest(z) => n - 1 - z.next(rng).min(n - 1),
+            Sampler::Latest(r) => n - 1 - r.next(rng, n),
             Sampler::Normal(mean, sd) => {
                 // Box-Muller.
                 let u1: f64 = rng.gen::<f64>().max(1e-12);
@@ -474,6 +538,61 @@ mod tests {
         assert!(counts.iter().all(|&c| c > 0));
         let hottest = counts[permute(0, n) as usize];
         assert!(counts.iter().all(|&c| c <= hottest));
+    }
+
+    #[test]
+    fn recency_zeta_is_the_exact_sum_at_every_size() {
+        let r = Recency::new(0.99);
+        let mut exact = 0.0;
+        let mut k = 0u64;
+        for n in [1u64, 2, 10, 9_999, 10_000, 10_001, 123_457, 1_000_000] {
+            while k < n {
+                k += 1;
+                exact += 1.0 / (k as f64).powf(0.99);
+            }
+            let rel = (r.zeta(n) - exact).abs() / exact;
+            assert!(rel < 1e-9, "n {n}: {} vs {exact}", r.zeta(n));
+        }
+    }
+
+    #[test]
+    fn recency_draws_as_zipf_over_the_same_count() {
+        // up to EXACT_HARMONIC keys the two compute the same zeta, term by term
+        for n in [2u64, 1000, 10_000] {
+            let z = Zipf::new(n, 0.99);
+            let r = Recency::new(0.99);
+            let mut a = rand::rngs::StdRng::seed_from_u64(5);
+            let mut b = rand::rngs::StdRng::seed_from_u64(5);
+            for _ in 0..10_000 {
+                assert_eq!(z.next(&mut a), r.next(&mut b, n));
+            }
+        }
+    }
+
+    #[test]
+    fn latest_spans_the_keys_present_now() {
+        // YCSB's SkewedLatestGenerator: zipfian over the current count, newest first. Built over
+        // 1,000 loaded records and drawn after the store grew to 4,000, the 3,000 oldest keys are
+        // drawn with their ranks' share (they were never drawn when the ranks stayed over the loaded
+        // records), and the newest key with 1 / zeta(4000)
+        let n = 4000u64;
+        let s = Sampler::new(&Dist::Latest { theta: 0.99 }, 1000);
+        let r = Recency::new(0.99);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let draws = 400_000;
+        let (mut old, mut newest) = (0u32, 0u32);
+        for _ in 0..draws {
+            let i = s.sample(&mut rng, n);
+            assert!(i < n);
+            old += u32::from(i < 3000);
+            newest += u32::from(i == n - 1);
+        }
+        let want_old = (r.zeta(n) - r.zeta(1000)) / r.zeta(n);
+        let got_old = f64::from(old) / f64::from(draws);
+        assert!((got_old - want_old).abs() < 0.01, "{got_old} vs {want_old}");
+        let want_newest = 1.0 / r.zeta(n);
+        let got_newest = f64::from(newest) / f64::from(draws);
+        assert!((got_newest / want_newest - 1.0).abs() < 0.05, "{got_newest} vs {want_newest}");
     }
 
     #[test]
