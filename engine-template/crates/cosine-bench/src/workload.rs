@@ -2,6 +2,7 @@
 
 use rand::{Rng, RngCore};
 use serde::Deserialize;
+use std::cell::Cell;
 use std::path::Path;
 
 /// Operation mix (fractions; normalized by their sum).
@@ -307,6 +308,14 @@ pub struct Recency {
     theta: f64,
     alpha: f64,
     zeta2: f64,
+    /// `0.5^theta`: the second rank's threshold.
+    half_theta: f64,
+    /// `m^(1-theta)`, `m^-theta`, `m^(-theta-1)` and `2^(1-theta)` at m = [`EXACT_HARMONIC`]: a draw
+    /// beyond the prefix then needs one `powf` for zeta and eta.
+    m_1t: f64,
+    m_t: f64,
+    m_t1: f64,
+    two_1t: f64,
     /// `prefix[i]` = sum of `k^-theta` for k in 1..=i.
     prefix: Vec<f64>,
 }
@@ -322,19 +331,37 @@ impl Recency {
             acc += 1.0 / (k as f64).powf(theta);
             prefix.push(acc);
         }
-        Recency { theta, alpha: 1.0 / (1.0 - theta), zeta2: prefix[2], prefix }
+        let m = EXACT_HARMONIC as f64;
+        Recency {
+            theta,
+            alpha: 1.0 / (1.0 - theta),
+            zeta2: prefix[2],
+            half_theta: 0.5f64.powf(theta),
+            m_1t: m.powf(1.0 - theta),
+            m_t: m.powf(-theta),
+            m_t1: m.powf(-theta - 1.0),
+            two_1t: 2f64.powf(1.0 - theta),
+            prefix,
+        }
     }
 
     /// zeta(n) = sum of `k^-theta` for k in 1..=n.
     pub fn zeta(&self, n: u64) -> f64 {
-        let m = EXACT_HARMONIC as u64;
-        if n <= m {
-            return self.prefix[n as usize];
+        self.zeta_eta(n).0
+    }
+
+    /// (zeta(n), `(2/n)^(1-theta)`): beyond the exact prefix both from one `powf` (`n^(1-theta)`).
+    fn zeta_eta(&self, n: u64) -> (f64, f64) {
+        let b = n as f64;
+        if n <= EXACT_HARMONIC as u64 {
+            return (self.prefix[n as usize], (2.0 / b).powf(1.0 - self.theta));
         }
-        let (a, b, t) = (m as f64, n as f64, self.theta);
-        let integral = (b.powf(1.0 - t) - a.powf(1.0 - t)) / (1.0 - t);
-        let correction = 0.5 * (b.powf(-t) - a.powf(-t)) + t / 12.0 * (a.powf(-t - 1.0) - b.powf(-t - 1.0));
-        self.prefix[EXACT_HARMONIC] + integral + correction
+        let t = self.theta;
+        let b_1t = b.powf(1.0 - t);
+        let (b_t, b_t1) = (b_1t / b, b_1t / b / b);
+        let integral = (b_1t - self.m_1t) / (1.0 - t);
+        let correction = 0.5 * (b_t - self.m_t) + t / 12.0 * (self.m_t1 - b_t1);
+        (self.prefix[EXACT_HARMONIC] + integral + correction, self.two_1t / b_1t)
     }
 
     /// A recency rank in `0..n` (0: the newest key), drawn as [`Zipf::next`] over `n` items.
@@ -343,17 +370,36 @@ impl Recency {
         if n == 1 {
             return 0;
         }
-        let zetan = self.zeta(n);
+        let (zetan, eta) = self.at(n);
         let u: f64 = rng.gen();
         let uz = u * zetan;
         if uz < 1.0 {
             return 0;
         }
-        if uz < 1.0 + 0.5f64.powf(self.theta) {
+        if uz < 1.0 + self.half_theta {
             return 1;
         }
-        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / zetan);
         ((n as f64 * (eta * u - eta + 1.0).powf(self.alpha)) as u64).min(n - 1)
+    }
+
+    /// (zeta(n), eta(n)) of Gray et al.'s draw, kept per driver thread for the last (theta, n):
+    /// the count changes only at an insert (YCSB D: one operation in twenty), and the draw then
+    /// costs what [`Zipf::next`] costs.
+    fn at(&self, n: u64) -> (f64, f64) {
+        thread_local! {
+            static LAST: Cell<(u64, u64, f64, f64)> = const { Cell::new((0, 0, 0.0, 0.0)) };
+        }
+        let key = self.theta.to_bits();
+        LAST.with(|last| {
+            let (k, m, zetan, eta) = last.get();
+            if k == key && m == n {
+                return (zetan, eta);
+            }
+            let (zetan, two_n) = self.zeta_eta(n);
+            let eta = (1.0 - two_n) / (1.0 - self.zeta2 / zetan);
+            last.set((key, n, zetan, eta));
+            (zetan, eta)
+        })
     }
 }
 
