@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,11 +145,15 @@ def alive(pid: int | None, name: str) -> bool:
     return name.encode() in cmd
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+def free_port(taken: Collection[int] = ()) -> int:
+    """A loopback port nobody listens on now and not in ``taken`` (ports chosen for this deployment
+    but not yet bound: the kernel may hand a just-released port out again)."""
+    while True:
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = int(s.getsockname()[1])
+        if port not in taken:
+            return port
 
 
 def server_binary() -> Path:
@@ -261,9 +266,7 @@ def up(
     d.mkdir(parents=True, exist_ok=True)
     ports = old.shard_ports() if old else []
     while len(ports) < len(plan.nodes):
-        p = free_port()
-        if p not in ports:
-            ports.append(p)
+        ports.append(free_port(ports))
     node_states = []
     for n, port in zip(plan.nodes, ports, strict=True):
         nd = d / n.name
@@ -283,13 +286,16 @@ def up(
                 n.memory_bytes,
             )
         )
-    pport = proxy_port if proxy_port is not None else (old.proxy.port if old else free_port())
+    if proxy_port is not None and proxy_port in ports:
+        raise InputError(f"--port {proxy_port}: a shard of this deployment listens there")
+    pport = proxy_port if proxy_port is not None else (old.proxy.port if old else free_port(ports))
     conf = write_text(
         d / "nutcracker.yml",
         twemproxy.config_yaml(pport, [(n.name, n.port) for n in node_states], auto_eject=auto_eject),
     )
     twemproxy.check_config(conf)
-    proxy = ProxyState(pport, free_port(), None, str(conf), str(d / "nutcracker.log"), str(d / "nutcracker.pid"))
+    stats_port = free_port([*ports, pport])  # distinct from every port of the deployment (a clash stops nutcracker)
+    proxy = ProxyState(pport, stats_port, None, str(conf), str(d / "nutcracker.log"), str(d / "nutcracker.pid"))
     st = DeployState(
         version=STATE_VERSION,
         status=RUNNING,

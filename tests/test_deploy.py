@@ -90,3 +90,30 @@ def test_refuses_a_directory_that_is_not_a_deployment(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
     res = runner.invoke(app, ["deploy", str(tmp_path / "nope"), "--local"])
     assert res.exit_code == 2 and "solution.json" in res.stderr
+
+
+def test_a_deployments_ports_are_distinct(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port chosen for a shard is released until the shard binds it, and the kernel may hand it out
+    again: the proxy's stats port once came back equal to a shard's and nutcracker exited ("Address
+    already in use"). `free_port` skips the ports the deployment has already chosen."""
+    from deploy import cluster
+
+    handed_out = iter([5001, 5002, 5001, 5002, 5003])
+
+    class Sock:
+        def __enter__(self) -> Sock:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+        def bind(self, _addr: object) -> None:
+            pass
+
+        def getsockname(self) -> tuple[str, int]:
+            return (cluster.HOST, next(handed_out))
+
+    monkeypatch.setattr(cluster.socket, "socket", Sock)
+    ports = [cluster.free_port(), cluster.free_port()]
+    assert ports == [5001, 5002]
+    assert cluster.free_port(ports) == 5003
