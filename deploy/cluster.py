@@ -262,11 +262,14 @@ def up(
     run_dir = run_dir.absolute()  # the state holds absolute paths: --status/--down work from anywhere
     d = deploy_dir_of(run_dir, out.absolute() if out is not None else None)
     old = _prepare_dir(d, plan)
+    ports = old.shard_ports() if old else []
+    if proxy_port is not None and proxy_port in ports:
+        raise InputError(f"--port {proxy_port}: a shard of this deployment listens there")
     exe = server_binary()
     d.mkdir(parents=True, exist_ok=True)
-    ports = old.shard_ports() if old else []
+    reserved = [] if proxy_port is None else [proxy_port]
     while len(ports) < len(plan.nodes):
-        ports.append(free_port(ports))
+        ports.append(free_port([*ports, *reserved]))
     node_states = []
     for n, port in zip(plan.nodes, ports, strict=True):
         nd = d / n.name
@@ -286,8 +289,6 @@ def up(
                 n.memory_bytes,
             )
         )
-    if proxy_port is not None and proxy_port in ports:
-        raise InputError(f"--port {proxy_port}: a shard of this deployment listens there")
     pport = proxy_port if proxy_port is not None else (old.proxy.port if old else free_port(ports))
     conf = write_text(
         d / "nutcracker.yml",
