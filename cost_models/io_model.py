@@ -603,6 +603,16 @@ def hash_log_scan(lay: Layout, sel: float) -> np.ndarray:
     return compiled()["distinct_blocks"](chunks, sel * lay.n_keys)
 
 
+def block_charge(block_entries: np.ndarray | float, entry_bytes: np.ndarray | float) -> np.ndarray:
+    """Bytes of the block cache one data block of ``block_entries`` entries takes: the engine charges
+    a decoded block, each entry with its kind, value length and offset, and the block itself
+    (model_constants ``cache_entry_overhead_bytes``, ``cache_block_overhead_bytes``). At the
+    256-byte floor a block of two 116-byte entries takes 314 bytes, 1.35x its entries."""
+    k = model_constants()
+    entry = np.asarray(entry_bytes, dtype=float) + k["cache_entry_overhead_bytes"]
+    return np.asarray(np.asarray(block_entries, dtype=float) * entry + k["cache_block_overhead_bytes"])
+
+
 def cache_alpha(
     cache_bytes: np.ndarray,
     block_entries: np.ndarray,
@@ -643,7 +653,7 @@ def _cache_alpha_rows(
     cache_win: Callable[[np.ndarray], np.ndarray],
 ) -> np.ndarray:
     """:func:`cache_alpha` of every row of its arguments."""
-    blocks = cache_bytes / (block_entries * entry_bytes)
+    blocks = cache_bytes / block_charge(block_entries, entry_bytes)
     U = parts.frac * n_keys
     t = cache_win(np.maximum(blocks, 1.0))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -677,20 +687,21 @@ def index_cache_alpha(lay: Layout) -> np.ndarray:
     index = files * np.ceil(np.ceil(per_file / lay.B) / index_fanout(block_bytes, lay.key_bytes))
     index_bytes = data * (lay.key_bytes + k["fence_entry_overhead_bytes"])
     cache = np.asarray(lay.mem_cache, dtype=float)
-    fits = cache >= index_bytes + data * block_bytes
+    charge = block_charge(lay.B, lay.entry_bytes)  # a data block's share of the cache
+    fits = cache >= index_bytes + data * charge
     out = np.where((index <= 0) | fits, 1.0, 0.0)
     # only the rows with index blocks that do not all fit a cache need Che's time (few: most
     # designs hold no cold level or cache it all); elementwise, so solved on those rows alone
     rows = np.flatnonzero(~((index <= 0) | fits) & (cache > 0))
     if rows.size == 0:
         return out
-    index, data, cache, index_bytes, block_bytes = (
-        np.broadcast_to(v, out.shape)[rows] for v in (index, data, cache, index_bytes, block_bytes)
+    index, data, cache, index_bytes, charge = (
+        np.broadcast_to(v, out.shape)[rows] for v in (index, data, cache, index_bytes, charge)
     )
     safe_index, safe_data = np.maximum(index, 1.0), np.maximum(data, 1.0)
 
     def used(x: np.ndarray) -> np.ndarray:  # bytes cached after x probes (grows with x)
-        return index_bytes * -np.expm1(-x / safe_index) + data * block_bytes * -np.expm1(-x / safe_data)
+        return index_bytes * -np.expm1(-x / safe_index) + data * charge * -np.expm1(-x / safe_data)
 
     lo, hi = np.zeros_like(cache), np.full_like(cache, 1.0)
     for _ in range(60):  # bracket the x at which the occupancy reaches the cache
@@ -723,7 +734,7 @@ def range_cache_alpha(
     per_block = np.maximum(np.asarray(block_entries, dtype=float), 1.0)
     footprint = 1.0 + scan_length / per_block
     a = cache_alpha(cache_bytes / footprint, block_entries, entry_bytes, parts, n_keys, cache_win)
-    blocks = cache_bytes / (block_entries * entry_bytes)
+    blocks = cache_bytes / block_charge(block_entries, entry_bytes)
     covered = np.where(blocks >= 1.0, np.minimum(1.0, blocks * block_entries / n_keys), 0.0)
     return np.maximum(a, covered[:, None])
 
@@ -967,4 +978,4 @@ def io_costs(
 
 def cache_blocks(lay: Layout) -> np.ndarray:
     """(n,) The block cache of each design, in data blocks."""
-    return np.asarray(lay.mem_cache / np.maximum(lay.B * lay.entry_bytes, 1e-300), dtype=float)
+    return np.asarray(lay.mem_cache / block_charge(lay.B, lay.entry_bytes), dtype=float)

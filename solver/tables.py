@@ -602,7 +602,7 @@ def _repeat_pos(g: _SplitGroup, sel: np.ndarray) -> np.ndarray:
 def _whole_shard_cached(lay: Layout, s: float) -> np.ndarray:
     """Designs whose block cache holds all ``s`` entries of the shard: every lookup's block hits
     it (cost_models.io_model.cache_alpha: the coverage term C B / N reaches 1)."""
-    blocks = lay.mem_cache / (lay.B * lay.entry_bytes)
+    blocks = cache_blocks(lay)
     return np.asarray((blocks >= 1.0) & (np.minimum(1.0, blocks * lay.B / s) >= 1.0))
 
 

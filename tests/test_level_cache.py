@@ -28,7 +28,7 @@ def _layout(cache_blocks: int, buffer_entries: int, T: int, K: int, block_entrie
         block_entries=block_entries,
         buffer_bytes=buffer_entries * entry,
         bloom_bits_per_key=[24.0],  # false positives ~0: a get reads the block of its key's level
-        block_cache_bytes=cache_blocks * block_entries * entry,
+        block_cache_bytes=int(cache_blocks * io.block_charge(block_entries, entry)),  # the engine's charge
         size_ratio=T,
         runs_per_hot_level=K,
         runs_per_cold_level=K,

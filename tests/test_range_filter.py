@@ -93,13 +93,42 @@ def _tables_with_range_ladder(monkeypatch: pytest.MonkeyPatch, mix: str):
     text = TINY_SPEC.replace("entries: 2000000", "entries: 2000000000")
     spec = parse_spec(text.replace("operations: {get: 0.5, update: 0.5}", mix))
     t = tables.build_tables(spec, load_catalog(spec.pricing), ("aws",), workers=1)
-    return [c.design.range_bits for cs in t.contexts.values() for c in cs]
+    return spec, [c for cs in t.contexts.values() for c in cs]
+
+
+def _io_at_hot_levels(spec, ctx, range_bits: float, hot: int) -> float:
+    """A context's design with ``range_bits`` of range filter, its ``hot`` upper levels held in
+    memory: the workload's I/O per operation."""
+    from dataclasses import replace
+
+    from cost_models.design import DesignBatch
+    from cost_models.evaluate import node_io, workload_partitions
+    from cost_models.io_model import overwrites_keys
+    from cost_models.layout import level_shape, split_memory
+    from specs.vocab import CostModel
+
+    wl = spec.workload
+    batch = DesignBatch.of([replace(ctx.design, range_bits=range_bits)])
+    shape = level_shape(batch, ctx.entries, wl.key_bytes, wl.value_bytes, overwrites=overwrites_keys(wl.operations))
+    mem = ctx.vm.memory_gib * 2**30 * (1 - spec.design.memory_headroom)
+    lay = split_memory(shape, batch, mem, hot_levels=np.array([float(hot)]))
+    io = node_io(CostModel.DISTRIBUTION_AWARE, lay, workload_partitions(wl), wl)
+    return float(io.total(wl.operations)[0])
 
 
 def test_the_search_gives_range_filters_memory_only_for_empty_ranges(monkeypatch: pytest.MonkeyPatch):
-    """Without empty ranges a range filter only takes memory from the cache: no best design
-    of any context keeps one. With them, the best designs buy one."""
-    plain = _tables_with_range_ladder(monkeypatch, "operations: {get: 0.5, update: 0.5}")
-    assert plain and all(b == 0 for b in plain)
-    empty = _tables_with_range_ladder(monkeypatch, "operations: {empty_range: 0.6, range: 0.3, insert: 0.1}")
-    assert empty and sum(b > 0 for b in empty) > 0.5 * len(empty), empty
+    """Without empty ranges a range filter only takes memory: a best design that keeps one
+    bought by it a colder split (the filter's memory pushed a level's filters and fences out to
+    the cache, which the design space reaches no other way), never the filter itself — the same
+    design without it at the same hot levels does as well. With empty ranges most best designs
+    buy one."""
+    spec, plain = _tables_with_range_ladder(monkeypatch, "operations: {get: 0.5, update: 0.5}")
+    assert plain
+    kept = [c for c in plain if c.design.range_bits > 0]
+    assert len(kept) < 0.1 * len(plain), [c.design for c in kept]
+    for c in kept:
+        hot = c.levels - c.cold_levels
+        with_rf = _io_at_hot_levels(spec, c, c.design.range_bits, hot)
+        assert _io_at_hot_levels(spec, c, 0.0, hot) <= with_rf * (1 + 1e-12), c.design
+    _, empty = _tables_with_range_ladder(monkeypatch, "operations: {empty_range: 0.6, range: 0.3, insert: 0.1}")
+    assert empty and sum(c.design.range_bits > 0 for c in empty) > 0.5 * len(empty), empty

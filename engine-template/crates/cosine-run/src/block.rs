@@ -168,4 +168,20 @@ mod tests {
             assert!(Block::decode(bad, 2, "t").is_err(), "flip at {i} undetected");
         }
     }
+
+    /// The block cache charges a block of n stored entries n x (key + value + 9) + 64 bytes: the
+    /// cost model's `cache_entry_overhead_bytes` (9) and `cache_block_overhead_bytes` (64) in
+    /// cost_models/data/model_constants.yaml, which tests/test_block_charge.py checks against this.
+    #[test]
+    fn charge_is_the_cost_models() {
+        for (n, key, value) in [(1usize, 16usize, 100usize), (2, 16, 100), (70, 16, 100), (8, 8, 1000)] {
+            let mut b = BlockBuilder::default();
+            for i in 0..n {
+                let k = format!("{i:0key$}");
+                b.add(k.as_bytes(), Some(&vec![7u8; value]));
+            }
+            let blk = Block::decode(b.finish(), key, "t").expect("a sealed block decodes");
+            assert_eq!(blk.charge(), n * (key + value + 9) + 64, "{n} entries of {key} + {value} bytes");
+        }
+    }
 }
