@@ -101,6 +101,7 @@ def _io_at_hot_levels(spec, ctx, range_bits: float, hot: int) -> float:
     memory: the workload's I/O per operation."""
     from dataclasses import replace
 
+    from cost_models.cloud import GIB
     from cost_models.design import DesignBatch
     from cost_models.evaluate import node_io, workload_partitions
     from cost_models.io_model import overwrites_keys
@@ -110,7 +111,7 @@ def _io_at_hot_levels(spec, ctx, range_bits: float, hot: int) -> float:
     wl = spec.workload
     batch = DesignBatch.of([replace(ctx.design, range_bits=range_bits)])
     shape = level_shape(batch, ctx.entries, wl.key_bytes, wl.value_bytes, overwrites=overwrites_keys(wl.operations))
-    mem = ctx.vm.memory_gib * 2**30 * (1 - spec.design.memory_headroom)
+    mem = ctx.vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
     lay = split_memory(shape, batch, mem, hot_levels=np.array([float(hot)]))
     io = node_io(CostModel.DISTRIBUTION_AWARE, lay, workload_partitions(wl), wl)
     return float(io.total(wl.operations)[0])
