@@ -663,16 +663,54 @@ def lookup_cpu(s: Sample, lookup: dict[str, Any]) -> float:
     )
 
 
-def fit_cpu(samples: list[Sample], memtable: MemtableFit, lookup: dict[str, Any]) -> dict[tuple[str, str], float]:
+def buffered_walk(cpu: dict[tuple[str, str], float], lookup: dict[str, Any], s: Sample) -> float:
+    """CPU a lookup of run ``s`` skips when the buffer answers it: the get's walk of the levels at
+    the run's size (its cached CPU and growth, :func:`lookup_cpu`) less a buffered get's. The
+    model charges a lookup the buffer answers as a buffered get (cost_models.cpu.demands) by the
+    same difference."""
+    slope = search_slope(lookup["per_doubling"][s.cls], s.cls, Operation.GET)
+    return cpu[(s.cls, Operation.GET)] + slope * run_doublings(s, lookup) - cpu[(s.cls, BUFFER_GET)]
+
+
+#: Cached runs whose lookups a memtable can answer (their own writes filled it): an rmw reads the
+#: key it writes, so in a cached rmw run of 200,000 operations the memtable answers 57 % of the
+#: reads at 100,000 keys and 21 % at 400,000 (BENCHMARKS §33.1).
+SELF_BUFFERED = (Operation.RMW,)
+
+
+def fit_cpu(
+    samples: list[Sample],
+    memtable: MemtableFit,
+    lookup: dict[str, Any],
+    walks: dict[tuple[str, str], float] | None = None,
+) -> dict[tuple[str, str], float]:
     """Cached single-thread CPU seconds per (class, operation) at the reference size with an empty
     memtable: the memtable descents (fit_memtable, fit_memtable_insert) and the searches' growth
     with the data (fit_lookup) taken out, averaged over the sizes and memtables (ranges: see
-    fit_range)."""
+    fit_range). An operation of :data:`SELF_BUFFERED` is the CPU of one that walks the levels: its
+    runs' lookups the memtable answered get the walk they skipped added back
+    (:func:`buffered_walk`, from the get and buffered get of these samples, or of ``walks`` — a
+    table's — when the samples hold only the one operation)."""
     vals: dict[tuple[str, str], list[float]] = {}
-    for s in samples:
-        if s.kind in (CACHED, BUFFERED, SMALL_MEMTABLE) and s.threads == 1 and s.workload != Operation.RANGE:
-            grown = lookup_cpu(s, lookup) if s.kind != BUFFERED else 0.0
-            vals.setdefault((s.cls, s.workload), []).append(s.fg_cpu - memtable_cpu(s, memtable) - grown)
+
+    def own(s: Sample) -> float:
+        grown = lookup_cpu(s, lookup) if s.kind != BUFFERED else 0.0
+        return s.fg_cpu - memtable_cpu(s, memtable) - grown
+
+    runs = [s for s in samples if s.kind in (CACHED, BUFFERED, SMALL_MEMTABLE) and s.threads == 1]
+    for s in runs:
+        if s.workload != Operation.RANGE and s.workload not in SELF_BUFFERED:
+            vals.setdefault((s.cls, s.workload), []).append(own(s))
+    out = {k: float(np.mean(v)) for k, v in vals.items()}
+    known = {**(walks or {}), **out}
+    for s in runs:
+        if s.workload in SELF_BUFFERED:
+            if s.get_buffered > 0 and not {(s.cls, Operation.GET), (s.cls, BUFFER_GET)} <= known.keys():
+                raise CalibrationError(
+                    f"{s.cls} {s.workload}: no get and buffered-get CPU to add its buffered reads back"
+                )
+            walk = buffered_walk(known, lookup, s) if s.get_buffered > 0 else 0.0
+            vals.setdefault((s.cls, s.workload), []).append(own(s) + s.get_buffered * walk)
     out = {k: float(np.mean(v)) for k, v in vals.items()}
     bad = [f"{c} {o} {v:.3g} s" for (c, o), v in out.items() if not v > 0]
     if bad:
@@ -715,9 +753,7 @@ def cached_cpu(
     size, its lookups the buffer answered charged as such."""
     t = lookup_cpu(s, lookup)
     cls = s.cls
-    doublings = run_doublings(s, lookup)
-    slope = search_slope(lookup["per_doubling"][cls], cls, Operation.GET)
-    walk = cpu[(cls, Operation.GET)] + slope * doublings - cpu[(cls, BUFFER_GET)]
+    walk = buffered_walk(cpu, lookup, s)
     for op, w in s.ops_mix.items():
         if op == Operation.RANGE:
             r = rng[cls]
@@ -933,7 +969,8 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             f"cosine calibrate (measure/calibrate.py): the class presets (rocksdb, wiredtiger, faster, "
             f"hybrid-base) at {sizes} records, threads {threads}. "
             "cpu_seconds: driver-thread CPU per operation on a warm engine whose cache holds the data (no "
-            "block reads; writes fill part of an empty buffer, no flush); phi: Eq. 2 on those runs' "
+            "block reads; writes fill part of an empty buffer, no flush; an rmw's reads that buffer "
+            "answered get the level walk they skipped added back); phi: Eq. 2 on those runs' "
             "busy share at 2 threads (throughput x CPU per operation / threads), averaged (1 when "
             f"measured at most {PHI_NOISE} past it); "
             "concurrent_cpu_factor: those runs' CPU per operation at 2 threads over 1 thread's, averaged; "
@@ -1010,7 +1047,11 @@ def fit_operation(samples: list[Sample], op: Operation, table: dict[str, Any], c
     and lookup terms taken from ``table``; raises CalibrationError at a bound or for a missing class."""
     mine = [s for s in samples if s.kind == CACHED and s.workload == op]
     memtable, lookup = table_terms(table)
-    cpu = fit_cpu(mine, memtable, lookup)
+    walks: dict[tuple[str, str], float] = {}
+    for cls, entry in table["classes"].items():  # what an rmw's buffered reads skipped (fit_cpu)
+        walks[(cls, Operation.GET)] = float(entry["cpu_seconds"][Operation.GET])
+        walks[(cls, BUFFER_GET)] = float(entry["buffer_get_seconds"])
+    cpu = fit_cpu(mine, memtable, lookup, walks)
     phi = fit_phi(mine, cores)
     concurrent = fit_concurrent_cpu(mine, cores)
     missing = [c for c in CLASS_DESIGNS if (c, op) not in cpu or (c, op) not in phi or (c, op) not in concurrent]
