@@ -152,25 +152,47 @@ class BenchResult:
 
 def model_prediction(config_text: str, wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     """The model's throughput and blocks per operation for a run of ``config_text`` on ``wl``
-    (from the state the run started in, on the config's device), and its accuracy."""
+    (from the state the run started in, on the config's device), and its accuracy; beside them
+    what the throughput is made of, model and engine: the client threads' CPU per operation (its
+    serial and parallel seconds at the run's threads), the background thread's, and the share of
+    lookups (gets, rmw reads) the buffer answered — where a throughput miss comes from."""
     import tomllib
 
-    from cost_models.engine_model import engine_throughput
+    from cost_models.engine_model import engine_demands, engine_throughput, frozen_buffers, predict
     from render.config import config_device
 
     cfg = tomllib.loads(config_text)
     cores = cpu_count()
-    x, io = engine_throughput(cfg, wl, cores, config_device(cfg), report["load"]["shape"], report.get("stats"))
+    dev = config_device(cfg)
+    shape, end = report["load"]["shape"], report.get("stats")
+    x, io = engine_throughput(cfg, wl, cores, dev, shape, end)
+    frozen = frozen_buffers(cfg, wl, cores, dev, shape, end)
+    d, _ = engine_demands(cfg, wl, dev, shape, end, frozen=frozen)
+    serial, parallel = d.at_threads(int(wl["threads"]))
+    buffered = predict(cfg, wl, shape=shape, end_shape=end, frozen=frozen).get_buffered
     from measure.validate import accuracy, blocks_per_op
 
     meas = float(report["run"]["throughput_ops"])
     blocks = blocks_per_op(report)
+    ops = int(wl["operations"])
+    cpu = report.get("cpu") or {}
+    lookups = sum(report["per_op"].get(op, {}).get("count", 0) for op in ("get", "rmw"))
     return {
         "throughput_ops": x,
         "blocks_per_op": io,
         "measured_blocks_per_op": blocks,
         "throughput_accuracy": max(0.0, 1 - abs(x - meas) / meas) if meas > 0 else 0.0,
         "blocks_accuracy": accuracy(io, blocks),
+        "fg_cpu_us": float(serial[0] + parallel[0]) * 1e6,
+        "measured_fg_cpu_us": float(cpu["foreground_seconds"]) / ops * 1e6 if cpu else None,
+        "bg_cpu_us": float(d.background[0]) * 1e6,
+        "measured_bg_cpu_us": (
+            (float(cpu["background_seconds"]) + float(cpu.get("settle_background_seconds") or 0.0)) / ops * 1e6
+            if cpu
+            else None
+        ),
+        "buffered_share": None if buffered is None else float(buffered[0]),
+        "measured_buffered_share": report.get("background", {}).get("buffer_hits", 0) / lookups if lookups else None,
     }
 
 

@@ -54,6 +54,14 @@ def print_bench(report: dict[str, Any], notes: list[str], prediction: dict[str, 
             f"{prediction['blocks_per_op']:.4f}",
             f"{prediction['blocks_accuracy']:.1%}",
         )
+        for label, key, fmt in (
+            ("client CPU us / op", "fg_cpu_us", "{:.3f}"),
+            ("background CPU us / op", "bg_cpu_us", "{:.3f}"),
+            ("lookups the buffer answered", "buffered_share", "{:.1%}"),
+        ):
+            model, measured = prediction.get(key), prediction.get(f"measured_{key}")
+            if model is not None and measured is not None:
+                m.add_row(label, fmt.format(measured), fmt.format(model), "")
         con.print(m)
 
 

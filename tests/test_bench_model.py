@@ -33,6 +33,10 @@ def test_bench_prints_the_models_prediction(engine_binary, monkeypatch) -> None:
     report_measure.print_bench(rep, [], pred)
     out = buf.getvalue()
     assert "the model for the same scaled configuration" in out and f"{pred['throughput_ops']:,.0f}" in out
+    # what the throughput is made of, model and engine: CPU per operation and the buffer's share
+    assert pred["fg_cpu_us"] > 0 and pred["measured_fg_cpu_us"] > 0 and pred["bg_cpu_us"] >= 0
+    assert 0.0 <= pred["buffered_share"] <= 1.0 and 0.0 <= pred["measured_buffered_share"] <= 1.0
+    assert f"{pred['measured_fg_cpu_us']:.3f}" in out and "lookups the buffer answered" in out
 
 
 def test_device_mode_pays_the_volumes_iops(engine_binary) -> None:
