@@ -1,0 +1,103 @@
+"""What a ranking design's throughput is made of, model beside engine (BENCHMARKS.md §33.1).
+
+    .venv/bin/python -u -m bench.design_split --workload ycsb_f [--design "cosine pick" ...]
+        [--mix "rmw=1"] [--threads N] [--iops N] [--records 50000] [--ops 50000] [--no-engine]
+
+The designs are the ranking's (measure.ranking.design_sets: the presets, Cosine's pick for this
+machine and its neighbours, the hybrids) for ``--workload``, run as the ranking runs them
+(RunPlan: its warm-up, on tmpfs or at ``--iops`` with a 250 us read latency). ``--mix``
+replaces the workload's operation mix (its key distributions kept), e.g. ``rmw=1`` or
+``get=0.5;rmw=0.5``: one operation of a design at a time. Printed per design, engine then model
+(measure.engine.model_prediction): throughput, the client threads' CPU per operation, the
+background thread's, blocks read per operation, and the share of lookups (gets, rmw reads) the
+buffer answered. ``--no-engine``: the model's columns only, in seconds (a model change seen on the
+ranking's designs without running them). Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from cost_models import cpu_count
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from cost_models.engine_model import engine_throughput
+from measure.engine import TEMPLATE, as_ran, build, model_prediction, run_scratch
+from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
+from measure.ranking import WORKLOADS, RunPlan, design_sets
+from render.config import to_toml
+from specs.vocab import OPERATIONS
+
+#: The read latency of the ranking's device mode (BENCHMARKS.md §26: a sub-millisecond volume).
+READ_LATENCY_S = 250e-6
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """``op=weight;op=weight`` -> a mix of known operations with positive weights."""
+    mix: dict[str, float] = {}
+    for part in text.split(";"):
+        op, _, w = part.partition("=")
+        if op.strip() not in OPERATIONS or not w:
+            raise SystemExit(f"--mix: {part!r} is not op=weight (operations: {', '.join(OPERATIONS)})")
+        mix[op.strip()] = float(w)
+    if not all(v >= 0 for v in mix.values()) or sum(mix.values()) <= 0:
+        raise SystemExit(f"--mix {text!r}: weights must be non-negative and not all zero")
+    return mix
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", choices=WORKLOADS, default="ycsb_f")
+    ap.add_argument("--design", action="append", help="a design of the ranking's set (default: every one)")
+    ap.add_argument("--mix", help="another operation mix, e.g. 'rmw=1' or 'get=0.5;rmw=0.5'")
+    ap.add_argument("--threads", type=int, default=None, help="client threads (default: the CPUs)")
+    ap.add_argument("--iops", type=float, default=0.0, help="the device mode's IOPS (default: tmpfs)")
+    ap.add_argument("--records", type=int, default=50_000)
+    ap.add_argument("--ops", type=int, default=50_000)
+    ap.add_argument("--no-engine", action="store_true", help="the model's columns only")
+    a = ap.parse_args()
+    cores = cpu_count()
+    threads = a.threads or cores
+    dev = LOCAL_DEVICE if a.iops <= 0 else DeviceModel(iops=a.iops, read_latency_s=READ_LATENCY_S)
+    plan = RunPlan(a.records, a.ops, threads, cores, dev, True, 1.0)
+    sets = design_sets(a.records, MEMORY_SHARE * a.records * (KEY + VALUE), cores, dev, plan)[a.workload]
+    names = a.design or list(sets)
+    unknown = [n for n in names if n not in sets]
+    if unknown:
+        raise SystemExit(f"--design: {', '.join(unknown)} not in the ranking's set ({', '.join(sets)})")
+    spec = shipped_spec(a.workload)
+    if a.mix:
+        spec = replace(spec, workload=replace(spec.workload, operations=parse_mix(a.mix)))
+    if not a.no_engine:
+        build(TEMPLATE)
+    mix = a.mix or "the workload's"
+    print(f"{a.workload}, mix {mix}, {threads} threads, {'tmpfs' if a.iops <= 0 else f'{a.iops:g} IOPS'}")
+    head = f"{'design':<18} {'class':<7} {'':<6} {'ops/s':>11} {'client us':>10} {'bg us':>7} {'blocks':>7}"
+    print(f"{head} {'buffer':>7}")
+    for name in names:
+        secs, wl = plan.workload(spec, sets[name])
+        cls = secs["design"]["class"]
+        if a.no_engine:
+            x, blocks = engine_throughput(secs, wl, cores, dev)
+            print(f"{name:<18} {cls:<7} {'model':<6} {x:>11,.0f} {'':>10} {'':>7} {blocks:>7.3f}")
+            continue
+        text = to_toml(secs)
+        rep = run_scratch(text, wl, "split")
+        p = model_prediction(text, as_ran(wl, rep), rep)
+        meas_buf = p["measured_buffered_share"]
+        print(
+            f"{name:<18} {cls:<7} {'engine':<6} {rep['run']['throughput_ops']:>11,.0f} "
+            f"{p['measured_fg_cpu_us']:>10.3f} {p['measured_bg_cpu_us']:>7.3f} {p['measured_blocks_per_op']:>7.3f} "
+            + (f"{meas_buf:>7.1%}" if meas_buf is not None else f"{'':>7}")
+        )
+        model_buf = p["buffered_share"]
+        print(
+            f"{'':<18} {'':<7} {'model':<6} {p['throughput_ops']:>11,.0f} {p['fg_cpu_us']:>10.3f} "
+            f"{p['bg_cpu_us']:>7.3f} {p['blocks_per_op']:>7.3f} "
+            + (f"{model_buf:>7.1%}" if model_buf is not None and meas_buf is not None else ""),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
