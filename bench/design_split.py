@@ -10,8 +10,11 @@ replaces the workload's operation mix (its key distributions kept), e.g. ``rmw=1
 ``get=0.5;rmw=0.5``: one operation of a design at a time. Printed per design, engine then model
 (measure.engine.model_prediction): throughput, the client threads' CPU per operation, the
 background thread's, blocks read per operation, and the share of lookups (gets, rmw reads) the
-buffer answered. ``--no-engine``: the model's columns only, in seconds (a model change seen on the
-ranking's designs without running them). Not a test.
+buffer answered; and for the engine the share of the run each client thread was on a CPU and the
+share it waited for one another program held, and the writers' stalls behind the background
+worker (what is left it waited on the engine otherwise: locks, write groups). ``--no-engine``:
+the model's columns only, in seconds (a model change seen on the ranking's designs without
+running them). Not a test.
 """
 
 from __future__ import annotations
@@ -85,10 +88,17 @@ def main() -> None:
         rep = run_scratch(text, wl, "split")
         p = model_prediction(text, as_ran(wl, rep), rep)
         meas_buf = p["measured_buffered_share"]
+        x = float(rep["run"]["throughput_ops"])
+        # each client thread's share of the run on a CPU, and waiting for one another program held
+        busy = x * p["measured_fg_cpu_us"] / 1e6 / threads
+        thread_seconds = float(rep["run"]["seconds"]) * threads
+        queued = float(rep["cpu"].get("foreground_runqueue_seconds") or 0.0) / thread_seconds
+        stalled = float(rep.get("background", {}).get("stall_micros", 0)) / 1e6 / thread_seconds
         print(
-            f"{name:<18} {cls:<7} {'engine':<6} {rep['run']['throughput_ops']:>11,.0f} "
+            f"{name:<18} {cls:<7} {'engine':<6} {x:>11,.0f} "
             f"{p['measured_fg_cpu_us']:>10.3f} {p['measured_bg_cpu_us']:>7.3f} {p['measured_blocks_per_op']:>7.3f} "
             + (f"{meas_buf:>7.1%}" if meas_buf is not None else f"{'':>7}")
+            + f"   clients on a CPU {busy:.0%}, waiting for one {queued:.0%}, stalled {stalled:.0%}"
         )
         model_buf = p["buffered_share"]
         print(
