@@ -20,12 +20,14 @@ running them). Not a test.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
+from cost_models.design import MAX_THREADS
 from cost_models.engine_model import engine_throughput
-from measure.engine import TEMPLATE, as_ran, build, model_prediction, run_scratch
+from measure.engine import TEMPLATE, as_ran, build, model_prediction, run_scratch, runqueue_share
 from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
 from measure.ranking import WORKLOADS, RunPlan, design_sets
 from render.config import to_toml
@@ -36,15 +38,19 @@ READ_LATENCY_S = 250e-6
 
 
 def parse_mix(text: str) -> dict[str, float]:
-    """``op=weight;op=weight`` -> a mix of known operations with positive weights."""
+    """``op=weight;op=weight`` -> a mix of known operations; ValueError names what is wrong."""
     mix: dict[str, float] = {}
     for part in text.split(";"):
         op, _, w = part.partition("=")
-        if op.strip() not in OPERATIONS or not w:
-            raise SystemExit(f"--mix: {part!r} is not op=weight (operations: {', '.join(OPERATIONS)})")
-        mix[op.strip()] = float(w)
-    if not all(v >= 0 for v in mix.values()) or sum(mix.values()) <= 0:
-        raise SystemExit(f"--mix {text!r}: weights must be non-negative and not all zero")
+        try:
+            weight = float(w)
+        except ValueError:
+            weight = math.nan
+        if op.strip() not in OPERATIONS or not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"{part!r} is not op=weight (operations: {', '.join(OPERATIONS)}; weights >= 0)")
+        mix[op.strip()] = weight
+    if sum(mix.values()) <= 0:
+        raise ValueError(f"{text!r}: the weights are all zero")
     return mix
 
 
@@ -60,21 +66,30 @@ def main() -> None:
     ap.add_argument("--no-engine", action="store_true", help="the model's columns only")
     a = ap.parse_args()
     cores = cpu_count()
-    threads = a.threads or cores
+    threads = a.threads if a.threads is not None else cores
+    if not (1 <= threads <= MAX_THREADS and a.records >= 1000 and a.ops >= 1):
+        ap.exit(2, f"{ap.prog}: --threads must be in 1..{MAX_THREADS}, --records at least 1,000, --ops at least 1\n")
+    if not (math.isfinite(a.iops) and a.iops >= 0):
+        ap.exit(2, f"{ap.prog}: --iops {a.iops}: a finite number >= 0 (0: tmpfs)\n")
+    try:
+        mix = parse_mix(a.mix) if a.mix else None
+    except ValueError as e:
+        ap.exit(2, f"{ap.prog}: --mix {e}\n")
     dev = LOCAL_DEVICE if a.iops <= 0 else DeviceModel(iops=a.iops, read_latency_s=READ_LATENCY_S)
     plan = RunPlan(a.records, a.ops, threads, cores, dev, True, 1.0)
     sets = design_sets(a.records, MEMORY_SHARE * a.records * (KEY + VALUE), cores, dev, plan)[a.workload]
     names = a.design or list(sets)
     unknown = [n for n in names if n not in sets]
     if unknown:
-        raise SystemExit(f"--design: {', '.join(unknown)} not in the ranking's set ({', '.join(sets)})")
+        ap.exit(2, f"{ap.prog}: --design {', '.join(unknown)}: not in the ranking's set ({', '.join(sets)})\n")
     spec = shipped_spec(a.workload)
-    if a.mix:
-        spec = replace(spec, workload=replace(spec.workload, operations=parse_mix(a.mix)))
+    if mix is not None:
+        spec = replace(spec, workload=replace(spec.workload, operations=mix))
     if not a.no_engine:
         build(TEMPLATE)
-    mix = a.mix or "the workload's"
-    print(f"{a.workload}, mix {mix}, {threads} threads, {'tmpfs' if a.iops <= 0 else f'{a.iops:g} IOPS'}")
+    where = "tmpfs" if a.iops <= 0 else f"{a.iops:g} IOPS"
+    mix_name = a.mix or "the workload's"
+    print(f"{a.workload}, mix {mix_name}, {threads} threads, {where}")
     head = f"{'design':<18} {'class':<7} {'':<6} {'ops/s':>11} {'client us':>10} {'bg us':>7} {'blocks':>7}"
     print(f"{head} {'buffer':>7}")
     for name in names:
@@ -91,9 +106,10 @@ def main() -> None:
         x = float(rep["run"]["throughput_ops"])
         # each client thread's share of the run on a CPU, and waiting for one another program held
         busy = x * p["measured_fg_cpu_us"] / 1e6 / threads
-        thread_seconds = float(rep["run"]["seconds"]) * threads
-        queued = float(rep["cpu"].get("foreground_runqueue_seconds") or 0.0) / thread_seconds
-        stalled = float(rep.get("background", {}).get("stall_micros", 0)) / 1e6 / thread_seconds
+        queued = runqueue_share(rep, threads)
+        stalled = (
+            float(rep.get("background", {}).get("stall_micros", 0)) / 1e6 / (float(rep["run"]["seconds"]) * threads)
+        )
         print(
             f"{name:<18} {cls:<7} {'engine':<6} {x:>11,.0f} "
             f"{p['measured_fg_cpu_us']:>10.3f} {p['measured_bg_cpu_us']:>7.3f} {p['measured_blocks_per_op']:>7.3f} "

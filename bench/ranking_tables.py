@@ -24,11 +24,14 @@ from pathlib import Path
 import pandas as pd
 
 from cost_models import cpu_count
-from cost_models.cpu import LOCAL_DEVICE, PHI_TABLE, DeviceModel, using_table
+from cost_models.cpu import LOCAL_DEVICE, PHI_TABLE, DeviceModel, phi_table, using_table
 from cost_models.engine_model import engine_throughput
 from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
 from measure.ranking import RunPlan, design_sets, spearman
+from specs.errors import InputError
 
+#: The columns of a ranking.parquet this reads (measure.ranking.ranking's rows).
+RANKING_COLUMNS = ("workload", "design", "records", "operations", "warmup_operations", "predicted_ops", "measured_ops")
 #: The read latency of the ranking's device mode (cli.py validate --read-latency-us default here).
 READ_LATENCY_S = 250e-6
 
@@ -54,8 +57,24 @@ def main() -> None:
     a = ap.parse_args()
     for path in (a.run / "ranking.parquet", a.old, a.run_table):
         if not path.is_file():
-            raise SystemExit(f"{path}: no such file")
-    rows = pd.read_parquet(a.run / "ranking.parquet")
+            ap.exit(2, f"{ap.prog}: {path}: no such file\n")
+    if not (math.isfinite(a.iops) and a.iops >= 0) or (a.ops is not None and a.ops < 1):
+        ap.exit(2, f"{ap.prog}: --iops must be a finite number >= 0 and --ops at least 1\n")
+    for table in (a.old, a.run_table):
+        try:
+            with using_table(table):
+                phi_table()
+        except InputError as e:
+            ap.exit(2, f"{ap.prog}: {e}\n")
+    try:
+        rows = pd.read_parquet(a.run / "ranking.parquet")
+    except (OSError, ValueError) as e:
+        ap.exit(2, f"{ap.prog}: {a.run / 'ranking.parquet'}: not a readable parquet file ({e})\n")
+    missing = sorted(set(RANKING_COLUMNS) - set(rows.columns))
+    if missing or rows.empty:
+        ap.exit(
+            2, f"{ap.prog}: {a.run / 'ranking.parquet'}: not a ranking (no rows, or missing {', '.join(missing)})\n"
+        )
     records = int(rows["records"].iloc[0])
     dev = LOCAL_DEVICE if a.iops <= 0 else DeviceModel(iops=a.iops, read_latency_s=READ_LATENCY_S)
     cores = cpu_count()
@@ -69,7 +88,7 @@ def main() -> None:
         old, new, meas = [], [], []
         for r in g.itertuples():
             if r.design not in sets[str(w)]:
-                raise SystemExit(f"{w} {r.design}: not in today's design set (was the run made with another table?)")
+                ap.exit(2, f"{ap.prog}: {w} {r.design}: not in the design set (was the run made with another table?)\n")
             secs, wl = plan.workload(spec, sets[str(w)][r.design])
             wl = {
                 **wl,
@@ -80,8 +99,9 @@ def main() -> None:
             with using_table(a.run_table):
                 ran = engine_throughput(secs, wl, cores, dev)[0]
             if abs(ran / float(r.predicted_ops) - 1.0) > 1e-6:
-                raise SystemExit(
-                    f"{w} {r.design}: predicted {ran:,.0f} here, {r.predicted_ops:,.0f} in the run: not its table"
+                ap.exit(
+                    2,
+                    f"{ap.prog}: {w} {r.design}: predicted {ran:,.0f}, the run {r.predicted_ops:,.0f}: not its table\n",
                 )
             new.append(engine_throughput(secs, wl, cores, dev)[0])
             with using_table(a.old):

@@ -43,6 +43,7 @@ from measure.calibrate import (
     table_terms,
 )
 from measure.grid import mix_spec
+from specs.errors import InputError
 from specs.vocab import DesignClass, Operation
 
 US = 1e6
@@ -80,9 +81,8 @@ def memtables(repeats: int) -> None:
         )
 
 
-def residuals(path: Path) -> None:
-    """Part 2: a calibration's loaded runs against the model it fits."""
-    samples = load_samples(path)
+def residuals(path: Path, samples: list[Sample]) -> None:
+    """Part 2: a calibration's loaded runs (``samples``, read from ``path``) against the model it fits."""
     res = fit(samples)
     cpu, rng, mem, lookup = res["cpu"], res["range"], res["memtable"], res["lookup"]
     ops = {"get", "rmw", "update", "ycsb_a", "ycsb_f"}
@@ -105,11 +105,17 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="runs per point of part 1 [2]")
     ap.add_argument("--samples", type=Path, help="a calibration.parquet for part 2")
     a = ap.parse_args()
-    if a.samples is not None and not a.samples.is_file():
-        raise SystemExit(f"--samples {a.samples}: no such file")
-    memtables(a.repeats)
+    if a.repeats < 1:
+        ap.exit(2, f"{ap.prog}: --repeats must be at least 1\n")
+    samples = None
     if a.samples is not None:
-        residuals(a.samples)
+        try:  # checked before the runs: a bad file stops nothing half done
+            samples = load_samples(a.samples)
+        except InputError as e:
+            ap.exit(2, f"{ap.prog}: --samples {e}\n")
+    memtables(a.repeats)
+    if samples is not None:
+        residuals(a.samples, samples)
 
 
 if __name__ == "__main__":

@@ -105,7 +105,10 @@ def using_table(path: Path) -> Iterator[None]:
 
 def _load_table(path: Path) -> dict[str, Any]:
     """Load and check a phi table."""
-    raw = yaml.safe_load(path.read_text())
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise PhiTableError(f"{path.name}: not a readable YAML phi table ({type(e).__name__})") from None
     if not isinstance(raw, dict) or raw.get("schema") != PHI_SCHEMA:
         raise PhiTableError(f"{path.name}: not a schema-{PHI_SCHEMA} phi table; run `cosine calibrate --write`")
     for key in ENGINE_TERMS:

@@ -12,7 +12,7 @@ key partitions.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -435,6 +435,34 @@ def _memtable_state(
     return {"buffered": (float(shape.get("buffered", 0)) + end) / 2}
 
 
+def _io_and_demands(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    device: DeviceModel,
+    shape: dict[str, Any] | None,
+    end_shape: dict[str, Any] | None,
+    frozen: float,
+    cpu_scale: float,
+    merges: RunMerges | None,
+) -> tuple[IOCost, Demands]:
+    """The I/O model's cost and the CPU model's demands of :func:`engine_demands`."""
+    io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen, merges=merges)
+    mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
+    d = demands(
+        io,
+        engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape)),
+        mix,
+        float(workload.get("scan_length", 1)),
+        device.read_latency_s,
+    )
+    return io, d.scaled(cpu_scale)
+
+
+def _blocks(io: IOCost, workload: dict[str, Any]) -> float:
+    """Blocks per operation of ``workload``'s mix."""
+    return float(io.total({k: float(v) for k, v in workload["mix"].items() if float(v) > 0})[0])
+
+
 def engine_demands(
     cfg: dict[str, Any],
     workload: dict[str, Any],
@@ -449,16 +477,40 @@ def engine_demands(
     a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape``/``frozen``/
     ``merges`` as in :func:`predict` (None: the model's expected state); ``cpu_scale``: the
     host's CPU seconds relative to the calibration host's (:meth:`Demands.scaled`)."""
-    io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen, merges=merges)
-    mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
-    d = demands(
-        io,
-        engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape)),
-        mix,
-        float(workload.get("scan_length", 1)),
-        device.read_latency_s,
-    )
-    return d.scaled(cpu_scale), float(io.total(mix)[0])
+    io, d = _io_and_demands(cfg, workload, device, shape, end_shape, frozen, cpu_scale, merges)
+    return d, _blocks(io, workload)
+
+
+@dataclass(frozen=True)
+class EngineBreakdown:
+    """What :func:`engine_breakdown` predicts for one run: the throughput and what it is made of."""
+
+    #: operations per second
+    throughput: float
+    #: blocks read and written per operation
+    blocks: float
+    #: S, P, D, G per operation (one design), with the run's frozen buffers
+    demands: Demands
+    #: the I/O model's cost, its share of lookups the buffer answers (``get_buffered``) included
+    io: IOCost
+
+
+def engine_breakdown(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    cores: int,
+    device: DeviceModel = LOCAL_DEVICE,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
+    cpu_scale: float = 1.0,
+    merges: RunMerges | None = None,
+) -> EngineBreakdown:
+    """:func:`engine_throughput`'s prediction with the demands and I/O cost it came from."""
+    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges)
+    io, d = _io_and_demands(cfg, workload, device, shape, end_shape, f, cpu_scale, merges)
+    th = int(workload["threads"])
+    x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
+    return EngineBreakdown(float(x[0]), _blocks(io, workload), d, io)
 
 
 def engine_throughput(
@@ -476,11 +528,8 @@ def engine_throughput(
     ``shape``/``end_shape``/``merges`` as in :func:`predict` (None: the model's expected
     state), with the frozen buffers the run's own background load leaves (:func:`frozen_buffers`);
     ``cpu_scale`` as in :func:`engine_demands`."""
-    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges)
-    d, blocks = engine_demands(cfg, workload, device, shape, end_shape, frozen=f, cpu_scale=cpu_scale, merges=merges)
-    th = int(workload["threads"])
-    x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
-    return float(x[0]), blocks
+    b = engine_breakdown(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges)
+    return b.throughput, b.blocks
 
 
 def frozen_buffers(

@@ -75,7 +75,16 @@ from cost_models.cpu import (
 )
 from cost_models.engine_model import deepest_merge_puts, engine_throughput, run_start_buffered, write_share
 from cost_models.io_model import IOCost, wal_pages
-from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, workload_json
+from measure.engine import (
+    TEMPLATE,
+    as_ran,
+    buffered_share,
+    build,
+    run_merges,
+    run_scratch,
+    runqueue_share,
+    workload_json,
+)
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
 from render.config import device_section, to_toml
 from specs.errors import InputError
@@ -243,14 +252,13 @@ def _sample(kind: str, cls: str, workload: str, wl: dict[str, Any], secs: dict[s
     cpu = rep.get("cpu") or {}
     if not cpu:
         raise CalibrationError("cosine-bench reported no CPU times (needs Linux /proc/thread-self/schedstat)")
-    wall = float(rep["run"]["seconds"])
     bg = rep.get("background", {})
     bg_blocks = sum(
         bg.get(k, 0)
         for k in ("flush_blocks_written", "flush_blocks_read", "compaction_blocks_read", "compaction_blocks_written")
     )
     lay = secs["layout"]
-    lookups = sum(rep["per_op"].get(op, {}).get("count", 0) for op in (Operation.GET, Operation.RMW))
+    buffered = buffered_share(rep)
     return Sample(
         kind=kind,
         cls=cls,
@@ -262,13 +270,13 @@ def _sample(kind: str, cls: str, workload: str, wl: dict[str, Any], secs: dict[s
         block_bytes=float(lay["block_entries"] * (lay["key_bytes"] + lay["value_bytes"])),
         mix=json.dumps({k: v for k, v in wl["mix"].items() if v > 0}, sort_keys=True),
         throughput=float(rep["run"]["throughput_ops"]),
-        runqueue_share=float(cpu.get("foreground_runqueue_seconds") or 0.0) / max(wall * th, 1e-12),
+        runqueue_share=runqueue_share(rep, th),
         free_throughput=free_throughput(rep),
         fg_cpu=float(cpu["foreground_seconds"]) / ops,
         fg_blocks=sum(v.get("blocks_read", 0) for v in rep["per_op"].values()) / ops,
         bg_cpu=(float(cpu["background_seconds"]) + float(cpu["settle_background_seconds"])) / ops,
         bg_blocks=bg_blocks / ops,
-        get_buffered=bg.get("buffer_hits", 0) / lookups if lookups else 0.0,
+        get_buffered=0.0 if buffered is None else buffered,
         memtable_entries=memtable_entries(rep, secs),
     )
 
@@ -1408,9 +1416,7 @@ def fig4b(
                     warm.append(rep.get("warmup") or {})
                     meas.append(float(rep["run"]["throughput_ops"]))
                     free.append(free_throughput(rep))
-                    rq.append(
-                        float(rep["cpu"].get("foreground_runqueue_seconds") or 0.0) / (rep["run"]["seconds"] * th)
-                    )
+                    rq.append(runqueue_share(rep, th))
                     dev = device or LOCAL_DEVICE
                     state = (rep["load"]["shape"], rep.get("stats"))
                     deep = run_merges(rep)

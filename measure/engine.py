@@ -23,6 +23,7 @@ from render.workspace import RENDER_META
 from specs.errors import InputError, check_range
 from specs.io import read_json
 from specs.schema import MAX_ENTRIES, Spec
+from specs.vocab import Operation
 
 TEMPLATE = REPO_ROOT / "engine-template"
 #: Records `cosine bench` loads by default (the spec's, up to this), and the most it accepts.
@@ -119,6 +120,19 @@ def run_merges(report: dict[str, Any]) -> RunMerges | None:
     return RunMerges(int(n), spacing, None if flushes is None else int(flushes))
 
 
+def buffered_share(report: dict[str, Any]) -> float | None:
+    """Share of a cosine-bench run's lookups (gets, rmw reads) a memtable answered (None: the run
+    made none)."""
+    lookups = sum(report["per_op"].get(op, {}).get("count", 0) for op in (Operation.GET, Operation.RMW))
+    return report.get("background", {}).get("buffer_hits", 0) / lookups if lookups else None
+
+
+def runqueue_share(report: dict[str, Any], threads: int) -> float:
+    """Share of a cosine-bench run's client-thread time spent waiting for a CPU another program held."""
+    waited = float((report.get("cpu") or {}).get("foreground_runqueue_seconds") or 0.0)
+    return waited / max(float(report["run"]["seconds"]) * threads, 1e-12)
+
+
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
     wl = spec.workload
@@ -158,25 +172,20 @@ def model_prediction(config_text: str, wl: dict[str, Any], report: dict[str, Any
     lookups (gets, rmw reads) the buffer answered — where a throughput miss comes from."""
     import tomllib
 
-    from cost_models.engine_model import engine_demands, engine_throughput, frozen_buffers, predict
+    from cost_models.engine_model import engine_breakdown
     from render.config import config_device
 
     cfg = tomllib.loads(config_text)
-    cores = cpu_count()
-    dev = config_device(cfg)
-    shape, end = report["load"]["shape"], report.get("stats")
-    x, io = engine_throughput(cfg, wl, cores, dev, shape, end)
-    frozen = frozen_buffers(cfg, wl, cores, dev, shape, end)
-    d, _ = engine_demands(cfg, wl, dev, shape, end, frozen=frozen)
+    model = engine_breakdown(cfg, wl, cpu_count(), config_device(cfg), report["load"]["shape"], report.get("stats"))
+    x, io, d = model.throughput, model.blocks, model.demands
     serial, parallel = d.at_threads(int(wl["threads"]))
-    buffered = predict(cfg, wl, shape=shape, end_shape=end, frozen=frozen).get_buffered
+    buffered = model.io.get_buffered
     from measure.validate import accuracy, blocks_per_op
 
     meas = float(report["run"]["throughput_ops"])
     blocks = blocks_per_op(report)
     ops = int(wl["operations"])
     cpu = report.get("cpu") or {}
-    lookups = sum(report["per_op"].get(op, {}).get("count", 0) for op in ("get", "rmw"))
     return {
         "throughput_ops": x,
         "blocks_per_op": io,
@@ -192,7 +201,7 @@ def model_prediction(config_text: str, wl: dict[str, Any], report: dict[str, Any
             else None
         ),
         "buffered_share": None if buffered is None else float(buffered[0]),
-        "measured_buffered_share": report.get("background", {}).get("buffer_hits", 0) / lookups if lookups else None,
+        "measured_buffered_share": buffered_share(report),
     }
 
 

@@ -228,3 +228,16 @@ def test_demands_charge_each_operations_concurrent_cpu_by_its_own_factor() -> No
         want_p = sum(w * phi[op] * c[op] * (r[op] - 1) * w for op, w in mix.items())
         assert float(d.serial_concurrent[i]) == pytest.approx(want_s, rel=1e-9, abs=1e-18)
         assert float(d.parallel_concurrent[i]) == pytest.approx(want_p, rel=1e-9, abs=1e-18)
+
+
+@pytest.mark.parametrize("text", ["x: [\n", "\xff\xfe", "[1, 2]\n"])
+def test_an_unreadable_phi_table_is_one_input_error(tmp_path, text: str) -> None:
+    """A damaged phi table (bad YAML, bad bytes, not a mapping) is an InputError naming the file,
+    never a YAML or decoding traceback."""
+    from cost_models.cpu import phi_table, using_table
+    from specs.errors import InputError
+
+    path = tmp_path / "phi.yaml"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(InputError, match="phi.yaml"), using_table(path):
+        phi_table()
