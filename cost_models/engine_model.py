@@ -12,8 +12,9 @@ key partitions.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -46,6 +47,7 @@ from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, RunStrategy
 
 E = TypeVar("E", Compaction, RunStrategy)
+P = ParamSpec("P")
 
 
 def distribution(d: dict[str, Any]) -> Distribution:
@@ -513,23 +515,22 @@ def engine_breakdown(
     return EngineBreakdown(float(x[0]), _blocks(io, workload), d, io)
 
 
-def engine_throughput(
-    cfg: dict[str, Any],
-    workload: dict[str, Any],
-    cores: int,
-    device: DeviceModel = LOCAL_DEVICE,
-    shape: dict[str, Any] | None = None,
-    end_shape: dict[str, Any] | None = None,
-    cpu_scale: float = 1.0,
-    merges: RunMerges | None = None,
-) -> tuple[float, float]:
-    """(operations per second, blocks per operation) the model predicts for a configured engine
-    running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
-    ``shape``/``end_shape``/``merges`` as in :func:`predict` (None: the model's expected
-    state), with the frozen buffers the run's own background load leaves (:func:`frozen_buffers`);
-    ``cpu_scale`` as in :func:`engine_demands`."""
-    b = engine_breakdown(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges)
-    return b.throughput, b.blocks
+def _pair(breakdown: Callable[P, EngineBreakdown]) -> Callable[P, tuple[float, float]]:
+    """``breakdown``'s (throughput, blocks) alone, with its parameters."""
+
+    def pair(*args: P.args, **kwargs: P.kwargs) -> tuple[float, float]:
+        b = breakdown(*args, **kwargs)
+        return b.throughput, b.blocks
+
+    return pair
+
+
+#: (operations per second, blocks per operation) the model predicts for a configured engine
+#: running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
+#: ``shape``/``end_shape``/``merges`` as in :func:`predict` (None: the model's expected state), with
+#: the frozen buffers the run's own background load leaves (:func:`frozen_buffers`); ``cpu_scale``
+#: as in :func:`engine_demands`. :func:`engine_breakdown` without what the figures are made of.
+engine_throughput = _pair(engine_breakdown)
 
 
 def frozen_buffers(
