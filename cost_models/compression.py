@@ -30,6 +30,7 @@ import yaml
 
 from cost_models.symbolic import compiled
 from specs.errors import InputError
+from specs.io import load_yaml
 from specs.vocab import READ_OPERATIONS, WRITE_OPERATIONS, CodecName
 
 TABLE = Path(__file__).resolve().parent / "data" / "compression.yaml"
@@ -68,7 +69,7 @@ def parse_codec(text: str) -> str:
 def table(path: Path = TABLE) -> dict[str, Any]:
     """The measured codec table: ``codecs[name][compressibility] = {size_factor, ...}``."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise CompressionTableError(f"{path.name}: cannot read ({exc})") from None
     codecs = raw.get("codecs") if isinstance(raw, dict) else None

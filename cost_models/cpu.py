@@ -38,6 +38,7 @@ import yaml
 from cost_models.io_model import IOCost, wal_pages
 from cost_models.symbolic import compiled
 from specs.errors import InputError
+from specs.io import load_yaml
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
 
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
@@ -106,7 +107,7 @@ def using_table(path: Path) -> Iterator[None]:
 def _load_table(path: Path) -> dict[str, Any]:
     """Load and check a phi table."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise PhiTableError(f"{path.name}: not a readable YAML phi table ({type(e).__name__})") from None
     if not isinstance(raw, dict) or raw.get("schema") != PHI_SCHEMA:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from specs.errors import InputError, check_range
+from specs.io import load_yaml
 
 _DATA = Path(__file__).resolve().parent / "data"
 
@@ -25,7 +25,7 @@ _DATA = Path(__file__).resolve().parent / "data"
 @lru_cache(maxsize=1)
 def model_constants() -> dict[str, float]:
     """Model constants from ``data/model_constants.yaml`` (value only)."""
-    raw = yaml.safe_load((_DATA / "model_constants.yaml").read_text())
+    raw = load_yaml((_DATA / "model_constants.yaml").read_text())
     return {k: float(v["value"]) for k, v in raw.items()}
 
 

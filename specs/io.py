@@ -236,6 +236,24 @@ def read_rows(path: Path, row_type: type[R], what: str) -> list[R]:
     return out
 
 
+def _numpy_column(col: Any) -> np.ndarray:
+    """A pyarrow column without nulls as a numpy array. Numbers are read from the column's data
+    buffer: pyarrow's own ``to_numpy`` imports pandas (0.2-0.3 s, the most of a warm solve's
+    reading of its table cache); booleans and strings go through Python lists."""
+    import pyarrow as pa
+
+    arr = col.combine_chunks()
+    if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
+        dtype = np.dtype(arr.type.to_pandas_dtype())
+        data = arr.buffers()[1]
+        if data is None:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(data, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize).copy()
+    if pa.types.is_boolean(arr.type):
+        return np.array(arr.to_pylist(), dtype=bool)
+    return np.array(arr.to_pylist(), dtype=object)
+
+
 def read_columns(path: Path, row_type: type, what: str) -> dict[str, Any]:
     """The columns of a parquet file written with :func:`write_rows` by field name (numpy
     arrays; a nullable column is a list, None where missing), checked as :func:`read_rows`
@@ -246,7 +264,7 @@ def read_columns(path: Path, row_type: type, what: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(row_type):  # type: ignore[arg-type]
         col = table.column(column_name(f))
-        out[f.name] = col.to_pylist() if schema.field(column_name(f)).nullable else col.to_numpy()
+        out[f.name] = col.to_pylist() if schema.field(column_name(f)).nullable else _numpy_column(col)
     check = getattr(row_type, "check_columns", None)
     if check is not None:
         try:
@@ -267,6 +285,16 @@ def finite(x: float | None, lo: float = 0.0, *, nullable: bool = False) -> bool:
     if x is None:
         return nullable
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= lo
+
+
+def load_yaml(text: str) -> Any:
+    """A YAML document the project ships (the phi, codec and constants tables) with the safe
+    loader, libyaml's when PyYAML has it (about 10x the pure-Python one's speed). Raises
+    ``yaml.YAMLError`` as ``yaml.safe_load`` does; user specs have their own guarded loader
+    (specs.schema)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
 
 def read_json(path: Path, what: str) -> Any:
