@@ -355,8 +355,10 @@ def columns_for_vm(
     if not choices or cand.size == 0:
         return []
     iops, fits = _fitting(ge, cand, bucket, thresholds, choices)
+    dem = design_demands(spec, ge, cand) if dem is None else dem
+    cpu = cpu_scores(dem, vm.vcpu) if cpu is None else cpu
     xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem, cpu)
-    return _picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name)
+    return _picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name, headroom=cpu[0])
 
 
 def _fitting(
@@ -382,34 +384,45 @@ def _picked(
     xe: np.ndarray,
     xp: np.ndarray,
     name: str,
+    headroom: np.ndarray | None = None,
 ) -> list[_Column]:
     """The columns of one VM type from its (volumes, designs) scores ``xe``, ``xp`` (:func:`node_scores`)
-    and :func:`_fitting`'s ``fits``: per volume the best design, or with robustness the front."""
+    and :func:`_fitting`'s ``fits``: per volume the best design, or with robustness the front.
+
+    Of designs equally fast on a volume (a device-bound node: every design that moves the same
+    blocks per operation runs at the volume's pace) the one with the most ``headroom`` is taken:
+    the highest throughput its CPU allows (:func:`cpu_scores`), the one furthest from becoming
+    CPU-bound if the model's CPU costs are off. Without ``headroom``, the first."""
     xe = np.where(fits, xe, 0.0)
     xp = np.where(fits, xp, 0.0)
     raw: list[tuple[int, int]] = []
     if is_robust(spec):
-        raw = _robust_front(vm, choices, xe, xp)
+        raw = _robust_front(vm, choices, xe, xp, headroom)
     else:
+        spare = np.zeros(xe.shape[1]) if headroom is None else -np.nan_to_num(headroom, nan=-np.inf)
         for r in range(len(choices)):
-            j = int(np.argmax(xe[r]))
+            j = int(np.lexsort((spare, -xe[r]))[0])
             if xe[r, j] > 0:
                 raw.append((r, j))
     return [_Column(vm, entries, choices[r], float(xe[r, j]), float(xp[r, j]), ge, int(cand[j]), name) for r, j in raw]
 
 
-def _robust_front(vm: VmType, choices: list[StorageChoice], xe: np.ndarray, xp: np.ndarray) -> list[tuple[int, int]]:
+def _robust_front(
+    vm: VmType, choices: list[StorageChoice], xe: np.ndarray, xp: np.ndarray, headroom: np.ndarray | None = None
+) -> list[tuple[int, int]]:
     """The (volume, design) pairs of one VM type worth a column with robustness: on each
     volume the Pareto front of the designs in (expected, perturbed) throughput (all
     volumes at once: per row, fastest first, a design is kept when its perturbed
-    throughput beats every faster one's), then only the pairs no other pair of this VM
+    throughput beats every faster one's; of designs equal in both, the one with the most
+    ``headroom``, :func:`_picked`), then only the pairs no other pair of this VM
     beats on (cost, expected, perturbed) -- the ones :func:`prune_columns` would drop
     anyway (it drops a column any other one weakly dominates; of identical ones it keeps
     the first, and the pairs keep their order)."""
     live = xe > 0
     e = np.where(live, -xe, np.inf)
     q = np.where(live, -xp, np.inf)
-    order = np.lexsort((q, e), axis=-1)
+    spare = np.zeros(xe.shape) if headroom is None else np.broadcast_to(-np.nan_to_num(headroom, nan=-np.inf), xe.shape)
+    order = np.lexsort((spare, q, e), axis=-1)
     qs = np.take_along_axis(q, order, axis=1)
     best = np.minimum.accumulate(qs, axis=1)
     prev = np.concatenate([np.full((q.shape[0], 1), np.inf), best[:, :-1]], axis=1)

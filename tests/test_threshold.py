@@ -146,3 +146,30 @@ def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
         table = np.array([(c, -xe[r, j], -xp[r, j]) for c, (r, j) in zip(cost, raw, strict=True)]).reshape(-1, 3)
         want = [p for p, k in zip(raw, pareto_mask(table), strict=True) if k] if raw else []
         assert _robust_front(vm, choices, xe, xp) == want
+
+
+def test_equally_fast_designs_are_told_apart_by_their_cpu_headroom():
+    """solver.tables._picked: of designs equally fast on a volume (device-bound), the column
+    carries the one whose CPU allows the most; with robustness, the front's pair equal in both
+    throughputs does too; without headroom, the first (as before)."""
+    from cost_models.cloud import StorageChoice
+    from cost_models.pricing import VmType
+    from solver.tables import _picked, _robust_front
+    from specs.schema import parse_spec
+
+    vm = VmType("aws", "m", 2, 8.0, 0.1)
+    choices = [StorageChoice("aws", "gp3", 1, 100.0, 3000.0, 1.0), StorageChoice("aws", "gp3", 1, 200.0, 6000.0, 2.0)]
+    xe = np.array([[5.0, 5.0, 4.0, 5.0], [7.0, 6.0, 7.0, 7.0]])
+    xp = np.array([[3.0, 3.0, 3.0, 3.0], [2.0, 2.0, 2.0, 2.0]])
+    headroom = np.array([9.0, 20.0, 30.0, 12.0])
+    fits = np.ones_like(xe, dtype=bool)
+    spec = parse_spec(
+        "name: t\nworkload: {entries: 1000000, key_bytes: 16, value_bytes: 100, operations: {get: 0.5, update: 0.5}}\n"
+        "budget: {monthly_usd: 1000}\n"
+    )
+    cand = np.arange(4)
+    rows = [c.row for c in _picked(spec, vm, 1e6, choices, None, cand, fits, xe, xp, "t", headroom=headroom)]
+    assert rows == [1, 2]  # volume 0: designs 0, 1, 3 tie at 5 -> 1; volume 1: 0, 2, 3 tie at 7 -> 2
+    assert [c.row for c in _picked(spec, vm, 1e6, choices, None, cand, fits, xe, xp, "t")] == [0, 0]
+    assert _robust_front(vm, choices, xe, xp, headroom) == [(0, 1), (1, 2)]
+    assert _robust_front(vm, choices, xe, xp) == [(0, 0), (1, 0)]
