@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
 from measure.calibrate import buffered_warmup, covering_ops, free_throughput, steady_warmup
+from measure.cores import on_two_cores
 from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
@@ -230,9 +232,15 @@ def ranking(
         spec = shipped_spec(w)
         runs: dict[str, list[tuple[float, float, float, float, dict[str, Any]]]] = {name: [] for name in sets[w]}
         plans = {name: plan.workload(spec, secs) for name, secs in sets[w].items()}
+        dropped = dict.fromkeys(plans, 0)
+        shared = dict.fromkeys(plans, 0)
         for _ in range(repeats):
             for name, (secs, wl) in plans.items():
-                rep = run_scratch(to_toml(secs), wl, f"ranking-{done}")
+                one = partial(run_scratch, to_toml(secs), wl, f"ranking-{done}")
+                # a run the host gave one core for two threads is run again (measure.cores)
+                rep, lost, on_one = on_two_cores(one) if threads > 1 else (one(), 0, False)
+                dropped[name] += lost
+                shared[name] += int(on_one)
                 ran = as_ran(wl, rep)
                 x_state, _ = engine_throughput(
                     secs,
@@ -269,6 +277,10 @@ def ranking(
                     # over the time the driver threads held a CPU (a loaded machine's wall clock is not the engine's)
                     "measured_free_ops": free[len(free) // 2],
                     "runs": len(meas),
+                    # runs the host ran on one core's two hardware threads (measure.cores): run
+                    # again, and those kept as they ran after the last attempt
+                    "runs_dropped_shared_core": dropped[name],
+                    "runs_on_shared_core": shared[name],
                     "cpu_scale": cpu_scale,
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,

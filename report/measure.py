@@ -117,6 +117,14 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
                 f"{r['measured_blocks_per_op']:.3f}",
             )
         con.print(t)
+        mine = [r for r in rows if r["workload"] == s["workload"]]
+        again = sum(int(r["runs_dropped_shared_core"]) for r in mine)
+        kept = sum(int(r["runs_on_shared_core"]) for r in mine)
+        if again or kept:
+            con.print(
+                f"{s['workload']}: {again} run(s) run again, the host had put both client threads on one "
+                f"core (measure.cores); {kept} kept so after the last attempt"
+            )
 
 
 def print_operation_calibration(res: dict[str, Any]) -> None:

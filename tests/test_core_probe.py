@@ -1,0 +1,55 @@
+"""measure.cores: a run the host gave one core for two threads is run again, and the probe that
+tells it is the engine's own (cached gets at one and two threads)."""
+
+from __future__ import annotations
+
+import pytest
+
+from measure.cores import ATTEMPTS, SHARED_CORE_RATIO, CoreProbe, core_probe, on_two_cores
+
+
+@pytest.mark.parametrize(
+    ("one", "two", "shared"),
+    [(0.53e-6, 0.65e-6, False), (0.53e-6, 0.73e-6, False), (0.53e-6, 1.33e-6, True), (0.53e-6, 1.40e-6, True)],
+)
+def test_the_probes_of_both_modes_are_told_apart(one: float, two: float, shared: bool) -> None:
+    """The §34.4 probes: 1.2-1.4 on two cores, 2.5-2.6 on one core's two hardware threads."""
+    assert CoreProbe(one, two).shared is shared
+    assert CoreProbe(1.0, SHARED_CORE_RATIO).shared is False
+
+
+def _script(modes: list[bool]) -> tuple[list[int], list[float], object, object, object]:
+    runs: list[int] = []
+    waits: list[float] = []
+    it = iter(modes)
+
+    def run() -> int:
+        runs.append(len(runs))
+        return len(runs)
+
+    def probe() -> CoreProbe:
+        return CoreProbe(1.0, 2.5 if next(it) else 1.2)
+
+    return runs, waits, run, probe, waits.append
+
+
+@pytest.mark.parametrize(
+    ("modes", "kept", "dropped", "shared"),
+    [
+        ([False], 1, 0, False),
+        ([True, False], 2, 1, False),
+        ([True, True, False], 3, 2, False),
+        ([True] * ATTEMPTS, ATTEMPTS, ATTEMPTS - 1, True),
+    ],
+)
+def test_a_run_on_a_shared_core_is_run_again(modes: list[bool], kept: int, dropped: int, shared: bool) -> None:
+    runs, waits, run, probe, wait = _script(modes)
+    out = on_two_cores(run, probe, wait=wait)  # type: ignore[arg-type]
+    assert out == (kept, dropped, shared)
+    assert len(runs) == kept and len(waits) == dropped
+
+
+def test_the_probe_runs_the_engine(engine_binary) -> None:
+    p = core_probe()
+    assert 0 < p.one < 1e-4 and 0 < p.two < 1e-4
+    assert p.ratio > 0
