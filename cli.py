@@ -565,7 +565,11 @@ def calibrate(
                 quick, samples_from, _bar_callback(bar, bar.add_task("calibrating", total=1)), write=write, out=out
             )
         files = write_calibration(cal, out)
-        print_calibration(cal.result, cal.checks, cal.fig4b)
+        again = sum(x.runs_dropped_shared_core for x in cal.samples) + sum(
+            int(r["runs_dropped_shared_core"]) for r in cal.fig4b
+        )
+        kept = sum(x.on_shared_core for x in cal.samples) + sum(int(r["runs_on_shared_core"]) for r in cal.fig4b)
+        print_calibration(cal.result, cal.checks, cal.fig4b, (again, kept))
         if write:
             print_written(str(PHI_TABLE))
         print_written(", ".join(str(f) for f in files))

@@ -51,6 +51,7 @@ import statistics
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,18 +76,20 @@ from cost_models.cpu import (
 )
 from cost_models.engine_model import deepest_merge_puts, engine_throughput, run_start_buffered, write_share
 from cost_models.io_model import IOCost, wal_pages
+from measure.cores import on_two_cores
 from measure.engine import (
     TEMPLATE,
     as_ran,
     buffered_share,
     build,
+    config_text,
     run_merges,
     run_scratch,
     runqueue_share,
     workload_json,
 )
 from measure.grid import KEY, VALUE, designs, mix_spec, shipped_spec
-from render.config import device_section, to_toml
+from render.config import device_section
 from specs.errors import InputError
 from specs.io import finite, read_rows, require, write_records, write_rows, write_text
 from specs.schema import Spec
@@ -204,12 +207,20 @@ class Sample:
     get_buffered: float
     #: mean entries in the memtable during the run (half the buffer when it was flushed)
     memtable_entries: float
+    #: runs of this point dropped because the host ran its two threads on one core, and whether
+    #: the one kept still ran so (measure.cores; always 0 and False at one thread)
+    runs_dropped_shared_core: int = 0
+    on_shared_core: bool = False
+
+    #: 2: the shared-core columns
+    VERSION = 2
 
     def check(self) -> None:
         """Values a measurement gives (read_rows calls this on every row of a calibration.parquet)."""
         require(self.kind in tuple(CalibrationRun), f"unknown calibration run kind {self.kind!r}")
         require(self.cls in DESIGN_CLASSES, f"unknown design class {self.cls!r}")
         require(self.records >= 1 and self.threads >= 1 and self.operations >= 1, "records, threads, operations >= 1")
+        require(self.runs_dropped_shared_core >= 0, f"runs dropped {self.runs_dropped_shared_core} is negative")
         require(finite(self.throughput) and self.throughput > 0, f"throughput {self.throughput} is not positive")
         for name in ("fg_cpu", "fg_blocks", "bg_cpu", "bg_blocks", "get_buffered", "memtable_entries", "block_bytes"):
             v = getattr(self, name)
@@ -285,12 +296,6 @@ def calibration_designs(records: int) -> dict[str, dict[str, Any]]:
     """The class designs (engine.toml sections), as the validation grid has them."""
     grid = designs(records, quick=True, optima=False)
     return {cls: grid[name] for cls, name in CLASS_DESIGNS.items()}
-
-
-def _with(secs: dict[str, Any], threads: int, **layout: Any) -> str:
-    return to_toml(
-        {**secs, "layout": {**secs["layout"], **layout}, "algorithms": {**secs["algorithms"], "threads": threads}}
-    )
 
 
 @dataclass(frozen=True)
@@ -417,8 +422,11 @@ def measure(
         o, layout = _run_config(spec, cls, n, plan, kind, secs)
         wl = workload_json(spec, n, o, th)
         wl["warm_cache"] = kind in (CACHED, SMALL_MEMTABLE)
-        rep = run_scratch(_with(secs, th, **layout), wl, f"calibrate-{i}")
+        one = partial(run_scratch, config_text(secs, th, **layout), wl, f"calibrate-{i}")
+        # a run the host gave one core for its threads is run again (measure.cores)
+        rep, dropped, shared = on_two_cores(one) if th > 1 else (one(), 0, False)
         s = _sample(kind, cls, name, wl, secs, rep)
+        s.runs_dropped_shared_core, s.on_shared_core = dropped, shared
         if kind != LOADED and s.fg_blocks > 0:
             raise CalibrationError(
                 f"{kind} {cls} {name} run read {s.fg_blocks:.3g} blocks per operation: the "
@@ -1412,14 +1420,18 @@ def fig4b(
         for w in FIG4B_WORKLOADS:
             spec = shipped_spec(w)
             for th in thread_counts():
-                text = _with(secs, th)
+                text = config_text(secs, th)
                 ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores, cpu_scale)
                 wl = workload_json(spec, n, ops, th)
                 if warmup:
                     wl.update(steady_warmup(secs, wl))
                 meas, preds, tabled, rq, free, blocks, ios, warm = [], [], [], [], [], [], [], []
+                dropped, shared = 0, 0
                 for r in range(plan.repeats):
-                    rep = run_scratch(text, {**wl, "seed": 42 + r}, f"fig4b-{cls}-{w}-{th}-{r}")
+                    one = partial(run_scratch, text, {**wl, "seed": 42 + r}, f"fig4b-{cls}-{w}-{th}-{r}")
+                    # a run the host gave one core for its threads is run again (measure.cores)
+                    rep, lost, on_one = on_two_cores(one) if th > 1 else (one(), 0, False)
+                    dropped, shared = dropped + lost, shared + int(on_one)
                     ran = as_ran(wl, rep)
                     warm.append(rep.get("warmup") or {})
                     meas.append(float(rep["run"]["throughput_ops"]))
@@ -1461,6 +1473,9 @@ def fig4b(
                         # the warm-up the runs did, and how many saw a merge into the last level
                         "warmup_operations": statistics.median(int(x.get("operations", 0)) for x in warm),
                         "warmup_aligned_runs": sum(x.get("phase") is not None for x in warm),
+                        # runs run again because the host gave the threads one core, and kept so
+                        "runs_dropped_shared_core": dropped,
+                        "runs_on_shared_core": shared,
                     }
                 )
                 if progress:

@@ -19,6 +19,7 @@ from typing import Any
 from cost_models import REPO_ROOT, cpu_count
 from cost_models.design import MAX_THREADS as ENGINE_MAX_THREADS
 from cost_models.transient import RunMerges
+from render.config import to_toml
 from render.workspace import RENDER_META
 from specs.errors import InputError, check_range
 from specs.io import read_json
@@ -40,6 +41,14 @@ NICE_ENV = "COSINE_BENCH_NICE"
 
 #: How the engine reports a configuration it refuses (cosine-core ``Error::Config``'s Display).
 ENGINE_CONFIG_ERROR = "invalid configuration: "
+
+
+def config_text(secs: dict[str, Any], threads: int, **layout: Any) -> str:
+    """engine.toml of the sections ``secs`` with ``threads`` client threads and the ``layout``
+    entries replaced (e.g. ``block_cache_bytes``)."""
+    return to_toml(
+        {**secs, "layout": {**secs["layout"], **layout}, "algorithms": {**secs["algorithms"], "threads": threads}}
+    )
 
 
 def binary(workspace: Path, name: str = "cosine-bench") -> Path:

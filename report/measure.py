@@ -173,9 +173,19 @@ def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool) -> 
         )
 
 
-def print_calibration(res: dict[str, Any], checks: list[dict[str, Any]], fig4b: list[dict[str, Any]]) -> None:
-    """The learned CPU table, the block and background terms, the checks and Fig. 4B."""
+def print_calibration(
+    res: dict[str, Any], checks: list[dict[str, Any]], fig4b: list[dict[str, Any]], shared_core: tuple[int, int]
+) -> None:
+    """The learned CPU table, the block and background terms, the checks and Fig. 4B; ``shared_core``:
+    the runs (calibration and Fig. 4B) run again because the host gave two threads one core, and
+    those kept so after the last attempt (measure.cores)."""
     con = Console()
+    again, kept = shared_core
+    if again or kept:
+        con.print(
+            f"{again} run(s) run again: the host had put both client threads on one core (measure.cores); "
+            f"{kept} kept so after the last attempt"
+        )
     t = Table(
         title="measured CPU microseconds per operation (cached engine), phi (Eq. 2) and the CPU per operation "
         "at 2 threads over 1 (x2t)"

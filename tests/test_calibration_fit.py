@@ -200,7 +200,7 @@ def test_the_fit_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     stopped with an internal error there, after writing the table)."""
     from report.measure import print_calibration
 
-    print_calibration(fit(synthetic(), cores=2), [], [])
+    print_calibration(fit(synthetic(), cores=2), [], [], (0, 0))
     out = capsys.readouterr().out
     assert "lsh get" in out and "empty_get flat" in out and "an insert past 2,000" in out
 

@@ -53,3 +53,18 @@ def test_the_probe_runs_the_engine(engine_binary) -> None:
     p = core_probe()
     assert 0 < p.one < 1e-4 and 0 < p.two < 1e-4
     assert p.ratio > 0
+
+
+def test_a_two_thread_calibration_run_is_probed_and_its_sample_says_so(engine_binary) -> None:
+    """measure.calibrate.measure runs a two-thread run through on_two_cores; the sample keeps the count."""
+    from dataclasses import replace
+
+    from measure.calibrate import CACHED, QUICK_PLAN, measure
+    from measure.grid import mix_spec
+    from specs.vocab import Operation
+
+    plan = replace(QUICK_PLAN, sizes=(5_000,), read_ops=5_000, write_ops=5_000)
+    spec = mix_spec({Operation.GET: 1.0}, name="get")
+    (two,) = measure(plan, runs=[(CACHED, "lsm", "get", spec, 5_000, 2, 1.0)])
+    assert two.threads == 2 and 0 <= two.runs_dropped_shared_core < ATTEMPTS
+    assert isinstance(two.on_shared_core, bool)
