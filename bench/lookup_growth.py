@@ -20,8 +20,8 @@ import subprocess
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE
 from cost_models.engine_model import engine_throughput
-from measure.calibrate import CACHED_CACHE_FACTOR, _with, calibration_designs, free_throughput
-from measure.engine import TEMPLATE, build, run_scratch, workload_json
+from measure.calibrate import CACHED_CACHE_FACTOR, calibration_designs, free_throughput
+from measure.engine import TEMPLATE, build, config_text, run_scratch, workload_json
 from measure.grid import KEY, VALUE, mix_spec
 from measure.validate import accuracy
 from specs.vocab import Operation
@@ -46,7 +46,7 @@ def main() -> None:
     for cls, secs in calibration_designs(a.records).items():
         for th in (1, 2):
             cache = int(CACHED_CACHE_FACTOR * a.records * (KEY + VALUE))
-            text = _with(secs, th, block_cache_bytes=cache)
+            text = config_text(secs, th, block_cache_bytes=cache)
             wl = {**workload_json(spec, a.records, a.ops, th), "warm_cache": True}
             meas, free, cpu, preds = [], [], [], []
             for r in range(a.repeats):

@@ -23,8 +23,8 @@ from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, throughput, usable_cores
 from cost_models.design import MAX_THREADS
 from cost_models.engine_model import engine_demands
-from measure.calibrate import CLASS_DESIGNS, QUICK_PLAN, _with, accuracy, designs, free_throughput, steady_warmup
-from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, workload_json
+from measure.calibrate import CLASS_DESIGNS, QUICK_PLAN, accuracy, designs, free_throughput, steady_warmup
+from measure.engine import TEMPLATE, as_ran, build, config_text, run_merges, run_scratch, workload_json
 from measure.grid import shipped_spec
 from specs.schema import SPEC_DIR
 
@@ -65,7 +65,7 @@ def main() -> None:
         secs = grid[CLASS_DESIGNS[cls]]
         wl = workload_json(shipped_spec(w), n, a.ops, a.threads)
         wl.update(steady_warmup(secs, wl))
-        text = _with(secs, a.threads)
+        text = config_text(secs, a.threads)
         rep = run_scratch(text, {**wl, "seed": 42}, f"stalls-{cls}-{w}")
         wl = as_ran(wl, rep)
         shape, end = rep["load"]["shape"], rep.get("stats")
