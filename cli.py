@@ -577,8 +577,10 @@ def calibrate(
 
 def _calibrate_host_speed(quick: bool, out: Path) -> None:
     """`cosine calibrate --host-speed`: the probe, printed; exit 1 when the table is stale here."""
+    from cost_models import cpu_count
     from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN
     from measure.calibrate import host_speed as probe
+    from measure.cores import core_probe
     from report.measure import print_host_speed
     from report.progress import progress_bar
     from report.solve import print_written
@@ -587,9 +589,10 @@ def _calibrate_host_speed(quick: bool, out: Path) -> None:
     check_output_dir(out, "--out")
     with progress_bar() as bar:
         hs = probe(QUICK_PLAN if quick else DEFAULT_PLAN, progress=_bar_callback(bar, bar.add_task("probing", total=1)))
+    cores = core_probe() if cpu_count() >= 2 else None
     out.mkdir(parents=True, exist_ok=True)
     write_records(out / "host_speed.parquet", hs.rows)
-    print_host_speed(hs.factor, hs.rows, hs.stale)
+    print_host_speed(hs.factor, hs.rows, hs.stale, cores)
     print_written(str(out / "host_speed.parquet"))
     if hs.stale:
         raise typer.Exit(ExitCode.FLAGGED)

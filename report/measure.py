@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from cost_models.cpu import LOOKUP_SLOPES
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS
+
+if TYPE_CHECKING:
+    from measure.cores import CoreProbe
 
 
 def print_bench(report: dict[str, Any], notes: list[str], prediction: dict[str, Any] | None = None) -> None:
@@ -146,10 +149,21 @@ def print_operation_calibration(res: dict[str, Any]) -> None:
     Console().print(t)
 
 
-def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool) -> None:
+def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool, cores: CoreProbe | None = None) -> None:
     """The host-speed probe (`cosine calibrate --host-speed`): this host's CPU per operation
-    against the phi table's, run by run, and the factor."""
+    against the phi table's, run by run, and the factor; ``cores``: whether two client threads
+    had a core each just now (measure.cores), on a machine of two or more cores."""
     con = Console()
+    if cores is not None:
+        mode = (
+            "[yellow]one core's two hardware threads[/] (a two-thread run now measures another machine)"
+            if cores.shared
+            else "a core each"
+        )
+        con.print(
+            f"two client threads: {cores.two * 1e6:.3f} us per cached get against one thread's "
+            f"{cores.one * 1e6:.3f} (x{cores.ratio:.2f}): {mode}"
+        )
     t = Table(title="host-speed probe: cached runs, driver CPU microseconds per operation, this host vs the table")
     for name in ("class", "operation", "records", "measured us", "table us", "ratio", "run-queue share"):
         t.add_column(name, justify="left" if name in ("class", "operation") else "right")

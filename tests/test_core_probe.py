@@ -68,3 +68,14 @@ def test_a_two_thread_calibration_run_is_probed_and_its_sample_says_so(engine_bi
     (two,) = measure(plan, runs=[(CACHED, "lsm", "get", spec, 5_000, 2, 1.0)])
     assert two.threads == 2 and 0 <= two.runs_dropped_shared_core < ATTEMPTS
     assert isinstance(two.on_shared_core, bool)
+
+
+@pytest.mark.parametrize(("two", "says"), [(0.65e-6, "a core each"), (1.33e-6, "one core's two hardware threads")])
+def test_the_host_speed_report_says_whether_two_threads_had_a_core_each(capsys, two: float, says: str) -> None:
+    from report.measure import print_host_speed
+
+    rows = [{"class": "lsm", "operation": "get", "records": 1, "measured_us": 1.0, "tabled_us": 1.0, "ratio": 1.0}]
+    rows[0]["runqueue_share"] = 0.0
+    print_host_speed(1.0, rows, False, CoreProbe(0.53e-6, two))
+    out = capsys.readouterr().out
+    assert says in out and f"x{two / 0.53e-6:.2f}" in out
