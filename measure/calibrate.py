@@ -424,7 +424,7 @@ def measure(
         wl["warm_cache"] = kind in (CACHED, SMALL_MEMTABLE)
         one = partial(run_scratch, config_text(secs, th, **layout), wl, f"calibrate-{i}")
         # a run the host gave one core for its threads is run again (measure.cores)
-        rep, dropped, shared = on_two_cores(one) if th > 1 else (one(), 0, False)
+        rep, dropped, shared = on_two_cores(one, th)
         s = _sample(kind, cls, name, wl, secs, rep)
         s.runs_dropped_shared_core, s.on_shared_core = dropped, shared
         if kind != LOADED and s.fg_blocks > 0:
@@ -1430,7 +1430,7 @@ def fig4b(
                 for r in range(plan.repeats):
                     one = partial(run_scratch, text, {**wl, "seed": 42 + r}, f"fig4b-{cls}-{w}-{th}-{r}")
                     # a run the host gave one core for its threads is run again (measure.cores)
-                    rep, lost, on_one = on_two_cores(one) if th > 1 else (one(), 0, False)
+                    rep, lost, on_one = on_two_cores(one, th)
                     dropped, shared = dropped + lost, shared + int(on_one)
                     ran = as_ran(wl, rep)
                     warm.append(rep.get("warmup") or {})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from measure.engine import config_text, run_scratch, workload_json
 from measure.grid import KEY, VALUE, designs, mix_spec
@@ -59,11 +59,6 @@ class CoreProbe:
         return self.ratio > SHARED_CORE_RATIO
 
 
-def _cpu_per_op(report: dict[str, Any]) -> float:
-    threads = report["cpu"]["threads"]
-    return float(sum(t["cpu_seconds"] for t in threads)) / max(1, sum(int(t["operations"]) for t in threads))
-
-
 def core_probe() -> CoreProbe:
     """Run the probe (the engine's binary must be built: :func:`measure.engine.build`)."""
     secs = designs(PROBE_RECORDS, quick=True, optima=False)[PROBE_DESIGN]
@@ -73,20 +68,25 @@ def core_probe() -> CoreProbe:
     for threads in (1, 2):
         wl = workload_json(spec, PROBE_RECORDS, PROBE_OPERATIONS, threads)
         wl["warm_cache"] = True
-        per_op.append(_cpu_per_op(run_scratch(config_text(secs, threads, block_cache_bytes=cache), wl, "core-probe")))
+        rep = run_scratch(config_text(secs, threads, block_cache_bytes=cache), wl, "core-probe")
+        per_op.append(float(rep["cpu"]["foreground_seconds"]) / PROBE_OPERATIONS)
     return CoreProbe(*per_op)
 
 
 def on_two_cores(
     run: Callable[[], T],
+    threads: int,
     probe: Callable[[], CoreProbe] = core_probe,
     attempts: int = ATTEMPTS,
     wait: Callable[[float], None] = time.sleep,
 ) -> tuple[T, int, bool]:
-    """``run()`` with the host's cores probed after it: a run the probe finds shared is run again,
-    after :data:`RETRY_WAIT_S`, up to ``attempts`` times. Returns the last run, how many runs were
-    dropped, and whether the last one's probe still found the cores shared (then it is kept: a
-    ranking never loses a row, it says which rows ran so)."""
+    """``run()`` of ``threads`` client threads with the host's cores probed after it: a run the
+    probe finds shared is run again, after :data:`RETRY_WAIT_S`, up to ``attempts`` times. Returns
+    the last run, how many runs were dropped, and whether the last one's probe still found the
+    cores shared (then it is kept: a ranking never loses a row, it says which rows ran so). A run
+    of one thread has no core to share: run once, not probed."""
+    if threads < 2:
+        return run(), 0, False
     dropped = 0
     while True:
         out = run()

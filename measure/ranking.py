@@ -240,7 +240,7 @@ def ranking(
             for name, (secs, wl) in plans.items():
                 one = partial(run_scratch, to_toml(secs), wl, f"ranking-{done}")
                 # a run the host gave one core for two threads is run again (measure.cores)
-                rep, lost, on_one = on_two_cores(one) if threads > 1 else (one(), 0, False)
+                rep, lost, on_one = on_two_cores(one, threads)
                 dropped[name] += lost
                 shared[name] += int(on_one)
                 ran = as_ran(wl, rep)

@@ -44,7 +44,7 @@ def _script(modes: list[bool]) -> tuple[list[int], list[float], object, object, 
 )
 def test_a_run_on_a_shared_core_is_run_again(modes: list[bool], kept: int, dropped: int, shared: bool) -> None:
     runs, waits, run, probe, wait = _script(modes)
-    out = on_two_cores(run, probe, wait=wait)  # type: ignore[arg-type]
+    out = on_two_cores(run, 2, probe, wait=wait)  # type: ignore[arg-type]
     assert out == (kept, dropped, shared)
     assert len(runs) == kept and len(waits) == dropped
 
