@@ -1,0 +1,48 @@
+"""The block-read CPU below and at the blocks it is calibrated on (BENCHMARKS.md §35.7).
+
+    flock /work/wt/measure.lock .venv/bin/python -u -m bench.small_blocks [--repeats 2]
+
+The calibration's loaded LSM get runs (one thread, each of its data sizes, the class's preset) at
+1/16, 1/8, 1/4 and 1 times the preset's block size, ``--repeats`` rounds, each printed as the
+calibration's own check prints a loaded run: the model's throughput given the blocks the run read
+(:func:`measure.calibrate.predicted`, the table's block-read CPU at the run's block size) over the
+engine's. Says whether the table's power law in the block's bytes holds below the 1 KiB floor of
+the local search (``measure.local.LOCAL_BLOCK_BYTES``). Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from cost_models import cpu_count
+from measure.calibrate import DEFAULT_PLAN, LOADED, measure, predicted
+from measure.grid import mix_spec
+from specs.vocab import DesignClass, Operation
+
+#: Block sizes of the runs, as fractions of the LSM preset's.
+FACTORS = (1 / 16, 1 / 8, 1 / 4, 1.0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=2, help="rounds of every run (1-9)")
+    a = ap.parse_args()
+    if not 1 <= a.repeats <= 9:
+        ap.exit(2, f"{ap.prog}: --repeats must be 1..9\n")
+    spec = mix_spec({Operation.GET: 1.0})
+    runs = [
+        (LOADED, str(DesignClass.LSM), str(Operation.GET), spec, n, 1, f)
+        for _ in range(a.repeats)
+        for n in DEFAULT_PLAN.sizes
+        for f in FACTORS
+    ]
+    for s in measure(DEFAULT_PLAN, None, runs):
+        p = predicted(s, cpu_count())
+        print(
+            f"{s.records:>9,} records  block {s.block_bytes:>6,.0f} B  blocks/op {s.fg_blocks:.3f}"
+            f"  engine {s.throughput:>10,.0f}  model {p:>10,.0f}  model/engine {p / s.throughput:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
