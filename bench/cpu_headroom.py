@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_models.cloud import GIB
+from cost_models.cloud import usable_bytes
+from cost_models.design import allowed_classes
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from cost_models.pricing import load_catalog, parse_vm_ref
 from solver.space import grid_for
@@ -48,12 +49,12 @@ def main() -> None:
     except InputError as e:
         ap.exit(2, f"{ap.prog}: {e}\n")
     wl = replace(spec.workload, entries=int(a.keys))
-    memory = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
+    memory = usable_bytes(vm.memory_gib, spec.design.memory_headroom)
     batch = grid_for(spec).node_designs(memory, a.keys * wl.entry_bytes)
     ne = evaluate_designs(batch, wl, a.keys, memory, workload_partitions(wl), model=spec.cost_model)
     cpu_only = ne.throughput(wl, math.inf, vm.vcpu, cores=vm.vcpu)
     blocks = ne.io.total(wl.operations)
-    ok = ne.layout.feasible & np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])
+    ok = ne.layout.feasible & allowed_classes(ne.layout.cls, spec.design.classes)
     fewest = blocks[ok].min()
     tied = ok & (blocks <= fewest * (1 + SAME_BLOCKS))
     print(f"{spec.name}: {vm.provider}:{vm.name} ({vm.vcpu} vCPUs, {vm.memory_gib:g} GiB), {a.keys:,.0f} keys a node")

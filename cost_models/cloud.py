@@ -15,6 +15,14 @@ from specs.vocab import StorageRule
 
 GIB = float(2**30)
 MIB = float(2**20)
+
+
+def usable_bytes(memory_gib: Any, headroom: float) -> Any:
+    """Bytes of a VM of ``memory_gib`` GiB (a number or an array of them) a node's design may
+    use: the spec's ``design.memory_headroom`` share taken off."""
+    return memory_gib * GIB * (1 - headroom)
+
+
 #: IOPS levels a node may buy or size its volume for: a geometric ladder of
 #: this ratio between a product's floor and the node's ceiling (the product's
 #: and the VM's limit, both always on the ladder). Like the buffer's memory

@@ -18,8 +18,15 @@ import numpy as np
 
 from specs.errors import InputError, check_range
 from specs.io import load_yaml
+from specs.vocab import DesignClass
 
 _DATA = Path(__file__).resolve().parent / "data"
+
+
+def allowed_classes(cls: np.ndarray, classes: tuple[str, ...]) -> np.ndarray:
+    """Which of the design-class codes ``cls`` (``DesignClass.code``) are of ``classes`` (a
+    spec's ``design.classes``)."""
+    return np.isin(cls, [DesignClass(c).code for c in classes])
 
 
 @lru_cache(maxsize=1)

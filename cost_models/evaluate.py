@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices
+from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices, usable_bytes
 from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
@@ -270,7 +270,7 @@ def evaluate_config(
     catalog = catalog or load_catalog(spec.pricing)
     wl = spec.workload
     n_node = entries_per_node if entries_per_node is not None else wl.entries / count
-    memory = vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
+    memory = usable_bytes(vm.memory_gib, spec.design.memory_headroom)
     threads = vm.vcpu if design.threads is None else design.threads
     batch = DesignBatch.of([design])
     ne = evaluate_designs(batch, wl, n_node, memory, model=spec.cost_model)

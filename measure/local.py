@@ -18,12 +18,11 @@ import numpy as np
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel, usable_cores
-from cost_models.design import Design
+from cost_models.design import Design, allowed_classes
 from cost_models.evaluate import NodeEval, evaluate_designs, workload_partitions
 from render.config import engine_sections, local_entry
 from solver.space import grid_for
 from specs.schema import Spec
-from specs.vocab import DesignClass
 
 #: Block sizes the local pick searches besides the spec's ``design.block_bytes`` (default 4 and
 #: 32 KiB, a cloud-solve speed compromise: each size multiplies the solver's grid). In the ranking of
@@ -67,7 +66,7 @@ def best_design(
     x, ne = scored(n_keys)
     if grown_keys is not None and grown_keys > n_keys:
         x = np.minimum(x, scored(grown_keys)[0])
-    allowed = np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])
+    allowed = allowed_classes(ne.layout.cls, spec.design.classes)
     x = np.where(allowed, x, 0.0)
     i = int(np.argmax(x))
     d = batch.design(i, threads=threads, name="cosine")

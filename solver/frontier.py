@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.cloud import GIB, sla_cost, sla_terms, usable_bytes
 from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
@@ -180,7 +180,7 @@ def _evaluate_nodes(
         by_size.setdefault(key[1], []).append((key, c))
     out: dict[tuple[int, float], _NodeFigures] = {}
     for s, group in by_size.items():
-        mem = np.array([c.vm.memory_gib * GIB * (1 - spec.design.memory_headroom) for _, c in group])
+        mem = usable_bytes(np.array([c.vm.memory_gib for _, c in group]), spec.design.memory_headroom)
         wins = exact_windows(parts, wl.operations, s)
         if len(group) > 1:
             evaluate_designs(DesignBatch.of([c.design for _, c in group]), wl, s, mem, parts, wins, spec.cost_model)

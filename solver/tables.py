@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from cost_models import compression, cpu_count
-from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, volume_table
+from cost_models.cloud import GIB, StorageChoice, effective_iops, storage_choices, usable_bytes, volume_table
 from cost_models.cpu import (
     Demands,
     NodeShape,
@@ -48,7 +48,7 @@ from cost_models.cpu import (
     shape_terms,
     throughput,
 )
-from cost_models.design import Design, DesignBatch, preset
+from cost_models.design import Design, DesignBatch, allowed_classes, preset
 from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, shape_overwrites, workload_partitions
 from cost_models.io_model import (
@@ -162,11 +162,6 @@ class GridEval:
     def design(self, i: int, threads: int, name: str = COSINE) -> Design:
         k = int(np.searchsorted(self.offsets, i, side="right") - 1)
         return self.batches[k].design(i - int(self.offsets[k]), threads=threads, name=name)
-
-
-def _allowed(cls: np.ndarray, spec: Spec) -> np.ndarray:
-    codes = [DesignClass(c).code for c in spec.design.classes]
-    return np.isin(cls, codes)
 
 
 #: Demands (cost_models.cpu.Demands) of some designs under the expected workload and, with
@@ -535,7 +530,7 @@ Splits = list[Split]
 
 def _fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -> np.ndarray:
     """The layouts whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
-    mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
+    mem = usable_bytes(mem_gib, spec.design.memory_headroom)
     # A buffer past twice the shard's data buys nothing more: it already holds it all.
     return np.asarray(
         (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * spec.workload.entry_bytes)
@@ -548,7 +543,7 @@ def _grid_splits(
     """The memory split of every design of the grid whose buffer fits a node of ``mem_gib``
     holding ``s`` entries (``fits``: :func:`_fits`, when the caller has it)."""
     lays = prep.lays
-    mem = mem_gib * GIB * (1 - spec.design.memory_headroom)
+    mem = usable_bytes(mem_gib, spec.design.memory_headroom)
     fits = _fits(spec, grid, s, mem_gib, lays) if fits is None else fits
     out: Splits = []
     for g in _split_groups(grid, prep):
@@ -703,7 +698,7 @@ def _evaluate(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: Sha
         facts.append(
             (
                 lay.cls,
-                lay.feasible & _allowed(lay.cls, spec),
+                lay.feasible & allowed_classes(lay.cls, spec.design.classes),
                 lay.space_entries * lay.entry_bytes / GIB,
                 batch.block_bytes.astype(float),
                 lay.L,
@@ -867,7 +862,7 @@ def _shard_job(
 
     out: dict[str, list[Context]] = {}
     cols: list[_Column] = []
-    max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
+    max_mem = usable_bytes(max(vm.memory_gib for vm in vms), spec.design.memory_headroom)
     prep = shard_prep(spec, grid, s, parts, wins, max_mem)
     lays = prep.lays
     if lays.size:
@@ -946,7 +941,7 @@ def _preset_columns(
         structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
         for w, win in zip(wls, wins, strict=True)
     ]
-    lay = split_memory(shape, batch, np.tile(np.array(mems) * GIB * (1 - spec.design.memory_headroom), len(ds)))
+    lay = split_memory(shape, batch, np.tile(usable_bytes(np.array(mems), spec.design.memory_headroom), len(ds)))
     ios = [node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)]
     io_p = ios[1] if len(ios) > 1 else None
     ge = GridEval(

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from cost_models import REPO_ROOT
-from cost_models.cloud import GIB
-from cost_models.design import Design, DesignBatch
+from cost_models.cloud import usable_bytes
+from cost_models.design import Design, DesignBatch, allowed_classes
 from cost_models.engine_model import engine_layout, predict
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from cost_models.io_model import overwrites_keys
@@ -37,7 +37,7 @@ from measure.validate import measured
 from render.config import engine_sections, local_entry, to_toml
 from solver.space import grid_for
 from specs.schema import Spec, load_spec
-from specs.vocab import COST_MODELS, OPERATIONS, CostModel, DesignClass, Provider, WalSync
+from specs.vocab import COST_MODELS, OPERATIONS, CostModel, Provider, WalSync
 
 SPEC = REPO_ROOT / "specs" / "celebrity.yaml"
 #: The report's machine: "a single 16 GB VM ... using AWS" (r5d.large, 16 GiB; the spec's headroom leaves 16.0e9 B).
@@ -82,7 +82,7 @@ REPORT_DESIGNS = (
 
 def node_memory(spec: Spec, vm: VmType) -> float:
     """Bytes of the VM the design may use (the spec's headroom taken off)."""
-    return vm.memory_gib * GIB * (1 - spec.design.memory_headroom)
+    return float(usable_bytes(vm.memory_gib, spec.design.memory_headroom))
 
 
 #: Share of the filter memory left unused so rounding never pushes a level out of memory.
@@ -114,7 +114,7 @@ def pick(spec: Spec, vm: VmType, model: CostModel) -> Design:
     mem = node_memory(spec, vm)
     batch = grid_for(spec).node_designs(mem, wl.data_bytes)
     ne = evaluate_designs(batch, wl, wl.entries, mem, workload_partitions(wl), model=model)
-    allowed = np.isin(ne.layout.cls, [DesignClass(c).code for c in spec.design.classes])
+    allowed = allowed_classes(ne.layout.cls, spec.design.classes)
     io = np.where(ne.layout.feasible & allowed, ne.io_total, np.inf)
     i = int(np.argmin(io))
     return batch.design(i, threads=1, name=f"{model} pick")
