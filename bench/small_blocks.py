@@ -1,13 +1,14 @@
-"""The block-read CPU below and at the blocks it is calibrated on (BENCHMARKS.md §35.7).
+"""The block-read CPU over the block sizes it is calibrated on (BENCHMARKS.md §35.7, §36).
 
     flock /work/wt/measure.lock .venv/bin/python -u -m bench.small_blocks [--repeats 2]
 
 The calibration's loaded LSM get runs (one thread, each of its data sizes, the class's preset) at
-1/16, 1/8, 1/4 and 1 times the preset's block size, ``--repeats`` rounds, each printed as the
-calibration's own check prints a loaded run: the model's throughput given the blocks the run read
-(:func:`measure.calibrate.predicted`, the table's block-read CPU at the run's block size) over the
-engine's. Says whether the table's power law in the block's bytes holds below the 1 KiB floor of
-the local search (``measure.local.LOCAL_BLOCK_BYTES``). Not a test.
+its own and every other block size it runs (1/16 to 8 times the preset's: 232 B to 32 KiB),
+``--repeats`` rounds, each printed as the calibration's own check prints a loaded run: the model's
+throughput given the blocks the run read (:func:`measure.calibrate.predicted`, the table's
+block-read CPU at the run's block size) over the engine's. Says whether the table's curve of a
+block read over its bytes holds, down to the local search's floor
+(``measure.local.LOCAL_BLOCK_BYTES``). Not a test.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from __future__ import annotations
 import argparse
 
 from cost_models import cpu_count
-from measure.calibrate import DEFAULT_PLAN, LOADED, measure, predicted
+from measure.calibrate import BLOCK_SIZE_STEPS, DEFAULT_PLAN, LOADED, measure, predicted
 from measure.grid import mix_spec
 from specs.vocab import DesignClass, Operation
 
-#: Block sizes of the runs, as fractions of the LSM preset's.
-FACTORS = (1 / 16, 1 / 8, 1 / 4, 1.0)
+#: Block sizes of the runs, as multiples of the LSM preset's: the calibration's.
+FACTORS = tuple(sorted((1.0, *BLOCK_SIZE_STEPS)))
 
 
 def main() -> None:

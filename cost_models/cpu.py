@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,8 +43,9 @@ from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClas
 
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
 _DEFAULT_TABLE = str(PHI_TABLE)
-#: phi.yaml's layout version (2: measured CPU, block and background terms, the envelope).
-PHI_SCHEMA = 2
+#: phi.yaml's layout version (2: measured CPU, block and background terms, the envelope; 3: the
+#: block read's CPU over its block size is the measured curve ``block_read_shape``, not a power law).
+PHI_SCHEMA = 3
 #: Engine-wide entries of the table: seconds, all measured or fitted by `cosine calibrate`.
 ENGINE_TERMS = (
     "memtable_seconds_per_doubling",
@@ -52,7 +53,6 @@ ENGINE_TERMS = (
     "memtable_base_entries",
     "memtable_insert_base_entries",
     "lookup_reference_keys",
-    "block_read_size_exponent",
     "block_read_seconds_per_byte_doubling",
     "block_read_growth_max_keys",
     "background_block_seconds",
@@ -142,7 +142,23 @@ def _load_table(path: Path) -> dict[str, Any]:
                     raise PhiTableError(f"{path.name}: {cls}.phi.{op}={v} outside (0, 1]")
                 if key != "phi" and not (math.isfinite(float(v)) and float(v) > 0.0):
                     raise PhiTableError(f"{path.name}: {cls}.{key}.{op} must be a positive number")
+    _check_shape(path, raw.get("block_read_shape"))
     return raw
+
+
+def _check_shape(path: Path, shape: Any) -> None:
+    """``block_read_shape``: two or more block sizes, ascending, each with a positive ratio."""
+    what = f"{path.name}: block_read_shape"
+    if not isinstance(shape, dict) or set(shape) != {"block_bytes", "ratio"}:
+        raise PhiTableError(f"{what} must map block_bytes and ratio to lists")
+    sizes, ratios = shape["block_bytes"], shape["ratio"]
+    if not isinstance(sizes, list) or not isinstance(ratios, list) or len(sizes) != len(ratios) or len(sizes) < 2:
+        raise PhiTableError(f"{what}: block_bytes and ratio must be lists of one length, at least 2")
+    for v in (*sizes, *ratios):
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise PhiTableError(f"{what}: {v!r} is not a positive number")
+    if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
+        raise PhiTableError(f"{what}: block_bytes must ascend")
 
 
 def _per_class(key: str) -> np.ndarray:
@@ -312,21 +328,37 @@ def block_read_doublings(n_keys: float | np.ndarray) -> np.ndarray:
     return np.minimum(doublings(n_keys), top)
 
 
+def block_read_shape(block_bytes: float | np.ndarray) -> np.ndarray:
+    """A block read's CPU at ``block_bytes`` over its CPU at 4 KiB: the ratios the calibration
+    measured at its block sizes (phi.yaml ``block_read_shape``, 232 B to 32 KiB on the LSM
+    design), a power law between each two (linear in log-log), held at the end ones past them.
+    Measured, not a law: a block has a fixed part (the cache shard's lookup, the read call, the
+    decoder's set-up: 232 B and 464 B blocks cost alike) and a part that grows with its bytes (1 to
+    16 KiB: about x1.5 per doubling), and a 32 KiB block cost no more than a 16 KiB one (BENCHMARKS
+    §36.1); one power law over 1-16 KiB under-costed small blocks 1.3-1.8x (§35.7)."""
+    shape = phi_table()["block_read_shape"]
+    return curve_at(block_bytes, shape["block_bytes"], shape["ratio"])
+
+
+def curve_at(x: float | np.ndarray, knots: Sequence[float], values: Sequence[float]) -> np.ndarray:
+    """A measured curve through (``knots``, ``values``) at ``x``: linear in log-log between two
+    knots (a power law), held at the end values past them."""
+    log_x = np.log2(np.asarray(x, dtype=float))
+    return np.asarray(np.exp2(np.interp(log_x, np.log2(np.asarray(knots, dtype=float)), np.log2(values))))
+
+
 def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
     """CPU to read one block of ``block_bytes`` on a design of class ``cls`` holding ``n_keys``: the
-    class's time for a 4 KiB block, scaled by (bytes / 4 KiB) to the measured size exponent (the
-    read call's copy, the checksum and the decoding grow with the block, less than in
-    proportion), plus a time per byte per doubling of the data (:func:`block_read_doublings`):
-    the copy of a large block from a larger page cache misses more (measured: 32 KiB B-tree and
-    16 KiB LSM blocks 30 ps per byte per doubling dearer from 100,000 to 400,000 keys, 1-4 KiB
-    blocks within noise; BENCHMARKS.md §23.2)."""
+    class's time for a 4 KiB block times the measured curve of the block's bytes
+    (:func:`block_read_shape`), plus a time per byte per doubling of the data
+    (:func:`block_read_doublings`): the copy of a large block from a larger page cache misses more
+    (measured: 32 KiB B-tree and 16 KiB LSM blocks 30 ps per byte per doubling dearer from 100,000
+    to 400,000 keys, 1-4 KiB blocks within noise; BENCHMARKS.md §23.2)."""
     t = phi_table()
     at_4k = np.array([float(t["classes"][name]["block_read_seconds"]) for name in DESIGN_CLASSES])
     bb = np.asarray(block_bytes, dtype=float)
     grown = float(t["block_read_seconds_per_byte_doubling"]) * bb * block_read_doublings(n_keys)
-    return (
-        at_4k[np.asarray(cls, dtype=int)] * (bb / REFERENCE_BLOCK_BYTES) ** float(t["block_read_size_exponent"]) + grown
-    )
+    return at_4k[np.asarray(cls, dtype=int)] * block_read_shape(bb) + grown
 
 
 def merge_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, entry_bytes: float) -> np.ndarray:

@@ -66,8 +66,10 @@ from cost_models.cpu import (
     LOOKUP_SLOPES,
     PHI_SCHEMA,
     PHI_TABLE,
+    REFERENCE_BLOCK_BYTES,
     DeviceModel,
     NodeShape,
+    curve_at,
     node_throughput,
     phi_table,
     search_slope,
@@ -122,11 +124,10 @@ BLIND_WRITES = (Operation.INSERT, Operation.UPDATE)
 #: Memtables of the buffered-get runs: the design's buffer (0.8 of it), and all the data (its size
 #: in records, marked 0): two sizes identify the CPU per doubling of the memtable.
 BUFFERED_MEMTABLES = (BUFFER_RUN_SHARE, 0.0)
-#: The block size the block-read CPU of each class is given at (4 KiB).
-REFERENCE_BLOCK = 4096.0
-#: Block sizes (multiples of the class design's) of extra loaded get runs on the LSM design:
-#: the block-read fit then sees 0.9 to 32 KiB blocks within one class as well as across classes.
-BLOCK_SIZE_STEPS = (0.25, 4.0)
+#: Block sizes (multiples of the class design's) of extra loaded get runs on the LSM design, run
+#: every round: with its own they are the block sizes (232 B to 32 KiB, 2 to 256 entries) of the
+#: measured curve of a block read's CPU over its bytes (fit_block_read).
+BLOCK_SIZE_STEPS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 2.0, 4.0, 8.0)
 #: Mixed workloads of the calibration (YCSB A, B, D, F).
 MIXED = ("ycsb_a", "ycsb_b", "ycsb_d", "ycsb_f")
 #: Mixed workloads of Fig. 4B: the paper's 25% mix and three YCSB mixes.
@@ -365,7 +366,7 @@ def _runs(plan: Plan) -> list[tuple[CalibrationRun, str, str, Spec, int, int, fl
                     once.append((LOADED, cls, w, shipped_spec(w), n, th, 1.0))
             if cls == DesignClass.LSM:
                 for f in BLOCK_SIZE_STEPS:
-                    once.append((LOADED, cls, str(Operation.GET), mix_spec({Operation.GET: 1.0}), n, 1, f))
+                    repeated.append((LOADED, cls, str(Operation.GET), mix_spec({Operation.GET: 1.0}), n, 1, f))
     rounds = plan.phi_repeats
     return [run for r in range(rounds) for run in (*repeated, *once[r::rounds])]
 
@@ -797,16 +798,20 @@ def fit_block_read(
     memtable: MemtableFit,
     lookup: dict[str, Any],
 ) -> dict[str, Any]:
-    """CPU of a block read: t_class (bytes / 4 KiB)^gamma + k bytes d(N). Per class the time of a
-    4 KiB block (what reading a block involves differs: a hot run's data block, a cold run's index
-    and data blocks, a log block found through the hash index); one exponent for how it grows with
-    the block's bytes (the read call's copy, the checksum, the decoding) — measured on the LSM
-    design at 1/4, 1 and 4 times its block size, a block's CPU grows as a power of its size below 1
-    (a fixed part plus a part per byte does not fit 1 to 32 KiB); one time k per byte per doubling
-    d(N) of the data past the reference size (cost_models.cpu.read_block_seconds: a large block's
-    copy from a larger page cache misses more). Least squares over the loaded single-thread runs
-    (single operations and mixes) that read blocks; a hash log's ranges are left out: their CPU is
-    the walk over the whole index (milliseconds), beside which their blocks are below the noise."""
+    """CPU of a block read: t_class s(bytes) + k bytes d(N). Per class the time of a 4 KiB block
+    (what reading a block involves differs: a hot run's data block, a cold run's index and data
+    blocks, a log block found through the hash index); one curve s of how it changes with the
+    block's bytes, s(4 KiB) = 1, measured on the LSM design at every block size it ran
+    (:data:`BLOCK_SIZE_STEPS`; cost_models.cpu.block_read_shape interpolates it); one time k per
+    byte per doubling d(N) of the data past the reference size (cost_models.cpu.read_block_seconds:
+    a large block's copy from a larger page cache misses more).
+
+    One least squares, linear: a term per LSM block size (the LSM's block time there), one per
+    other class and block size, and k, over the loaded single-thread runs (single operations and
+    mixes) that read blocks; a hash log's ranges are left out: their CPU is the walk over the whole
+    index (milliseconds), beside which their blocks are below the noise. The curve is the LSM's
+    terms over their value at 4 KiB (interpolated), each other class's time at 4 KiB its term over
+    the curve at its block size (averaged over its sizes, weighed by runs)."""
     rows = [
         s
         for s in samples
@@ -815,47 +820,33 @@ def fit_block_read(
         and s.fg_blocks > 0
         and not (s.cls == DesignClass.LSH and Operation.RANGE in s.ops_mix)
     ]
-    classes = list(CLASS_DESIGNS)
-    y = np.array([s.fg_cpu - cached_cpu(cpu, rng, lookup, s) - memtable_cpu(s, memtable) for s in rows])
-    grown = np.array([s.fg_blocks * s.block_bytes * run_doublings(s, lookup) for s in rows])
-
-    def design(gamma: float) -> np.ndarray:
-        A = np.zeros((len(rows), len(classes) + 1))
-        for k, s in enumerate(rows):
-            A[k, classes.index(s.cls)] = s.fg_blocks * (s.block_bytes / REFERENCE_BLOCK) ** gamma
-        A[:, -1] = grown
-        return A
-
-    def solve(gamma: float) -> float:
-        A, w = design(gamma), 1.0 / np.maximum(np.abs(y), 1e-300)
-        sol, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
-        return float(np.sum(((A @ sol - y) * w) ** 2))
-
-    # the exponent by golden-section search on the relative residual, the other terms by least squares
-    lo, hi = 0.0, 1.5
-    g = (math.sqrt(5) - 1) / 2
-    for _ in range(60):
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        if solve(a) < solve(b):
-            hi = b
-        else:
-            lo = a
-    gamma = (lo + hi) / 2
-    if not 0.01 < gamma < 1.49:
+    lsm = str(DesignClass.LSM)
+    terms = sorted({(s.cls, s.block_bytes) for s in rows})
+    knots = [b for c, b in terms if c == lsm]
+    if len(knots) < 2:
         raise CalibrationError(
-            f"block-read CPU: the fit wants a block-size exponent of {gamma:.3f}, at the bound of [0, 1.5]: "
-            "the runs do not identify how a block's CPU grows with its size — re-run on a quiet machine"
+            f"block-read CPU: the LSM design read blocks of {len(knots)} size(s); the curve over the block's "
+            "bytes needs two or more (measure.calibrate.BLOCK_SIZE_STEPS)"
         )
-    names = [f"block_read_seconds_{c}" for c in classes] + ["block_read_seconds_per_byte_doubling"]
-    f = _positive_lstsq(
-        design(gamma),
-        y,
-        names,
-        f"block-read CPU (blocks x (t_class x (bytes / 4 KiB)^{gamma:.3f} + k bytes doublings))",
-    )
+    y = np.array([s.fg_cpu - cached_cpu(cpu, rng, lookup, s) - memtable_cpu(s, memtable) for s in rows])
+    A = np.zeros((len(rows), len(terms) + 1))
+    for k, s in enumerate(rows):
+        A[k, terms.index((s.cls, s.block_bytes))] = s.fg_blocks
+        A[k, -1] = s.fg_blocks * s.block_bytes * run_doublings(s, lookup)
+    names = [f"block_read_seconds_{c}_{b:.0f}B" for c, b in terms] + ["block_read_seconds_per_byte_doubling"]
+    f = _positive_lstsq(A, y, names, "block-read CPU (blocks x t(class, block bytes) + k bytes doublings)")
+    at = {t: f[n] for t, n in zip(terms, names, strict=False)}
+    lsm_times = np.array([at[(lsm, b)] for b in knots])
+    ratio = lsm_times / float(curve_at(REFERENCE_BLOCK_BYTES, knots, lsm_times))
+    per_class: dict[str, float] = {}
+    for c in CLASS_DESIGNS:
+        mine = [(b, sum(1 for s in rows if (s.cls, s.block_bytes) == (c, b))) for cc, b in terms if cc == c]
+        if not mine:
+            raise CalibrationError(f"block-read CPU: no loaded single-thread run of {c} read a block")
+        per_class[c] = sum(n * at[(c, b)] / float(curve_at(b, knots, ratio)) for b, n in mine) / sum(n for _, n in mine)
     return {
-        "per_class": {c: f[f"block_read_seconds_{c}"] for c in classes},
-        "size_exponent": gamma,
+        "per_class": per_class,
+        "shape": {"block_bytes": [float(b) for b in knots], "ratio": [float(r) for r in ratio]},
         "per_byte_doubling": f["block_read_seconds_per_byte_doubling"],
         # the growth is held at the largest size that measured it (cost_models.cpu.block_read_doublings)
         "growth_max_keys": float(max(s.records for s in rows)),
@@ -1004,16 +995,21 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
             "smaller one (writes are flat below it); "
             "range: a + scan length x r (hash log: keys x k + scan "
             "length x r); block_read: least squares of the extra CPU of loaded single-operation and YCSB "
-            "A/B/D/F runs against their blocks read, plus a time per byte per doubling of the keys (held past the "
-            "largest size measured); background: least squares of the background thread's "
-            "CPU against flush and merge blocks (and, on the hash log, their entries). No value is clamped."
+            "A/B/D/F runs against their blocks read, a term per class and block size (the LSM's at each block "
+            "size it ran: block_read_shape, its terms over their value at 4 KiB), plus a time per byte per "
+            "doubling of the keys (held past the largest size measured); background: least squares of the "
+            "background thread's CPU against flush and merge blocks (and, on the hash log, their entries). "
+            "No value is clamped."
         ),
         "memtable_seconds_per_doubling": float(f"{result['memtable'].search_slope:.4g}"),
         "memtable_insert_seconds_per_doubling": float(f"{result['memtable'].insert_slope:.4g}"),
         "memtable_base_entries": float(f"{result['memtable'].search_base:.4g}"),
         "memtable_insert_base_entries": float(f"{result['memtable'].insert_base:.4g}"),
         "lookup_reference_keys": float(result["lookup"]["reference_keys"]),
-        "block_read_size_exponent": float(f"{result['block_read']['size_exponent']:.4g}"),
+        "block_read_shape": {
+            "block_bytes": result["block_read"]["shape"]["block_bytes"],
+            "ratio": [float(f"{r:.4g}") for r in result["block_read"]["shape"]["ratio"]],
+        },
         "block_read_seconds_per_byte_doubling": float(f"{result['block_read']['per_byte_doubling']:.4g}"),
         "block_read_growth_max_keys": result["block_read"]["growth_max_keys"],
         "background_block_seconds": float(f"{terms['background_block_seconds']:.4g}"),

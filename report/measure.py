@@ -219,7 +219,11 @@ def print_calibration(
     con.print(
         "block read: "
         + ", ".join(f"{c} {1e6 * v:.2f} us" for c, v in br["per_class"].items())
-        + f" at 4 KiB, x (bytes / 4 KiB)^{br['size_exponent']:.2f}, + {1e12 * br['per_byte_doubling']:.1f} ps per byte "
+        + " at 4 KiB, x "
+        + ", ".join(
+            f"{r:.2f} at {b:,.0f} B" for b, r in zip(br["shape"]["block_bytes"], br["shape"]["ratio"], strict=True)
+        )
+        + f", + {1e12 * br['per_byte_doubling']:.1f} ps per byte "
         f"per doubling of the keys (up to {br['growth_max_keys']:,.0f}); "
         f"background per merge block: {1e6 * bg['background_block_seconds']:.2f} us + "
         f"{1e9 * bg['background_block_seconds_per_byte']:.3f} ns/byte + "

@@ -5,6 +5,7 @@ simulation of the node they describe (tests/concurrency_sim.py)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -240,4 +241,41 @@ def test_an_unreadable_phi_table_is_one_input_error(tmp_path, text: str) -> None
     path = tmp_path / "phi.yaml"
     path.write_bytes(text.encode("latin-1"))
     with pytest.raises(InputError, match="phi.yaml"), using_table(path):
+        phi_table()
+
+
+def test_block_read_follows_the_measured_curve_between_its_sizes() -> None:
+    """A block read's CPU is the class's 4 KiB time times the table's measured curve: at a measured
+    block size its ratio, between two a power law through both, past the ends the end ratio."""
+    from cost_models.cpu import block_read_shape, curve_at, phi_table
+
+    shape = phi_table()["block_read_shape"]
+    knots, ratio = shape["block_bytes"], shape["ratio"]
+    assert block_read_shape(np.array(knots)) == pytest.approx(ratio, rel=1e-12)
+    a, b = knots[1], knots[2]
+    mid = math.sqrt(a * b)  # halfway in log-log
+    assert float(block_read_shape(mid)) == pytest.approx(math.sqrt(ratio[1] * ratio[2]), rel=1e-12)
+    assert float(block_read_shape(knots[0] / 4)) == pytest.approx(ratio[0], rel=1e-12)
+    assert float(block_read_shape(knots[-1] * 4)) == pytest.approx(ratio[-1], rel=1e-12)
+    assert float(curve_at(4.0, [2.0, 8.0], [1.0, 4.0])) == pytest.approx(2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("shape", "match"),
+    [
+        ("{block_bytes: [1024.0], ratio: [1.0]}", "at least 2"),
+        ("{block_bytes: [4096.0, 1024.0], ratio: [1.0, 0.5]}", "ascend"),
+        ("{block_bytes: [1024.0, 4096.0], ratio: [0.0, 1.0]}", "not a positive number"),
+        ("[1, 2]", "must map"),
+    ],
+)
+def test_a_bad_block_read_shape_is_one_input_error(tmp_path, shape: str, match: str) -> None:
+    """The measured curve must be two or more ascending block sizes with positive ratios."""
+    from cost_models.cpu import PHI_TABLE, phi_table, using_table
+    from specs.errors import InputError
+
+    text = re.sub(r"^block_read_shape:\n(  .*\n)+", f"block_read_shape: {shape}\n", PHI_TABLE.read_text(), flags=re.M)
+    path = tmp_path / "phi.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=f"block_read_shape.*{match}"), using_table(path):
         phi_table()
