@@ -340,7 +340,9 @@ def block_read_shape(block_bytes: float | np.ndarray) -> np.ndarray:
     return curve_at(block_bytes, shape["block_bytes"], shape["ratio"])
 
 
-def curve_at(x: float | np.ndarray, knots: Sequence[float], values: Sequence[float]) -> np.ndarray:
+def curve_at(
+    x: float | np.ndarray, knots: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray
+) -> np.ndarray:
     """A measured curve through (``knots``, ``values``) at ``x``: linear in log-log between two
     knots (a power law), held at the end values past them."""
     log_x = np.log2(np.asarray(x, dtype=float))
