@@ -330,8 +330,10 @@ def block_read_doublings(n_keys: float | np.ndarray) -> np.ndarray:
 
 def block_read_shape(block_bytes: float | np.ndarray) -> np.ndarray:
     """A block read's CPU at ``block_bytes`` over its CPU at 4 KiB: the ratios the calibration
-    measured at its block sizes (phi.yaml ``block_read_shape``, 232 B to 32 KiB on the LSM
-    design), a power law between each two (linear in log-log), held at the end ones past them.
+    measured at the LSM design's block sizes (phi.yaml ``block_read_shape``: a calibration runs
+    232 B to 32 KiB, measure.calibrate.BLOCK_SIZE_STEPS; the written table's, refitted from
+    calibrate-38, has 1, 4 and 16 KiB), a power law between each two (linear in log-log), held at
+    the end ones past them.
     Measured, not a law: a block has a fixed part (the cache shard's lookup, the read call, the
     decoder's set-up: 232 B and 464 B blocks cost alike) and a part that grows with its bytes (1 to
     16 KiB: about x1.5 per doubling), and a 32 KiB block cost no more than a 16 KiB one (BENCHMARKS
