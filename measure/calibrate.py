@@ -49,6 +49,7 @@ import os
 import platform
 import statistics
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -821,7 +822,9 @@ def fit_block_read(
         and not (s.cls == DesignClass.LSH and Operation.RANGE in s.ops_mix)
     ]
     lsm = str(DesignClass.LSM)
-    terms = sorted({(s.cls, s.block_bytes) for s in rows})
+    runs = Counter((s.cls, s.block_bytes) for s in rows)  # runs per (class, block size): a term each
+    terms = sorted(runs)
+    column = {t: i for i, t in enumerate(terms)}
     knots = [b for c, b in terms if c == lsm]
     if len(knots) < 2:
         raise CalibrationError(
@@ -831,23 +834,24 @@ def fit_block_read(
     y = np.array([s.fg_cpu - cached_cpu(cpu, rng, lookup, s) - memtable_cpu(s, memtable) for s in rows])
     A = np.zeros((len(rows), len(terms) + 1))
     for k, s in enumerate(rows):
-        A[k, terms.index((s.cls, s.block_bytes))] = s.fg_blocks
+        A[k, column[(s.cls, s.block_bytes)]] = s.fg_blocks
         A[k, -1] = s.fg_blocks * s.block_bytes * run_doublings(s, lookup)
-    names = [f"block_read_seconds_{c}_{b:.0f}B" for c, b in terms] + ["block_read_seconds_per_byte_doubling"]
-    f = _positive_lstsq(A, y, names, "block-read CPU (blocks x t(class, block bytes) + k bytes doublings)")
-    at = {t: f[n] for t, n in zip(terms, names, strict=False)}
+    names = [f"block_read_seconds_{c}_{b:.0f}B" for c, b in terms]
+    growth = "block_read_seconds_per_byte_doubling"
+    f = _positive_lstsq(A, y, [*names, growth], "block-read CPU (blocks x t(class, block bytes) + k bytes doublings)")
+    at = {t: f[n] for t, n in zip(terms, names, strict=True)}
     lsm_times = np.array([at[(lsm, b)] for b in knots])
     ratio = lsm_times / float(curve_at(REFERENCE_BLOCK_BYTES, knots, lsm_times))
     per_class: dict[str, float] = {}
     for c in CLASS_DESIGNS:
-        mine = [(b, sum(1 for s in rows if (s.cls, s.block_bytes) == (c, b))) for cc, b in terms if cc == c]
+        mine = [(b, runs[(c, b)]) for cc, b in terms if cc == c]
         if not mine:
             raise CalibrationError(f"block-read CPU: no loaded single-thread run of {c} read a block")
         per_class[c] = sum(n * at[(c, b)] / float(curve_at(b, knots, ratio)) for b, n in mine) / sum(n for _, n in mine)
     return {
         "per_class": per_class,
         "shape": {"block_bytes": [float(b) for b in knots], "ratio": [float(r) for r in ratio]},
-        "per_byte_doubling": f["block_read_seconds_per_byte_doubling"],
+        "per_byte_doubling": f[growth],
         # the growth is held at the largest size that measured it (cost_models.cpu.block_read_doublings)
         "growth_max_keys": float(max(s.records for s in rows)),
     }
