@@ -44,7 +44,7 @@ from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, pa
 from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
-from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, RunStrategy
+from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, DesignClass, RunStrategy
 
 E = TypeVar("E", Compaction, RunStrategy)
 P = ParamSpec("P")
@@ -181,6 +181,24 @@ def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     # down (io_model.merge_terms), and the level below it keeps what the tree deepened with
     cycles = [float(q) for q in mt.puts_per_merge[0, :levels] if math.isfinite(float(q))]
     return cycles[-1] if cycles else float(mt.puts_per_flush[0])
+
+
+def steady_depth(cfg: dict[str, Any], workload: dict[str, Any]) -> int | None:
+    """Levels of a configured engine's steady tree under a workload.json that overwrites keys and
+    inserts none (None: a hash log, a mix without writes, or one whose inserts grow the tree).
+
+    Under overwrites a tiered last level keeps its older runs and is pushed down once they pass
+    its capacity (layout.last_level_room), so the tree the load builds can be a level shallower
+    than the one the workload keeps: the engine deepens it some flushes into the warm-up, and a
+    warm-up counted from the load ended just after that on the ranking's YCSB B pick (T 6, Z 5;
+    level 1 empty, every lookup in the cold level 2 and its on-disk index: 0.49 blocks per
+    operation against the steady state's 0.30, BENCHMARKS.md §37). cosine-bench's
+    ``warmup_depth`` runs the mix until the tree is this deep first."""
+    mix = {k: float(v) for k, v in workload["mix"].items()}
+    if cfg["design"]["class"] == DesignClass.LSH or not write_share(mix) > 0 or mix.get("insert", 0.0) > 0:
+        return None
+    lay = engine_layout(cfg, float(workload["records"]), overwrites=overwrites_keys(mix))
+    return int(lay.L[0])
 
 
 def run_keys(workload: dict[str, Any]) -> tuple[float, float]:
@@ -389,8 +407,6 @@ def deep_merge_blocks(lay: Layout, parts: Partitions, mix: dict[str, float], spa
 def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | None = None) -> NodeShape:
     """The CPU model's view of an engine.toml: its class, block size and memtable (the entries
     ``state`` reports, else the expected half of the buffer)."""
-    from specs.vocab import DesignClass
-
     lay = cfg["layout"]
     entry = int(lay["key_bytes"]) + int(lay["value_bytes"])
     buffered = (

@@ -77,7 +77,13 @@ from cost_models.cpu import (
     usable_cores,
     using_table,
 )
-from cost_models.engine_model import deepest_merge_puts, engine_throughput, run_start_buffered, write_share
+from cost_models.engine_model import (
+    deepest_merge_puts,
+    engine_throughput,
+    run_start_buffered,
+    steady_depth,
+    write_share,
+)
 from cost_models.io_model import IOCost, wal_pages
 from measure.cores import on_two_cores
 from measure.engine import (
@@ -1268,11 +1274,17 @@ def steady_warmup(secs: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]:
 def buffered_warmup(secs: dict[str, Any], wl: dict[str, Any], ops: int, aligned: bool) -> dict[str, Any]:
     """The workload.json fields of a warm-up of ``ops`` operations (``aligned``: cosine-bench's
     ``warmup_phase_aligned``) that ends with the buffer where the run's mean is the model's
-    (``warmup_buffered``, :func:`cost_models.engine_model.run_start_buffered`, when it applies)."""
+    (``warmup_buffered``, :func:`cost_models.engine_model.run_start_buffered`, when it applies),
+    and starts when the tree is as deep as the workload keeps it (``warmup_depth``,
+    :func:`cost_models.engine_model.steady_depth`: a tiered last level under overwrites deepens
+    some flushes after the load)."""
     out: dict[str, Any] = {"warmup_operations": ops, "warmup_phase_aligned": aligned}
     target = run_start_buffered(secs, {**wl, **out}) if ops > 0 else None
     if target is not None:
         out["warmup_buffered"] = target
+    depth = steady_depth(secs, wl) if ops > 0 else None
+    if depth is not None:
+        out["warmup_depth"] = depth
     return out
 
 

@@ -81,6 +81,7 @@ def test_the_warm_up_centres_the_run_between_deep_merges(name: str) -> None:
     cycle, and starts the measured phase where a run shorter than their spacing holds none (the
     knife edge of BENCHMARKS.md §25.8: a run started where one is due takes it or not by the
     background worker's timing). as_ran gives the model the warm-up the engine ran."""
+    from cost_models.engine_model import steady_depth
     from measure.calibrate import steady_warmup
     from measure.engine import TEMPLATE, as_ran, build, run_scratch
     from render.config import to_toml
@@ -92,10 +93,11 @@ def test_the_warm_up_centres_the_run_between_deep_merges(name: str) -> None:
     wl = {**wl, "operations": int(0.2 * ops)}
     fields = steady_warmup(secs, wl)
     # (a run that fills less than the buffer also starts at the buffer's mean: test_warmup_buffer.py)
-    assert {k: v for k, v in fields.items() if k != "warmup_buffered"} == {
+    assert {k: v for k, v in fields.items() if k not in ("warmup_buffered", "warmup_depth")} == {
         "warmup_operations": ops,
         "warmup_phase_aligned": True,
     }
+    assert fields["warmup_depth"] == steady_depth(secs, wl)
     wl = {**wl, **fields}
     rep = run_scratch(to_toml({**secs, "algorithms": {**secs["algorithms"], "threads": 1}}), wl, "warmup-deep")
     warm = rep["warmup"]

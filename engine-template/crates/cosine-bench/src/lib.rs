@@ -198,18 +198,26 @@ pub fn aligned_phase(operations: u64, spacing: u64) -> u64 {
     rest / 2
 }
 
-/// The unmeasured warm-up, settled: `warmup_operations` of the mix and, with
+/// The unmeasured warm-up, settled: with `warmup_depth`, overwrites until the tree is that deep
+/// ([`deepen`]); `warmup_operations` of the mix and, with
 /// `warmup_phase_aligned`, then on until two merges into the deepest level (each searched for
 /// at most `warmup_operations` more operations), whose spacing is the engine's own merge
 /// cycle, and [`aligned_phase`] into the next cycle. Returns what it did: `operations` run,
 /// `deep_merges_at` (operations into the warm-up where the search saw each merge; null when
-/// not asked for or not both seen) and `phase` (operations after the second).
+/// not asked for or not both seen), `phase` (operations after the second), `buffered` and
+/// `depth` (`target`, `reached` and the `puts` it took, not counted in `operations`: they
+/// are not the mix; null when not asked for).
 fn warm_up(kv: &dyn BenchKv, w: &Workload, mix: &Mix, inserted: &AtomicU64, threads: usize) -> Result<Value, String> {
     let seed = w.seed ^ WARMUP_SEED;
     let mut done = 0u64;
+    let mut deepened = Value::Null;
+    if let Some(target) = w.warmup_depth {
+        let puts = deepen(kv, w, target, seed.wrapping_add(DEPTH_SEED))?;
+        deepened = json!({"target": target, "reached": depth(kv), "puts": puts});
+    }
     if w.warmup_operations > 0 {
         drive(kv, w, mix, inserted, w.warmup_operations, seed, threads)?;
-        done = w.warmup_operations;
+        done += w.warmup_operations;
     }
     let mut seen: Vec<u64> = Vec::new();
     let mut phase = None;
@@ -252,7 +260,60 @@ fn warm_up(kv: &dyn BenchKv, w: &Workload, mix: &Mix, inserted: &AtomicU64, thre
     }
     let at = if phase.is_some() { json!(seen) } else { Value::Null };
     let buffered = w.warmup_buffered.map(|_| buffered(kv));
-    Ok(json!({"operations": done, "deep_merges_at": at, "phase": phase, "buffered": buffered}))
+    Ok(json!({"operations": done, "deep_merges_at": at, "phase": phase, "buffered": buffered, "depth": deepened}))
+}
+
+/// Seed offset of [`deepen`]'s steps.
+const DEPTH_SEED: u64 = 0x6465_6570;
+
+/// Most overwrites [`deepen`] makes, in passes over the records (a tiered last level whose
+/// newest run must come to hold most keys before it passes its capacity: about 1.6 of them).
+const DEPTH_LIMIT_PASSES: u64 = 16;
+
+/// The deepest level holding data (0: none, or no levels: a hash log).
+fn depth(kv: &dyn BenchKv) -> usize {
+    let levels = kv.levels();
+    let Some(levels) = levels.get("levels").and_then(Value::as_array) else { return 0 };
+    levels
+        .iter()
+        .filter(|l| l.get("entries").and_then(Value::as_u64).unwrap_or(0) > 0)
+        .filter_map(|l| l.get("level").and_then(Value::as_u64))
+        .max()
+        .map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX))
+}
+
+/// Overwrites loaded keys until the deepest level holding data is at least `target` deep, then
+/// (when it had to overwrite any) every key once more, in a random order: the shape a long run
+/// of overwrites converges to — the tree as deep as the workload keeps it, and every key
+/// written since it took that shape (a level above the last that never merges down then holds
+/// every key, as the model's steady state has it). Under the workload's own skewed puts that
+/// takes millions of them (a zipfian last-level run of T 12, Z 5 reached 84 % of its capacity
+/// in 140,000); uniform overwrites take about 1.6 passes. The mix's own warm-up follows, so
+/// the buffer and upper levels then hold its recent keys. Settled after every step of an
+/// eighth of the records; at most [`DEPTH_LIMIT_PASSES`] passes. Returns the puts made.
+fn deepen(kv: &dyn BenchKv, w: &Workload, target: usize, seed: u64) -> Result<u64, String> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let n = w.records.max(1);
+    let step = n.div_ceil(8);
+    let mut done = 0u64;
+    kv.settle()?;
+    while depth(kv) < target && done < DEPTH_LIMIT_PASSES * n {
+        for _ in 0..step {
+            kv.put(&encode_key(rng.gen_range(0..n), w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility))?;
+        }
+        kv.settle()?;
+        done += step;
+    }
+    if done > 0 {
+        let mut order: Vec<u64> = (0..n).collect();
+        order.shuffle(&mut rng);
+        for i in order {
+            kv.put(&encode_key(i, w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility))?;
+        }
+        kv.settle()?;
+        done += n;
+    }
+    Ok(done)
 }
 
 /// Seed offset of [`fill_buffer`]'s steps.

@@ -126,6 +126,13 @@ pub struct Workload {
     /// sees the buffer's mean content, not whatever the last flush left (None: no such step).
     /// The report's `warmup.buffered` says what the measured phase started with.
     pub warmup_buffered: Option<u64>,
+    /// Before `warmup_operations`, overwrite loaded keys until the deepest level holding data
+    /// is this deep, then every key once more (`cosine_bench`'s `deepen`; None: no such step). A tiered last level under overwrites keeps its older runs
+    /// and deepens the tree only after some flushes of them, so the load's depth is not the
+    /// workload's: a warm-up cycle counted from the load can end just after the deepening,
+    /// with the new upper level empty (BENCHMARKS.md §37). The report's `warmup.depth` says
+    /// what was done.
+    pub warmup_depth: Option<usize>,
 }
 
 impl Default for Workload {
@@ -146,6 +153,7 @@ impl Default for Workload {
             warmup_operations: 0,
             warmup_phase_aligned: false,
             warmup_buffered: None,
+            warmup_depth: None,
         }
     }
 }
@@ -163,6 +171,9 @@ impl Workload {
     pub fn validate(&self) -> Result<(), String> {
         if !(self.compressibility > 0.0 && self.compressibility <= 1.0) {
             return Err(format!("compressibility must be in (0, 1], got {}", self.compressibility));
+        }
+        if self.warmup_depth == Some(0) {
+            return Err("warmup_depth must be at least 1 (a level number)".into());
         }
         if self.empty_range_width == 0 {
             return Err("empty_range_width must be at least 1".into());
