@@ -121,10 +121,7 @@ def test_a_level_that_keeps_every_key_holds_them_with_a_copy_below(sim_binary: o
 
 # (T, K, Z, share of level `level`'s capacity) with a tiered last level that has received fewer
 # batches than half its Z runs, or more (its runs are the batches it holds, not Z / 2)
-RUN_CASES = [
-    (16, 1, 15, 0.1, 2),
-    (16, 1, 15, 0.3, 2),
-    (16, 1, 15, 0.8, 2),
+RUN_CASES = [(16, 1, 15, share, 2) for share in (0.1, 0.3, 0.8)] + [
     (10, 1, 9, 0.5, 1),
     (10, 3, 9, 0.35, 2),
     (6, 1, 5, 0.9, 2),
