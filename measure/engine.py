@@ -113,6 +113,15 @@ def as_ran(wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     return {**wl, "warmup_operations": int(warm["operations"]), "warmup_phase_aligned": False}
 
 
+def short_of_depth(report: dict[str, Any]) -> bool:
+    """Whether a cosine-bench run's warm-up was asked for a depth (``warmup_depth``) and did not
+    reach it: the run then started a level shallower than the model's steady state (a tiered last
+    level the model's room rule takes a level too deep, BENCHMARKS.md §37.4)."""
+    warm = report.get("warmup")
+    depth = warm.get("depth") if isinstance(warm, dict) else None
+    return isinstance(depth, dict) and int(depth.get("reached", 0)) < int(depth.get("target", 0))
+
+
 def run_merges(report: dict[str, Any]) -> RunMerges | None:
     """The flushes and merges into the deepest level a cosine-bench run completed in its measured
     phase (not in the settle after it: a merge the run started late is mostly paid after it, at a

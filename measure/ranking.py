@@ -29,7 +29,16 @@ from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
 from measure.calibrate import buffered_warmup, covering_ops, free_throughput, steady_warmup
 from measure.cores import on_two_cores
-from measure.engine import TEMPLATE, as_ran, build, run_merges, run_scratch, scan_capped_ops, workload_json
+from measure.engine import (
+    TEMPLATE,
+    as_ran,
+    build,
+    run_merges,
+    run_scratch,
+    scan_capped_ops,
+    short_of_depth,
+    workload_json,
+)
 from measure.grid import KEY, MEMORY_SHARE, VALUE, designs, shipped_spec
 from measure.local import best_design
 from measure.validate import blocks_per_op
@@ -236,6 +245,7 @@ def ranking(
         plans = {name: plan.workload(spec, secs) for name, secs in sets[w].items()}
         dropped = dict.fromkeys(plans, 0)
         shared = dict.fromkeys(plans, 0)
+        shallow = dict.fromkeys(plans, 0)
         for _ in range(repeats):
             for name, (secs, wl) in plans.items():
                 one = partial(run_scratch, to_toml(secs), wl, f"ranking-{done}")
@@ -243,6 +253,7 @@ def ranking(
                 rep, lost, on_one = on_two_cores(one, threads)
                 dropped[name] += lost
                 shared[name] += int(on_one)
+                shallow[name] += int(short_of_depth(rep))
                 ran = as_ran(wl, rep)
                 x_state, _ = engine_throughput(
                     secs,
@@ -283,6 +294,9 @@ def ranking(
                     # again, and those kept as they ran after the last attempt
                     "runs_dropped_shared_core": dropped[name],
                     "runs_on_shared_core": shared[name],
+                    # runs whose warm-up did not reach the model's steady depth (warmup_depth): they
+                    # started a level shallower than the prediction's tree
+                    "runs_short_of_depth": shallow[name],
                     "cpu_scale": cpu_scale,
                     "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
                     "records": records,

@@ -128,6 +128,12 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
                 f"{s['workload']}: {again} run(s) run again, the host had put both client threads on one "
                 f"core (measure.cores); {kept} kept so after the last attempt"
             )
+        for r in mine:
+            if int(r.get("runs_short_of_depth", 0)):
+                con.print(
+                    f"{s['workload']}: {r['design']}: {r['runs_short_of_depth']} of {r['runs']} run(s) started "
+                    "a level shallower than the model's steady tree (the warm-up did not reach its depth)"
+                )
 
 
 def print_operation_calibration(res: dict[str, Any]) -> None:

@@ -57,6 +57,7 @@ def test_ranking_repeats_report_the_median_run(engine_binary):
         assert r["measured_free_ops"] >= r["measured_ops"] * 0.5, "free throughput: the same run without waits"
         assert 1.0 <= r["measured_spread"] < math.inf
         assert r["runs_dropped_shared_core"] >= 0 and 0 <= r["runs_on_shared_core"] <= r["runs"]
+        assert 0 <= r["runs_short_of_depth"] <= r["runs"]
     (s,) = summary(rows)
     assert s["workload"] == "ycsb_c" and 0 < s["pick_vs_best"] <= 1.0
     assert -1.0 <= s["spearman_rho"] <= 1.0 and -1.0 <= s["spearman_rho_free"] <= 1.0

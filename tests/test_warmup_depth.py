@@ -86,3 +86,18 @@ def test_the_engine_reaches_the_depth_before_the_mix() -> None:
     levels = {lv["level"]: lv["entries"] for lv in shape["levels"]}
     # every key was overwritten since the tree deepened: in level 1 or still in the buffer
     assert levels[1] + shape["buffered"] >= RECORDS and levels[2] > 0, shape
+
+
+@pytest.mark.parametrize(
+    ("warmup", "short"),
+    [
+        ({"operations": 10, "depth": {"target": 2, "reached": 1, "puts": 800}}, True),
+        ({"operations": 10, "depth": {"target": 2, "reached": 2, "puts": 75}}, False),
+        ({"operations": 10, "depth": None}, False),
+        (None, False),
+    ],
+)
+def test_a_run_short_of_its_depth_is_told(warmup: dict | None, short: bool) -> None:
+    from measure.engine import short_of_depth
+
+    assert short_of_depth({"warmup": warmup}) is short
