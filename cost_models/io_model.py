@@ -538,7 +538,8 @@ def structure(
     reached = np.where(r > 0, reached, 0.0)
     # The key's oldest version is in the last level: its last run never misses.
     last = (lay.L[di] == li + 1)[:, None]
-    final = E * np.clip(A - Bl * r, 0.0, 1.0) * np.exp(r * np.log1p(-np.minimum(alpha_run, 1.0 - 1e-16)))
+    with np.errstate(over="ignore"):  # a run of (near) infinite width (Bl) leaves nothing past it: clipped to 0
+        final = E * np.clip(A - Bl * r, 0.0, 1.0) * np.exp(r * np.log1p(-np.minimum(alpha_run, 1.0 - 1e-16)))
     passed = np.where(last, np.maximum(passed - final, 0.0), passed)
     fp = np.zeros((n, lm, P))
     reach = np.zeros((n, lm, P))
