@@ -193,7 +193,7 @@ def steady_depth(cfg: dict[str, Any], workload: dict[str, Any]) -> int | None:
     warm-up counted from the load ended just after that on the ranking's YCSB B pick (T 6, Z 5;
     level 1 empty, every lookup in the cold level 2 and its on-disk index: 0.49 blocks per
     operation against the steady state's 0.30, BENCHMARKS.md §37). cosine-bench's
-    ``warmup_depth`` runs the mix until the tree is this deep first."""
+    ``warmup_depth`` first overwrites keys until the tree is this deep, then every key once more."""
     mix = {k: float(v) for k, v in workload["mix"].items()}
     if cfg["design"]["class"] == DesignClass.LSH or not write_share(mix) > 0 or mix.get("insert", 0.0) > 0:
         return None

@@ -242,7 +242,6 @@ def last_level_room(
     oldest run is the whole level above, pushed down as it was when the tree deepened (larger
     than a batch: T 4, Z 2 at 0.6 of level 2)."""
 
-    run_of = run_entries
     n, lm = cap.shape
     room = cap.copy()
     batch = np.zeros_like(cap)
@@ -250,10 +249,11 @@ def last_level_room(
     for i in range(lm):
         c = cap[:, i]
         batch[:, i] = incoming
-        room[:, i] = np.where(cold_runs > 1, np.maximum(c - (cold_runs - 1) * run_of(c, cold_runs, incoming), 0.0), c)
+        older = (cold_runs - 1) * run_entries(c, cold_runs, incoming)  # the Z - 1 older runs' entries
+        room[:, i] = np.where(cold_runs > 1, np.maximum(c - older, 0.0), c)
         # what this level passes to the next when it is above the last
         incoming = np.where(
-            partial[:, i], np.minimum(files, c), np.minimum(c, hot_runs * run_of(c, hot_runs, incoming))
+            partial[:, i], np.minimum(files, c), np.minimum(c, hot_runs * run_entries(c, hot_runs, incoming))
         )
     return room, batch
 

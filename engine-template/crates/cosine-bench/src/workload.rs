@@ -127,11 +127,11 @@ pub struct Workload {
     /// The report's `warmup.buffered` says what the measured phase started with.
     pub warmup_buffered: Option<u64>,
     /// Before `warmup_operations`, overwrite loaded keys until the deepest level holding data
-    /// is this deep, then every key once more (`cosine_bench`'s `deepen`; None: no such step). A tiered last level under overwrites keeps its older runs
-    /// and deepens the tree only after some flushes of them, so the load's depth is not the
-    /// workload's: a warm-up cycle counted from the load can end just after the deepening,
-    /// with the new upper level empty (BENCHMARKS.md §37). The report's `warmup.depth` says
-    /// what was done.
+    /// is this deep, then every key once more (`cosine_bench`'s `deepen`; None: no such step).
+    /// A tiered last level under overwrites keeps its older runs and deepens the tree only
+    /// after some flushes of them, so the load's depth is not the workload's: a warm-up cycle
+    /// counted from the load can end just after the deepening, with the new upper level empty
+    /// (BENCHMARKS.md §37). The report's `warmup.depth` says what was done.
     pub warmup_depth: Option<usize>,
 }
 
