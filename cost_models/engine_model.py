@@ -30,18 +30,10 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import (
-    IOCost,
-    MergeTerms,
-    insert_fraction,
-    io_costs,
-    merge_terms,
-    overwrites_keys,
-    wal_pages,
-    window,
-)
-from cost_models.layout import MAX_LEVELS, Layout, index_fanout, level_shape, partial_levels, split_memory
+from cost_models.io_model import IOCost, MergeTerms, insert_fraction, io_costs, merge_terms, overwrites_keys, wal_pages
+from cost_models.layout import MAX_LEVELS, Layout, PutStream, index_fanout, level_shape, partial_levels, split_memory
 from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
+from cost_models.windows import ExactWindow, window
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, DesignClass, RunStrategy
@@ -93,9 +85,11 @@ def engine_layout(
     observed: tuple[float, list[tuple[float, float]]] | None = None,
     *,
     overwrites: bool,
+    puts: PutStream | None = None,
 ) -> Layout:
     """The layout of a configured engine holding ``n_keys`` entries (optionally in a known state)
-    under a workload that overwrites keys or not (:func:`cost_models.layout.level_shape`)."""
+    under a workload that overwrites keys or not, with the put stream ``puts``
+    (:func:`cost_models.layout.level_shape`; :func:`put_stream` of a workload.json)."""
     lay = cfg["layout"]
     key, value = int(lay["key_bytes"]), int(lay["value_bytes"])
     entry = key + value
@@ -126,6 +120,7 @@ def engine_layout(
         file_entries=files,
         run_strategy=strategy,
         overwrites=overwrites,
+        puts=puts,
     )
     lm = sh.cap.shape[1]
     per_level = np.array([bits[min(i, len(bits) - 1)] for i in range(lm)])[None, :]
@@ -148,6 +143,20 @@ def workload_partitions(workload: dict[str, Any], n_keys: float) -> Partitions:
     """The key partitions of a workload.json's get and put distributions over ``n_keys`` keys."""
     dist = workload.get("distribution", {})
     return partitions(distribution(dist.get("get", {})), distribution(dist.get("put", {})), n_keys)
+
+
+def workload_layout(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    n_keys: float,
+    observed: tuple[float, list[tuple[float, float]]] | None = None,
+) -> Layout:
+    """:func:`engine_layout` of a configured engine holding ``n_keys`` entries under a workload.json:
+    whether its mix overwrites keys, and its put stream (a run's batches shadow the keys they
+    overwrite, more so under skew: cost_models.layout.run_entries)."""
+    mix = {k: float(v) for k, v in workload["mix"].items()}
+    puts = ExactWindow(workload_partitions(workload, n_keys).put, n_keys, insert_fraction(mix))
+    return engine_layout(cfg, n_keys, observed=observed, overwrites=overwrites_keys(mix), puts=puts)
 
 
 def steady_merges(lay: Layout, parts: Partitions, mix: dict[str, float]) -> MergeTerms:
@@ -174,7 +183,7 @@ def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     n = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
     parts = workload_partitions(workload, n)
-    lay = engine_layout(cfg, n, overwrites=overwrites_keys(mix))
+    lay = workload_layout(cfg, workload, n)
     mt = steady_merges(lay, parts, mix)
     levels = int(lay.L[0])
     # the deepest level merged into: a leveled level above that holds every key never merges
@@ -197,7 +206,7 @@ def steady_depth(cfg: dict[str, Any], workload: dict[str, Any]) -> int | None:
     mix = {k: float(v) for k, v in workload["mix"].items()}
     if cfg["design"]["class"] == DesignClass.LSH or not write_share(mix) > 0 or mix.get("insert", 0.0) > 0:
         return None
-    lay = engine_layout(cfg, float(workload["records"]), overwrites=overwrites_keys(mix))
+    lay = workload_layout(cfg, workload, float(workload["records"]))
     return int(lay.L[0])
 
 
@@ -242,7 +251,7 @@ def predict(
     def io_at(n: float, observed: dict[str, Any] | None) -> IOCost:
         parts = workload_partitions(workload, n)
         width = int(workload.get("empty_range_width", DEFAULT_EMPTY_RANGE_WIDTH))
-        lay = engine_layout(cfg, n, observed=observed_state(observed), overwrites=overwrites_keys(mix))
+        lay = workload_layout(cfg, workload, n, observed_state(observed))
         return io_costs(lay, parts, mix, scan, None, width)
 
     expected = io_at(n_mean, None)
@@ -252,7 +261,7 @@ def predict(
     put = expected.insert
     if puts > 0:
         parts = workload_partitions(workload, n_mean)
-        lay = engine_layout(cfg, n_mean, overwrites=overwrites_keys(mix))
+        lay = workload_layout(cfg, workload, n_mean)
         warm = float(workload.get("warmup_operations", 0)) * (mix.get("update", 0.0) + mix.get("rmw", 0.0)) / total
         put = transient_put(
             cfg, lay, parts, mix, shape, puts, fallback=expected.insert, warmup_overwrites=warm, merges=merges
@@ -305,7 +314,7 @@ def run_start_buffered(cfg: dict[str, Any], workload: dict[str, Any]) -> int | N
         return None
     n0, inserted = run_keys(workload)
     n = n0 + inserted / 2
-    lay = engine_layout(cfg, n, overwrites=overwrites_keys(mix))
+    lay = workload_layout(cfg, workload, n)
     q0 = puts_per_flush(lay, workload_partitions(workload, n), mix)
     if not (math.isfinite(q0) and puts < q0):
         return None

@@ -17,10 +17,11 @@ from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, Structure, Windows, io_costs, overwrites_keys
-from cost_models.layout import Layout, derive
+from cost_models.io_model import IOCost, Structure, Windows, insert_fraction, io_costs, overwrites_keys
+from cost_models.layout import Layout, PutStream, derive, uniform_puts
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
+from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
 from specs.vocab import CostModel
@@ -108,6 +109,23 @@ def shape_overwrites(spec: Spec) -> bool:
     return overwrites_keys(spec.workload.operations)
 
 
+def own_puts(parts: Partitions, workload: Workload, n_keys: float) -> ExactWindow:
+    """The exact put stream of ``workload`` on a node of ``n_keys`` keys (cost_models.layout.PutStream)."""
+    return ExactWindow(parts.put, n_keys, insert_fraction(workload.operations))
+
+
+def tree_puts(
+    model: CostModel, parts: Partitions, workload: Workload, n_keys: float, windows: Windows | None = None
+) -> PutStream:
+    """The put stream that shapes ``workload``'s trees on a node of ``n_keys`` keys under ``model``
+    (cost_models.layout.run_entries): its own (the put window of ``windows`` when given, else the
+    exact one); under the paper's worst-case model, which sees no key distribution, uniform updates
+    (the fewest keys shadowed: the largest runs, the deepest tree)."""
+    if model == CostModel.WORST_CASE:
+        return uniform_puts(n_keys)
+    return windows[0] if windows is not None else own_puts(parts, workload, n_keys)
+
+
 def workload_partitions(workload: Workload) -> Partitions:
     """Key partitions of the whole data set (a node's shard keeps the same fractions)."""
     return partitions(workload.get_distribution, workload.put_distribution, workload.entries)
@@ -122,6 +140,7 @@ def evaluate_designs(
     windows: Windows | None = None,
     model: CostModel = CostModel.DISTRIBUTION_AWARE,
     overwrites: bool | None = None,
+    shape_puts: PutStream | None = None,
 ) -> NodeEval:
     """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries and
     ``memory_bytes`` of memory (or each design on its own memory size: an array).
@@ -130,12 +149,16 @@ def evaluate_designs(
     default is the exact model (:func:`cost_models.io_model.exact_windows` to share its
     windows with other evaluations). ``model`` picks the I/O model. ``overwrites``: whether the
     tree's shape is the one overwrites keep it in (:func:`cost_models.layout.level_shape`);
-    None: whether ``workload`` overwrites. A perturbed workload is priced on the expected
-    workload's shape (:func:`shape_overwrites`).
+    None: whether ``workload`` overwrites. ``shape_puts``: the put stream whose batches shape the
+    tree's runs (cost_models.layout.run_entries); None: ``workload``'s own (the put window of
+    ``windows`` when given, else the exact one). A perturbed workload is priced on the expected
+    workload's shape (:func:`shape_overwrites`, and the expected workload's stream).
     """
     parts = parts or workload_partitions(workload)
     ow = overwrites_keys(workload.operations) if overwrites is None else overwrites
-    lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes, overwrites=ow)
+    if shape_puts is None:
+        shape_puts = tree_puts(model, parts, workload, n_keys, windows)
+    lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes, overwrites=ow, puts=shape_puts)
     io = node_io(model, lay, parts, workload, windows)
     return NodeEval(lay, io, io.total(workload.operations), codec_effect(batch, lay, io, workload))
 

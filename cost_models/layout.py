@@ -12,12 +12,15 @@ uniform), and what memory is left for the block cache. Arrays are
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Protocol
 
 import numpy as np
 
 from cost_models import range_filter
 from cost_models.design import DesignBatch, model_constants
+from cost_models.distributions import Marginal
 from cost_models.symbolic import compiled
+from cost_models.windows import ExactWindow
 from specs.vocab import Compaction, DesignClass, RunStrategy
 
 #: Deepest level count considered; T=2 over 1e15 keys and a one-entry buffer is 50.
@@ -211,11 +214,68 @@ class Shape:
         return Shape(**kw)
 
 
-def run_entries(cap: np.ndarray, runs: np.ndarray, incoming: np.ndarray) -> np.ndarray:
-    """Entries one run of a level of capacity ``cap`` in ``runs`` runs holds: the incoming batches
-    that fit its share of the level, whole, at least one (the engine merges a batch into the
-    newest run while it fits the run's capacity, else starts a new run)."""
-    return incoming * np.maximum(1.0, np.floor(np.ceil(cap / runs) / np.maximum(incoming, 1.0)))
+class PutStream(Protocol):
+    """A workload's puts on a node, as its runs fill (cost_models.windows: ``ExactWindow``,
+    ``WindowTable``): the puts that bring a count of distinct keys, and the distinct keys a count of
+    puts brings."""
+
+    def __call__(self, distinct: np.ndarray) -> np.ndarray: ...
+
+    def distinct(self, puts: np.ndarray) -> np.ndarray: ...
+
+
+def uniform_puts(n_keys: float) -> PutStream:
+    """Updates drawn uniformly from ``n_keys`` keys (cosine-sim's ``--updates``)."""
+    return ExactWindow(Marginal(np.ones(1), np.ones(1)), n_keys, 0.0)
+
+
+def run_batches(
+    cap: np.ndarray,
+    runs: np.ndarray,
+    incoming: np.ndarray,
+    puts: PutStream | None = None,
+    window: np.ndarray | None = None,
+) -> np.ndarray:
+    """Incoming batches of ``incoming`` entries one run of a level of capacity ``cap`` in ``runs``
+    runs takes, at least one: the engine merges a batch into the newest run while the run's entries
+    and the batch fit the run's share of the level, else starts a new run (cosine-compaction
+    ``place``). Batches of new keys add up: the whole batches that fit the share. Under overwrites
+    (``puts``, the workload's stream, and ``window``, the puts one batch spans: a flush, or a level
+    above merged whole) a batch shadows the keys it overwrites, so after m batches the run holds
+    ``distinct(m window)`` and takes another while that and ``incoming`` fit the share: while
+    ``m window <= puts(share - incoming)`` (infinite where the share holds every key besides)."""
+    share = np.ceil(cap / runs)
+    whole = np.maximum(1.0, np.floor(share / np.maximum(incoming, 1.0)))
+    if puts is None or window is None:
+        return whole
+    windowed = np.isfinite(window) & (window > 0)
+    room = share - incoming
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        more = np.where(room >= 1.0, np.floor(puts(np.maximum(room, 1.0)) / np.where(windowed, window, 1.0)), 0.0)
+    return np.where(windowed, 1.0 + more, whole)
+
+
+def run_entries(
+    cap: np.ndarray,
+    runs: np.ndarray,
+    incoming: np.ndarray,
+    puts: PutStream | None = None,
+    window: np.ndarray | None = None,
+) -> np.ndarray:
+    """Entries one run of a level of capacity ``cap`` in ``runs`` runs holds: its
+    :func:`run_batches`, whole, or under overwrites the distinct keys of their puts. cosine-sim,
+    T 20, K 9, Z 9 holding 1,280 keys under uniform overwrites: a level-1 run of two 256-entry
+    flushes holds ~460 keys, not 512, so level 1 keeps its nine runs and every key (counted whole:
+    1,024 of room, a level deeper; the ranking's YCSB A "pick T x2", BENCHMARKS.md §38)."""
+    m = run_batches(cap, runs, incoming, puts, window)
+    whole = incoming * m
+    if puts is None or window is None:
+        return whole
+    windowed = np.isfinite(window) & (window > 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        held = puts.distinct(m * np.where(windowed, window, 1.0))
+    # a batch larger than the run's share is a run by itself
+    return np.where(windowed, np.minimum(held, np.maximum(np.ceil(cap / runs), incoming)), whole)
 
 
 def last_level_room(
@@ -225,9 +285,12 @@ def last_level_room(
     cold_runs: np.ndarray,
     files: np.ndarray,
     partial: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(room, batch), each (n, Lm): the distinct keys each level can hold as the last level of a
-    tree whose keys are overwritten, and the entries one merge brings into it.
+    n_keys: float,
+    puts: PutStream | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(room, batch, run), each (n, Lm): the distinct keys each level can hold as the last level of
+    a tree of ``n_keys`` keys loaded and then overwritten, the entries one merge brings into it, and
+    the entries one of its Z runs holds as it fills (:func:`run_entries`).
 
     A last level of Z > 1 runs (tiered) takes incoming data into its newest run once it holds Z
     runs (docs/engine-contract.md), and that run replaces only its own older versions: the Z - 1
@@ -235,27 +298,62 @@ def last_level_room(
     run plus its older runs, and is pushed down once that passes its capacity. A run holds as
     many incoming batches as fit its share of the level (at least one): a flush into level 1, a
     file from a level above that drains file by file, else the whole level above (K runs of
-    batches). So the level holds ``cap - (Z - 1) x run`` distinct keys; a leveled last level (Z =
-    1) holds ``cap``. Checked against the engine's strategy (``cosine-sim``: 69 of 70 trees of
-    T 4-10, K and Z 1-9, 0.15-1.0 of a level's capacity; tests/test_last_level.py): the rule is
-    exact where a level's older runs are batches, and one level too deep where the level's
-    oldest run is the whole level above, pushed down as it was when the tree deepened (larger
-    than a batch: T 4, Z 2 at 0.6 of level 2)."""
+    batches). So the level holds ``cap - (older runs)`` distinct keys; a leveled last level (Z =
+    1) holds ``cap``.
 
-    n, lm = cap.shape
-    room = cap.copy()
+    The older runs are of two kinds. The load's inserts fill ``min(Z - 1, N / run)`` of them with
+    whole batches of new keys; the overwrites then fill the rest with batches that shadow each
+    other's keys (``puts``, the workload's stream: a flush spans the puts that bring a buffer of
+    distinct keys, a level above merged whole its K runs' batches' puts, and a run holds the
+    distinct keys of its batches' puts; a file of a level drained file by file is a key range, not
+    a span of puts, and adds up whole). Checked against the engine's strategy (``cosine-sim``,
+    tests/test_last_level.py: T 4-20, K and Z 1-9, 0.1-1.0 of a level's capacity, uniform and
+    zipfian overwrites). Counted whole, the overwrites' runs put T 20, K 9, Z 9 at 0.25 of level 1
+    a level too deep (1,024 keys of room for 1,280: the ranking's YCSB A "pick T x2", BENCHMARKS.md
+    §38); counted as the overwrites' alone, T 4, Z 2 at 0.6 of level 1 a level too shallow (its one
+    older run is the load's 512 entries, not ~405 distinct ones)."""
+    batch_w, run_w = _level_batches(cap, buffer_entries, hot_runs, cold_runs, files, partial, None)
+    batch, run = batch_w, run_w
+    if puts is not None:
+        batch, run = _level_batches(cap, buffer_entries, hot_runs, cold_runs, files, partial, puts)
+    older = np.maximum(cold_runs - 1, 0.0)[:, None]
+    loaded = np.minimum(older, np.floor(n_keys / np.maximum(run_w, 1.0)))
+    held = loaded * run_w + (older - loaded) * run
+    room = np.where(cold_runs[:, None] > 1, np.maximum(cap - held, 0.0), cap)
+    return room, batch, run
+
+
+def _level_batches(
+    cap: np.ndarray,
+    buffer_entries: np.ndarray,
+    hot_runs: np.ndarray,
+    cold_runs: np.ndarray,
+    files: np.ndarray,
+    partial: np.ndarray,
+    puts: PutStream | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, run), each (n, Lm): the entries one merge brings into each level, and one of its Z
+    runs holds (:func:`run_entries`), with every batch new keys (``puts`` None) or batches of the
+    stream ``puts`` (:func:`last_level_room`)."""
     batch = np.zeros_like(cap)
+    run = np.zeros_like(cap)
     incoming = np.asarray(buffer_entries, dtype=float)
-    for i in range(lm):
+    window = None if puts is None else puts(incoming)
+    for i in range(cap.shape[1]):
         c = cap[:, i]
         batch[:, i] = incoming
-        older = (cold_runs - 1) * run_entries(c, cold_runs, incoming)  # the Z - 1 older runs' entries
-        room[:, i] = np.where(cold_runs > 1, np.maximum(c - older, 0.0), c)
-        # what this level passes to the next when it is above the last
-        incoming = np.where(
-            partial[:, i], np.minimum(files, c), np.minimum(c, hot_runs * run_entries(c, hot_runs, incoming))
-        )
-    return room, batch
+        run[:, i] = run_entries(c, cold_runs, incoming, puts, window)
+        # what this level passes to the next when it is above the last: a file, or its K runs
+        # merged whole; under overwrites the distinct keys of their batches' puts
+        batches = hot_runs * run_batches(c, hot_runs, incoming, puts, window)
+        whole = np.minimum(c, batches * incoming)
+        if puts is not None and window is not None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                span = batches * window
+                whole = np.where(np.isfinite(window), np.minimum(c, puts.distinct(span)), whole)
+            window = np.where(partial[:, i], np.nan, span)
+        incoming = np.where(partial[:, i], np.minimum(files, c), whole)
+    return batch, run
 
 
 def keeps_every_key(cap: np.ndarray, hot_runs: np.ndarray, batch: np.ndarray, n_keys: float) -> np.ndarray:
@@ -309,6 +407,7 @@ def level_shape(
     run_strategy: RunStrategy | None = None,
     *,
     overwrites: bool,
+    puts: PutStream | None = None,
 ) -> Shape:
     """Levels, capacities, occupancy and runs of every design (no memory split).
 
@@ -320,7 +419,9 @@ def level_shape(
     ``file_entries`` and ``run_strategy`` give an engine's own compaction instead of its class's
     (CLASS_COMPACTION; a partial design is a B-tree). ``overwrites``: the workload overwrites keys
     (updates, read-modify-writes), so a tiered last level holds fewer distinct keys than its
-    capacity (:func:`last_level_room`) and the tree is deeper.
+    capacity (:func:`last_level_room`) and the tree is deeper; ``puts``: their stream on the node
+    (:class:`PutStream`, whose batches shadow each other's keys in a run; None: uniform updates,
+    :func:`uniform_puts`).
     """
     k = model_constants()
     fill = k["level_fill"]
@@ -353,7 +454,8 @@ def level_shape(
         given = np.asarray(partial, dtype=bool)
         part = np.broadcast_to(np.pad(given[:lm], (0, max(0, lm - given.size)), mode="edge")[None, :], (n, lm))
     files = np.full(n, float(k["file_entries"] if file_entries is None else file_entries))
-    room, into = last_level_room(cap, E_B, batch.K, batch.Z, files, part)
+    stream = (puts if puts is not None else uniform_puts(N)) if overwrites else None
+    room, into, zrun = last_level_room(cap, E_B, batch.K, batch.Z, files, part, N, stream)
     if not overwrites:
         room = cap
     holds = room >= N * (1 - 1e-12)
@@ -361,7 +463,7 @@ def level_shape(
     L = np.where(batch.lsh, 1.0, L)
     if lm > lm_cap and not (L > lm_cap).any():  # no design needed the extra level: the usual width
         lm = lm_cap
-        i, cap, part, into = i[:, :lm], cap[:, :lm], part[:, :lm], into[:, :lm]
+        i, cap, part, into, zrun = i[:, :lm], cap[:, :lm], part[:, :lm], into[:, :lm], zrun[:, :lm]
     lvl = np.broadcast_to(i, (n, lm))
     exists = lvl <= L[:, None]
     last = lvl == L[:, None]
@@ -416,7 +518,7 @@ def level_shape(
     # Z 15) holds 60,000-85,000 keys in its last level, one batch of level 1's 80,000: one run in
     # the engine, 7.5 in the model (0.77 blocks per operation predicted, 0.40 measured;
     # BENCHMARKS.md §37)
-    batches = occ / np.maximum(run_entries(cap, np.maximum(max_runs, 1.0), into), 1.0)
+    batches = occ / np.maximum(zrun, 1.0)
     runs = np.where(last & ~leveled, np.clip(batches, 1.0, max_runs), runs)
     # a tiered last level under overwrites holds all its Z runs, the newest with every key
     # (last_level_room): a lookup that reaches it finds its key in the first run it reads
@@ -470,10 +572,14 @@ def derive(
     levels: int | None = None,
     *,
     overwrites: bool,
+    puts: PutStream | None = None,
 ) -> Layout:
-    """Derive the layout of every design in ``batch`` on a node (``overwrites`` as in :func:`level_shape`)."""
+    """Derive the layout of every design in ``batch`` on a node (``overwrites`` and ``puts`` as in
+    :func:`level_shape`)."""
     return split_memory(
-        level_shape(batch, n_keys, key_bytes, value_bytes, levels, overwrites=overwrites), batch, memory_bytes
+        level_shape(batch, n_keys, key_bytes, value_bytes, levels, overwrites=overwrites, puts=puts),
+        batch,
+        memory_bytes,
     )
 
 

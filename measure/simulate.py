@@ -21,7 +21,8 @@ from typing import Any
 
 from cost_models.distributions import partitions
 from cost_models.engine_model import distribution, engine_layout, predict
-from cost_models.io_model import merge_terms, window
+from cost_models.io_model import merge_terms
+from cost_models.windows import window
 from measure.engine import TEMPLATE, build
 from render.config import to_toml
 from specs.vocab import Operation
@@ -109,15 +110,18 @@ class SimRun:
         return {"buffered": self.report["buffered"], "levels": levels}
 
 
-def simulate(cfg: dict[str, Any], puts: int, universe: int = 0, seed: int = 42, updates: int = 0) -> SimRun:
-    """Run the engine's strategy over ``puts`` puts and then ``updates`` uniform overwrites of
-    the keys put (the same seed replays the same keys)."""
+def simulate(
+    cfg: dict[str, Any], puts: int, universe: int = 0, seed: int = 42, updates: int = 0, zipf: float | None = None
+) -> SimRun:
+    """Run the engine's strategy over ``puts`` puts and then ``updates`` overwrites of the keys put,
+    uniform or zipfian of skew ``zipf`` by insertion order (the same seed replays the same keys)."""
     with tempfile.TemporaryDirectory(prefix="cosine-sim-") as tmp:
         path = Path(tmp) / "engine.toml"
         path.write_text(to_toml(cfg))
         args = [str(simulator()), "--config", str(path), "--inserts", str(puts), "--json", "--seed", str(seed)]
         args += ["--universe", str(universe)] if universe else []
         args += ["--updates", str(updates)] if updates else []
+        args += ["--zipf", repr(zipf)] if zipf is not None else []
         res = subprocess.run(args, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"cosine-sim: {res.stderr.strip() or res.returncode}")

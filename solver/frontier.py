@@ -167,14 +167,14 @@ def _evaluate_nodes(
     the exact windows of a node of s keys (s >= 1: the layout's own key count), the gets' shared
     by the two workloads. The nodes of one size share them, and first evaluate their designs
     together once (each on its VM's memory), for the windows only: that solves the counts they
-    ask for in a few bisections instead of a few per node (cost_models.io_model.ExactWindow: a
+    ask for in a few bisections instead of a few per node (cost_models.windows.ExactWindow: a
     count's window does not depend on what it is solved with). Each node's figures are then
     those of its design evaluated alone (the batch's are not used: its matrix products over the
     key partitions may round otherwise than a single design's)."""
     wl = spec.workload
     robust = is_robust(spec)
     pw = perturbed_workload(spec)
-    shaped = shape_overwrites(spec)  # the perturbed workload runs on the expected one's shape
+    shaped = shape_overwrites(spec)  # the perturbed workload runs on the expected one's shape (and puts)
     by_size: dict[float, list[tuple[tuple[int, float], Context]]] = {}
     for key, c in nodes.items():
         by_size.setdefault(key[1], []).append((key, c))
@@ -197,7 +197,9 @@ def _evaluate_nodes(
         pw_wins = exact_windows(parts, pw.operations, s, wins[1])
         if pw is not wl and len(rows) > 1:
             sub = DesignBatch.of([group[i][1].design for i in rows])
-            evaluate_designs(sub, pw, s, mem[rows], parts, pw_wins, spec.cost_model, overwrites=shaped)
+            evaluate_designs(
+                sub, pw, s, mem[rows], parts, pw_wins, spec.cost_model, overwrites=shaped, shape_puts=wins[0]
+            )
         for i in rows:
             key, c = group[i]
             f = out[key]
@@ -205,7 +207,9 @@ def _evaluate_nodes(
             pe = (
                 f.ne
                 if pw is wl
-                else evaluate_designs(batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model, overwrites=shaped)
+                else evaluate_designs(
+                    batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model, overwrites=shaped, shape_puts=wins[0]
+                )
             )
             f.xp = float(perturbed_throughput(pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
     return out

@@ -50,13 +50,12 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, allowed_classes, preset
 from cost_models.distributions import Partitions
-from cost_models.evaluate import node_io, shape_overwrites, workload_partitions
+from cost_models.evaluate import node_io, shape_overwrites, tree_puts, workload_partitions
 from cost_models.io_model import (
     Cascades,
     IOCost,
     SplitTerms,
     Structure,
-    WindowTable,
     cache_alpha,
     cache_blocks,
     combine,
@@ -71,6 +70,7 @@ from cost_models.pareto import pareto_mask
 from cost_models.pricing import Catalog, VmType
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
+from cost_models.windows import WindowTable
 from solver.space import Grid, cluster_cap, grid_for, shard_counts
 from specs.errors import check_range
 from specs.schema import Spec, Workload
@@ -496,7 +496,9 @@ def shard_prep(
     wl = spec.workload
     wls = _workloads(spec)
     lays = grid.layouts(max_mem, s * wl.entry_bytes)  # every layout without filters
-    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec))
+    # the expected workload's puts shape every workload's tree (its runs' batches: layout.run_entries)
+    puts = tree_puts(spec.cost_model, parts, wl, s, wins[0])
+    shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec), puts=puts)
     unsplit = split_memory(shape, lays, np.inf)  # the structure does not depend on memory
     sts = [structure(unsplit, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
     with_filters = lays.take(np.arange(lays.size))
@@ -504,7 +506,13 @@ def shard_prep(
     # the merge policy sets the levels' occupancy and runs too (layout.drained_fill), so the
     # filtered designs' structure is their own, lookups and merges
     shape_f = level_shape(
-        with_filters, s, wl.key_bytes, wl.value_bytes, levels=shape.cap.shape[1], overwrites=shape_overwrites(spec)
+        with_filters,
+        s,
+        wl.key_bytes,
+        wl.value_bytes,
+        levels=shape.cap.shape[1],
+        overwrites=shape_overwrites(spec),
+        puts=puts,
     )
     unsplit_f = split_memory(shape_f, with_filters, np.inf)
     sts_f = [structure(unsplit_f, parts, w.operations, w.scan_length, win[0]) for w, win in zip(wls, wins, strict=True)]
@@ -936,7 +944,8 @@ def _preset_columns(
     mems = sorted(by_mem)
     m = len(mems)
     batch = DesignBatch.of([d for d in ds for _ in mems])
-    shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec))
+    puts = tree_puts(spec.cost_model, parts, wl, s, wins[0])
+    shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec), puts=puts)
     sts = [
         structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
         for w, win in zip(wls, wins, strict=True)

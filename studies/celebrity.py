@@ -26,8 +26,8 @@ import numpy as np
 from cost_models import REPO_ROOT
 from cost_models.cloud import usable_bytes
 from cost_models.design import Design, DesignBatch, allowed_classes
-from cost_models.engine_model import engine_layout, predict
-from cost_models.evaluate import evaluate_designs, workload_partitions
+from cost_models.engine_model import predict, workload_layout
+from cost_models.evaluate import evaluate_designs, own_puts, workload_partitions
 from cost_models.io_model import overwrites_keys
 from cost_models.layout import level_shape
 from cost_models.pricing import VmType, load_catalog
@@ -99,8 +99,14 @@ def report_design(spec: Spec, rd: ReportDesign, memory_bytes: float) -> Design:
     allocation (as the design continuum assumes)."""
     wl = spec.workload
     d = Design(T=rd.T, K=rd.K, Z=rd.Z, buffer_bytes=rd.buffer_bytes, block_bytes=spec.design.block_bytes[0])
+    puts = own_puts(workload_partitions(wl), wl, wl.entries)
     sh = level_shape(
-        DesignBatch.of([d]), wl.entries, wl.key_bytes, wl.value_bytes, overwrites=overwrites_keys(wl.operations)
+        DesignBatch.of([d]),
+        wl.entries,
+        wl.key_bytes,
+        wl.value_bytes,
+        overwrites=overwrites_keys(wl.operations),
+        puts=puts,
     )
     sized = float(np.where(sh.exists, sh.sized, 0.0).sum())
     index = min(rd.index_bytes, memory_bytes - rd.buffer_bytes) * (1 - _FIT_MARGIN)
@@ -161,9 +167,7 @@ def evaluate(
     meas = measured(rep)
     da = predict(secs, wjson, shape=rep["load"]["shape"], end_shape=rep.get("stats"))
     small = workload_partitions(replace(wl, entries=records))
-    wc = worst_case_io(
-        engine_layout(secs, records, overwrites=overwrites_keys(wl.operations)), small, wl.operations, wl.scan_length
-    )
+    wc = worst_case_io(workload_layout(secs, wjson, records), small, wl.operations, wl.scan_length)
     engine_model = {
         CostModel.DISTRIBUTION_AWARE: float(da.total(wl.operations)[0]) * opm,
         CostModel.WORST_CASE: float(wc.total(wl.operations)[0]) * opm,

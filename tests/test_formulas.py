@@ -13,9 +13,10 @@ import pytest
 
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import harmonic, marginal, partitions
-from cost_models.io_model import io_costs, overwrites_keys, window
+from cost_models.io_model import io_costs, overwrites_keys
 from cost_models.layout import derive
 from cost_models.symbolic import compiled, derived
+from cost_models.windows import window
 from specs.schema import Distribution
 
 C = compiled()

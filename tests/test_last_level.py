@@ -4,11 +4,16 @@ last level of Z runs and merges every overwrite into its newest run."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from cost_models.distributions import marginal
 from cost_models.engine_model import engine_layout
+from cost_models.layout import PutStream, last_level_room, uniform_puts
+from cost_models.windows import ExactWindow
 from measure.simulate import TREE_BUFFER as BUFFER
 from measure.simulate import depth, simulate, steady_state, tree_config
+from specs.schema import Distribution
 
 #: Overwrites per key after the load: the older runs' versions all shadowed, the depth settled.
 OVERWRITES_PER_KEY = 20
@@ -41,13 +46,69 @@ def _tree(T: int, K: int, Z: int, share: float, level: int) -> tuple[dict, int]:
     return tree_config(T, K, Z), int(share * BUFFER * T**level)
 
 
-@pytest.mark.parametrize(("T", "K", "Z", "share", "level"), CASES)
+#: YCSB's skew: cosine-sim's ``--zipf`` draws the overwrites zipfian of it (rank = insertion order)
+ZIPF = 0.99
+
+#: Cases whose level 1 runs take two flushes each: the overwrites' runs shadow part of their
+#: first flush (T 20, K 9, Z 9 at 0.25 of level 1: the ranking's YCSB A "pick T x2")
+SHADOW_CASES = [(20, 9, 9, 0.25, 1), (20, 9, 9, 0.35, 1), (20, 9, 9, 0.5, 1), (20, 9, 9, 0.1, 2)]
+
+
+def _stream(n: int, zipf: float | None) -> PutStream:
+    """The model's put stream of cosine-sim's overwrites of ``n`` loaded keys."""
+    if zipf is None:
+        return uniform_puts(n)
+    return ExactWindow(marginal(Distribution(kind="zipfian", theta=zipf), n), n, 0.0)
+
+
+@pytest.mark.parametrize("zipf", [None, ZIPF], ids=["uniform", "zipfian"])
+@pytest.mark.parametrize(("T", "K", "Z", "share", "level"), CASES + SHADOW_CASES)
 def test_the_depth_under_overwrites_is_the_engines(
-    sim_binary: object, T: int, K: int, Z: int, share: float, level: int
+    sim_binary: object,
+    request: pytest.FixtureRequest,
+    T: int,
+    K: int,
+    Z: int,
+    share: float,
+    level: int,
+    zipf: float | None,
 ) -> None:
+    if zipf is not None and (T, K, Z, share, level) == (10, 9, 9, 0.4, 2):
+        # level 2 keeps four of the load's 2,304-entry runs and four of the overwrites' ~1,475
+        # (one merged level 1 each): 25,356 entries with every key in its newest run, 1 % under
+        # the 25,600 that push it down; the engine's fourth load run took an extra flush (2,816)
+        # and its first overwrite runs 1,481-1,713, so it passes and deepens
+        reason = "a level 1 % short of its push-down: the load's last run is a flush longer"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     cfg, n = _tree(T, K, Z, share, level)
-    run = simulate(cfg, n, 0, updates=OVERWRITES_PER_KEY * n)
-    assert int(engine_layout(cfg, n, overwrites=True).L[0]) == depth(run.report)
+    run = simulate(cfg, n, 0, updates=OVERWRITES_PER_KEY * n, zipf=zipf)
+    assert int(engine_layout(cfg, n, overwrites=True, puts=_stream(n, zipf)).L[0]) == depth(run.report)
+
+
+@pytest.mark.parametrize("zipf", [None, ZIPF], ids=["uniform", "zipfian"])
+def test_an_overwrites_run_holds_the_distinct_keys_of_its_flushes(sim_binary: object, zipf: float | None) -> None:
+    """T 20, K 9, Z 9 at 0.25 of level 1: a run the overwrites make takes two 256-entry flushes
+    and holds the distinct keys of their puts (uniform ~460, zipfian ~410), not 512; the load's
+    runs, of new keys, hold 512 (layout.last_level_room counts both kinds)."""
+    cfg, n = _tree(20, 9, 9, 0.25, 1)
+    level1 = next(lv for lv in simulate(cfg, n, 0, updates=3 * n, zipf=zipf).report["levels"] if lv["level"] == 1)
+    sizes = [int(e) for e in level1["run_entries"]]  # newest first; the oldest two are the load's
+    assert sizes[-2:] == [512, 512]
+    made = sizes[1:-2]  # neither the newest (still filling) nor the load's
+    assert len(made) >= 3
+    room, _, run = last_level_room(
+        np.array([[BUFFER * 20.0]]),
+        np.array([float(BUFFER)]),
+        np.array([9.0]),
+        np.array([9.0]),
+        np.array([1e9]),
+        np.zeros((1, 1), dtype=bool),
+        float(n),
+        _stream(n, zipf),
+    )
+    assert abs(float(run[0, 0]) - float(np.median(made))) / float(np.median(made)) < 0.05, (run, made)
+    # whole flushes would leave 1,024 keys of room for 1,280 (a level deeper than the engine)
+    assert float(room[0, 0]) >= n
 
 
 @pytest.mark.parametrize(("T", "K", "Z", "share", "level"), CASES)

@@ -15,7 +15,7 @@ import pytest
 from cost_models.cloud import GIB, effective_iops
 from cost_models.cpu import NodeShape, node_throughput
 from cost_models.design import DesignBatch, preset
-from cost_models.evaluate import node_io, shape_overwrites, workload_partitions
+from cost_models.evaluate import node_io, shape_overwrites, tree_puts, workload_partitions
 from cost_models.io_model import structure, window_tables
 from cost_models.layout import level_shape, split_memory
 from cost_models.pricing import load_catalog
@@ -76,7 +76,14 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
     for name in PRESETS:
         d = preset(name)
         batch = DesignBatch.of([d])
-        shape = level_shape(batch, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec))
+        shape = level_shape(
+            batch,
+            s,
+            wl.key_bytes,
+            wl.value_bytes,
+            overwrites=shape_overwrites(spec),
+            puts=tree_puts(spec.cost_model, parts, wl, s, wins[0]),
+        )
         sts = [
             structure(split_memory(shape, batch, np.inf), parts, w.operations, w.scan_length, win[0])
             for w, win in zip(wls, wins, strict=True)

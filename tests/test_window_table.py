@@ -1,4 +1,4 @@
-"""The interpolated window table past its grid (cost_models.io_model.WindowTable): the counts
+"""The interpolated window table past its grid (cost_models.windows.WindowTable): the counts
 beyond it are solved exactly, each by itself (each distinct count once per table), and equal the
 exact window of the whole array."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from cost_models.distributions import Marginal
-from cost_models.io_model import WindowTable, window
+from cost_models.windows import WindowTable, window
 
 
 def test_beyond_the_grid_is_the_exact_window():
@@ -69,7 +69,7 @@ def test_bisection_stops_only_at_a_fixed_point():
 def test_exact_windows_each_count_once():
     """ExactWindow solves each distinct count once and gives the bits of window() on any array
     holding it; the gets' window is shared between mixes."""
-    from cost_models.io_model import ExactWindow
+    from cost_models.windows import ExactWindow
 
     put = Marginal(np.array([0.25, 0.75]), np.array([0.6, 0.4]))
     w = ExactWindow(put, 1e6, 0.3)
