@@ -13,10 +13,11 @@ same figures. Printed:
    ``--records`` loaded, then a run of 3x as many inserts (the tree grows under it) or uniform
    overwrites of the loaded keys (``cosine-sim --updates``), modelled from the state the run
    starts in, as `cosine validate` models it.
-3. Tiered last levels under overwrites (docs/model.md, "L" and "occ_i"; BENCHMARKS §30): the
-   depth a tree settles at after 20 overwrites per key, against the model's with the room rule
-   (``layout.last_level_room``) and with capacities alone; and the steady merge blocks per
-   overwrite of the same trees at 0.3-1.0 of level 2. Not a test.
+3. Tiered last levels under overwrites (docs/model.md, "L" and "occ_i"; BENCHMARKS §30, §38): the
+   depth a tree settles at after 20 uniform or zipfian overwrites per key, against the model's
+   with the room rule (``layout.last_level_room``) counting the overwrites' runs as the distinct
+   keys of their batches, counting them as whole batches, and with capacities alone; and the
+   steady merge blocks per overwrite of the same trees at 0.3-1.0 of level 2. Not a test.
 """
 
 from __future__ import annotations
@@ -25,9 +26,24 @@ import argparse
 import copy
 import statistics
 
+import numpy as np
+
+from cost_models.distributions import Marginal
 from cost_models.engine_model import engine_layout
+from cost_models.layout import PutStream
+from cost_models.windows import ExactWindow
 from measure.grid import designs
-from measure.simulate import TREE_BUFFER, depth, short_run, simulate, simulator, steady_state, study_config, tree_config
+from measure.simulate import (
+    TREE_BUFFER,
+    depth,
+    short_run,
+    sim_puts,
+    simulate,
+    simulator,
+    steady_state,
+    study_config,
+    tree_config,
+)
 from specs.vocab import Operation
 
 STUDY = [
@@ -89,29 +105,47 @@ def main() -> None:
     tiered_last()
 
 
-#: (T, K, Z) of section 3: tiered last levels of 2, 3, 4 and 9 runs, and a leveled one.
-TREES = [(5, 1, 4), (10, 1, 4), (10, 3, 3), (4, 1, 2), (10, 9, 9), (10, 1, 1)]
+#: (T, K, Z) of section 3: tiered last levels of 2, 3, 4, 5, 7 and 9 runs, and a leveled one.
+TREES = [(5, 1, 4), (10, 1, 4), (10, 3, 3), (4, 1, 2), (10, 9, 9), (20, 9, 9), (6, 1, 5), (8, 3, 7), (10, 1, 1)]
 #: Shares of a level's capacity the keys fill (section 3).
-SHARES = (0.15, 0.25, 0.4, 0.6, 0.9, 1.0)
+SHARES = (0.1, 0.15, 0.25, 0.4, 0.6, 0.9, 1.0)
+#: The overwrites of section 3: uniform, and zipfian of YCSB's skew (cosine-sim ``--zipf``).
+SKEWS: tuple[float | None, ...] = (None, 0.99)
+
+
+def _streams(n: int, zipf: float | None) -> dict[str, PutStream | None]:
+    """The put streams section 3 compares on a tree of ``n`` keys: the overwrites' own (a run holds
+    the distinct keys of its batches), and one of new keys only (every batch counted whole: the
+    rule before BENCHMARKS §38)."""
+    return {"distinct runs": sim_puts(n, zipf), "whole batches": ExactWindow(Marginal(np.ones(1), np.ones(1)), n, 1.0)}
 
 
 def tiered_last() -> None:
     """Section 3: depth and merge blocks of :data:`TREES` under overwrites."""
     print(f"\n3. tiered last levels under overwrites: {TREE_BUFFER}-entry buffer, 20 overwrites per key")
-    right = {"room": 0, "capacity": 0}
-    cases = 0
-    for T, K, Z in TREES:
-        cfg = tree_config(T, K, Z)
-        for level in (1, 2):
-            for share in SHARES:
-                n = int(share * TREE_BUFFER * T**level)
-                settled = depth(simulate(cfg, n, 0, updates=20 * n).report)
-                if settled == 0:  # all in the buffer
-                    continue
-                cases += 1
-                right["room"] += int(engine_layout(cfg, n, overwrites=True).L[0]) == settled
-                right["capacity"] += int(engine_layout(cfg, n, overwrites=False).L[0]) == settled
-    print(f"depth right: room rule {right['room']} of {cases}, capacities alone {right['capacity']} of {cases}")
+    for zipf in SKEWS:
+        right = {"distinct runs": 0, "whole batches": 0, "capacity": 0}
+        cases = 0
+        missed: list[str] = []
+        for T, K, Z in TREES:
+            cfg = tree_config(T, K, Z)
+            for level in (1, 2):
+                for share in SHARES:
+                    n = int(share * TREE_BUFFER * T**level)
+                    settled = depth(simulate(cfg, n, 0, updates=20 * n, zipf=zipf).report)
+                    if settled == 0:  # all in the buffer
+                        continue
+                    cases += 1
+                    for rule, puts in _streams(n, zipf).items():
+                        got = int(engine_layout(cfg, n, overwrites=True, puts=puts).L[0])
+                        right[rule] += got == settled
+                        if rule == "distinct runs" and got != settled:
+                            missed.append(f"T {T}, K {K}, Z {Z} at {share} of level {level}: {got} for {settled}")
+                    right["capacity"] += int(engine_layout(cfg, n, overwrites=False).L[0]) == settled
+        name = "uniform" if zipf is None else f"zipfian {zipf}"
+        print(f"{name}: depth right of {cases}: " + ", ".join(f"{k} {v}" for k, v in right.items()))
+        for m in missed:
+            print(f"  distinct runs missed {m}")
     print("| T | K | Z | share of level 2 | simulated merge blocks / overwrite | model | model / simulated |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for T, K, Z in TREES:

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cost_models.distributions import partitions
+from cost_models.distributions import marginal, partitions
 from cost_models.engine_model import distribution, engine_layout, predict
 from cost_models.io_model import merge_terms
-from cost_models.windows import window
+from cost_models.layout import PutStream, uniform_puts
+from cost_models.windows import ExactWindow, window
 from measure.engine import TEMPLATE, build
 from render.config import to_toml
+from specs.schema import Distribution
 from specs.vocab import Operation
 
 #: Entries of the preset the studies start from (16-byte keys, 100-byte values).
@@ -126,6 +128,14 @@ def simulate(
     if res.returncode != 0:
         raise RuntimeError(f"cosine-sim: {res.stderr.strip() or res.returncode}")
     return SimRun(json.loads(res.stdout))
+
+
+def sim_puts(n_keys: int, zipf: float | None = None) -> PutStream:
+    """The model's put stream (cost_models.layout.PutStream) of :func:`simulate`'s overwrites of
+    ``n_keys`` loaded keys: uniform, or zipfian of skew ``zipf`` (rank = insertion order)."""
+    if zipf is None:
+        return uniform_puts(n_keys)
+    return ExactWindow(marginal(Distribution(kind="zipfian", theta=zipf), n_keys), n_keys, 0.0)
 
 
 def steady_state(cfg: dict[str, Any], universe: int, before: int, measured: int) -> tuple[float, float]:

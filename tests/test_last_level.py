@@ -7,13 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost_models.distributions import marginal
 from cost_models.engine_model import engine_layout
-from cost_models.layout import PutStream, last_level_room, uniform_puts
-from cost_models.windows import ExactWindow
+from cost_models.layout import last_level_room
 from measure.simulate import TREE_BUFFER as BUFFER
-from measure.simulate import depth, simulate, steady_state, tree_config
-from specs.schema import Distribution
+from measure.simulate import depth, sim_puts, simulate, steady_state, tree_config
 
 #: Overwrites per key after the load: the older runs' versions all shadowed, the depth settled.
 OVERWRITES_PER_KEY = 20
@@ -54,13 +51,6 @@ ZIPF = 0.99
 SHADOW_CASES = [(20, 9, 9, 0.25, 1), (20, 9, 9, 0.35, 1), (20, 9, 9, 0.5, 1), (20, 9, 9, 0.1, 2)]
 
 
-def _stream(n: int, zipf: float | None) -> PutStream:
-    """The model's put stream of cosine-sim's overwrites of ``n`` loaded keys."""
-    if zipf is None:
-        return uniform_puts(n)
-    return ExactWindow(marginal(Distribution(kind="zipfian", theta=zipf), n), n, 0.0)
-
-
 @pytest.mark.parametrize("zipf", [None, ZIPF], ids=["uniform", "zipfian"])
 @pytest.mark.parametrize(("T", "K", "Z", "share", "level"), CASES + SHADOW_CASES)
 def test_the_depth_under_overwrites_is_the_engines(
@@ -82,7 +72,7 @@ def test_the_depth_under_overwrites_is_the_engines(
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     cfg, n = _tree(T, K, Z, share, level)
     run = simulate(cfg, n, 0, updates=OVERWRITES_PER_KEY * n, zipf=zipf)
-    assert int(engine_layout(cfg, n, overwrites=True, puts=_stream(n, zipf)).L[0]) == depth(run.report)
+    assert int(engine_layout(cfg, n, overwrites=True, puts=sim_puts(n, zipf)).L[0]) == depth(run.report)
 
 
 @pytest.mark.parametrize("zipf", [None, ZIPF], ids=["uniform", "zipfian"])
@@ -104,7 +94,7 @@ def test_an_overwrites_run_holds_the_distinct_keys_of_its_flushes(sim_binary: ob
         np.array([1e9]),
         np.zeros((1, 1), dtype=bool),
         float(n),
-        _stream(n, zipf),
+        sim_puts(n, zipf),
     )
     assert abs(float(run[0, 0]) - float(np.median(made))) / float(np.median(made)) < 0.05, (run, made)
     # whole flushes would leave 1,024 keys of room for 1,280 (a level deeper than the engine)
