@@ -27,9 +27,13 @@ STAIRCASE_ROWS_MIN = 1024
 PIVOTS = 8
 PIVOT_ROWS_MIN = 4 * CHUNK
 #: Before the pivots, on such tables the first PEELS rows of the front (in lexicographic
-#: order) are found one at a time, each dropping every later row it weakly dominates
-#: (:func:`_peel`): a design table's ~17 front rows of ~6,000 cost a pass over the rows each.
+#: order) are found one at a time, each dropping every other row it weakly dominates
+#: (:func:`_peel`): a design table's ~17 front rows of ~6,000 cost a pass over the rows left each
+#: (the first drops ~90 % of them).
 PEELS = 32
+#: :func:`_peel` copies out the rows left once they are at most this share of its table: after a
+#: peel that drops most rows the next ones scan fewer, and one that drops few costs no copy.
+PEEL_SHRINK = 0.5
 #: [i, j]: row j comes before row i within a chunk.
 _BEFORE = np.tri(CHUNK, k=-1, dtype=bool)
 
@@ -98,29 +102,42 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
 
 
 def _peel(c: np.ndarray, idx: np.ndarray, peels: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``peels`` rows of the front of ``c[idx]`` (no NaN) in lexicographic order, and
-    the rows none of them weakly dominates (sorted). The first row not yet dropped is on the
-    front: a row weakly dominating it comes before it, and is kept (then it dropped this row) or
-    was dropped by a kept row (which then dominates this one too). Of identical rows the first
-    is kept (lexsort is stable). A row left is dominated by no dropped or kept row, so the front
-    of the rows left is the rest of the front."""
-    order = idx[np.lexsort(c[idx].T[::-1])]
-    ct = np.ascontiguousarray(c[order].T)
-    alive = np.ones(order.size, dtype=bool)
+    """The first ``peels`` rows of the front of ``c[idx]`` (no NaN; ``idx`` sorted) in
+    lexicographic order, and the rows none of them weakly dominates (sorted). The least row left
+    in lexicographic order (:func:`_lex_least`; of identical rows the first) is on the front: a
+    row weakly dominating it is no larger in lexicographic order, so it is left and identical (and
+    later: this row is the one kept), or it was dropped by a kept row, which then dominates this
+    row too and would have dropped it. A row left is dominated by no dropped or kept row, so the
+    front of the rows left is the rest of the front. No sort: the table is cut down to the rows
+    left whenever at most :data:`PEEL_SHRINK` of it is (the first peel drops ~90 % of a design
+    table's rows; a KL radius's wide fronts, few a peel)."""
+    left = idx
+    ct = np.ascontiguousarray(c[idx].T)
+    alive = np.ones(left.size, dtype=bool)
     kept: list[int] = []
-    pos = 0
-    for _ in range(peels):
-        p = pos + int(np.argmax(alive[pos:])) if pos < order.size else pos
-        if p >= order.size or not alive[p]:
-            pos = order.size
-            break
-        kept.append(int(order[p]))
-        pos = p + 1
-        dom = ct[0, pos:] >= ct[0, p]
+    n = left.size
+    while n and len(kept) < peels:
+        p = _lex_least(ct, np.flatnonzero(alive))
+        kept.append(int(left[p]))
+        dom = ct[0] >= ct[0, p]
         for j in range(1, ct.shape[0]):
-            dom &= ct[j, pos:] >= ct[j, p]
-        alive[pos:] &= ~dom
-    return np.array(kept, dtype=np.int64), np.sort(order[pos:][alive[pos:]])
+            dom &= ct[j] >= ct[j, p]
+        alive &= ~dom  # (row p too: it weakly dominates itself)
+        n = int(np.count_nonzero(alive))
+        if n <= PEEL_SHRINK * left.size:
+            left, ct, alive = left[alive], ct[:, alive], np.ones(n, dtype=bool)
+    return np.array(kept, dtype=np.int64), left[alive]
+
+
+def _lex_least(ct: np.ndarray, pos: np.ndarray) -> int:
+    """Of the columns ``pos`` (not empty, ascending) of ``ct`` (d x n), the least in lexicographic
+    order (by row 0, then row 1, ...); of identical columns the first."""
+    for row in ct:
+        v = row[pos]
+        pos = pos[v == v.min()]
+        if pos.size == 1:
+            break
+    return int(pos[0])
 
 
 def _weakly_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
