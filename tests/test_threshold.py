@@ -102,15 +102,18 @@ def test_pareto_mask_is_the_definition(d, staircase_rows_min, monkeypatch):
         assert (pareto_mask(c) == _dominated_brute(c)).all(), (trial, n, levels)
 
 
+@pytest.mark.parametrize("shrink", [0.0, pareto.PEEL_SHRINK, 1.0])
 @pytest.mark.parametrize("peels", [0, 1, 5, pareto.PEELS])
 @pytest.mark.parametrize("d", [4, 5])
-def test_pareto_mask_peels_and_pivots_are_exact(d, peels, monkeypatch):
+def test_pareto_mask_peels_and_pivots_are_exact(d, peels, shrink, monkeypatch):
     """The peel and pivot passes (more than three columns: the first front rows found one by
     one, then rows a few strong rows strictly dominate dropped), forced on small tables, keep
     exactly the undominated rows, also with infinite values (a column with one is left out of
-    the pivots' scaled sums) and ties."""
+    the pivots' scaled sums) and ties; whether the peel cuts its table down never (0), after a
+    peel that leaves at most half (its default) or after every peel (1)."""
     monkeypatch.setattr(pareto, "PIVOT_ROWS_MIN", 0)
     monkeypatch.setattr(pareto, "PEELS", peels)
+    monkeypatch.setattr(pareto, "PEEL_SHRINK", shrink)
     rng = np.random.default_rng(10 + d)
     for trial in range(40):
         n = int(rng.integers(1, 300))
