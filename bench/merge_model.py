@@ -1,6 +1,6 @@
 """The model's merge blocks per put against the engine's own compaction strategy (BENCHMARKS §20).
 
-    .venv/bin/python -u -m bench.merge_model [--universe 100000] [--records 50000]
+    .venv/bin/python -u -m bench.merge_model [--universe 100000] [--records 50000] [--section 1|2|3 ...]
 
 `cosine-sim` runs the engine's TemplateStrategy over in-memory keys and counts the data blocks
 each merge reads and writes (measure.simulate): no device, no timing, so any machine gives the
@@ -68,11 +68,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--universe", type=int, default=100_000, help="keys overwritten in the steady-state study")
     ap.add_argument("--records", type=int, default=50_000, help="records of the grid's short runs")
+    ap.add_argument("--section", type=int, choices=(1, 2, 3), action="append", help="only these sections (repeatable)")
     a = ap.parse_args()
     if a.universe < 1_000 or a.records < 1_000:
         ap.exit(2, f"{ap.prog}: --universe and --records must be at least 1,000\n")
+    sections = set(a.section or (1, 2, 3))
     simulator()
-    u = a.universe
+    if 1 in sections:
+        steady(a.universe)
+    if 2 in sections:
+        short_runs(a.records)
+    if 3 in sections:
+        tiered_last()
+
+
+def steady(u: int) -> None:
+    """Section 1: steady merge blocks per overwrite of :data:`STUDY` on a ``u``-key universe."""
     print(f"1. steady state: {u:,}-key universe, 3 universes of overwrites, then 4 measured")
     head = (
         "| compaction | K | T | file entries | file picking | simulated | model | accuracy | model, every merge full |"
@@ -85,7 +96,11 @@ def main() -> None:
         _, blind = steady_state(study_config("full", K, T, files, pick), u, 3 * u, 4 * u)
         cells = [comp, K, T, files, pick, f"{meas:.3f}", f"{pred:.3f}", f"{accuracy(pred, meas):.1%}", f"{blind:.3f}"]
         print("| " + " | ".join(str(c) for c in cells) + " |")
-    n, ops = a.records, 3 * a.records
+
+
+def short_runs(n: int) -> None:
+    """Section 2: the validate grid's tree designs at ``n`` records, then 3 n puts."""
+    ops = 3 * n
     grid = {k: v for k, v in designs(n, quick=False, optima=False).items() if v["design"]["class"] != "lsh"}
     print(f"\n2. short runs: the validate grid's {len(grid)} tree designs, {n:,} records, {ops:,} puts")
     print("| design | inserts simulated | model | accuracy | overwrites simulated | model | accuracy |")
@@ -102,7 +117,6 @@ def main() -> None:
         f"\nmean accuracy: inserts {statistics.mean(acc[Operation.INSERT]):.1%}, "
         f"overwrites {statistics.mean(acc[Operation.UPDATE]):.1%}"
     )
-    tiered_last()
 
 
 #: (T, K, Z) of section 3: tiered last levels of 2, 3, 4, 5, 7 and 9 runs, and a leveled one.
