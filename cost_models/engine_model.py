@@ -153,7 +153,7 @@ def workload_layout(
 ) -> Layout:
     """:func:`engine_layout` of a configured engine holding ``n_keys`` entries under a workload.json:
     whether its mix overwrites keys, and its put stream (a run's batches shadow the keys they
-    overwrite, more so under skew: cost_models.layout.run_entries)."""
+    overwrite, more so under skew: cost_models.layout.run_fill)."""
     mix = {k: float(v) for k, v in workload["mix"].items()}
     puts = ExactWindow(workload_partitions(workload, n_keys).put, n_keys, insert_fraction(mix))
     return engine_layout(cfg, n_keys, observed=observed, overwrites=overwrites_keys(mix), puts=puts)

@@ -118,7 +118,7 @@ def tree_puts(
     model: CostModel, parts: Partitions, workload: Workload, n_keys: float, windows: Windows | None = None
 ) -> PutStream:
     """The put stream that shapes ``workload``'s trees on a node of ``n_keys`` keys under ``model``
-    (cost_models.layout.run_entries): its own (the put window of ``windows`` when given, else the
+    (cost_models.layout.run_fill): its own (the put window of ``windows`` when given, else the
     exact one); under the paper's worst-case model, which sees no key distribution, uniform updates
     (the fewest keys shadowed: the largest runs, the deepest tree)."""
     if model == CostModel.WORST_CASE:
@@ -150,7 +150,7 @@ def evaluate_designs(
     windows with other evaluations). ``model`` picks the I/O model. ``overwrites``: whether the
     tree's shape is the one overwrites keep it in (:func:`cost_models.layout.level_shape`);
     None: whether ``workload`` overwrites. ``shape_puts``: the put stream whose batches shape the
-    tree's runs (cost_models.layout.run_entries); None: ``workload``'s own (the put window of
+    tree's runs (cost_models.layout.run_fill); None: ``workload``'s own (the put window of
     ``windows`` when given, else the exact one). A perturbed workload is priced on the expected
     workload's shape (:func:`shape_overwrites`, and the expected workload's stream).
     """

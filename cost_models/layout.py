@@ -229,53 +229,46 @@ def uniform_puts(n_keys: float) -> PutStream:
     return ExactWindow(Marginal(np.ones(1), np.ones(1)), n_keys, 0.0)
 
 
-def run_batches(
+@dataclass(frozen=True)
+class RunFill:
+    """What one run of a level takes as it fills (:func:`run_fill`)."""
+
+    batches: np.ndarray  # the incoming batches it takes, at least one
+    entries: np.ndarray  # the entries it then holds
+
+
+def run_fill(
     cap: np.ndarray,
     runs: np.ndarray,
     incoming: np.ndarray,
     puts: PutStream | None = None,
     window: np.ndarray | None = None,
-) -> np.ndarray:
-    """Incoming batches of ``incoming`` entries one run of a level of capacity ``cap`` in ``runs``
-    runs takes, at least one: the engine merges a batch into the newest run while the run's entries
-    and the batch fit the run's share of the level, else starts a new run (cosine-compaction
-    ``place``). Batches of new keys add up: the whole batches that fit the share. Under overwrites
+) -> RunFill:
+    """The batches of ``incoming`` entries one run of a level of capacity ``cap`` in ``runs`` runs
+    takes, and the entries it then holds: the engine merges a batch into the newest run while the
+    run's entries and the batch fit the run's share of the level, else starts a new run
+    (cosine-compaction ``place``).
+
+    Batches of new keys add up: the run takes the whole batches that fit its share. Under overwrites
     (``puts``, the workload's stream, and ``window``, the puts one batch spans: a flush, or a level
-    above merged whole) a batch shadows the keys it overwrites, so after m batches the run holds
-    ``distinct(m window)`` and takes another while that and ``incoming`` fit the share: while
-    ``m window <= puts(share - incoming)`` (infinite where the share holds every key besides)."""
+    above merged whole) a batch shadows the keys of the run it overwrites, so after m batches the run
+    holds ``distinct(m window)`` and takes another while that and ``incoming`` fit the share: while
+    ``m window <= puts(share - incoming)`` (endless where the share holds every key besides).
+    cosine-sim, T 20, K 9, Z 9 holding 1,280 keys under uniform overwrites: a level-1 run of two
+    256-entry flushes holds ~460 keys, not 512, so level 1 keeps its nine runs and every key (counted
+    whole: 1,024 of room, a level deeper; the ranking's YCSB A "pick T x2", BENCHMARKS.md §38)."""
     share = np.ceil(cap / runs)
     whole = np.maximum(1.0, np.floor(share / np.maximum(incoming, 1.0)))
     if puts is None or window is None:
-        return whole
+        return RunFill(whole, incoming * whole)
     windowed = np.isfinite(window) & (window > 0)
-    room = share - incoming
+    span = np.where(windowed, window, 1.0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        more = np.where(room >= 1.0, np.floor(puts(np.maximum(room, 1.0)) / np.where(windowed, window, 1.0)), 0.0)
-    return np.where(windowed, 1.0 + more, whole)
-
-
-def run_entries(
-    cap: np.ndarray,
-    runs: np.ndarray,
-    incoming: np.ndarray,
-    puts: PutStream | None = None,
-    window: np.ndarray | None = None,
-) -> np.ndarray:
-    """Entries one run of a level of capacity ``cap`` in ``runs`` runs holds: its
-    :func:`run_batches`, whole, or under overwrites the distinct keys of their puts. cosine-sim,
-    T 20, K 9, Z 9 holding 1,280 keys under uniform overwrites: a level-1 run of two 256-entry
-    flushes holds ~460 keys, not 512, so level 1 keeps its nine runs and every key (counted whole:
-    1,024 of room, a level deeper; the ranking's YCSB A "pick T x2", BENCHMARKS.md §38)."""
-    m = run_batches(cap, runs, incoming, puts, window)
-    whole = incoming * m
-    if puts is None or window is None:
-        return whole
-    windowed = np.isfinite(window) & (window > 0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        held = puts.distinct(m * np.where(windowed, window, 1.0))
+        more = np.where(share - incoming >= 1.0, np.floor(puts(np.maximum(share - incoming, 1.0)) / span), 0.0)
+        m = np.where(windowed, 1.0 + more, whole)
+        held = puts.distinct(m * span)
     # a batch larger than the run's share is a run by itself
-    return np.where(windowed, np.minimum(held, np.maximum(np.ceil(cap / runs), incoming)), whole)
+    return RunFill(m, np.where(windowed, np.minimum(held, np.maximum(share, incoming)), incoming * m))
 
 
 def last_level_room(
@@ -290,7 +283,7 @@ def last_level_room(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(room, batch, run), each (n, Lm): the distinct keys each level can hold as the last level of
     a tree of ``n_keys`` keys loaded and then overwritten, the entries one merge brings into it, and
-    the entries one of its Z runs holds as it fills (:func:`run_entries`).
+    the entries one of its Z runs holds as it fills (:func:`run_fill`).
 
     A last level of Z > 1 runs (tiered) takes incoming data into its newest run once it holds Z
     runs (docs/engine-contract.md), and that run replaces only its own older versions: the Z - 1
@@ -312,48 +305,37 @@ def last_level_room(
     a level too deep (1,024 keys of room for 1,280: the ranking's YCSB A "pick T x2", BENCHMARKS.md
     §38); counted as the overwrites' alone, T 4, Z 2 at 0.6 of level 1 a level too shallow (its one
     older run is the load's 512 entries, not ~405 distinct ones)."""
-    batch_w, run_w = _level_batches(cap, buffer_entries, hot_runs, cold_runs, files, partial, None)
-    batch, run = batch_w, run_w
-    if puts is not None:
-        batch, run = _level_batches(cap, buffer_entries, hot_runs, cold_runs, files, partial, puts)
+
+    def fill(puts: PutStream | None) -> tuple[np.ndarray, np.ndarray]:
+        """(batch, run), each (n, Lm): the entries one merge brings into each level, and one of its
+        Z runs holds (:func:`run_fill`), with every batch new keys (``puts`` None) or the stream's."""
+        batch = np.zeros_like(cap)
+        run = np.zeros_like(cap)
+        incoming = np.asarray(buffer_entries, dtype=float)
+        window = None if puts is None else puts(incoming)
+        for i in range(cap.shape[1]):
+            c = cap[:, i]
+            batch[:, i] = incoming
+            run[:, i] = run_fill(c, cold_runs, incoming, puts, window).entries
+            # what this level passes to the next when it is above the last: a file, or its K runs
+            # merged whole; under overwrites the distinct keys of their batches' puts
+            batches = hot_runs * run_fill(c, hot_runs, incoming, puts, window).batches
+            whole = np.minimum(c, batches * incoming)
+            if puts is not None and window is not None:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    span = batches * window
+                    whole = np.where(np.isfinite(window), np.minimum(c, puts.distinct(span)), whole)
+                window = np.where(partial[:, i], np.nan, span)
+            incoming = np.where(partial[:, i], np.minimum(files, c), whole)
+        return batch, run
+
+    batch_w, run_w = fill(None)
+    batch, run = (batch_w, run_w) if puts is None else fill(puts)
     older = np.maximum(cold_runs - 1, 0.0)[:, None]
     loaded = np.minimum(older, np.floor(n_keys / np.maximum(run_w, 1.0)))
     held = loaded * run_w + (older - loaded) * run
     room = np.where(cold_runs[:, None] > 1, np.maximum(cap - held, 0.0), cap)
     return room, batch, run
-
-
-def _level_batches(
-    cap: np.ndarray,
-    buffer_entries: np.ndarray,
-    hot_runs: np.ndarray,
-    cold_runs: np.ndarray,
-    files: np.ndarray,
-    partial: np.ndarray,
-    puts: PutStream | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(batch, run), each (n, Lm): the entries one merge brings into each level, and one of its Z
-    runs holds (:func:`run_entries`), with every batch new keys (``puts`` None) or batches of the
-    stream ``puts`` (:func:`last_level_room`)."""
-    batch = np.zeros_like(cap)
-    run = np.zeros_like(cap)
-    incoming = np.asarray(buffer_entries, dtype=float)
-    window = None if puts is None else puts(incoming)
-    for i in range(cap.shape[1]):
-        c = cap[:, i]
-        batch[:, i] = incoming
-        run[:, i] = run_entries(c, cold_runs, incoming, puts, window)
-        # what this level passes to the next when it is above the last: a file, or its K runs
-        # merged whole; under overwrites the distinct keys of their batches' puts
-        batches = hot_runs * run_batches(c, hot_runs, incoming, puts, window)
-        whole = np.minimum(c, batches * incoming)
-        if puts is not None and window is not None:
-            with np.errstate(invalid="ignore", over="ignore"):
-                span = batches * window
-                whole = np.where(np.isfinite(window), np.minimum(c, puts.distinct(span)), whole)
-            window = np.where(partial[:, i], np.nan, span)
-        incoming = np.where(partial[:, i], np.minimum(files, c), whole)
-    return batch, run
 
 
 def keeps_every_key(cap: np.ndarray, hot_runs: np.ndarray, batch: np.ndarray, n_keys: float) -> np.ndarray:
@@ -512,7 +494,7 @@ def level_shape(
     runs = np.where(leveled, 1.0, np.maximum(1.0, fill * max_runs))
     runs = np.where(part & ~last, max_runs, runs)  # drained a file at a time: every run present
     # a tiered last level holds the batches it has received, not half its Z runs: a run takes
-    # whole batches while they fit its share of the level (run_entries), so the level's keys are
+    # whole batches while they fit its share of the level (run_fill), so the level's keys are
     # in occ / that many runs (at least one, at most Z; fractional: the expected count, as the
     # level's occupancy is the expected one). The ranking's YCSB D "pick T /2" (T 16,
     # Z 15) holds 60,000-85,000 keys in its last level, one batch of level 1's 80,000: one run in

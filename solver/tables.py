@@ -496,7 +496,7 @@ def shard_prep(
     wl = spec.workload
     wls = _workloads(spec)
     lays = grid.layouts(max_mem, s * wl.entry_bytes)  # every layout without filters
-    # the expected workload's puts shape every workload's tree (its runs' batches: layout.run_entries)
+    # the expected workload's puts shape every workload's tree (its runs' batches: layout.run_fill)
     puts = tree_puts(spec.cost_model, parts, wl, s, wins[0])
     shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec), puts=puts)
     unsplit = split_memory(shape, lays, np.inf)  # the structure does not depend on memory
