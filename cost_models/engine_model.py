@@ -30,10 +30,19 @@ from cost_models.cpu import (
 )
 from cost_models.design import Design, DesignBatch, model_constants
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, MergeTerms, insert_fraction, io_costs, merge_terms, overwrites_keys, wal_pages
+from cost_models.io_model import (
+    IOCost,
+    MergeTerms,
+    exact_windows,
+    insert_fraction,
+    io_costs,
+    merge_terms,
+    overwrites_keys,
+    wal_pages,
+)
 from cost_models.layout import MAX_LEVELS, Layout, PutStream, index_fanout, level_shape, partial_levels, split_memory
 from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
-from cost_models.windows import ExactWindow, window
+from cost_models.windows import window
 from specs.errors import InputError
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, DesignClass, RunStrategy
@@ -155,7 +164,7 @@ def workload_layout(
     whether its mix overwrites keys, and its put stream (a run's batches shadow the keys they
     overwrite, more so under skew: cost_models.layout.run_fill)."""
     mix = {k: float(v) for k, v in workload["mix"].items()}
-    puts = ExactWindow(workload_partitions(workload, n_keys).put, n_keys, insert_fraction(mix))
+    puts = exact_windows(workload_partitions(workload, n_keys), mix, n_keys)[0]
     return engine_layout(cfg, n_keys, observed=observed, overwrites=overwrites_keys(mix), puts=puts)
 
 

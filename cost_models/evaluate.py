@@ -17,7 +17,7 @@ from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
-from cost_models.io_model import IOCost, Structure, Windows, insert_fraction, io_costs, overwrites_keys
+from cost_models.io_model import IOCost, Structure, Windows, exact_windows, io_costs, overwrites_keys
 from cost_models.layout import Layout, PutStream, derive, uniform_puts
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
@@ -111,7 +111,7 @@ def shape_overwrites(spec: Spec) -> bool:
 
 def own_puts(parts: Partitions, workload: Workload, n_keys: float) -> ExactWindow:
     """The exact put stream of ``workload`` on a node of ``n_keys`` keys (cost_models.layout.PutStream)."""
-    return ExactWindow(parts.put, n_keys, insert_fraction(workload.operations))
+    return exact_windows(parts, workload.operations, n_keys)[0]
 
 
 def tree_puts(
