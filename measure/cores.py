@@ -9,8 +9,10 @@ in that mode measures another machine.
 
 The probe is the calibration's cached get on its LSM design, a fraction of a second at one and
 at two threads: the ratio of their CPU per operation is 1.2-1.4 when the threads have a core
-each and 2.0-2.6 when they share one (40 probes beside the runs of §34.4). A run whose probe
-says "shared" is run again (:func:`on_two_cores`).
+each and 2.0-2.6 when they share one (40 probes beside the runs of §34.4). A run is probed before
+and after; one either probe says "shared" is run again (:func:`on_two_cores`). Probed only after,
+a mode that ended during the run went unseen: five-run rankings kept runs 1.9-2.0x slower than
+their design's others with every probe saying "a core each" (BENCHMARKS.md §39.3).
 """
 
 from __future__ import annotations
@@ -80,17 +82,19 @@ def on_two_cores(
     attempts: int = ATTEMPTS,
     wait: Callable[[float], None] = time.sleep,
 ) -> tuple[T, int, bool]:
-    """``run()`` of ``threads`` client threads with the host's cores probed after it: a run the
-    probe finds shared is run again, after :data:`RETRY_WAIT_S`, up to ``attempts`` times. Returns
-    the last run, how many runs were dropped, and whether the last one's probe still found the
-    cores shared (then it is kept: a ranking never loses a row, it says which rows ran so). A run
-    of one thread has no core to share: run once, not probed."""
+    """``run()`` of ``threads`` client threads with the host's cores probed before and after it:
+    a run either probe finds shared (the mode began during the run, or ended during it) is run
+    again, after :data:`RETRY_WAIT_S`, up to ``attempts`` times. Returns the last run, how many runs
+    were dropped, and whether the last one's probes still found the cores shared (then it is kept:
+    a ranking never loses a row, it says which rows ran so). A run of one thread has no core to
+    share: run once, not probed."""
     if threads < 2:
         return run(), 0, False
     dropped = 0
     while True:
+        before = probe().shared
         out = run()
-        shared = probe().shared
+        shared = probe().shared or before
         if not shared or dropped + 1 >= attempts:
             return out, dropped, shared
         dropped += 1

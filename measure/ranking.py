@@ -227,8 +227,9 @@ def ranking(
     model predicts rather than in the state the load left. ``cpu_scale``: the model's CPU seconds
     scaled to this host (:func:`measure.calibrate.host_speed`); a uniform scale leaves rho as it is
     but moves the CPU-bound designs against the I/O-bound ones. With more than one client thread
-    every run is followed by :func:`measure.cores.core_probe`, and a run the host ran on one core's
-    two hardware threads is run again (:func:`measure.cores.on_two_cores`; the row counts them)."""
+    every run is probed before and after (:func:`measure.cores.core_probe`), and a run the host
+    ran on one core's two hardware threads is run again (:func:`measure.cores.on_two_cores`; the
+    row counts them)."""
     check_options(workloads, repeats)
     build(TEMPLATE)
     cores = cpu_count()

@@ -18,10 +18,11 @@ def test_the_probes_of_both_modes_are_told_apart(one: float, two: float, shared:
     assert CoreProbe(1.0, SHARED_CORE_RATIO).shared is False
 
 
-def _script(modes: list[bool]) -> tuple[list[int], list[float], object, object, object]:
+def _script(modes: list[tuple[bool, bool]]) -> tuple[list[int], list[float], object, object, object]:
+    """A run, a probe and a wait: each run's probes (before, after) say ``modes`` in turn."""
     runs: list[int] = []
     waits: list[float] = []
-    it = iter(modes)
+    it = iter(m for pair in modes for m in pair)
 
     def run() -> int:
         runs.append(len(runs))
@@ -36,17 +37,27 @@ def _script(modes: list[bool]) -> tuple[list[int], list[float], object, object, 
 @pytest.mark.parametrize(
     ("modes", "kept", "dropped", "shared"),
     [
-        ([False], 1, 0, False),
-        ([True, False], 2, 1, False),
-        ([True, True, False], 3, 2, False),
-        ([True] * ATTEMPTS, ATTEMPTS, ATTEMPTS - 1, True),
+        ([(False, False)], 1, 0, False),
+        ([(False, True), (False, False)], 2, 1, False),
+        # the mode ended during the run: only the probe before it saw it
+        ([(True, False), (False, False)], 2, 1, False),
+        ([(True, False), (False, True), (False, False)], 3, 2, False),
+        ([(True, True)] * ATTEMPTS, ATTEMPTS, ATTEMPTS - 1, True),
+        ([(False, True)] * (ATTEMPTS - 1) + [(True, False)], ATTEMPTS, ATTEMPTS - 1, True),
     ],
 )
-def test_a_run_on_a_shared_core_is_run_again(modes: list[bool], kept: int, dropped: int, shared: bool) -> None:
+def test_a_run_on_a_shared_core_is_run_again(
+    modes: list[tuple[bool, bool]], kept: int, dropped: int, shared: bool
+) -> None:
     runs, waits, run, probe, wait = _script(modes)
     out = on_two_cores(run, 2, probe, wait=wait)  # type: ignore[arg-type]
     assert out == (kept, dropped, shared)
     assert len(runs) == kept and len(waits) == dropped
+
+
+def test_a_one_thread_run_is_not_probed() -> None:
+    runs, waits, run, probe, wait = _script([])
+    assert on_two_cores(run, 1, probe, wait=wait) == (1, 0, False)  # type: ignore[arg-type]
 
 
 def test_the_probe_runs_the_engine(engine_binary) -> None:
