@@ -440,6 +440,13 @@ def validate(
         str | None,
         typer.Option(help="--ranking: only these YCSB workloads, comma-separated (default: ycsb_a..ycsb_f)."),
     ] = None,
+    confirm: Annotated[
+        int | None,
+        typer.Option(
+            help="--ranking: run the pick and every design measured above it again this many times each "
+            "(the pick rated on runs its selection did not see; 0: none) [default: 3]."
+        ),
+    ] = None,
 ) -> None:
     """The model's I/O per operation against the engine's counters over a grid of designs x workloads."""
     with cli_errors():
@@ -460,8 +467,10 @@ def validate(
             raise InputError("--repeats applies only with --ranking")
         if workloads is not None and not ranking:
             raise InputError("--workloads applies only with --ranking")
+        if confirm is not None and not ranking:
+            raise InputError("--confirm applies only with --ranking")
         if ranking:
-            from measure.ranking import WORKLOADS, check_options
+            from measure.ranking import CONFIRM_REPEATS, WORKLOADS, check_options
             from measure.ranking import ranking as run_ranking
             from measure.ranking import summary as ranking_summary
             from measure.ranking import write as write_ranking
@@ -469,7 +478,8 @@ def validate(
             chosen = WORKLOADS if workloads is None else tuple(w.strip() for w in workloads.split(",") if w.strip())
             if not chosen:
                 raise InputError("--workloads: no workload named")
-            check_options(chosen, repeats)
+            confirm_runs = CONFIRM_REPEATS if confirm is None else confirm
+            check_options(chosen, repeats, confirm_runs)
             with progress_bar() as bar:
                 rows = run_ranking(
                     n,
@@ -478,6 +488,7 @@ def validate(
                     workloads=chosen,
                     progress=_bar_callback(bar, bar.add_task("ranking", total=1)),
                     repeats=repeats,
+                    confirm=confirm_runs,
                 )
             p = write_ranking(rows, out)
             print_ranking(ranking_summary(rows), rows)

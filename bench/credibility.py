@@ -39,7 +39,7 @@ from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, calibrate, fig4b, host_speed, thread_counts
 from measure.calibrate import write as write_calibration
-from measure.ranking import TARGET_PICK, TARGET_RHO, ranking, summary
+from measure.ranking import CONFIRM_REPEATS, MAX_REPEATS, TARGET_PICK, TARGET_RHO, ranking, summary
 from measure.validate import DEFAULT_SIZE, QUICK_SIZE, validate
 from specs.io import write_records
 
@@ -135,14 +135,14 @@ def ranking_table(rows: list[dict[str, Any]], title: str) -> str:
         f"**{title}**",
         "",
         "| workload | designs | Spearman rho | rho given the start state | rho (free) | pick / best measured "
-        "| pick / best (free) | best measured | pick's class |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| pick / best (free) | best measured | pick / best, confirmation runs | pick's class |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in summary(rows):
         out.append(
             f"| {s['workload']} | {s['designs']} | {s['spearman_rho']:.2f} | {s['spearman_rho_given_state']:.2f} | "
             f"{s['spearman_rho_free']:.2f} | {s['pick_vs_best']:.2f} | {s['pick_vs_best_free']:.2f} | "
-            f"{s['best_design']} | {s['pick_class']} |"
+            f"{s['best_design']} | {s['pick_vs_best_confirmed']:.2f} | {s['pick_class']} |"
         )
     out.append("")
     out.append(f"targets: rho >= {TARGET_RHO}, pick >= {TARGET_PICK}x the best measured")
@@ -162,6 +162,12 @@ def main() -> None:
         "--skip-tmpfs", action="store_true", help="leave out Fig. 4B on tmpfs (e.g. `cosine calibrate` just ran it)"
     )
     ap.add_argument("--repeats", type=int, default=3, help="ranking: runs per design, median reported [3]")
+    ap.add_argument(
+        "--confirm",
+        type=int,
+        default=CONFIRM_REPEATS,
+        help=f"ranking: runs of the pick and its measured rivals again, each [{CONFIRM_REPEATS}]",
+    )
     ap.add_argument(
         "--skip-volume-fig4b", action="store_true", help="leave out Fig. 4B on the volumes (their rankings still run)"
     )
@@ -184,6 +190,8 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, default=Path("runs/credibility"))
     a = ap.parse_args()
+    if not 0 <= a.confirm <= MAX_REPEATS:
+        ap.error(f"--confirm must be in 0..{MAX_REPEATS}, got {a.confirm}")
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
     plan = QUICK_PLAN if a.quick else DEFAULT_PLAN
@@ -227,7 +235,7 @@ def main() -> None:
     rankings += [] if a.skip_ranking else [(v, volume(i), max(5000, ops // 10)) for v, i in ranked]
     for name, dev, n_ops in rankings:
         t = time.time()
-        rows = ranking(records, n_ops, dev, repeats=a.repeats, cpu_scale=scale)
+        rows = ranking(records, n_ops, dev, repeats=a.repeats, cpu_scale=scale, confirm=a.confirm)
         write_records(out / f"ranking_{name.replace(' ', '_')}.parquet", rows)
         print(
             ranking_table(

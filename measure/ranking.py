@@ -7,6 +7,13 @@ pick for this node (``measure.local.best_design``), neighbours of the pick
 (one knob moved: size ratio, buffer, Bloom bits, block size) and two hybrids.
 Per workload: Spearman's rho between predicted and measured throughput, and
 the measured throughput of the pick relative to the best measured design.
+
+The best of n designs' medians is the largest of n noisy figures, higher on
+average than that design's throughput (the winner's curse): the pick measured
+against it is rated low by the noise alone, and the more so the closer its rivals.
+So the pick and every design whose median beat it are run again, ``confirm``
+times each, interleaved, and the pick is also rated on those fresh runs
+(``pick_vs_best_confirmed``), whose selection did not see them.
 The prediction is the model's own (the expected state, as the solver sees a
 design); the one given the state each run started in is reported beside it.
 """
@@ -57,6 +64,8 @@ TARGET_RHO = 0.8
 TARGET_PICK = 0.95
 #: Most repeats of every design (--repeats): the median of 3 is what issue 12 asks for.
 MAX_REPEATS = 9
+#: Confirmation runs of the pick and its measured rivals (--confirm), by default: a median of 3, as the ranking's.
+CONFIRM_REPEATS = 3
 
 
 def neighbours(d: Design) -> list[tuple[str, Design]]:
@@ -83,6 +92,8 @@ def neighbours(d: Design) -> list[tuple[str, Design]]:
     return out
 
 
+#: The name of Cosine's pick among a workload's designs.
+PICK = "cosine pick"
 #: Most rounds of choosing the pick for the store its own run grows to (:func:`design_sets`).
 PICK_ROUNDS = 3
 
@@ -104,13 +115,13 @@ def design_sets(
             pick, entry = best_design(spec, records, memory, threads, device, grown_keys=grown)
             if plan is None:
                 break
-            secs = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, "cosine pick", threads)
+            secs = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, PICK, threads)
             n0, inserted = run_keys(plan.workload(spec, secs)[1])
             if n0 + inserted == grown:
                 break
             grown = n0 + inserted
         sets: dict[str, dict[str, Any]] = {str(p): grid[p] for p in PRESETS}
-        sets["cosine pick"] = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, "cosine pick", threads)
+        sets[PICK] = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, PICK, threads)
         cand = neighbours(pick)
         ne = evaluate_designs(DesignBatch.of([d for _, d in cand]), wl, records, memory)
         for i, (name, d) in enumerate(cand):
@@ -201,12 +212,102 @@ def spearman(a: list[float], b: list[float]) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def check_options(workloads: tuple[str, ...], repeats: int) -> None:
-    """The ranking's workloads and repeats, checked before any run."""
+def check_options(workloads: tuple[str, ...], repeats: int, confirm: int = CONFIRM_REPEATS) -> None:
+    """The ranking's workloads, repeats and confirmation runs, checked before any run."""
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
         raise InputError(f"--workloads: unknown {', '.join(unknown)} (valid: {', '.join(WORKLOADS)})")
     check_range("--repeats", repeats, 1, MAX_REPEATS, integer=True)
+    check_range("--confirm", confirm, 0, MAX_REPEATS, integer=True)
+
+
+def rivals(medians: dict[str, float], pick: str) -> list[str]:
+    """The designs whose median measured throughput beat the pick's, fastest first: the ones the
+    confirmation runs again beside the pick."""
+    return sorted((n for n, x in medians.items() if n != pick and x > medians[pick]), key=lambda n: -medians[n])
+
+
+def confirmation_order(names: list[str], repeat: int) -> list[str]:
+    """The confirmation's run order in its ``repeat``-th round: forward, then backward (ABBA), so
+    that a host drifting over the rounds slows every design alike."""
+    return list(names) if repeat % 2 == 0 else list(reversed(names))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One measured run of a design: its throughput, the model's given the state it started in,
+    blocks and free throughput per operation, the workload as it ran, and how the host ran it."""
+
+    ops: float
+    predicted_given_state: float
+    blocks_per_op: float
+    free_ops: float
+    ran: dict[str, Any]
+    lost: int  # runs dropped for a shared core before this one (measure.cores.on_two_cores)
+    on_one: bool  # kept on one core's two hardware threads after the last attempt
+    shallow: bool  # its warm-up did not reach the model's steady depth (short_of_depth)
+
+
+def _run_design(
+    secs: dict[str, Any],
+    wl: dict[str, Any],
+    tag: str,
+    threads: int,
+    cores: int,
+    device: DeviceModel,
+    cpu_scale: float,
+) -> _Run:
+    """Run one design once on a scratch store, run again while the host shared a core."""
+    one = partial(run_scratch, to_toml(secs), wl, tag)
+    rep, lost, on_one = on_two_cores(one, threads)
+    ran = as_ran(wl, rep)
+    x_state, _ = engine_throughput(
+        secs,
+        ran,
+        cores,
+        device,
+        rep["load"]["shape"],
+        rep.get("stats"),
+        cpu_scale=cpu_scale,
+        merges=run_merges(rep),
+    )
+    return _Run(
+        float(rep["run"]["throughput_ops"]),
+        x_state,
+        blocks_per_op(rep),
+        free_throughput(rep),
+        ran,
+        lost,
+        bool(on_one),
+        bool(short_of_depth(rep)),
+    )
+
+
+@dataclass
+class _Counter:
+    """The ranking's progress: runs done of the total, the workload being run, and where to say so."""
+
+    done: int
+    total: int
+    workload: str
+    progress: Callable[[int, int, str], None] | None
+
+
+def _run_schedule(
+    schedule: list[str],
+    plans: dict[str, tuple[dict[str, Any], dict[str, Any]]],
+    run_args: tuple[int, int, DeviceModel, float],
+    counted: _Counter,
+) -> list[tuple[str, _Run]]:
+    """Run the designs named in ``schedule`` in its order (:func:`_run_design`), counting each."""
+    out = []
+    for name in schedule:
+        secs, wl = plans[name]
+        out.append((name, _run_design(secs, wl, f"ranking-{counted.done}", *run_args)))
+        counted.done += 1
+        if counted.progress:
+            counted.progress(counted.done, counted.total, f"{counted.workload}: {name}")
+    return out
 
 
 def ranking(
@@ -218,6 +319,7 @@ def ranking(
     repeats: int = 1,
     warmup: bool = True,
     cpu_scale: float = 1.0,
+    confirm: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per (workload, design): predicted and measured throughput; with ``repeats`` > 1 the
     designs of a workload are run that many times, interleaved (design 1..n, then again), and the
@@ -229,77 +331,67 @@ def ranking(
     but moves the CPU-bound designs against the I/O-bound ones. With more than one client thread
     every run is probed before and after (:func:`measure.cores.core_probe`), and a run the host
     ran on one core's two hardware threads is run again (:func:`measure.cores.on_two_cores`; the
-    row counts them)."""
-    check_options(workloads, repeats)
+    row counts them). ``confirm`` > 0: the pick and its :func:`rivals` are then run again that
+    many times each (:func:`confirmation_order`); their rows hold the median of those runs
+    (``confirm_measured_ops``, NaN on the others)."""
+    check_options(workloads, repeats, confirm)
     build(TEMPLATE)
     cores = cpu_count()
     threads = cores
     memory = MEMORY_SHARE * records * (KEY + VALUE)
     plan = RunPlan(records, operations, threads, cores, device, warmup, cpu_scale)
+    run_args = (threads, cores, device, cpu_scale)
     sets = design_sets(records, memory, threads, device, plan)
     total = repeats * sum(len(sets[w]) for w in workloads)
     rows: list[dict[str, Any]] = []
     done = 0
     for w in workloads:
         spec = shipped_spec(w)
-        runs: dict[str, list[tuple[float, float, float, float, dict[str, Any]]]] = {name: [] for name in sets[w]}
+        runs: dict[str, list[_Run]] = {name: [] for name in sets[w]}
         plans = {name: plan.workload(spec, secs) for name, secs in sets[w].items()}
-        dropped = dict.fromkeys(plans, 0)
-        shared = dict.fromkeys(plans, 0)
-        shallow = dict.fromkeys(plans, 0)
-        for _ in range(repeats):
-            for name, (secs, wl) in plans.items():
-                one = partial(run_scratch, to_toml(secs), wl, f"ranking-{done}")
-                # a run the host gave one core for two threads is run again (measure.cores)
-                rep, lost, on_one = on_two_cores(one, threads)
-                dropped[name] += lost
-                shared[name] += int(on_one)
-                shallow[name] += int(short_of_depth(rep))
-                ran = as_ran(wl, rep)
-                x_state, _ = engine_throughput(
-                    secs,
-                    ran,
-                    cores,
-                    device,
-                    rep["load"]["shape"],
-                    rep.get("stats"),
-                    cpu_scale=cpu_scale,
-                    merges=run_merges(rep),
-                )
-                runs[name].append(
-                    (float(rep["run"]["throughput_ops"]), x_state, blocks_per_op(rep), free_throughput(rep), ran)
-                )
-                done += 1
-                if progress:
-                    progress(done, total, f"{w}: {name}")
+        counted = _Counter(done, total, w, progress)
+        for name, r in _run_schedule([n for _ in range(repeats) for n in plans], plans, run_args, counted):
+            runs[name].append(r)
+        medians = {name: _median([r.ops for r in rs]) for name, rs in runs.items()}
+        again = [PICK, *rivals(medians, PICK)] if confirm and PICK in medians else []
+        confirmed: dict[str, list[_Run]] = {name: [] for name in plans}
+        if len(again) > 1:
+            counted.total += confirm * len(again)
+            order = [n for i in range(confirm) for n in confirmation_order(again, i)]
+            for name, r in _run_schedule(order, plans, run_args, counted):
+                confirmed[name].append(r)
+        done, total = counted.done, counted.total
         for name, (secs, _) in plans.items():
-            meas = sorted(runs[name], key=lambda r: r[0])
+            meas = sorted(runs[name], key=lambda r: r.ops)
             mid = meas[len(meas) // 2]  # the median run (the upper one of an even count)
-            ran = mid[4]
+            ran = mid.ran
             x_model, io_model = engine_throughput(secs, ran, cores, device, cpu_scale=cpu_scale)
-            free = sorted(r[3] for r in meas)
+            free = sorted(r.free_ops for r in meas)
             rows.append(
                 {
                     "workload": w,
                     "design": name,
                     "class": secs["design"]["class"],
                     "predicted_ops": x_model,
-                    "predicted_given_state_ops": mid[1],
+                    "predicted_given_state_ops": mid.predicted_given_state,
                     "predicted_blocks_per_op": io_model,
-                    "measured_ops": mid[0],
-                    "measured_blocks_per_op": mid[2],
+                    "measured_ops": mid.ops,
+                    "measured_blocks_per_op": mid.blocks_per_op,
                     # over the time the driver threads held a CPU (a loaded machine's wall clock is not the engine's)
                     "measured_free_ops": free[len(free) // 2],
                     "runs": len(meas),
-                    # runs the host ran on one core's two hardware threads (measure.cores): run
-                    # again, and those kept as they ran after the last attempt
-                    "runs_dropped_shared_core": dropped[name],
-                    "runs_on_shared_core": shared[name],
+                    # runs (the confirmation's too) the host ran on one core's two hardware threads
+                    # (measure.cores): run again, and those kept as they ran after the last attempt
+                    "runs_dropped_shared_core": sum(r.lost for r in runs[name] + confirmed[name]),
+                    "runs_on_shared_core": sum(r.on_one for r in runs[name] + confirmed[name]),
                     # runs whose warm-up did not reach the model's steady depth (warmup_depth): they
                     # started a level shallower than the prediction's tree
-                    "runs_short_of_depth": shallow[name],
+                    "runs_short_of_depth": sum(r.shallow for r in runs[name] + confirmed[name]),
                     "cpu_scale": cpu_scale,
-                    "measured_spread": meas[-1][0] / meas[0][0] if meas[0][0] > 0 else math.inf,
+                    "measured_spread": meas[-1].ops / meas[0].ops if meas[0].ops > 0 else math.inf,
+                    # the confirmation's runs of the pick and its rivals (none: NaN)
+                    "confirm_measured_ops": _median([r.ops for r in confirmed[name]]),
+                    "confirm_runs": len(confirmed[name]),
                     "records": records,
                     # the load and the warm-up's inserts (as the engine ran the warm-up: a design's
                     # own cycles, or the common inserts of RunPlan.workload; BENCHMARKS.md §28)
@@ -314,15 +406,35 @@ def ranking(
     return rows
 
 
+def _median(xs: list[float]) -> float:
+    """The median run (the upper one of an even count), as the ranking's rows report; NaN for none."""
+    return sorted(xs)[len(xs) // 2] if xs else math.nan
+
+
+def confirmed_ratio(rows: list[dict[str, Any]]) -> tuple[float, str]:
+    """(the pick over the best of its confirmation's designs, that design) of one workload's rows:
+    (1, the pick) when no design's median beat the pick's, NaN when rivals were not confirmed."""
+    pick = next(r for r in rows if r["design"] == PICK)
+    if not any(r["measured_ops"] > pick["measured_ops"] for r in rows if r is not pick):
+        return 1.0, PICK
+    again = [r for r in rows if r.get("confirm_runs", 0) > 0]
+    if pick not in again:
+        return math.nan, ""
+    best = max(again, key=lambda r: r["confirm_measured_ops"])
+    return pick["confirm_measured_ops"] / best["confirm_measured_ops"], str(best["design"])
+
+
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per workload: Spearman's rho (model and model given the start state) and the pick vs the best."""
+    """Per workload: Spearman's rho (model and model given the start state), the pick vs the best,
+    and the pick vs the best on the confirmation's fresh runs (:func:`confirmed_ratio`)."""
     out = []
     for w in dict.fromkeys(r["workload"] for r in rows):
         rs = [r for r in rows if r["workload"] == w]
         meas = [r["measured_ops"] for r in rs]
         free = [r["measured_free_ops"] for r in rs]
         best = max(rs, key=lambda r: r["measured_ops"])
-        pick = next(r for r in rs if r["design"] == "cosine pick")
+        pick = next(r for r in rs if r["design"] == PICK)
+        confirmed, confirmed_best = confirmed_ratio(rs)
         out.append(
             {
                 "workload": w,
@@ -333,6 +445,8 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "spearman_rho_free": spearman([r["predicted_ops"] for r in rs], free),
                 "pick_vs_best_free": pick["measured_free_ops"] / max(free),
                 "best_design": best["design"],
+                "pick_vs_best_confirmed": confirmed,
+                "confirmed_best_design": confirmed_best,
                 "pick_class": pick["class"],
             }
         )

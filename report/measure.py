@@ -103,9 +103,10 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
         t = Table(
             title=f"{s['workload']}: Spearman rho {s['spearman_rho']:.2f} (given the start state "
             f"{s['spearman_rho_given_state']:.2f}; on free throughput {s['spearman_rho_free']:.2f}); "
-            f"Cosine's pick {s['pick_vs_best']:.2f}x the best measured ({s['pick_vs_best_free']:.2f}x free)"
+            f"Cosine's pick {s['pick_vs_best']:.2f}x the best measured ({s['pick_vs_best_free']:.2f}x free; "
+            f"{s['pick_vs_best_confirmed']:.2f}x on the confirmation's runs)"
         )
-        cols = ("design", "class", "predicted ops/s", "measured ops/s", "free ops/s", "runs spread")
+        cols = ("design", "class", "predicted ops/s", "measured ops/s", "free ops/s", "runs spread", "confirmed ops/s")
         for c in (*cols, "blocks/op model", "blocks/op engine"):
             t.add_column(c, justify="right")
         for r in sorted((r for r in rows if r["workload"] == s["workload"]), key=lambda r: -r["measured_ops"]):
@@ -116,6 +117,7 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
                 f"{r['measured_ops']:,.0f}",
                 f"{r['measured_free_ops']:,.0f}",
                 f"{r['measured_spread']:.2f}x",
+                f"{r['confirm_measured_ops']:,.0f}" if r["confirm_runs"] else "",
                 f"{r['predicted_blocks_per_op']:.3f}",
                 f"{r['measured_blocks_per_op']:.3f}",
             )

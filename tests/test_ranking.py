@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli import app
-from measure.ranking import ranking, spearman, summary
+from measure.ranking import PICK, confirmation_order, confirmed_ratio, ranking, rivals, spearman, summary
 
 
 def _rank(v: list[float]) -> list[float]:
@@ -48,7 +48,7 @@ def test_spearman_without_ties_is_the_textbook_formula():
 
 
 def test_ranking_repeats_report_the_median_run(engine_binary):
-    rows = ranking(3000, 400, workloads=("ycsb_c",), repeats=3)
+    rows = ranking(3000, 400, workloads=("ycsb_c",), repeats=3, confirm=2)
     assert len(rows) >= 8, "presets, the pick, its neighbours and the hybrids"
     assert {r["design"] for r in rows} >= {"cosine pick", "rocksdb", "wiredtiger", "faster"}
     for r in rows:
@@ -56,9 +56,19 @@ def test_ranking_repeats_report_the_median_run(engine_binary):
         assert r["measured_ops"] > 0 and r["predicted_ops"] > 0
         assert r["measured_free_ops"] >= r["measured_ops"] * 0.5, "free throughput: the same run without waits"
         assert 1.0 <= r["measured_spread"] < math.inf
-        assert r["runs_dropped_shared_core"] >= 0 and 0 <= r["runs_on_shared_core"] <= r["runs"]
-        assert 0 <= r["runs_short_of_depth"] <= r["runs"]
+        ran = r["runs"] + r["confirm_runs"]
+        assert r["runs_dropped_shared_core"] >= 0 and 0 <= r["runs_on_shared_core"] <= ran
+        assert 0 <= r["runs_short_of_depth"] <= ran
+    pick = next(r for r in rows if r["design"] == PICK)
+    beat = {r["design"] for r in rows if r["measured_ops"] > pick["measured_ops"]}
+    for r in rows:  # the pick and the designs measured above it, and only those, were run again
+        if beat and (r is pick or r["design"] in beat):
+            assert r["confirm_runs"] == 2 and r["confirm_measured_ops"] > 0
+        else:
+            assert r["confirm_runs"] == 0 and math.isnan(r["confirm_measured_ops"])
     (s,) = summary(rows)
+    assert 0 < s["pick_vs_best_confirmed"] <= 1.0
+    assert (s["confirmed_best_design"] == PICK) == (s["pick_vs_best_confirmed"] == 1.0 or not beat)
     assert s["workload"] == "ycsb_c" and 0 < s["pick_vs_best"] <= 1.0
     assert -1.0 <= s["spearman_rho"] <= 1.0 and -1.0 <= s["spearman_rho_free"] <= 1.0
     assert 0 < s["pick_vs_best_free"] <= 1.0
@@ -70,6 +80,9 @@ def test_ranking_repeats_report_the_median_run(engine_binary):
         (["--repeats", "2"], "--repeats applies only with --ranking"),
         (["--ranking", "--repeats", "0"], "--repeats"),
         (["--ranking", "--repeats", "100"], "--repeats"),
+        (["--confirm", "2"], "--confirm applies only with --ranking"),
+        (["--ranking", "--confirm", "-1"], "--confirm"),
+        (["--ranking", "--confirm", "10"], "--confirm"),
     ],
 )
 def test_ranking_options_are_checked_before_any_run(runner: CliRunner, tmp_path: Path, args, message):
@@ -158,3 +171,42 @@ def test_an_insert_workloads_designs_start_at_one_store_size(workload: str) -> N
         aligned = [wl["warmup_phase_aligned"] for wl in wls]
         assert all(aligned) and (workload != "ycsb_a" or starts == {float(records)})
         assert len({wl["warmup_operations"] for wl in wls}) > 1, "each design's own cycle"
+
+
+def test_rivals_are_the_designs_measured_above_the_pick_fastest_first():
+    medians = {PICK: 10.0, "a": 12.0, "b": 9.0, "c": 15.0, "d": 10.0}
+    assert rivals(medians, PICK) == ["c", "a"]
+    assert rivals({PICK: 20.0, "a": 12.0}, PICK) == []
+
+
+@given(st.lists(st.text(min_size=1, max_size=3), min_size=1, max_size=6, unique=True), st.integers(1, 8))
+def test_confirmation_rounds_alternate_so_every_design_runs_equally_early_and_late(names, rounds):
+    order = [confirmation_order(names, i) for i in range(rounds)]
+    assert all(sorted(o) == sorted(names) for o in order)
+    if rounds % 2 == 0:  # ABBA: every design's mean position over the rounds is the middle
+        for n in names:
+            assert sum(o.index(n) for o in order) / rounds == pytest.approx((len(names) - 1) / 2)
+
+
+def _row(design: str, measured: float, confirmed: float | None) -> dict:
+    runs = 0 if confirmed is None else 3
+    return {
+        "design": design,
+        "measured_ops": measured,
+        "confirm_measured_ops": math.nan if confirmed is None else confirmed,
+        "confirm_runs": runs,
+    }
+
+
+def test_the_confirmed_ratio_rates_the_pick_on_the_fresh_runs():
+    # the pick measured 0.90x the best, and within 2 % of it on the confirmation's runs
+    rows = [_row(PICK, 90.0, 98.0), _row("a", 100.0, 100.0), _row("b", 95.0, 96.0), _row("c", 80.0, None)]
+    assert confirmed_ratio(rows) == (pytest.approx(0.98), "a")
+    # a pick faster than every rival on the fresh runs is the best of them
+    rows = [_row(PICK, 90.0, 101.0), _row("a", 100.0, 100.0)]
+    assert confirmed_ratio(rows) == (1.0, PICK)
+    # no design beat the pick: nothing to confirm
+    assert confirmed_ratio([_row(PICK, 100.0, None), _row("a", 90.0, None)]) == (1.0, PICK)
+    # rivals never run again (confirm=0): no confirmed figure
+    ratio, best = confirmed_ratio([_row(PICK, 90.0, None), _row("a", 100.0, None)])
+    assert math.isnan(ratio) and best == ""
