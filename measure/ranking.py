@@ -392,6 +392,9 @@ def ranking(
                     # the confirmation's runs of the pick and its rivals (none: NaN)
                     "confirm_measured_ops": _median([r.ops for r in confirmed[name]]),
                     "confirm_runs": len(confirmed[name]),
+                    # every run's throughput, in the order run: the ranking's, then the confirmation's
+                    "measured_ops_runs": [r.ops for r in runs[name]],
+                    "confirm_ops_runs": [r.ops for r in confirmed[name]],
                     "records": records,
                     # the load and the warm-up's inserts (as the engine ran the warm-up: a design's
                     # own cycles, or the common inserts of RunPlan.workload; BENCHMARKS.md §28)

@@ -57,6 +57,8 @@ def test_ranking_repeats_report_the_median_run(engine_binary):
         assert r["measured_free_ops"] >= r["measured_ops"] * 0.5, "free throughput: the same run without waits"
         assert 1.0 <= r["measured_spread"] < math.inf
         ran = r["runs"] + r["confirm_runs"]
+        assert len(r["measured_ops_runs"]) == r["runs"] and len(r["confirm_ops_runs"]) == r["confirm_runs"]
+        assert r["measured_ops"] == sorted(r["measured_ops_runs"])[r["runs"] // 2]
         assert r["runs_dropped_shared_core"] >= 0 and 0 <= r["runs_on_shared_core"] <= ran
         assert 0 <= r["runs_short_of_depth"] <= ran
     pick = next(r for r in rows if r["design"] == PICK)
