@@ -342,14 +342,13 @@ def ranking(
     plan = RunPlan(records, operations, threads, cores, device, warmup, cpu_scale)
     run_args = (threads, cores, device, cpu_scale)
     sets = design_sets(records, memory, threads, device, plan)
-    total = repeats * sum(len(sets[w]) for w in workloads)
+    counted = _Counter(0, repeats * sum(len(sets[w]) for w in workloads), "", progress)
     rows: list[dict[str, Any]] = []
-    done = 0
     for w in workloads:
         spec = shipped_spec(w)
         runs: dict[str, list[_Run]] = {name: [] for name in sets[w]}
         plans = {name: plan.workload(spec, secs) for name, secs in sets[w].items()}
-        counted = _Counter(done, total, w, progress)
+        counted.workload = w
         for name, r in _run_schedule([n for _ in range(repeats) for n in plans], plans, run_args, counted):
             runs[name].append(r)
         medians = {name: _median([r.ops for r in rs]) for name, rs in runs.items()}
@@ -360,7 +359,6 @@ def ranking(
             order = [n for i in range(confirm) for n in confirmation_order(again, i)]
             for name, r in _run_schedule(order, plans, run_args, counted):
                 confirmed[name].append(r)
-        done, total = counted.done, counted.total
         for name, (secs, _) in plans.items():
             meas = sorted(runs[name], key=lambda r: r.ops)
             mid = meas[len(meas) // 2]  # the median run (the upper one of an even count)
@@ -418,7 +416,7 @@ def confirmed_ratio(rows: list[dict[str, Any]]) -> tuple[float, str]:
     """(the pick over the best of its confirmation's designs, that design) of one workload's rows:
     (1, the pick) when no design's median beat the pick's, NaN when rivals were not confirmed."""
     pick = next(r for r in rows if r["design"] == PICK)
-    if not any(r["measured_ops"] > pick["measured_ops"] for r in rows if r is not pick):
+    if not rivals({str(r["design"]): float(r["measured_ops"]) for r in rows}, PICK):
         return 1.0, PICK
     again = [r for r in rows if r.get("confirm_runs", 0) > 0]
     if pick not in again:
