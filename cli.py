@@ -558,8 +558,8 @@ def calibrate(
             _calibrate_operation(operation, quick, write, out, samples_from)
             return
         from cost_models.cpu import PHI_TABLE
-        from measure.calibrate import calibrate as run_calibration
-        from measure.calibrate import write as write_calibration
+        from measure.calibrate.calibration import calibrate as run_calibration
+        from measure.calibrate.calibration import write as write_calibration
         from report.measure import print_calibration
         from report.progress import progress_bar
         from report.solve import print_written
@@ -589,9 +589,9 @@ def calibrate(
 def _calibrate_host_speed(quick: bool, out: Path) -> None:
     """`cosine calibrate --host-speed`: the probe, printed; exit 1 when the table is stale here."""
     from cost_models import cpu_count
-    from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN
-    from measure.calibrate import host_speed as probe
+    from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN
     from measure.cores import core_probe
+    from measure.host_speed import host_speed as probe
     from report.measure import print_host_speed
     from report.progress import progress_bar
     from report.solve import print_written
@@ -612,7 +612,7 @@ def _calibrate_host_speed(quick: bool, out: Path) -> None:
 def _calibrate_operation(op: Operation, quick: bool, write: bool, out: Path, samples_from: Path | None) -> None:
     """`cosine calibrate --operation OP`: measure one operation's cached runs, print, merge into the table."""
     from cost_models.cpu import PHI_TABLE
-    from measure.calibrate import calibrate_operation, check_single_operation
+    from measure.calibrate.operation import calibrate_operation, check_single_operation
     from report.measure import print_operation_calibration
     from report.progress import progress_bar
     from report.solve import print_written

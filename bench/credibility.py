@@ -4,7 +4,7 @@
                                           [--volumes IOPS ...] [--host-speed] [--out runs/credibility]
 
 0. ``--host-speed``: probe this host's CPU against the calibration host's first
-   (measure.calibrate.host_speed: the calibration's cached get and update runs) and scale the
+   (measure.host_speed.host_speed: the calibration's cached get and update runs) and scale the
    model's CPU seconds by the median ratio; the table's own predictions are kept beside.
 
 1. ``--calibrate``: `cosine calibrate --write` first (rewrites cost_models/data/phi.yaml;
@@ -37,8 +37,11 @@ from typing import Any
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from measure.calibrate import DEFAULT_PLAN, QUICK_PLAN, calibrate, fig4b, host_speed, thread_counts
-from measure.calibrate import write as write_calibration
+from measure.calibrate.calibration import calibrate
+from measure.calibrate.calibration import write as write_calibration
+from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN, thread_counts
+from measure.fig4b import fig4b
+from measure.host_speed import host_speed
 from measure.ranking import CONFIRM_REPEATS, MAX_REPEATS, TARGET_PICK, TARGET_RHO, ranking, summary
 from measure.validate import DEFAULT_SIZE, QUICK_SIZE, validate
 from specs.io import write_records
@@ -180,12 +183,12 @@ def main() -> None:
     ap.add_argument(
         "--tmpfs-warmup",
         action="store_true",
-        help="Fig. 4B on tmpfs after the steady-state warm-up the volumes get (measure.calibrate.steady_warmup)",
+        help="Fig. 4B on tmpfs after the steady-state warm-up the volumes get (measure.cycle.steady_warmup)",
     )
     ap.add_argument(
         "--host-speed",
         action="store_true",
-        help="probe this host's CPU against the calibration's first (measure.calibrate.host_speed) and scale "
+        help="probe this host's CPU against the calibration's first (measure.host_speed.host_speed) and scale "
         "the model's CPU seconds by it (the table's own predictions are kept beside)",
     )
     ap.add_argument("--out", type=Path, default=Path("runs/credibility"))

@@ -20,7 +20,8 @@ import subprocess
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE
 from cost_models.engine_model import engine_throughput
-from measure.calibrate import CACHED_CACHE_FACTOR, calibration_designs, free_throughput
+from measure.calibrate.plan import CACHED_CACHE_FACTOR, calibration_designs
+from measure.calibrate.samples import free_throughput
 from measure.engine import TEMPLATE, build, config_text, run_scratch, workload_json
 from measure.grid import KEY, VALUE, mix_spec
 from measure.validate import accuracy

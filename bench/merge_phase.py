@@ -15,7 +15,7 @@ import argparse
 from bench.credibility import volume
 from cost_models import cpu_count
 from cost_models.engine_model import engine_throughput
-from measure.calibrate import steady_warmup
+from measure.cycle import steady_warmup
 from measure.engine import run_merges, run_scratch, workload_json
 from measure.grid import KEY, VALUE, shipped_spec
 from measure.ranking import MEMORY_SHARE, blocks_per_op, design_sets

@@ -4,7 +4,7 @@
 
 1. Cached rmw runs of every class preset at the calibration's sizes, at the calibration's memtable
    (a cached write run's) and at 1/8 of it (the small-memtable runs the blind writes have): each
-   run's CPU with its searches' growth (measure.calibrate.lookup_cpu) taken out and the walk its
+   run's CPU with its searches' growth (measure.calibrate.fit.lookup_cpu) taken out and the walk its
    buffered reads skipped added back (buffered_walk, the table's get and buffered get). If the
    table's memtable slopes and buffer credit hold for an rmw, the two memtables differ by the
    model's m(E) difference and the walking rmw (less m(E)) is the same at both buffer shares.
@@ -24,24 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from cost_models.cpu import PHI_TABLE, phi_table, read_block_seconds
-from measure.calibrate import (
-    BUFFER_GET,
-    CACHED,
-    CLASS_DESIGNS,
-    DEFAULT_PLAN,
-    LOADED,
-    LOADED_SCAN,
-    SMALL_MEMTABLE,
-    Sample,
-    buffered_walk,
-    cached_cpu,
-    fit,
-    load_samples,
-    lookup_cpu,
-    measure,
-    memtable_cpu,
-    table_terms,
-)
+from measure.calibrate.fit import buffered_walk, cached_cpu, fit, lookup_cpu, memtable_cpu
+from measure.calibrate.plan import BUFFER_GET, CACHED, CLASS_DESIGNS, DEFAULT_PLAN, LOADED, LOADED_SCAN, SMALL_MEMTABLE
+from measure.calibrate.samples import Sample, load_samples, measure
+from measure.calibrate.table import table_terms
 from measure.grid import mix_spec
 from specs.errors import InputError
 from specs.vocab import DesignClass, Operation

@@ -5,7 +5,7 @@
 The calibration's loaded LSM get runs (one thread, each of its data sizes, the class's preset) at
 its own and every other block size it runs (1/16 to 8 times the preset's: 232 B to 32 KiB),
 ``--repeats`` rounds, each printed as the calibration's own check prints a loaded run: the model's
-throughput given the blocks the run read (:func:`measure.calibrate.predicted`, the table's
+throughput given the blocks the run read (:func:`measure.calibrate.checks.predicted`, the table's
 block-read CPU at the run's block size) over the engine's. Says whether the table's curve of a
 block read over its bytes holds, down to the local search's floor
 (``measure.local.LOCAL_BLOCK_BYTES``). Not a test.
@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 
 from cost_models import cpu_count
-from measure.calibrate import BLOCK_SIZE_STEPS, DEFAULT_PLAN, LOADED, measure, predicted
+from measure.calibrate.checks import predicted
+from measure.calibrate.plan import BLOCK_SIZE_STEPS, DEFAULT_PLAN, LOADED
+from measure.calibrate.samples import measure
 from measure.grid import mix_spec
 from specs.vocab import DesignClass, Operation
 

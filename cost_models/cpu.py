@@ -303,7 +303,7 @@ def op_phi(cls: np.ndarray) -> np.ndarray:
 def op_concurrency(cls: np.ndarray) -> np.ndarray:
     """(designs, operations) CPU per operation of a thread among others over a thread alone: the
     calibration's cached runs at 2 threads over 1 (``concurrent_cpu_factor``; shared data moving
-    between the cores' caches). phi was measured on the 2-thread CPU (measure.calibrate.fit_phi), so
+    between the cores' caches). phi was measured on the 2-thread CPU (measure.calibrate.fit.fit_phi), so
     Eq. 2 holds for more than one thread with it (docs/model.md, "CPU and throughput")."""
     return _per_class("concurrent_cpu_factor")[np.asarray(cls, dtype=int)]
 
@@ -331,7 +331,7 @@ def block_read_doublings(n_keys: float | np.ndarray) -> np.ndarray:
 def block_read_shape(block_bytes: float | np.ndarray) -> np.ndarray:
     """A block read's CPU at ``block_bytes`` over its CPU at 4 KiB: the ratios the calibration
     measured at the LSM design's block sizes (phi.yaml ``block_read_shape``: a calibration runs
-    232 B to 32 KiB, measure.calibrate.BLOCK_SIZE_STEPS; the written table's, refitted from
+    232 B to 32 KiB, measure.calibrate.plan.BLOCK_SIZE_STEPS; the written table's, refitted from
     calibrate-38, has 1, 4 and 16 KiB), a power law between each two (linear in log-log), held at
     the end ones past them.
     Measured, not a law: a block has a fixed part (the cache shard's lookup, the read call, the
@@ -464,7 +464,7 @@ class Demands:
 
     def scaled(self, factor: float) -> Demands:
         """These demands on a host whose CPU takes ``factor`` times the calibration host's seconds per
-        operation (measure.calibrate.host_speed): every CPU second scales (S, P, G and the stalls'
+        operation (measure.host_speed.host_speed): every CPU second scales (S, P, G and the stalls'
         background seconds); the device's latency, I/Os and bytes do not."""
         if factor == 1.0:
             return self

@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from measure.calibrate import machine
+from measure.calibrate.samples import machine
 from measure.engine import TEMPLATE, build, run_scratch
 from render.config import engine_sections, to_toml
 from specs.io import write_text

@@ -4,7 +4,7 @@ This sandbox's two vCPUs are at times placed on one physical core's two hardware
 tens of seconds every thread of a two-thread run then takes 1.8-2.0 times the CPU per operation
 (the ranking's YCSB D pick: 1.00-1.16 µs, then 1.90-2.09 µs, then 1.00-1.16 again), while a
 one-thread run is as fast as ever, so the one-thread host-speed probe
-(:func:`measure.calibrate.host_speed`) cannot see it. The model prices a vCPU as a core; a run
+(:func:`measure.host_speed.host_speed`) cannot see it. The model prices a vCPU as a core; a run
 in that mode measures another machine.
 
 The probe is the calibration's cached get on its LSM design, a fraction of a second at one and

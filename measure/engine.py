@@ -354,3 +354,16 @@ def bench_spec(
     report = run(workspace, text, wl, engine=engine)
     pred = model_prediction(text, wl, report) if engine == "cosine" else None
     return BenchResult(report, wl, text, scale, notes, pred)
+
+
+#: The volume's I/Os per operation a device-mode run reports (cosine-bench ``device``): all, foreground
+#: reads (an operation's own), background reads (flush and merge inputs), writes (flushes, merges, WAL pages).
+DEVICE_IO_KINDS = ("device_ios", "device_foreground_reads", "device_background_reads", "device_writes")
+
+
+def device_ios(rep: dict[str, Any]) -> dict[str, float]:
+    """:data:`DEVICE_IO_KINDS` per operation of a cosine-bench report (zeros on the local device)."""
+    d = rep.get("device") or {}
+    ops = max(1, int(rep["operations"]))
+    keys = ("ios", "foreground_read_ios", "background_read_ios", "write_ios")
+    return {k: float(d.get(src, 0)) / ops for k, src in zip(DEVICE_IO_KINDS, keys, strict=True)}

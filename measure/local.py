@@ -28,7 +28,7 @@ from specs.schema import Spec
 #: 32 KiB, a cloud-solve speed compromise: each size multiplies the solver's grid). In the ranking of
 #: BENCHMARKS.md §23.6 the model's best design of every workload's set was a 1 KiB-block neighbour
 #: of the pick, outside the spec's grid, and on YCSB B and C it also measured best. Not below 1 KiB:
-#: the block-read CPU is measured on 232 B to 32 KiB blocks (measure.calibrate.BLOCK_SIZE_STEPS,
+#: the block-read CPU is measured on 232 B to 32 KiB blocks (measure.calibrate.plan.BLOCK_SIZE_STEPS,
 #: cost_models.cpu.block_read_shape), but its 464-byte point is not yet reliable — calibrate-39's
 #: came out below its 232-byte one, and 464-byte blocks ran 1.16-1.30x below prediction where 232 B
 #: and 1-32 KiB held within 0.89-1.15x; with the floor at 256 B the picks of YCSB B and D went to

@@ -34,8 +34,9 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
-from measure.calibrate import buffered_warmup, covering_ops, free_throughput, steady_warmup
+from measure.calibrate.samples import free_throughput
 from measure.cores import on_two_cores
+from measure.cycle import buffered_warmup, covering_ops, steady_warmup
 from measure.engine import (
     TEMPLATE,
     as_ran,
@@ -146,9 +147,9 @@ INSERT_WARMUP_SHARE = 1.0
 @dataclass(frozen=True)
 class RunPlan:
     """How the ranking runs a design: ``records`` loaded, ``operations`` measured (stretched to
-    cover a merge cycle and last long enough: :func:`measure.calibrate.covering_ops`; a hash
+    cover a merge cycle and last long enough: :func:`measure.cycle.covering_ops`; a hash
     log's scans capped), ``threads`` clients on ``cores`` and ``device``, and with ``warmup`` a
-    steady-state warm-up first (:func:`measure.calibrate.steady_warmup`; for a workload that
+    steady-state warm-up first (:func:`measure.cycle.steady_warmup`; for a workload that
     inserts and does not scan (YCSB D), a warm-up of :data:`INSERT_WARMUP_SHARE` of the records in
     inserts for every design, so that designs are compared at one store size)."""
 
@@ -325,9 +326,9 @@ def ranking(
     designs of a workload are run that many times, interleaved (design 1..n, then again), and the
     row holds the median run (and the spread between the slowest and the fastest run). ``warmup``:
     each run first lets the workload's writes pass through the buffer and the upper levels
-    (:func:`measure.calibrate.steady_warmup`, unmeasured), so it starts in the steady state the
+    (:func:`measure.cycle.steady_warmup`, unmeasured), so it starts in the steady state the
     model predicts rather than in the state the load left. ``cpu_scale``: the model's CPU seconds
-    scaled to this host (:func:`measure.calibrate.host_speed`); a uniform scale leaves rho as it is
+    scaled to this host (:func:`measure.host_speed.host_speed`); a uniform scale leaves rho as it is
     but moves the CPU-bound designs against the I/O-bound ones. With more than one client thread
     every run is probed before and after (:func:`measure.cores.core_probe`), and a run the host
     ran on one core's two hardware threads is run again (:func:`measure.cores.on_two_cores`; the

@@ -238,7 +238,7 @@ class WalRecovery(StrEnum):
 
 
 class CalibrationRun(StrEnum):
-    """Kinds of `cosine calibrate` run (measure/calibrate.py)."""
+    """Kinds of `cosine calibrate` run (measure/calibrate/)."""
 
     CACHED = "cached"  # a warm engine whose block cache holds the data: no block reads
     LOADED = "loaded"  # the design as it is: blocks read, flushes and merges

@@ -13,18 +13,12 @@ import yaml
 
 from cli import app
 from cost_models.cpu import MEMTABLE_DESCENTS, PHI_TABLE, curve_at, phi_table, using_table
-from measure.calibrate import (
-    BLIND_WRITES,
-    BLOCK_SIZE_STEPS,
-    CLASS_DESIGNS,
-    PHI_NOISE,
-    CalibrationError,
-    Sample,
-    fit,
-    fit_operation,
-    merge_operation,
-    write_table,
-)
+from measure.calibrate import CalibrationError
+from measure.calibrate.fit import PHI_NOISE, fit
+from measure.calibrate.operation import fit_operation
+from measure.calibrate.plan import BLIND_WRITES, BLOCK_SIZE_STEPS, CLASS_DESIGNS
+from measure.calibrate.samples import Sample
+from measure.calibrate.table import merge_operation, write_table
 from specs.vocab import OPERATIONS, WRITE_OPERATIONS, CalibrationRun, DesignClass, Operation
 
 BLOCK = {"lsm": 4060.0, "btree": 32480.0, "lsh": 4060.0, "hybrid": 928.0}

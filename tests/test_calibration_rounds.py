@@ -1,12 +1,12 @@
 """A calibration spreads a cached point's repeats, and the block-size runs', over the session
-(measure.calibrate._runs)."""
+(measure.calibrate.plan.calibration_runs)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
 
-from measure.calibrate import BLOCK_SIZE_STEPS, CACHED, DEFAULT_PLAN, LOADED, SMALL_MEMTABLE, _runs
+from measure.calibrate.plan import BLOCK_SIZE_STEPS, CACHED, DEFAULT_PLAN, LOADED, SMALL_MEMTABLE, calibration_runs
 
 
 def _key(run: tuple) -> tuple:
@@ -21,8 +21,8 @@ def _every_round(key: tuple) -> bool:
 
 def test_every_run_is_planned_and_a_cached_point_repeats_once_per_round() -> None:
     plan = replace(DEFAULT_PLAN, phi_repeats=3)
-    runs = [_key(r) for r in _runs(plan)]
-    once = [_key(r) for r in _runs(replace(plan, phi_repeats=1))]
+    runs = [_key(r) for r in calibration_runs(plan)]
+    once = [_key(r) for r in calibration_runs(replace(plan, phi_repeats=1))]
     counts = Counter(runs)
     for key, n in Counter(once).items():
         assert counts[key] == (3 * n if _every_round(key) else n), key

@@ -67,10 +67,11 @@ def test_the_probe_runs_the_engine(engine_binary) -> None:
 
 
 def test_a_two_thread_calibration_run_is_probed_and_its_sample_says_so(engine_binary) -> None:
-    """measure.calibrate.measure runs a two-thread run through on_two_cores; the sample keeps the count."""
+    """measure.calibrate.samples.measure runs a two-thread run through on_two_cores; the sample keeps the count."""
     from dataclasses import replace
 
-    from measure.calibrate import CACHED, QUICK_PLAN, measure
+    from measure.calibrate.plan import CACHED, QUICK_PLAN
+    from measure.calibrate.samples import measure
     from measure.grid import mix_spec
     from specs.vocab import Operation
 

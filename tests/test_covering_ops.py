@@ -1,5 +1,5 @@
 """A measured run covers the design's merge cycle, on tmpfs and on an emulated volume alike
-(measure.calibrate.covering_ops): a shorter run samples one phase of the cycle."""
+(measure.cycle.covering_ops): a shorter run samples one phase of the cycle."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from measure.calibrate import MAX_CYCLE_STRETCH, MAX_DEVICE_RUN_SECONDS, covering_ops, merge_cycle
+from measure.cycle import MAX_CYCLE_STRETCH, MAX_DEVICE_RUN_SECONDS, covering_ops, merge_cycle
 from measure.engine import workload_json
 from measure.grid import designs, shipped_spec
 
@@ -82,7 +82,7 @@ def test_the_warm_up_centres_the_run_between_deep_merges(name: str) -> None:
     knife edge of BENCHMARKS.md §25.8: a run started where one is due takes it or not by the
     background worker's timing). as_ran gives the model the warm-up the engine ran."""
     from cost_models.engine_model import steady_depth
-    from measure.calibrate import steady_warmup
+    from measure.cycle import steady_warmup
     from measure.engine import TEMPLATE, as_ran, build, run_scratch
     from render.config import to_toml
 
@@ -116,7 +116,7 @@ def test_the_warm_up_centres_the_run_between_deep_merges(name: str) -> None:
 
 
 def test_a_hash_log_warms_up_without_a_deep_merge_search() -> None:
-    from measure.calibrate import steady_warmup
+    from measure.cycle import steady_warmup
 
     secs = designs(RECORDS, quick=True, optima=False)["faster"]
     assert not steady_warmup(secs, _wl({"get": 0.5, "update": 0.5}))["warmup_phase_aligned"]

@@ -1,6 +1,6 @@
 """The host-speed scale: a host whose CPU takes f times the calibration host's seconds runs a
 CPU-bound engine f times slower and an I/O-bound one as fast (cost_models.cpu.Demands.scaled,
-measure.calibrate.host_speed)."""
+measure.host_speed.host_speed)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 
 from cost_models.cpu import DeviceModel, demands, throughput
 from cost_models.engine_model import engine_demands, engine_throughput
-from measure.calibrate import QUICK_PLAN, host_speed
+from measure.calibrate.plan import QUICK_PLAN
 from measure.engine import workload_json
 from measure.grid import designs, mix_spec
+from measure.host_speed import host_speed
 from specs.errors import InputError
 
 MIX = {"get": 0.5, "update": 0.5}
@@ -99,7 +100,7 @@ def test_host_speed_probe_compares_with_the_table(engine_binary) -> None:
 
 @pytest.mark.parametrize("factor, stale", [(1.0, False), (0.86, False), (1.17, False), (0.8, True), (1.633, True)])
 def test_a_host_off_by_more_than_the_accuracy_target_is_stale(factor: float, stale: bool) -> None:
-    from measure.calibrate import HostSpeed
+    from measure.host_speed import HostSpeed
 
     assert HostSpeed(factor, []).stale is stale
 

@@ -6,7 +6,7 @@ where the last flush left it, YCSB D's gets of the latest inserts found a near-e
 from __future__ import annotations
 
 from cost_models.engine_model import engine_layout, run_keys, run_start_buffered
-from measure.calibrate import steady_warmup
+from measure.cycle import steady_warmup
 from measure.engine import TEMPLATE, build, run_scratch, workload_json
 from measure.grid import designs, shipped_spec
 from render.config import to_toml

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from cost_models.engine_model import engine_layout, steady_depth
-from measure.calibrate import buffered_warmup
+from measure.cycle import buffered_warmup
 from measure.grid import designs
 
 RECORDS = 50_000

@@ -1,0 +1,68 @@
+"""`cosine calibrate`: measure (or reload) the samples, fit, write the table, then Fig. 4B."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cost_models import cpu_count
+from cost_models.cpu import (
+    using_table,
+)
+from measure.calibrate.checks import checks
+from measure.calibrate.fit import fit
+from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN
+from measure.calibrate.samples import Sample, load_samples, measure
+from measure.calibrate.table import write_table
+from measure.fig4b import fig4b
+from specs.io import write_records, write_rows
+
+
+@dataclass
+class Calibration:
+    """What one `cosine calibrate` measured and learned."""
+
+    samples: list[Sample]
+    result: dict[str, Any]
+    checks: list[dict[str, Any]]
+    fig4b: list[dict[str, Any]]
+
+
+def calibrate(
+    quick: bool,
+    samples_from: Path | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    write: bool = False,
+    out: Path | None = None,
+) -> Calibration:
+    """Measure (or reload) the samples, fit, optionally write the table, then run Fig. 4B with it.
+
+    The samples are written to ``out``/calibration.parquet before the fit, so a fit that stops
+    at a bound can be redone from them (``--samples``) without measuring again."""
+    plan = QUICK_PLAN if quick else DEFAULT_PLAN
+    cores = cpu_count()
+    samples = load_samples(samples_from) if samples_from is not None else measure(plan, progress)
+    if out is not None and samples_from is None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_rows(out / "calibration.parquet", samples, Sample)
+    res = fit(samples, cores)
+    if write:
+        write_table(res, samples)
+        return Calibration(samples, res, checks(samples, cores), fig4b(plan, cores, progress))
+    with tempfile.TemporaryDirectory(prefix="cosine-phi-") as tmp:
+        table = write_table(res, samples, Path(tmp) / "phi.yaml")
+        with using_table(table):
+            return Calibration(samples, res, checks(samples, cores), fig4b(plan, cores, progress))
+
+
+def write(cal: Calibration, out: Path) -> list[Path]:
+    """calibration.parquet (the samples), calibration_checks.parquet and fig4b.parquet."""
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        write_rows(out / "calibration.parquet", cal.samples, Sample),
+        write_records(out / "calibration_checks.parquet", cal.checks),
+        write_records(out / "fig4b.parquet", cal.fig4b),
+    ]
