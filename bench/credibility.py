@@ -138,14 +138,15 @@ def ranking_table(rows: list[dict[str, Any]], title: str) -> str:
         f"**{title}**",
         "",
         "| workload | designs | Spearman rho | rho given the start state | rho (free) | pick / best measured "
-        "| pick / best (free) | best measured | pick / best, confirmation runs | pick's class |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| pick / best (free) | best measured | pick / best, confirmation runs | rounds below, sign p | pick's class |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in summary(rows):
         out.append(
             f"| {s['workload']} | {s['designs']} | {s['spearman_rho']:.2f} | {s['spearman_rho_given_state']:.2f} | "
             f"{s['spearman_rho_free']:.2f} | {s['pick_vs_best']:.2f} | {s['pick_vs_best_free']:.2f} | "
-            f"{s['best_design']} | {s['pick_vs_best_confirmed']:.2f} | {s['pick_class']} |"
+            f"{s['best_design']} | {s['pick_vs_best_confirmed']:.2f} | {s['confirm_rounds_pick_below']} of "
+            f"{s['confirm_rounds']}, {s['confirm_sign_p']:.2f} | {s['pick_class']} |"
         )
     out.append("")
     out.append(f"targets: rho >= {TARGET_RHO}, pick >= {TARGET_PICK}x the best measured")

@@ -426,6 +426,27 @@ def confirmed_ratio(rows: list[dict[str, Any]]) -> tuple[float, str]:
     return pick["confirm_measured_ops"] / best["confirm_measured_ops"], str(best["design"])
 
 
+def confirmation_rounds(rows: list[dict[str, Any]], best: str) -> tuple[int, int, float]:
+    """(rounds the pick measured below ``best``, rounds, the one-sided sign test's p) on one
+    workload's confirmation runs (``confirm_ops_runs``; :func:`confirmed_ratio` names ``best``).
+
+    Every confirmation round runs the pick and each rival once, back to back
+    (:func:`confirmation_order`), so round i of the pick and round i of ``best`` ran under the
+    same host: the pair's order does not carry the host's drift between rounds. If the two
+    designs were equally fast, the pick would come out below in each round with probability 1/2,
+    independently; p is the chance of at least that many rounds below (a binomial tail). A
+    confirmed ratio under the target whose p is large is a tie within the runs' noise, not a
+    pick the engine shows to be slower. (0, 0, 1) when there is nothing to pair: ``best`` is the
+    pick, or the rivals were not confirmed."""
+    runs = {str(r["design"]): list(r.get("confirm_ops_runs") or []) for r in rows}
+    mine, theirs = runs.get(PICK, []), runs.get(best, [])
+    n = min(len(mine), len(theirs))
+    if best == PICK or n == 0:
+        return 0, 0, 1.0
+    below = sum(a < b for a, b in zip(mine[:n], theirs[:n], strict=True))
+    return below, n, sum(math.comb(n, k) for k in range(below, n + 1)) / 2.0**n
+
+
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per workload: Spearman's rho (model and model given the start state), the pick vs the best,
     and the pick vs the best on the confirmation's fresh runs (:func:`confirmed_ratio`)."""
@@ -437,6 +458,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         best = max(rs, key=lambda r: r["measured_ops"])
         pick = next(r for r in rs if r["design"] == PICK)
         confirmed, confirmed_best = confirmed_ratio(rs)
+        below, rounds, p = confirmation_rounds(rs, confirmed_best)
         out.append(
             {
                 "workload": w,
@@ -449,6 +471,11 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "best_design": best["design"],
                 "pick_vs_best_confirmed": confirmed,
                 "confirmed_best_design": confirmed_best,
+                # the confirmation's rounds in which the pick ran below that design, and the sign
+                # test's p of so many (confirmation_rounds: large p = a tie within the noise)
+                "confirm_rounds_pick_below": below,
+                "confirm_rounds": rounds,
+                "confirm_sign_p": p,
                 "pick_class": pick["class"],
             }
         )

@@ -104,7 +104,13 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
             title=f"{s['workload']}: Spearman rho {s['spearman_rho']:.2f} (given the start state "
             f"{s['spearman_rho_given_state']:.2f}; on free throughput {s['spearman_rho_free']:.2f}); "
             f"Cosine's pick {s['pick_vs_best']:.2f}x the best measured ({s['pick_vs_best_free']:.2f}x free; "
-            f"{s['pick_vs_best_confirmed']:.2f}x on the confirmation's runs)"
+            f"{s['pick_vs_best_confirmed']:.2f}x on the confirmation's runs"
+            + (
+                f", below {s['confirmed_best_design']} in {s['confirm_rounds_pick_below']} of "
+                f"{s['confirm_rounds']} rounds, sign test p {s['confirm_sign_p']:.2f})"
+                if s.get("confirm_rounds")
+                else ")"
+            )
         )
         cols = ("design", "class", "predicted ops/s", "measured ops/s", "free ops/s", "runs spread", "confirmed ops/s")
         for c in (*cols, "blocks/op model", "blocks/op engine"):

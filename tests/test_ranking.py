@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,16 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli import app
-from measure.ranking import PICK, confirmation_order, confirmed_ratio, ranking, rivals, spearman, summary
+from measure.ranking import (
+    PICK,
+    confirmation_order,
+    confirmation_rounds,
+    confirmed_ratio,
+    ranking,
+    rivals,
+    spearman,
+    summary,
+)
 
 
 def _rank(v: list[float]) -> list[float]:
@@ -212,3 +222,30 @@ def test_the_confirmed_ratio_rates_the_pick_on_the_fresh_runs():
     # rivals never run again (confirm=0): no confirmed figure
     ratio, best = confirmed_ratio([_row(PICK, 90.0, None), _row("a", 100.0, None)])
     assert math.isnan(ratio) and best == ""
+
+
+def _runs(design: str, runs: list[float]) -> dict[str, Any]:
+    return {"design": design, "confirm_ops_runs": runs}
+
+
+def test_the_sign_test_pairs_the_pick_with_the_best_round_by_round():
+    # below the best in all three rounds: p = 1/8 (three fair coins all landing one way)
+    rows = [_runs(PICK, [90.0, 91.0, 89.0]), _runs("a", [100.0, 99.0, 101.0]), _runs("b", [95.0, 80.0, 99.0])]
+    assert confirmation_rounds(rows, "a") == (3, 3, pytest.approx(1 / 8))
+    # two rounds of three: p = P(at least two of three below) = 4/8
+    assert confirmation_rounds(rows, "b") == (2, 3, pytest.approx(4 / 8))
+    rows = [_runs(PICK, [100.0, 90.0, 102.0, 99.0, 101.0]), _runs("a", [99.0, 95.0, 101.0, 100.0, 100.0])]
+    assert confirmation_rounds(rows, "a") == (2, 5, pytest.approx(26 / 32))
+    # the pick is the best, or nothing was confirmed: nothing to pair
+    assert confirmation_rounds(rows, PICK) == (0, 0, 1.0)
+    assert confirmation_rounds([_runs(PICK, []), _runs("a", [])], "a") == (0, 0, 1.0)
+
+
+@given(st.lists(st.tuples(st.floats(1, 1e6), st.floats(1, 1e6)), min_size=1, max_size=9))
+def test_the_sign_test_p_is_a_binomial_tail(pairs):
+    rows = [_runs(PICK, [a for a, _ in pairs]), _runs("a", [b for _, b in pairs])]
+    below, n, p = confirmation_rounds(rows, "a")
+    assert n == len(pairs) and below == sum(a < b for a, b in pairs)
+    # the tail of a fair binomial: 1 at zero rounds below, 2^-n at all of them, falling in between
+    assert p == pytest.approx(sum(math.comb(n, k) for k in range(below, n + 1)) / 2**n)
+    assert (p == 1.0) == (below == 0) and 2.0**-n <= p <= 1.0
