@@ -22,7 +22,8 @@ import numpy as np
 
 from cost_models.pricing import load_catalog
 from solver.backends import HighsBackend
-from solver.frontier import reevaluate, solve_frontier
+from solver.exact import reevaluate
+from solver.frontier import solve_frontier
 from solver.solve import run_solve
 from solver.tables import build_tables
 from specs.schema import load_spec

@@ -7,7 +7,7 @@ default) solves each band by its bottleneck (solver.bottleneck: exact, the back
 end solving only the covering subproblems the closed form does not cover);
 ``Method.MIP`` hands the whole band MIP to the back end (HiGHS, CP-SAT or a
 Pyomo solver); ``Method.EXHAUSTIVE`` enumerates (small instances). Every chosen
-configuration is re-evaluated with the exact model (exact window bisection
+configuration is re-evaluated with the exact model (solver.exact: exact window bisection
 instead of the tables' interpolation, the real shard sizes instead of the
 breakpoints) and the relative difference is recorded as the approximation error
 next to the band's gap.
@@ -27,24 +27,19 @@ import bisect
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cost_models.cloud import GIB, sla_cost, sla_terms, usable_bytes
-from cost_models.cpu import NodeShape
-from cost_models.design import DesignBatch
-from cost_models.distributions import Partitions
-from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, shape_overwrites, workload_partitions
-from cost_models.io_model import exact_windows
+from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.pricing import Catalog
-from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
+from cost_models.robust import is_robust
 from solver.backends import Backend, Result
 from solver.backends.base import rel_gap
 from solver.bottleneck import ColumnTable, best_within, cheapest_cluster, column_table
+from solver.exact import Exact, Reevaluations, approx_error_of, reevaluate
 from solver.exhaustive import exhaustive
 from solver.model import (
     X_SCALE,
@@ -59,7 +54,7 @@ from solver.model import (
 )
 from solver.tables import Context, Tables
 from specs.schema import Spec
-from specs.vocab import OPERATIONS, Method, SolverStatus
+from specs.vocab import Method, SolverStatus
 
 if TYPE_CHECKING:
     from solver.reeval_cache import ReevalCache
@@ -74,145 +69,6 @@ def band_grid(lo: float, hi: float, bands: int, include: float | None = None) ->
     if include is not None and lo <= include <= hi:
         g = np.unique(np.concatenate([g, [include]]))
     return g
-
-
-@dataclass
-class Exact:
-    """A configuration re-evaluated with the exact model."""
-
-    throughput: float  # expected workload
-    per_node: list[dict[str, Any]]
-    io_per_op: dict[str, float]
-    perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
-
-
-def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], parts: Partitions | None = None) -> Exact:
-    """Exact throughput of a cluster, expected and perturbed: real shard sizes,
-    exact windows, each node's I/Os per second at its design's block size.
-    ``parts``: the workload's key partitions, when the caller has them."""
-    return reevaluate_many(spec, [nodes], parts)[0]
-
-
-@dataclass
-class _NodeFigures:
-    """One node's exact evaluation (:func:`_evaluate_nodes`)."""
-
-    ne: NodeEval
-    threads: int
-    iops: float
-    x: float  # node ops/s, expected workload
-    xp: float  # and perturbed (= x without robustness)
-
-
-def reevaluate_many(
-    spec: Spec, clusters: list[list[tuple[Context, int]]], parts: Partitions | None = None
-) -> list[Exact]:
-    """:func:`reevaluate` of each cluster of ``clusters``; the nodes of all of them are evaluated
-    together (:func:`_evaluate_nodes`)."""
-    N = spec.workload.entries
-    parts = workload_partitions(spec.workload) if parts is None else parts
-    # keys actually on each node of a context; at least one (a key is not split: in a cluster
-    # with more nodes than keys, the nodes that hold one serve its operations)
-    sizes = []
-    for nodes in clusters:
-        cap = sum(c.entries * k for c, k in nodes)
-        sizes.append([max(c.entries * N / cap, 1.0) for c, _ in nodes])
-    wanted: dict[tuple[int, float], Context] = {}
-    for nodes, ss in zip(clusters, sizes, strict=True):
-        for (c, _), s in zip(nodes, ss, strict=True):
-            wanted.setdefault((id(c), s), c)
-    figs = _evaluate_nodes(spec, wanted, parts)
-    out = []
-    for nodes, ss in zip(clusters, sizes, strict=True):
-        held = sum(s * k for (_, k), s in zip(nodes, ss, strict=True))  # = N unless nodes outnumber keys
-        xs, ps, per_node = [], [], []
-        io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
-        for (c, k), s in zip(nodes, ss, strict=True):
-            f = figs[(id(c), s)]
-            ne, x, xp, iops = f.ne, f.x, f.xp, f.iops
-            xs.append(N * x / s if x > 0 else 0.0)
-            ps.append(N * xp / s if xp > 0 else 0.0)
-            share = s * k / held  # the share of the operations this context's nodes serve
-            for op, v in ne.io.per_op().items():
-                io[op] += share * float(v[0])
-            per_node.append(
-                {
-                    "vm_type": c.vm.name,
-                    "count": k,
-                    **design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width),
-                    "threads": f.threads,
-                    "node_throughput_ops": x,
-                    "node_perturbed_ops": xp,
-                    "device_bound": bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
-                    "storage": {
-                        "product": c.storage.product,
-                        "disks": c.storage.disks,
-                        "gib": c.storage.gib,
-                        "iops": c.storage.iops,
-                        "mibps": c.storage.mibps if math.isfinite(c.storage.mibps) else None,
-                        "effective_iops": iops,
-                        "usd_month": c.storage.usd_month,
-                        "label": c.storage.label,
-                    },
-                }
-            )
-        out.append(Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0))
-    return out
-
-
-def _evaluate_nodes(
-    spec: Spec, nodes: dict[tuple[int, float], Context], parts: Partitions
-) -> dict[tuple[int, float], _NodeFigures]:
-    """The exact evaluation of each node (a column holding ``s`` keys, keyed by (id, s)), alone:
-    the exact windows of a node of s keys (s >= 1: the layout's own key count), the gets' shared
-    by the two workloads. The nodes of one size share them, and first evaluate their designs
-    together once (each on its VM's memory), for the windows only: that solves the counts they
-    ask for in a few bisections instead of a few per node (cost_models.windows.ExactWindow: a
-    count's window does not depend on what it is solved with). Each node's figures are then
-    those of its design evaluated alone (the batch's are not used: its matrix products over the
-    key partitions may round otherwise than a single design's)."""
-    wl = spec.workload
-    robust = is_robust(spec)
-    pw = perturbed_workload(spec)
-    shaped = shape_overwrites(spec)  # the perturbed workload runs on the expected one's shape (and puts)
-    by_size: dict[float, list[tuple[tuple[int, float], Context]]] = {}
-    for key, c in nodes.items():
-        by_size.setdefault(key[1], []).append((key, c))
-    out: dict[tuple[int, float], _NodeFigures] = {}
-    for s, group in by_size.items():
-        mem = usable_bytes(np.array([c.vm.memory_gib for _, c in group]), spec.design.memory_headroom)
-        wins = exact_windows(parts, wl.operations, s)
-        if len(group) > 1:
-            evaluate_designs(DesignBatch.of([c.design for _, c in group]), wl, s, mem, parts, wins, spec.cost_model)
-        for i, (key, c) in enumerate(group):
-            batch = DesignBatch.of([c.design])
-            ne = evaluate_designs(batch, wl, s, float(mem[i]), parts, wins, model=spec.cost_model)
-            threads = c.vm.vcpu if c.design.threads is None else c.design.threads
-            iops = float(c.storage.effective_iops(ne.disk_block(batch)[0]))
-            x = float(ne.throughput(wl, iops, threads)[0])
-            out[key] = _NodeFigures(ne, threads, iops, x, x)
-        rows = [i for i, (key, _) in enumerate(group) if out[key].x > 0] if robust else []
-        if not rows:
-            continue
-        pw_wins = exact_windows(parts, pw.operations, s, wins[1])
-        if pw is not wl and len(rows) > 1:
-            sub = DesignBatch.of([group[i][1].design for i in rows])
-            evaluate_designs(
-                sub, pw, s, mem[rows], parts, pw_wins, spec.cost_model, overwrites=shaped, shape_puts=wins[0]
-            )
-        for i in rows:
-            key, c = group[i]
-            f = out[key]
-            batch = DesignBatch.of([c.design])
-            pe = (
-                f.ne
-                if pw is wl
-                else evaluate_designs(
-                    batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model, overwrites=shaped, shape_puts=wins[0]
-                )
-            )
-            f.xp = float(perturbed_throughput(pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
-    return out
 
 
 @dataclass
@@ -300,108 +156,6 @@ class Point:
         }
 
 
-def _rel(a: float, b: float) -> float:
-    return abs(a - b) / b if b > 0 else (0.0 if a == b else math.inf)
-
-
-#: Fewest clusters per worker process worth starting one for (:meth:`Reevaluations.resolve`: a
-#: cluster's re-evaluation takes about 10 ms, a process a few tens of ms to start).
-REEVALS_PER_WORKER = 4
-#: A cluster's key in :class:`Reevaluations` (its columns by identity, with their counts).
-ClusterKey = tuple[tuple[int, int], ...]
-
-
-def _reevaluate_job(args: tuple[Spec, list[list[tuple[Context, int]]], Partitions]) -> list[Exact]:
-    """:func:`reevaluate_many` of some clusters, in a worker process (:meth:`Reevaluations.resolve`)."""
-    return reevaluate_many(*args)
-
-
-@dataclass
-class Reevaluations:
-    """The exact re-evaluations of one solve: each cluster once (bands and
-    objectives often choose the same one); with a ``store`` (solver.reeval_cache)
-    a cluster an earlier solve re-evaluated is read back instead, and the new ones
-    are added to it.
-
-    A cluster may also be :meth:`defer`-red: no band's choice depends on another band's
-    re-evaluation (the MIPs see only the tables), so :func:`solve_frontier` asks for every
-    chosen cluster first and :meth:`resolve`-s them all at once, in up to ``workers``
-    processes (each cluster by the same :func:`reevaluate`, so with the same result)."""
-
-    spec: Spec
-    done: dict[ClusterKey, Exact] = field(default_factory=dict)
-    parts: Partitions | None = None
-    store: ReevalCache | None = None
-    workers: int = 1
-    pending: dict[ClusterKey, list[tuple[Context, int]]] = field(default_factory=dict)
-
-    @staticmethod
-    def key(nodes: list[tuple[Context, int]]) -> ClusterKey:
-        return tuple((id(c), k) for c, k in nodes)
-
-    def __call__(self, nodes: list[tuple[Context, int]]) -> Exact:
-        self.defer(nodes)
-        self.resolve()
-        return self.done[self.key(nodes)]
-
-    def defer(self, nodes: list[tuple[Context, int]]) -> None:
-        """Ask for a cluster's re-evaluation, made by the next :meth:`resolve` (a cluster already
-        re-evaluated, or in the ``store``, is not evaluated again)."""
-        key = self.key(nodes)
-        if key in self.done or key in self.pending:
-            return
-        ex = self.store.get(nodes) if self.store is not None else None
-        if ex is not None:
-            self.done[key] = ex
-        else:
-            self.pending[key] = nodes
-
-    def resolve(self) -> None:
-        """Re-evaluate every deferred cluster (in asking order; in parallel with ``workers`` > 1)."""
-        if not self.pending:
-            return
-        if self.parts is None:
-            self.parts = workload_partitions(self.spec.workload)
-        clusters = list(self.pending.values())
-        workers = min(self.workers, len(clusters) // REEVALS_PER_WORKER)
-        if workers > 1:
-            # one share of the clusters per worker, clusters of one node size together (their
-            # nodes are evaluated in one batch)
-            order = sorted(range(len(clusters)), key=lambda j: min(c.entries for c, _ in clusters[j]))
-            shares = [[int(j) for j in part] for part in np.array_split(np.array(order), workers)]
-            jobs = [(self.spec, [clusters[j] for j in share], self.parts) for share in shares]
-            with ProcessPoolExecutor(max_workers=workers) as ex:
-                done = {
-                    j: e
-                    for share, es in zip(shares, ex.map(_reevaluate_job, jobs), strict=True)
-                    for j, e in zip(share, es, strict=True)
-                }
-            results = [done[j] for j in range(len(clusters))]
-        else:
-            results = reevaluate_many(self.spec, clusters, self.parts)
-        for (key, nodes), res in zip(self.pending.items(), results, strict=True):
-            self.done[key] = res
-            if self.store is not None:
-                self.store.put(nodes, res)
-        self.pending = {}
-
-    def certify(self, pt: Point) -> None:
-        """Set a point's re-evaluation (and approximation error) from :attr:`done` once its
-        cluster is resolved (:func:`_certify` with ``defer``)."""
-        if pt.chosen is not None and pt.exact is None:
-            pt.exact = self.done[self.key(pt.chosen.nodes)]
-            pt.approx_error = _approx_error(self.spec, pt.chosen, pt.exact)
-
-
-def _approx_error(spec: Spec, chosen: Chosen, ex: Exact) -> float:
-    """The relative difference of the MIP's throughput and the exact one: the worse of the
-    expected and (with robustness) the perturbed throughput's."""
-    err = _rel(chosen.throughput_kops / X_SCALE, ex.throughput)
-    if is_robust(spec):
-        err = max(err, _rel(chosen.perturbed_kops / X_SCALE, ex.perturbed))
-    return err
-
-
 def _certify(
     spec: Spec,
     chosen: Chosen,
@@ -414,14 +168,14 @@ def _certify(
     defer: bool = False,
 ) -> Point:
     """Re-evaluate a chosen cluster exactly; the approximation error is the worse of the
-    expected and (with robustness) the perturbed throughput's (:func:`_approx_error`). With
+    expected and (with robustness) the perturbed throughput's (:func:`approx_error_of`). With
     ``defer`` (and ``exact``) the re-evaluation is only asked for: the point is completed by
     ``exact.certify`` after ``exact.resolve()``."""
     if defer and exact is not None:
         exact.defer(chosen.nodes)
         return Point(band, budget, provider, res.status, res, chosen, None, math.nan, objective=objective)
     ex = reevaluate(spec, chosen.nodes) if exact is None else exact(chosen.nodes)
-    err = _approx_error(spec, chosen, ex)
+    err = approx_error_of(spec, chosen, ex)
     return Point(band, budget, provider, res.status, res, chosen, ex, err, objective=objective)
 
 

@@ -39,7 +39,7 @@ from specs.io import read_json, to_json, write_text
 from specs.schema import Spec
 
 if TYPE_CHECKING:
-    from solver.frontier import Exact
+    from solver.exact import Exact
     from solver.tables import Context
 
 VERSION = 1
@@ -99,7 +99,7 @@ class ReevalCache:
         self._entries = clusters
 
     def get(self, nodes: list[tuple[Context, int]]) -> Exact | None:
-        from solver.frontier import Exact
+        from solver.exact import Exact
 
         e = self._entries.get(cluster_key(nodes))
         if e is None:

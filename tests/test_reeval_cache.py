@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+import solver.exact
 import solver.frontier
 from cli import app
 from solver.reeval_cache import ReevalCache, cluster_key, spec_key
@@ -45,7 +46,7 @@ def test_a_warm_solve_reads_every_reevaluation_back(tmp_path, runner, monkeypatc
         raise AssertionError("a warm solve re-evaluated a cluster the cache holds")
 
     monkeypatch.setattr(solver.frontier, "reevaluate", refuse)
-    monkeypatch.setattr(solver.frontier, "reevaluate_many", refuse)
+    monkeypatch.setattr(solver.exact, "reevaluate_many", refuse)
     warm = _solve(runner, args, tmp_path / "warm")
     assert not warm.stderr.strip()
     assert _answer(tmp_path / "warm") == _answer(tmp_path / "cold") == _answer(tmp_path / "fill")

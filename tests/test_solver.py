@@ -232,7 +232,7 @@ def test_approx_error_is_measured_not_assumed():
     ctx = tables.contexts["aws"]
     # hand-pick an over-provisioned cluster: 3 nodes of the N/2 context
     c = next(c for c in ctx if math.isclose(c.entries, spec.workload.entries / 2))
-    from solver.frontier import reevaluate
+    from solver.exact import reevaluate
 
     ex = reevaluate(spec, [(c, 3)])
     table_x = spec.workload.entries * c.throughput / c.entries
@@ -373,7 +373,8 @@ def test_reevaluate_many_equals_each_alone(mix, robustness):
     """The frontier's batched exact re-evaluation (nodes of one size evaluated together, each on
     its VM's memory) gives every cluster exactly what re-evaluating it alone gives: homogeneous
     clusters of columns of every shard size, VM type and design class, and mixed ones."""
-    from solver.frontier import PRESETS, reevaluate, reevaluate_many
+    from solver.exact import reevaluate, reevaluate_many
+    from solver.frontier import PRESETS
 
     spec = make_spec(mix=mix, dist="{kind: zipfian, theta: 0.99}", robustness=robustness, mc=6)
     tables = build_tables(spec, small_catalog(per_provider=3), spec.providers, workers=1, presets=PRESETS)

@@ -234,6 +234,7 @@ def test_a_worker_killed_mid_sweep_loses_nothing(specs, serial, cluster, tmp_pat
 
 
 def test_a_sweep_reuses_the_caches_and_no_cache_leaves_them_alone(specs, serial, tmp_path, monkeypatch):
+    import solver.exact
     import solver.frontier
 
     monkeypatch.setenv("COSINE_CACHE_DIR", str(tmp_path / "cache"))
@@ -248,7 +249,7 @@ def test_a_sweep_reuses_the_caches_and_no_cache_leaves_them_alone(specs, serial,
 
     monkeypatch.setattr("solver.tables._shard_job", refuse)
     monkeypatch.setattr(solver.frontier, "reevaluate", refuse)
-    monkeypatch.setattr(solver.frontier, "reevaluate_many", refuse)
+    monkeypatch.setattr(solver.exact, "reevaluate_many", refuse)
     warm = sweep(specs[:1], BUDGETS, tmp_path / "warm.parquet", workers=1)
     assert warm == first
     want = [r for r in serial if r.spec == "s0"]

@@ -96,7 +96,8 @@ def with_mix(spec: Spec, mix: np.ndarray) -> Spec:
 def _solver_candidate(spec: Spec, catalog: Catalog, provider: str, backend: str) -> Candidate | None:
     """The solver's optimum for ``spec`` at its budget on one provider (None if nothing fits)."""
     from solver.backends import get_backend
-    from solver.frontier import reevaluate, solve_frontier
+    from solver.exact import reevaluate
+    from solver.frontier import solve_frontier
     from solver.tables import build_tables
 
     tables = build_tables(spec, catalog, (provider,))
