@@ -14,13 +14,21 @@ from cost_models.cpu import (
 )
 from measure.calibrate import CalibrationError
 from measure.calibrate.fit import drop_index_walks, fit_concurrent_cpu, fit_cpu, fit_phi
-from measure.calibrate.plan import BUFFER_GET, CACHED, CLASS_DESIGNS, DEFAULT_PLAN, QUICK_PLAN, Plan, calibration_runs
+from measure.calibrate.plan import (
+    BUFFER_GET,
+    CACHED,
+    CLASS_DESIGNS,
+    DEFAULT_PLAN,
+    QUICK_PLAN,
+    Plan,
+    Run,
+    calibration_runs,
+)
 from measure.calibrate.samples import Sample, load_samples, measure
 from measure.calibrate.table import merge_operation, table_terms
 from specs.errors import InputError
 from specs.io import write_rows
-from specs.schema import Spec
-from specs.vocab import OPERATIONS, CalibrationRun, Operation
+from specs.vocab import OPERATIONS, Operation
 
 #: Operations `cosine calibrate --operation` measures alone: their cached runs give the CPU per
 #: operation and phi with the table's memtable and lookup terms. A range needs its two scan
@@ -38,7 +46,7 @@ def check_single_operation(op: Operation) -> None:
         )
 
 
-def operation_runs(plan: Plan, op: Operation) -> list[tuple[CalibrationRun, str, str, Spec, int, int, float]]:
+def operation_runs(plan: Plan, op: Operation) -> list[Run]:
     """The cached runs of ``op`` in the calibration of ``plan`` (every class, size and thread count)."""
     return [r for r in calibration_runs(plan) if r[0] == CACHED and r[2] == op]
 

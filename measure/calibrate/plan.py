@@ -92,7 +92,7 @@ BUFFER_GET = "buffer_get"
 Run = tuple[CalibrationRun, str, str, Spec, int, int, float]
 
 
-def calibration_runs(plan: Plan) -> list[tuple[CalibrationRun, str, str, Spec, int, int, float]]:
+def calibration_runs(plan: Plan) -> list[Run]:
     """(kind, class, workload, spec, records, threads, factor) of every calibration run; the
     factor scales the block size of a loaded run, and sets the memtable of a buffered one.
 
@@ -102,8 +102,8 @@ def calibration_runs(plan: Plan) -> list[tuple[CalibrationRun, str, str, Spec, i
     so back-to-back repeats fell into one phase together and a point's median carried that
     phase into its term; spread over the session, every point's repeats see the same phases,
     and the terms keep their ratios (which the rankings depend on) however the host drifts."""
-    repeated: list[tuple[CalibrationRun, str, str, Spec, int, int, float]] = []
-    once: list[tuple[CalibrationRun, str, str, Spec, int, int, float]] = []
+    repeated: list[Run] = []
+    once: list[Run] = []
     threads = thread_counts()
     for n in plan.sizes:
         for cls in CLASS_DESIGNS:

@@ -20,6 +20,7 @@ from measure.calibrate.plan import (
     LOADED,
     SMALL_MEMTABLE,
     Plan,
+    Run,
     buffer_entries,
     calibration_designs,
     calibration_runs,
@@ -38,7 +39,6 @@ from measure.engine import (
 from measure.grid import KEY, VALUE
 from specs.errors import InputError
 from specs.io import finite, read_rows, require
-from specs.schema import Spec
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, CalibrationRun
 
 
@@ -200,7 +200,7 @@ def _sample(kind: str, cls: str, workload: str, wl: dict[str, Any], secs: dict[s
 def measure(
     plan: Plan,
     progress: Callable[[int, int, str], None] | None = None,
-    runs: list[tuple[CalibrationRun, str, str, Spec, int, int, float]] | None = None,
+    runs: list[Run] | None = None,
 ) -> list[Sample]:
     """Run every calibration run of ``plan`` (module docstring), or just ``runs`` of it, and return the samples."""
     build(TEMPLATE)
