@@ -8,12 +8,12 @@ the providers, the SLAs or the price set meets the same clusters again and reads
 re-evaluations back: the same numbers, not an approximation of them.
 
 **Key.** One file per spec key, named by a SHA-256 of the code version (every file of
-``cost_models/``, ``data/phi.yaml`` and another phi table named by the environment included,
-as solver.table_cache hashes it, plus solver/frontier.py, which holds ``reevaluate``, and
-this module), the workload, the design space (without the cluster cap), robustness and the
-cost model. Within it, one entry per cluster, keyed by a SHA-256 of every field of every
-node: the VM type (name, vCPUs, memory, price), the volume, the design, the entries it holds
-and the node count. Any change to any of them is another key.
+``cost_models/``, ``data/phi.yaml`` and another phi table named by the environment included, as
+solver.table_cache hashes it, plus :data:`CODE_FILES`: solver/exact.py, which holds ``reevaluate``,
+solver/model.py, whose scale it reports in, and this module), the workload, the design space
+(without the cluster cap), robustness and the cost model. Within it, one entry per cluster, keyed by
+a SHA-256 of every field of every node: the VM type (name, vCPUs, memory, price), the volume, the
+design, the entries it holds and the node count. Any change to any of them is another key.
 
 **Content.** JSON data only, no code: ``{"version", "key", "clusters": {cluster key:
 {"throughput", "perturbed", "io_per_op", "per_node"}}}``, written atomically by specs.io. A
@@ -43,8 +43,10 @@ if TYPE_CHECKING:
     from solver.tables import Context
 
 VERSION = 1
-#: The modules besides cost_models/ whose code decides a re-evaluation.
-CODE_FILES = ("solver/frontier.py", "solver/reeval_cache.py")
+#: The modules besides cost_models/ whose code decides a re-evaluation: the one defining
+#: solver.exact.reevaluate (tests/test_reeval_cache.py checks it is named), the model's scale
+#: (X_SCALE) it reports in, and this module.
+CODE_FILES = ("solver/exact.py", "solver/model.py", "solver/reeval_cache.py")
 _EXACT_FIELDS = ("throughput", "perturbed", "io_per_op", "per_node")
 
 

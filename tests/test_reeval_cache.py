@@ -94,3 +94,22 @@ def test_a_damaged_file_is_reported_and_ignored(tmp_path, damage):
     cache.path(spec).write_bytes(damage)
     cache.load(spec)
     assert len(cache.notes) == 1 and "\n" not in cache.notes[0] and "re-evaluation cache ignored" in cache.notes[0]
+
+
+def test_the_key_hashes_the_code_that_reevaluates():
+    """The file key names the modules whose code makes a re-evaluation: the one defining
+    solver.exact.reevaluate (it left solver/frontier.py once while the key still hashed that
+    file, so an edit of the re-evaluation kept serving old answers), and the model's scale."""
+    import inspect
+    from pathlib import Path
+
+    from solver import exact, model, reeval_cache
+    from solver.reeval_cache import CODE_FILES
+
+    root = Path(reeval_cache.__file__).resolve().parent.parent
+    named = {str(Path(f)) for f in CODE_FILES}
+    for fn in (exact.reevaluate, exact.reevaluate_many):
+        src = inspect.getsourcefile(fn)
+        assert src is not None and str(Path(src).resolve().relative_to(root)) in named
+    assert str(Path(model.__file__).resolve().relative_to(root)) in named
+    assert all((root / f).is_file() for f in CODE_FILES)
