@@ -315,7 +315,7 @@ def sweep(
         from solver.backends import get_backend
         from solver.sweep import parse_budgets
         from solver.sweep import sweep as do_sweep
-        from solver.tables import check_workers
+        from solver.tables.build import check_workers
 
         check_workers(workers)
         get_backend(backend)

@@ -24,7 +24,7 @@ from solver.backends import HighsBackend
 from solver.exhaustive import exhaustive
 from solver.frontier import solve_frontier
 from solver.model import build_mip, read_solution
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 from specs.schema import load_spec
 
 

@@ -5,7 +5,7 @@
 
 On a node its volume holds at IOPS / (blocks per operation), every design that moves the fewest
 blocks per operation is exactly as fast; the solver's tables carry the one whose CPU alone allows
-the most (``solver.tables._picked``). This prints, per design class, the best such design: its
+the most (``solver.tables.columns.picked``). This prints, per design class, the best such design: its
 blocks per operation and its throughput at unlimited IOPS on the VM's vCPUs (the CPU bounds, write
 stalls and background thread only), for the spec's grid on one VM type and shard size, evaluated
 as ``measure.local.best_design`` evaluates a node (the exact model, one memory split per layout of

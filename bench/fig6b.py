@@ -25,7 +25,7 @@ from solver.backends import HighsBackend
 from solver.exact import reevaluate
 from solver.frontier import solve_frontier
 from solver.solve import run_solve
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 from specs.schema import load_spec
 
 

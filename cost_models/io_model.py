@@ -692,7 +692,7 @@ class SplitTerms:
     """What :func:`combine` computes of a memory split and the run shape alone: everything but
     the workload's terms of the structure (``base``, ``fp``, ``reach``, ``put``, ``cascades``).
     The structures of two workloads of equal scan length have the same run shape, so their
-    combines on one split share these (solver.tables._evaluate)."""
+    combines on one split share these (solver.tables.grid_eval.evaluate_splits)."""
 
     exists: np.ndarray  # (n, 1, L)
     cold: np.ndarray  # (n, m, L): cold levels that exist

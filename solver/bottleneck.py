@@ -43,7 +43,7 @@ from cost_models.cloud import GIB, SlaTerms, sla_cost, sla_terms
 from cost_models.pricing import Catalog
 from solver.backends import Backend, Result
 from solver.model import DATA_SLACK, X_SCALE, Chosen, LinearModel, Objective, build_mip, read_solution
-from solver.tables import Context
+from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import SolverStatus
 

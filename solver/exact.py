@@ -29,7 +29,7 @@ from solver.model import (
     X_SCALE,
     Chosen,
 )
-from solver.tables import Context
+from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
 

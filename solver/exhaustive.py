@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.pricing import Catalog
 from solver.model import X_SCALE, Objective
-from solver.tables import Context
+from solver.tables.context import Context
 from specs.schema import Spec
 
 #: Refuse instances whose cluster count is estimated above this.

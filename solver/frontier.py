@@ -52,7 +52,7 @@ from solver.model import (
     read_solution,
     set_budget,
 )
-from solver.tables import Context, Tables
+from solver.tables.context import Context, Tables
 from specs.schema import Spec
 from specs.vocab import Method, SolverStatus
 

@@ -42,7 +42,7 @@ import numpy as np
 from cost_models.cloud import GIB, sla_terms
 from cost_models.pricing import Catalog
 from solver.space import cluster_cap
-from solver.tables import Context
+from solver.tables.context import Context
 from specs.schema import Spec
 
 #: Throughput is modelled in thousands of operations per second.

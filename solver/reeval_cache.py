@@ -40,7 +40,7 @@ from specs.schema import Spec
 
 if TYPE_CHECKING:
     from solver.exact import Exact
-    from solver.tables import Context
+    from solver.tables.context import Context
 
 VERSION = 1
 #: The modules besides cost_models/ whose code decides a re-evaluation: the one defining

@@ -35,7 +35,8 @@ from solver.model import Objective
 from solver.reeval_cache import ReevalCache
 from solver.rundir import SOLUTION_VERSION, write_run
 from solver.table_cache import TableCache
-from solver.tables import Tables, build_tables, check_workers
+from solver.tables.build import build_tables, check_workers
+from solver.tables.context import Tables
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file, clean
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec

@@ -69,7 +69,7 @@ def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
     from solver.frontier import solve_frontier
     from solver.reeval_cache import ReevalCache
     from solver.table_cache import TableCache
-    from solver.tables import build_tables
+    from solver.tables.build import build_tables
 
     spec = task.spec
     cat = load_catalog(spec.pricing)
@@ -135,7 +135,7 @@ def sweep(
     """
     from solver import dask_cluster
     from solver.table_cache import default_dir
-    from solver.tables import check_workers
+    from solver.tables.build import check_workers
     from specs.schema import load_spec
 
     check_workers(workers)

@@ -9,8 +9,8 @@ depend on (:func:`table_key`): the spec's workload, design space (without the
 cluster cap), robustness and cost model; the provider's slice of the price set
 (its VM types, storage products and VM storage limits: a price set that prices
 them differently is another key); and the code version, the content of every
-file of ``cost_models/`` (formulas, ``data/phi.yaml``, constants) and of the
-table and search-space modules. Any change to any of them is a new key; old
+file of ``cost_models/`` (formulas, ``data/phi.yaml``, constants), of the
+table package ``solver/tables/`` and of the search-space module. Any change to any of them is a new key; old
 files are never read again.
 
 **Content.** Data only: parquet rows (:class:`CachedColumn`) written and read by
@@ -46,7 +46,7 @@ import numpy as np
 from cost_models.cloud import StorageChoice
 from cost_models.design import Design
 from cost_models.pricing import Catalog, VmType
-from solver.tables import Context
+from solver.tables.context import Context
 from specs.errors import InputError
 from specs.io import read_columns, require, write_rows
 from specs.schema import Spec
@@ -54,8 +54,8 @@ from specs.vocab import DESIGN_CLASSES
 
 #: Directories whose every file is part of the code version of the key.
 _CODE_DIRS = ("cost_models",)
-#: Single modules that are part of it too.
-_CODE_FILES = ("solver/tables.py", "solver/space.py", "solver/table_cache.py")
+#: Modules (and packages: every file of the folder) that are part of it too.
+_CODE_FILES = ("solver/tables", "solver/space.py", "solver/table_cache.py")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -65,7 +65,7 @@ class CachedColumn:
 
     VERSION: ClassVar[int] = 2
 
-    kind: str  # solver.tables.COSINE, or a preset's name
+    kind: str  # solver.tables.context.COSINE, or a preset's name
     shard_count: int  # k: the node holds N/k entries
     vm: str  # VM type name within the provider
     storage_product: str
@@ -124,7 +124,7 @@ class CachedColumn:
 
 #: The fields of a column's volume (cost_models.cloud.StorageChoice), stored as ``storage_<field>``.
 _STORAGE = ("product", "disks", "gib", "iops", "usd_month", "mibps")
-#: The column's own figures (solver.tables.Context).
+#: The column's own figures (solver.tables.context.Context).
 _CONTEXT = ("cost_month", "throughput", "perturbed", "io_total", "design_class", "levels", "cold_levels")
 #: The design's fields (cost_models.design.Design) and their stored names.
 _DESIGN = {
@@ -142,14 +142,24 @@ def default_dir() -> Path:
     return Path(base) / "cosine" / "tables"
 
 
+def code_files(modules: tuple[str, ...] = _CODE_FILES) -> list[Path]:
+    """The files :func:`code_version` hashes: every file of ``cost_models/``, then each of
+    ``modules`` (a folder: every file in it), in a fixed order, without bytecode caches."""
+
+    def under(rel: str) -> list[Path]:
+        p = _ROOT / rel
+        if not p.is_dir():
+            return [p]
+        return [f for f in sorted(p.rglob("*")) if f.is_file() and "__pycache__" not in f.parts]
+
+    return [f for rel in (*_CODE_DIRS, *modules) for f in under(rel)]
+
+
 def code_version(modules: tuple[str, ...] = _CODE_FILES) -> str:
-    """SHA-256 of the files the tables' values come from (module docstring); ``modules``: the
-    single modules hashed besides ``cost_models/`` (solver.reeval_cache names its own)."""
+    """SHA-256 of the files the tables' values come from (module docstring, :func:`code_files`);
+    ``modules``: the modules hashed besides ``cost_models/`` (solver.reeval_cache names its own)."""
     h = hashlib.sha256()
-    files = [p for d in _CODE_DIRS for p in sorted((_ROOT / d).rglob("*")) if p.is_file()]
-    files = [p for p in files if "__pycache__" not in p.parts]
-    files += [_ROOT / f for f in modules]
-    for p in files:
+    for p in code_files(modules):
         h.update(str(p.relative_to(_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
     from cost_models.cpu import TABLE_ENV
 

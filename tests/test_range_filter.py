@@ -80,7 +80,7 @@ def _tables_with_range_ladder(monkeypatch: pytest.MonkeyPatch, mix: str):
     whatever the mix (the search normally offers it only when there are empty ranges)."""
     from dataclasses import replace
 
-    import solver.tables as tables
+    import solver.tables.build as tables
     from cost_models.pricing import load_catalog
     from solver.space import grid_for
     from specs.schema import parse_spec

@@ -58,7 +58,7 @@ def test_keys_follow_what_a_reevaluation_depends_on():
     from cost_models.cloud import StorageChoice
     from cost_models.design import Design
     from cost_models.pricing import VmType
-    from solver.tables import Context
+    from solver.tables.context import Context
 
     spec = make_spec(2_000_000, providers="aws, gcp", robustness="{noise: 0.1}")
     code = code_version()

@@ -16,7 +16,7 @@ from solver.backends import BACKENDS, HighsBackend
 from solver.exhaustive import exhaustive
 from solver.frontier import solve_frontier
 from solver.model import X_SCALE, build_mip, read_solution
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 from specs.schema import parse_spec
 from specs.vocab import Method
 

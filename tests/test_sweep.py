@@ -247,7 +247,7 @@ def test_a_sweep_reuses_the_caches_and_no_cache_leaves_them_alone(specs, serial,
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("a warm sweep recomputed what the caches hold")
 
-    monkeypatch.setattr("solver.tables._shard_job", refuse)
+    monkeypatch.setattr("solver.tables.build.shard_job", refuse)
     monkeypatch.setattr(solver.frontier, "reevaluate", refuse)
     monkeypatch.setattr(solver.exact, "reevaluate_many", refuse)
     warm = sweep(specs[:1], BUDGETS, tmp_path / "warm.parquet", workers=1)

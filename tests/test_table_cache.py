@@ -13,7 +13,7 @@ import pytest
 
 from cli import app
 from solver.table_cache import TableCache, code_version, table_key
-from solver.tables import build_tables
+from solver.tables.build import build_tables
 from tests.conftest import TINY_SPEC
 from tests.test_solver import make_spec, small_catalog
 
@@ -75,7 +75,7 @@ def test_every_field_of_a_column_is_stored():
     from cost_models.cloud import StorageChoice
     from cost_models.design import Design
     from solver import table_cache
-    from solver.tables import Context
+    from solver.tables.context import Context
 
     assert {f.name for f in dataclasses.fields(Design)} == set(table_cache._DESIGN)
     assert {f.name for f in dataclasses.fields(StorageChoice)} == {"provider", *table_cache._STORAGE}
@@ -87,6 +87,21 @@ def test_every_field_of_a_column_is_stored():
         "design",
         *table_cache._CONTEXT,
     }
+
+
+def test_code_version_covers_every_module_of_the_tables():
+    """Every module the tables' values come from is hashed: the whole solver/tables package (an
+    edit of any of its modules is a new key), the search space, and no bytecode cache."""
+    import solver.space
+    import solver.tables
+    from solver import table_cache
+
+    files = {p.resolve() for p in table_cache.code_files()}
+    package = Path(solver.tables.__file__).resolve().parent
+    modules = [p.resolve() for p in package.glob("*.py")]
+    assert len(modules) >= 7 and set(modules) <= files
+    assert Path(solver.space.__file__).resolve() in files
+    assert not any("__pycache__" in p.parts for p in files)
 
 
 def test_code_version_covers_the_phi_table():

@@ -1,4 +1,4 @@
-"""solver.tables.candidates is exact: the columns built from its designs are the columns built by
+"""solver.tables.scoring.candidates is exact: the columns built from its designs are the columns built by
 scoring every design of the grid on every volume (plain, noisy and KL-robust specs; small VMs,
 where the volume binds, and large ones, where the CPU does).
 
@@ -10,12 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost_models.cloud import GIB
+from cost_models.cloud import GIB, storage_choices
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import window_tables
 from cost_models.pricing import load_catalog
-from solver import tables as T
 from solver.space import grid_for
+from solver.tables import columns as TCol
+from solver.tables import context as TC
+from solver.tables import grid_eval as TG
+from solver.tables import scoring as TS
+from solver.tables import volumes as TV
 from specs.schema import parse_spec
 
 #: ycsb_a's workload on one node (where the old pruning lost 18% on a 96-vCPU VM), and a mix of
@@ -51,33 +55,33 @@ def _columns(spec_text: str, vcpus: tuple[int, ...]) -> list[tuple[list[tuple], 
     s = float(wl.entries)
     vms = [vm for vm in cat.vms["aws"] if vm.vcpu in vcpus]
     assert vms, vcpus
-    wls = T._workloads(spec)
+    wls = TG.workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
     max_mem = max(vm.memory_gib for vm in vms) * GIB * (1 - spec.design.memory_headroom)
-    prep = T.shard_prep(spec, grid, s, parts, wins, max_mem)
-    vols = T._volumes(spec, cat, vms, s, grid.blocks)
+    prep = TG.shard_prep(spec, grid, s, parts, wins, max_mem)
+    vols = TV.shard_volumes(spec, cat, grid, vms, s, grid.blocks)
     out = []
     for vm in vms:
-        ge = T._grid_eval(spec, grid, s, parts, vm.memory_gib, prep)
+        ge = TG._grid_eval(spec, grid, s, parts, vm.memory_gib, prep)
         assert ge is not None
-        ge = T.with_codecs(spec, grid, ge)
-        thr = T._thresholds([vols[vm.key]])
-        cand, bucket = T.candidates(spec, ge, thr, vm.vcpu)
+        ge = TG.with_codecs(spec, grid, ge)
+        thr = TV.volume_thresholds([vols[vm.key]])
+        cand, bucket = TS.candidates(spec, ge, thr, vm.vcpu)
         every = np.flatnonzero(ge.ok)
         b_every = np.searchsorted(thr * (1 + 1e-9), ge.need_gib, side="left")[every]
         every, b_every = every[b_every < thr.size], b_every[b_every < thr.size]
         assert 0 < cand.size < every.size
 
-        def key(ctxs: list[T.Context]) -> list[tuple]:
+        def key(ctxs: list[TC.Context]) -> list[tuple]:
             # a column as the MIP sees it (designs of equal scores are interchangeable)
             return sorted(
                 (c.storage.product, c.storage.disks, c.storage.gib, round(c.cost_month, 9))
                 + (round(c.throughput, 6), round(c.perturbed, 6))
-                for c in T.prune_columns(ctxs)
+                for c in TCol.prune_columns(ctxs)
             )
 
-        pruned = key([c.context() for c in T.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)])
-        full = key([c.context() for c in T.columns_for_vm(spec, vm, s, vols[vm.key], ge, every, b_every, thr)])
+        pruned = key([c.context() for c in TCol.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)])
+        full = key([c.context() for c in TCol.columns_for_vm(spec, vm, s, vols[vm.key], ge, every, b_every, thr)])
         out.append((pruned, full))
     return out
 
@@ -99,7 +103,7 @@ def test_one_design_columns_are_picked_then_pruned(robust: str) -> None:
     vms = cat.vms["aws"][:4] + cat.vms["gcp"][:3]
     per_vm = []
     for k, vm in enumerate(sorted(vms, key=lambda v: v.usd_per_hour)):  # dearer VM types faster
-        choices = T.storage_choices(cat, vm, [50.0, 400.0])
+        choices = storage_choices(cat, vm, [50.0, 400.0])
         m = len(choices)
         xe = rng.integers(0, 6, size=(m, 1)) * 1e4 * (1 + k)  # ties, repeats, dead volumes
         xe = np.where(rng.random((m, 1)) < 0.05, np.nan, xe)
@@ -113,10 +117,11 @@ def test_one_design_columns_are_picked_then_pruned(robust: str) -> None:
         per_vm.append((vm, choices, int(rng.integers(0, 50)), fits, xe, xp))
     picked = []
     for vm, choices, row, fits, xe, xp in per_vm:
-        picked += T._picked(spec, vm, 1e6, choices, None, np.array([row]), fits, xe, xp, "rocksdb")
-    old = [(c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in T.prune_columns(picked)]
+        picked += TCol.picked(spec, vm, 1e6, choices, None, np.array([row]), fits, xe, xp, "rocksdb")
+    old = [(c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in TCol.prune_columns(picked)]
     new = [
-        (c.vm, c.storage, c.throughput, c.perturbed, c.row) for c in T.one_design_columns(1e6, None, "rocksdb", per_vm)
+        (c.vm, c.storage, c.throughput, c.perturbed, c.row)
+        for c in TCol.one_design_columns(1e6, None, "rocksdb", per_vm)
     ]
     assert len(old) > 5 and new == old
 
@@ -133,36 +138,36 @@ def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
     parts = workload_partitions(wl)
     s = float(wl.entries) / 3
     vms = cat.vms["aws"][:4]  # scored on one memory size's designs: only the cores differ
-    wls = T._workloads(spec)
+    wls = TG.workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
-    prep = T.shard_prep(spec, grid, s, parts, wins, vms[0].memory_gib * GIB * (1 - spec.design.memory_headroom))
-    vols = T._volumes(spec, cat, vms, s, grid.blocks)
-    ge = T._grid_eval(spec, grid, s, parts, vms[0].memory_gib, prep)
+    prep = TG.shard_prep(spec, grid, s, parts, wins, vms[0].memory_gib * GIB * (1 - spec.design.memory_headroom))
+    vols = TV.shard_volumes(spec, cat, grid, vms, s, grid.blocks)
+    ge = TG._grid_eval(spec, grid, s, parts, vms[0].memory_gib, prep)
     assert ge is not None
     checked = 0
     for vm in vms:
-        thr = T._thresholds([vols[vm.key]])
-        cand, bucket = T.candidates(spec, ge, thr, vm.vcpu)
-        dem = T.design_demands(spec, ge, cand)
+        thr = TV.volume_thresholds([vols[vm.key]])
+        cand, bucket = TS.candidates(spec, ge, thr, vm.vcpu)
+        dem = TS.design_demands(spec, ge, cand)
         rows = np.repeat(cand, 2)[::-1].copy()  # scores of rows taken from the shared ones, repeats too
-        cpu = T.cpu_scores(dem, vm.vcpu)
+        cpu = TS.cpu_scores(dem, vm.vcpu)
         pos = np.searchsorted(cand, rows)
         taken = (cpu[0][pos], None if cpu[1] is None else cpu[1][pos])
         iops = np.full((3, rows.size), 4000.0)
         assert all(
             np.array_equal(a, b, equal_nan=True)
             for a, b in zip(
-                T.node_scores(spec, ge, rows, iops, vm.vcpu, T.take_demands(dem, pos), taken),
-                T.node_scores(spec, ge, rows, iops, vm.vcpu),
+                TS.node_scores(spec, ge, rows, iops, vm.vcpu, TS.take_demands(dem, pos), taken),
+                TS.node_scores(spec, ge, rows, iops, vm.vcpu),
                 strict=True,
             )
         )
 
-        def key(cols: list[T._Column]) -> list[tuple]:
+        def key(cols: list[TCol.Column]) -> list[tuple]:
             return [(c.storage, c.throughput, c.perturbed, c.row) for c in cols]
 
-        shared = T.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
-        alone = T.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
+        shared = TCol.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
+        alone = TCol.columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr)
         assert shared and key(shared) == key(alone)
         checked += 1
     assert checked >= 2

@@ -20,9 +20,11 @@ from cost_models.io_model import structure, window_tables
 from cost_models.layout import level_shape, split_memory
 from cost_models.pricing import load_catalog
 from cost_models.robust import perturbed_throughput
-from solver import tables as T
 from solver.frontier import PRESETS
 from solver.space import grid_for
+from solver.tables import build as TB
+from solver.tables import context as TC
+from solver.tables import grid_eval as TG
 from specs.schema import parse_spec
 
 SPEC = """
@@ -40,11 +42,11 @@ design: {{size_ratio: [2, 16], max_cluster_size: 400, memory_step: {step}}}
 """
 
 
-def _job(spec_text: str, k: int) -> dict[str, list[T.Context]]:
+def _job(spec_text: str, k: int) -> dict[str, list[TC.Context]]:
     spec = parse_spec(spec_text)
     cat = load_catalog()
     vms = cat.vms["aws"]
-    return T._shard_job(
+    return TB.shard_job(
         (spec, cat, grid_for(spec), spec.workload.entries / k, vms, workload_partitions(spec.workload), PRESETS)
     )
 
@@ -57,10 +59,10 @@ def test_reused_evaluations_give_the_same_columns(robust: str, step: float, monk
     text = SPEC.format(robust=robust, step=step)
     for k in (1, 400):  # 20 GB per node: small nodes differ; 50 MB: every node holds it all
         fast = _job(text, k)
-        monkeypatch.setattr(T, "REUSE_EQUAL_SPLITS", False)
+        monkeypatch.setattr(TB, "REUSE_EQUAL_SPLITS", False)
         slow = _job(text, k)
-        monkeypatch.setattr(T, "REUSE_EQUAL_SPLITS", True)
-        assert fast[T.COSINE] and fast == slow  # every field of every column, exactly
+        monkeypatch.setattr(TB, "REUSE_EQUAL_SPLITS", True)
+        assert fast[TC.COSINE] and fast == slow  # every field of every column, exactly
 
 
 def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
@@ -70,7 +72,7 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
     s = wl.entries / k
     cols = _job(SPEC.format(robust="robustness: {noise: 0.1}", step=0.1), k)
     parts = workload_partitions(wl)
-    wls = T._workloads(spec)
+    wls = TG.workloads(spec)
     wins = [window_tables(parts, w.operations, s) for w in wls]
     checked = 0
     for name in PRESETS:

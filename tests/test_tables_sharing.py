@@ -1,7 +1,7 @@
 """What the design tables share between memory sizes, workloads and shard sizes changes no bit:
 the layouts of every buffer built from one buffer's (solver.space.Grid.layouts), the memory splits
 of a shard's memory sizes as views of its families' batches with the Monkey rates solved once per
-hot level count (solver.tables._grid_splits, cost_models.layout.MonkeyMemo), the demands' shape
+hot level count (solver.tables.grid_eval.grid_splits, cost_models.layout.MonkeyMemo), the demands' shape
 terms shared by the expected and the noisy mix (cost_models.cpu.shape_terms), combine's terms of
 a memory split shared by the workloads' structures (cost_models.io_model.split_terms), the
 costs' cascades taken whole (cost_models.io_model.IOCost.take, .flat) and the block cache's hit
@@ -31,8 +31,9 @@ from cost_models.io_model import (
 from cost_models.layout import Layout, split_memory
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import perturbed_demands, perturbed_workload
-from solver import tables as T
 from solver.space import Grid, grid_for
+from solver.tables import grid_eval as TG
+from solver.tables import scoring as TS
 from specs.schema import parse_spec
 
 SPEC = """
@@ -84,7 +85,7 @@ def test_layouts_are_each_buffers_designs(classes: tuple[str, ...]) -> None:
         assert _same(grid.layouts(memory, data), DesignBatch.of(want))
 
 
-def _splits(spec_text: str) -> tuple[list[T.Splits], list[T.Splits], list[list[Layout]]]:
+def _splits(spec_text: str) -> tuple[list[TG.Splits], list[TG.Splits], list[list[Layout]]]:
     """A shard's splits over ascending memory sizes from one prep (views, Monkey memo); each
     memory size's from a fresh prep (no memo history); and each split's layouts split from rows
     taken from the family (copies, no memo)."""
@@ -93,19 +94,19 @@ def _splits(spec_text: str) -> tuple[list[T.Splits], list[T.Splits], list[list[L
     grid = grid_for(spec)
     parts = workload_partitions(wl)
     s = float(wl.entries)
-    wins = [window_tables(parts, w.operations, s) for w in T._workloads(spec)]
+    wins = [window_tables(parts, w.operations, s) for w in TG.workloads(spec)]
     mems = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0]
     top = mems[-1] * GIB * (1 - spec.design.memory_headroom)
-    prep = T.shard_prep(spec, grid, s, parts, wins, top)
-    shared = [T._grid_splits(spec, grid, s, m, prep) for m in mems]
-    fresh = [T._grid_splits(spec, grid, s, m, T.shard_prep(spec, grid, s, parts, wins, top)) for m in mems]
+    prep = TG.shard_prep(spec, grid, s, parts, wins, top)
+    shared = [TG.grid_splits(spec, grid, s, m, prep) for m in mems]
+    fresh = [TG.grid_splits(spec, grid, s, m, TG.shard_prep(spec, grid, s, parts, wins, top)) for m in mems]
     taken: list[list[Layout]] = []
     for m, splits in zip(mems, shared, strict=True):
         mem = m * GIB * (1 - spec.design.memory_headroom)
-        fits = T._fits(spec, grid, s, m, prep.lays)
-        groups = [g for g in T._split_groups(grid, prep) if (fits & (prep.lays.lsh == g.is_lsh)).any()]
+        fits = TG.buffer_fits(spec, grid, s, m, prep.lays)
+        groups = [g for g in TG._split_groups(grid, prep) if (fits & (prep.lays.lsh == g.is_lsh)).any()]
         assert len(groups) == len(splits)
-        rows = [T._repeat_pos(g, sp.sel) for g, sp in zip(groups, splits, strict=True)]
+        rows = [TG._repeat_pos(g, sp.sel) for g, sp in zip(groups, splits, strict=True)]
         taken.append([split_memory(g.shape.take(r), g.batch.take(r), mem) for g, r in zip(groups, rows, strict=True)])
     return shared, fresh, taken
 
@@ -138,12 +139,12 @@ def test_shared_shape_terms_change_no_demand() -> None:
     grid = grid_for(spec)
     parts = workload_partitions(wl)
     s = float(wl.entries)
-    wins = [window_tables(parts, w.operations, s) for w in T._workloads(spec)]
-    prep = T.shard_prep(spec, grid, s, parts, wins, 8 * GIB)
-    ge = T._grid_eval(spec, grid, s, parts, 8.0, prep)
+    wins = [window_tables(parts, w.operations, s) for w in TG.workloads(spec)]
+    prep = TG.shard_prep(spec, grid, s, parts, wins, 8 * GIB)
+    ge = TG._grid_eval(spec, grid, s, parts, 8.0, prep)
     assert ge is not None and ge.io_p is not None
     idx = np.flatnonzero(ge.ok)
-    de, dp = T.design_demands(spec, ge, idx)
+    de, dp = TS.design_demands(spec, ge, idx)
     shape = ge.shape.take(idx)
     own = node_demands(ge.io.map(lambda v: v[idx]), shape, wl.operations, wl.scan_length)
     own_p = perturbed_demands(ge.io_p.map(lambda v: v[idx]), shape, spec)
@@ -177,10 +178,10 @@ def test_workloads_share_combines_split_terms() -> None:
     grid = grid_for(spec)
     parts = workload_partitions(wl)
     s = float(wl.entries)
-    wins = [window_tables(parts, w.operations, s) for w in T._workloads(spec)]
-    prep = T.shard_prep(spec, grid, s, parts, wins, 4 * GIB)
+    wins = [window_tables(parts, w.operations, s) for w in TG.workloads(spec)]
+    prep = TG.shard_prep(spec, grid, s, parts, wins, 4 * GIB)
     checked = 0
-    for sp in T._grid_splits(spec, grid, s, 4.0, prep):
+    for sp in TG.grid_splits(spec, grid, s, 4.0, prep):
         lay, n, m = sp.lay, sp.sel.size, sp.m
         abc = cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[0][1])
         arc = range_cache_alpha(lay.mem_cache, lay.B, lay.entry_bytes, parts, s, wins[0][1], wl.scan_length)
@@ -211,11 +212,11 @@ def test_cache_alpha_per_distinct_row_equals_every_row() -> None:
     grid = grid_for(spec)
     parts = workload_partitions(wl)
     s = float(wl.entries)
-    wins = [window_tables(parts, w.operations, s) for w in T._workloads(spec)]
-    prep = T.shard_prep(spec, grid, s, parts, wins, 16 * GIB)
+    wins = [window_tables(parts, w.operations, s) for w in TG.workloads(spec)]
+    prep = TG.shard_prep(spec, grid, s, parts, wins, 16 * GIB)
     repeated = 0
     for mem in (1.0, 4.0, 16.0):
-        for sp in T._grid_splits(spec, grid, s, mem, prep):
+        for sp in TG.grid_splits(spec, grid, s, mem, prep):
             lay = sp.lay
             pairs = {(float(c), float(b)) for c, b in zip(lay.mem_cache, lay.B, strict=True)}
             repeated += lay.mem_cache.size - len(pairs)

@@ -126,12 +126,12 @@ def test_pareto_mask_peels_and_pivots_are_exact(d, peels, shrink, monkeypatch):
 
 
 def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
-    """solver.tables._robust_front (all volumes at once, pre-pruned) keeps exactly the
+    """solver.tables.columns.robust_front (all volumes at once, pre-pruned) keeps exactly the
     (volume, design) pairs that the per-volume Pareto fronts followed by prune_columns's
     rule (cost, expected, perturbed) keep, in the same order: ties and dead designs included."""
     from cost_models.cloud import StorageChoice
     from cost_models.pricing import VmType
-    from solver.tables import _robust_front
+    from solver.tables.columns import robust_front
 
     rng = np.random.default_rng(7)
     vm = VmType("aws", "m", 2, 8.0, 0.1)
@@ -148,16 +148,16 @@ def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
         cost = [vm.usd_per_month + choices[r].usd_month for r, _ in raw]
         table = np.array([(c, -xe[r, j], -xp[r, j]) for c, (r, j) in zip(cost, raw, strict=True)]).reshape(-1, 3)
         want = [p for p, k in zip(raw, pareto_mask(table), strict=True) if k] if raw else []
-        assert _robust_front(vm, choices, xe, xp) == want
+        assert robust_front(vm, choices, xe, xp) == want
 
 
 def test_equally_fast_designs_are_told_apart_by_their_cpu_headroom():
-    """solver.tables._picked: of designs equally fast on a volume (device-bound), the column
+    """solver.tables.columns.picked: of designs equally fast on a volume (device-bound), the column
     carries the one whose CPU allows the most; with robustness, the front's pair equal in both
     throughputs does too; without headroom, the first (as before)."""
     from cost_models.cloud import StorageChoice
     from cost_models.pricing import VmType
-    from solver.tables import _picked, _robust_front
+    from solver.tables.columns import picked, robust_front
     from specs.schema import parse_spec
 
     vm = VmType("aws", "m", 2, 8.0, 0.1)
@@ -171,8 +171,8 @@ def test_equally_fast_designs_are_told_apart_by_their_cpu_headroom():
         "budget: {monthly_usd: 1000}\n"
     )
     cand = np.arange(4)
-    rows = [c.row for c in _picked(spec, vm, 1e6, choices, None, cand, fits, xe, xp, "t", headroom=headroom)]
+    rows = [c.row for c in picked(spec, vm, 1e6, choices, None, cand, fits, xe, xp, "t", headroom=headroom)]
     assert rows == [1, 2]  # volume 0: designs 0, 1, 3 tie at 5 -> 1; volume 1: 0, 2, 3 tie at 7 -> 2
-    assert [c.row for c in _picked(spec, vm, 1e6, choices, None, cand, fits, xe, xp, "t")] == [0, 0]
-    assert _robust_front(vm, choices, xe, xp, headroom) == [(0, 1), (1, 2)]
-    assert _robust_front(vm, choices, xe, xp) == [(0, 0), (1, 0)]
+    assert [c.row for c in picked(spec, vm, 1e6, choices, None, cand, fits, xe, xp, "t")] == [0, 0]
+    assert robust_front(vm, choices, xe, xp, headroom) == [(0, 1), (1, 2)]
+    assert robust_front(vm, choices, xe, xp) == [(0, 0), (1, 0)]

@@ -98,7 +98,7 @@ def _solver_candidate(spec: Spec, catalog: Catalog, provider: str, backend: str)
     from solver.backends import get_backend
     from solver.exact import reevaluate
     from solver.frontier import solve_frontier
-    from solver.tables import build_tables
+    from solver.tables.build import build_tables
 
     tables = build_tables(spec, catalog, (provider,))
     if not tables.contexts.get(provider):

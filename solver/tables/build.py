@@ -1,0 +1,224 @@
+"""Building the tables: one job per shard size (:func:`shard_job`: Cosine's columns and every
+preset's), run in a process pool, read from and added to the table cache (solver.table_cache)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cost_models import compression, cpu_count
+from cost_models.cloud import GIB, StorageChoice, usable_bytes
+from cost_models.cpu import phi_table
+from cost_models.distributions import Partitions
+from cost_models.evaluate import workload_partitions
+from cost_models.io_model import window_tables
+from cost_models.pricing import Catalog, VmType
+from cost_models.windows import WindowTable
+from solver.space import Grid, cluster_cap, grid_for, shard_counts
+from solver.tables.columns import Column, columns_for_vm, prune_columns
+from solver.tables.context import COSINE, Context, Tables
+from solver.tables.grid_eval import (
+    GridEval,
+    Splits,
+    buffer_fits,
+    evaluate_splits,
+    grid_splits,
+    same_evaluation,
+    saturated_split,
+    shard_prep,
+    with_codecs,
+    workloads,
+)
+from solver.tables.presets import preset_columns
+from solver.tables.scoring import CpuScores, ScoreDemands, candidates, cpu_scores, design_demands, take_demands, usable
+from solver.tables.volumes import shard_volumes, volume_thresholds
+from specs.errors import check_range
+from specs.schema import Spec
+from specs.vocab import CostModel
+
+if TYPE_CHECKING:
+    from solver.table_cache import TableCache
+
+#: Most worker processes for the design tables (and a sweep's specs): each holds a copy of the
+#: tables it builds, so more than a machine's cores only adds memory.
+MAX_WORKERS = 256
+
+
+def check_workers(workers: int | None) -> None:
+    """``--workers``: None (one per CPU) or 1..:data:`MAX_WORKERS`."""
+    if workers is not None:
+        check_range("--workers", workers, 1, MAX_WORKERS, integer=True)
+
+
+#: Whether a memory size reuses the previous one's evaluation when their splits evaluate every
+#: design the same (:func:`same_evaluation`); off only to check that it changes no column.
+REUSE_EQUAL_SPLITS = True
+
+
+def shard_job(
+    args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, tuple[str, ...]],
+) -> dict[str, list[Context]]:
+    """Every column of ``vms`` at shard size ``s``: Cosine's (:data:`COSINE`) and each preset's.
+    The window tables and volumes are shared between them; VM types of one memory size share
+    one evaluation of the designs."""
+    spec, catalog, grid, s, vms, parts, presets = args
+    wls = workloads(spec)
+    wins: list[tuple[WindowTable, WindowTable]] = []
+    for w in wls:  # the workloads share the gets' table (it does not depend on the mix)
+        wins.append(window_tables(parts, w.operations, s, wins[0][1] if wins else None))
+    by_mem: dict[float, list[VmType]] = {}
+    for vm in vms:
+        by_mem.setdefault(vm.memory_gib, []).append(vm)
+    volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = {}
+
+    def volumes(blocks: tuple[int, ...]) -> dict[str, list[StorageChoice]]:
+        if blocks not in volumes_of:
+            volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks)
+        return volumes_of[blocks]
+
+    out: dict[str, list[Context]] = {}
+    cols: list[Column] = []
+    max_mem = usable_bytes(max(vm.memory_gib for vm in vms), spec.design.memory_headroom)
+    prep = shard_prep(spec, grid, s, parts, wins, max_mem)
+    lays = prep.lays
+    if lays.size:
+        vols = volumes(grid.blocks)
+        # the worst-case model reads the split itself
+        reuse = REUSE_EQUAL_SPLITS and spec.cost_model != CostModel.WORST_CASE
+        last: Splits | None = None
+        last_fits: np.ndarray | None = None
+        saturated = False
+        ge: GridEval | None = None
+        ok_rows = np.zeros(0, dtype=np.int64)
+        dem_ok: ScoreDemands | None = None
+        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = {}
+        for mem_gib, group in sorted(by_mem.items()):  # ascending memory
+            thr = volume_thresholds([vols[vm.key] for vm in group])
+            if thr.size == 0:
+                continue
+            fits = buffer_fits(spec, grid, s, mem_gib, lays)
+            # a memory size whose splits evaluate every design as the last one did reuses its
+            # evaluation, demands and candidates (same_evaluation); past a saturated split
+            # (:func:`saturated_split`) with the same designs a larger memory changes nothing
+            if not (reuse and saturated and last_fits is not None and np.array_equal(fits, last_fits)):
+                splits = grid_splits(spec, grid, s, mem_gib, prep, fits)
+                if last is None or not reuse or not same_evaluation(last, splits, s):
+                    ev = evaluate_splits(spec, s, parts, splits, prep)
+                    ge = None if ev is None else with_codecs(spec, grid, ev)
+                    ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
+                    dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)
+                    cands = {}
+                last, last_fits, saturated = splits, fits, saturated_split(splits, s)
+            if ge is None or dem_ok is None:
+                continue
+            by_vcpu: dict[int, list[VmType]] = {}
+            for vm in group:
+                by_vcpu.setdefault(vm.vcpu, []).append(vm)
+            rows, bucket_rows = usable(ge, thr)
+            dem_all = take_demands(dem_ok, np.searchsorted(ok_rows, rows))
+            for vcpu, same in sorted(by_vcpu.items()):
+                # the candidates see the thresholds only through the usable designs' size buckets
+                key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
+                if key not in cands:
+                    cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
+                    dem = take_demands(dem_all, np.searchsorted(rows, cand))
+                    cands[key] = (cand, bucket, dem, cpu_scores(dem, vcpu))
+                cand, bucket, dem, cpu = cands[key]
+                for vm in same:
+                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
+    out[COSINE] = [c.context() for c in prune_columns(cols)]
+    out.update(preset_columns(spec, presets, s, by_mem, volumes, parts, wins))
+    return out
+
+
+def _prime(catalog: Catalog, vms: list[VmType]) -> None:
+    """Load before the pool forks what each worker's first shard job would load for itself: the
+    phi table (cost_models.cpu) and the codec table (cost_models.compression), which the
+    exact re-evaluation later needs in this process too, and the catalog's storage limit of
+    every (VM type, product) (each job gets a copy of the catalog, with the limits found)."""
+    phi_table()
+    compression.table()
+    for vm in vms:
+        for opt in catalog.storage.get(vm.provider, []):
+            catalog.storage_limit(vm, opt.name)
+
+
+def build_tables(
+    spec: Spec,
+    catalog: Catalog,
+    providers: tuple[str, ...],
+    *,
+    workers: int | None = None,
+    presets: tuple[str, ...] = (),
+    max_cluster: int | None = None,
+    cache: TableCache | None = None,
+) -> Tables:
+    """Best designs per context for every provider (and the presets' own tables).
+
+    With robustness (spec.noise, spec.kl_radius) every column carries the
+    perturbed-workload throughput too. ``max_cluster`` defaults to
+    :func:`solver.space.cluster_cap`. With a ``cache`` (solver.table_cache) the
+    shard sizes it holds for a provider are read back and only the others are
+    computed (then added to it).
+    """
+    t0 = time.perf_counter()
+    mc = cluster_cap(spec, catalog, providers) if max_cluster is None else max_cluster
+    grid = grid_for(spec)
+    vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
+    if vms:
+        grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
+    N = spec.workload.entries
+    counts = shard_counts(min(mc, N))
+    provs = sorted(set(providers))
+    found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
+    kinds = (COSINE, *presets)
+    # a shard size is computed (every kind) for the providers the cache lacks any kind of
+    todo = {
+        k: [p for p in provs if catalog.vms.get(p) and any((kind, k) not in found[p] for kind in kinds)] for k in counts
+    }
+    todo = {k: ps for k, ps in todo.items() if ps}
+    parts = workload_partitions(spec.workload) if todo else None
+    jobs = [
+        (spec, catalog, grid, N / k, [vm for p in ps for vm in catalog.vms.get(p, [])], parts, presets)
+        for k, ps in todo.items()
+    ]
+    workers = workers if workers is not None else min(len(jobs), cpu_count())
+    if jobs:
+        _prime(catalog, [vm for job in jobs for vm in job[4]])
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            results = list(ex.map(shard_job, jobs))
+    else:
+        results = [shard_job(j) for j in jobs]  # type: ignore[arg-type]
+    computed: dict[str, dict[tuple[str, int], list[Context]]] = {p: {} for p in provs}
+    for k, by_kind in zip(todo, results, strict=True):
+        for kind, ctxs in by_kind.items():
+            for c in ctxs:
+                computed[c.provider].setdefault((kind, k), []).append(c)
+    shards = {p: {**found[p], **computed[p]} for p in provs}
+    if cache is not None:
+        cache.hits += sum(len(f) for f in found.values())
+        cache.misses += sum(len(ps) for ps in todo.values())
+        for p in provs:
+            if computed[p]:
+                cache.save(spec, catalog, p, shards[p])
+    tables = Tables(
+        spec_name=spec.name,
+        entries=N,
+        grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms},
+        max_cluster=mc,
+    )
+    for k in counts:
+        for p in provs:
+            for c in shards[p].get((COSINE, k), []):
+                tables.contexts.setdefault(p, []).append(c)
+    for name in presets:
+        for k in counts:
+            for p in provs:
+                for c in shards[p].get((name, k), []):
+                    tables.presets.setdefault(name, {}).setdefault(p, []).append(c)
+    tables.seconds = time.perf_counter() - t0
+    return tables

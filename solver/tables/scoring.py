@@ -1,0 +1,144 @@
+"""A node's throughput from a :class:`~solver.tables.grid_eval.GridEval`: the designs' CPU demands
+(shared by every VM type and volume), their CPU scores (shared by VM types of one vCPU count), and
+the exact pruning to the designs worth scoring per volume (:func:`candidates`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cost_models.cpu import (
+    Demands,
+    cpu_throughput,
+    device_capped,
+    node_demands,
+    shape_terms,
+    throughput,
+)
+from cost_models.pareto import pareto_mask
+from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
+from solver.tables.grid_eval import GridEval
+from specs.schema import Spec
+from specs.vocab import OPERATIONS
+
+#: Demands (cost_models.cpu.Demands) of some designs under the expected workload and, with
+#: robustness, the perturbed one (None: no robustness, or a KL radius, priced per volume).
+ScoreDemands = tuple[Demands, Demands | None]
+
+
+def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
+    """The demands of the designs ``idx`` of ``ge``: they do not depend on the VM type or the
+    volume, so every (VM type, volume) of one evaluation shares them (:func:`node_scores`)."""
+    wl = spec.workload
+    shape = ge.shape.take(idx)
+    extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
+    terms = shape_terms(shape, wl.scan_length)
+    de = node_demands(ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra, terms=terms)
+    if not is_robust(spec):
+        return de, None
+    io_p = ge.io_p if ge.io_p is not None else ge.io
+    extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[idx]
+    # the noisy mix's demands share the designs' terms when it scans as far
+    same = perturbed_workload(spec).scan_length == wl.scan_length
+    return de, perturbed_demands(io_p.take(idx), shape, spec, extra_p, terms if same else None)
+
+
+#: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's
+#: cores (expected, and perturbed when its demands are known): what their throughput is on any
+#: volume before the volume's caps.
+CpuScores = tuple[np.ndarray, np.ndarray | None]
+
+
+def cpu_scores(dem: ScoreDemands, vcpu: int) -> CpuScores:
+    """The :data:`CpuScores` of designs of demands ``dem`` on ``vcpu`` cores: every VM type of
+    that many cores shares them, whatever its volumes (cost_models.cpu.cpu_throughput is
+    elementwise over the designs, so positions of them may be taken)."""
+    de, dp = dem
+    return cpu_throughput(de, vcpu), None if dp is None else cpu_throughput(dp, vcpu)
+
+
+def node_scores(
+    spec: Spec,
+    ge: GridEval,
+    idx: np.ndarray,
+    iops: np.ndarray,
+    vcpu: int,
+    dem: ScoreDemands | None = None,
+    cpu: CpuScores | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, perturbed) node throughput of the designs ``idx`` of ``ge`` at
+    the I/Os per second ``iops`` (one row per volume, a column per design);
+    ``dem``: their :func:`design_demands`, when the caller shares them, and ``cpu`` their
+    :func:`cpu_scores` on ``vcpu`` cores (then ``dem`` too)."""
+    de, dp = design_demands(spec, ge, idx) if dem is None else dem
+    x = throughput(de, iops, vcpu) if cpu is None else device_capped(cpu[0], de, iops)
+    if not is_robust(spec):
+        return x, x
+    if dp is not None:
+        return x, throughput(dp, iops, vcpu) if cpu is None or cpu[1] is None else device_capped(cpu[1], dp, iops)
+    m = iops.shape[0]
+    rep = np.tile(idx, m)
+    io_p = ge.io_p if ge.io_p is not None else ge.io
+    extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[rep]
+    flat = iops.reshape(-1)
+    xp = perturbed_throughput(io_p.take(rep), ge.shape.take(rep), flat, vcpu, spec, extra_p)
+    return x, xp.reshape(iops.shape)
+
+
+def take_demands(dem: ScoreDemands, pos: np.ndarray) -> ScoreDemands:
+    """The :func:`design_demands` of the designs at positions ``pos`` of ``dem``'s (``dem`` itself
+    when ``pos`` is every position in order)."""
+    de, dp = dem
+    if pos.size == de.serial.size and np.array_equal(pos, np.arange(pos.size)):
+        return dem
+    return de.take(pos), None if dp is None else dp.take(pos)
+
+
+def usable(ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The feasible designs of ``ge`` some offered volume size (``thresholds``) holds, and
+    their size bucket (the smallest such size)."""
+    bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
+    idx = np.flatnonzero(ge.ok & (bucket < thresholds.size))
+    return idx, bucket[idx]
+
+
+def candidates(
+    spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int, dem: ScoreDemands | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The designs worth scoring per volume on a VM of ``vcpu`` cores: those no other design
+    beats on every volume. Returns (design indices, their size bucket).
+
+    A volume enters a node's throughput only through its caps (cost_models.cpu.throughput):
+    X = min(X_cpu, IOPS(b) / io, MiB/s / (io b)), where X_cpu — the CPU bounds, the write
+    stalls, the background thread — does not depend on the volume, and IOPS(b) only on the
+    block size b a block I/O moves. So among designs of one block size (and bytes moved per
+    I/O), one that needs no larger volume, has no more I/O per operation and an X_cpu at least
+    as high is at least as fast on every volume: only the designs no other one dominates so are
+    scored. With robustness the same holds for the perturbed workload's pair; with a KL radius
+    per operation (the KL bound is monotone in each operation's seconds, max(1/X_cpu, io/IOPS)).
+    ``tests/test_tables_pruning.py`` checks the pruning against scoring every design.
+    ``dem``: the :func:`design_demands` of the :func:`usable` designs, when the caller shares them."""
+    idx, bucket_idx = usable(ge, thresholds)
+    if idx.size == 0:
+        return idx, bucket_idx
+    unlimited = np.full((1, idx.size), np.inf)
+    xe, xp = node_scores(spec, ge, idx, unlimited, vcpu, dem)
+    cols = [bucket_idx.astype(float), -xe[0], ge.total[idx]]
+    if is_robust(spec):
+        base = ge.io_p if ge.io_p is not None else ge.io
+        if spec.kl_radius:
+            pw = perturbed_workload(spec)
+            sub = base.take(idx)
+            cols += list(per_op_costs(sub, ge.shape.take(idx), np.inf, vcpu, pw.scan_length).T)
+            cols += [getattr(sub, op) for op in OPERATIONS]
+        else:
+            cols += [-xp[0], (ge.total_p if ge.total_p is not None else ge.total)[idx]]
+    table = np.stack(cols, axis=1)
+    moved = ge.block if ge.disk_block is None else ge.disk_block
+    keep: list[np.ndarray] = []
+    for b in np.unique(ge.block[idx]):
+        for m in np.unique(moved[idx]):
+            rows = np.flatnonzero((ge.block[idx] == b) & (moved[idx] == m))
+            if rows.size:
+                keep.append(rows[pareto_mask(table[rows])])
+    pos = np.sort(np.concatenate(keep))
+    return idx[pos], bucket_idx[pos]

@@ -1,0 +1,65 @@
+"""The volumes a node may hold a shard on (cost_models.cloud.storage_choices per VM type, shared by
+VM types of equal limits) and their size buckets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cost_models import compression
+from cost_models.cloud import GIB, StorageChoice, storage_choices, volume_table
+from cost_models.pricing import Catalog, VmType
+from solver.space import Grid
+from specs.schema import Spec
+
+#: Volume sizes offered per node, as multiples of the shard's logical data
+#: (space amplification of LSM levels and of the hash log's garbage).
+VOLUME_HEADROOM = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6)
+
+
+class Menu(list[StorageChoice]):
+    """A VM type's volumes for one shard (:func:`shard_volumes`), their :func:`volume_table` and
+    :func:`volume_thresholds` made once: every memory size, design and preset of the shard reads them."""
+
+    def __init__(self, choices: list[StorageChoice]) -> None:
+        super().__init__(choices)
+        self.table = volume_table(self)
+        self.thresholds = volume_thresholds([self])
+
+
+def menu_table(choices: list[StorageChoice]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`volume_table` of ``choices`` (a :class:`Menu`'s own)."""
+    return choices.table if isinstance(choices, Menu) else volume_table(choices)
+
+
+def shard_volumes(
+    spec: Spec, catalog: Catalog, grid: Grid, vms: list[VmType], s: float, blocks: tuple[int, ...]
+) -> dict[str, list[StorageChoice]]:
+    """Each VM type's volumes for a shard of ``s`` entries (``grid``: the design grid, whose
+    cold codecs shrink the data). A VM type enters
+    cost_models.cloud.storage_choices only through its provider and the limits
+    the catalog sets it on each product, so VM types that share them share one list."""
+    base = s * spec.workload.entry_bytes / GIB
+    # compressed data needs smaller volumes: the headroom ladder again at each cold codec's factor
+    shrink = {compression.codec_factors(c, spec.workload.compressibility)[0] for _, c in grid.codecs}
+    needs = sorted({base * h * f for h in VOLUME_HEADROOM for f in shrink | {1.0}})
+    out: dict[str, list[StorageChoice]] = {}
+    shared: dict[tuple[Any, ...], list[StorageChoice]] = {}
+    for vm in vms:
+        limits = (vm.provider, *(catalog.storage_limit(vm, o.name) for o in catalog.storage.get(vm.provider, [])))
+        if limits not in shared:
+            shared[limits] = Menu(storage_choices(catalog, vm, needs, blocks))
+        out[vm.key] = shared[limits]
+    return out
+
+
+def volume_thresholds(choices: list[list[StorageChoice]]) -> np.ndarray:
+    """The volume sizes offered in ``choices`` (ascending): the size buckets of the designs' needs."""
+    g = sorted({c.gib for cs in choices for c in cs})
+    return np.array(g) if g else np.zeros(0)
+
+
+def menu_thresholds(choices: list[StorageChoice]) -> np.ndarray:
+    """``volume_thresholds([choices])`` (a :class:`Menu`'s own)."""
+    return choices.thresholds if isinstance(choices, Menu) else volume_thresholds([choices])
