@@ -270,7 +270,7 @@ def whatif(
 ) -> None:
     """Answer instantly from the saved frontier (no re-solve)."""
     with cli_errors():
-        from solver.audit import whatif as do_whatif
+        from solver.whatif import whatif as do_whatif
 
         ans = do_whatif(run_dir, budget, throughput)
         if as_json:

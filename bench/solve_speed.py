@@ -14,6 +14,8 @@ same interpreter, interleaved so both see the same machine load; median (and min
   budget (``--budget`` of half the spec's) and with one provider fewer (``--providers``): what
   a what-if changes. The caches are a temporary directory (``COSINE_CACHE_DIR``); the two
   commits' files have different keys (the code is part of the key).
+* `cosine whatif --budget` (half the spec's) on each commit's own saved run: the what-if that reads
+  the frontier and never re-solves, a whole process each;
 * in-process warm: the same two what-ifs as repeated `run_solve` calls inside one Python
   process of HEAD (imports done, caches filled), so the process start-up and imports, which
   every whole-process figure includes, are shown apart; and the bare interpreter's start.
@@ -48,6 +50,17 @@ def _solve(cwd: Path, spec: str, out: Path, extra: list[str], env: dict[str, str
     wall = time.perf_counter() - t0
     if res.returncode != 0:
         raise SystemExit(f"{cwd}: solve {' '.join(extra)} failed: {res.stderr.decode()[-400:]}")
+    return wall, json.loads(res.stdout)
+
+
+def _whatif(cwd: Path, run: Path, budget: str, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    """Wall time and JSON answer of one fresh `cosine whatif --budget` process run in ``cwd``."""
+    args = [sys.executable, "-c", "from cli import app; app()", "whatif", str(run), "--budget", budget, "--json"]
+    t0 = time.perf_counter()
+    res = subprocess.run(args, cwd=cwd, env=env, capture_output=True)
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"{cwd}: whatif failed: {res.stderr.decode()[-400:]}")
     return wall, json.loads(res.stdout)
 
 
@@ -142,8 +155,8 @@ def main() -> None:
         spec_path = str((REPO / args.spec).resolve())
         print(f"spec {spec.name}; new {head}; old {against}")
         print(f"load before: {os.getloadavg()[0]:.2f}")
-        for cwd in (old, new):
-            _solve(cwd, spec_path, scratch / "fill", [], env)  # fills each commit's caches for the warm runs
+        for tag, cwd in (("old", old), ("new", new)):  # fills each commit's caches for the warm runs
+            _solve(cwd, spec_path, scratch / f"fill-{tag}", [], env)
         runs: dict[str, tuple[list[float], list[dict[str, float]]]] = {}
         answers: dict[str, dict[str, Any]] = {}
         cases = [
@@ -169,6 +182,17 @@ def main() -> None:
             print(f"  {what}: new is {med['old ' + what] / med['new ' + what]:.2f}x faster than old")
         agree = all(_same(answers[f"new {w}"], answers[f"old {w}"]) for w in ("cold (--no-cache)", "warm, --budget"))
         print(f"  answers equal to the old commit's (bill, exact throughput): {agree}")
+        asked: dict[str, tuple[list[float], list[dict[str, Any]]]] = {"old": ([], []), "new": ([], [])}
+        for _ in range(args.repeat):
+            for tag, cwd in (("old", old), ("new", new)):
+                wall, ans = _whatif(cwd, scratch / f"fill-{tag}", budget, env)
+                asked[tag][0].append(wall)
+                asked[tag][1].append(ans["answer"])
+        w_old, w_new = (statistics.median(asked[t][0]) for t in ("old", "new"))
+        print(f"`cosine whatif --budget {budget}` on each commit's saved run, whole process, median of {args.repeat}:")
+        lo_old, lo_new = (min(asked[t][0]) for t in ("old", "new"))
+        print(f"  old {w_old:.2f} s (min {lo_old:.2f}), new {w_new:.2f} s (min {lo_new:.2f}):")
+        print(f"  new is {w_old / w_new:.2f}x faster; answers equal: {asked['old'][1] == asked['new'][1]}")
         _in_process(new, spec_path, budget, providers, env, args.repeat)
         print(f"load after: {os.getloadavg()[0]:.2f}")
     finally:

@@ -7,7 +7,7 @@ robust-vs-nominal comparison and the binding resource when solution.json has
 them. Everything is in the one file: plotly.js is read from the ``plotly``
 package and embedded, the run's data is embedded as JSON; nothing is fetched.
 The slider does not re-implement whatif's rule: the answers are computed here
-(:func:`solver.audit.budget_steps`) for every budget step and the page only
+(:func:`solver.whatif.budget_steps`) for every budget step and the page only
 looks up the step a budget falls in.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from report.plots import COLOURS, PRESET_STYLE, preset_frontier
-from solver.audit import budget_steps, row_dict
 from solver.rundir import load_run
+from solver.whatif import budget_steps, row_dict
 from specs.errors import InputError
 from specs.io import check_output_file, to_json, write_text
 from specs.vocab import CostModel

@@ -24,7 +24,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cost_models.design import (
     BLOOM_ALLOCATIONS,
@@ -35,12 +35,13 @@ from cost_models.design import (
     MAX_THREADS,
     MIN_BLOCK_BYTES,
 )
-from cost_models.envelope import check_nodes
-from solver.frontier import Frontier, Point
 from specs.errors import InputError, check_range
 from specs.io import finite, read_json, read_rows, require, to_json, write_json, write_rows, write_text
 from specs.schema import MAX_ENTRIES
 from specs.vocab import DESIGN_CLASSES, PRESETS, PRICE_SETS, PROVIDERS, BackendName, Method, SolverStatus
+
+if TYPE_CHECKING:
+    from solver.frontier import Frontier, Point
 
 #: solution.json's format version (bumped when a field changes meaning).
 SOLUTION_VERSION = 1
@@ -191,6 +192,9 @@ class RunDir:
 def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any], mix: dict[str, float]) -> None:
     """Write solution.json, frontier.parquet, baselines.parquet and solver.log.jsonl (each record
     with the envelope check of its band's configuration on ``mix``)."""
+    # the writer's only use of the CPU model: the readers (`cosine whatif`, `audit`) do not pay its import
+    from cost_models.envelope import check_nodes
+
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(run_dir / SOLUTION, solution)
     rows, recs = [], []

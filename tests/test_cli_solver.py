@@ -162,6 +162,31 @@ def test_whatif(solved, tmp_path):
     assert res.exit_code == 2 and "corrupt" in res.stderr
 
 
+def test_whatif_answers_without_the_cost_model_or_the_solver(solved):
+    """`cosine whatif` reads the saved frontier in a fresh process that never imports the cost
+    model (cost_models.cpu, io_model), the solver or pydantic: its answer costs the process start
+    only (BENCHMARKS.md §42.4)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _, out, _ = solved
+    code = (
+        "import sys, json\n"
+        "from cli import app\n"
+        f"sys.argv = ['cosine', 'whatif', {str(out)!r}, '--budget', '800', '--json']\n"
+        "try:\n    app()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "heavy = ('cost_models.cpu', 'cost_models.io_model', 'solver.frontier', 'solver.tables',\n"
+        "         'highspy', 'pydantic')\n"
+        "print(json.dumps(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["answer"]["monthly_cost"] <= 800
+    assert json.loads(res.stderr.strip().splitlines()[-1]) == []
+
+
 def test_budget_below_cheapest_exits_3(solved):
     spec, out, _ = solved
     res = runner.invoke(app, ["solve", str(spec), "--budget", "20", "--bands", "4", "--out", str(out.parent / "o2")])
