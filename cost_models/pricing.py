@@ -564,7 +564,8 @@ def _load_catalog(price_set: str, path: Path) -> Catalog:
     if not path.is_file():
         raise CatalogError(f"{path} is missing; run `cosine pricing build`")
     try:
-        rows = [asdict(r) for r in read_rows(path, CatalogRow, "pricing catalog")]
+        # a shallow dict per row (its fields are scalars and strings): asdict's deep copy took 29 ms
+        rows = [dict(vars(r)) for r in read_rows(path, CatalogRow, "pricing catalog")]
     except InputError as exc:
         raise CatalogError(f"{exc}; rebuild it with `cosine pricing build`") from None
     cat = Catalog(price_set=price_set)
