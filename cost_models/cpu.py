@@ -617,7 +617,8 @@ def stalled(x: np.ndarray, d: Demands) -> np.ndarray:
         return x
     c = compiled()
     xe = np.asarray(x, dtype=float)[..., None]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # slack / x overflows only where x is ~0: max(0, seconds - inf) = 0 is then the limit
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         per = c["stall_seconds"](xe, d.stall_rate, d.stall_seconds, d.stall_slack[..., None])
         # (``per`` is the expression's own array: its NaNs are replaced in place)
         t = np.where(np.isfinite(xe[..., 0]), np.nan_to_num(per, copy=False, nan=0.0).sum(axis=-1), 0.0)

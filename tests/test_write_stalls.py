@@ -138,3 +138,26 @@ def test_frozen_buffers_is_the_engines() -> None:
     found = re.search(r"const MAX_IMMUTABLE: usize = (\d+);", src)
     assert found, "MAX_IMMUTABLE not found in cosine-engine"
     assert model_constants()["frozen_buffers"] == float(found.group(1))
+
+
+def test_a_nearly_stopped_node_stalls_nothing_more_and_warns_nothing() -> None:
+    """A throughput so small that slack / x overflows (found by CI's property test, stop 45) has
+    no stall left to add: max(0, seconds - inf) = 0, the limit, with no RuntimeWarning."""
+    import warnings
+
+    one = np.ones(1)
+    d = Demands(
+        serial=one,
+        parallel=one,
+        wait=one,
+        background=one,
+        io=one,
+        io_bytes=one,
+        stall_rate=np.array([[1e-3]]),
+        stall_seconds=np.array([[0.01]]),
+        stall_slack=np.array([1e300]),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = stalled(np.array([1e-300, 0.0, 5.0]), d)
+    assert out[0] == pytest.approx(1e-300) and out[1] == 0.0 and out[2] == pytest.approx(5.0)
