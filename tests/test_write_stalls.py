@@ -55,19 +55,25 @@ def model(u0: float, put_every: int, q0: int, every: list[int], seconds: list[fl
     put_share = 1.0 / put_every
     into = np.array([1.0 / (q0 * k) for k in every])  # merges into level i per put
     rate = into - np.append(into[1:], 0.0)
+    d = _demands(u0, (rate * put_share)[None, :], np.cumsum(seconds)[None, :], np.array([frozen * q0 / put_share]))
+    return float(stalled(np.array([1.0 / u0]), d)[0])
+
+
+def _demands(u0: float, rate: np.ndarray, seconds: np.ndarray, slack: np.ndarray) -> Demands:
+    """One design's demands: ``u0`` seconds of parallel CPU per operation and the cascades'
+    stall terms (rate per operation, seconds, slack in operations), nothing else."""
     one = np.zeros(1)
-    d = Demands(
+    return Demands(
         serial=one,
         parallel=one + u0,
         wait=one,
         background=one,
         io=one,
         io_bytes=one,
-        stall_rate=(rate * put_share)[None, :],
-        stall_seconds=np.cumsum(seconds)[None, :],
-        stall_slack=np.array([frozen * q0 / put_share]),
+        stall_rate=rate,
+        stall_seconds=seconds,
+        stall_slack=slack,
     )
-    return float(stalled(np.array([1.0 / u0]), d)[0])
 
 
 @pytest.mark.parametrize(
@@ -145,18 +151,7 @@ def test_a_nearly_stopped_node_stalls_nothing_more_and_warns_nothing() -> None:
     no stall left to add: max(0, seconds - inf) = 0, the limit, with no RuntimeWarning."""
     import warnings
 
-    one = np.ones(1)
-    d = Demands(
-        serial=one,
-        parallel=one,
-        wait=one,
-        background=one,
-        io=one,
-        io_bytes=one,
-        stall_rate=np.array([[1e-3]]),
-        stall_seconds=np.array([[0.01]]),
-        stall_slack=np.array([1e300]),
-    )
+    d = _demands(1e-6, np.array([[1e-3]]), np.array([[0.01]]), np.array([1e300]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = stalled(np.array([1e-300, 0.0, 5.0]), d)
