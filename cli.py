@@ -557,7 +557,7 @@ def calibrate(
         if operation is not None:
             _calibrate_operation(operation, quick, write, out, samples_from)
             return
-        from cost_models.cpu import PHI_TABLE
+        from cost_models.phi import PHI_TABLE
         from measure.calibrate.calibration import calibrate as run_calibration
         from measure.calibrate.calibration import write as write_calibration
         from report.measure import print_calibration
@@ -567,7 +567,7 @@ def calibrate(
 
         check_output_dir(out, "--out")
         if write:
-            from cost_models.cpu import PHI_TABLE
+            from cost_models.phi import PHI_TABLE
             from specs.io import check_output_file
 
             check_output_file(PHI_TABLE, "--write")
@@ -611,7 +611,7 @@ def _calibrate_host_speed(quick: bool, out: Path) -> None:
 
 def _calibrate_operation(op: Operation, quick: bool, write: bool, out: Path, samples_from: Path | None) -> None:
     """`cosine calibrate --operation OP`: measure one operation's cached runs, print, merge into the table."""
-    from cost_models.cpu import PHI_TABLE
+    from cost_models.phi import PHI_TABLE
     from measure.calibrate.operation import calibrate_operation, check_single_operation
     from report.measure import print_operation_calibration
     from report.progress import progress_bar

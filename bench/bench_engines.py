@@ -34,6 +34,7 @@ from measure.grid import KEY, MEMORY_SHARE, PRESET_BUFFER_SHARE, VALUE
 from measure.local import local_engine_toml
 from render.config import engine_sections, preset_design_entry, to_toml
 from specs.schema import load_spec
+from specs.vocab import WalSync
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "bench" / "peers" / "target" / "release" / "cosine-peers"
@@ -43,7 +44,7 @@ def preset_config(name: str, records: int, memory: float, threads: int) -> str:
     data = records * (KEY + VALUE)
     d = preset_design_entry(name, records, KEY, VALUE, memory)
     d["buffer_bytes"] = PRESET_BUFFER_SHARE * data
-    secs = engine_sections(d, KEY, VALUE, {"get": 1.0}, name, wal_sync="none")
+    secs = engine_sections(d, KEY, VALUE, {"get": 1.0}, name, wal_sync=WalSync.NONE)
     used = (
         d["buffer_bytes"]
         + d.get("fence_bytes", 0.0)
@@ -202,7 +203,7 @@ def main() -> None:
     for c in a.workloads:
         spec = load_spec(ROOT / "specs" / f"ycsb_{c}.yaml")
         spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
-        secs, entry = local_engine_toml(spec, n, memory, a.threads, name=f"cosine-ycsb_{c}", wal_sync="none")
+        secs, entry = local_engine_toml(spec, n, memory, a.threads, name=f"cosine-ycsb_{c}", wal_sync=WalSync.NONE)
         buffer_entries = entry["buffer_bytes"] / (KEY + VALUE)
         n_ops = steady_ops(a.ops, a.cycles, buffer_entries, spec.workload.operations, a.max_ops)
         if n_ops > a.ops:

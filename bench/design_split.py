@@ -25,12 +25,12 @@ from dataclasses import replace
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from cost_models.design import MAX_THREADS
 from cost_models.engine_model import engine_throughput
 from measure.engine import TEMPLATE, as_ran, build, model_prediction, run_scratch, runqueue_share
 from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
 from measure.ranking import WORKLOADS, RunPlan, design_sets
 from render.config import to_toml
+from specs.limits import MAX_THREADS
 from specs.vocab import OPERATIONS
 
 #: The read latency of the ranking's device mode (BENCHMARKS.md §26: a sub-millisecond volume).

@@ -44,19 +44,19 @@ from measure.simulate import (
     study_config,
     tree_config,
 )
-from specs.vocab import Operation
+from specs.vocab import Compaction, FilePicking, Operation
 
 STUDY = [
-    ("full", 1, 10, 512, "dense_fp"),
-    ("full", 2, 10, 512, "dense_fp"),
-    ("full", 1, 32, 512, "dense_fp"),
-    ("partial", 1, 10, 512, "dense_fp"),
-    ("partial", 1, 32, 512, "dense_fp"),
-    ("partial", 1, 10, 2048, "dense_fp"),
-    ("partial", 2, 10, 512, "dense_fp"),
-    ("partial", 3, 8, 512, "dense_fp"),
-    ("partial", 1, 10, 512, "choose_first"),
-    ("partial", 1, 10, 512, "oldest_merged"),
+    (Compaction.FULL, 1, 10, 512, FilePicking.DENSE_FP),
+    (Compaction.FULL, 2, 10, 512, FilePicking.DENSE_FP),
+    (Compaction.FULL, 1, 32, 512, FilePicking.DENSE_FP),
+    (Compaction.PARTIAL, 1, 10, 512, FilePicking.DENSE_FP),
+    (Compaction.PARTIAL, 1, 32, 512, FilePicking.DENSE_FP),
+    (Compaction.PARTIAL, 1, 10, 2048, FilePicking.DENSE_FP),
+    (Compaction.PARTIAL, 2, 10, 512, FilePicking.DENSE_FP),
+    (Compaction.PARTIAL, 3, 8, 512, FilePicking.DENSE_FP),
+    (Compaction.PARTIAL, 1, 10, 512, FilePicking.CHOOSE_FIRST),
+    (Compaction.PARTIAL, 1, 10, 512, FilePicking.OLDEST_MERGED),
 ]
 
 
@@ -93,7 +93,7 @@ def steady(u: int) -> None:
     for comp, K, T, files, pick in STUDY:
         cfg = study_config(comp, K, T, files, pick)
         meas, pred = steady_state(cfg, u, 3 * u, 4 * u)
-        _, blind = steady_state(study_config("full", K, T, files, pick), u, 3 * u, 4 * u)
+        _, blind = steady_state(study_config(Compaction.FULL, K, T, files, pick), u, 3 * u, 4 * u)
         cells = [comp, K, T, files, pick, f"{meas:.3f}", f"{pred:.3f}", f"{accuracy(pred, meas):.1%}", f"{blind:.3f}"]
         print("| " + " | ".join(str(c) for c in cells) + " |")
 

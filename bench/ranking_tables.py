@@ -24,8 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from cost_models import cpu_count
-from cost_models.cpu import LOCAL_DEVICE, PHI_TABLE, DeviceModel, phi_table, using_table
+from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.engine_model import engine_throughput
+from cost_models.phi import PHI_TABLE, PhiTable, load_phi
 from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
 from measure.ranking import RunPlan, design_sets, spearman
 from specs.errors import InputError
@@ -60,12 +61,13 @@ def main() -> None:
             ap.exit(2, f"{ap.prog}: {path}: no such file\n")
     if not (math.isfinite(a.iops) and a.iops >= 0) or (a.ops is not None and a.ops < 1):
         ap.exit(2, f"{ap.prog}: --iops must be a finite number >= 0 and --ops at least 1\n")
+    tables: list[PhiTable] = []
     for table in (a.old, a.run_table):
         try:
-            with using_table(table):
-                phi_table()
+            tables.append(load_phi(table))
         except InputError as e:
             ap.exit(2, f"{ap.prog}: {e}\n")
+    old_table, run_table = tables
     try:
         rows = pd.read_parquet(a.run / "ranking.parquet")
     except (OSError, ValueError) as e:
@@ -79,9 +81,8 @@ def main() -> None:
     dev = LOCAL_DEVICE if a.iops <= 0 else DeviceModel(iops=a.iops, read_latency_s=READ_LATENCY_S)
     cores = cpu_count()
     ops = a.ops if a.ops is not None else (50_000 if a.iops <= 0 else 5_000)
-    plan = RunPlan(records, ops, cores, cores, dev, True, 1.0)
-    with using_table(a.run_table):
-        sets = design_sets(records, MEMORY_SHARE * records * (KEY + VALUE), cores, dev, plan)
+    plan = RunPlan(records, ops, cores, cores, dev, True, 1.0, run_table)
+    sets = design_sets(records, MEMORY_SHARE * records * (KEY + VALUE), cores, dev, plan, run_table)
     print(f"{'workload':<8} {'rho old':>8} {'rho new':>8} {'top old':>8} {'top new':>8} {'log err old':>12} {'new':>6}")
     for w, g in rows.groupby("workload", sort=True):
         spec = shipped_spec(str(w))
@@ -96,16 +97,14 @@ def main() -> None:
                 "warmup_operations": int(r.warmup_operations),
                 "warmup_phase_aligned": False,
             }
-            with using_table(a.run_table):
-                ran = engine_throughput(secs, wl, cores, dev)[0]
+            ran = engine_throughput(secs, wl, cores, dev, phi=run_table)[0]
             if abs(ran / float(r.predicted_ops) - 1.0) > 1e-6:
                 ap.exit(
                     2,
                     f"{ap.prog}: {w} {r.design}: predicted {ran:,.0f}, the run {r.predicted_ops:,.0f}: not its table\n",
                 )
-            new.append(engine_throughput(secs, wl, cores, dev)[0])
-            with using_table(a.old):
-                old.append(engine_throughput(secs, wl, cores, dev)[0])
+            new.append(engine_throughput(secs, wl, cores, dev, phi=load_phi())[0])
+            old.append(engine_throughput(secs, wl, cores, dev, phi=old_table)[0])
             meas.append(float(r.measured_ops))
         print(
             f"{w!s:<8} {spearman(old, meas):>8.2f} {spearman(new, meas):>8.2f} {_top(old, meas):>7.2f}x "

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_models.cpu import PHI_TABLE, phi_table, read_block_seconds
+from cost_models.cpu import read_block_seconds
+from cost_models.phi import load_phi
 from measure.calibrate.fit import buffered_walk, cached_cpu, fit, lookup_cpu, memtable_cpu
 from measure.calibrate.plan import BUFFER_GET, CACHED, CLASS_DESIGNS, DEFAULT_PLAN, LOADED, LOADED_SCAN, SMALL_MEMTABLE
 from measure.calibrate.samples import Sample, load_samples, measure
@@ -46,7 +47,7 @@ def memtables(repeats: int) -> None:
         for kind in (CACHED, SMALL_MEMTABLE)
     ]
     samples = measure(DEFAULT_PLAN, None, runs)
-    table = phi_table(PHI_TABLE)
+    table = load_phi()
     mem, lookup = table_terms(table)
     walks: dict[tuple[str, str], float] = {}
     for cls, entry in table["classes"].items():
@@ -78,7 +79,7 @@ def residuals(path: Path, samples: list[Sample]) -> None:
     for s in sorted(samples, key=lambda x: (x.workload, x.cls, x.records)):
         if s.kind != LOADED or s.threads != 1 or s.workload not in ops:
             continue
-        t_read = float(read_block_seconds(s.block_bytes, np.array([DesignClass(s.cls).code]), s.records)[0])
+        t_read = float(read_block_seconds(load_phi(), s.block_bytes, np.array([DesignClass(s.cls).code]), s.records)[0])
         model = cached_cpu(cpu, rng, lookup, s) + memtable_cpu(s, mem) + s.fg_blocks * t_read
         print(
             f"{s.cls:<7} {s.records:>8,} {s.workload:<8} {s.fg_blocks:>7.3f} {s.get_buffered:>9.3f} "

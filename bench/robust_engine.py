@@ -27,6 +27,7 @@ from measure.engine import TEMPLATE, build, run, workload_json
 from measure.validate import measured
 from render.config import engine_sections, local_entry, to_toml
 from specs.schema import parse_spec
+from specs.vocab import WalSync
 from studies.robust_eval import EXPECTED, cost_vectors, design_space, endure_layout
 
 #: ENDURE's operations (z0, z1, q, w) in the spec's names; writes are unique inserts.
@@ -83,7 +84,7 @@ def main() -> None:
             entry = local_entry(designs[i], lay, i, threads=1)
             toml[tag] = to_toml(
                 engine_sections(
-                    entry, KEY, VALUE, dict(zip(OPS, w, strict=True)), f"{tag} {designs[i].name}", wal_sync="none"
+                    entry, KEY, VALUE, dict(zip(OPS, w, strict=True)), f"{tag} {designs[i].name}", wal_sync=WalSync.NONE
                 )
             )
         observed: list[np.ndarray] = [w, np.full(4, 0.25), *rng.dirichlet(np.ones(4), size=DRAWS)]

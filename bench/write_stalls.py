@@ -21,7 +21,6 @@ import os
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, throughput, usable_cores
-from cost_models.design import MAX_THREADS
 from cost_models.engine_model import engine_demands
 from measure.calibrate.checks import accuracy
 from measure.calibrate.plan import CLASS_DESIGNS, QUICK_PLAN
@@ -29,6 +28,7 @@ from measure.calibrate.samples import free_throughput
 from measure.cycle import steady_warmup
 from measure.engine import TEMPLATE, as_ran, build, config_text, run_merges, run_scratch, workload_json
 from measure.grid import designs, shipped_spec
+from specs.limits import MAX_THREADS
 from specs.schema import SPEC_DIR
 
 CASES = ("hybrid:mixed_25", "lsm:mixed_25", "hybrid:ycsb_a", "lsm:ycsb_a", "btree:ycsb_a", "lsh:ycsb_a")

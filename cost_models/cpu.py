@@ -1,6 +1,6 @@
 """Concurrency-aware CPU model (paper Sec. 4, Eq. 2-3, with the terms of docs/model.md).
 
-The learned table ``data/phi.yaml`` (written by ``cosine calibrate``) holds,
+The learned table (:class:`cost_models.phi.PhiTable`, every function here takes it) holds,
 per design class and operation, the CPU seconds of one operation on a warm,
 fully cached engine and its parallel fraction phi (Eq. 2, Algorithm 1); and,
 for the whole engine, the CPU seconds of one block read (a fixed part and a
@@ -25,149 +25,26 @@ background thread itself (X G <= workers) and by the device (IOPS, MiB/s).
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from cost_models.io_model import IOCost, wal_pages
+from cost_models.phi import FLAT_SEARCHES, INDEX_WALKS, PhiTable
 from cost_models.symbolic import compiled
-from specs.errors import InputError
-from specs.io import load_yaml
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
 
-PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
-_DEFAULT_TABLE = str(PHI_TABLE)
-#: phi.yaml's layout version (2: measured CPU, block and background terms, the envelope; 3: the
-#: block read's CPU over its block size is the measured curve ``block_read_shape``, not a power law).
-PHI_SCHEMA = 3
-#: Engine-wide entries of the table: seconds, all measured or fitted by `cosine calibrate`.
-ENGINE_TERMS = (
-    "memtable_seconds_per_doubling",
-    "memtable_insert_seconds_per_doubling",
-    "memtable_base_entries",
-    "memtable_insert_base_entries",
-    "lookup_reference_keys",
-    "block_read_seconds_per_byte_doubling",
-    "block_read_growth_max_keys",
-    "background_block_seconds",
-    "background_block_seconds_per_byte",
-    "hash_scan_per_key_seconds",
-    "hash_index_entry_seconds",
-)
 
-
-class PhiTableError(InputError):
-    """The phi table is missing a class/operation or holds an impossible value."""
-
-
-#: Environment variable naming another phi table (a calibration not written to the repository).
-TABLE_ENV = "COSINE_PHI_TABLE"
-
-
-#: Loaded tables by (path, modification time): the model reads the table on every evaluation, so
-#: the lookup is one ``os.stat`` of the path string (no Path object, no lru_cache key).
-_LOADED: dict[tuple[str, int], dict[str, Any]] = {}
-
-
-def phi_table(path: Path | None = None) -> dict[str, Any]:
-    """The phi table: ``path``, else $COSINE_PHI_TABLE, else data/phi.yaml (checked; cached until the file changes)."""
-    p = str(path) if path is not None else (os.environ.get(TABLE_ENV) or _DEFAULT_TABLE)
-    try:
-        stamp = os.stat(p).st_mtime_ns
-    except OSError:
-        raise PhiTableError(f"{p}: no such phi table") from None
-    hit = _LOADED.get((p, stamp))
-    if hit is None:
-        if len(_LOADED) >= 8:
-            _LOADED.clear()
-        hit = _LOADED[(p, stamp)] = _load_table(Path(p))
-    return hit
-
-
-@contextmanager
-def using_table(path: Path) -> Iterator[None]:
-    """Evaluate the model with another phi table (e.g. a fit not yet written)."""
-    old = os.environ.get(TABLE_ENV)
-    os.environ[TABLE_ENV] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(TABLE_ENV, None)
-        else:
-            os.environ[TABLE_ENV] = old
-
-
-def _load_table(path: Path) -> dict[str, Any]:
-    """Load and check a phi table."""
-    try:
-        raw = load_yaml(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise PhiTableError(f"{path.name}: not a readable YAML phi table ({type(e).__name__})") from None
-    if not isinstance(raw, dict) or raw.get("schema") != PHI_SCHEMA:
-        raise PhiTableError(f"{path.name}: not a schema-{PHI_SCHEMA} phi table; run `cosine calibrate --write`")
-    for key in ENGINE_TERMS:
-        v = raw.get(key)
-        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise PhiTableError(f"{path.name}: {key} must be a positive number, got {v!r}")
-    classes = raw.get("classes", {})
-    for cls in DESIGN_CLASSES:
-        if cls not in classes:
-            raise PhiTableError(f"{path.name}: class {cls!r} missing")
-        for key in ("range_entry_seconds", "buffer_get_seconds", "block_read_seconds"):
-            v = classes[cls].get(key)
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise PhiTableError(f"{path.name}: {cls}.{key} must be a positive number, got {v!r}")
-        slopes = classes[cls].get("lookup_seconds_per_doubling")
-        for op in LOOKUP_SLOPES:
-            if (cls, op) in FLAT_SEARCHES:
-                continue
-            v = slopes.get(op) if isinstance(slopes, dict) else None
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise PhiTableError(f"{path.name}: {cls}.lookup_seconds_per_doubling.{op} must be positive, got {v!r}")
-        for key in ("phi", "cpu_seconds", "concurrent_cpu_factor"):
-            for op in OPERATIONS:
-                if key == "cpu_seconds" and cls == DesignClass.LSH and op in INDEX_WALKS:
-                    continue  # the hash log's scan walks its whole index: hash_scan_per_key_seconds
-                v = classes[cls].get(key, {}).get(op)
-                if v is None:
-                    raise PhiTableError(f"{path.name}: {cls}.{key}.{op} missing")
-                if key == "phi" and not 0.0 < float(v) <= 1.0:
-                    raise PhiTableError(f"{path.name}: {cls}.phi.{op}={v} outside (0, 1]")
-                if key != "phi" and not (math.isfinite(float(v)) and float(v) > 0.0):
-                    raise PhiTableError(f"{path.name}: {cls}.{key}.{op} must be a positive number")
-    _check_shape(path, raw.get("block_read_shape"))
-    return raw
-
-
-def _check_shape(path: Path, shape: Any) -> None:
-    """``block_read_shape``: two or more block sizes, ascending, each with a positive ratio."""
-    what = f"{path.name}: block_read_shape"
-    if not isinstance(shape, dict) or set(shape) != {"block_bytes", "ratio"}:
-        raise PhiTableError(f"{what} must map block_bytes and ratio to lists")
-    sizes, ratios = shape["block_bytes"], shape["ratio"]
-    if not isinstance(sizes, list) or not isinstance(ratios, list) or len(sizes) != len(ratios) or len(sizes) < 2:
-        raise PhiTableError(f"{what}: block_bytes and ratio must be lists of one length, at least 2")
-    for v in (*sizes, *ratios):
-        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise PhiTableError(f"{what}: {v!r} is not a positive number")
-    if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
-        raise PhiTableError(f"{what}: block_bytes must ascend")
-
-
-def _per_class(key: str) -> np.ndarray:
+def _per_class(phi: PhiTable, key: str) -> np.ndarray:
     """(classes, operations) array of a per-class entry of the table."""
-    table = phi_table()["classes"]
+    table = phi["classes"]
     return np.array([[float(table[c][key].get(op, 0.0)) for op in OPERATIONS] for c in DESIGN_CLASSES])
 
 
 def memtable_seconds(
+    phi: PhiTable,
     entries: float | np.ndarray,
     per_doubling: str = "memtable_seconds_per_doubling",
     base: str = "memtable_base_entries",
@@ -176,7 +53,7 @@ def memtable_seconds(
     the CPU's caches; its descent is part of every operation's cached CPU): the table's seconds
     per doubling (``per_doubling``: a search's, or an insert's, each past its own base),
     log2(entries / base) times."""
-    t = phi_table()
+    t = phi
     b = float(t[base])
     e = np.maximum(np.asarray(entries, dtype=float), b)
     return float(t[per_doubling]) * np.log2(e / b)
@@ -207,25 +84,12 @@ MEMTABLE_SLOPES = (
 )
 
 
-def memtable_descents_seconds(entries: float | np.ndarray, op: str) -> np.ndarray:
+def memtable_descents_seconds(phi: PhiTable, entries: float | np.ndarray, op: str) -> np.ndarray:
     """CPU the memtable descents of one ``op`` cost beyond a base-size memtable's."""
     out = np.zeros(np.shape(entries))
     for n, (slope, base) in zip(MEMTABLE_DESCENTS[Operation(op)], MEMTABLE_SLOPES, strict=True):
-        out = out + n * memtable_seconds(entries, slope, base)
+        out = out + n * memtable_seconds(phi, entries, slope, base)
     return out
-
-
-#: Operations a hash log answers by walking its whole index (it keeps no order).
-INDEX_WALKS = (Operation.RANGE, Operation.EMPTY_RANGE)
-
-
-#: The measured searches whose CPU grows with the data (phi.yaml ``lookup_seconds_per_doubling``).
-LOOKUP_SLOPES = (Operation.GET, Operation.EMPTY_GET)
-#: Searches whose CPU does not grow with the data, so no slope is learned for them: a hash log's
-#: lookup of a key it does not hold probes its in-memory index once and reads nothing from the
-#: log (measured flat on a quiet machine: 0.212 us at 100,000 keys, 0.199 us at 400,000;
-#: BENCHMARKS §20). A fit of a slope there wants a value at its bound, 0.
-FLAT_SEARCHES: frozenset[tuple[DesignClass, Operation]] = frozenset({(DesignClass.LSH, Operation.EMPTY_GET)})
 
 
 def search_slope(slopes: dict[str, float], cls: str, search: str) -> float:
@@ -247,19 +111,19 @@ LOOKUP_OF = {
 }
 
 
-def doublings(n_keys: float | np.ndarray) -> np.ndarray:
+def doublings(phi: PhiTable, n_keys: float | np.ndarray) -> np.ndarray:
     """log2(keys / the reference size of the lookups' CPU), 0 below it (the smallest calibrated size)."""
-    ref = float(phi_table()["lookup_reference_keys"])
+    ref = float(phi["lookup_reference_keys"])
     return np.asarray(np.log2(np.maximum(np.asarray(n_keys, dtype=float), ref) / ref), dtype=float)
 
 
-def lookup_seconds(cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
+def lookup_seconds(phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
     """(designs, operations) CPU the operations' searches cost beyond what they cost at the
     reference size: the class's seconds per doubling of the keys (for a get; for a search that
     finds nothing), log2(keys / reference) times. A larger structure misses the CPU's caches on
     more of its steps (one more fence-pointer or index step per doubling, each a likely miss once
     the structure outgrows the caches); below the reference size the CPU measured there holds."""
-    t = phi_table()["classes"]
+    t = phi["classes"]
     slope = np.array(
         [
             [
@@ -270,10 +134,10 @@ def lookup_seconds(cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
         ]
     )
     code = np.asarray(cls, dtype=int)
-    return slope[code] * np.broadcast_to(doublings(n_keys), code.shape)[:, None]
+    return slope[code] * np.broadcast_to(doublings(phi, n_keys), code.shape)[:, None]
 
 
-def op_cpu_seconds(cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float) -> np.ndarray:
+def op_cpu_seconds(phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float) -> np.ndarray:
     """(designs, operations) CPU seconds of each operation on a warm cached engine with an empty memtable.
 
     A lookup's CPU grows with the keys on the node (:func:`lookup_seconds`). A
@@ -281,10 +145,10 @@ def op_cpu_seconds(cls: np.ndarray, n_keys: float | np.ndarray, scan_length: flo
     no order): its CPU is keys on the node x hash_scan_per_key_seconds (the
     table has no per-scan constant for it).
     """
-    t = phi_table()
+    t = phi
     code = np.asarray(cls, dtype=int)
-    c = _per_class("cpu_seconds")[code]
-    c = c + lookup_seconds(code, n_keys)
+    c = _per_class(phi, "cpu_seconds")[code]
+    c = c + lookup_seconds(phi, code, n_keys)
     r = OPERATIONS.index(Operation.RANGE)
     per_entry = np.array([float(t["classes"][name]["range_entry_seconds"]) for name in DESIGN_CLASSES])
     c[:, r] += scan_length * per_entry[code]
@@ -295,17 +159,17 @@ def op_cpu_seconds(cls: np.ndarray, n_keys: float | np.ndarray, scan_length: flo
     return c
 
 
-def op_phi(cls: np.ndarray) -> np.ndarray:
+def op_phi(phi: PhiTable, cls: np.ndarray) -> np.ndarray:
     """(designs, operations) parallel fraction of each operation's CPU (Eq. 2)."""
-    return _per_class("phi")[np.asarray(cls, dtype=int)]
+    return _per_class(phi, "phi")[np.asarray(cls, dtype=int)]
 
 
-def op_concurrency(cls: np.ndarray) -> np.ndarray:
+def op_concurrency(phi: PhiTable, cls: np.ndarray) -> np.ndarray:
     """(designs, operations) CPU per operation of a thread among others over a thread alone: the
     calibration's cached runs at 2 threads over 1 (``concurrent_cpu_factor``; shared data moving
     between the cores' caches). phi was measured on the 2-thread CPU (measure.calibrate.fit.fit_phi), so
     Eq. 2 holds for more than one thread with it (docs/model.md, "CPU and throughput")."""
-    return _per_class("concurrent_cpu_factor")[np.asarray(cls, dtype=int)]
+    return _per_class(phi, "concurrent_cpu_factor")[np.asarray(cls, dtype=int)]
 
 
 def block_time(block_bytes: float | np.ndarray, fixed: float, per_byte: float) -> np.ndarray:
@@ -317,18 +181,17 @@ def block_time(block_bytes: float | np.ndarray, fixed: float, per_byte: float) -
 REFERENCE_BLOCK_BYTES = 4096.0
 
 
-def block_read_doublings(n_keys: float | np.ndarray) -> np.ndarray:
+def block_read_doublings(phi: PhiTable, n_keys: float | np.ndarray) -> np.ndarray:
     """Doublings of the data past the lookups' reference size that make a block's bytes dearer to
     copy (:func:`read_block_seconds`), held at the largest size the calibration measured
     (``block_read_growth_max_keys``): a copy that already misses the caches at that size is not
     extrapolated to slow further."""
-    t = phi_table()
-    ref = float(t["lookup_reference_keys"])
-    top = math.log2(max(float(t["block_read_growth_max_keys"]), ref) / ref)
-    return np.minimum(doublings(n_keys), top)
+    ref = float(phi["lookup_reference_keys"])
+    top = math.log2(max(float(phi["block_read_growth_max_keys"]), ref) / ref)
+    return np.minimum(doublings(phi, n_keys), top)
 
 
-def block_read_shape(block_bytes: float | np.ndarray) -> np.ndarray:
+def block_read_shape(phi: PhiTable, block_bytes: float | np.ndarray) -> np.ndarray:
     """A block read's CPU at ``block_bytes`` over its CPU at 4 KiB: the ratios the calibration
     measured at the LSM design's block sizes (phi.yaml ``block_read_shape``: a calibration runs
     232 B to 32 KiB, measure.calibrate.plan.BLOCK_SIZE_STEPS; the written table's, refitted from
@@ -338,7 +201,7 @@ def block_read_shape(block_bytes: float | np.ndarray) -> np.ndarray:
     decoder's set-up: 232 B and 464 B blocks cost alike) and a part that grows with its bytes (1 to
     16 KiB: about x1.5 per doubling), and a 32 KiB block cost no more than a 16 KiB one (BENCHMARKS
     §36.1); one power law over 1-16 KiB under-costed small blocks 1.3-1.8x (§35.7)."""
-    shape = phi_table()["block_read_shape"]
+    shape = phi["block_read_shape"]
     return curve_at(block_bytes, shape["block_bytes"], shape["ratio"])
 
 
@@ -351,32 +214,36 @@ def curve_at(
     return np.asarray(np.exp2(np.interp(log_x, np.log2(np.asarray(knots, dtype=float)), np.log2(values))))
 
 
-def read_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, n_keys: float | np.ndarray) -> np.ndarray:
+def read_block_seconds(
+    phi: PhiTable, block_bytes: float | np.ndarray, cls: np.ndarray, n_keys: float | np.ndarray
+) -> np.ndarray:
     """CPU to read one block of ``block_bytes`` on a design of class ``cls`` holding ``n_keys``: the
     class's time for a 4 KiB block times the measured curve of the block's bytes
     (:func:`block_read_shape`), plus a time per byte per doubling of the data
     (:func:`block_read_doublings`): the copy of a large block from a larger page cache misses more
     (measured: 32 KiB B-tree and 16 KiB LSM blocks 30 ps per byte per doubling dearer from 100,000
     to 400,000 keys, 1-4 KiB blocks within noise; BENCHMARKS.md §23.2)."""
-    t = phi_table()
+    t = phi
     at_4k = np.array([float(t["classes"][name]["block_read_seconds"]) for name in DESIGN_CLASSES])
     bb = np.asarray(block_bytes, dtype=float)
-    grown = float(t["block_read_seconds_per_byte_doubling"]) * bb * block_read_doublings(n_keys)
-    return at_4k[np.asarray(cls, dtype=int)] * block_read_shape(bb) + grown
+    grown = float(t["block_read_seconds_per_byte_doubling"]) * bb * block_read_doublings(phi, n_keys)
+    return at_4k[np.asarray(cls, dtype=int)] * block_read_shape(phi, bb) + grown
 
 
-def merge_block_seconds(block_bytes: float | np.ndarray, cls: np.ndarray, entry_bytes: float) -> np.ndarray:
+def merge_block_seconds(
+    phi: PhiTable, block_bytes: float | np.ndarray, cls: np.ndarray, entry_bytes: float
+) -> np.ndarray:
     """Background-thread CPU per block a flush or merge moves (reading, merging, writing its
     entries); on a hash log each of the block's entries also updates the hash index (a flush
     inserts it, a GC looks it up and moves it): ``hash_index_entry_seconds`` per entry."""
-    t = phi_table()
+    t = phi
     bb = np.asarray(block_bytes, dtype=float)
     lsh = np.asarray(cls, dtype=int) == DesignClass.LSH.code
     index = np.where(lsh, bb / entry_bytes * float(t["hash_index_entry_seconds"]), 0.0)
     return block_time(bb, float(t["background_block_seconds"]), float(t["background_block_seconds_per_byte"])) + index
 
 
-def workload_phi(cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
+def workload_phi(phi_table: PhiTable, cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
     """phi of a mix on each design's class: the parallel share of its cached CPU time.
 
     Weighted by time (each operation's CPU seconds), not by count as the
@@ -384,8 +251,8 @@ def workload_phi(cls: np.ndarray, mix: dict[str, float]) -> np.ndarray:
     operation spends it.
     """
     w = np.array([mix.get(op, 0.0) for op in OPERATIONS])
-    c = _per_class("cpu_seconds")[np.asarray(cls, dtype=int)]
-    phi = op_phi(cls)
+    c = _per_class(phi_table, "cpu_seconds")[np.asarray(cls, dtype=int)]
+    phi = op_phi(phi_table, cls)
     return (c * phi) @ w / np.maximum(c @ w, 1e-300)
 
 
@@ -531,23 +398,24 @@ class ShapeTerms:
     concurrency: np.ndarray  # (designs, operations): op_concurrency
 
 
-def shape_terms(shape: NodeShape, scan_length: float) -> ShapeTerms:
+def shape_terms(phi: PhiTable, shape: NodeShape, scan_length: float) -> ShapeTerms:
     """The :class:`ShapeTerms` of ``shape``'s designs."""
     # every operation descends the memtable: its CPU grows with the memtable
     entries = np.broadcast_to(shape.buffered, np.shape(shape.cls))
     bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
     return ShapeTerms(
-        cpu=op_cpu_seconds(shape.cls, shape.n_keys, scan_length),
-        descents=np.stack([memtable_descents_seconds(entries, op) for op in OPERATIONS], axis=-1),
-        phi=op_phi(shape.cls),
+        cpu=op_cpu_seconds(phi, shape.cls, shape.n_keys, scan_length),
+        descents=np.stack([memtable_descents_seconds(phi, entries, op) for op in OPERATIONS], axis=-1),
+        phi=op_phi(phi, shape.cls),
         block_bytes=bb,
-        t_read=read_block_seconds(bb, shape.cls, shape.n_keys)[:, None],
-        t_merge=merge_block_seconds(bb, shape.cls, shape.entry_bytes)[:, None],
-        concurrency=op_concurrency(shape.cls),
+        t_read=read_block_seconds(phi, bb, shape.cls, shape.n_keys)[:, None],
+        t_merge=merge_block_seconds(phi, bb, shape.cls, shape.entry_bytes)[:, None],
+        concurrency=op_concurrency(phi, shape.cls),
     )
 
 
 def demands(
+    table: PhiTable,
     io: IOCost,
     shape: NodeShape,
     mix: dict[str, float],
@@ -559,11 +427,11 @@ def demands(
     ``terms``: ``shape_terms(shape, scan_length)``, when the caller shares them between mixes."""
     w = np.array([mix.get(op, 0.0) for op in OPERATIONS], dtype=float)
     w = w / max(w.sum(), 1e-300)
-    st = shape_terms(shape, scan_length) if terms is None else terms
+    st = shape_terms(table, shape, scan_length) if terms is None else terms
     c = st.cpu.copy()
     if io.get_buffered is not None:
         # a lookup the buffer answers walks no level: it costs the buffered get's CPU
-        t = phi_table()["classes"]
+        t = table["classes"]
         buf = np.array([float(t[name]["buffer_get_seconds"]) for name in DESIGN_CLASSES])[
             np.asarray(shape.cls, dtype=int)
         ]
@@ -680,6 +548,7 @@ def device_capped(
 
 
 def node_throughput(
+    phi: PhiTable,
     io: IOCost,
     iops: float | np.ndarray,
     shape: NodeShape,
@@ -701,11 +570,12 @@ def node_throughput(
     is reachable). ``extra_cpu``: single-thread seconds per operation a design adds to the
     class's measured CPU (block compression, cost_models.compression), on any core (P).
     """
-    d = node_demands(io, shape, mix, scan_length, read_latency_s, extra_cpu)
+    d = node_demands(phi, io, shape, mix, scan_length, read_latency_s, extra_cpu)
     return throughput(d, iops, threads, cores, bytes_per_s)
 
 
 def node_demands(
+    phi: PhiTable,
     io: IOCost,
     shape: NodeShape,
     mix: dict[str, float],
@@ -717,11 +587,11 @@ def node_demands(
     """:func:`demands` with ``extra_cpu`` (see :func:`node_throughput`) on the parallel part: what a
     node's throughput needs of its designs whatever its volume and threads (:func:`throughput`
     then broadcasts these arrays over many volumes' IOPS at once); ``terms`` as :func:`demands`'."""
-    d = demands(io, shape, mix, scan_length, read_latency_s, terms)
+    d = demands(phi, io, shape, mix, scan_length, read_latency_s, terms)
     d.parallel = d.parallel + np.asarray(extra_cpu, dtype=float)
     return d
 
 
-def envelope_rows() -> list[dict[str, Any]]:
+def envelope_rows(phi: PhiTable) -> list[dict[str, Any]]:
     """The calibrated envelope: per class and calibration workload, the highest per-core throughput measured."""
-    return list(phi_table().get("envelope", []))
+    return list(phi.get("envelope", []))

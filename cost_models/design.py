@@ -18,7 +18,17 @@ import numpy as np
 
 from specs.errors import InputError, check_range
 from specs.io import load_yaml
-from specs.vocab import DesignClass
+from specs.limits import (
+    MAX_BLOCK_BYTES,
+    MAX_BLOOM_BITS,
+    MAX_BUFFER_BYTES,
+    MAX_HASH_INDEX_BYTES,
+    MAX_SIZE_RATIO,
+    MAX_THREADS,
+    MIN_BLOCK_BYTES,
+    MIN_SIZE_RATIO,
+)
+from specs.vocab import BLOOM_ALLOCATIONS, BloomAllocation, DesignClass, Preset
 
 _DATA = Path(__file__).resolve().parent / "data"
 
@@ -40,24 +50,6 @@ class DesignError(InputError):
     """A malformed design string or an impossible knob value."""
 
 
-#: Size ratio T: at least 2 (a level must outgrow the one above it); at most 1024: the
-#: search's own ladder stops at 64 (solver.space.T_LADDER), 1024 leaves room for hand-made
-#: designs while K, Z <= T - 1 stay far within the engine's 65,536 runs per level.
-MIN_SIZE_RATIO, MAX_SIZE_RATIO = 2, 1024
-#: Bloom bits per key: the engine's range (cosine-config: bloom_bits_per_key in [0, 64]);
-#: 64 bits per key already give a false-positive rate of 1e-13.
-MAX_BLOOM_BITS = 64.0
-#: Block bytes: from 64 (smaller blocks hold no entry with its header) to 16 MiB (the
-#: spec's own ceiling, design.block_bytes; the engine reads at most 65,536 entries per block).
-MIN_BLOCK_BYTES, MAX_BLOCK_BYTES = 64, 1 << 24
-#: Buffer bytes: at most 16 TiB, more memory than any VM of the catalog has (864 GiB).
-MAX_BUFFER_BYTES = float(1 << 44)
-#: Hash-index bytes per key of a hash log: at most 1 MiB (far above any key + location).
-MAX_HASH_INDEX_BYTES = float(1 << 20)
-#: Worker threads: the engine's limit (cosine-config: algorithms.threads in 1..=1024).
-MAX_THREADS = 1024
-#: How filter memory is spread over levels (Monkey: optimal per-level FPRs; uniform: RocksDB's).
-BLOOM_ALLOCATIONS = ("monkey", "uniform")
 #: Spellings of a boolean knob (``lsh=1``, ``all_hot=false``); anything else is an error.
 _BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
@@ -82,7 +74,7 @@ class Design:
     Z: int = 1
     buffer_bytes: float = 64 * 2**20
     bloom_bits: float = 10.0
-    bloom_allocation: str = "monkey"
+    bloom_allocation: BloomAllocation = BloomAllocation.MONKEY
     block_bytes: int = 4096
     lsh: bool = False
     all_hot: bool = False
@@ -105,6 +97,7 @@ class Design:
             raise DesignError(
                 f"bloom_allocation must be {' or '.join(BLOOM_ALLOCATIONS)}, got {self.bloom_allocation!r}"
             )
+        object.__setattr__(self, "bloom_allocation", BloomAllocation(self.bloom_allocation))
         if self.hash_index_bytes is not None:
             check_range("design hash_index_bytes", self.hash_index_bytes, 0.0, MAX_HASH_INDEX_BYTES, lo_open=True)
         check_range("design range_bits", self.range_bits, 0.0, MAX_BLOOM_BITS)
@@ -160,7 +153,7 @@ def parse_size(text: str) -> float:
 def parse_design(text: str) -> Design:
     """Parse a preset name or ``T=8,K=3,Z=1,buffer=1GiB,bloom_bits=10[,block=4096,threads=4,lsh=1]``."""
     text = text.strip()
-    if text in PRESETS:
+    if text in PRESET_DESIGNS:
         return preset(text)
     if not text:
         raise DesignError("empty design")
@@ -178,7 +171,7 @@ def parse_design(text: str) -> Design:
     valid = {f.name for f in fields(Design)} - {"name"}
     for part in text.split(","):
         if "=" not in part:
-            raise DesignError(f"{part.strip()!r} is not key=value (presets: {', '.join(PRESETS)})")
+            raise DesignError(f"{part.strip()!r} is not key=value (presets: {', '.join(PRESET_DESIGNS)})")
         k, v = (s.strip() for s in part.split("=", 1))
         key = aliases.get(k, k)
         if key not in valid:
@@ -214,9 +207,9 @@ def parse_design(text: str) -> Design:
 
 def preset(name: str) -> Design:
     """The paper's baselines as Table 1 and Sec. 7 initialize them."""
-    if name not in PRESETS:
-        raise DesignError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
-    return PRESETS[name]
+    if name not in PRESET_DESIGNS:
+        raise DesignError(f"unknown preset {name!r} (known: {', '.join(PRESET_DESIGNS)})")
+    return PRESET_DESIGNS[Preset(name)]
 
 
 #: FASTER's hash index (paper Sec. 7.2): 64-byte buckets, one per 8 keys, plus 1/2048 overflow.
@@ -225,30 +218,32 @@ FASTER_KEYS_PER_BUCKET = 8
 FASTER_OVERFLOW_RATIO = 2048
 
 
-def _presets() -> dict[str, Design]:
+def _presets() -> dict[Preset, Design]:
     buf = model_constants()["preset_buffer_bytes"]
     return {
         # RocksDB: T=10, K=Z=1, 10 bits/key Bloom filters on every level, fence
         # pointers for every level (no cold levels), 1 GB buffer, 4 KiB blocks.
-        "rocksdb": Design(
+        Preset.ROCKSDB: Design(
             T=10,
             K=1,
             Z=1,
             buffer_bytes=buf,
             bloom_bits=10.0,
-            bloom_allocation="uniform",
+            bloom_allocation=BloomAllocation.UNIFORM,
             block_bytes=4096,
             all_hot=True,
             name="rocksdb",
         ),
         # WiredTiger: B-tree, fanout T=32, no filters, 32 KB leaf pages; the
         # fence-pointer memory decides hot and cold levels.
-        "wiredtiger": Design(T=32, K=1, Z=1, buffer_bytes=buf, bloom_bits=0.0, block_bytes=32768, name="wiredtiger"),
+        Preset.WIREDTIGER: Design(
+            T=32, K=1, Z=1, buffer_bytes=buf, bloom_bits=0.0, block_bytes=32768, name="wiredtiger"
+        ),
         # FASTER: a log-structured hash table (in-memory hash index over a log)
         # whose index is sized, by default, for 1/8 of the keys: N/8 buckets of
         # 64 bytes, (1 + 1/2048) with overflow buckets (paper Sec. 7 "Baselines"
         # and Sec. 7.2: 10^12/8 * 64 * (1 + 1/2048) bytes for 10^12 keys).
-        "faster": Design(
+        Preset.FASTER: Design(
             buffer_bytes=buf,
             bloom_bits=0.0,
             lsh=True,
@@ -259,7 +254,8 @@ def _presets() -> dict[str, Design]:
     }
 
 
-PRESETS: dict[str, Design] = _presets()
+#: The presets' designs, by name (:class:`specs.vocab.Preset`).
+PRESET_DESIGNS: dict[Preset, Design] = _presets()
 
 
 @dataclass
@@ -292,7 +288,7 @@ class DesignBatch:
             Z=np.array([d.Z for d in designs], dtype=float),
             buffer_bytes=np.array([d.buffer_bytes for d in designs], dtype=float),
             bloom_bits=np.array([d.bloom_bits for d in designs], dtype=float),
-            monkey=np.array([d.bloom_allocation == "monkey" for d in designs]),
+            monkey=np.array([d.bloom_allocation == BloomAllocation.MONKEY for d in designs]),
             block_bytes=np.array([d.block_bytes for d in designs], dtype=float),
             lsh=np.array([d.lsh for d in designs]),
             all_hot=np.array([d.all_hot for d in designs]),
@@ -314,7 +310,7 @@ class DesignBatch:
             Z=int(self.Z[i]),
             buffer_bytes=float(self.buffer_bytes[i]),
             bloom_bits=float(self.bloom_bits[i]),
-            bloom_allocation="monkey" if self.monkey[i] else "uniform",
+            bloom_allocation=BloomAllocation.MONKEY if self.monkey[i] else BloomAllocation.UNIFORM,
             block_bytes=int(self.block_bytes[i]),
             lsh=bool(self.lsh[i]),
             all_hot=bool(self.all_hot[i]),

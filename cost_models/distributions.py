@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specs.schema import Distribution
+from specs.vocab import DistributionKind
 
 #: Ratio between consecutive zipfian rank-bucket boundaries.
 ZIPF_BUCKET_GROWTH = 4
@@ -70,12 +71,12 @@ class Marginal:
 
 def marginal(d: Distribution, n_keys: float) -> Marginal:
     """Partitions of one distribution over ``n_keys`` keys."""
-    if d.kind == "uniform":
+    if d.kind == DistributionKind.UNIFORM:
         return Marginal(np.array([1.0]), np.array([1.0]))
-    if d.kind == "skew":
+    if d.kind == DistributionKind.SKEW:
         h, p = d.hot_fraction, d.hot_probability
         return Marginal(np.array([h, 1 - h]), np.array([p, 1 - p]))
-    if d.kind in ("zipfian", "latest"):
+    if d.kind in (DistributionKind.ZIPFIAN, DistributionKind.LATEST):
         n = max(1.0, float(n_keys))
         total = harmonic(n, d.theta)
         bounds = [1.0]
@@ -89,8 +90,8 @@ def marginal(d: Distribution, n_keys: float) -> Marginal:
             prob.append((h_hi - prev_h) / total)
             prev_h = h_hi
         fa, pa = np.array(frac), np.array(prob)
-        return Marginal(fa / fa.sum(), pa / pa.sum(), recency=d.kind == "latest")
-    if d.kind == "normal":
+        return Marginal(fa / fa.sum(), pa / pa.sum(), recency=d.kind == DistributionKind.LATEST)
+    if d.kind == DistributionKind.NORMAL:
         mu, sd = d.mean, d.stddev
         edges = np.arange(mu - 4 * sd, mu + 4 * sd + 1e-12, sd / 2)
         edges = np.unique(np.clip(edges, 0.0, 1.0))
@@ -136,7 +137,7 @@ class Partitions:
 #: Kinds whose partitions run from the hottest keys to the coldest: two of them
 #: describe the *same* hot keys (the paper's one set U_1 of special keys, or
 #: YCSB's one key chooser), so they are aligned rather than independent.
-_POPULARITY_ORDERED = ("skew", "zipfian")
+_POPULARITY_ORDERED = (DistributionKind.SKEW, DistributionKind.ZIPFIAN)
 
 
 def _aligned(a: Marginal, b: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,7 +162,7 @@ def partitions(get: Distribution, put: Distribution, n_keys: float) -> Partition
     """Joint get/put partitions (see the module docstring)."""
     g = marginal(get, n_keys)
     p = marginal(put, n_keys)
-    if put.kind == "latest":
+    if put.kind == DistributionKind.LATEST:
         # Updates to recent keys: as zipfian over recency for the windows; for
         # placement we treat it like zipfian (documented approximation).
         p = Marginal(p.frac, p.prob, recency=False)
@@ -170,11 +171,11 @@ def partitions(get: Distribution, put: Distribution, n_keys: float) -> Partition
         starts = np.concatenate([[0.0], np.cumsum(g.frac)[:-1]])
         rec = np.stack([starts, starts + g.frac], axis=1)
         return Partitions(g.frac, g.prob, g.frac.copy(), rec, p)
-    if get == put or (get.kind == put.kind and get.kind == "latest"):
+    if get == put or (get.kind == put.kind and get.kind == DistributionKind.LATEST):
         frac, pg, pp = g.frac, g.prob, p.prob
-    elif get.kind == "uniform":
+    elif get.kind == DistributionKind.UNIFORM:
         frac, pg, pp = p.frac, p.frac.copy(), p.prob
-    elif put.kind == "uniform":
+    elif put.kind == DistributionKind.UNIFORM:
         frac, pg, pp = g.frac, g.prob, g.frac.copy()
     elif get.kind in _POPULARITY_ORDERED and put.kind in _POPULARITY_ORDERED:
         frac, pg, pp = _aligned(g, p)

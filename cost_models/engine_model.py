@@ -40,12 +40,22 @@ from cost_models.io_model import (
     overwrites_keys,
     wal_pages,
 )
-from cost_models.layout import MAX_LEVELS, Layout, PutStream, index_fanout, level_shape, partial_levels, split_memory
+from cost_models.layout import Layout, PutStream, index_fanout, level_shape, partial_levels, split_memory
+from cost_models.phi import PhiTable, shipped_or
 from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
 from cost_models.windows import window
 from specs.errors import InputError
+from specs.limits import MAX_LEVELS
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
-from specs.vocab import OPERATIONS, WRITE_OPERATIONS, Compaction, DesignClass, RunStrategy
+from specs.vocab import (
+    OPERATIONS,
+    WRITE_OPERATIONS,
+    BloomAllocation,
+    Compaction,
+    DesignClass,
+    DistributionKind,
+    RunStrategy,
+)
 
 E = TypeVar("E", Compaction, RunStrategy)
 P = ParamSpec("P")
@@ -53,9 +63,11 @@ P = ParamSpec("P")
 
 def distribution(d: dict[str, Any]) -> Distribution:
     """A workload.json distribution object as a spec Distribution."""
-    kind = d.get("kind", "uniform")
+    kind = d.get("kind", DistributionKind.UNIFORM)
+    if kind not in set(DistributionKind):
+        raise InputError(f"workload.json: unknown distribution kind {kind!r} (valid: {', '.join(DistributionKind)})")
     kw = {k: float(v) for k, v in d.items() if k != "kind"}
-    return Distribution(kind=kind, **kw)
+    return Distribution(kind=DistributionKind(kind), **kw)
 
 
 def observed_state(shape: dict[str, Any] | None) -> tuple[float, list[tuple[float, float]]] | None:
@@ -110,7 +122,7 @@ def engine_layout(
         Z=int(lay["runs_per_cold_level"]),
         buffer_bytes=float(lay["buffer_bytes"]),
         bloom_bits=float(np.mean(bits)),
-        bloom_allocation="uniform",
+        bloom_allocation=BloomAllocation.UNIFORM,
         block_bytes=int(lay["block_entries"]) * entry,
         lsh=lsh,
     )
@@ -480,11 +492,13 @@ def _io_and_demands(
     frozen: float,
     cpu_scale: float,
     merges: RunMerges | None,
+    phi: PhiTable | None,
 ) -> tuple[IOCost, Demands]:
     """The I/O model's cost and the CPU model's demands of :func:`engine_demands`."""
     io = predict(cfg, workload, shape=shape, end_shape=end_shape, frozen=frozen, merges=merges)
     mix = {k: float(v) for k, v in workload["mix"].items() if float(v) > 0}
     d = demands(
+        shipped_or(phi),
         io,
         engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape)),
         mix,
@@ -508,12 +522,14 @@ def engine_demands(
     frozen: float = 0.0,
     cpu_scale: float = 1.0,
     merges: RunMerges | None = None,
+    phi: PhiTable | None = None,
 ) -> tuple[Demands, float]:
     """The CPU model's demands (S, P, D, G, write stalls) per operation of a configured engine running
     a workload.json on ``device``, and its blocks per operation; ``shape``/``end_shape``/``frozen``/
     ``merges`` as in :func:`predict` (None: the model's expected state); ``cpu_scale``: the
-    host's CPU seconds relative to the calibration host's (:meth:`Demands.scaled`)."""
-    io, d = _io_and_demands(cfg, workload, device, shape, end_shape, frozen, cpu_scale, merges)
+    host's CPU seconds relative to the calibration host's (:meth:`Demands.scaled`); ``phi``: the CPU
+    model's table (None: the shipped one)."""
+    io, d = _io_and_demands(cfg, workload, device, shape, end_shape, frozen, cpu_scale, merges, phi)
     return d, _blocks(io, workload)
 
 
@@ -540,10 +556,11 @@ def engine_breakdown(
     end_shape: dict[str, Any] | None = None,
     cpu_scale: float = 1.0,
     merges: RunMerges | None = None,
+    phi: PhiTable | None = None,
 ) -> EngineBreakdown:
     """:func:`engine_throughput`'s prediction with the demands and I/O cost it came from."""
-    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges)
-    io, d = _io_and_demands(cfg, workload, device, shape, end_shape, f, cpu_scale, merges)
+    f = frozen_buffers(cfg, workload, cores, device, shape, end_shape, cpu_scale, merges, phi)
+    io, d = _io_and_demands(cfg, workload, device, shape, end_shape, f, cpu_scale, merges, phi)
     th = int(workload["threads"])
     x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     return EngineBreakdown(float(x[0]), _blocks(io, workload), d, io)
@@ -563,7 +580,7 @@ def _pair(breakdown: Callable[P, EngineBreakdown]) -> Callable[P, tuple[float, f
 #: running a workload.json with its ``threads`` on at most ``cores`` cores and ``device``;
 #: ``shape``/``end_shape``/``merges`` as in :func:`predict` (None: the model's expected state), with
 #: the frozen buffers the run's own background load leaves (:func:`frozen_buffers`); ``cpu_scale``
-#: as in :func:`engine_demands`. :func:`engine_breakdown` without what the figures are made of.
+#: and ``phi`` as in :func:`engine_demands`. :func:`engine_breakdown` without what the figures are made of.
 engine_throughput = _pair(engine_breakdown)
 
 
@@ -576,6 +593,7 @@ def frozen_buffers(
     end_shape: dict[str, Any] | None = None,
     cpu_scale: float = 1.0,
     merges: RunMerges | None = None,
+    phi: PhiTable | None = None,
 ) -> float:
     """Frozen buffers a lookup finds on average (docs/model.md, "Frozen buffers").
 
@@ -584,7 +602,7 @@ def frozen_buffers(
     predicts without them, a frozen buffer is there for the worker's busy share of the time, and
     ``model_constants: frozen_buffers`` of them while the writers stall (every slot full).
     """
-    d, _ = engine_demands(cfg, workload, device, shape, end_shape, cpu_scale=cpu_scale, merges=merges)
+    d, _ = engine_demands(cfg, workload, device, shape, end_shape, cpu_scale=cpu_scale, merges=merges, phi=phi)
     th = int(workload["threads"])
     args = (device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     x = float(throughput(d, *args)[0])

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cost_models.cpu import envelope_rows
+from cost_models.phi import PhiTable, shipped_or
 from specs.vocab import OPERATIONS
 
 #: Largest total-variation distance between two mixes that counts as comparable
@@ -47,9 +48,9 @@ class Bound:
         return self.per_core_ops is not None and per_core_ops <= self.per_core_ops * (1 + 1e-9)
 
 
-def bound(design_class: str, mix: dict[str, float]) -> Bound:
-    """The envelope of ``design_class`` on ``mix`` (module docstring)."""
-    rows = [r for r in envelope_rows() if r["class"] == design_class]
+def bound(design_class: str, mix: dict[str, float], phi: PhiTable | None = None) -> Bound:
+    """The envelope of ``design_class`` on ``mix`` (module docstring) in ``phi`` (None: the shipped table)."""
+    rows = [r for r in envelope_rows(shipped_or(phi)) if r["class"] == design_class]
     best: Bound = Bound(None, None)
     for row in rows:
         if mix_distance(row["mix"], mix) <= COMPARABLE_MIX and (
@@ -70,13 +71,13 @@ def bound(design_class: str, mix: dict[str, float]) -> Bound:
     return best
 
 
-def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float]) -> dict[str, Any]:
-    """Whether each chosen node's predicted throughput per core lies inside the envelope."""
+def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float], phi: PhiTable | None = None) -> dict[str, Any]:
+    """Whether each chosen node's predicted throughput per core lies inside the envelope (of ``phi``)."""
     nodes = []
     for n in per_node:
         threads = max(int(n.get("threads") or 1), 1)
         per_core = float(n["node_throughput_ops"]) / threads
-        b = bound(n["class"], mix)
+        b = bound(n["class"], mix, phi)
         nodes.append(
             {
                 "vm_type": n["vm_type"],

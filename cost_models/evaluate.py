@@ -19,6 +19,7 @@ from cost_models.design import Design, DesignBatch
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, Structure, Windows, exact_windows, io_costs, overwrites_keys
 from cost_models.layout import Layout, PutStream, derive, uniform_puts
+from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
 from cost_models.windows import ExactWindow
@@ -34,6 +35,7 @@ class NodeEval:
     layout: Layout
     io: IOCost
     io_total: np.ndarray
+    phi: PhiTable  # the CPU model's table the throughputs are priced with
     codec: CodecEffect | None = None  # block compression (None: every level stores blocks as built)
 
     def throughput(
@@ -50,6 +52,7 @@ class NodeEval:
         dev = device or DeviceModel()
         extra = 0.0 if self.codec is None else self.codec.cpu_seconds
         x = node_throughput(
+            self.phi,
             self.io,
             iops,
             NodeShape.of(self.layout),
@@ -141,6 +144,7 @@ def evaluate_designs(
     model: CostModel = CostModel.DISTRIBUTION_AWARE,
     overwrites: bool | None = None,
     shape_puts: PutStream | None = None,
+    phi: PhiTable | None = None,
 ) -> NodeEval:
     """Evaluate every design of ``batch`` on a node holding ``n_keys`` entries and
     ``memory_bytes`` of memory (or each design on its own memory size: an array).
@@ -152,7 +156,8 @@ def evaluate_designs(
     None: whether ``workload`` overwrites. ``shape_puts``: the put stream whose batches shape the
     tree's runs (cost_models.layout.run_fill); None: ``workload``'s own (the put window of
     ``windows`` when given, else the exact one). A perturbed workload is priced on the expected
-    workload's shape (:func:`shape_overwrites`, and the expected workload's stream).
+    workload's shape (:func:`shape_overwrites`, and the expected workload's stream). ``phi``: the
+    CPU model's table (None: the shipped one).
     """
     parts = parts or workload_partitions(workload)
     ow = overwrites_keys(workload.operations) if overwrites is None else overwrites
@@ -160,7 +165,7 @@ def evaluate_designs(
         shape_puts = tree_puts(model, parts, workload, n_keys, windows)
     lay = derive(batch, n_keys, workload.key_bytes, workload.value_bytes, memory_bytes, overwrites=ow, puts=shape_puts)
     io = node_io(model, lay, parts, workload, windows)
-    return NodeEval(lay, io, io.total(workload.operations), codec_effect(batch, lay, io, workload))
+    return NodeEval(lay, io, io.total(workload.operations), shipped_or(phi), codec_effect(batch, lay, io, workload))
 
 
 def codec_effect(batch: DesignBatch, lay: Layout, io: IOCost, workload: Workload) -> CodecEffect | None:
@@ -288,15 +293,17 @@ def evaluate_config(
     storage: StorageChoice | None = None,
     catalog: Catalog | None = None,
     entries_per_node: float | None = None,
+    phi: PhiTable | None = None,
 ) -> ConfigEval:
-    """Evaluate ``count`` VMs of type ``vm`` each running ``design`` on an equal shard."""
+    """Evaluate ``count`` VMs of type ``vm`` each running ``design`` on an equal shard (``phi``: the
+    CPU model's table, None: the shipped one)."""
     catalog = catalog or load_catalog(spec.pricing)
     wl = spec.workload
     n_node = entries_per_node if entries_per_node is not None else wl.entries / count
     memory = usable_bytes(vm.memory_gib, spec.design.memory_headroom)
     threads = vm.vcpu if design.threads is None else design.threads
     batch = DesignBatch.of([design])
-    ne = evaluate_designs(batch, wl, n_node, memory, model=spec.cost_model)
+    ne = evaluate_designs(batch, wl, n_node, memory, model=spec.cost_model, phi=phi)
     lay = ne.layout
     need_gib = float(ne.disk_gib()[0])
     disk_block = float(ne.disk_block(batch)[0])

@@ -21,10 +21,8 @@ from cost_models.design import DesignBatch, model_constants
 from cost_models.distributions import Marginal
 from cost_models.symbolic import compiled
 from cost_models.windows import ExactWindow
+from specs.limits import MAX_LEVELS  # T=2 over 1e15 keys and a one-entry buffer is 50 levels
 from specs.vocab import Compaction, DesignClass, RunStrategy
-
-#: Deepest level count considered; T=2 over 1e15 keys and a one-entry buffer is 50.
-MAX_LEVELS = 64
 
 #: How each class's merges move data and which run a partial merge starts from (render.config
 #: writes them into engine.toml's ``algorithms``; docs/model.md, "Partial compaction"). A B-tree

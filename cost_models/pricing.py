@@ -25,6 +25,7 @@ from typing import Any
 from cost_models import REPO_ROOT
 from specs.errors import InputError
 from specs.io import check_output_file, finite, read_rows, require, write_rows
+from specs.limits import MAX_CLUSTER_SIZE
 from specs.vocab import (
     DEFAULT_PRICE_SET,
     PRICE_SETS,
@@ -495,8 +496,6 @@ class Catalog:
 
 
 _VM_REF = re.compile(r"^(?P<prov>[a-z]+):(?P<name>[^\[\]]+?)(?:\[x(?P<count>\d+)\])?$")
-#: Most VMs one ``--vm`` reference may ask for (the solver's own cluster cap is far lower).
-MAX_VM_COUNT = 100_000
 
 
 def parse_vm_ref(text: str) -> tuple[Provider, str, int]:
@@ -507,8 +506,8 @@ def parse_vm_ref(text: str) -> tuple[Provider, str, int]:
     if m.group("prov") not in PROVIDERS:
         raise CatalogError(f"--vm: unknown provider {m.group('prov')!r} (valid: {', '.join(PROVIDERS)})")
     count = 1 if m.group("count") is None else int(m.group("count"))
-    if not 1 <= count <= MAX_VM_COUNT:
-        raise CatalogError(f"--vm {text!r}: the count must be between 1 and {MAX_VM_COUNT:,}")
+    if not 1 <= count <= MAX_CLUSTER_SIZE:
+        raise CatalogError(f"--vm {text!r}: the count must be between 1 and {MAX_CLUSTER_SIZE:,}")
     return Provider(m.group("prov")), m.group("name").strip(), count
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from cost_models.cpu import Demands, NodeShape, ShapeTerms, node_demands, node_throughput, throughput
 from cost_models.io_model import IOCost
+from cost_models.phi import PhiTable
 from cost_models.symbolic import compiled
 from specs.schema import Spec, Workload
 from specs.vocab import NOISE_OPERATIONS, OPERATIONS
@@ -111,12 +112,12 @@ def kl_worst_case(c: np.ndarray, w: np.ndarray, rho: float) -> np.ndarray:
 
 
 def per_op_costs(
-    io: IOCost, shape: NodeShape, iops: float | np.ndarray, threads: float, scan_length: float
+    phi: PhiTable, io: IOCost, shape: NodeShape, iops: float | np.ndarray, threads: float, scan_length: float
 ) -> np.ndarray:
     """(n, 6) seconds per operation of each type at full parallelism: 1 / X(pure op)."""
     cols = []
     for op in OPERATIONS:
-        x = node_throughput(io, iops, shape, {op: 1.0}, threads, scan_length)
+        x = node_throughput(phi, io, iops, shape, {op: 1.0}, threads, scan_length)
         cols.append(np.where(x > 0, 1.0 / np.maximum(x, 1e-300), np.inf))
     return np.stack(cols, axis=-1)
 
@@ -140,6 +141,7 @@ def perturbed_workload(spec: Spec) -> Workload:
 
 
 def perturbed_demands(
+    phi: PhiTable,
     io: IOCost,
     shape: NodeShape,
     spec: Spec,
@@ -154,10 +156,11 @@ def perturbed_demands(
     if spec.kl_radius is not None and float(spec.kl_radius) > 0:
         return None
     pw = perturbed_workload(spec)
-    return node_demands(io, shape, pw.operations, pw.scan_length, extra_cpu=extra_cpu, terms=terms)
+    return node_demands(phi, io, shape, pw.operations, pw.scan_length, extra_cpu=extra_cpu, terms=terms)
 
 
 def perturbed_throughput(
+    phi: PhiTable,
     io: IOCost,
     shape: NodeShape,
     iops: float | np.ndarray,
@@ -170,10 +173,10 @@ def perturbed_throughput(
     the noisy mix's, or with a KL radius the worst case over the KL ball around it.
     ``extra_cpu`` (codec seconds per operation of the noisy mix) enters the noisy mix's
     throughput; the KL bound prices operations one by one without it."""
-    d = perturbed_demands(io, shape, spec, extra_cpu)
+    d = perturbed_demands(phi, io, shape, spec, extra_cpu)
     if d is not None:
         return throughput(d, iops, threads)
     pw = perturbed_workload(spec)
     rho = float(spec.kl_radius or 0.0)
-    c = per_op_costs(io, shape, iops, threads, pw.scan_length)
+    c = per_op_costs(phi, io, shape, iops, threads, pw.scan_length)
     return 1.0 / np.maximum(kl_worst_case(c, mix_vector(pw.operations), rho), 1e-300)

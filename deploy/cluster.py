@@ -84,7 +84,7 @@ class DeployState:
     recommended_nodes: int
     scale: float
     scale_reason: str
-    wal_sync: str
+    wal_sync: WalSync
     predicted_cloud_ops: float
     predicted_scaled_ops: float
     server_binary: str

@@ -63,7 +63,7 @@ class ClusterPlan:
     nodes: list[NodePlan]
     scale: float
     scale_reason: str
-    wal_sync: str
+    wal_sync: WalSync
     predicted_cloud_ops: float  # the solution's predicted cluster throughput
     predicted_node_ops: float  # its mean per node
 
@@ -157,7 +157,7 @@ def plan_cluster(
     for i, d in enumerate(chosen):
         name = f"{sol['spec']} on {sol['provider']}:{d['vm_type']} (node {i} of {n}, memory x{s:.4g})"
         secs = engine_sections(
-            d, wl.key_bytes, wl.value_bytes, wl.operations, name, vcpu=vcpu, wal_sync=str(wal_sync), scale=s
+            d, wl.key_bytes, wl.value_bytes, wl.operations, name, vcpu=vcpu, wal_sync=wal_sync, scale=s
         )
         header = f"Rendered by `cosine deploy` from {path}: {name}"
         plans.append(
@@ -178,7 +178,7 @@ def plan_cluster(
         nodes=plans,
         scale=s,
         scale_reason=why,
-        wal_sync=str(wal_sync),
+        wal_sync=wal_sync,
         predicted_cloud_ops=predicted,
         predicted_node_ops=predicted / recommended,
     )

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT, cpu_count
-from cost_models.design import MAX_THREADS as ENGINE_MAX_THREADS
 from cost_models.transient import RunMerges
 from render.config import to_toml
 from render.workspace import RENDER_META
 from specs.errors import InputError, check_range
 from specs.io import read_json
-from specs.schema import MAX_ENTRIES, Spec
+from specs.limits import MAX_ENTRIES
+from specs.limits import MAX_THREADS as ENGINE_MAX_THREADS
+from specs.schema import Spec
 from specs.vocab import Operation
 
 TEMPLATE = REPO_ROOT / "engine-template"

@@ -14,6 +14,7 @@ from cost_models.cpu import (
 from cost_models.engine_model import (
     engine_throughput,
 )
+from cost_models.phi import PhiTable
 from measure.calibrate.checks import accuracy
 from measure.calibrate.plan import CLASS_DESIGNS, Plan, thread_counts
 from measure.calibrate.samples import free_throughput
@@ -37,10 +38,18 @@ from specs.schema import Spec
 FIG4B_WORKLOADS = ("mixed_25", "ycsb_a", "ycsb_b", "ycsb_f")
 
 
-def fig4b_ops(plan: Plan, secs: dict[str, Any], spec: Spec, threads: int, cores: int, cpu_scale: float = 1.0) -> int:
+def fig4b_ops(
+    plan: Plan,
+    secs: dict[str, Any],
+    spec: Spec,
+    threads: int,
+    cores: int,
+    cpu_scale: float = 1.0,
+    phi: PhiTable | None = None,
+) -> int:
     """Operations of one Fig. 4B run on the local device (:func:`covering_ops` of the plan's)."""
     wl = workload_json(spec, plan.fig4b_records, plan.fig4b_ops, threads)
-    x, _ = engine_throughput(secs, wl, cores, cpu_scale=cpu_scale)
+    x, _ = engine_throughput(secs, wl, cores, cpu_scale=cpu_scale, phi=phi)
     return covering_ops(plan.fig4b_ops, secs, wl, None, x)
 
 
@@ -51,13 +60,15 @@ def fig4b(
     device: DeviceModel | None = None,
     warmup: bool = False,
     cpu_scale: float = 1.0,
+    phi: PhiTable | None = None,
 ) -> list[dict[str, Any]]:
     """Paper Fig. 4B on the grid's class presets (the paper's ~1% buffer, not the calibration's),
     at a size the calibration did not use: predicted vs measured throughput, median of
     ``plan.repeats`` runs, per (class, mixed workload, threads). ``warmup``: run
     :func:`steady_warmup` operations unmeasured (and unthrottled) first. ``cpu_scale``: the
     model's CPU seconds scaled to this host (:func:`host_speed`); each row also holds the
-    table's own prediction (``predicted_table_ops``)."""
+    table's own prediction (``predicted_table_ops``). ``phi``: the CPU model's table (None: the
+    shipped one)."""
     grid = designs(plan.fig4b_records, quick=True, optima=False)
     n = plan.fig4b_records
     rows = []
@@ -70,7 +81,7 @@ def fig4b(
             spec = shipped_spec(w)
             for th in thread_counts():
                 text = config_text(secs, th)
-                ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores, cpu_scale)
+                ops = plan.fig4b_ops if device is not None else fig4b_ops(plan, secs, spec, th, cores, cpu_scale, phi)
                 wl = workload_json(spec, n, ops, th)
                 if warmup:
                     wl.update(steady_warmup(secs, wl))
@@ -89,10 +100,12 @@ def fig4b(
                     dev = device or LOCAL_DEVICE
                     state = (rep["load"]["shape"], rep.get("stats"))
                     deep = run_merges(rep)
-                    x, b = engine_throughput(secs, ran, cores, dev, *state, cpu_scale=cpu_scale, merges=deep)
+                    x, b = engine_throughput(secs, ran, cores, dev, *state, cpu_scale=cpu_scale, merges=deep, phi=phi)
                     preds.append(x)
                     tabled.append(
-                        x if cpu_scale == 1.0 else engine_throughput(secs, ran, cores, dev, *state, merges=deep)[0]
+                        x
+                        if cpu_scale == 1.0
+                        else engine_throughput(secs, ran, cores, dev, *state, merges=deep, phi=phi)[0]
                     )
                     blocks.append(b)
                     ios.append(device_ios(rep))

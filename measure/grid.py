@@ -13,7 +13,7 @@ from typing import Any
 from cost_models.range_filter import allocate
 from render.config import engine_sections, preset_design_entry
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, SPEC_DIR, Spec, load_spec, parse_spec
-from specs.vocab import OPERATIONS, PRESETS, DesignClass, Operation, WalSync
+from specs.vocab import OPERATIONS, PRESETS, Compaction, DesignClass, FilePicking, Operation, RunStrategy, WalSync
 
 #: Record shape of every measurement: YCSB-like 16-byte keys and 100-byte values.
 KEY, VALUE = 16, 100
@@ -110,7 +110,7 @@ def designs(records: int, quick: bool, optima: bool = True) -> dict[str, dict[st
         "hot": (0, 1, 4),
         "B": (2, 4, 16, 32),
         "cache": (0.05, 0.2),
-        "compaction": ("full", "partial"),
+        "compaction": (Compaction.FULL, Compaction.PARTIAL),
         # issue 17: every level's blocks compressed; a range filter in the hot levels
         "codec": ("lz4", "zstd:3"),
         "range_bits": (8.0, 16.0),
@@ -146,8 +146,8 @@ def designs(records: int, quick: bool, optima: bool = True) -> dict[str, dict[st
             "algorithms": {
                 "filter_granularity": "file",
                 "compaction": p["compaction"],
-                "run_strategy": "fullest",
-                "file_picking": "dense_fp",
+                "run_strategy": RunStrategy.FULLEST,
+                "file_picking": FilePicking.DENSE_FP,
                 "merge_threshold": 1.0,
                 "full_compaction_levels": 1,
                 "file_entries": 65536,

@@ -20,9 +20,11 @@ from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel, usable_cores
 from cost_models.design import Design, allowed_classes
 from cost_models.evaluate import NodeEval, evaluate_designs, workload_partitions
+from cost_models.phi import PhiTable
 from render.config import engine_sections, local_entry
 from solver.space import grid_for
 from specs.schema import Spec
+from specs.vocab import WalSync
 
 #: Block sizes the local pick searches besides the spec's ``design.block_bytes`` (default 4 and
 #: 32 KiB, a cloud-solve speed compromise: each size multiplies the solver's grid). In the ranking of
@@ -45,6 +47,7 @@ def best_design(
     threads: int,
     device: DeviceModel = LOCAL_DEVICE,
     grown_keys: float | None = None,
+    phi: PhiTable | None = None,
 ) -> tuple[Design, dict]:
     """(design, solution-style design entry) maximizing the node's throughput.
 
@@ -63,7 +66,7 @@ def best_design(
 
     def scored(n: float) -> tuple[np.ndarray, NodeEval]:
         wl = replace(spec.workload, entries=int(n))
-        ne = evaluate_designs(batch, wl, n, memory_bytes, workload_partitions(wl), model=spec.cost_model)
+        ne = evaluate_designs(batch, wl, n, memory_bytes, workload_partitions(wl), model=spec.cost_model, phi=phi)
         return ne.throughput(wl, device.iops, threads, cores=cores, device=device), ne
 
     x, ne = scored(n_keys)
@@ -83,7 +86,7 @@ def local_engine_toml(
     threads: int,
     device: DeviceModel = LOCAL_DEVICE,
     name: str | None = None,
-    wal_sync: str = "group_commit",
+    wal_sync: WalSync = WalSync.GROUP_COMMIT,
 ) -> tuple[dict[str, Any], dict]:
     """engine.toml sections of the best local design, and its design entry."""
     _, entry = best_design(spec, n_keys, memory_bytes, threads, device)

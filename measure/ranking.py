@@ -34,6 +34,7 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.design import Design, DesignBatch
 from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
+from cost_models.phi import PhiTable
 from measure.calibrate.samples import free_throughput
 from measure.cores import on_two_cores
 from measure.cycle import buffered_warmup, covering_ops, steady_warmup
@@ -100,12 +101,18 @@ PICK_ROUNDS = 3
 
 
 def design_sets(
-    records: int, memory: float, threads: int, device: DeviceModel, plan: RunPlan | None = None
+    records: int,
+    memory: float,
+    threads: int,
+    device: DeviceModel,
+    plan: RunPlan | None = None,
+    phi: PhiTable | None = None,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Per workload: design name -> engine.toml sections. ``plan``: how each design will be run;
     the pick is then chosen for the most keys its run holds (its warm-up's and its own inserts
     grow the store: :func:`measure.local.best_design`'s ``grown_keys``), which depend on the
-    pick's plan: chosen again until they stay (at most :data:`PICK_ROUNDS` times)."""
+    pick's plan: chosen again until they stay (at most :data:`PICK_ROUNDS` times). ``phi``: the CPU
+    model's table the designs are chosen with (None: the shipped one)."""
     grid = designs(records, quick=False, optima=False)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for w in WORKLOADS:
@@ -113,7 +120,7 @@ def design_sets(
         wl = spec.workload
         grown = float(records)
         for _ in range(PICK_ROUNDS):
-            pick, entry = best_design(spec, records, memory, threads, device, grown_keys=grown)
+            pick, entry = best_design(spec, records, memory, threads, device, grown_keys=grown, phi=phi)
             if plan is None:
                 break
             secs = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, PICK, threads)
@@ -124,7 +131,7 @@ def design_sets(
         sets: dict[str, dict[str, Any]] = {str(p): grid[p] for p in PRESETS}
         sets[PICK] = _sections(entry, wl.key_bytes, wl.value_bytes, wl.operations, PICK, threads)
         cand = neighbours(pick)
-        ne = evaluate_designs(DesignBatch.of([d for _, d in cand]), wl, records, memory)
+        ne = evaluate_designs(DesignBatch.of([d for _, d in cand]), wl, records, memory, phi=phi)
         for i, (name, d) in enumerate(cand):
             if not ne.layout.feasible[i]:
                 continue
@@ -160,13 +167,14 @@ class RunPlan:
     device: DeviceModel
     warmup: bool
     cpu_scale: float
+    phi: PhiTable | None = None  # the CPU model's table (None: the shipped one)
 
     def workload(self, spec: Spec, secs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(engine.toml sections with the plan's threads and device, workload.json) of a design."""
         secs = {**secs, "algorithms": {**secs["algorithms"], "threads": self.threads}}
         secs["device"] = device_section(self.device)
         base = workload_json(spec, self.records, self.operations, self.threads)
-        x, _ = engine_throughput(secs, base, self.cores, self.device, cpu_scale=self.cpu_scale)
+        x, _ = engine_throughput(secs, base, self.cores, self.device, cpu_scale=self.cpu_scale, phi=self.phi)
         ops = covering_ops(self.operations, secs, base, self.device, x)
         if secs["design"]["class"] == "lsh":  # a hash log's scan walks every key
             ops = scan_capped_ops(ops, self.records, spec.workload.operations.get("range", 0.0))

@@ -27,7 +27,7 @@ from cost_models.windows import ExactWindow, window
 from measure.engine import TEMPLATE, build
 from render.config import to_toml
 from specs.schema import Distribution
-from specs.vocab import Operation
+from specs.vocab import Compaction, DistributionKind, FilePicking, Operation, RunStrategy
 
 #: Entries of the preset the studies start from (16-byte keys, 100-byte values).
 ENTRY_BYTES = 116
@@ -46,7 +46,9 @@ def preset(name: str = "hybrid") -> dict[str, Any]:
     return tomllib.loads(out.stdout)
 
 
-def study_config(compaction: str, K: int, T: int, files: int, picking: str = "dense_fp") -> dict[str, Any]:
+def study_config(
+    compaction: Compaction, K: int, T: int, files: int, picking: FilePicking = FilePicking.DENSE_FP
+) -> dict[str, Any]:
     """A small tree (256-entry buffer, 8-entry blocks) with the given merge policy: K runs above
     the last level, one at the last, merges at full capacity, partial merges from the oldest run."""
     cfg = preset()
@@ -63,7 +65,7 @@ def study_config(compaction: str, K: int, T: int, files: int, picking: str = "de
         merge_threshold=1.0,
         full_compaction_levels=1,
         file_picking=picking,
-        run_strategy="first",
+        run_strategy=RunStrategy.FIRST,
     )
     return cfg
 
@@ -84,7 +86,11 @@ def tree_config(T: int, K: int, Z: int) -> dict[str, Any]:
         block_entries=8,
     )
     cfg["algorithms"].update(
-        compaction="full", file_entries=1 << 20, merge_threshold=1.0, full_compaction_levels=1, run_strategy="first"
+        compaction=Compaction.FULL,
+        file_entries=1 << 20,
+        merge_threshold=1.0,
+        full_compaction_levels=1,
+        run_strategy=RunStrategy.FIRST,
     )
     return cfg
 
@@ -135,7 +141,7 @@ def sim_puts(n_keys: int, zipf: float | None = None) -> PutStream:
     ``n_keys`` loaded keys: uniform, or zipfian of skew ``zipf`` (rank = insertion order)."""
     if zipf is None:
         return uniform_puts(n_keys)
-    return ExactWindow(marginal(Distribution(kind="zipfian", theta=zipf), n_keys), n_keys, 0.0)
+    return ExactWindow(marginal(Distribution(kind=DistributionKind.ZIPFIAN, theta=zipf), n_keys), n_keys, 0.0)
 
 
 def steady_state(cfg: dict[str, Any], universe: int, before: int, measured: int) -> tuple[float, float]:

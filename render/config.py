@@ -14,8 +14,9 @@ from cost_models.cpu import DeviceModel
 from cost_models.design import Design, DesignBatch, model_constants, preset
 from cost_models.evaluate import design_entry
 from cost_models.layout import CLASS_COMPACTION, Layout, derive
+from cost_models.phi import PhiTable
 from specs.errors import InputError
-from specs.vocab import Compaction, DesignClass, DeviceKind, WalRecovery
+from specs.vocab import Compaction, DesignClass, DeviceKind, FilePicking, WalRecovery, WalSync
 
 #: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
 #: point where Equation 2 converges").
@@ -32,14 +33,16 @@ DEVICE_BURST_SECONDS = 0.005
 UNLIMITED_MIB_S = 1e6
 
 
-def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
-    """Smallest eta whose Amdahl speed-up is within THREAD_GAIN of all cores' (phi of the mix's CPU time)."""
+def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int, table: PhiTable | None = None) -> int:
+    """Smallest eta whose Amdahl speed-up is within THREAD_GAIN of all cores' (phi of the mix's CPU
+    time, from ``table``; None: the shipped one)."""
     import numpy as np
 
     from cost_models.cpu import workload_phi
+    from cost_models.phi import shipped_or
     from cost_models.symbolic import compiled
 
-    phi = float(workload_phi(np.array([DesignClass(cls).code]), mix)[0])
+    phi = float(workload_phi(shipped_or(table), np.array([DesignClass(cls).code]), mix)[0])
     g = compiled()["amdahl"]
     full = float(g(phi, float(vcpu)))
     for eta in range(1, vcpu + 1):
@@ -54,11 +57,11 @@ def threads_from_phi(cls: str, mix: dict[str, float], vcpu: int) -> int:
 #: the model prices it: picking the first file drains the low end of the key space and its
 #: files then span sparse and dense ranges at once (7x the merge blocks, cosine-sim;
 #: tests/test_partial_compaction.py). The hash log garbage-collects its oldest flushed segment.
-FILE_PICKING: dict[DesignClass, str] = {
-    DesignClass.LSM: "dense_fp",
-    DesignClass.BTREE: "dense_fp",
-    DesignClass.HYBRID: "dense_fp",
-    DesignClass.LSH: "oldest_flushed",
+FILE_PICKING: dict[DesignClass, FilePicking] = {
+    DesignClass.LSM: FilePicking.DENSE_FP,
+    DesignClass.BTREE: FilePicking.DENSE_FP,
+    DesignClass.HYBRID: FilePicking.DENSE_FP,
+    DesignClass.LSH: FilePicking.OLDEST_FLUSHED,
 }
 
 
@@ -114,7 +117,7 @@ def engine_sections(
     mix: dict[str, float],
     name: str,
     vcpu: int | None = None,
-    wal_sync: str = "group_commit",
+    wal_sync: WalSync = WalSync.GROUP_COMMIT,
     scale: float = 1.0,
     device: DeviceModel | None = None,
 ) -> dict[str, dict]:

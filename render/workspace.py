@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT
-from cost_models.design import PRESETS
 from render.config import engine_sections, preset_design_entry, storage_device, to_toml
 from specs.errors import InputError
 from specs.io import check_output_dir, to_json, write_bytes, write_text
+from specs.vocab import PRESETS, WalSync
 
 TEMPLATE = REPO_ROOT / "engine-template"
 MARKER = ".cosine-render"
@@ -79,7 +79,7 @@ def _prepare(out: Path) -> None:
     write_text(out / MARKER, "rendered by cosine render; safe to overwrite with another render\n")
 
 
-def render_solution(solution_path: Path, out: Path, *, wal_sync: str = "group_commit") -> list[Path]:
+def render_solution(solution_path: Path, out: Path, *, wal_sync: WalSync = WalSync.GROUP_COMMIT) -> list[Path]:
     """Render every VM type's design of a solution.json into a workspace."""
     from cost_models.pricing import load_catalog
     from solver.rundir import read_solution
@@ -123,7 +123,7 @@ def render_preset(
     value_bytes: int = 100,
     records: float = 1e6,
     memory_bytes: float = 2 * 2**30,
-    wal_sync: str = "group_commit",
+    wal_sync: WalSync = WalSync.GROUP_COMMIT,
 ) -> Path:
     """Render one of the paper's baselines (rocksdb | wiredtiger | faster)."""
     if name not in PRESETS:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from cost_models.cpu import LOOKUP_SLOPES
+from cost_models.phi import LOOKUP_SLOPES
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS
 
 if TYPE_CHECKING:

@@ -175,7 +175,7 @@ def _evaluate_nodes(
                     batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model, overwrites=shaped, shape_puts=wins[0]
                 )
             )
-            f.xp = float(perturbed_throughput(pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
+            f.xp = float(perturbed_throughput(pe.phi, pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
     return out
 
 

@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from solver.reeval_cache import ReevalCache
 
 DEFAULT_BANDS = 40
-PRESETS = ("rocksdb", "wiredtiger", "faster")
 
 
 def band_grid(lo: float, hi: float, bands: int, include: float | None = None) -> np.ndarray:

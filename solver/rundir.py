@@ -26,19 +26,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cost_models.design import (
-    BLOOM_ALLOCATIONS,
+from specs.errors import InputError, check_range
+from specs.io import finite, read_json, read_rows, require, to_json, write_json, write_rows, write_text
+from specs.limits import (
     MAX_BLOCK_BYTES,
     MAX_BLOOM_BITS,
     MAX_BUFFER_BYTES,
+    MAX_CLUSTER_SIZE,
+    MAX_ENTRIES,
+    MAX_LEVELS,
     MAX_SIZE_RATIO,
     MAX_THREADS,
     MIN_BLOCK_BYTES,
 )
-from specs.errors import InputError, check_range
-from specs.io import finite, read_json, read_rows, require, to_json, write_json, write_rows, write_text
-from specs.schema import MAX_ENTRIES
-from specs.vocab import DESIGN_CLASSES, PRESETS, PRICE_SETS, PROVIDERS, BackendName, Method, SolverStatus
+from specs.vocab import (
+    BLOOM_ALLOCATIONS,
+    DESIGN_CLASSES,
+    PRESETS,
+    PRICE_SETS,
+    PROVIDERS,
+    BackendName,
+    Method,
+    SolverStatus,
+)
 
 if TYPE_CHECKING:
     from solver.frontier import Frontier, Point
@@ -246,7 +256,7 @@ def _check_design(where: str, d: Any, vm_names: set[str]) -> None:
         raise InputError(f"{where}.lsh: must be true or false, got {d['lsh']!r}")
     if d["bloom_allocation"] not in BLOOM_ALLOCATIONS:
         raise InputError(f"{where}.bloom_allocation: must be {' or '.join(BLOOM_ALLOCATIONS)}")
-    check_range(f"{where}.count", d["count"], 1, MAX_VM_COUNT, integer=True)
+    check_range(f"{where}.count", d["count"], 1, MAX_CLUSTER_SIZE, integer=True)
     check_range(f"{where}.T", d["T"], 2, MAX_SIZE_RATIO, integer=True)
     check_range(f"{where}.K", d["K"], 1, max(1, d["T"] - 1), integer=True)
     check_range(f"{where}.Z", d["Z"], 1, max(1, d["T"] - 1), integer=True)
@@ -285,10 +295,6 @@ DESIGN_KEYS = (
     "bloom_bits_per_level",
     "bloom_allocation",
 )
-#: Most levels a design may have (the engine's limit on hot levels; 2^64 entries need fewer).
-MAX_LEVELS = 64
-#: Largest VM count of one design entry (the spec's design.max_cluster_size is at most 1000).
-MAX_VM_COUNT = 1000
 
 
 def read_solution(path: Path) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
     DEFAULT_BANDS,
-    PRESETS,
     Frontier,
     Point,
     baselines,
@@ -40,7 +39,7 @@ from solver.tables.context import Tables
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file, clean
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
-from specs.vocab import SLA_FEATURES, BindingResource, Method, Provider
+from specs.vocab import PRESETS, SLA_FEATURES, BindingResource, Method, Provider
 
 
 @dataclass

@@ -161,11 +161,6 @@ def code_version(modules: tuple[str, ...] = _CODE_FILES) -> str:
     h = hashlib.sha256()
     for p in code_files(modules):
         h.update(str(p.relative_to(_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
-    from cost_models.cpu import TABLE_ENV
-
-    other = os.environ.get(TABLE_ENV)  # another phi table (cost_models.cpu.using_table) decides the values too
-    if other:
-        h.update(b"phi table\0" + Path(other).read_bytes() + b"\0")
     return h.hexdigest()
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from cost_models.design import MAX_BLOCK_BYTES, MAX_SIZE_RATIO, MIN_SIZE_RATIO
 from specs.errors import InputError
+from specs.limits import MAX_BLOCK_BYTES, MAX_CLUSTER_SIZE, MAX_ENTRIES, MAX_SIZE_RATIO, MIN_BLOCK_BYTES, MIN_SIZE_RATIO
 from specs.vocab import (
     COST_MODELS,
     DEFAULT_PRICE_SET,
@@ -26,6 +26,7 @@ from specs.vocab import (
     PROVIDERS,
     SLA_FEATURES,
     CostModel,
+    DistributionKind,
 )
 
 #: The folder of the shipped specs (``specs/NAME.yaml``).
@@ -51,8 +52,6 @@ MAX_SPEC_BYTES = 1 << 20
 #: YAML aliases allowed per file (anchors are handy for sharing a distribution;
 #: a "billion laughs" file needs many more).
 MAX_ALIASES = 50
-#: Entries above this are rejected as absurd (1e15 x 1 KiB = 1 EB).
-MAX_ENTRIES = 1e15
 #: Key bytes: the engine's limit (cosine-config: layout.key_bytes in 1..=4096).
 MAX_KEY_BYTES = 4096
 #: Smallest design.memory_step: buffer rungs 1 + 10 x 0.01 = 1.1 apart (the paper's default
@@ -73,8 +72,6 @@ DEFAULT_SCAN_LENGTH = 50.5
 #: tolerance: the robust choice keeps within 10% of the best perturbed-workload
 #: throughput at its budget (docs/solver.md).
 DEFAULT_ROBUST_TOLERANCE = 0.1
-#: Most nodes ``design.max_cluster_size`` may ask for.
-MAX_CLUSTER_SIZE = 1_000_000
 #: Key values an empty range spans when the spec names none: the engine driver's
 #: default (cosine-bench ``DEFAULT_EMPTY_RANGE_WIDTH``), a short range of the paper's Fig. 5H.
 DEFAULT_EMPTY_RANGE_WIDTH = 64
@@ -82,12 +79,13 @@ DEFAULT_EMPTY_RANGE_WIDTH = 64
 #: 2^20 key values keeps the model's exact average over range alignments cheap.
 MAX_EMPTY_RANGE_WIDTH = 1 << 20
 
-DISTRIBUTION_KINDS: dict[str, dict[str, float | None]] = {
-    "uniform": {},
-    "zipfian": {"theta": 0.99},
-    "skew": {"hot_fraction": None, "hot_probability": None},
-    "normal": {"mean": 0.5, "stddev": None},
-    "latest": {"theta": 0.99},
+#: Each distribution kind's parameters and their defaults (None: required).
+DISTRIBUTION_KINDS: dict[DistributionKind, dict[str, float | None]] = {
+    DistributionKind.UNIFORM: {},
+    DistributionKind.ZIPFIAN: {"theta": 0.99},
+    DistributionKind.SKEW: {"hot_fraction": None, "hot_probability": None},
+    DistributionKind.NORMAL: {"mean": 0.5, "stddev": None},
+    DistributionKind.LATEST: {"theta": 0.99},
 }
 
 
@@ -107,7 +105,7 @@ class SpecError(InputError):
 class Distribution:
     """A key distribution as the user wrote it (mapped to partitions in cost_models)."""
 
-    kind: str = "uniform"
+    kind: DistributionKind = DistributionKind.UNIFORM
     theta: float = 0.99
     hot_fraction: float = 0.0
     hot_probability: float = 0.0
@@ -397,7 +395,7 @@ def _distribution(where: str, v: Any) -> Distribution:
             _join(where, "kind"),
             f"unknown distribution {kind!r} (valid: {', '.join(DISTRIBUTION_KINDS)}){hint}",
         )
-    params = DISTRIBUTION_KINDS[kind]
+    params = DISTRIBUTION_KINDS[DistributionKind(kind)]
     required = [k for k, default in params.items() if default is None]
     _check_keys(where, d, ["kind", *params], required)
     vals: dict[str, float] = {}
@@ -416,7 +414,7 @@ def _distribution(where: str, v: Any) -> Distribution:
             vals[k] = _number(w, raw, lo=0.0, hi=1.0)
         elif k == "stddev":
             vals[k] = _number(w, raw, lo=0.0, lo_open=True, hi=1.0)
-    return Distribution(kind=kind, **vals)
+    return Distribution(kind=DistributionKind(kind), **vals)
 
 
 def _workload(v: Any) -> Workload:
@@ -465,8 +463,8 @@ def _workload(v: Any) -> Workload:
     dist = w.get("distribution", {})
     dist = _mapping("workload.distribution", dist)
     _check_keys("workload.distribution", dist, ["get", "put"], [])
-    get_d = _distribution("workload.distribution.get", dist.get("get", {"kind": "uniform"}))
-    put_d = _distribution("workload.distribution.put", dist.get("put", {"kind": "uniform"}))
+    get_d = _distribution("workload.distribution.get", dist.get("get", {"kind": DistributionKind.UNIFORM}))
+    put_d = _distribution("workload.distribution.put", dist.get("put", {"kind": DistributionKind.UNIFORM}))
 
     compressibility = _number("workload.compressibility", w.get("compressibility", 1.0), lo=0.0, lo_open=True, hi=1.0)
     width = int(
@@ -527,7 +525,8 @@ def _design(v: Any) -> DesignSpace:
     if len(bb) > MAX_BLOCK_SIZES:
         raise SpecError("design.block_bytes", f"lists {len(bb)} block sizes, at most {MAX_BLOCK_SIZES}")
     blocks = tuple(
-        int(_number(f"design.block_bytes[{i}]", x, lo=512, hi=MAX_BLOCK_BYTES, integer=True)) for i, x in enumerate(bb)
+        int(_number(f"design.block_bytes[{i}]", x, lo=MIN_BLOCK_BYTES, hi=MAX_BLOCK_BYTES, integer=True))
+        for i, x in enumerate(bb)
     )
     if len(set(blocks)) != len(blocks):
         raise SpecError("design.block_bytes", "lists a block size twice")

@@ -49,9 +49,6 @@ class CodecName(StrEnum):
     ZSTD = "zstd"
 
 
-CODEC_NAMES: tuple[CodecName, ...] = tuple(CodecName)
-
-
 class DesignClass(StrEnum):
     """The layout classes of Algorithm 3 (codes 0..3 in vectorized tables, in this order)."""
 
@@ -79,6 +76,27 @@ class Compaction(StrEnum):
     FULL = "full"  # a whole level at a time, rewriting the whole target run
     PARTIAL = "partial"  # one file (plus its overlaps in older runs), rewriting only the overlapping target files
     HYBRID = "hybrid"  # full from levels 1..=full_compaction_levels, partial below
+
+
+class FilePicking(StrEnum):
+    """Which file a partial merge moves (engine.toml ``algorithms.file_picking``, Table 1 row 13;
+    engine-template cosine-config ``FilePicking``)."""
+
+    OLDEST_MERGED = "oldest_merged"  # the file least recently produced by a merge
+    OLDEST_FLUSHED = "oldest_flushed"  # the file holding the oldest flushed data
+    DENSE_FP = "dense_fp"  # the densest fence pointers (most entries per unit of key range)
+    SPARSE_FP = "sparse_fp"  # the sparsest fence pointers
+    CHOOSE_FIRST = "choose_first"  # the first file in key order
+
+
+class BloomAllocation(StrEnum):
+    """How filter memory is spread over levels (a design's ``bloom_allocation``)."""
+
+    MONKEY = "monkey"  # optimal per-level false-positive rates (Dayan et al. 2017)
+    UNIFORM = "uniform"  # the same bits per key at every level, as RocksDB
+
+
+BLOOM_ALLOCATIONS: tuple[BloomAllocation, ...] = tuple(BloomAllocation)
 
 
 class RunStrategy(StrEnum):
@@ -156,6 +174,8 @@ class CatalogKind(StrEnum):
 
 
 class DistributionKind(StrEnum):
+    """A key distribution of a spec (``workload.distribution.get|put.kind``)."""
+
     UNIFORM = "uniform"
     ZIPFIAN = "zipfian"
     SKEW = "skew"

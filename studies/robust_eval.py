@@ -31,6 +31,7 @@ from cost_models.robust import kl_divergence, kl_worst_case
 from specs.errors import InputError, check_range
 from specs.io import write_records
 from specs.schema import Distribution
+from specs.vocab import BloomAllocation, DistributionKind
 
 ENDURE_ENTRIES = 10_000_000
 ENDURE_KEY, ENDURE_VALUE = 16, 1008  # 1 KiB entries
@@ -74,7 +75,7 @@ def design_space(entries: int = ENDURE_ENTRIES) -> list[Design]:
                         Z=K,
                         buffer_bytes=buf,
                         bloom_bits=bits,
-                        bloom_allocation="monkey",
+                        bloom_allocation=BloomAllocation.MONKEY,
                         block_bytes=ENDURE_BLOCK,
                         all_hot=True,
                         name=f"T{T}{'t' if tiered else 'l'}",
@@ -99,7 +100,7 @@ def cost_vectors(
 ) -> np.ndarray:
     """(n, 4) I/O per (empty read, read, range, write) for each design."""
     lay = endure_layout(designs, entries, key, value)
-    uni = Distribution("uniform")
+    uni = Distribution(DistributionKind.UNIFORM)
     parts = partitions(uni, uni, entries)
     # writes are unique inserts (ENDURE: "Writes are unique")
     io = io_costs(lay, parts, {"get": 0.5, "insert": 0.5}, scan_length=float(lay.B[0]))

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from cost_models.cpu import DeviceModel
 from cost_models.engine_model import engine_throughput
+from cost_models.phi import load_phi
 from measure.engine import model_prediction, run_scratch, workload_json
 from measure.grid import designs, mix_spec
 from measure.validate import check_device
@@ -79,7 +80,9 @@ def test_the_volumes_bytes_count_index_blocks_at_their_own_size(engine_binary) -
     wl = workload_json(mix_spec({"get": 1.0}), 20_000, 600, 1)
     rep = run_scratch(to_toml(secs), wl, "device-bytes")
     shape, end = rep["load"]["shape"], rep.get("stats")
-    d = demands(predict(secs, wl, shape=shape, end_shape=end), engine_shape(secs, 20_000), {"get": 1.0}, 1.0)
+    d = demands(
+        load_phi(), predict(secs, wl, shape=shape, end_shape=end), engine_shape(secs, 20_000), {"get": 1.0}, 1.0
+    )
     measured_bytes = rep["device"]["bytes"] / rep["device"]["ios"]
     assert float(d.io_bytes[0] / d.io[0]) == pytest.approx(measured_bytes, rel=0.1)
     predicted, _ = engine_throughput(secs, wl, 2, dev, shape, end)

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from cli import app
-from cost_models.cpu import MEMTABLE_DESCENTS, PHI_TABLE, curve_at, phi_table, using_table
+from cost_models.cpu import MEMTABLE_DESCENTS, curve_at
+from cost_models.phi import PHI_TABLE, load_phi
 from measure.calibrate import CalibrationError
 from measure.calibrate.fit import PHI_NOISE, fit
 from measure.calibrate.operation import fit_operation
@@ -216,8 +217,8 @@ def test_the_table_is_written_from_measured_samples(tmp_path: Path) -> None:
     doc = yaml.safe_load(table.read_text())
     assert {row["kind"] for row in doc["envelope"]} <= {str(k) for k in CalibrationRun}
     assert {row["class"] for row in doc["envelope"]} == set(CLASS_DESIGNS)
-    with using_table(table):  # the model reads what the calibration wrote, every term included
-        assert phi_table()["classes"]["lsm"]["concurrent_cpu_factor"]["insert"] == CONCURRENT["insert"]
+    # the model reads what the calibration wrote, every term included
+    assert load_phi(table)["classes"]["lsm"]["concurrent_cpu_factor"]["insert"] == CONCURRENT["insert"]
 
 
 def test_empty_range_is_fitted_from_its_own_runs() -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cost_models.cpu import Demands, throughput
+from cost_models.phi import PHI_TABLE, load_phi
 from cost_models.symbolic import compiled
 from specs.vocab import DesignClass
 from tests.concurrency_sim import Node, simulate
@@ -95,14 +96,14 @@ def test_lookup_cpu_grows_per_doubling_of_the_keys() -> None:
     """A node's cached CPU per operation, computed term by term from the table (docs/model.md (3)):
     a get, a range's seek and an rmw's read grow by s_get per doubling past the reference size, an
     empty get by s_empty, a write not at all; below the reference nothing changes."""
-    from cost_models.cpu import op_cpu_seconds, phi_table
+    from cost_models.cpu import op_cpu_seconds
     from specs.vocab import DESIGN_CLASSES, OPERATIONS, DesignClass
 
-    t = phi_table()
+    t = load_phi()
     ref = float(t["lookup_reference_keys"])
     cls = np.array([c.code for c in DesignClass if c != DesignClass.LSH])
-    small, large = op_cpu_seconds(cls, ref / 8, 20.0), op_cpu_seconds(cls, ref * 2**10, 20.0)
-    assert np.allclose(small, op_cpu_seconds(cls, ref, 20.0))
+    small, large = op_cpu_seconds(load_phi(), cls, ref / 8, 20.0), op_cpu_seconds(load_phi(), cls, ref * 2**10, 20.0)
+    assert np.allclose(small, op_cpu_seconds(load_phi(), cls, ref, 20.0))
     for i, code in enumerate(cls):
         slope = t["classes"][DESIGN_CLASSES[code]]["lookup_seconds_per_doubling"]
         want = {"get": 10 * slope["get"], "empty_get": 10 * slope["empty_get"], "range": 10 * slope["get"]}
@@ -116,11 +117,11 @@ def test_memtable_and_hash_index_terms_term_by_term() -> None:
     past their own bases (an rmw pays both; below its base a write costs the flat cached CPU: every
     class measured the same CPU per write at 650, 2,600 and 12,000 entries); a hash log's
     background CPU per flushed block adds its entries' index updates, a tree's does not."""
-    from cost_models.cpu import NodeShape, demands, phi_table
+    from cost_models.cpu import NodeShape, demands
     from cost_models.io_model import IOCost
     from specs.vocab import OPERATIONS, DesignClass
 
-    t = phi_table()
+    t = load_phi()
     base, search, insert, insert_base = (
         float(t["memtable_base_entries"]),
         float(t["memtable_seconds_per_doubling"]),
@@ -135,7 +136,7 @@ def test_memtable_and_hash_index_terms_term_by_term() -> None:
 
     def at(entries: float, op: str) -> Demands:
         shape = NodeShape(cls, np.array([block, block]), 1e5, entry, np.array([entries, entries]))
-        return demands(io, shape, {op: 1.0}, 20.0)
+        return demands(load_phi(), io, shape, {op: 1.0}, 20.0)
 
     big = insert_base * 2**6
     searched, inserted = search * np.log2(big / base), insert * 6
@@ -159,18 +160,18 @@ def test_block_read_grows_with_the_data_up_to_the_largest_calibrated_size() -> N
     """A block read costs the class's time at 4 KiB x (bytes / 4 KiB)^gamma, plus k x bytes per
     doubling of the keys past the reference size, held at ``block_read_growth_max_keys`` (no
     extrapolation past what the calibration measured); the same at and below the reference."""
-    from cost_models.cpu import phi_table, read_block_seconds
+    from cost_models.cpu import read_block_seconds
 
-    t = phi_table()
+    t = load_phi()
     ref, top = float(t["lookup_reference_keys"]), float(t["block_read_growth_max_keys"])
     k = float(t["block_read_seconds_per_byte_doubling"])
     cls = np.array([DesignClass.BTREE.code])
-    base = float(read_block_seconds(32768.0, cls, ref)[0])
-    assert float(read_block_seconds(32768.0, cls, ref / 8)[0]) == pytest.approx(base)
-    assert float(read_block_seconds(32768.0, cls, 2 * ref)[0]) - base == pytest.approx(k * 32768.0)
-    at_top = float(read_block_seconds(32768.0, cls, top)[0])
+    base = float(read_block_seconds(load_phi(), 32768.0, cls, ref)[0])
+    assert float(read_block_seconds(load_phi(), 32768.0, cls, ref / 8)[0]) == pytest.approx(base)
+    assert float(read_block_seconds(load_phi(), 32768.0, cls, 2 * ref)[0]) - base == pytest.approx(k * 32768.0)
+    at_top = float(read_block_seconds(load_phi(), 32768.0, cls, top)[0])
     assert at_top - base == pytest.approx(k * 32768.0 * math.log2(top / ref))
-    assert float(read_block_seconds(32768.0, cls, 1000 * top)[0]) == pytest.approx(at_top)
+    assert float(read_block_seconds(load_phi(), 32768.0, cls, 1000 * top)[0]) == pytest.approx(at_top)
 
 
 def test_a_thread_among_others_pays_the_concurrent_cpu_and_one_alone_does_not() -> None:
@@ -204,23 +205,23 @@ def test_a_thread_among_others_pays_the_concurrent_cpu_and_one_alone_does_not() 
 
 
 def test_demands_charge_each_operations_concurrent_cpu_by_its_own_factor() -> None:
-    """demands(): the concurrent seconds are sum_o theta_o c_o (r_o - 1) theta_kind(o), split
+    """demands(load_phi(), ): the concurrent seconds are sum_o theta_o c_o (r_o - 1) theta_kind(o), split
     (1 - phi_o) serial and phi_o parallel: c_o the cached CPU the single-thread S and P are made of (no
     block reads here, so S + P = sum_o theta_o c_o), theta_kind(o) the mix's share of operations of o's
     kind (writes for a write, reads for a read; the cached runs that measured r_o had only o's kind).
     Term by term against the table's factors, on a two-operation mix."""
-    from cost_models.cpu import NodeShape, demands, phi_table
+    from cost_models.cpu import NodeShape, demands
     from cost_models.io_model import IOCost
     from specs.vocab import OPERATIONS
 
-    t = phi_table()["classes"]
+    t = load_phi()["classes"]
     cls = np.array([DesignClass.LSM.code, DesignClass.HYBRID.code])
     io = IOCost(**{str(op): np.zeros(2) for op in OPERATIONS}, get_buffered=None)
     shape = NodeShape(cls, np.array([4096.0, 4096.0]), 1e5, 128.0, np.array([1000.0, 1000.0]))
     mix = {"get": 0.3, "update": 0.7}
-    d = demands(io, shape, mix, 20.0)
+    d = demands(load_phi(), io, shape, mix, 20.0)
     for i, name in enumerate(("lsm", "hybrid")):
-        one = {op: demands(io, shape, {op: 1.0}, 20.0) for op in mix}
+        one = {op: demands(load_phi(), io, shape, {op: 1.0}, 20.0) for op in mix}
         c = {op: float(one[op].serial[i] + one[op].parallel[i]) for op in mix}
         r = {op: float(t[name]["concurrent_cpu_factor"][op]) for op in mix}
         phi = {op: float(t[name]["phi"][op]) for op in mix}
@@ -235,28 +236,27 @@ def test_demands_charge_each_operations_concurrent_cpu_by_its_own_factor() -> No
 def test_an_unreadable_phi_table_is_one_input_error(tmp_path, text: str) -> None:
     """A damaged phi table (bad YAML, bad bytes, not a mapping) is an InputError naming the file,
     never a YAML or decoding traceback."""
-    from cost_models.cpu import phi_table, using_table
     from specs.errors import InputError
 
     path = tmp_path / "phi.yaml"
     path.write_bytes(text.encode("latin-1"))
-    with pytest.raises(InputError, match="phi.yaml"), using_table(path):
-        phi_table()
+    with pytest.raises(InputError, match="phi.yaml"):
+        load_phi(path)
 
 
 def test_block_read_follows_the_measured_curve_between_its_sizes() -> None:
     """A block read's CPU is the class's 4 KiB time times the table's measured curve: at a measured
     block size its ratio, between two a power law through both, past the ends the end ratio."""
-    from cost_models.cpu import block_read_shape, curve_at, phi_table
+    from cost_models.cpu import block_read_shape, curve_at
 
-    shape = phi_table()["block_read_shape"]
+    shape = load_phi()["block_read_shape"]
     knots, ratio = shape["block_bytes"], shape["ratio"]
-    assert block_read_shape(np.array(knots)) == pytest.approx(ratio, rel=1e-12)
+    assert block_read_shape(load_phi(), np.array(knots)) == pytest.approx(ratio, rel=1e-12)
     a, b = knots[1], knots[2]
     mid = math.sqrt(a * b)  # halfway in log-log
-    assert float(block_read_shape(mid)) == pytest.approx(math.sqrt(ratio[1] * ratio[2]), rel=1e-12)
-    assert float(block_read_shape(knots[0] / 4)) == pytest.approx(ratio[0], rel=1e-12)
-    assert float(block_read_shape(knots[-1] * 4)) == pytest.approx(ratio[-1], rel=1e-12)
+    assert float(block_read_shape(load_phi(), mid)) == pytest.approx(math.sqrt(ratio[1] * ratio[2]), rel=1e-12)
+    assert float(block_read_shape(load_phi(), knots[0] / 4)) == pytest.approx(ratio[0], rel=1e-12)
+    assert float(block_read_shape(load_phi(), knots[-1] * 4)) == pytest.approx(ratio[-1], rel=1e-12)
     assert float(curve_at(4.0, [2.0, 8.0], [1.0, 4.0])) == pytest.approx(2.0, rel=1e-12)
 
 
@@ -271,11 +271,10 @@ def test_block_read_follows_the_measured_curve_between_its_sizes() -> None:
 )
 def test_a_bad_block_read_shape_is_one_input_error(tmp_path, shape: str, match: str) -> None:
     """The measured curve must be two or more ascending block sizes with positive ratios."""
-    from cost_models.cpu import PHI_TABLE, phi_table, using_table
     from specs.errors import InputError
 
     text = re.sub(r"^block_read_shape:\n(  .*\n)+", f"block_read_shape: {shape}\n", PHI_TABLE.read_text(), flags=re.M)
     path = tmp_path / "phi.yaml"
     path.write_text(text)
-    with pytest.raises(InputError, match=f"block_read_shape.*{match}"), using_table(path):
-        phi_table()
+    with pytest.raises(InputError, match=f"block_read_shape.*{match}"):
+        load_phi(path)

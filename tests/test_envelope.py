@@ -9,9 +9,11 @@ import json
 import pytest
 import yaml
 
+import cost_models.phi as phi_module
 from cli import app
-from cost_models.cpu import PHI_TABLE, envelope_rows
+from cost_models.cpu import envelope_rows
 from cost_models.envelope import COMPARABLE_MIX, bound, check_nodes, mix_distance
+from cost_models.phi import PHI_TABLE, load_phi
 from solver.audit import audit
 
 
@@ -33,7 +35,7 @@ def test_check_nodes_against_the_table() -> None:
     # a mix no run resembles is bounded by its operations alone: 1 / sum theta_o / X_o
     alone = {
         next(iter(r["mix"])): r["per_core_ops"]
-        for r in envelope_rows()
+        for r in envelope_rows(load_phi())
         if r["class"] == "lsm" and len(r["mix"]) == 1 and r["kind"] == "cached"
     }
     mixed = bound("lsm", {"range": 0.5, "rmw": 0.5})
@@ -44,7 +46,7 @@ def test_check_nodes_against_the_table() -> None:
 def test_no_calibration_no_envelope(monkeypatch) -> None:
     import cost_models.envelope as env
 
-    monkeypatch.setattr(env, "envelope_rows", lambda: [])
+    monkeypatch.setattr(env, "envelope_rows", lambda phi: [])
     out = check_nodes([{"vm_type": "x", "class": "btree", "threads": 2, "node_throughput_ops": 10.0}], {"get": 1.0})
     assert out["inside"] is False and out["nodes"][0]["envelope_per_core_ops"] is None
     assert "no calibration run" in env.describe_outside(out)[0]
@@ -68,7 +70,7 @@ def test_outside_the_envelope_warns_and_audit_flags(runner, solved, tmp_path, mo
         row["per_core_ops"] = 1.0  # the engine "reached" 1 op/s per core: every answer is outside
     doctored = tmp_path / "phi.yaml"
     doctored.write_text(yaml.safe_dump(table))
-    monkeypatch.setenv("COSINE_PHI_TABLE", str(doctored))
+    monkeypatch.setattr(phi_module, "PHI_TABLE", doctored)  # the table the CLI ships with
     out = tmp_path / "run"
     res = runner.invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "4", "--json"])
     assert res.exit_code == 0, res.output
@@ -87,7 +89,7 @@ def test_inside_the_envelope_is_quiet(runner, solved, tmp_path, monkeypatch) -> 
         row["per_core_ops"] = 1e12
     generous = tmp_path / "phi.yaml"
     generous.write_text(yaml.safe_dump(table))
-    monkeypatch.setenv("COSINE_PHI_TABLE", str(generous))
+    monkeypatch.setattr(phi_module, "PHI_TABLE", generous)
     out = tmp_path / "run"
     res = runner.invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "4", "--json"])
     assert res.exit_code == 0, res.output
@@ -114,7 +116,7 @@ def test_a_cached_get_on_a_large_node_stays_inside_what_was_measured(cls) -> Non
 
     def per_core(keys: float) -> float:
         shape = NodeShape(code, np.array([4096.0]), keys, 144.0, np.array([1000.0]))
-        return float(node_throughput(io, np.inf, shape, {"get": 1.0}, 2, 20.0, cores=3.0)[0]) / 2
+        return float(node_throughput(load_phi(), io, np.inf, shape, {"get": 1.0}, 2, 20.0, cores=3.0)[0]) / 2
 
     measured = bound(cls, {"get": 1.0}).per_core_ops
     assert measured is not None

@@ -12,6 +12,7 @@ import pytest
 
 from cost_models.cpu import DeviceModel, demands, throughput
 from cost_models.engine_model import engine_demands, engine_throughput
+from cost_models.phi import load_phi
 from measure.calibrate.plan import QUICK_PLAN
 from measure.engine import workload_json
 from measure.grid import designs, mix_spec
@@ -78,7 +79,7 @@ def test_demands_scaled_on_a_batch() -> None:
 
     io = IOCost.of({str(op): np.array([0.5, 1.0, 2.0]) if op in MIX else np.zeros(3) for op in OPERATIONS})
     shape = NodeShape(np.array([0, 1, 2]), np.full(3, 4096.0), 1e5, 1024.0, np.full(3, 100.0))
-    d = demands(io, shape, MIX, 1.0)
+    d = demands(load_phi(), io, shape, MIX, 1.0)
     np.testing.assert_allclose(d.scaled(2.0).serial, 2 * d.serial)
     np.testing.assert_allclose(throughput(d.scaled(2.0), math.inf, 4, 4), throughput(d, math.inf, 4, 4) / 2)
 

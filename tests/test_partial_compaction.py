@@ -15,7 +15,7 @@ from cost_models.engine_model import engine_layout
 from cost_models.layout import CLASS_COMPACTION, partial_levels
 from measure.simulate import simulate, steady_state, study_config
 from render.config import algorithms
-from specs.vocab import Compaction, DesignClass
+from specs.vocab import Compaction, DesignClass, FilePicking
 
 UNIVERSE = 100_000
 
@@ -27,16 +27,16 @@ def _steady(cfg: dict) -> tuple[float, float]:
 @pytest.mark.parametrize(
     ("compaction", "K", "T", "files"),
     [
-        ("full", 1, 10, 512),  # leveling
-        ("full", 2, 10, 512),  # tiering
-        ("partial", 1, 10, 512),  # a B-tree: leveled, file by file, many files per level
-        ("partial", 1, 32, 512),
-        ("partial", 1, 10, 2048),  # level 1 is one or two files
-        ("partial", 2, 10, 512),  # tiered levels file by file: one run's range per merge
+        (Compaction.FULL, 1, 10, 512),  # leveling
+        (Compaction.FULL, 2, 10, 512),  # tiering
+        (Compaction.PARTIAL, 1, 10, 512),  # a B-tree: leveled, file by file, many files per level
+        (Compaction.PARTIAL, 1, 32, 512),
+        (Compaction.PARTIAL, 1, 10, 2048),  # level 1 is one or two files
+        (Compaction.PARTIAL, 2, 10, 512),  # tiered levels file by file: one run's range per merge
     ],
 )
 def test_merge_blocks_match_the_engine_strategy(
-    sim_binary: object, compaction: str, K: int, T: int, files: int
+    sim_binary: object, compaction: Compaction, K: int, T: int, files: int
 ) -> None:
     measured, predicted = _steady(study_config(compaction, K, T, files))
     assert abs(predicted - measured) / measured < 0.06, (measured, predicted)
@@ -45,8 +45,8 @@ def test_merge_blocks_match_the_engine_strategy(
 def test_partial_tiered_levels_cost_a_target_rewrite_per_run(sim_binary: object) -> None:
     """The disagreement the validate grid found (BENCHMARKS §19.7): merged file by file, a tiered
     level rewrites the level below once per run, not once per level; the model prices that now."""
-    m_full, p_full = _steady(study_config("full", 2, 10, 512))
-    m_partial, p_partial = _steady(study_config("partial", 2, 10, 512))
+    m_full, p_full = _steady(study_config(Compaction.FULL, 2, 10, 512))
+    m_partial, p_partial = _steady(study_config(Compaction.PARTIAL, 2, 10, 512))
     assert m_partial > 1.5 * m_full  # the engine pays it
     assert abs(p_partial / p_full - m_partial / m_full) < 0.1 * (m_partial / m_full)
 
@@ -55,8 +55,8 @@ def test_picking_the_first_file_is_what_cosine_never_renders(sim_binary: object)
     """choose_first drains the low end of the key space: the file it moves spans the sparse,
     recently drained range and the dense one past it, and rewrites that much of the level below
     (about 7x dense_fp's blocks here). Cosine renders dense_fp (the densest file, the model's)."""
-    first, _ = _steady(study_config("partial", 1, 10, 512, "choose_first"))
-    dense, _ = _steady(study_config("partial", 1, 10, 512, "dense_fp"))
+    first, _ = _steady(study_config(Compaction.PARTIAL, 1, 10, 512, FilePicking.CHOOSE_FIRST))
+    dense, _ = _steady(study_config(Compaction.PARTIAL, 1, 10, 512, FilePicking.DENSE_FP))
     assert first > 3 * dense
     assert algorithms("btree", 4)["file_picking"] == "dense_fp"
 
@@ -74,7 +74,7 @@ def test_an_unknown_merge_policy_in_engine_toml_is_one_line(key: str, value: str
     from cost_models.engine_model import engine_layout
     from specs.errors import InputError
 
-    cfg = study_config("partial", 1, 10, 512)
+    cfg = study_config(Compaction.PARTIAL, 1, 10, 512)
     cfg["algorithms"][key] = value
     with pytest.raises(InputError, match=rf"^engine.toml algorithms.{key}: '{value}' is not one of [a-z_, ]+$"):
         engine_layout(cfg, 10_000, overwrites=True)
@@ -89,7 +89,7 @@ def test_a_level_drained_file_by_file_stays_near_full(sim_binary: object, K: int
     K runs, the newest half full — not the half of a level (and of its runs) a full merge
     empties. The model's upper levels against the engine's strategy averaged over 24 phases of
     overwrites."""
-    cfg = study_config("partial", K, T, files)
+    cfg = study_config(Compaction.PARTIAL, K, T, files)
     seen: dict[int, list[int]] = {}
     runs: dict[int, list[int]] = {}
     for j in range(24):

@@ -301,7 +301,7 @@ def test_shipped_traces_are_reproducible(tmp_path: Path) -> None:
         assert 100 <= t.steps <= 1000
 
 
-def test_naive_loses_to_default_on_mgrast_with_the_cost_model(monkeypatch) -> None:
+def test_naive_loses_to_default_on_mgrast_with_the_cost_model() -> None:
     """SOPHIA Sec. 6, Exp. 1: naive reconfiguration loses to the default on MG-RAST.
 
     Candidates are given explicitly to keep the test fast: the solver's optima
@@ -313,10 +313,8 @@ def test_naive_loses_to_default_on_mgrast_with_the_cost_model(monkeypatch) -> No
     hash-log get 0.96) Amdahl's law over 8 vCPUs makes the hash log the fastest
     in MG-RAST's read state too, naive never switches, and the experiment has
     no reconfiguration to study (BENCHMARKS.md section 17)."""
-    from cost_models.cpu import TABLE_ENV
-
-    monkeypatch.setenv(TABLE_ENV, str(Path(__file__).parent / "data" / "phi_sophia.yaml"))
     from cost_models.design import Design
+    from cost_models.phi import load_phi
     from cost_models.pricing import load_catalog
     from specs.schema import load_spec
     from studies.plan.build import build_plan_problem
@@ -327,7 +325,13 @@ def test_naive_loses_to_default_on_mgrast_with_the_cost_model(monkeypatch) -> No
     read = Design(T=2, K=1, Z=1, buffer_bytes=16 * 2**20, bloom_bits=0.0, block_bytes=4096, name="btree")
     write = Design(buffer_bytes=32 * 2**20, bloom_bits=0.0, lsh=True, name="hashlog")
     configs = [("btree", read, vm, 8), ("hashlog", write, vm, 8)]
-    built = build_plan_problem(load_trace(TRACES / "mgrast.csv"), spec, cat, configs=configs)
+    built = build_plan_problem(
+        load_trace(TRACES / "mgrast.csv"),
+        spec,
+        cat,
+        configs=configs,
+        phi=load_phi(Path(__file__).parent / "data" / "phi_sophia.yaml"),
+    )
     r = plan_report(built.problem)
     assert r["naive"].total_ops < r["default"].total_ops
     assert r["best"].total_ops >= r["plan"].total_ops >= max(r["default"].total_ops, r["static"].total_ops)

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from cost_models.phi import load_phi
 from measure.engine import TEMPLATE, run, scaled_config, workload_json
 from render.config import algorithms, config_device, device_section, engine_sections, threads_from_phi, to_toml
 from specs.schema import parse_spec
@@ -79,7 +80,7 @@ def test_algorithm3_and_threads():
 
     g = compiled()["amdahl"]
     for mix in ({"update": 1.0}, {"get": 1.0}, {"get": 0.5, "rmw": 0.5}):
-        phi = float(workload_phi(np.array([0]), mix)[0])
+        phi = float(workload_phi(load_phi(), np.array([0]), mix)[0])
         eta = threads_from_phi("lsm", mix, 16)
         assert g(phi, eta) >= 0.99 * g(phi, 16)
         assert eta == 1 or g(phi, eta - 1) < 0.99 * g(phi, 16)

@@ -374,7 +374,7 @@ def test_reevaluate_many_equals_each_alone(mix, robustness):
     its VM's memory) gives every cluster exactly what re-evaluating it alone gives: homogeneous
     clusters of columns of every shard size, VM type and design class, and mixed ones."""
     from solver.exact import reevaluate, reevaluate_many
-    from solver.frontier import PRESETS
+    from specs.vocab import PRESETS
 
     spec = make_spec(mix=mix, dist="{kind: zipfian, theta: 0.99}", robustness=robustness, mc=6)
     tables = build_tables(spec, small_catalog(per_provider=3), spec.providers, workers=1, presets=PRESETS)

@@ -13,6 +13,7 @@ import pytest
 from cost_models.cloud import GIB, storage_choices
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import window_tables
+from cost_models.phi import load_phi
 from cost_models.pricing import load_catalog
 from solver.space import grid_for
 from solver.tables import columns as TCol
@@ -62,7 +63,7 @@ def _columns(spec_text: str, vcpus: tuple[int, ...]) -> list[tuple[list[tuple], 
     vols = TV.shard_volumes(spec, cat, grid, vms, s, grid.blocks)
     out = []
     for vm in vms:
-        ge = TG._grid_eval(spec, grid, s, parts, vm.memory_gib, prep)
+        ge = TG.evaluate_splits(spec, s, parts, TG.grid_splits(spec, grid, s, vm.memory_gib, prep), prep, load_phi())
         assert ge is not None
         ge = TG.with_codecs(spec, grid, ge)
         thr = TV.volume_thresholds([vols[vm.key]])
@@ -142,7 +143,7 @@ def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
     wins = [window_tables(parts, w.operations, s) for w in wls]
     prep = TG.shard_prep(spec, grid, s, parts, wins, vms[0].memory_gib * GIB * (1 - spec.design.memory_headroom))
     vols = TV.shard_volumes(spec, cat, grid, vms, s, grid.blocks)
-    ge = TG._grid_eval(spec, grid, s, parts, vms[0].memory_gib, prep)
+    ge = TG.evaluate_splits(spec, s, parts, TG.grid_splits(spec, grid, s, vms[0].memory_gib, prep), prep, load_phi())
     assert ge is not None
     checked = 0
     for vm in vms:

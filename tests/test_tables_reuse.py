@@ -18,14 +18,15 @@ from cost_models.design import DesignBatch, preset
 from cost_models.evaluate import node_io, shape_overwrites, tree_puts, workload_partitions
 from cost_models.io_model import structure, window_tables
 from cost_models.layout import level_shape, split_memory
+from cost_models.phi import load_phi
 from cost_models.pricing import load_catalog
 from cost_models.robust import perturbed_throughput
-from solver.frontier import PRESETS
 from solver.space import grid_for
 from solver.tables import build as TB
 from solver.tables import context as TC
 from solver.tables import grid_eval as TG
 from specs.schema import parse_spec
+from specs.vocab import PRESETS
 
 SPEC = """
 name: reuse
@@ -47,7 +48,16 @@ def _job(spec_text: str, k: int) -> dict[str, list[TC.Context]]:
     cat = load_catalog()
     vms = cat.vms["aws"]
     return TB.shard_job(
-        (spec, cat, grid_for(spec), spec.workload.entries / k, vms, workload_partitions(spec.workload), PRESETS)
+        (
+            spec,
+            cat,
+            grid_for(spec),
+            spec.workload.entries / k,
+            vms,
+            workload_partitions(spec.workload),
+            PRESETS,
+            load_phi(),
+        )
     )
 
 
@@ -96,8 +106,8 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
                 node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)
             )
             iops = effective_iops(c.storage.iops, c.storage.mibps, float(d.block_bytes))
-            x = node_throughput(io, iops, NodeShape.of(lay), wl.operations, c.vm.vcpu, wl.scan_length)[0]
-            xp = perturbed_throughput(io_p, NodeShape.of(lay), iops, c.vm.vcpu, spec)[0]
+            x = node_throughput(load_phi(), io, iops, NodeShape.of(lay), wl.operations, c.vm.vcpu, wl.scan_length)[0]
+            xp = perturbed_throughput(load_phi(), io_p, NodeShape.of(lay), iops, c.vm.vcpu, spec)[0]
             assert c.throughput == pytest.approx(x, rel=1e-12) and c.perturbed == pytest.approx(xp, rel=1e-12)
             checked += 1
     assert checked > 20

@@ -16,6 +16,7 @@ from cost_models.cloud import GIB
 from cost_models.design import DesignBatch
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from cost_models.io_model import window_tables
+from cost_models.phi import load_phi
 from solver.space import grid_for
 from solver.tables import grid_eval as TG
 from specs.schema import parse_spec
@@ -53,7 +54,7 @@ def test_every_row_is_the_models_evaluation(mix: str, memory_gib: float) -> None
     wins = [window_tables(parts, wl.operations, s)]
     mem = memory_gib * GIB * (1 - spec.design.memory_headroom)
     prep = TG.shard_prep(spec, grid, s, parts, wins, mem)
-    ge = TG._grid_eval(spec, grid, s, parts, memory_gib, prep)
+    ge = TG.evaluate_splits(spec, s, parts, TG.grid_splits(spec, grid, s, memory_gib, prep), prep, load_phi())
     assert ge is not None
     batch = DesignBatch.of([b.design(i, threads=1) for b in ge.batches for i in range(b.size)])
     # both merge policies are in the grid: B-trees (no filters) and LSMs or hybrids (filters)

@@ -29,6 +29,7 @@ from cost_models.io_model import (
     window_tables,
 )
 from cost_models.layout import Layout, split_memory
+from cost_models.phi import load_phi
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import perturbed_demands, perturbed_workload
 from solver.space import Grid, grid_for
@@ -141,13 +142,13 @@ def test_shared_shape_terms_change_no_demand() -> None:
     s = float(wl.entries)
     wins = [window_tables(parts, w.operations, s) for w in TG.workloads(spec)]
     prep = TG.shard_prep(spec, grid, s, parts, wins, 8 * GIB)
-    ge = TG._grid_eval(spec, grid, s, parts, 8.0, prep)
+    ge = TG.evaluate_splits(spec, s, parts, TG.grid_splits(spec, grid, s, 8.0, prep), prep, load_phi())
     assert ge is not None and ge.io_p is not None
     idx = np.flatnonzero(ge.ok)
     de, dp = TS.design_demands(spec, ge, idx)
     shape = ge.shape.take(idx)
-    own = node_demands(ge.io.map(lambda v: v[idx]), shape, wl.operations, wl.scan_length)
-    own_p = perturbed_demands(ge.io_p.map(lambda v: v[idx]), shape, spec)
+    own = node_demands(load_phi(), ge.io.map(lambda v: v[idx]), shape, wl.operations, wl.scan_length)
+    own_p = perturbed_demands(load_phi(), ge.io_p.map(lambda v: v[idx]), shape, spec)
     assert dp is not None and own_p is not None
     assert _same(de, own) and _same(dp, own_p)
 

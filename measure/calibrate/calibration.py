@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import cpu_count
-from cost_models.cpu import (
-    using_table,
-)
+from cost_models.phi import load_phi
 from measure.calibrate.checks import checks
 from measure.calibrate.fit import fit
 from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN
@@ -53,9 +51,8 @@ def calibrate(
         write_table(res, samples)
         return Calibration(samples, res, checks(samples, cores), fig4b(plan, cores, progress))
     with tempfile.TemporaryDirectory(prefix="cosine-phi-") as tmp:
-        table = write_table(res, samples, Path(tmp) / "phi.yaml")
-        with using_table(table):
-            return Calibration(samples, res, checks(samples, cores), fig4b(plan, cores, progress))
+        table = load_phi(write_table(res, samples, Path(tmp) / "phi.yaml"))
+        return Calibration(samples, res, checks(samples, cores, table), fig4b(plan, cores, progress, phi=table))
 
 
 def write(cal: Calibration, out: Path) -> list[Path]:

@@ -13,14 +13,16 @@ from cost_models.cpu import (
     usable_cores,
 )
 from cost_models.io_model import IOCost, wal_pages
+from cost_models.phi import PhiTable, shipped_or
 from measure.calibrate.plan import LOADED
 from measure.calibrate.samples import Sample
 from measure.grid import KEY, VALUE
 from specs.vocab import OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
 
 
-def predicted(s: Sample, cores: int) -> float:
-    """The model's throughput for a calibration run, given the blocks the run read and merged."""
+def predicted(s: Sample, cores: int, phi: PhiTable | None = None) -> float:
+    """The model's throughput for a calibration run, given the blocks the run read and merged (under
+    the CPU model's table ``phi``; None: the shipped one)."""
     per: dict[str, np.ndarray] = {str(op): np.array([0.0]) for op in OPERATIONS}
     mix = s.ops_mix
     # measured blocks, spread over the operations that cause them
@@ -45,7 +47,9 @@ def predicted(s: Sample, cores: int) -> float:
         np.array([s.memtable_entries]),
     )
     return float(
-        node_throughput(io, math.inf, shape, mix, s.threads, s.scan_length, cores=usable_cores(s.threads, cores))[0]
+        node_throughput(
+            shipped_or(phi), io, math.inf, shape, mix, s.threads, s.scan_length, cores=usable_cores(s.threads, cores)
+        )[0]
     )
 
 
@@ -54,13 +58,13 @@ def accuracy(pred: float, meas: float) -> float:
     return max(0.0, 1.0 - abs(pred - meas) / meas) if meas > 0 else 0.0
 
 
-def checks(samples: list[Sample], cores: int) -> list[dict[str, Any]]:
+def checks(samples: list[Sample], cores: int, phi: PhiTable | None = None) -> list[dict[str, Any]]:
     """Model vs measured throughput of every loaded run (single operations: the check; mixes: the fit's)."""
     rows = []
     for s in samples:
         if s.kind != LOADED:
             continue
-        p = predicted(s, cores)
+        p = predicted(s, cores, phi)
         rows.append(
             {
                 "class": s.cls,

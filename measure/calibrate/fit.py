@@ -12,14 +12,8 @@ from typing import Any
 import numpy as np
 
 from cost_models import cpu_count
-from cost_models.cpu import (
-    FLAT_SEARCHES,
-    INDEX_WALKS,
-    LOOKUP_SLOPES,
-    REFERENCE_BLOCK_BYTES,
-    curve_at,
-    search_slope,
-)
+from cost_models.cpu import REFERENCE_BLOCK_BYTES, curve_at, search_slope
+from cost_models.phi import FLAT_SEARCHES, INDEX_WALKS, LOOKUP_SLOPES
 from measure.calibrate import CalibrationError
 from measure.calibrate.plan import BLIND_WRITES, BUFFER_GET, BUFFERED, CACHED, CLASS_DESIGNS, LOADED, SMALL_MEMTABLE
 from measure.calibrate.samples import Sample, cached_points

@@ -7,11 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import cpu_count
-from cost_models.cpu import (
-    LOOKUP_SLOPES,
-    PHI_TABLE,
-    phi_table,
-)
+from cost_models.phi import LOOKUP_SLOPES, PhiTable, load_phi
 from measure.calibrate import CalibrationError
 from measure.calibrate.fit import drop_index_walks, fit_concurrent_cpu, fit_cpu, fit_phi
 from measure.calibrate.plan import (
@@ -51,7 +47,7 @@ def operation_runs(plan: Plan, op: Operation) -> list[Run]:
     return [r for r in calibration_runs(plan) if r[0] == CACHED and r[2] == op]
 
 
-def fit_operation(samples: list[Sample], op: Operation, table: dict[str, Any], cores: int) -> dict[str, Any]:
+def fit_operation(samples: list[Sample], op: Operation, table: PhiTable, cores: int) -> dict[str, Any]:
     """CPU seconds and phi of ``op`` per class from its cached runs (fit_cpu, fit_phi), the memtable
     and lookup terms taken from ``table``; raises CalibrationError at a bound or for a missing class."""
     mine = [s for s in samples if s.kind == CACHED and s.workload == op]
@@ -81,7 +77,7 @@ def calibrate_operation(
     """Measure (or reload) the cached runs of one operation, fit, optionally merge into the table."""
     check_single_operation(op)
     plan = QUICK_PLAN if quick else DEFAULT_PLAN
-    table = phi_table(PHI_TABLE)
+    table = load_phi()
     if samples_from is not None:
         samples = [s for s in load_samples(samples_from) if s.kind == CACHED and s.workload == op]
     else:

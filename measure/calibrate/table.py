@@ -8,10 +8,7 @@ from typing import Any
 
 import yaml
 
-from cost_models.cpu import (
-    PHI_SCHEMA,
-    PHI_TABLE,
-)
+from cost_models.phi import PHI_SCHEMA, PHI_TABLE, PhiTable
 from measure.calibrate.fit import PHI_NOISE, MemtableFit
 from measure.calibrate.plan import BUFFER_GET, BUFFERED, CLASS_DESIGNS
 from measure.calibrate.samples import Sample, machine, provenance
@@ -21,7 +18,7 @@ from specs.vocab import OPERATIONS, DesignClass
 TABLE_HEADER = (
     "# The CPU model's measured terms: per design class and operation the CPU seconds on a cached engine\n"
     "# and phi (Eq. 2); block-read and background CPU; the envelope of measured throughput per core.\n"
-    "# Written by `cosine calibrate` (measure/calibrate/); read through cost_models/cpu.py.\n"
+    "# Written by `cosine calibrate` (measure/calibrate/); read through cost_models/phi.py.\n"
 )
 
 
@@ -93,7 +90,7 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
     return path
 
 
-def table_terms(table: dict[str, Any]) -> tuple[MemtableFit, dict[str, Any]]:
+def table_terms(table: PhiTable) -> tuple[MemtableFit, dict[str, Any]]:
     """The memtable and lookup-growth terms of a written table, as fit_memtable_insert and fit_lookup return them."""
     memtable = MemtableFit(
         float(table["memtable_seconds_per_doubling"]),

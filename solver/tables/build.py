@@ -11,10 +11,10 @@ import numpy as np
 
 from cost_models import compression, cpu_count
 from cost_models.cloud import GIB, StorageChoice, usable_bytes
-from cost_models.cpu import phi_table
 from cost_models.distributions import Partitions
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import window_tables
+from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing import Catalog, VmType
 from cost_models.windows import WindowTable
 from solver.space import Grid, cluster_cap, grid_for, shard_counts
@@ -59,12 +59,12 @@ REUSE_EQUAL_SPLITS = True
 
 
 def shard_job(
-    args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, tuple[str, ...]],
+    args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, tuple[str, ...], PhiTable],
 ) -> dict[str, list[Context]]:
     """Every column of ``vms`` at shard size ``s``: Cosine's (:data:`COSINE`) and each preset's.
     The window tables and volumes are shared between them; VM types of one memory size share
     one evaluation of the designs."""
-    spec, catalog, grid, s, vms, parts, presets = args
+    spec, catalog, grid, s, vms, parts, presets, phi = args
     wls = workloads(spec)
     wins: list[tuple[WindowTable, WindowTable]] = []
     for w in wls:  # the workloads share the gets' table (it does not depend on the mix)
@@ -106,7 +106,7 @@ def shard_job(
             if not (reuse and saturated and last_fits is not None and np.array_equal(fits, last_fits)):
                 splits = grid_splits(spec, grid, s, mem_gib, prep, fits)
                 if last is None or not reuse or not same_evaluation(last, splits, s):
-                    ev = evaluate_splits(spec, s, parts, splits, prep)
+                    ev = evaluate_splits(spec, s, parts, splits, prep, phi)
                     ge = None if ev is None else with_codecs(spec, grid, ev)
                     ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
                     dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)
@@ -130,16 +130,15 @@ def shard_job(
                 for vm in same:
                     cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
     out[COSINE] = [c.context() for c in prune_columns(cols)]
-    out.update(preset_columns(spec, presets, s, by_mem, volumes, parts, wins))
+    out.update(preset_columns(spec, presets, s, by_mem, volumes, parts, wins, phi))
     return out
 
 
 def _prime(catalog: Catalog, vms: list[VmType]) -> None:
     """Load before the pool forks what each worker's first shard job would load for itself: the
-    phi table (cost_models.cpu) and the codec table (cost_models.compression), which the
-    exact re-evaluation later needs in this process too, and the catalog's storage limit of
-    every (VM type, product) (each job gets a copy of the catalog, with the limits found)."""
-    phi_table()
+    codec table (cost_models.compression), which the exact re-evaluation later needs in this
+    process too, and the catalog's storage limit of every (VM type, product) (each job gets a
+    copy of the catalog, with the limits found). The phi table is loaded by the caller."""
     compression.table()
     for vm in vms:
         for opt in catalog.storage.get(vm.provider, []):
@@ -155,6 +154,7 @@ def build_tables(
     presets: tuple[str, ...] = (),
     max_cluster: int | None = None,
     cache: TableCache | None = None,
+    phi: PhiTable | None = None,
 ) -> Tables:
     """Best designs per context for every provider (and the presets' own tables).
 
@@ -162,8 +162,12 @@ def build_tables(
     perturbed-workload throughput too. ``max_cluster`` defaults to
     :func:`solver.space.cluster_cap`. With a ``cache`` (solver.table_cache) the
     shard sizes it holds for a provider are read back and only the others are
-    computed (then added to it).
+    computed (then added to it). ``phi``: the CPU model's table (None: the shipped one, which
+    the cache's code version covers; another table is never cached, nor read from the cache).
     """
+    table = shipped_or(phi)
+    if phi is not None:
+        cache = None
     t0 = time.perf_counter()
     mc = cluster_cap(spec, catalog, providers) if max_cluster is None else max_cluster
     grid = grid_for(spec)
@@ -182,7 +186,7 @@ def build_tables(
     todo = {k: ps for k, ps in todo.items() if ps}
     parts = workload_partitions(spec.workload) if todo else None
     jobs = [
-        (spec, catalog, grid, N / k, [vm for p in ps for vm in catalog.vms.get(p, [])], parts, presets)
+        (spec, catalog, grid, N / k, [vm for p in ps for vm in catalog.vms.get(p, [])], parts, presets, table)
         for k, ps in todo.items()
     ]
     workers = workers if workers is not None else min(len(jobs), cpu_count())

@@ -32,6 +32,7 @@ from cost_models.io_model import (
     structure,
 )
 from cost_models.layout import Layout, MonkeyMemo, Shape, level_shape, split_memory
+from cost_models.phi import PhiTable
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import perturbed_workload
 from cost_models.windows import WindowTable
@@ -58,6 +59,7 @@ class GridEval:
     Y: np.ndarray
     batches: list[DesignBatch]
     offsets: np.ndarray
+    phi: PhiTable  # the CPU model's table the designs are scored with
     hot_share: np.ndarray | None = None  # share of the data in hot levels (codec pairs)
     disk_block: np.ndarray | None = None  # bytes one block I/O moves (None: the block size)
     codec_cpu: np.ndarray | None = None  # codec CPU seconds per operation, expected mix
@@ -262,13 +264,11 @@ def saturated_split(splits: Splits, s: float) -> bool:
     )
 
 
-def _grid_eval(spec: Spec, grid: Grid, s: float, parts: Partitions, mem_gib: float, prep: ShardPrep) -> GridEval | None:
-    """Every design of the grid whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
-    return evaluate_splits(spec, s, parts, grid_splits(spec, grid, s, mem_gib, prep), prep)
-
-
-def evaluate_splits(spec: Spec, s: float, parts: Partitions, splits: Splits, prep: ShardPrep) -> GridEval | None:
-    """Every design of ``splits`` (:func:`grid_splits`) evaluated: I/O per operation and layout facts."""
+def evaluate_splits(
+    spec: Spec, s: float, parts: Partitions, splits: Splits, prep: ShardPrep, phi: PhiTable
+) -> GridEval | None:
+    """Every design of ``splits`` (:func:`grid_splits`) evaluated: I/O per operation and layout facts
+    (scored later with the CPU model's table ``phi``)."""
     wins = prep.wins
     ios: list[list[IOCost]] = [[] for _ in wins]
     facts: list[tuple[np.ndarray, ...]] = []
@@ -354,6 +354,7 @@ def evaluate_splits(spec: Spec, s: float, parts: Partitions, splits: Splits, pre
         Y=Y,
         batches=batches,
         offsets=np.cumsum([0] + [b.size for b in batches]),
+        phi=phi,
         hot_share=hot_share,
     )
 
@@ -401,6 +402,7 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
         Y=ge.Y[rep],
         batches=batches,
         offsets=np.cumsum([0] + [b.size for b in batches]),
+        phi=ge.phi,
         hot_share=ge.hot_share[rep],
         disk_block=np.concatenate(disk),
         codec_cpu=np.concatenate(cpu[0]),

@@ -13,6 +13,7 @@ from cost_models.distributions import Partitions
 from cost_models.evaluate import node_io, shape_overwrites, tree_puts
 from cost_models.io_model import structure
 from cost_models.layout import level_shape, split_memory
+from cost_models.phi import PhiTable
 from cost_models.pricing import VmType
 from cost_models.windows import WindowTable
 from solver.tables.columns import fitting, one_design_columns
@@ -31,6 +32,7 @@ def preset_columns(
     volumes: Callable[[tuple[int, ...]], dict[str, list[StorageChoice]]],
     parts: Partitions,
     wins: list[tuple[WindowTable, WindowTable]],
+    phi: PhiTable,
 ) -> dict[str, list[Context]]:
     """The columns of each preset of ``names`` at shard size ``s`` (its one design on every VM
     type). The presets' designs are evaluated on every memory size at once (one row per preset
@@ -66,6 +68,7 @@ def preset_columns(
         Y=lay.Y,
         batches=[batch],
         offsets=np.array([0]),
+        phi=phi,
     )
     rows = np.flatnonzero(lay.feasible)
     dem_all = design_demands(spec, ge, rows)

@@ -31,15 +31,15 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
     wl = spec.workload
     shape = ge.shape.take(idx)
     extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
-    terms = shape_terms(shape, wl.scan_length)
-    de = node_demands(ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra, terms=terms)
+    terms = shape_terms(ge.phi, shape, wl.scan_length)
+    de = node_demands(ge.phi, ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra, terms=terms)
     if not is_robust(spec):
         return de, None
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[idx]
     # the noisy mix's demands share the designs' terms when it scans as far
     same = perturbed_workload(spec).scan_length == wl.scan_length
-    return de, perturbed_demands(io_p.take(idx), shape, spec, extra_p, terms if same else None)
+    return de, perturbed_demands(ge.phi, io_p.take(idx), shape, spec, extra_p, terms if same else None)
 
 
 #: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's
@@ -80,7 +80,7 @@ def node_scores(
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[rep]
     flat = iops.reshape(-1)
-    xp = perturbed_throughput(io_p.take(rep), ge.shape.take(rep), flat, vcpu, spec, extra_p)
+    xp = perturbed_throughput(ge.phi, io_p.take(rep), ge.shape.take(rep), flat, vcpu, spec, extra_p)
     return x, xp.reshape(iops.shape)
 
 
@@ -128,7 +128,7 @@ def candidates(
         if spec.kl_radius:
             pw = perturbed_workload(spec)
             sub = base.take(idx)
-            cols += list(per_op_costs(sub, ge.shape.take(idx), np.inf, vcpu, pw.scan_length).T)
+            cols += list(per_op_costs(ge.phi, sub, ge.shape.take(idx), np.inf, vcpu, pw.scan_length).T)
             cols += [getattr(sub, op) for op in OPERATIONS]
         else:
             cols += [-xp[0], (ge.total_p if ge.total_p is not None else ge.total)[idx]]

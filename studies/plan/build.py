@@ -31,6 +31,7 @@ from cost_models import REPO_ROOT
 from cost_models.cloud import GIB
 from cost_models.design import Design, preset
 from cost_models.evaluate import evaluate_config
+from cost_models.phi import PhiTable
 from cost_models.pricing import Catalog, VmType
 from specs.errors import InputError, check_range
 from specs.schema import Spec
@@ -149,9 +150,11 @@ def _design_text(n: dict[str, Any]) -> str:
     return f"{n['class']} {knobs} bits={n['bloom_bits_per_key']:g}"
 
 
-def _fixed_candidate(spec: Spec, catalog: Catalog, name: str, design: Design, vm: VmType, count: int) -> Candidate:
+def _fixed_candidate(
+    spec: Spec, catalog: Catalog, name: str, design: Design, vm: VmType, count: int, phi: PhiTable | None = None
+) -> Candidate:
     """A given design on ``count`` VMs of ``vm``; the volume is chosen once for ``spec``'s mix."""
-    ev = evaluate_config(spec, design, vm, count, catalog=catalog)
+    ev = evaluate_config(spec, design, vm, count, catalog=catalog, phi=phi)
     if ev.storage is None:
         raise InputError(f"configuration {name}: {ev.reason or 'no volume fits'}")
     storage = ev.storage
@@ -168,7 +171,7 @@ def _fixed_candidate(spec: Spec, catalog: Catalog, name: str, design: Design, vm
         "",
         ev.monthly_cost["total"],
         desc,
-        lambda s: evaluate_config(s, design, vm, count, storage=storage, catalog=catalog).throughput_ops,
+        lambda s: evaluate_config(s, design, vm, count, storage=storage, catalog=catalog, phi=phi).throughput_ops,
     )
 
 
@@ -214,6 +217,7 @@ def build_plan_problem(
     load_scale: float = 1.0,
     costs_file: Path = RECONFIG_FILE,
     progress: Callable[[str, int, int], None] | None = None,
+    phi: PhiTable | None = None,
 ) -> BuiltPlan:
     """Turn a trace and a base spec into a :class:`PlanProblem`.
 
@@ -244,6 +248,9 @@ def build_plan_problem(
         Reconfiguration times (YAML with sources).
     progress : callable, optional
         ``progress(stage, done, total)``.
+    phi : PhiTable, optional
+        The CPU model's table the given ``configs`` and the default are priced with (None: the
+        shipped one; the solver's own candidates always use the shipped one).
 
     Returns
     -------
@@ -281,7 +288,7 @@ def build_plan_problem(
     if configs:
         first = specs[int(step_w[0])]
         for name, design, vm, count in configs:
-            given = _fixed_candidate(first, catalog, name, design, vm, count)
+            given = _fixed_candidate(first, catalog, name, design, vm, count, phi)
             given.origin = "given"
             cands.append(given)
     else:
@@ -309,7 +316,7 @@ def build_plan_problem(
     base = cands[0]
     vm = catalog.vm(base.description["provider"], base.description["vms"][0]["type"])
     default = _fixed_candidate(
-        specs[int(step_w[0])], catalog, "default (rocksdb)", preset("rocksdb"), vm, base.info.nodes
+        specs[int(step_w[0])], catalog, "default (rocksdb)", preset("rocksdb"), vm, base.info.nodes, phi
     )
     default.origin = "RocksDB preset on the first candidate's cluster"
     cands = [default, *cands]
