@@ -184,7 +184,7 @@ def solve(
 ) -> None:
     """Search designs x VMs x storage x SLAs x providers: the certified optimum and its Pareto frontier."""
     with cli_errors():
-        from cost_models.pricing import load_catalog
+        from cost_models.pricing.catalog import load_catalog
         from report.progress import progress_bar
         from solver.backends import get_backend
         from solver.solve import check_model_path, check_options, parse_providers, run_solve
@@ -382,7 +382,7 @@ def bench(
 ) -> None:
     """Build (if needed) and run the engine's YCSB-style driver on a spec's workload."""
     with cli_errors():
-        from measure.engine import bench_spec
+        from measure.bench import bench_spec
         from report.progress import progress_bar
         from specs.schema import load_spec
 
@@ -751,7 +751,7 @@ def plan(
 ) -> None:
     """When to reconfigure, and to what, for a time-varying workload (SOPHIA), against its baselines."""
     with cli_errors():
-        from cost_models.pricing import load_catalog
+        from cost_models.pricing.catalog import load_catalog
         from report.progress import progress_bar
         from specs.schema import load_spec
         from studies.plan.build import DEFAULT_SPEC, report_dict, run_plan
@@ -791,7 +791,8 @@ def plan(
 def pricing_build() -> None:
     """Rebuild pricing.parquet from the CSV sources in pricing/."""
     with cli_errors():
-        from cost_models.pricing import PRICING_SOURCE_DIR, build_parquet
+        from cost_models.pricing.build import build_parquet
+        from cost_models.pricing.rows import PRICING_SOURCE_DIR
         from report.solve import print_written
 
         path, rows = build_parquet()
@@ -806,7 +807,7 @@ def pricing_show(
 ) -> None:
     """Print the pricing catalog as a table."""
     with cli_errors():
-        from cost_models.pricing import catalog_rows
+        from cost_models.pricing.catalog import catalog_rows
         from report.pricing import print_catalog
 
         print_catalog(catalog_rows(price_set, provider), price_set, kind)

@@ -90,7 +90,7 @@ SHIPPED = {"mgrast": 1, "bus": 20, "hpc": 120}
 
 
 def shipped_traces(spec_path: str) -> None:
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from specs.schema import load_spec
     from studies.plan.build import report_dict, run_plan
 

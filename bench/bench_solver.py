@@ -19,7 +19,7 @@ import resource
 import statistics
 import time
 
-from cost_models.pricing import Catalog, load_catalog
+from cost_models.pricing.catalog import Catalog, load_catalog
 from solver.backends import HighsBackend
 from solver.exhaustive import exhaustive
 from solver.frontier import solve_frontier

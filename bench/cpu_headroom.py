@@ -24,7 +24,7 @@ import numpy as np
 from cost_models.cloud import usable_bytes
 from cost_models.design import allowed_classes
 from cost_models.evaluate import evaluate_designs, workload_partitions
-from cost_models.pricing import load_catalog, parse_vm_ref
+from cost_models.pricing.catalog import load_catalog, parse_vm_ref
 from solver.space import grid_for
 from specs.errors import InputError
 from specs.schema import load_spec

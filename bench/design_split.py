@@ -8,7 +8,7 @@ machine and its neighbours, the hybrids) for ``--workload``, run as the ranking 
 (RunPlan: its warm-up, on tmpfs or at ``--iops`` with a 250 us read latency). ``--mix``
 replaces the workload's operation mix (its key distributions kept), e.g. ``rmw=1`` or
 ``get=0.5;rmw=0.5``: one operation of a design at a time. Printed per design, engine then model
-(measure.engine.model_prediction): throughput, the client threads' CPU per operation, the
+(measure.validate.model_prediction): throughput, the client threads' CPU per operation, the
 background thread's, blocks read per operation, and the share of lookups (gets, rmw reads) the
 buffer answered; and for the engine the share of the run each client thread was on a CPU and the
 share it waited for one another program held, and the writers' stalls behind the background
@@ -26,9 +26,10 @@ from dataclasses import replace
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.engine_model import engine_throughput
-from measure.engine import TEMPLATE, as_ran, build, model_prediction, run_scratch, runqueue_share
+from measure.engine import TEMPLATE, as_ran, build, run_scratch, runqueue_share
 from measure.grid import KEY, MEMORY_SHARE, VALUE, shipped_spec
 from measure.ranking import WORKLOADS, RunPlan, design_sets
+from measure.validate import model_prediction
 from render.config import to_toml
 from specs.limits import MAX_THREADS
 from specs.vocab import OPERATIONS

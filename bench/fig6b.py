@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from solver.backends import HighsBackend
 from solver.exact import reevaluate
 from solver.frontier import solve_frontier

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from cost_models.cloud import storage_choices
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from report.plots import plot_frontier, robust_table
 from solver.backends import HighsBackend
 from solver.solve import run_solve

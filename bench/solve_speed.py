@@ -87,7 +87,7 @@ _IN_PROCESS = """
 import json, statistics, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from solver.backends import get_backend
 from solver.solve import run_solve
 from solver.table_cache import TableCache

@@ -10,7 +10,7 @@ from typing import Any, overload
 import numpy as np
 
 from cost_models.pareto import pareto_mask
-from cost_models.pricing import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmStorageLimit, VmType
+from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmStorageLimit, VmType
 from specs.vocab import StorageRule
 
 GIB = float(2**30)

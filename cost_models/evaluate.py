@@ -20,7 +20,7 @@ from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, Structure, Windows, exact_windows, io_costs, overwrites_keys
 from cost_models.layout import Layout, PutStream, derive, uniform_puts
 from cost_models.phi import PhiTable, shipped_or
-from cost_models.pricing import Catalog, VmType, load_catalog
+from cost_models.pricing.catalog import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
 from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
@@ -377,7 +377,7 @@ def evaluate_ref(spec: Spec, design: str, vm: str, model: CostModel | None = Non
     from dataclasses import replace
 
     from cost_models.design import parse_design
-    from cost_models.pricing import parse_vm_ref
+    from cost_models.pricing.catalog import parse_vm_ref
 
     provider, name, count = parse_vm_ref(vm)
     d = parse_design(design)

@@ -1,8 +1,8 @@
 """Build and drive the Rust engine's `cosine-bench` binary from Python.
 
-Used by `cosine bench`, `cosine validate` and `cosine calibrate`: write a
-workload.json from a spec (scaled to this machine), scale the design's memory
-budgets to the records actually loaded, run the driver, parse its JSON.
+Used by `cosine bench` (measure.bench), `cosine validate` and `cosine calibrate`:
+write a workload.json from a spec (scaled to this machine), scale the design's
+memory budgets to the records actually loaded, run the driver, parse its JSON.
 """
 
 from __future__ import annotations
@@ -12,20 +12,15 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cost_models import REPO_ROOT, cpu_count
+from cost_models import REPO_ROOT
 from cost_models.transient import RunMerges
 from render.config import to_toml
-from render.workspace import RENDER_META
-from specs.errors import InputError, check_range
-from specs.io import read_json
-from specs.limits import MAX_ENTRIES
-from specs.limits import MAX_THREADS as ENGINE_MAX_THREADS
+from specs.errors import InputError
 from specs.schema import Spec
-from specs.vocab import Operation
+from specs.vocab import EnginePeer, Operation
 
 TEMPLATE = REPO_ROOT / "engine-template"
 #: Records `cosine bench` loads by default (the spec's, up to this), and the most it accepts.
@@ -172,58 +167,6 @@ def workload_json(spec: Spec, records: int, operations: int, threads: int, seed:
     }
 
 
-@dataclass
-class BenchResult:
-    report: dict[str, Any]
-    workload: dict[str, Any]
-    config: str
-    scale: float
-    notes: list[str]
-    #: what the model predicts for the same scaled configuration (None for a peer engine)
-    prediction: dict[str, Any] | None = None
-
-
-def model_prediction(config_text: str, wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
-    """The model's throughput and blocks per operation for a run of ``config_text`` on ``wl``
-    (from the state the run started in, on the config's device), and its accuracy; beside them
-    what the throughput is made of, model and engine: the client threads' CPU per operation (its
-    serial and parallel seconds at the run's threads), the background thread's, and the share of
-    lookups (gets, rmw reads) the buffer answered — where a throughput miss comes from."""
-    import tomllib
-
-    from cost_models.engine_model import engine_breakdown
-    from render.config import config_device
-
-    cfg = tomllib.loads(config_text)
-    model = engine_breakdown(cfg, wl, cpu_count(), config_device(cfg), report["load"]["shape"], report.get("stats"))
-    x, io, d = model.throughput, model.blocks, model.demands
-    serial, parallel = d.at_threads(int(wl["threads"]))
-    buffered = model.io.get_buffered
-    from measure.validate import accuracy, blocks_per_op
-
-    meas = float(report["run"]["throughput_ops"])
-    blocks = blocks_per_op(report)
-    ops = int(wl["operations"])
-    cpu = report.get("cpu") or {}
-    return {
-        "throughput_ops": x,
-        "blocks_per_op": io,
-        "measured_blocks_per_op": blocks,
-        "throughput_accuracy": max(0.0, 1 - abs(x - meas) / meas) if meas > 0 else 0.0,
-        "blocks_accuracy": accuracy(io, blocks),
-        "fg_cpu_us": float(serial[0] + parallel[0]) * 1e6,
-        "measured_fg_cpu_us": float(cpu["foreground_seconds"]) / ops * 1e6 if cpu else None,
-        "bg_cpu_us": float(d.background[0]) * 1e6,
-        "measured_bg_cpu_us": (
-            (float(cpu["background_seconds"]) + float(cpu.get("settle_background_seconds") or 0.0)) / ops * 1e6
-            if cpu
-            else None
-        ),
-        "buffered_share": None if buffered is None else float(buffered[0]),
-        "measured_buffered_share": buffered_share(report),
-    }
-
-
 def scaled_config(config_text: str, scale: float) -> str:
     """Scale buffer and block-cache bytes of an engine.toml by ``scale``."""
     import tomllib
@@ -248,7 +191,7 @@ def run(
     config_text: str,
     wl: dict[str, Any],
     *,
-    engine: str = "cosine",
+    engine: EnginePeer = EnginePeer.COSINE,
     data_dir: Path | None = None,
     timeout: float | None = None,
     exe: Path | None = None,
@@ -287,74 +230,6 @@ def run(
         return json.loads(res.stdout)
     except json.JSONDecodeError:
         raise RuntimeError("cosine-bench printed no JSON report") from None
-
-
-def _entries_per_node(path: Path) -> float | None:
-    """The keys per node a rendered design was made for (render.json; None for a hand-written workspace)."""
-    if not path.is_file():
-        return None
-    meta = read_json(path, "a cosine render.json")
-    per_node = meta.get("entries_per_node") if isinstance(meta, dict) else "?"
-    if per_node is None:
-        return None
-    check_range(f"{path}: entries_per_node", per_node, 0.0, MAX_ENTRIES, lo_open=True)
-    return float(per_node)
-
-
-def bench_spec(
-    spec: Spec,
-    workspace: Path,
-    *,
-    records: int | None = None,
-    operations: int | None = None,
-    threads: int | None = None,
-    engine: str = "cosine",
-    scale_design: bool = True,
-) -> BenchResult:
-    """Run a spec's operation mix on a rendered engine, scaled to this machine."""
-    if not workspace.is_dir():
-        raise InputError(f"--engine {workspace}: no such directory (run `cosine render` first)")
-    cfg_path = workspace / "engine.toml"
-    if not cfg_path.is_file():
-        raise InputError(f"--engine {workspace}: no engine.toml; run `cosine render` first")
-    per_node = _entries_per_node(workspace / RENDER_META)
-    notes = []
-    n = int(min(spec.workload.entries, DEFAULT_RECORDS)) if records is None else records
-    check_range("--records", n, 1, MAX_RECORDS, integer=True)
-    ops = n if operations is None else operations
-    check_range("--ops", ops, 1, MAX_OPERATIONS, integer=True)
-    if threads is not None:
-        check_range("--threads", threads, 1, MAX_THREADS, integer=True)
-    if n < spec.workload.entries:
-        notes.append(
-            f"scaled down: {n:,} of the spec's {spec.workload.entries:,} records, {ops:,} operations "
-            f"(this machine: {cpu_count()} CPUs)"
-        )
-    import tomllib
-
-    try:
-        text = cfg_path.read_text()
-        cfg = tomllib.loads(text)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{cfg_path}: not valid TOML ({exc})") from None
-    alg = cfg.get("algorithms", {})
-    design_threads = alg.get("threads", 1) if isinstance(alg, dict) else None
-    check_range(f"{cfg_path}: algorithms.threads", design_threads, 1, ENGINE_MAX_THREADS, integer=True)
-    th = min(int(design_threads), cpu_count()) if threads is None else threads  # type: ignore[arg-type]
-    scale = 1.0
-    if scale_design and per_node is not None:
-        scale = n / float(per_node)
-        text = scaled_config(text, scale)
-        if abs(scale - 1) > 1e-9:
-            notes.append(
-                f"design memory (buffer, block cache) scaled by {scale:.3g}: the design was made for "
-                f"{per_node:,.0f} keys per node"
-            )
-    wl = workload_json(spec, n, ops, th)
-    build(workspace)
-    report = run(workspace, text, wl, engine=engine)
-    pred = model_prediction(text, wl, report) if engine == "cosine" else None
-    return BenchResult(report, wl, text, scale, notes, pred)
 
 
 #: The volume's I/Os per operation a device-mode run reports (cosine-bench ``device``): all, foreground

@@ -23,7 +23,7 @@ from typing import Any
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from cost_models.engine_model import frozen_buffers, predict
-from measure.engine import TEMPLATE, build, run_scratch, workload_json
+from measure.engine import TEMPLATE, buffered_share, build, run_scratch, workload_json
 from measure.grid import designs, workloads
 from render.config import to_toml
 from specs.errors import InputError
@@ -270,3 +270,42 @@ def write(v: Validation, out: Path) -> Path:
     """validation.parquet: one row per (design, workload, operation)."""
     out.mkdir(parents=True, exist_ok=True)
     return write_records(out / "validation.parquet", v.rows)
+
+
+def model_prediction(config_text: str, wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """The model's throughput and blocks per operation for a run of ``config_text`` on ``wl``
+    (from the state the run started in, on the config's device), and its accuracy; beside them
+    what the throughput is made of, model and engine: the client threads' CPU per operation (its
+    serial and parallel seconds at the run's threads), the background thread's, and the share of
+    lookups (gets, rmw reads) the buffer answered — where a throughput miss comes from."""
+    import tomllib
+
+    from cost_models.engine_model import engine_breakdown
+    from render.config import config_device
+
+    cfg = tomllib.loads(config_text)
+    model = engine_breakdown(cfg, wl, cpu_count(), config_device(cfg), report["load"]["shape"], report.get("stats"))
+    x, io, d = model.throughput, model.blocks, model.demands
+    serial, parallel = d.at_threads(int(wl["threads"]))
+    buffered = model.io.get_buffered
+    meas = float(report["run"]["throughput_ops"])
+    blocks = blocks_per_op(report)
+    ops = int(wl["operations"])
+    cpu = report.get("cpu") or {}
+    return {
+        "throughput_ops": x,
+        "blocks_per_op": io,
+        "measured_blocks_per_op": blocks,
+        "throughput_accuracy": max(0.0, 1 - abs(x - meas) / meas) if meas > 0 else 0.0,
+        "blocks_accuracy": accuracy(io, blocks),
+        "fg_cpu_us": float(serial[0] + parallel[0]) * 1e6,
+        "measured_fg_cpu_us": float(cpu["foreground_seconds"]) / ops * 1e6 if cpu else None,
+        "bg_cpu_us": float(d.background[0]) * 1e6,
+        "measured_bg_cpu_us": (
+            (float(cpu["background_seconds"]) + float(cpu.get("settle_background_seconds") or 0.0)) / ops * 1e6
+            if cpu
+            else None
+        ),
+        "buffered_share": None if buffered is None else float(buffered[0]),
+        "measured_buffered_share": buffered_share(report),
+    }

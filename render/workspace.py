@@ -81,7 +81,7 @@ def _prepare(out: Path) -> None:
 
 def render_solution(solution_path: Path, out: Path, *, wal_sync: WalSync = WalSync.GROUP_COMMIT) -> list[Path]:
     """Render every VM type's design of a solution.json into a workspace."""
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from solver.rundir import read_solution
     from specs.schema import validate
 

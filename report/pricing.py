@@ -12,7 +12,7 @@ from specs.vocab import CatalogKind
 
 def print_catalog(rows: list[dict[str, Any]], price_set: str, kind: CatalogKind | None) -> None:
     """One table per kind of row (VMs, storage, SLAs)."""
-    from cost_models.pricing import price_summary
+    from cost_models.pricing.catalog import price_summary
 
     con = Console()
     for k in CatalogKind:

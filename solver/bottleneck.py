@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from cost_models.cloud import GIB, SlaTerms, sla_cost, sla_terms
-from cost_models.pricing import Catalog
+from cost_models.pricing.catalog import Catalog
 from solver.backends import Backend, Result
 from solver.model import DATA_SLACK, X_SCALE, Chosen, LinearModel, Objective, build_mip, read_solution
 from solver.tables.context import Context

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
-from cost_models.pricing import Catalog
+from cost_models.pricing.catalog import Catalog
 from solver.model import X_SCALE, Objective
 from solver.tables.context import Context
 from specs.schema import Spec

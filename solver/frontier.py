@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
-from cost_models.pricing import Catalog
+from cost_models.pricing.catalog import Catalog
 from cost_models.robust import is_robust
 from solver.backends import Backend, Result
 from solver.backends.base import rel_gap

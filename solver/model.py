@@ -40,7 +40,7 @@ from enum import StrEnum
 import numpy as np
 
 from cost_models.cloud import GIB, sla_terms
-from cost_models.pricing import Catalog
+from cost_models.pricing.catalog import Catalog
 from solver.space import cluster_cap
 from solver.tables.context import Context
 from specs.schema import Spec

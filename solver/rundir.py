@@ -299,7 +299,7 @@ DESIGN_KEYS = (
 
 def read_solution(path: Path) -> dict[str, Any]:
     """A solution.json, checked for its version, its spec, and every field a reader uses."""
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from specs.schema import validate
 
     sol = read_json(path, "a cosine solution.json")

@@ -18,7 +18,7 @@ from typing import Any
 from cost_models import cpu_count
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.envelope import check_nodes
-from cost_models.pricing import HOURS_PER_MONTH, Catalog
+from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (

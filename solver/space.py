@@ -33,7 +33,7 @@ import numpy as np
 
 from cost_models import compression, range_filter
 from cost_models.design import Design, DesignBatch
-from cost_models.pricing import Catalog
+from cost_models.pricing.catalog import Catalog
 from specs.errors import InputError
 from specs.schema import Spec
 
@@ -181,15 +181,6 @@ def shard_counts(max_cluster: int) -> list[int]:
         ks.append(round(k))
     ks.append(max_cluster)
     return sorted(set(ks))
-
-
-def shard_sizes(n_entries: int, max_cluster: int) -> np.ndarray:
-    """Entries per node the MIP may assign (N/k, largest first; never below one entry).
-
-    A key is not split: a cluster with more nodes than entries has nodes of one entry (and
-    empty ones), which the exact re-evaluation models the same way (solver.frontier.reevaluate).
-    """
-    return np.array([n_entries / k for k in shard_counts(min(max_cluster, n_entries))])
 
 
 def cluster_cap(spec: Spec, catalog: Catalog, providers: tuple[str, ...] | list[str] | None = None) -> int:

@@ -64,7 +64,7 @@ class SpecTask:
 def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
     """One task: the spec's design tables, built once (or read from the table cache), shared by
     every budget it solves; its exact re-evaluations read from and added to their cache."""
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from solver.backends import get_backend
     from solver.frontier import solve_frontier
     from solver.reeval_cache import ReevalCache

@@ -45,7 +45,7 @@ import numpy as np
 
 from cost_models.cloud import StorageChoice
 from cost_models.design import Design
-from cost_models.pricing import Catalog, VmType
+from cost_models.pricing.catalog import Catalog, VmType
 from solver.tables.context import Context
 from specs.errors import InputError
 from specs.io import read_columns, require, write_rows

@@ -224,18 +224,6 @@ def write_records(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def read_table(path: Path, what: str) -> list[dict[str, Any]]:
-    """All rows of a parquet file as dicts; a missing or unreadable file is an :class:`InputError`."""
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
-        raise InputError(f"{path}: no such file ({what})")
-    try:
-        return list(pq.ParquetFile(path).read().to_pylist())
-    except Exception:
-        raise InputError(f"{path}: not a readable parquet file ({what}; the file is corrupt or truncated)") from None
-
-
 def _checked_table(path: Path, row_type: type, what: str) -> Any:
     """The pyarrow table of a file written with :func:`write_rows`, its row type, version
     and schema checked against ``row_type``."""

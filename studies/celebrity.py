@@ -30,7 +30,7 @@ from cost_models.engine_model import predict, workload_layout
 from cost_models.evaluate import evaluate_designs, own_puts, workload_partitions
 from cost_models.io_model import overwrites_keys
 from cost_models.layout import level_shape
-from cost_models.pricing import VmType, load_catalog
+from cost_models.pricing.catalog import VmType, load_catalog
 from cost_models.worst_case import io_costs as worst_case_io
 from measure.engine import run_scratch, workload_json
 from measure.validate import measured

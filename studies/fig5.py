@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from solver.backends import get_backend
 from solver.solve import run_solve
 from specs.schema import Spec, parse_spec

@@ -245,22 +245,30 @@ def _args(row: Row, files: dict[str, str]) -> list[str]:
     return [a.format(**files) for a in row.args]
 
 
+def _patch_parquet(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """Point the catalog's reader and builder at another pricing.parquet."""
+    from cost_models.pricing import build, catalog
+
+    monkeypatch.setattr(catalog, "PRICING_PARQUET", path)
+    monkeypatch.setattr(build, "PRICING_PARQUET", path)
+
+
 def _pricing_patch(row: Row, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow.parquet as pq
 
-    import cost_models.pricing as pricing
+    from cost_models.pricing import build, catalog, rows
 
     d = Path(files["dir"]) / f"pricing-{row.patch}"
     d.mkdir(exist_ok=True)
-    real = pricing.PRICING_PARQUET
+    real = rows.PRICING_PARQUET
     if row.patch == "parquet":
         bad = d / "pricing.parquet"
         bad.write_bytes(real.read_bytes()[:2000])
-        monkeypatch.setattr(pricing, "PRICING_PARQUET", bad)
+        _patch_parquet(monkeypatch, bad)
     elif row.patch == "foreign":
         bad = d / "pricing.parquet"
         pq.write_table(pq.ParquetFile(real).read().replace_schema_metadata(None), bad)
-        monkeypatch.setattr(pricing, "PRICING_PARQUET", bad)
+        _patch_parquet(monkeypatch, bad)
     elif row.patch == "values":
         table = pq.ParquetFile(real).read()
         mem = table.column("memory_gib").to_pylist()
@@ -269,9 +277,9 @@ def _pricing_patch(row: Row, files: dict[str, str], monkeypatch: pytest.MonkeyPa
         table = table.set_column(table.schema.get_field_index("memory_gib"), "memory_gib", [mem])
         bad = d / "pricing.parquet"
         pq.write_table(table, bad)
-        monkeypatch.setattr(pricing, "PRICING_PARQUET", bad)
+        _patch_parquet(monkeypatch, bad)
     elif row.patch.startswith("sources"):
-        for f in pricing.PRICING_SOURCE_DIR.glob("*.csv"):
+        for f in rows.PRICING_SOURCE_DIR.glob("*.csv"):
             (d / f.name).write_text(f.read_text())
         vms = (d / "vms.csv").read_text().splitlines()
         if row.patch == "sources":
@@ -281,11 +289,11 @@ def _pricing_patch(row: Row, files: dict[str, str], monkeypatch: pytest.MonkeyPa
         else:
             vms[0] = vms[0].replace("memory_gib", "memory")
         (d / "vms.csv").write_text("\n".join(vms) + "\n")
-        monkeypatch.setattr(pricing, "PRICING_SOURCE_DIR", d)
-        monkeypatch.setattr(pricing, "PRICING_PARQUET", d / "pricing.parquet")
+        monkeypatch.setattr(build, "PRICING_SOURCE_DIR", d)
+        _patch_parquet(monkeypatch, d / "pricing.parquet")
     elif row.patch == "out":
-        monkeypatch.setattr(pricing, "PRICING_PARQUET", d / "missing-dir" / "pricing.parquet")
-    pricing._load_catalog.cache_clear()
+        _patch_parquet(monkeypatch, d / "missing-dir" / "pricing.parquet")
+    catalog.clear_cache()
 
 
 def _assert_refused(code: int, stderr: str, word: str) -> None:

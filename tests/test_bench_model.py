@@ -12,9 +12,9 @@ from rich.console import Console
 from cost_models.cpu import DeviceModel
 from cost_models.engine_model import engine_throughput
 from cost_models.phi import load_phi
-from measure.engine import model_prediction, run_scratch, workload_json
+from measure.engine import run_scratch, workload_json
 from measure.grid import designs, mix_spec
-from measure.validate import check_device
+from measure.validate import check_device, model_prediction
 from render.config import device_section, to_toml
 from specs.errors import InputError
 

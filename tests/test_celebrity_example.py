@@ -17,7 +17,7 @@ import pytest
 
 from cost_models.design import DesignBatch
 from cost_models.evaluate import evaluate_designs
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from specs.schema import load_spec
 from specs.vocab import COST_MODELS, CostModel
 from studies.celebrity import REPORT_DESIGNS, SPEC, VM, evaluate, node_memory, pick, report_design

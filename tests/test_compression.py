@@ -13,7 +13,7 @@ from cli import app
 from cost_models import compression
 from cost_models.design import Design, DesignBatch, DesignError, parse_design
 from cost_models.evaluate import evaluate_config, evaluate_designs
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from measure.compression import factors
 from measure.engine import run_scratch
 from measure.grid import small_lsm, small_workload

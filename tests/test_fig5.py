@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from report.plots import plot_fig5
 from specs.io import read_rows, write_rows
 from specs.vocab import PRESETS, PriceSet

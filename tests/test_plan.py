@@ -275,7 +275,7 @@ def test_parquet_trace_equals_csv(tmp_path: Path) -> None:
 
 
 def test_unknown_provider_and_bad_flags() -> None:
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from specs.schema import load_spec
     from studies.plan.build import build_plan_problem
 
@@ -315,7 +315,7 @@ def test_naive_loses_to_default_on_mgrast_with_the_cost_model() -> None:
     no reconfiguration to study (BENCHMARKS.md section 17)."""
     from cost_models.design import Design
     from cost_models.phi import load_phi
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from specs.schema import load_spec
     from studies.plan.build import build_plan_problem
 

@@ -6,7 +6,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cost_models.cloud import compute_cost, sla_cost, sla_terms
-from cost_models.pricing import PRICING_PARQUET, CatalogError, build_parquet, build_rows, load_catalog
+from cost_models.pricing.build import build_parquet, build_rows
+from cost_models.pricing.catalog import load_catalog
+from cost_models.pricing.rows import PRICING_PARQUET, CatalogError
 
 
 def test_parquet_is_up_to_date_with_sources(tmp_path):

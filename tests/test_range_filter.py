@@ -81,7 +81,7 @@ def _tables_with_range_ladder(monkeypatch: pytest.MonkeyPatch, mix: str):
     from dataclasses import replace
 
     import solver.tables.build as tables
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from solver.space import grid_for
     from specs.schema import parse_spec
     from tests.conftest import TINY_SPEC

@@ -57,7 +57,7 @@ def test_a_warm_solve_reads_every_reevaluation_back(tmp_path, runner, monkeypatc
 def test_keys_follow_what_a_reevaluation_depends_on():
     from cost_models.cloud import StorageChoice
     from cost_models.design import Design
-    from cost_models.pricing import VmType
+    from cost_models.pricing.catalog import VmType
     from solver.tables.context import Context
 
     spec = make_spec(2_000_000, providers="aws, gcp", robustness="{noise: 0.1}")

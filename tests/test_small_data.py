@@ -35,7 +35,7 @@ def test_small_data_solves_and_passes_audit(tmp_path, entries):
 def test_one_entry_evaluates():
     from cost_models.design import parse_design
     from cost_models.evaluate import evaluate_config
-    from cost_models.pricing import load_catalog
+    from cost_models.pricing.catalog import load_catalog
     from specs.schema import parse_spec
 
     spec = parse_spec(TINY_SPEC.replace("entries: 2000000", "entries: 1"))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cost_models.pricing import Catalog, load_catalog
+from cost_models.pricing.catalog import Catalog, load_catalog
 from solver.backends import BACKENDS, HighsBackend
 from solver.exhaustive import exhaustive
 from solver.frontier import solve_frontier

@@ -18,7 +18,7 @@ from cost_models.cloud import (
     provisioned_iops_cost,
     storage_choices,
 )
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 
 MBPS = 1e6 / MIB  # a published MB/s in MiB/s
 

@@ -14,7 +14,7 @@ from cost_models.cloud import GIB, storage_choices
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import window_tables
 from cost_models.phi import load_phi
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from solver.space import grid_for
 from solver.tables import columns as TCol
 from solver.tables import context as TC

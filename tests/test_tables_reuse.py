@@ -19,7 +19,7 @@ from cost_models.evaluate import node_io, shape_overwrites, tree_puts, workload_
 from cost_models.io_model import structure, window_tables
 from cost_models.layout import level_shape, split_memory
 from cost_models.phi import load_phi
-from cost_models.pricing import load_catalog
+from cost_models.pricing.catalog import load_catalog
 from cost_models.robust import perturbed_throughput
 from solver.space import grid_for
 from solver.tables import build as TB

@@ -130,7 +130,7 @@ def test_robust_front_is_the_per_volume_front_then_the_column_pruning():
     (volume, design) pairs that the per-volume Pareto fronts followed by prune_columns's
     rule (cost, expected, perturbed) keep, in the same order: ties and dead designs included."""
     from cost_models.cloud import StorageChoice
-    from cost_models.pricing import VmType
+    from cost_models.pricing.catalog import VmType
     from solver.tables.columns import robust_front
 
     rng = np.random.default_rng(7)
@@ -156,7 +156,7 @@ def test_equally_fast_designs_are_told_apart_by_their_cpu_headroom():
     carries the one whose CPU allows the most; with robustness, the front's pair equal in both
     throughputs does too; without headroom, the first (as before)."""
     from cost_models.cloud import StorageChoice
-    from cost_models.pricing import VmType
+    from cost_models.pricing.catalog import VmType
     from solver.tables.columns import picked, robust_front
     from specs.schema import parse_spec
 

@@ -15,7 +15,7 @@ from cost_models.distributions import Partitions
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import window_tables
 from cost_models.phi import PhiTable, shipped_or
-from cost_models.pricing import Catalog, VmType
+from cost_models.pricing.catalog import Catalog, VmType
 from cost_models.windows import WindowTable
 from solver.space import Grid, cluster_cap, grid_for, shard_counts
 from solver.tables.columns import Column, columns_for_vm, prune_columns

@@ -10,7 +10,7 @@ import numpy as np
 
 from cost_models.cloud import StorageChoice, effective_iops
 from cost_models.pareto import pareto_mask
-from cost_models.pricing import VmType
+from cost_models.pricing.catalog import VmType
 from cost_models.robust import is_robust
 from solver.tables.context import COSINE, Context
 from solver.tables.grid_eval import GridEval

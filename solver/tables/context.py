@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from cost_models.cloud import StorageChoice
 from cost_models.design import Design
-from cost_models.pricing import VmType
+from cost_models.pricing.catalog import VmType
 
 #: The design name (and table-cache row kind) of Cosine's own columns; a preset's carry its name.
 COSINE = "cosine"

@@ -14,7 +14,7 @@ from cost_models.evaluate import node_io, shape_overwrites, tree_puts
 from cost_models.io_model import structure
 from cost_models.layout import level_shape, split_memory
 from cost_models.phi import PhiTable
-from cost_models.pricing import VmType
+from cost_models.pricing.catalog import VmType
 from cost_models.windows import WindowTable
 from solver.tables.columns import fitting, one_design_columns
 from solver.tables.context import Context

@@ -9,7 +9,7 @@ import numpy as np
 
 from cost_models import compression
 from cost_models.cloud import GIB, StorageChoice, storage_choices, volume_table
-from cost_models.pricing import Catalog, VmType
+from cost_models.pricing.catalog import Catalog, VmType
 from solver.space import Grid
 from specs.schema import Spec
 

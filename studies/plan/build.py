@@ -32,7 +32,7 @@ from cost_models.cloud import GIB
 from cost_models.design import Design, preset
 from cost_models.evaluate import evaluate_config
 from cost_models.phi import PhiTable
-from cost_models.pricing import Catalog, VmType
+from cost_models.pricing.catalog import Catalog, VmType
 from specs.errors import InputError, check_range
 from specs.schema import Spec
 from specs.vocab import PAPER_OPERATIONS, PROVIDERS
