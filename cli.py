@@ -108,9 +108,10 @@ def cli_errors() -> Iterator[None]:
 
 
 def _echo_json(obj: Any) -> None:
-    from specs.io import to_json
+    """One JSON document on stdout (a typed record, or plain JSON values)."""
+    from specs.io import to_json, to_record
 
-    typer.echo(to_json(obj))
+    typer.echo(to_json(to_record(obj)))
 
 
 def _bar_callback(bar: Any, task: Any) -> Callable[[int, int, str], None]:

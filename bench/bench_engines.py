@@ -42,14 +42,9 @@ PEERS = ROOT / "bench" / "peers" / "target" / "release" / "cosine-peers"
 
 def preset_config(name: str, records: int, memory: float, threads: int) -> str:
     data = records * (KEY + VALUE)
-    d = preset_design_entry(name, records, KEY, VALUE, memory)
-    d["buffer_bytes"] = PRESET_BUFFER_SHARE * data
+    d = replace(preset_design_entry(name, records, KEY, VALUE, memory), buffer_bytes=PRESET_BUFFER_SHARE * data)
     secs = engine_sections(d, KEY, VALUE, {"get": 1.0}, name, wal_sync=WalSync.NONE)
-    used = (
-        d["buffer_bytes"]
-        + d.get("fence_bytes", 0.0)
-        + sum(b / 8 * records for b in (d.get("bloom_bits_per_level") or [0.0])[:1])
-    )
+    used = d.buffer_bytes + d.fence_bytes + sum(b / 8 * records for b in (d.bloom_bits_per_level or [0.0])[:1])
     secs["layout"]["block_cache_bytes"] = int(max(0.0, memory - used))
     secs["algorithms"]["threads"] = threads
     return to_toml(secs)
@@ -204,7 +199,7 @@ def main() -> None:
         spec = load_spec(ROOT / "specs" / f"ycsb_{c}.yaml")
         spec = replace(spec, workload=replace(spec.workload, key_bytes=KEY, value_bytes=VALUE))
         secs, entry = local_engine_toml(spec, n, memory, a.threads, name=f"cosine-ycsb_{c}", wal_sync=WalSync.NONE)
-        buffer_entries = entry["buffer_bytes"] / (KEY + VALUE)
+        buffer_entries = entry.buffer_bytes / (KEY + VALUE)
         n_ops = steady_ops(a.ops, a.cycles, buffer_entries, spec.workload.operations, a.max_ops)
         if n_ops > a.ops:
             cyc = n_ops * write_share(spec.workload.operations) / buffer_entries

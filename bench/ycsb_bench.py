@@ -44,6 +44,7 @@ from deploy.faults import AckLedger, audit, owners, random_keys
 from deploy.plan import data_scale, plan_cluster
 from deploy.resp import Connection, ping
 from deploy.twemproxy import SERVER_RETRY_TIMEOUT_MS
+from solver.rundir import SOLUTION, read_solution
 
 YCSB_DIR = REPO_ROOT / "bench" / "ycsb"
 JAR = YCSB_DIR / "target" / "cosine-ycsb-0.1.0.jar"
@@ -78,8 +79,8 @@ def solve(workload: str, out: Path) -> Path:
 
 
 def deploy(run: Path, out: Path, nodes: int, records: int) -> cluster.DeployState:
-    sol = json.loads((run / "solution.json").read_text())
-    scale = min(1.0, data_scale(sol["designs"], records, nodes))
+    sol = read_solution(run / SOLUTION)
+    scale = min(1.0, data_scale(sol.designs, records, nodes))
     if out.exists():
         shutil.rmtree(out)
     sh([*COSINE, "deploy", str(run), "--local", "--nodes", str(nodes), "--scale", f"{scale:.6g}", "--out", str(out)])
@@ -198,8 +199,8 @@ def part_engine(a: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for w in a.workloads:
         run = solve(w, a.out)
-        sol = json.loads((run / "solution.json").read_text())
-        plan = plan_cluster(run, nodes=1, scale=min(1.0, data_scale(sol["designs"], a.records, 1)))
+        sol = read_solution(run / SOLUTION)
+        plan = plan_cluster(run, nodes=1, scale=min(1.0, data_scale(sol.designs, a.records, 1)))
         wl = workload_json(load_spec(REPO_ROOT / "specs" / f"ycsb_{w}.yaml"), a.records, a.ops, a.threads)
         db = a.out / "data" / f"engine-{w}"
         shutil.rmtree(db, ignore_errors=True)

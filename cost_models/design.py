@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 
 from specs.errors import InputError, check_range
-from specs.io import load_yaml
+from specs.io import load_yaml, require
 from specs.limits import (
     MAX_BLOCK_BYTES,
     MAX_BLOOM_BITS,
     MAX_BUFFER_BYTES,
+    MAX_ENTRIES,
     MAX_HASH_INDEX_BYTES,
+    MAX_LEVELS,
     MAX_SIZE_RATIO,
     MAX_THREADS,
     MIN_BLOCK_BYTES,
@@ -115,6 +117,82 @@ class Design:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(kw_only=True)
+class DesignEntry:
+    """A design as an engine runs it: its knobs and the layout the model derives for its keys per
+    node (what ``cosine render`` turns into an engine.toml; solution.json's ``designs[i]`` is one
+    with its node's VM, count and throughput, :class:`solver.rundir.NodeDesign`)."""
+
+    entries_per_node: float
+    design_class: DesignClass = field(metadata={"column": "class"})
+    T: int
+    K: int
+    Z: int
+    L: int  # levels
+    Y: int  # cold levels (no filters or fence pointers in memory)
+    lsh: bool
+    block_bytes: int
+    buffer_bytes: float
+    bloom_bits_per_key: float
+    bloom_bits_per_level: list[float]
+    bloom_allocation: BloomAllocation
+    filter_bytes: float
+    fence_bytes: float
+    cache_bytes: float
+    range_bits_per_key: float
+    range_bits_per_height: list[float]
+    range_filter_bytes: float
+    codec_hot: str
+    codec_cold: str
+    threads: int = 1  # worker threads
+
+    @property
+    def memory_bytes(self) -> float:
+        """Memory one node of the design uses: buffer, block cache, filters, fence pointers."""
+        return self.buffer_bytes + self.cache_bytes + self.filter_bytes + self.fence_bytes
+
+    def check(self) -> None:
+        """Every knob within the engine's range (specs.limits); a solution.json read back is checked so."""
+        require(2 <= self.T <= MAX_SIZE_RATIO, f"T {self.T} outside 2..{MAX_SIZE_RATIO}")
+        require(1 <= self.K <= max(1, self.T - 1), f"K {self.K} outside 1..T-1")
+        require(1 <= self.Z <= max(1, self.T - 1), f"Z {self.Z} outside 1..T-1")
+        require(0 <= self.L <= MAX_LEVELS, f"L {self.L} outside 0..{MAX_LEVELS}")
+        require(0 <= self.Y <= self.L, f"Y {self.Y} outside 0..L")
+        require(0 < self.buffer_bytes <= MAX_BUFFER_BYTES, f"buffer_bytes {self.buffer_bytes} out of range")
+        require(MIN_BLOCK_BYTES <= self.block_bytes <= MAX_BLOCK_BYTES, f"block_bytes {self.block_bytes} out of range")
+        require(0 <= self.cache_bytes <= MAX_BUFFER_BYTES, f"cache_bytes {self.cache_bytes} out of range")
+        require(0 < self.entries_per_node <= MAX_ENTRIES, f"entries_per_node {self.entries_per_node} out of range")
+        require(1 <= self.threads <= MAX_THREADS, f"threads {self.threads} outside 1..{MAX_THREADS}")
+        require(0 <= self.bloom_bits_per_key <= MAX_BLOOM_BITS, f"bloom_bits_per_key {self.bloom_bits_per_key}")
+        require(len(self.bloom_bits_per_level) <= MAX_LEVELS, f"more than {MAX_LEVELS} levels of Bloom bits")
+        for j, b in enumerate(self.bloom_bits_per_level):
+            require(0 <= b <= MAX_BLOOM_BITS, f"bloom_bits_per_level[{j}] {b} outside 0..{MAX_BLOOM_BITS:g}")
+
+
+#: The derived figures a hand-made :class:`DesignEntry` (a test's, a focused engine check's) leaves
+#: out: no filters, fences or cache counted, no range filter, no codec, one thread.
+HAND_ENTRY_DEFAULTS: dict[str, Any] = {
+    "lsh": False,
+    "bloom_bits_per_key": 0.0,
+    "bloom_allocation": BloomAllocation.MONKEY,
+    "filter_bytes": 0.0,
+    "fence_bytes": 0.0,
+    "cache_bytes": 0.0,
+    "range_bits_per_key": 0.0,
+    "range_bits_per_height": [],
+    "range_filter_bytes": 0.0,
+    "codec_hot": "none",
+    "codec_cold": "none",
+    "threads": 1,
+}
+
+
+def hand_entry(**knobs: Any) -> DesignEntry:
+    """A :class:`DesignEntry` from its layout knobs (``design_class``, T, K, Z, L, Y, block and buffer
+    bytes, Bloom bits per level, keys per node), the rest from :data:`HAND_ENTRY_DEFAULTS`."""
+    return DesignEntry(**{**HAND_ENTRY_DEFAULTS, **knobs})
 
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?i?[bB]?)\s*$")

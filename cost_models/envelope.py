@@ -19,12 +19,13 @@ says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from cost_models.cpu import envelope_rows
-from cost_models.phi import PhiTable, shipped_or
 from specs.vocab import OPERATIONS
+
+if TYPE_CHECKING:
+    from cost_models.phi import PhiTable
 
 #: Largest total-variation distance between two mixes that counts as comparable
 #: (0.3: e.g. YCSB A's 50/50 and a 65/35 read/update mix are, YCSB A and C are not).
@@ -50,6 +51,9 @@ class Bound:
 
 def bound(design_class: str, mix: dict[str, float], phi: PhiTable | None = None) -> Bound:
     """The envelope of ``design_class`` on ``mix`` (module docstring) in ``phi`` (None: the shipped table)."""
+    from cost_models.cpu import envelope_rows  # the checks' only use of the CPU model (readers do not load it)
+    from cost_models.phi import shipped_or
+
     rows = [r for r in envelope_rows(shipped_or(phi)) if r["class"] == design_class]
     best: Bound = Bound(None, None)
     for row in rows:
@@ -71,7 +75,27 @@ def bound(design_class: str, mix: dict[str, float], phi: PhiTable | None = None)
     return best
 
 
-def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float], phi: PhiTable | None = None) -> dict[str, Any]:
+@dataclass
+class NodeEnvelope:
+    """One chosen node group's prediction per core against the envelope of its class on the mix."""
+
+    vm_type: str
+    design_class: str = field(metadata={"column": "class"})
+    predicted_per_core_ops: float = 0.0
+    envelope_per_core_ops: float | None = None  # None: no calibration run had a comparable mix
+    calibration_workload: str | None = None
+    inside: bool = False
+
+
+@dataclass
+class EnvelopeCheck:
+    """Whether every chosen node's prediction lies inside what the engine was measured to do."""
+
+    inside: bool
+    nodes: list[NodeEnvelope]
+
+
+def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float], phi: PhiTable | None = None) -> EnvelopeCheck:
     """Whether each chosen node's predicted throughput per core lies inside the envelope (of ``phi``)."""
     nodes = []
     for n in per_node:
@@ -79,32 +103,32 @@ def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float], phi: PhiT
         per_core = float(n["node_throughput_ops"]) / threads
         b = bound(n["class"], mix, phi)
         nodes.append(
-            {
-                "vm_type": n["vm_type"],
-                "class": n["class"],
-                "predicted_per_core_ops": per_core,
-                "envelope_per_core_ops": b.per_core_ops,
-                "calibration_workload": b.workload,
-                "inside": b.admits(per_core),
-            }
+            NodeEnvelope(
+                vm_type=n["vm_type"],
+                design_class=n["class"],
+                predicted_per_core_ops=per_core,
+                envelope_per_core_ops=b.per_core_ops,
+                calibration_workload=b.workload,
+                inside=b.admits(per_core),
+            )
         )
-    return {"inside": all(n["inside"] for n in nodes), "nodes": nodes}
+    return EnvelopeCheck(all(n.inside for n in nodes), nodes)
 
 
-def describe_outside(check: dict[str, Any]) -> list[str]:
+def describe_outside(nodes: list[NodeEnvelope]) -> list[str]:
     """One sentence per node outside the envelope."""
     out = []
-    for n in check["nodes"]:
-        if n["inside"]:
+    for n in nodes:
+        if n.inside:
             continue
-        if n["envelope_per_core_ops"] is None:
+        if n.envelope_per_core_ops is None:
             out.append(
-                f"{n['vm_type']} ({n['class']}): {n['predicted_per_core_ops']:,.0f} ops/s per core predicted, and "
+                f"{n.vm_type} ({n.design_class}): {n.predicted_per_core_ops:,.0f} ops/s per core predicted, and "
                 "no calibration run of this class had a comparable mix"
             )
         else:
             out.append(
-                f"{n['vm_type']} ({n['class']}): {n['predicted_per_core_ops']:,.0f} ops/s per core predicted, above "
-                f"the {n['envelope_per_core_ops']:,.0f} the engine reached on {n['calibration_workload']}"
+                f"{n.vm_type} ({n.design_class}): {n.predicted_per_core_ops:,.0f} ops/s per core predicted, above "
+                f"the {n.envelope_per_core_ops:,.0f} the engine reached on {n.calibration_workload}"
             )
     return out

@@ -15,7 +15,7 @@ import numpy as np
 from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices, usable_bytes
 from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
-from cost_models.design import Design, DesignBatch
+from cost_models.design import Design, DesignBatch, DesignEntry
 from cost_models.distributions import Partitions, partitions
 from cost_models.io_model import IOCost, Structure, Windows, exact_windows, io_costs, overwrites_keys
 from cost_models.layout import Layout, PutStream, derive, uniform_puts
@@ -25,7 +25,7 @@ from cost_models.range_filter import allocate
 from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
-from specs.vocab import CostModel
+from specs.vocab import CostModel, DesignClass
 
 
 @dataclass
@@ -75,34 +75,35 @@ class NodeEval:
         return batch.block_bytes if self.codec is None else self.codec.disk_block_bytes
 
 
-def design_entry(d: Design, lay: Layout, i: int, empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH) -> dict[str, Any]:
-    """Row ``i`` of a derived layout as one entry of solution.json's ``designs``
-    (what ``cosine render`` turns into an engine.toml); callers add the node's
-    VM, count, threads and throughput. The range filter's bits per height are
-    allocated for empty ranges of ``empty_range_width`` key values."""
-    return {
-        "entries_per_node": float(lay.n_keys),
-        "class": lay.class_name(i),
-        "T": d.T,
-        "K": d.K,
-        "Z": d.Z,
-        "L": int(lay.L[i]),
-        "Y": int(lay.Y[i]),
-        "lsh": d.lsh,
-        "block_bytes": d.block_bytes,
-        "buffer_bytes": d.buffer_bytes,
-        "bloom_bits_per_key": d.bloom_bits,
-        "bloom_bits_per_level": [round(float(b), 3) for b, e in zip(lay.bits[i], lay.exists[i], strict=True) if e],
-        "bloom_allocation": d.bloom_allocation,
-        "filter_bytes": float(lay.mem_filter[i]),
-        "fence_bytes": float(lay.mem_fence[i]),
-        "cache_bytes": float(lay.mem_cache[i]),
-        "range_bits_per_key": d.range_bits,
-        "range_bits_per_height": list(allocate(float(d.range_bits), int(empty_range_width))),
-        "range_filter_bytes": float(lay.mem_range[i]),
-        "codec_hot": d.codec_hot,
-        "codec_cold": d.codec_cold,
-    }
+def design_entry(
+    d: Design, lay: Layout, i: int, empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH, threads: int = 1
+) -> DesignEntry:
+    """Row ``i`` of a derived layout as a :class:`DesignEntry` run by ``threads`` workers. The range
+    filter's bits per height are allocated for empty ranges of ``empty_range_width`` key values."""
+    return DesignEntry(
+        entries_per_node=float(lay.n_keys),
+        design_class=DesignClass(lay.class_name(i)),
+        T=d.T,
+        K=d.K,
+        Z=d.Z,
+        L=int(lay.L[i]),
+        Y=int(lay.Y[i]),
+        lsh=d.lsh,
+        block_bytes=d.block_bytes,
+        buffer_bytes=d.buffer_bytes,
+        bloom_bits_per_key=d.bloom_bits,
+        bloom_bits_per_level=[round(float(b), 3) for b, e in zip(lay.bits[i], lay.exists[i], strict=True) if e],
+        bloom_allocation=d.bloom_allocation,
+        filter_bytes=float(lay.mem_filter[i]),
+        fence_bytes=float(lay.mem_fence[i]),
+        cache_bytes=float(lay.mem_cache[i]),
+        range_bits_per_key=d.range_bits,
+        range_bits_per_height=list(allocate(float(d.range_bits), int(empty_range_width))),
+        range_filter_bytes=float(lay.mem_range[i]),
+        codec_hot=d.codec_hot,
+        codec_cold=d.codec_cold,
+        threads=threads,
+    )
 
 
 def shape_overwrites(spec: Spec) -> bool:

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from cost_models.design import DesignEntry
 from measure.engine import DEFAULT_RECORDS
 from render.config import engine_sections, to_toml
 from specs.errors import check_range
@@ -82,11 +83,6 @@ def machine_cores() -> int:
     return os.cpu_count() or 1
 
 
-def design_memory(d: dict[str, Any]) -> float:
-    """Memory one node of the design uses: buffer, block cache, filters, fence pointers."""
-    return sum(float(d.get(k) or 0.0) for k in ("buffer_bytes", "cache_bytes", "filter_bytes", "fence_bytes"))
-
-
 def allocate(counts: list[int], n: int) -> list[int]:
     """``n`` nodes shared among VM types in proportion to ``counts`` (largest remainder),
     every type at least once while ``n`` allows."""
@@ -114,18 +110,18 @@ def check_options(recommended: int, nodes: int | None, scale: float | None) -> N
         check_range("--scale", scale, 0, 1, lo_open=True)
 
 
-def data_scale(designs: list[dict[str, Any]], records: int, n_nodes: int) -> float:
+def data_scale(designs: Sequence[DesignEntry], records: int, n_nodes: int) -> float:
     """S that keeps the design's memory per key when ``records`` are spread over ``n_nodes``."""
-    keys = min(float(d.get("entries_per_node") or 1.0) for d in designs)
+    keys = min(d.entries_per_node for d in designs)
     return (records / n_nodes) / max(keys, 1.0)
 
 
-def default_scale(designs: list[dict[str, Any]], n_nodes: int) -> tuple[float, str]:
+def default_scale(designs: Sequence[DesignEntry], n_nodes: int) -> tuple[float, str]:
     """S and why: the design's memory per key for :data:`DEFAULT_RECORDS` local records,
     capped by :data:`MEMORY_SHARE` of this machine's memory."""
-    keys = min(float(d.get("entries_per_node") or 1.0) for d in designs)
+    keys = min(d.entries_per_node for d in designs)
     by_data = data_scale(designs, DEFAULT_RECORDS, n_nodes)
-    total = sum(design_memory(d) for d in designs)
+    total = sum(d.memory_bytes for d in designs)
     by_memory = MEMORY_SHARE * machine_memory() / max(total, 1.0)
     if min(by_data, by_memory) >= 1.0:
         return 1.0, "the design fits unscaled"
@@ -143,9 +139,9 @@ def plan_cluster(
 
     path = run_dir / SOLUTION
     sol = read_solution(path)  # version, spec, every design entry checked
-    wl = validate(sol["spec_raw"]).workload
-    designs: list[dict[str, Any]] = sol["designs"]
-    counts = [int(d["count"]) for d in designs]
+    wl = validate(sol.spec_raw).workload
+    designs = sol.designs
+    counts = [d.count for d in designs]
     recommended = sum(counts)
     check_options(recommended, nodes, scale)
     n = nodes if nodes is not None else min(recommended, machine_cores(), MAX_NODES)
@@ -155,7 +151,7 @@ def plan_cluster(
     vcpu = max(1, machine_cores() // n)
     plans = []
     for i, d in enumerate(chosen):
-        name = f"{sol['spec']} on {sol['provider']}:{d['vm_type']} (node {i} of {n}, memory x{s:.4g})"
+        name = f"{sol.spec} on {sol.provider}:{d.vm_type} (node {i} of {n}, memory x{s:.4g})"
         secs = engine_sections(
             d, wl.key_bytes, wl.value_bytes, wl.operations, name, vcpu=vcpu, wal_sync=wal_sync, scale=s
         )
@@ -163,17 +159,17 @@ def plan_cluster(
         plans.append(
             NodePlan(
                 i,
-                str(d["vm_type"]),
-                str(d["class"]),
+                d.vm_type,
+                d.design_class,
                 to_toml(secs, header),
-                design_memory(d) * s,
-                float(d.get("entries_per_node") or 0.0),
+                d.memory_bytes * s,
+                d.entries_per_node,
             )
         )
-    predicted = float(sol["predicted"].get("throughput_ops") or 0.0)
+    predicted = sol.predicted.throughput_ops
     return ClusterPlan(
-        spec=str(sol["spec"]),
-        provider=str(sol["provider"]),
+        spec=sol.spec,
+        provider=sol.provider,
         recommended_nodes=recommended,
         nodes=plans,
         scale=s,

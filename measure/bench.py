@@ -19,10 +19,9 @@ from measure.engine import (
     workload_json,
 )
 from measure.validate import model_prediction
-from render.workspace import RENDER_META
+from render.workspace import RENDER_META, RenderMeta
 from specs.errors import InputError, check_range
-from specs.io import read_json
-from specs.limits import MAX_ENTRIES
+from specs.io import read_record
 from specs.limits import MAX_THREADS as ENGINE_MAX_THREADS
 from specs.schema import Spec
 from specs.vocab import EnginePeer
@@ -43,12 +42,7 @@ def _entries_per_node(path: Path) -> float | None:
     """The keys per node a rendered design was made for (render.json; None for a hand-written workspace)."""
     if not path.is_file():
         return None
-    meta = read_json(path, "a cosine render.json")
-    per_node = meta.get("entries_per_node") if isinstance(meta, dict) else "?"
-    if per_node is None:
-        return None
-    check_range(f"{path}: entries_per_node", per_node, 0.0, MAX_ENTRIES, lo_open=True)
-    return float(per_node)
+    return read_record(path, RenderMeta, "a cosine render.json").entries_per_node
 
 
 def bench_spec(

@@ -20,11 +20,12 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from cost_models.design import hand_entry
 from measure.calibrate.samples import machine
 from measure.engine import TEMPLATE, build, run_scratch
 from render.config import engine_sections, to_toml
 from specs.io import write_text
-from specs.vocab import CodecName, WalSync
+from specs.vocab import CodecName, DesignClass, WalSync
 
 #: Codecs calibrated: the search's (cost_models.compression.SEARCH_CODECS) and two more zstd levels.
 CODECS = ("none", "lz4", "zstd:1", "zstd:3", "zstd:9")
@@ -41,17 +42,18 @@ QUICK_RECORDS, QUICK_OPERATIONS = 8_000, 8_000
 
 def config(codec: str) -> str:
     """engine.toml of the calibration store: a leveled LSM whose every level uses ``codec``."""
-    d = {
-        "class": "lsm",
-        "L": 3,
-        "Y": 0,
-        "T": 10,
-        "K": 1,
-        "Z": 1,
-        "block_bytes": BLOCK_BYTES,
-        "buffer_bytes": 2 * 2**20,
-        "bloom_bits_per_level": [10.0],
-    }
+    d = hand_entry(
+        design_class=DesignClass.LSM,
+        entries_per_node=RECORDS,
+        L=3,
+        Y=0,
+        T=10,
+        K=1,
+        Z=1,
+        block_bytes=BLOCK_BYTES,
+        buffer_bytes=2 * 2**20,
+        bloom_bits_per_level=[10.0],
+    )
     secs = engine_sections(d, KEY_BYTES, VALUE_BYTES, {"get": 1.0}, "calibrate-compression", wal_sync=WalSync.NONE)
     secs["algorithms"]["threads"] = 1
     secs["compression"] = {"hot": codec, "cold": codec}

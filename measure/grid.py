@@ -10,6 +10,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from cost_models.design import hand_entry
 from cost_models.range_filter import allocate
 from render.config import engine_sections, preset_design_entry
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, SPEC_DIR, Spec, load_spec, parse_spec
@@ -76,8 +77,7 @@ def designs(records: int, quick: bool, optima: bool = True) -> dict[str, dict[st
     memory = MEMORY_SHARE * data
     out: dict[str, dict[str, Any]] = {}
     for preset in PRESETS:
-        d = preset_design_entry(preset, records, KEY, VALUE, memory)
-        d["buffer_bytes"] = PRESET_BUFFER_SHARE * data
+        d = replace(preset_design_entry(preset, records, KEY, VALUE, memory), buffer_bytes=PRESET_BUFFER_SHARE * data)
         out[preset] = engine_sections(d, KEY, VALUE, {"get": 1.0}, preset, wal_sync=WalSync.NONE)
     # Cosine's optimum for each YCSB workload on this node's memory (the model's own choice)
     from measure.local import local_engine_toml
@@ -165,8 +165,21 @@ def small_lsm(name: str, op: str, **entry: Any) -> dict[str, dict[str, Any]]:
     """engine.toml sections of a small two-level leveled LSM (16 + 240-byte entries, one
     thread, no WAL sync) for focused engine checks (range filters, codecs); ``entry``
     overrides fields of the design entry (render.config.engine_sections)."""
-    d = {"class": "lsm", "L": 2, "Y": 0, "T": 4, "K": 1, "Z": 1, "block_bytes": 4096, "buffer_bytes": 1 << 18}
-    d = {**d, "bloom_bits_per_level": [10.0], **entry}
+    d = hand_entry(
+        **{
+            "design_class": DesignClass.LSM,
+            "entries_per_node": 1 << 16,  # the tests' stores are smaller; only a hash log reads it
+            "L": 2,
+            "Y": 0,
+            "T": 4,
+            "K": 1,
+            "Z": 1,
+            "block_bytes": 4096,
+            "buffer_bytes": 1 << 18,
+            "bloom_bits_per_level": [10.0],
+            **entry,
+        }
+    )
     secs = engine_sections(d, 16, 240, {op: 1.0}, name, wal_sync=WalSync.NONE)
     secs["algorithms"]["threads"] = 1
     return secs

@@ -21,7 +21,7 @@ from cost_models.cpu import LOCAL_DEVICE, DeviceModel, usable_cores
 from cost_models.design import Design, allowed_classes
 from cost_models.evaluate import NodeEval, evaluate_designs, workload_partitions
 from cost_models.phi import PhiTable
-from render.config import engine_sections, local_entry
+from render.config import LocalDesign, engine_sections, local_entry
 from solver.space import grid_for
 from specs.schema import Spec
 from specs.vocab import WalSync
@@ -48,7 +48,7 @@ def best_design(
     device: DeviceModel = LOCAL_DEVICE,
     grown_keys: float | None = None,
     phi: PhiTable | None = None,
-) -> tuple[Design, dict]:
+) -> tuple[Design, LocalDesign]:
     """(design, solution-style design entry) maximizing the node's throughput.
 
     ``device`` is the storage: this machine's own (no rate limit; a block
@@ -87,7 +87,7 @@ def local_engine_toml(
     device: DeviceModel = LOCAL_DEVICE,
     name: str | None = None,
     wal_sync: WalSync = WalSync.GROUP_COMMIT,
-) -> tuple[dict[str, Any], dict]:
+) -> tuple[dict[str, Any], LocalDesign]:
     """engine.toml sections of the best local design, and its design entry."""
     _, entry = best_design(spec, n_keys, memory_bytes, threads, device)
     wl = spec.workload

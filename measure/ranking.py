@@ -31,7 +31,7 @@ import numpy as np
 
 from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
-from cost_models.design import Design, DesignBatch
+from cost_models.design import Design, DesignBatch, DesignEntry
 from cost_models.engine_model import engine_throughput, run_keys
 from cost_models.evaluate import evaluate_designs
 from cost_models.phi import PhiTable
@@ -195,7 +195,7 @@ class RunPlan:
 
 
 def _sections(
-    entry: dict[str, Any], key: int, value: int, mix: dict[str, float], name: str, threads: int
+    entry: DesignEntry, key: int, value: int, mix: dict[str, float], name: str, threads: int
 ) -> dict[str, dict[str, Any]]:
     secs = engine_sections(entry, key, value, mix, name, wal_sync=WalSync.NONE)
     secs["algorithms"]["threads"] = threads

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from cost_models.cpu import DeviceModel
-from cost_models.design import Design, DesignBatch, model_constants, preset
+from cost_models.design import Design, DesignBatch, DesignEntry, model_constants, preset
 from cost_models.evaluate import design_entry
 from cost_models.layout import CLASS_COMPACTION, Layout, derive
 from cost_models.phi import PhiTable
 from specs.errors import InputError
 from specs.vocab import Compaction, DesignClass, DeviceKind, FilePicking, WalRecovery, WalSync
+
+if TYPE_CHECKING:
+    from solver.rundir import NodeStorage
 
 #: Speed-up gain below which another thread is not worth it (Algorithm 3: "the
 #: point where Equation 2 converges").
@@ -111,7 +115,7 @@ def to_toml(sections: dict[str, dict[str, Any]], header: str = "") -> str:
 
 
 def engine_sections(
-    d: dict[str, Any],
+    d: DesignEntry,
     key_bytes: int,
     value_bytes: int,
     mix: dict[str, float],
@@ -121,36 +125,36 @@ def engine_sections(
     scale: float = 1.0,
     device: DeviceModel | None = None,
 ) -> dict[str, dict]:
-    """engine.toml sections for one design entry of solution.json (``designs[i]``).
+    """engine.toml sections for one design entry (solution.json's ``designs[i]``, a local design's).
 
     ``scale`` multiplies the memory budgets (buffer, cache) when the engine
     runs a smaller data set than the node the design was made for; ``device``
     is the node's volume (``[device]``; None: the local device).
     """
     entry = key_bytes + value_bytes
-    cls = d["class"]
-    levels, cold = int(d["L"]), int(d["Y"])
-    bits = [float(b) for b in d.get("bloom_bits_per_level", [])] or [0.0]
-    threads = d.get("threads", 1)
+    cls = d.design_class
+    levels, cold = d.L, d.Y
+    bits = [float(b) for b in d.bloom_bits_per_level] or [0.0]
+    threads = d.threads
     if vcpu is not None:
         threads = threads_from_phi(cls, mix, vcpu)
-    lsh = bool(d.get("lsh")) or cls == "lsh"
-    T = float(d["T"])
+    lsh = d.lsh or cls == DesignClass.LSH
+    T = float(d.T)
     if lsh:  # Table 1: T = N E / M_B, one level that is never compacted (K = Z = T - 1)
-        T = max(2.0, math.ceil(d.get("entries_per_node", 1e6) * entry / max(d["buffer_bytes"], 1.0)))
+        T = max(2.0, math.ceil(d.entries_per_node * entry / max(d.buffer_bytes, 1.0)))
     return {
         "design": {"name": name, "class": cls},
         "layout": {
             "key_bytes": int(key_bytes),
             "value_bytes": int(value_bytes),
-            "block_entries": max(1, int(d["block_bytes"]) // entry),
+            "block_entries": max(1, d.block_bytes // entry),
             "size_ratio": T,
-            "runs_per_hot_level": int(T - 1) if lsh else int(d["K"]),
-            "runs_per_cold_level": int(T - 1) if lsh else int(d["Z"]),
-            "buffer_bytes": max(entry * 64, int(d["buffer_bytes"] * scale)),
+            "runs_per_hot_level": int(T - 1) if lsh else d.K,
+            "runs_per_cold_level": int(T - 1) if lsh else d.Z,
+            "buffer_bytes": max(entry * 64, int(d.buffer_bytes * scale)),
             "bloom_bits_per_key": [0.0] if lsh else [round(b, 4) for b in bits],
             "hot_levels": 1 if lsh else max(0, levels - cold),
-            "block_cache_bytes": int(max(0.0, d.get("cache_bytes", 0.0)) * scale),
+            "block_cache_bytes": int(max(0.0, d.cache_bytes) * scale),
         },
         "algorithms": {
             "filter_granularity": "file",
@@ -165,10 +169,10 @@ def engine_sections(
             "wal_recovery": WalRecovery.TOLERATE_CORRUPTED_TAIL,
         },
         # block codecs of the hot and cold levels (cost_models.compression)
-        "compression": {"hot": str(d.get("codec_hot", "none")), "cold": str(d.get("codec_cold", "none"))},
+        "compression": {"hot": d.codec_hot, "cold": d.codec_cold},
         # Rosetta-style range filter of the hot levels: bits per prefix at each dyadic height
         # (cost_models.range_filter.allocate; empty: none)
-        "range_filter": {"bits_per_height": [] if lsh else [float(b) for b in d.get("range_bits_per_height", [])]},
+        "range_filter": {"bits_per_height": [] if lsh else [float(b) for b in d.range_bits_per_height]},
         "device": device_section(device or DeviceModel()),
     }
 
@@ -201,33 +205,32 @@ def config_device(cfg: dict[str, Any]) -> DeviceModel:
     )
 
 
-def storage_device(storage: dict[str, Any] | None) -> DeviceModel:
+def storage_device(storage: NodeStorage | None) -> DeviceModel:
     """The volume a solution chose for a node (solution.json's ``storage`` entry) as a device.
 
     The catalog gives a volume's IOPS; a throughput limit when the entry has one
     (``mibps``, MiB/s); the read latency is the model's (0: the volume's rate
     is reachable, paper Eq. 3).
     """
-    if not storage or not storage.get("iops"):
+    if storage is None or not storage.iops:
         return DeviceModel()
-    mib = storage.get("mibps")
-    return DeviceModel(iops=float(storage["iops"]), bytes_per_s=float(mib) * 2**20 if mib else math.inf)
+    mib = storage.mibps
+    return DeviceModel(iops=float(storage.iops), bytes_per_s=float(mib) * 2**20 if mib else math.inf)
 
 
-def local_entry(d: Design, lay: Layout, i: int, threads: int, throughput: float = math.nan) -> dict[str, Any]:
-    """A design entry for this machine (one local node), as :func:`engine_sections` takes it."""
-    return {
-        "vm_type": "local",
-        "count": 1,
-        **design_entry(d, lay, i),
-        "threads": threads,
-        "predicted_throughput_ops": throughput,
-    }
+@dataclass(kw_only=True)
+class LocalDesign(DesignEntry):
+    """A design entry for this machine (one local node) and the model's throughput for it."""
+
+    predicted_throughput_ops: float = math.nan
 
 
-def preset_design_entry(
-    name: str, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float
-) -> dict[str, Any]:
+def local_entry(d: Design, lay: Layout, i: int, threads: int, throughput: float = math.nan) -> LocalDesign:
+    """Row ``i`` of a derived layout as one local node's design, as :func:`engine_sections` takes it."""
+    return LocalDesign(**vars(design_entry(d, lay, i, threads=threads)), predicted_throughput_ops=throughput)
+
+
+def preset_design_entry(name: str, n_keys: float, key_bytes: int, value_bytes: int, memory_bytes: float) -> LocalDesign:
     """A preset as a design entry (layout derived by the model), for one local node."""
     d: Design = preset(name)
     # rendered for gets (engine_sections' mix below); the presets are leveled (Z = 1), so a mix's

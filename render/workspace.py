@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cost_models import REPO_ROOT
+from cost_models.design import DesignEntry
 from render.config import engine_sections, preset_design_entry, storage_device, to_toml
+from solver.rundir import NodeDesign
 from specs.errors import InputError
-from specs.io import check_output_dir, to_json, write_bytes, write_text
-from specs.vocab import PRESETS, WalSync
+from specs.io import check_output_dir, require, write_bytes, write_record, write_text
+from specs.limits import MAX_ENTRIES
+from specs.vocab import PRESETS, DesignClass, WalSync
 
 TEMPLATE = REPO_ROOT / "engine-template"
 MARKER = ".cosine-render"
@@ -86,32 +90,37 @@ def render_solution(solution_path: Path, out: Path, *, wal_sync: WalSync = WalSy
     from specs.schema import validate
 
     sol = read_solution(solution_path)  # version, spec, every design entry in range, VM types of the catalog
-    designs = sol["designs"]
-    wl = validate(sol["spec_raw"]).workload
+    wl = validate(sol.spec_raw).workload
     key_bytes, value_bytes, mix = wl.key_bytes, wl.value_bytes, wl.operations
-    files = [safe_file_name(d["vm_type"], ".toml") for d in designs]
+    files = [safe_file_name(d.vm_type, ".toml") for d in sol.designs]
     _prepare(out)
-    cat = load_catalog(sol["pricing"])
+    cat = load_catalog(sol.pricing)
     written = []
     (out / "engines").mkdir(exist_ok=True)
-    for i, (d, fname) in enumerate(zip(designs, files, strict=True)):
-        vcpu = cat.vm(sol["provider"], d["vm_type"]).vcpu
-        name = f"{sol['spec']} on {sol['provider']}:{d['vm_type']} (x{d['count']})"
-        storage = next((st for st in sol.get("storage", []) if st.get("vm_type") == d["vm_type"]), None)
+    for i, (d, fname) in enumerate(zip(sol.designs, files, strict=True)):
+        vcpu = cat.vm(sol.provider, d.vm_type).vcpu
+        name = f"{sol.spec} on {sol.provider}:{d.vm_type} (x{d.count})"
         secs = engine_sections(
-            d, key_bytes, value_bytes, mix, name, vcpu=vcpu, wal_sync=wal_sync, device=storage_device(storage)
+            d,
+            key_bytes,
+            value_bytes,
+            mix,
+            name,
+            vcpu=vcpu,
+            wal_sync=wal_sync,
+            device=storage_device(sol.storage_of(d.vm_type)),
         )
         header = (
-            f"Rendered by `cosine render` from {solution_path}\n{name}: {d['class']} design, "
-            f"{d['entries_per_node']:.4g} keys per node\nSee docs/engine-contract.md in the Cosine repository."
+            f"Rendered by `cosine render` from {solution_path}\n{name}: {d.design_class} design, "
+            f"{d.entries_per_node:.4g} keys per node\nSee docs/engine-contract.md in the Cosine repository."
         )
         text = to_toml(secs, header)
         written.append(write_text(out / "engines" / fname, text))
         if i == 0:
             written.insert(0, write_text(out / "engine.toml", text))
-    write_text(out / "solution.json", to_json(sol) + "\n")
-    _meta(out, designs[0], key_bytes, value_bytes, sol["spec"])
-    _readme(out, sol, designs)
+    write_record(out / "solution.json", sol)
+    _meta(out, sol.designs[0], key_bytes, value_bytes, sol.spec)
+    _readme(out, sol.spec, sol.designs)
     return written
 
 
@@ -137,35 +146,44 @@ def render_preset(
     )
     write_text(out / "engine.toml", to_toml(secs, header))
     _meta(out, d, key_bytes, value_bytes, f"preset {name}")
-    _readme(out, {"spec": f"preset {name}", "provider": "local"}, [d])
+    _readme(out, f"preset {name}", [d])
     return out / "engine.toml"
 
 
-def _meta(out: Path, d: dict[str, Any], key_bytes: int, value_bytes: int, source: str) -> None:
-    """render.json: what `cosine bench` needs to scale the design to its records."""
-    meta = {
-        "source": source,
-        "class": d["class"],
-        "entries_per_node": d.get("entries_per_node"),
-        "key_bytes": key_bytes,
-        "value_bytes": value_bytes,
-    }
-    write_text(out / RENDER_META, to_json(meta) + "\n")
+@dataclass
+class RenderMeta:
+    """render.json: what `cosine bench` needs to scale a rendered design to the records it loads."""
+
+    source: str
+    design_class: DesignClass = field(metadata={"column": "class"})
+    entries_per_node: float | None = None  # None: a hand-written workspace
+    key_bytes: int = 0
+    value_bytes: int = 0
+
+    def check(self) -> None:
+        n = self.entries_per_node
+        require(n is None or 0 < n <= MAX_ENTRIES, f"entries_per_node {n} outside (0, {MAX_ENTRIES:.0e}]")
 
 
-def _readme(out: Path, sol: dict[str, Any], designs: list[dict[str, Any]]) -> None:
-    lines = [f"# Rendered Cosine engine: {sol['spec']}", ""]
+def _meta(out: Path, d: DesignEntry, key_bytes: int, value_bytes: int, source: str) -> None:
+    """render.json (:class:`RenderMeta`)."""
+    write_record(out / RENDER_META, RenderMeta(source, d.design_class, d.entries_per_node, key_bytes, value_bytes))
+
+
+def _readme(out: Path, title: str, designs: Sequence[DesignEntry]) -> None:
+    lines = [f"# Rendered Cosine engine: {title}", ""]
     for d in designs:
         layout = (
             "log-structured hash table"
-            if d.get("lsh") or d["class"] == "lsh"
-            else f"T={d['T']}, K={d['K']}, Z={d['Z']}, {d['L']} levels of which {d['Y']} cold"
+            if d.lsh or d.design_class == DesignClass.LSH
+            else f"T={d.T}, K={d.K}, Z={d.Z}, {d.L} levels of which {d.Y} cold"
         )
+        where = f"`{d.vm_type}` x{d.count}" if isinstance(d, NodeDesign) else "this machine"
         lines.append(
-            f"* `{d['vm_type']}` x{d.get('count', 1)}: **{d['class']}** — {layout}; buffer "
-            f"{d['buffer_bytes'] / 2**20:,.0f} MiB; Bloom bits per level "
-            f"{', '.join(f'{b:.1f}' for b in d.get('bloom_bits_per_level') or [0.0])}; "
-            f"{d.get('entries_per_node', 0):,.0f} keys per node."
+            f"* {where}: **{d.design_class}** — {layout}; buffer "
+            f"{d.buffer_bytes / 2**20:,.0f} MiB; Bloom bits per level "
+            f"{', '.join(f'{b:.1f}' for b in d.bloom_bits_per_level or [0.0])}; "
+            f"{d.entries_per_node:,.0f} keys per node."
         )
     lines += [
         "",

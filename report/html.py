@@ -22,7 +22,7 @@ from report.plots import COLOURS, PRESET_STYLE, preset_frontier
 from solver.rundir import load_run
 from solver.whatif import budget_steps, row_dict
 from specs.errors import InputError
-from specs.io import check_output_file, to_json, write_text
+from specs.io import check_output_file, to_json, to_record, write_text
 from specs.vocab import CostModel
 
 TEMPLATE = "whatif.html"
@@ -45,11 +45,11 @@ def page_data(run_dir: Path) -> dict[str, Any]:
     """Everything the page shows, read from the run directory (validated by load_run)."""
     run = load_run(run_dir, baselines=True)
     sol = run.solution
-    log = {(r["band"], r["provider"]): r for r in run.log}
+    log = {(r.band, str(r.provider)): r for r in run.log}
     rows = []
     for r in run.frontier:
-        rec = log.get((r.band, r.provider), {})
-        rows.append({**row_dict(r), "backend": rec.get("backend"), "method": rec.get("method")})
+        rec = log[(r.band, r.provider)]  # load_run checked that every row has its record
+        rows.append({**row_dict(r), "backend": rec.backend, "method": rec.method})
     base = [{**asdict(b), "class": b.design_class} for b in run.baselines]
     presets = {
         p: {"colour": col, "dash": _DASH.get(ls, "solid"), "points": preset_frontier(base, p)}
@@ -60,16 +60,16 @@ def page_data(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{run_dir}: the frontier has no feasible point")
     budgets = [r.budget for r in run.frontier]
     return {
-        "spec": sol["spec"],
-        "pricing": sol.get("pricing"),
-        "objective": sol.get("objective"),
-        "cost_model": str((sol.get("spec_raw") or {}).get("cost_model", CostModel.DISTRIBUTION_AWARE)),
-        "spec_budget": sol["budget"],
+        "spec": sol.spec,
+        "pricing": sol.pricing,
+        "objective": sol.objective,
+        "cost_model": str(sol.spec_raw.get("cost_model", CostModel.DISTRIBUTION_AWARE)),
+        "spec_budget": sol.budget,
         "answer_at_spec_budget": {
-            "provider": sol["provider"],
-            "vms": sol["vms"],
-            "monthly_cost": sol["monthly_cost"],
-            "throughput_ops": sol["predicted"].get("throughput_ops"),
+            "provider": sol.provider,
+            "vms": to_record(sol.vms),
+            "monthly_cost": to_record(sol.monthly_cost),
+            "throughput_ops": sol.predicted.throughput_ops,
         },
         "budget_range": [min(budgets), max(budgets)],
         "providers": sorted({r.provider for r in run.frontier}),
@@ -77,8 +77,8 @@ def page_data(run_dir: Path) -> dict[str, Any]:
         "rows": rows,
         "presets": presets,
         "steps": [{"cost": c, **a} for c, a in steps],
-        "robustness": sol.get("robustness"),
-        "binding": sol.get("binding"),
+        "robustness": to_record(sol.robustness),
+        "binding": to_record(sol.binding),
     }
 
 

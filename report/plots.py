@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from solver.rundir import Solution
 
 COLOURS = {"aws": "#ff9900", "gcp": "#4285f4", "azure": "#008272"}
 MARKERS = {"lsm": "o", "btree": "s", "lsh": "^", "hybrid": "D"}
@@ -97,12 +100,12 @@ def plot_frontier(run_dir: Path, out: Path | None = None) -> Path:
                 lw=1.5,
                 label=f"{preset} (preset, best provider)",
             )
-    ax.axvline(sol["budget"], color="gray", lw=0.8, ls=":")
+    ax.axvline(sol.budget, color="gray", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("monthly budget (USD, log)")
     ax.set_ylabel("throughput (ops/s, log)")
-    ax.set_title(f"Cosine frontier for {sol['spec']} ({sol['pricing']} prices)")
+    ax.set_title(f"Cosine frontier for {sol.spec} ({sol.pricing} prices)")
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     ax.grid(True, which="both", alpha=0.2)
     return _save(fig, out or run_dir / "frontier.png")
@@ -187,7 +190,7 @@ def robust_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _robust_panel(ax: Any, rows: list[dict[str, Any]], sol: dict[str, Any]) -> None:
+def _robust_panel(ax: Any, rows: list[dict[str, Any]], sol: Solution) -> None:
     t = [r for r in robust_table(rows) if r["robust_ops"] or r["nominal_ops"]]
     b = [r["budget"] for r in t]
     for key, label, style in (
@@ -198,13 +201,14 @@ def _robust_panel(ax: Any, rows: list[dict[str, Any]], sol: dict[str, Any]) -> N
         ("best_perturbed_ops", "best perturbed throughput at the budget", ("gray", "--")),
     ):
         ax.step(b, [r[key] or np.nan for r in t], where="post", color=style[0], ls=style[1], label=label)
-    ax.axvline(sol["budget"], color="gray", lw=0.8, ls=":")
+    ax.axvline(sol.budget, color="gray", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("monthly budget (USD, log)")
     ax.set_ylabel("throughput (ops/s, log)")
-    rob = sol.get("robustness") or {}
-    ax.set_title(f"nominal vs robust (noise {rob.get('noise', 0):g}, tolerance {rob.get('tolerance', 0):g})")
+    rob = sol.robustness
+    noise, tol = (rob.noise, rob.tolerance) if rob is not None else (0.0, 0.0)
+    ax.set_title(f"nominal vs robust (noise {noise:g}, tolerance {tol:g})")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, which="both", alpha=0.2)
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from report.format import OP_LABELS, gib, money, si
 from specs.vocab import Method
+
+if TYPE_CHECKING:
+    from cost_models.design import DesignEntry
+    from solver.rundir import Solution
 
 
 def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console | None = None) -> None:
@@ -60,121 +64,111 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
     con.print(perf)
 
 
-def print_solution(sol: dict[str, Any], console: Console | None = None) -> None:
+def print_solution(sol: Solution, console: Console | None = None) -> None:
     """The solve summary: configuration, designs, bill, certificate, neighbours."""
     con = console or Console()
-    mc = sol["monthly_cost"]
-    pred = sol["predicted"]
-    cert = sol["certificate"]
-    vms = ", ".join(f"{v['count']} x {v['type']}" for v in sol["vms"])
+    mc, pred, cert = sol.monthly_cost, sol.predicted, sol.certificate
+    vms = ", ".join(f"{v.count} x {v.type}" for v in sol.vms)
     con.print(
-        f"[bold]{sol['spec']}[/] at {money(sol['budget'])}/month ({sol['pricing']} prices): "
-        f"[bold cyan]{sol['provider']}[/] {vms}"
+        f"[bold]{sol.spec}[/] at {money(sol.budget)}/month ({sol.pricing} prices): [bold cyan]{sol.provider}[/] {vms}"
     )
     t = Table(title="engine design per VM type", show_header=False)
-    for d, st in zip(sol["designs"], sol["storage"], strict=True):
-        layout = (
-            "log-structured hash table"
-            if d["lsh"]
-            else f"T={d['T']} K={d['K']} Z={d['Z']}, L={d['L']} levels, Y={d['Y']} cold"
-        )
+    for d, st in zip(sol.designs, sol.storage, strict=True):
+        layout = "log-structured hash table" if d.lsh else f"T={d.T} K={d.K} Z={d.Z}, L={d.L} levels, Y={d.Y} cold"
         bits = (
             "-"
-            if d["lsh"]
-            else (f"{d['bloom_bits_per_key']:g} avg (" + ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) + ")")
+            if d.lsh
+            else (f"{d.bloom_bits_per_key:g} avg (" + ", ".join(f"{b:.1f}" for b in d.bloom_bits_per_level) + ")")
         )
-        t.add_row(f"[bold]{d['count']} x {d['vm_type']}[/]", f"[cyan]{d['class']}[/]: {layout}")
-        t.add_row("  keys per node / threads", f"{si(d['entries_per_node'])} / {d['threads']}")
-        t.add_row(
-            "  buffer / fences / cache", f"{gib(d['buffer_bytes'])} / {gib(d['fence_bytes'])} / {gib(d['cache_bytes'])}"
-        )
+        t.add_row(f"[bold]{d.count} x {d.vm_type}[/]", f"[cyan]{d.design_class}[/]: {layout}")
+        t.add_row("  keys per node / threads", f"{si(d.entries_per_node)} / {d.threads}")
+        t.add_row("  buffer / fences / cache", f"{gib(d.buffer_bytes)} / {gib(d.fence_bytes)} / {gib(d.cache_bytes)}")
         t.add_row("  Bloom bits per key", bits)
-        if not d["lsh"]:
+        if not d.lsh:
             t.add_row("  range filter (hot levels)", _range_filter(d))
-        t.add_row("  block / codec hot, cold", f"{d['block_bytes']:,} B / {d['codec_hot']}, {d['codec_cold']}")
-        t.add_row("  storage per node", st["label"])
+        t.add_row("  block / codec hot, cold", f"{d.block_bytes:,} B / {d.codec_hot}, {d.codec_cold}")
+        t.add_row("  storage per node", st.label)
     con.print(t)
     p = Table(title="prediction, bill and certificate", show_header=False)
-    rob = sol.get("robustness")
-    p.add_row("throughput (expected workload)", f"{si(pred['throughput_ops'])} ops/s")
+    rob = sol.robustness
+    p.add_row("throughput (expected workload)", f"{si(pred.throughput_ops)} ops/s")
     if rob:
-        how = f"noise {rob['noise']:g}" + (f", KL radius {rob['kl_radius']:g}" if rob.get("kl_radius") else "")
-        r, n, b = rob["robust_choice"], rob["nominal_choice"], rob["best_perturbed_choice"]
-        at = rob.get("chosen_at_budget")
+        how = f"noise {rob.noise:g}" + (f", KL radius {rob.kl_radius:g}" if rob.kl_radius else "")
+        r, n, b = rob.robust_choice, rob.nominal_choice, rob.best_perturbed_choice
+        at = rob.chosen_at_budget
         p.add_row(
-            f"robust rule ({how}, tolerance {rob['tolerance']:g})",
-            f"perturbed {si(r['perturbed_ops'])} ops/s; best at this budget {si(b['perturbed_ops'])}"
+            f"robust rule ({how}, tolerance {rob.tolerance:g})",
+            f"perturbed {si(r.perturbed_ops)} ops/s; best at this budget {si(b.perturbed_ops)}"
             + (
-                f"; chosen at {money(at)}, where it was within {rob['tolerance']:.0%} of the best"
+                f"; chosen at {money(at)}, where it was within {rob.tolerance:.0%} of the best"
                 if at
-                else f" (>= {1 - rob['tolerance']:.0%} of it)"
+                else f" (>= {1 - rob.tolerance:.0%} of it)"
             ),
         )
         p.add_row(
-            f"nominal choice ({'+'.join(n['classes'])}, {n['provider']})",
-            f"expected {si(n['expected_ops'])} ops/s, perturbed {si(n['perturbed_ops'])} ops/s",
+            f"nominal choice ({'+'.join(n.classes)}, {n.provider})",
+            f"expected {si(n.expected_ops)} ops/s, perturbed {si(n.perturbed_ops)} ops/s",
         )
-    p.add_row("latency (Eq. 3, per operation)", f"{pred['latency_s']:.3e} s" if pred["latency_s"] else "-")
-    io = pred["io_per_op"]
-    p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in io.items()))
-    if pred.get("operations_per_month"):
-        ratio = pred["monthly_capacity_ops"] / pred["operations_per_month"]
-        p.add_row("monthly capacity / workload", f"{ratio:,.2f}x")
-    p.add_row("compute / storage / SLAs", f"{money(mc['compute'])} / {money(mc['storage'])} / {money(mc['sla'])}")
-    p.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
-    gap = cert["mip_gap"]
+    p.add_row("latency (Eq. 3, per operation)", f"{pred.latency_s:.3e} s" if pred.latency_s else "-")
+    p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in pred.io_per_op.items()))
+    if pred.operations_per_month:
+        p.add_row("monthly capacity / workload", f"{pred.monthly_capacity_ops / pred.operations_per_month:,.2f}x")
+    p.add_row("compute / storage / SLAs", f"{money(mc.compute)} / {money(mc.storage)} / {money(mc.sla)}")
+    p.add_row("[bold]total per month[/]", f"[bold]{money(mc.total)}[/]")
+    gap, err = cert.mip_gap, cert.approx_error
     how = {
-        Method.THRESHOLD: f"by the threshold algorithm (back end {cert['backend']} for covering MIPs it cannot close)",
-        Method.MIP: f"by {cert['backend']} (whole band MIP)",
+        Method.THRESHOLD: f"by the threshold algorithm (back end {cert.backend} for covering MIPs it cannot close)",
+        Method.MIP: f"by {cert.backend} (whole band MIP)",
         Method.EXHAUSTIVE: "by enumeration",
-    }[Method(cert["method"])]
+    }[cert.method]
     p.add_row(
         "certificate",
-        f"{cert['status']} {how}: MIP gap "
-        f"{'-' if gap is None else f'{gap:.2e}'}, approximation error {cert['approx_error']:.2e}",
+        f"{cert.status} {how}: MIP gap {'-' if gap is None else f'{gap:.2e}'}, approximation error "
+        f"{'-' if err is None else f'{err:.2e}'}",
     )
-    fc = sol.get("frontier_check", {})
-    p.add_row(
-        "frontier",
-        f"{fc.get('bands')} bands x {len(fc.get('providers', []))} providers; monotone: "
-        f"{'yes' if fc.get('monotone') else 'repaired ' + str(fc.get('repaired_bands')) + ' bands'}",
-    )
+    fc = sol.frontier_check
+    if fc is not None:
+        p.add_row(
+            "frontier",
+            f"{fc.bands} bands x {len(fc.providers)} providers; monotone: "
+            f"{'yes' if fc.monotone else f'repaired {fc.repaired_bands} bands'}",
+        )
     con.print(p)
-    bind = sol.get("binding")
-    if bind:
-        con.print(f"[bold]binding:[/] {bind['detail']}")
+    if sol.binding:
+        con.print(f"[bold]binding:[/] {sol.binding.detail}")
     if rob:
-        added = ", ".join(f"{k} {v:.1%}" for k, v in rob["added_operations"].items())
-        sl = rob["scan_length"]
+        added = ", ".join(f"{k} {v:.1%}" for k, v in rob.added_operations.items())
+        sl = rob.scan_length
         if added:
             con.print(
                 f"noise adds {added}"
-                + (f"; {sl['note']}" if sl.get("note") else f"; scans of {sl['entries']:g} entries (the spec's)")
+                + (f"; {sl.note}" if sl.note else f"; scans of {sl.entries:g} entries (the spec's)")
             )
-    tgt = sol.get("target") or {}
-    if tgt.get("min_throughput"):
-        if tgt.get("met"):
-            con.print(f"target {si(tgt['min_throughput'])} ops/s: [green]met[/]")
+    tgt = sol.target
+    if tgt is not None and tgt.min_throughput:
+        if tgt.met:
+            con.print(f"target {si(tgt.min_throughput)} ops/s: [green]met[/]")
         else:
-            chp = tgt.get("cheapest_meeting_target")
+            chp = tgt.cheapest_meeting_target
             extra = (
-                f"; the cheapest configuration that meets it costs {money(chp['monthly_cost']['total'])}/month"
+                f"; the cheapest configuration that meets it costs {money(chp.monthly_cost.total)}/month"
                 if chp
                 else "; no configuration meets it"
             )
-            con.print(f"target {si(tgt['min_throughput'])} ops/s: [red]not met within the budget[/]{extra}")
-    nb = sol.get("neighbours", {})
-    if "up" in nb:
-        u = nb["up"]
-        con.print(f"+{money(u['extra_usd'])}/month buys {u['gain']:.1%} more throughput ({u['provider']})")
-    if "down" in nb:
-        d = nb["down"]
-        con.print(f"-{money(d['saved_usd'])}/month costs {d['loss']:.1%} of the throughput ({d['provider']})")
-    opt = {k: v for k, v in (sol.get("optional_slas_usd") or {}).items()}
-    if opt:
+            con.print(f"target {si(tgt.min_throughput)} ops/s: [red]not met within the budget[/]{extra}")
+    nb = sol.neighbours
+    if nb is not None and nb.up is not None:
+        u = nb.up
+        con.print(f"+{money(u.extra_usd)}/month buys {u.gain:.1%} more throughput ({u.provider})")
+    if nb is not None and nb.down is not None:
+        dn = nb.down
+        con.print(f"-{money(dn.saved_usd)}/month costs {dn.loss:.1%} of the throughput ({dn.provider})")
+    if sol.optional_slas_usd:
         con.print(
             "optional SLAs: "
-            + ", ".join(f"{k} {'+' + money(v) if v is not None else 'not priced'}" for k, v in opt.items())
+            + ", ".join(
+                f"{k} {'+' + money(v) if v is not None else 'not priced'}" for k, v in sol.optional_slas_usd.items()
+            )
         )
 
 
@@ -191,14 +185,14 @@ def print_audit(rows: list[Any], run_dir: str, max_gap: float, max_approx_error:
     for r in rows:
         rec = r.record
         t.add_row(
-            str(rec["band"]),
-            rec["provider"],
-            f"${rec['budget']:,.0f}",
-            rec["status"],
-            f(rec.get("mip_gap"), ".1e"),
-            f(rec.get("approx_error"), ".1e"),
-            f(rec.get("nodes"), "d"),
-            f(rec.get("wall_s"), ".3f"),
+            str(rec.band),
+            rec.provider,
+            f"${rec.budget:,.0f}",
+            rec.status,
+            f(rec.mip_gap, ".1e"),
+            f(rec.approx_error, ".1e"),
+            f(rec.nodes, "d"),
+            f(rec.wall_s, ".3f"),
             ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else "ok",
         )
     con.print(t)
@@ -224,17 +218,17 @@ def print_whatif(ans: dict[str, Any]) -> None:
         con.print(f"  {p}: {v['throughput_ops']:,.0f} ops/s for {money(v['monthly_cost'])}/month")
 
 
-def print_envelope_warning(sol: dict[str, Any]) -> None:
+def print_envelope_warning(sol: Solution) -> None:
     """One warning line on stderr when the answer's prediction lies outside the calibrated envelope."""
     import typer
 
     from cost_models.envelope import describe_outside
 
-    env = sol.get("certificate", {}).get("envelope")
-    if env and not env["inside"]:
+    env = sol.certificate.envelope
+    if env is not None and not env.inside:
         typer.echo(
             "warning: outside the calibrated envelope (the model extrapolates past every measurement): "
-            + "; ".join(describe_outside(env)),
+            + "; ".join(describe_outside(env.nodes)),
             err=True,
         )
 
@@ -246,7 +240,7 @@ def print_written(what: str) -> None:
     typer.echo(f"wrote {what}")
 
 
-def _range_filter(d: dict) -> str:
+def _range_filter(d: DesignEntry) -> str:
     """A design's range filter: bits per key and its memory, or none."""
-    bits = float(d.get("range_bits_per_key", 0.0))
-    return f"{bits:g} bits per key ({gib(d.get('range_filter_bytes', 0.0))})" if bits > 0 else "none"
+    bits = d.range_bits_per_key
+    return f"{bits:g} bits per key ({gib(d.range_filter_bytes)})" if bits > 0 else "none"

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cost_models.envelope import describe_outside
-from solver.rundir import load_run
+from solver.rundir import LogRecord, load_run
 from specs.errors import check_range
 from specs.vocab import SolverStatus
 
@@ -21,7 +20,7 @@ MAX_THRESHOLD = 1.0
 class AuditRow:
     """One band's log record and what is wrong with its certificate (empty: nothing)."""
 
-    record: dict[str, Any]
+    record: LogRecord
     flags: list[str]
 
 
@@ -34,16 +33,15 @@ def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditR
     rows = []
     for r in run.log:
         flags = []
-        status = r.get("status")
-        if status in (SolverStatus.OPTIMAL, SolverStatus.FEASIBLE):
-            for label, key, limit in (("gap", "mip_gap", max_gap), ("approx error", "approx_error", max_approx_error)):
-                v = r.get(key)
+        status = r.status
+        if status.has_solution:
+            for label, v, limit in (("gap", r.mip_gap, max_gap), ("approx error", r.approx_error, max_approx_error)):
                 if v is None or v > limit:
                     flags.append(f"{label} {v if v is None else f'{v:.2e}'} > {limit:g}")
             if status == SolverStatus.FEASIBLE:
                 flags.append("not proven optimal")
-            if r.get("envelope_inside") is False:
-                flags += [f"outside the calibrated envelope: {d}" for d in describe_outside({"nodes": r["envelope"]})]
+            if r.envelope_inside is False:
+                flags += [f"outside the calibrated envelope: {d}" for d in describe_outside(r.envelope or [])]
         elif status != SolverStatus.INFEASIBLE:
             flags.append(f"status {status}")
         rows.append(AuditRow(r, flags))

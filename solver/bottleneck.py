@@ -42,10 +42,10 @@ import numpy as np
 from cost_models.cloud import GIB, SlaTerms, sla_cost, sla_terms
 from cost_models.pricing.catalog import Catalog
 from solver.backends import Backend, Result
-from solver.model import DATA_SLACK, X_SCALE, Chosen, LinearModel, Objective, build_mip, read_solution
+from solver.model import DATA_SLACK, X_SCALE, Chosen, LinearModel, build_mip, read_solution
 from solver.tables.context import Context
 from specs.schema import Spec
-from specs.vocab import SolverStatus
+from specs.vocab import Objective, SolverStatus
 
 #: Relative slack of a budget comparison (a bill this close above the budget fits), as the
 #: exhaustive oracle's.

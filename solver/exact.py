@@ -30,6 +30,7 @@ from solver.model import (
     Chosen,
 )
 from solver.tables.context import Context
+from specs.io import to_record
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
 
@@ -103,7 +104,7 @@ def reevaluate_many(
                 {
                     "vm_type": c.vm.name,
                     "count": k,
-                    **design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width),
+                    **to_record(design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width)),
                     "threads": f.threads,
                     "node_throughput_ops": x,
                     "node_perturbed_ops": xp,

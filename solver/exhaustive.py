@@ -4,7 +4,7 @@ Clusters are multisets of contexts of one provider with at most ``max_cluster``
 nodes that hold the data (sum of entries >= N). The cluster's throughput is
 min over its contexts of N x_c / s_c (the same epigraph the MIP uses), on the
 expected and on the perturbed workload, and its bill is computed with the same
-SLA price model. Any of the MIP's objectives (solver.model.Objective) can be
+SLA price model. Any of the MIP's objectives (specs.vocab.Objective) can be
 asked for, the robust one with its floor on the perturbed throughput. Every
 count up to the cap is tried (the MIP's per-column bound is not assumed), so
 the oracle also checks that bound. Feasible only for small instances; it is
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from cost_models.cloud import GIB, sla_cost, sla_terms
 from cost_models.pricing.catalog import Catalog
-from solver.model import X_SCALE, Objective
+from solver.model import X_SCALE
 from solver.tables.context import Context
 from specs.schema import Spec
+from specs.vocab import Objective
 
 #: Refuse instances whose cluster count is estimated above this.
 MAX_ENUMERATION = 5_000_000

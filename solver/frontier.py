@@ -52,9 +52,10 @@ from solver.model import (
     read_solution,
     set_budget,
 )
+from solver.rundir import LogRecord, NeighbourDown, Neighbours, NeighbourUp
 from solver.tables.context import Context, Tables
 from specs.schema import Spec
-from specs.vocab import Method, SolverStatus
+from specs.vocab import Method, Provider, SolverStatus
 
 if TYPE_CHECKING:
     from solver.reeval_cache import ReevalCache
@@ -127,32 +128,32 @@ class Point:
             },
         }
 
-    def log_record(self, backend: str, method: str, log_file: str | None) -> dict[str, Any]:
+    def log_record(self, backend: str, method: Method, log_file: str | None) -> LogRecord:
         r = self.result
-        return {
-            "band": self.band,
-            "provider": self.provider,
-            "budget": self.budget,
-            "status": self.status,
-            "objective_kind": self.objective,
-            "objective": None if r is None or not math.isfinite(r.objective) else r.objective,
-            "best_bound": None if r is None or not math.isfinite(r.bound) else r.bound,
-            "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-            "nodes": None if r is None else r.nodes,
-            "wall_s": None if r is None else r.seconds,
-            "approx_error": self.approx_error if math.isfinite(self.approx_error) else None,
-            "throughput_mip_ops": self.chosen.throughput_kops / X_SCALE if self.chosen else None,
-            "throughput_exact_ops": self.throughput if self.exact else None,
-            "perturbed_mip_ops": self.chosen.perturbed_kops / X_SCALE if self.chosen else None,
-            "perturbed_exact_ops": self.perturbed if self.exact else None,
-            "perturbed_floor_ops": self.floor_ops,
-            "monthly_cost": None if not self.chosen else self.chosen.monthly_cost,
-            "repaired": self.repaired,
-            "backend": backend,
-            "method": method,
-            "scaling_error": None if r is None else r.scaling_error,
-            "solver_log": log_file,
-        }
+        return LogRecord(
+            band=self.band,
+            provider=Provider(self.provider),
+            budget=self.budget,
+            status=self.status,
+            objective_kind=self.objective,
+            objective=None if r is None or not math.isfinite(r.objective) else r.objective,
+            best_bound=None if r is None or not math.isfinite(r.bound) else r.bound,
+            mip_gap=None if r is None or not math.isfinite(r.gap) else r.gap,
+            nodes=None if r is None else r.nodes,
+            wall_s=None if r is None else r.seconds,
+            approx_error=self.approx_error if math.isfinite(self.approx_error) else None,
+            throughput_mip_ops=self.chosen.throughput_kops / X_SCALE if self.chosen else None,
+            throughput_exact_ops=self.throughput if self.exact else None,
+            perturbed_mip_ops=self.chosen.perturbed_kops / X_SCALE if self.chosen else None,
+            perturbed_exact_ops=self.perturbed if self.exact else None,
+            perturbed_floor_ops=self.floor_ops,
+            monthly_cost=None if not self.chosen else self.chosen.monthly_cost,
+            repaired=self.repaired,
+            backend=backend,
+            method=method,
+            scaling_error=None if r is None else r.scaling_error,
+            solver_log=log_file,
+        )
 
 
 def _certify(
@@ -675,32 +676,32 @@ def baselines(spec: Spec, catalog: Catalog, tables: Tables, budgets: np.ndarray)
     return out
 
 
-def neighbours(points: list[Point], budget: float) -> dict[str, Any]:
+def neighbours(points: list[Point], budget: float) -> Neighbours:
     """The frontier points just below and above ``budget`` (what-if suggestions)."""
     feas = [p for p in points if p.chosen]
     at = [p for p in feas if p.budget <= budget * (1 + 1e-9)]
     cur = max(at, key=lambda p: p.throughput) if at else None
-    out: dict[str, Any] = {}
+    out = Neighbours()
     if cur is None:
         return out
     up = [p for p in feas if p.throughput > cur.throughput * 1.0001 and p.cost > cur.cost]
     if up:
         nxt = min(up, key=lambda p: p.cost)
-        out["up"] = {
-            "extra_usd": nxt.cost - cur.cost,
-            "gain": nxt.throughput / cur.throughput - 1,
-            "monthly_cost": nxt.cost,
-            "throughput_ops": nxt.throughput,
-            "provider": nxt.provider,
-        }
+        out.up = NeighbourUp(
+            extra_usd=nxt.cost - cur.cost,
+            gain=nxt.throughput / cur.throughput - 1,
+            monthly_cost=nxt.cost,
+            throughput_ops=nxt.throughput,
+            provider=Provider(nxt.provider),
+        )
     down = [p for p in feas if p.cost < cur.cost * 0.9999]
     if down:
         prv = max(down, key=lambda p: (p.throughput, -p.cost))
-        out["down"] = {
-            "saved_usd": cur.cost - prv.cost,
-            "loss": 1 - prv.throughput / cur.throughput,
-            "monthly_cost": prv.cost,
-            "throughput_ops": prv.throughput,
-            "provider": prv.provider,
-        }
+        out.down = NeighbourDown(
+            saved_usd=cur.cost - prv.cost,
+            loss=1 - prv.throughput / cur.throughput,
+            monthly_cost=prv.cost,
+            throughput_ops=prv.throughput,
+            provider=Provider(prv.provider),
+        )
     return out

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import numpy as np
 
@@ -44,6 +43,7 @@ from cost_models.pricing.catalog import Catalog
 from solver.space import cluster_cap
 from solver.tables.context import Context
 from specs.schema import Spec
+from specs.vocab import Objective
 
 #: Throughput is modelled in thousands of operations per second.
 X_SCALE = 1e-3
@@ -52,14 +52,6 @@ TIE_BREAK = 1e-6
 #: Relative slack of the data row: shard sizes are N/k, so k shards of N/k must cover N
 #: after rounding.
 DATA_SLACK = 1e-9
-
-
-class Objective(StrEnum):
-    """What one solve maximizes."""
-
-    EXPECTED = "expected"  # X: the expected workload's throughput
-    PERTURBED = "perturbed"  # P: the perturbed workload's throughput
-    ROBUST = "robust"  # X, subject to P >= (1 - tolerance) x the best P at this budget
 
 
 @dataclass

@@ -2,7 +2,8 @@
 other commands (audit, whatif, render, plot) and other tools read.
 
 ``RUN_DIR/``
-  ``solution.json``     the answer at the spec's budget (``version`` = :data:`SOLUTION_VERSION`)
+  ``solution.json``     the answer at the spec's budget: one :class:`Solution` (``version`` =
+                        :data:`SOLUTION_VERSION`; its JSON Schema is docs/solution.schema.json)
   ``frontier.parquet``  one :class:`FrontierRow` per band x provider
   ``baselines.parquet`` one :class:`BaselineRow` per preset x band x provider
   ``solver.log.jsonl``  one :class:`LogRecord` per band x provider
@@ -10,7 +11,8 @@ other commands (audit, whatif, render, plot) and other tools read.
 
 Every file carries a format version (solution.json and every log record a
 ``version`` field, the parquet files their row type and version in the schema
-metadata, :mod:`specs.io`). Every reader validates what it reads (version,
+metadata, :mod:`specs.io`). solution.json and the log records are dataclasses written and read
+only through :mod:`specs.io` (``write_record``, ``from_record``). Every reader validates what it reads (version,
 schema, the range of every number, names against the vocabulary and the
 catalog) and :func:`load_run` cross-checks the files against each other, so a
 file edited by hand or copied from another solve is refused with one
@@ -26,27 +28,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specs.errors import InputError, check_range
-from specs.io import finite, read_json, read_rows, require, to_json, write_json, write_rows, write_text
-from specs.limits import (
-    MAX_BLOCK_BYTES,
-    MAX_BLOOM_BITS,
-    MAX_BUFFER_BYTES,
-    MAX_CLUSTER_SIZE,
-    MAX_ENTRIES,
-    MAX_LEVELS,
-    MAX_SIZE_RATIO,
-    MAX_THREADS,
-    MIN_BLOCK_BYTES,
+from cost_models.design import DesignEntry
+from cost_models.envelope import EnvelopeCheck, NodeEnvelope
+from specs.errors import InputError
+from specs.io import (
+    finite,
+    from_record,
+    omit_none,
+    read_record,
+    read_rows,
+    require,
+    to_json,
+    to_record,
+    write_record,
+    write_rows,
+    write_text,
 )
+from specs.limits import MAX_CLUSTER_SIZE
 from specs.vocab import (
-    BLOOM_ALLOCATIONS,
     DESIGN_CLASSES,
     PRESETS,
-    PRICE_SETS,
     PROVIDERS,
     BackendName,
+    BindingResource,
+    DesignClass,
     Method,
+    Objective,
+    Operation,
+    PriceSet,
+    Provider,
+    SlaFeature,
     SolverStatus,
 )
 
@@ -181,11 +192,361 @@ class BaselineRow:
         require(self.design_class in DESIGN_CLASSES, f"unknown design class {self.design_class!r}")
 
 
-#: Keys every solver.log.jsonl record carries.
-LOG_KEYS = ("version", "band", "provider", "budget", "status", "mip_gap", "approx_error", "backend", "method")
-SOLVER_STATUSES = tuple(SolverStatus)
 #: Back ends a certificate may name (the MIP back ends, or enumeration).
 CERTIFIERS = (*tuple(BackendName), Method.EXHAUSTIVE)
+SOLVER_STATUSES = tuple(SolverStatus)
+
+
+def _certifier(backend: str) -> None:
+    require(backend in CERTIFIERS, f"backend {backend!r} is not a cosine back end")
+
+
+# ----------------------------------------------------------------------------- solver.log.jsonl
+
+
+@dataclass
+class Companion:
+    """A robust band's two companion solves (the nominal one and the best perturbed one)."""
+
+    status: SolverStatus
+    mip_gap: float | None
+    approx_error: float | None
+    throughput_exact_ops: float | None
+    perturbed_exact_ops: float | None
+
+
+@dataclass
+class LogRecord:
+    """One band x provider of solver.log.jsonl: how its MIP ended and what it certifies."""
+
+    band: int
+    provider: Provider
+    budget: float
+    status: SolverStatus
+    objective_kind: Objective
+    objective: float | None
+    best_bound: float | None
+    mip_gap: float | None
+    nodes: int | None  # branch-and-bound nodes
+    wall_s: float | None
+    approx_error: float | None
+    throughput_mip_ops: float | None
+    throughput_exact_ops: float | None
+    perturbed_mip_ops: float | None
+    perturbed_exact_ops: float | None
+    perturbed_floor_ops: float | None
+    monthly_cost: float | None
+    repaired: bool
+    backend: str
+    method: Method
+    scaling_error: float | None
+    solver_log: str | None
+    version: int = 0  # set by write_run (:data:`LOG_VERSION`)
+    companions: dict[Objective, Companion] | None = field(default=None, metadata=omit_none())
+    envelope_inside: bool | None = None
+    envelope: list[NodeEnvelope] | None = None
+
+    def check(self) -> None:
+        require(self.version == LOG_VERSION, f"solver log version {self.version}, this cosine reads {LOG_VERSION}")
+        _certifier(self.backend)
+        require(self.band >= 0, f"band {self.band} is negative")
+        require(finite(self.budget) and self.budget > 0, f"budget {self.budget} is not a positive number")
+        for name in ("mip_gap", "approx_error", "monthly_cost"):
+            v = getattr(self, name)
+            require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
+
+
+# ----------------------------------------------------------------------------- solution.json
+
+
+@dataclass
+class VmCount:
+    """How many VMs of one type a configuration buys."""
+
+    type: str
+    count: int
+
+    def check(self) -> None:
+        require(1 <= self.count <= MAX_CLUSTER_SIZE, f"count {self.count} outside 1..{MAX_CLUSTER_SIZE:,}")
+
+
+@dataclass
+class NodeStorage:
+    """The volume each VM of one type gets (a catalog storage product, or its instance store)."""
+
+    vm_type: str
+    product: str
+    disks: int
+    gib: float
+    iops: float
+    mibps: float | None  # None: no throughput limit in the catalog
+    effective_iops: float  # what the node drives at its block size (the VM's limits applied)
+    usd_month: float
+    label: str
+
+    def check(self) -> None:
+        for name in ("gib", "iops", "effective_iops", "usd_month"):
+            require(finite(getattr(self, name)), f"{name} {getattr(self, name)} is not a finite non-negative number")
+        require(self.disks >= 0, f"disks {self.disks} is negative")
+
+
+@dataclass(kw_only=True)
+class NodeDesign(DesignEntry):
+    """One entry of solution.json's ``designs``: the design one VM type runs, on how many VMs, and
+    what each such node does under the model."""
+
+    vm_type: str
+    count: int
+    node_throughput_ops: float
+    node_perturbed_ops: float  # = node_throughput_ops without robustness
+    device_bound: bool  # the node runs at its volume's IOPS
+
+    def check(self) -> None:
+        super().check()
+        require(1 <= self.count <= MAX_CLUSTER_SIZE, f"count {self.count} outside 1..{MAX_CLUSTER_SIZE:,}")
+        require(finite(self.node_throughput_ops), f"node_throughput_ops {self.node_throughput_ops} is not a number")
+
+
+@dataclass
+class Bill:
+    """The monthly bill (solution.json ``monthly_cost``), USD."""
+
+    compute: float
+    storage: float
+    sla: float
+    total: float
+
+    def check(self) -> None:
+        for name in ("compute", "storage", "sla", "total"):
+            require(finite(getattr(self, name)), f"{name} {getattr(self, name)} is not a finite non-negative number")
+
+
+@dataclass
+class Prediction:
+    """What the model predicts the configuration does (solution.json ``predicted``)."""
+
+    latency_s: float | None  # Eq. 3: 1 / throughput
+    throughput_ops: float
+    perturbed_throughput_ops: float | None  # robust solves
+    io_per_op: dict[Operation, float]
+    monthly_capacity_ops: float
+    operations_per_month: float | None
+
+    def check(self) -> None:
+        require(finite(self.throughput_ops), f"throughput_ops {self.throughput_ops} is not a finite number")
+
+
+@dataclass
+class Certificate:
+    """How the configuration was proven: the MIP's status and gap, and the exact re-evaluation's
+    approximation error; on the answer, the calibrated envelope's check."""
+
+    mip_gap: float | None
+    approx_error: float | None
+    backend: str  # a MIP back end (BackendName) or enumeration
+    method: Method
+    status: SolverStatus
+    objective: float | None
+    best_bound: float | None
+    nodes: int | None
+    wall_s: float | None
+    scaling_error: float | None
+    envelope: EnvelopeCheck | None = field(default=None, metadata=omit_none())
+
+    def check(self) -> None:
+        _certifier(self.backend)
+        for name in ("mip_gap", "approx_error"):
+            v = getattr(self, name)
+            require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
+
+
+@dataclass
+class Configuration:
+    """A priced, predicted and certified configuration: what to buy and run (the parts of a
+    :class:`Solution` a tool needs to render, deploy or bill it)."""
+
+    version: int
+    spec: str
+    spec_source: str | None
+    spec_raw: dict[str, Any]
+    budget: float
+    provider: Provider
+    pricing: PriceSet
+    vms: list[VmCount]
+    storage: list[NodeStorage]
+    slas: list[SlaFeature]
+    designs: list[NodeDesign]
+    monthly_cost: Bill
+    predicted: Prediction
+    certificate: Certificate
+
+    def check(self) -> None:
+        require(
+            self.version == SOLUTION_VERSION,
+            f"solution.json version {self.version}, this cosine reads {SOLUTION_VERSION}",
+        )
+        require(finite(self.budget) and self.budget > 0, f"budget {self.budget} is not a positive number")
+        require(bool(self.designs), "designs must be a non-empty list")
+        types = [d.vm_type for d in self.designs]
+        require(len(set(types)) == len(types), "a VM type has two designs")
+        require({s.vm_type for s in self.storage} <= set(types), "a storage entry names a VM type with no design")
+
+    @property
+    def nodes(self) -> int:
+        """VMs of every type."""
+        return sum(d.count for d in self.designs)
+
+    def storage_of(self, vm_type: str) -> NodeStorage | None:
+        """The volume of the VMs of ``vm_type`` (None: none recorded)."""
+        return next((s for s in self.storage if s.vm_type == vm_type), None)
+
+
+@dataclass
+class TargetMiss:
+    """The best configuration within the budget, when it misses the spec's throughput target."""
+
+    throughput_ops: float
+    monthly_cost: float
+
+
+@dataclass
+class Target:
+    """The spec's throughput target (performance.min_throughput, or 1 / max_latency_s)."""
+
+    min_throughput: float | None
+    met: bool
+    fastest_within_budget: TargetMiss | None = field(default=None, metadata=omit_none())
+    #: the cheapest configuration that meets the target (None: it is met, or nothing meets it)
+    cheapest_meeting_target: Configuration | None = field(default=None, metadata=omit_none())
+
+
+@dataclass
+class NeighbourUp:
+    """The next frontier point above the answer: what more money buys."""
+
+    extra_usd: float
+    gain: float
+    monthly_cost: float
+    throughput_ops: float
+    provider: Provider
+
+
+@dataclass
+class NeighbourDown:
+    """The best frontier point below the answer's cost: what less money costs."""
+
+    saved_usd: float
+    loss: float
+    monthly_cost: float
+    throughput_ops: float
+    provider: Provider
+
+
+@dataclass
+class Neighbours:
+    up: NeighbourUp | None = field(default=None, metadata=omit_none())
+    down: NeighbourDown | None = field(default=None, metadata=omit_none())
+
+
+@dataclass
+class FrontierCheck:
+    """The frontier the answer was picked from."""
+
+    monotone: bool
+    repaired_bands: int
+    robust_carried: int
+    bands: int
+    providers: list[Provider]
+
+
+@dataclass
+class Binding:
+    """What stops the answer from being faster, in words, and the facts it rests on."""
+
+    resource: BindingResource
+    detail: str
+    budget_used: float
+    nodes: int
+    cluster_cap: int
+    device_bound_nodes: int
+    capacity_per_month: float
+    operations_per_month: float | None
+
+
+@dataclass
+class ProviderAtBudget:
+    throughput_ops: float
+    monthly_cost: float | None
+
+
+@dataclass
+class Choice:
+    """A configuration of the robustness report, measured on both workloads."""
+
+    provider: Provider | None
+    vms: list[VmCount]
+    classes: list[DesignClass]
+    monthly_cost: float | None
+    expected_ops: float
+    perturbed_ops: float
+
+
+@dataclass
+class ScanLength:
+    entries: float
+    source: str  # "spec" or "default"
+    note: str | None
+
+
+@dataclass
+class Robustness:
+    """The robust rule at the budget's band (robust solves only)."""
+
+    met_floor_ops: float | None
+    chosen_at_budget: float | None
+    rule: str
+    noise: float
+    kl_radius: float | None
+    tolerance: float
+    perturbed_mix: dict[Operation, float]
+    added_operations: dict[Operation, float]
+    scan_length: ScanLength
+    robust_choice: Choice
+    nominal_choice: Choice
+    best_perturbed_choice: Choice
+    cost_of_robustness: float | None
+    gain_under_perturbation: float | None
+    robust_carried_bands: int
+
+
+@dataclass
+class Search:
+    """The search space the answer was found in, and how long each stage took."""
+
+    max_cluster: int
+    max_cluster_source: str
+    contexts: dict[Provider, int]
+    designs_per_vm: dict[str, int]
+    timings_s: dict[str, float]
+
+
+@dataclass
+class Solution(Configuration):
+    """solution.json: the answer at the spec's budget, with what explains it."""
+
+    target: Target | None = None
+    cheapest_possible_usd: float | None = None
+    neighbours: Neighbours | None = None
+    optional_slas_usd: dict[SlaFeature, float | None] | None = None
+    frontier_check: FrontierCheck | None = None
+    binding: Binding | None = None
+    providers_at_budget: dict[Provider, ProviderAtBudget] | None = None
+    robustness: Robustness | None = field(default=None, metadata=omit_none())
+    objective: str | None = None
+    search: Search | None = None
+
+
+# ----------------------------------------------------------------------------- the run directory
 
 
 @dataclass
@@ -193,20 +554,20 @@ class RunDir:
     """A run directory as read back."""
 
     path: Path
-    solution: dict[str, Any]
-    log: list[dict[str, Any]]
+    solution: Solution
+    log: list[LogRecord]
     frontier: list[FrontierRow]
     baselines: list[BaselineRow] = dataclasses.field(default_factory=list)
 
 
-def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any], mix: dict[str, float]) -> None:
+def write_run(run_dir: Path, fr: Frontier, solution: Solution, mix: dict[str, float]) -> None:
     """Write solution.json, frontier.parquet, baselines.parquet and solver.log.jsonl (each record
     with the envelope check of its band's configuration on ``mix``)."""
     # the writer's only use of the CPU model: the readers (`cosine whatif`, `audit`) do not pay its import
     from cost_models.envelope import check_nodes
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(run_dir / SOLUTION, solution)
+    write_record(run_dir / SOLUTION, solution)
     rows, recs = [], []
     for p, pts in fr.points.items():
         for pt in pts:
@@ -224,149 +585,49 @@ def write_run(run_dir: Path, fr: Frontier, solution: dict[str, Any], mix: dict[s
                     "best_perturbed_ops": per.perturbed if per.chosen else None,
                     "perturbed_floor_ops": pt.floor_ops,
                 }
-                rec["companions"] = {
-                    str(q.objective): {
-                        k: q.log_record(fr.backend, fr.method, None)[k]
-                        for k in ("status", "mip_gap", "approx_error", "throughput_exact_ops", "perturbed_exact_ops")
-                    }
-                    for q in (nom, per)
-                }
+                rec.companions = {}
+                for q in (nom, per):
+                    c = q.log_record(fr.backend, fr.method, None)
+                    rec.companions[q.objective] = Companion(
+                        c.status, c.mip_gap, c.approx_error, c.throughput_exact_ops, c.perturbed_exact_ops
+                    )
             env = check_nodes(pt.exact.per_node, mix) if pt.chosen and pt.exact else None
-            rec["envelope_inside"] = None if env is None else env["inside"]
-            rec["envelope"] = None if env is None else env["nodes"]
+            rec.envelope_inside = None if env is None else env.inside
+            rec.envelope = None if env is None else env.nodes
+            rec.version = LOG_VERSION
             rows.append(FrontierRow(**PointColumns.of(pt), band=pt.band, repaired=pt.repaired, **extra))
-            recs.append({"version": LOG_VERSION, **rec})
+            recs.append(rec)
     write_rows(run_dir / FRONTIER, rows, FrontierRow)
     write_rows(run_dir / BASELINES, [r for rs in fr.baselines.values() for r in rs], BaselineRow)
-    write_text(run_dir / LOG, "".join(to_json(rec, indent=None) + "\n" for rec in recs))
+    write_text(run_dir / LOG, "".join(to_json(to_record(rec), indent=None) + "\n" for rec in recs))
 
 
-def _check_design(where: str, d: Any, vm_names: set[str]) -> None:
-    """One entry of solution.json's ``designs``: what `cosine render` turns into an engine.toml."""
-    if not isinstance(d, dict):
-        raise InputError(f"{where}: not a JSON object")
-    missing = [k for k in DESIGN_KEYS if k not in d]
-    if missing:
-        raise InputError(f"{where}: no {', '.join(missing)}")
-    if d["vm_type"] not in vm_names:
-        raise InputError(f"{where}.vm_type: {d['vm_type']!r} is not a VM of the solution's provider and price set")
-    if d["class"] not in DESIGN_CLASSES:
-        raise InputError(f"{where}.class: unknown design class {d['class']!r} (valid: {', '.join(DESIGN_CLASSES)})")
-    if not isinstance(d["lsh"], bool):
-        raise InputError(f"{where}.lsh: must be true or false, got {d['lsh']!r}")
-    if d["bloom_allocation"] not in BLOOM_ALLOCATIONS:
-        raise InputError(f"{where}.bloom_allocation: must be {' or '.join(BLOOM_ALLOCATIONS)}")
-    check_range(f"{where}.count", d["count"], 1, MAX_CLUSTER_SIZE, integer=True)
-    check_range(f"{where}.T", d["T"], 2, MAX_SIZE_RATIO, integer=True)
-    check_range(f"{where}.K", d["K"], 1, max(1, d["T"] - 1), integer=True)
-    check_range(f"{where}.Z", d["Z"], 1, max(1, d["T"] - 1), integer=True)
-    check_range(f"{where}.L", d["L"], 0, MAX_LEVELS, integer=True)
-    check_range(f"{where}.Y", d["Y"], 0, d["L"], integer=True)
-    check_range(f"{where}.buffer_bytes", d["buffer_bytes"], 0, MAX_BUFFER_BYTES, lo_open=True)
-    check_range(f"{where}.block_bytes", d["block_bytes"], MIN_BLOCK_BYTES, MAX_BLOCK_BYTES, integer=True)
-    check_range(f"{where}.cache_bytes", d["cache_bytes"], 0, MAX_BUFFER_BYTES)
-    check_range(f"{where}.entries_per_node", d["entries_per_node"], 0, MAX_ENTRIES, lo_open=True)
-    check_range(f"{where}.threads", d["threads"], 1, MAX_THREADS, integer=True)
-    check_range(f"{where}.bloom_bits_per_key", d["bloom_bits_per_key"], 0, MAX_BLOOM_BITS)
-    bits = d["bloom_bits_per_level"]
-    if not isinstance(bits, list) or len(bits) > MAX_LEVELS:
-        raise InputError(f"{where}.bloom_bits_per_level: must be a list of at most {MAX_LEVELS} numbers")
-    for j, b in enumerate(bits):
-        check_range(f"{where}.bloom_bits_per_level[{j}]", b, 0, MAX_BLOOM_BITS)
-
-
-#: Keys of each ``designs`` entry that readers use.
-DESIGN_KEYS = (
-    "vm_type",
-    "count",
-    "class",
-    "T",
-    "K",
-    "Z",
-    "L",
-    "Y",
-    "lsh",
-    "buffer_bytes",
-    "block_bytes",
-    "cache_bytes",
-    "entries_per_node",
-    "threads",
-    "bloom_bits_per_key",
-    "bloom_bits_per_level",
-    "bloom_allocation",
-)
-
-
-def read_solution(path: Path) -> dict[str, Any]:
-    """A solution.json, checked for its version, its spec, and every field a reader uses."""
+def read_solution(path: Path) -> Solution:
+    """A solution.json, checked: its version, its spec, every field's type and range, and its VM
+    types against the catalog of its price set."""
     from cost_models.pricing.catalog import load_catalog
     from specs.schema import validate
 
-    sol = read_json(path, "a cosine solution.json")
-    if not isinstance(sol, dict):
-        raise InputError(f"{path}: not a cosine solution.json (not a JSON object)")
-    if sol.get("version") != SOLUTION_VERSION:
-        raise InputError(
-            f"{path}: solution.json version {sol.get('version')!r}, this cosine reads version {SOLUTION_VERSION}"
-        )
-    for k in ("spec", "spec_raw", "budget", "provider", "pricing", "vms", "designs", "monthly_cost", "predicted"):
-        if k not in sol:
-            raise InputError(f"{path}: not a cosine solution.json (no {k!r})")
-    if not isinstance(sol["spec_raw"], dict):
-        raise InputError(f"{path}: spec_raw is not a spec")
+    sol = read_record(path, Solution, "a cosine solution.json")
     try:
-        spec = validate(sol["spec_raw"])
+        spec = validate(sol.spec_raw)
     except InputError as exc:
         raise InputError(f"{path}: spec_raw: {exc}") from None
-    if sol["spec"] != spec.name:
-        raise InputError(f"{path}: spec {sol['spec']!r} but spec_raw is {spec.name!r}")
-    if sol["provider"] not in spec.providers:
-        raise InputError(f"{path}: provider {sol['provider']!r} is not one of the spec's ({', '.join(spec.providers)})")
-    if sol["pricing"] not in PRICE_SETS:
-        raise InputError(f"{path}: unknown price set {sol['pricing']!r}")
-    check_range(f"{path}: budget", sol["budget"], 0, lo_open=True)
-    mc, pred, cert = sol["monthly_cost"], sol["predicted"], sol.get("certificate")
-    if not isinstance(mc, dict) or not isinstance(pred, dict) or not isinstance(cert, dict):
-        raise InputError(f"{path}: monthly_cost, predicted and certificate must be JSON objects")
-    for k in ("compute", "storage", "sla", "total"):
-        check_range(f"{path}: monthly_cost.{k}", mc.get(k), 0)
-    check_range(f"{path}: predicted.throughput_ops", pred.get("throughput_ops"), 0)
-    for k in ("mip_gap", "approx_error"):
-        if cert.get(k) is not None:
-            check_range(f"{path}: certificate.{k}", cert[k], 0)
-    if cert.get("backend") not in CERTIFIERS:
-        raise InputError(f"{path}: certificate.backend {cert.get('backend')!r} is not a cosine back end")
-    designs = sol["designs"]
-    if not isinstance(designs, list) or not designs:
-        raise InputError(f"{path}: designs must be a non-empty list")
-    vm_names = {v.name for v in load_catalog(sol["pricing"]).vms.get(sol["provider"], [])}
-    for i, d in enumerate(designs):
-        _check_design(f"{path}: designs[{i}]", d, vm_names)
+    if sol.spec != spec.name:
+        raise InputError(f"{path}: spec {sol.spec!r} but spec_raw is {spec.name!r}")
+    if sol.provider not in spec.providers:
+        raise InputError(f"{path}: provider {sol.provider!r} is not one of the spec's ({', '.join(spec.providers)})")
+    vm_names = {v.name for v in load_catalog(sol.pricing).vms.get(sol.provider, [])}
+    for i, d in enumerate(sol.designs):
+        if d.vm_type not in vm_names:
+            raise InputError(
+                f"{path}: designs[{i}].vm_type: {d.vm_type!r} is not a VM of the solution's provider and price set"
+            )
     return sol
 
 
-def _check_log_record(where: str, rec: Any) -> dict[str, Any]:
-    missing = [k for k in LOG_KEYS if not isinstance(rec, dict) or k not in rec]
-    if missing:
-        raise InputError(f"{where}: not a solver log record (no {', '.join(missing)})")
-    if rec["version"] != LOG_VERSION:
-        raise InputError(f"{where}: solver log version {rec['version']!r}, this cosine reads version {LOG_VERSION}")
-    if rec["provider"] not in PROVIDERS:
-        raise InputError(f"{where}: unknown provider {rec['provider']!r}")
-    if rec["status"] not in SOLVER_STATUSES:
-        raise InputError(f"{where}: unknown status {rec['status']!r}")
-    if rec["backend"] not in CERTIFIERS:
-        raise InputError(f"{where}: backend {rec['backend']!r} is not a cosine back end")
-    check_range(f"{where}: band", rec["band"], 0, integer=True)
-    check_range(f"{where}: budget", rec["budget"], 0, lo_open=True)
-    for k in ("mip_gap", "approx_error", "monthly_cost"):
-        if rec.get(k) is not None:
-            check_range(f"{where}: {k}", rec[k], 0)
-    return rec
-
-
-def read_log(path: Path) -> list[dict[str, Any]]:
-    """solver.log.jsonl: one record per band x provider, each with :data:`LOG_KEYS` in range."""
+def read_log(path: Path) -> list[LogRecord]:
+    """solver.log.jsonl: one :class:`LogRecord` per band x provider, each checked."""
     if not path.is_file():
         raise InputError(f"{path}: no such file (the solver log)")
     try:
@@ -381,7 +642,7 @@ def read_log(path: Path) -> list[dict[str, Any]]:
             rec = json.loads(line)
         except json.JSONDecodeError:
             raise InputError(f"{path}:{i}: not a JSON record (the file is corrupt)") from None
-        recs.append(_check_log_record(f"{path}:{i}", rec))
+        recs.append(from_record(LogRecord, rec, f"{path}:{i}:"))
     if not recs:
         raise InputError(f"{path}: the solver log is empty")
     return recs
@@ -393,10 +654,10 @@ def _same(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def cross_check(run_dir: Path, sol: dict[str, Any], log: list[dict[str, Any]], rows: list[FrontierRow]) -> None:
+def cross_check(run_dir: Path, sol: Solution, log: list[LogRecord], rows: list[FrontierRow]) -> None:
     """The files of one solve agree: every frontier row has its log record (same status, budget,
     cost, gap and error), and solution.json's configuration is one of the frontier's points."""
-    by_key = {(r["band"], r["provider"]): r for r in log}
+    by_key: dict[tuple[int, str], LogRecord] = {(r.band, str(r.provider)): r for r in log}
     if len(by_key) != len(log):
         raise InputError(f"{run_dir}/{LOG}: a band is logged twice")
     keys = {(r.band, r.provider) for r in rows}
@@ -405,11 +666,11 @@ def cross_check(run_dir: Path, sol: dict[str, Any], log: list[dict[str, Any]], r
     for r in rows:
         rec = by_key[(r.band, r.provider)]
         pairs = (
-            ("status", r.status == rec["status"]),
-            ("budget", _same(r.budget, rec["budget"])),
-            ("monthly_cost", _same(r.monthly_cost, rec.get("monthly_cost"))),
-            ("gap", _same(r.gap, rec["mip_gap"])),
-            ("approx_error", _same(r.approx_error, rec["approx_error"])),
+            ("status", r.status == rec.status),
+            ("budget", _same(r.budget, rec.budget)),
+            ("monthly_cost", _same(r.monthly_cost, rec.monthly_cost)),
+            ("gap", _same(r.gap, rec.mip_gap)),
+            ("approx_error", _same(r.approx_error, rec.approx_error)),
         )
         bad = [name for name, ok in pairs if not ok]
         if bad:
@@ -417,17 +678,16 @@ def cross_check(run_dir: Path, sol: dict[str, Any], log: list[dict[str, Any]], r
                 f"{run_dir}: {FRONTIER} and {LOG} disagree at band {r.band} ({r.provider}) on {', '.join(bad)} "
                 "(a file was edited or comes from another solve)"
             )
-    backends = {rec["backend"] for rec in log}
-    cert = sol.get("certificate", {})
-    if backends != {cert.get("backend")}:
+    backends = {rec.backend for rec in log}
+    if backends != {sol.certificate.backend}:
         raise InputError(
-            f"{run_dir}: {SOLUTION} was certified by {cert.get('backend')}, {LOG} by {', '.join(backends)}"
+            f"{run_dir}: {SOLUTION} was certified by {sol.certificate.backend}, {LOG} by {', '.join(backends)}"
         )
-    total, x = sol["monthly_cost"]["total"], sol["predicted"]["throughput_ops"]
+    total, x = sol.monthly_cost.total, sol.predicted.throughput_ops
     match = [
         r
         for r in rows
-        if r.provider == sol["provider"]
+        if r.provider == sol.provider
         and r.monthly_cost is not None
         and math.isclose(r.monthly_cost, total, rel_tol=1e-6, abs_tol=0.01)
         and r.throughput_ops is not None
@@ -435,7 +695,7 @@ def cross_check(run_dir: Path, sol: dict[str, Any], log: list[dict[str, Any]], r
     ]
     if not match:
         raise InputError(
-            f"{run_dir}: {SOLUTION}'s configuration ({sol['provider']}, ${total:,.2f}/month, {x:,.0f} ops/s) "
+            f"{run_dir}: {SOLUTION}'s configuration ({sol.provider}, ${total:,.2f}/month, {x:,.0f} ops/s) "
             f"is not a point of {FRONTIER} (a file was edited or comes from another solve)"
         )
 

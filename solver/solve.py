@@ -8,12 +8,12 @@ Files written to the run directory (a contract other tools read):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cost_models import cpu_count
 from cost_models.cloud import GIB, sla_cost, sla_terms
@@ -30,16 +30,46 @@ from solver.frontier import (
     neighbours,
     solve_frontier,
 )
-from solver.model import Objective
 from solver.reeval_cache import ReevalCache
-from solver.rundir import SOLUTION_VERSION, write_run
+from solver.rundir import (
+    SOLUTION_VERSION,
+    Bill,
+    Binding,
+    Certificate,
+    Choice,
+    Configuration,
+    FrontierCheck,
+    NodeDesign,
+    NodeStorage,
+    Prediction,
+    ProviderAtBudget,
+    Robustness,
+    ScanLength,
+    Search,
+    Solution,
+    Target,
+    TargetMiss,
+    VmCount,
+    write_run,
+)
 from solver.table_cache import TableCache
 from solver.tables.build import build_tables, check_workers
 from solver.tables.context import Tables
 from specs.errors import BudgetTooLow, InputError, check_range
-from specs.io import check_output_file, clean
+from specs.io import check_output_file, from_record, to_record
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
-from specs.vocab import PRESETS, SLA_FEATURES, BindingResource, Method, Provider
+from specs.vocab import (
+    PRESETS,
+    SLA_FEATURES,
+    BindingResource,
+    DesignClass,
+    Method,
+    Objective,
+    Operation,
+    PriceSet,
+    Provider,
+    SlaFeature,
+)
 
 
 @dataclass
@@ -49,55 +79,66 @@ class SolveRun:
     spec: Spec
     frontier: Frontier
     answer: Point
-    solution: dict[str, Any]
+    solution: Solution
     out_dir: Path
     tables: Tables
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def solution_dict(spec: Spec, pt: Point, backend: str, method: str, budget: float) -> dict[str, Any]:
-    """The contract's solution.json body for one frontier point."""
+def _node_designs(pt: Point) -> tuple[list[NodeDesign], list[NodeStorage]]:
+    """The point's node groups as solution.json's ``designs`` and ``storage`` (checked as a reader would)."""
+    assert pt.exact is not None
+    designs, storage = [], []
+    for i, n in enumerate(to_record(pt.exact.per_node)):
+        designs.append(from_record(NodeDesign, {k: v for k, v in n.items() if k != "storage"}, f"designs[{i}]"))
+        storage.append(from_record(NodeStorage, {"vm_type": n["vm_type"], **n["storage"]}, f"storage[{i}]"))
+    return designs, storage
+
+
+def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: float) -> Configuration:
+    """The contract's :class:`~solver.rundir.Configuration` of one frontier point."""
     assert pt.chosen is not None and pt.exact is not None
     ex, ch = pt.exact, pt.chosen
     r = pt.result
     x = ex.throughput
-    return {
-        "version": SOLUTION_VERSION,
-        "spec": spec.name,
-        "spec_source": spec.source,
-        "spec_raw": spec.raw,
-        "budget": budget,
-        "provider": ch.provider,
-        "pricing": spec.pricing,
-        "vms": [{"type": n["vm_type"], "count": n["count"]} for n in ex.per_node],
-        "storage": [{"vm_type": n["vm_type"], **n["storage"]} for n in ex.per_node],
-        "slas": list(spec.slas),
-        "designs": [{k: v for k, v in n.items() if k != "storage"} for n in ex.per_node],
-        "monthly_cost": {"compute": ch.compute, "storage": ch.storage, "sla": ch.sla, "total": ch.monthly_cost},
-        "predicted": {
-            "latency_s": (1.0 / x) if x > 0 else None,
-            "throughput_ops": x,
-            "perturbed_throughput_ops": ex.perturbed if is_robust(spec) else None,
-            "io_per_op": ex.io_per_op,
-            "monthly_capacity_ops": x * HOURS_PER_MONTH * 3600,
-            "operations_per_month": spec.workload.operations_per_month,
-        },
-        "certificate": {
-            "mip_gap": None if r is None or not math.isfinite(r.gap) else r.gap,
-            "approx_error": pt.approx_error,
-            "backend": backend,
-            "method": method,
-            "status": pt.status,
-            "objective": None if r is None else r.objective,
-            "best_bound": None if r is None else r.bound,
-            "nodes": None if r is None else r.nodes,
-            "wall_s": None if r is None else r.seconds,
-            "scaling_error": None if r is None else r.scaling_error,
-        },
-    }
+    designs, storage = _node_designs(pt)
+    return Configuration(
+        version=SOLUTION_VERSION,
+        spec=spec.name,
+        spec_source=spec.source,
+        spec_raw=spec.raw,
+        budget=budget,
+        provider=Provider(ch.provider),
+        pricing=PriceSet(spec.pricing),
+        vms=[VmCount(d.vm_type, d.count) for d in designs],
+        storage=storage,
+        slas=[SlaFeature(f) for f in spec.slas],
+        designs=designs,
+        monthly_cost=Bill(compute=ch.compute, storage=ch.storage, sla=ch.sla, total=ch.monthly_cost),
+        predicted=Prediction(
+            latency_s=(1.0 / x) if x > 0 else None,
+            throughput_ops=x,
+            perturbed_throughput_ops=ex.perturbed if is_robust(spec) else None,
+            io_per_op={Operation(op): v for op, v in ex.io_per_op.items()},
+            monthly_capacity_ops=x * HOURS_PER_MONTH * 3600,
+            operations_per_month=spec.workload.operations_per_month,
+        ),
+        certificate=Certificate(
+            mip_gap=None if r is None or not math.isfinite(r.gap) else r.gap,
+            approx_error=pt.approx_error if math.isfinite(pt.approx_error) else None,
+            backend=backend,
+            method=method,
+            status=pt.status,
+            objective=None if r is None or not math.isfinite(r.objective) else r.objective,
+            best_bound=None if r is None or not math.isfinite(r.bound) else r.bound,
+            nodes=None if r is None else r.nodes,
+            wall_s=None if r is None else r.seconds,
+            scaling_error=None if r is None else r.scaling_error,
+        ),
+    )
 
 
-def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[str, float | None]:
+def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[SlaFeature, float | None]:
     """What adding each SLA the spec does not require would cost this configuration."""
     if pt.chosen is None:
         return {}
@@ -105,7 +146,7 @@ def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[str, float | 
     nodes = sum(k for _, k in ch.nodes)
     base = ch.compute + ch.storage
     data_gib = spec.workload.data_bytes / GIB
-    out: dict[str, float | None] = {}
+    out: dict[SlaFeature, float | None] = {}
     for f in SLA_FEATURES:
         if f in spec.slas:
             continue
@@ -119,18 +160,19 @@ def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[str, float | 
     return out
 
 
-def _summary(pt: Point) -> dict[str, Any]:
-    return {
-        "provider": pt.chosen.provider if pt.chosen else None,
-        "vms": [{"type": n["vm_type"], "count": n["count"]} for n in (pt.exact.per_node if pt.exact else [])],
-        "classes": sorted({n["class"] for n in (pt.exact.per_node if pt.exact else [])}),
-        "monthly_cost": pt.cost if pt.chosen else None,
-        "expected_ops": pt.throughput,
-        "perturbed_ops": pt.perturbed,
-    }
+def _choice(pt: Point) -> Choice:
+    per_node = pt.exact.per_node if pt.exact else []
+    return Choice(
+        provider=Provider(pt.chosen.provider) if pt.chosen else None,
+        vms=[VmCount(n["vm_type"], int(n["count"])) for n in per_node],
+        classes=sorted({DesignClass(n["class"]) for n in per_node}),
+        monthly_cost=pt.cost if pt.chosen else None,
+        expected_ops=pt.throughput,
+        perturbed_ops=pt.perturbed,
+    )
 
 
-def robustness_report(spec: Spec, fr: Frontier, idx: int) -> dict[str, Any]:
+def robustness_report(spec: Spec, fr: Frontier, idx: int) -> Robustness:
     """The robust rule at the budget's band: the chosen (robust) configuration,
     the nominal one (best expected throughput, no robustness) and the best on the
     perturbed workload, each measured on both workloads (exact model)."""
@@ -138,35 +180,37 @@ def robustness_report(spec: Spec, fr: Frontier, idx: int) -> dict[str, Any]:
     robust = fr.best[idx]
     best_p = fr.best_perturbed()[idx]
     pw = perturbed_workload(spec)
-    added = {op: v for op, v in pw.operations.items() if spec.workload.operations.get(op, 0.0) == 0.0 and v > 0}
-    return {
-        "met_floor_ops": robust.floor_ops,
-        "chosen_at_budget": float(fr.budgets[robust.chosen_band]) if robust.chosen_band is not None else None,
-        "rule": "maximize the expected workload's throughput subject to perturbed throughput >= "
+    added = {
+        Operation(op): v for op, v in pw.operations.items() if spec.workload.operations.get(op, 0.0) == 0.0 and v > 0
+    }
+    return Robustness(
+        met_floor_ops=robust.floor_ops,
+        chosen_at_budget=float(fr.budgets[robust.chosen_band]) if robust.chosen_band is not None else None,
+        rule="maximize the expected workload's throughput subject to perturbed throughput >= "
         "(1 - tolerance) x the best perturbed throughput at this budget",
-        "noise": spec.noise,
-        "kl_radius": spec.kl_radius or None,
-        "tolerance": spec.tolerance,
-        "perturbed_mix": pw.operations,
-        "added_operations": added,
-        "scan_length": {
-            "entries": pw.scan_length,
-            "source": "spec" if spec.workload.scan_length_given else "default",
-            "note": None
+        noise=spec.noise,
+        kl_radius=spec.kl_radius or None,
+        tolerance=spec.tolerance,
+        perturbed_mix={Operation(op): v for op, v in pw.operations.items()},
+        added_operations=added,
+        scan_length=ScanLength(
+            entries=pw.scan_length,
+            source="spec" if spec.workload.scan_length_given else "default",
+            note=None
             if spec.workload.scan_length_given
             else f"the spec names no range length: range scans get {DEFAULT_SCAN_LENGTH:g} entries "
             "(YCSB E's mean; set workload.scan_length to change it)",
-        },
-        "robust_choice": _summary(robust),
-        "nominal_choice": _summary(nominal),
-        "best_perturbed_choice": _summary(best_p),
-        "cost_of_robustness": 1.0 - robust.throughput / nominal.throughput if nominal.throughput > 0 else None,
-        "gain_under_perturbation": robust.perturbed / nominal.perturbed - 1.0 if nominal.perturbed > 0 else None,
-        "robust_carried_bands": fr.robust_carried,
-    }
+        ),
+        robust_choice=_choice(robust),
+        nominal_choice=_choice(nominal),
+        best_perturbed_choice=_choice(best_p),
+        cost_of_robustness=1.0 - robust.throughput / nominal.throughput if nominal.throughput > 0 else None,
+        gain_under_perturbation=robust.perturbed / nominal.perturbed - 1.0 if nominal.perturbed > 0 else None,
+        robust_carried_bands=fr.robust_carried,
+    )
 
 
-def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) -> dict[str, Any]:
+def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) -> Binding:
     """What stops the answer from being faster, in words: the budget (a dearer
     configuration on the frontier is faster), else the cluster cap (every node
     the cap allows is used), else the nodes' IOPS (every node is bound by its
@@ -178,14 +222,6 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
     device_bound = all(n["device_bound"] for n in answer.exact.per_node)
     opm = spec.workload.operations_per_month
     capacity = answer.throughput * HOURS_PER_MONTH * 3600
-    facts = {
-        "budget_used": answer.cost / budget,
-        "nodes": nodes,
-        "cluster_cap": fr.max_cluster,
-        "device_bound_nodes": sum(n["count"] for n in answer.exact.per_node if n["device_bound"]),
-        "capacity_per_month": capacity,
-        "operations_per_month": opm,
-    }
     if answer.carried and answer.objective == Objective.ROBUST:
         res, detail = (
             BindingResource.ROBUST_RULE,
@@ -231,7 +267,16 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
                 res = BindingResource.OPERATIONS_PER_MONTH
         else:
             detail += f"; capacity is {capacity / opm:,.1f}x the workload's {opm:.3g} operations a month"
-    return {"resource": res, "detail": detail, **facts}
+    return Binding(
+        resource=res,
+        detail=detail,
+        budget_used=answer.cost / budget,
+        nodes=nodes,
+        cluster_cap=fr.max_cluster,
+        device_bound_nodes=sum(int(n["count"]) for n in answer.exact.per_node if n["device_bound"]),
+        capacity_per_month=capacity,
+        operations_per_month=opm,
+    )
 
 
 def _usd(x: float) -> str:
@@ -344,62 +389,58 @@ def run_solve(
             why = "; ".join(f"{p} cannot price SLA {', '.join(u)}" for p, u in unavailable.items() if u)
             raise BudgetTooLow(b0, None, why or "no feasible configuration")
         raise BudgetTooLow(b0, cheapest_cost)
-    solution = solution_dict(spec, answer, fr.backend, method, b0)
+    core = configuration(spec, answer, fr.backend, method, b0)
     target = 0.0 if spec.min_throughput is None else spec.min_throughput
     if spec.max_latency_s is not None:
         target = max(target, 1.0 / spec.max_latency_s)
-    solution["target"] = {
-        "min_throughput": target if target > 0 else None,
-        "met": answer.throughput >= target * (1 - 1e-9),
-    }
-    if target > 0 and not solution["target"]["met"]:
+    met = answer.throughput >= target * (1 - 1e-9)
+    tgt = Target(min_throughput=target if target > 0 else None, met=met)
+    if target > 0 and not met:
         meets = cheapest(spec, catalog, tables, backend, min_throughput=target, exact=fr.exact)
-        solution["target"]["fastest_within_budget"] = {"throughput_ops": answer.throughput, "monthly_cost": answer.cost}
+        tgt.fastest_within_budget = TargetMiss(throughput_ops=answer.throughput, monthly_cost=answer.cost)
         if meets is not None and meets.chosen is not None:
-            solution["target"]["cheapest_meeting_target"] = solution_dict(spec, meets, fr.backend, method, meets.cost)
-        else:
-            solution["target"]["cheapest_meeting_target"] = None
-    solution["cheapest_possible_usd"] = lowest.cost if lowest else None
-    solution["neighbours"] = neighbours(fr.best, b0)
-    solution["optional_slas_usd"] = optional_slas(spec, catalog, answer)
-    solution["frontier_check"] = {
-        "monotone": fr.monotone,
-        "repaired_bands": fr.repaired,
-        "robust_carried": fr.robust_carried,
-        "bands": len(fr.budgets),
-        "providers": list(fr.points),
-    }
-    solution["binding"] = binding(spec, fr, idx, answer, b0)
-    solution["providers_at_budget"] = {
-        p: {"throughput_ops": pts[idx].throughput, "monthly_cost": pts[idx].cost if pts[idx].chosen else None}
-        for p, pts in fr.points.items()
-    }
-    if robust:
-        solution["robustness"] = robustness_report(spec, fr, idx)
-    solution["objective"] = (
-        (
-            f"robust: noise {spec.noise:g}"
-            + (f", KL radius {spec.kl_radius:g}" if spec.kl_radius else "")
-            + f", tolerance {spec.tolerance:g}"
-        )
-        if robust
-        else "nominal"
+            tgt.cheapest_meeting_target = configuration(spec, meets, fr.backend, method, meets.cost)
+    robust_text = (
+        f"robust: noise {spec.noise:g}"
+        + (f", KL radius {spec.kl_radius:g}" if spec.kl_radius else "")
+        + f", tolerance {spec.tolerance:g}"
     )
     # The guard: is every chosen node's prediction inside what the engine was measured to do?
-    solution["certificate"]["envelope"] = check_nodes(
-        answer.exact.per_node if answer.exact else [], spec.workload.operations
+    core.certificate.envelope = check_nodes(answer.exact.per_node if answer.exact else [], spec.workload.operations)
+    solution = Solution(
+        **{f.name: getattr(core, f.name) for f in dataclasses.fields(Configuration)},
+        target=tgt,
+        cheapest_possible_usd=lowest.cost if lowest else None,
+        neighbours=neighbours(fr.best, b0),
+        optional_slas_usd=optional_slas(spec, catalog, answer),
+        frontier_check=FrontierCheck(
+            monotone=fr.monotone,
+            repaired_bands=fr.repaired,
+            robust_carried=fr.robust_carried,
+            bands=len(fr.budgets),
+            providers=[Provider(p) for p in fr.points],
+        ),
+        binding=binding(spec, fr, idx, answer, b0),
+        providers_at_budget={
+            Provider(p): ProviderAtBudget(
+                throughput_ops=pts[idx].throughput, monthly_cost=pts[idx].cost if pts[idx].chosen else None
+            )
+            for p, pts in fr.points.items()
+        },
+        robustness=robustness_report(spec, fr, idx) if robust else None,
+        objective=robust_text if robust else "nominal",
+        search=Search(
+            max_cluster=fr.max_cluster,
+            max_cluster_source="spec" if spec.design.max_cluster_size else "derived from data and budget",
+            contexts={Provider(p): len(c) for p, c in tables.contexts.items()},
+            designs_per_vm=tables.grid_size,
+            timings_s=timings,
+        ),
     )
-    solution["search"] = {
-        "max_cluster": fr.max_cluster,
-        "max_cluster_source": "spec" if spec.design.max_cluster_size else "derived from data and budget",
-        "contexts": {p: len(c) for p, c in tables.contexts.items()},
-        "designs_per_vm": tables.grid_size,
-        "timings_s": timings,
-    }
     if reevals is not None:
         reevals.save(spec)  # the re-evaluations of the cheapest clusters found after the frontier
-    write_run(out_dir, fr, clean(solution), spec.workload.operations)
-    return SolveRun(spec, fr, answer, clean(solution), out_dir, tables, timings)
+    write_run(out_dir, fr, solution, spec.workload.operations)
+    return SolveRun(spec, fr, answer, solution, out_dir, tables, timings)
 
 
 #: File types `--write-model` can write (Pyomo's writers, by suffix).
@@ -416,9 +457,10 @@ def check_model_path(path: Path) -> None:
 def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
     """The MIP at the answer's budget and provider, as .lp or .mps (for any solver a user owns)."""
     from solver.backends import PyomoBackend
-    from solver.model import X_SCALE, Objective, build_mip, columns_for, latency_target_kops
+    from solver.model import X_SCALE, build_mip, columns_for, latency_target_kops
+    from specs.vocab import Objective
 
-    provider = run.solution["provider"]
+    provider = run.solution.provider
     objective, floor = Objective.EXPECTED, 0.0
     if run.answer.objective == Objective.ROBUST and run.answer.floor_ops is not None:
         objective, floor = Objective.ROBUST, run.answer.floor_ops * X_SCALE
@@ -429,5 +471,5 @@ def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
         floor,
         latency_target_kops(run.spec),
     )
-    m, _ = build_mip(run.spec, catalog, ctx, run.solution["budget"], run.tables.max_cluster, providers=[provider])
+    m, _ = build_mip(run.spec, catalog, ctx, run.solution.budget, run.tables.max_cluster, providers=[provider])
     return PyomoBackend().write(m, path)

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import math
 import os
@@ -371,3 +372,179 @@ def to_json(obj: Any, indent: int | None = 2) -> str:
 def write_json(path: Path, obj: Any) -> Path:
     """Write ``obj`` as strict JSON, atomically."""
     return write_text(path, to_json(obj) + "\n")
+
+
+# ----------------------------------------------------------------------------- typed JSON records
+#
+# A JSON document the project writes and reads back (solution.json, a deployment's state.json) is
+# a dataclass: :func:`to_record` writes it, :func:`from_record` reads it back checked field by
+# field against the dataclass's annotations (types, enum members, finite numbers, unknown or
+# missing keys) and then against the type's own ``check()``, and :func:`json_schema` derives its
+# JSON Schema (docs/solution.schema.json). Field metadata: ``column`` renames a field (``class``),
+# ``omit_none`` leaves a None field out of the document.
+
+
+def omit_none(**metadata: Any) -> Any:
+    """Metadata of a field that is left out of the document when it is None."""
+    return {"omit_none": True, **metadata}
+
+
+def to_record(obj: Any) -> Any:
+    """``obj`` (a dataclass, or lists and dicts of them) as plain JSON values (:func:`clean`'s rules)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(obj):
+            v = getattr(obj, f.name)
+            if v is None and f.metadata.get("omit_none"):
+                continue
+            out[column_name(f)] = to_record(v)
+        return out
+    if isinstance(obj, dict):
+        return {str(k): to_record(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_record(v) for v in obj]
+    return clean(obj)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def from_record(tp: Any, value: Any, where: str) -> Any:
+    """``value`` (parsed JSON) as an instance of ``tp``, checked; an :class:`InputError` names ``where``
+    and the path of the first bad field."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"unsupported record type {tp!r}")
+        return from_record(inner[0], value, where)
+    if value is None:
+        raise InputError(f"{where}: null where a {_type_name(tp)} is expected")
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_from_record(tp, value, where)
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise InputError(f"{where}: not a list")
+        item = args[0]
+        items = [from_record(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return items if origin is list else tuple(items)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise InputError(f"{where}: not a JSON object")
+        kt, vt = args
+        return {from_record(kt, k, f"{where} key {k!r}"): from_record(vt, v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if value not in {m.value for m in tp}:
+            raise InputError(f"{where}: {value!r} is not one of {', '.join(str(m.value) for m in tp)}")
+        return tp(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{where}: {value!r} is not true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{where}: {value!r} is not an integer")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InputError(f"{where}: {value!r} is not a finite number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise InputError(f"{where}: {value!r} is not a string")
+        return value
+    raise TypeError(f"unsupported record type {tp!r}")
+
+
+def _dataclass_from_record(cls: type[R], value: Any, where: str) -> R:
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: not a JSON object")
+    hints = typing.get_type_hints(cls)
+    known, kwargs = set(), {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        key = column_name(f)
+        known.add(key)
+        path = f"{where}.{key}" if where else key
+        if key not in value:
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            if not has_default:
+                raise InputError(f"{path}: missing")
+            continue
+        kwargs[f.name] = from_record(hints[f.name], value[key], path)
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise InputError(f"{where or 'the document'}: unknown field {unknown[0]!r}")
+    obj = cls(**kwargs)
+    check = getattr(obj, "check", None)
+    if check is not None:
+        try:
+            check()
+        except ValueError as exc:
+            raise InputError(f"{where or 'the document'}: {exc}") from None
+    return obj
+
+
+def write_record(path: Path, obj: Any) -> Path:
+    """Write a dataclass document as strict JSON, atomically."""
+    return write_text(path, json.dumps(to_record(obj), indent=2, allow_nan=False) + "\n")
+
+
+def read_record(path: Path, cls: type[R], what: str) -> R:
+    """A dataclass document written by :func:`write_record`, checked (:func:`from_record`)."""
+    raw = read_json(path, what)
+    return typing.cast(R, from_record(cls, raw, f"{path}:"))
+
+
+def json_schema(tp: Any) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a record type: every dataclass once, under ``$defs``."""
+    defs: dict[str, Any] = {}
+    root = _schema_of(tp, defs)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **root, "$defs": defs}
+
+
+def _schema_of(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return {}
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return {"anyOf": [_schema_of(inner[0], defs), {"type": "null"}]}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # a placeholder: a type may hold itself
+            hints = typing.get_type_hints(tp)
+            props, required = {}, []
+            for f in dataclasses.fields(tp):
+                key = column_name(f)
+                props[key] = _schema_of(hints[f.name], defs)
+                has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+                if not has_default:
+                    required.append(key)
+            doc = (tp.__doc__ or "").strip().split("\n\n")[0]
+            defs[name] = {
+                "type": "object",
+                "description": " ".join(doc.split()),
+                "properties": props,
+                "required": required,
+                "additionalProperties": False,
+            }
+        return {"$ref": f"#/$defs/{name}"}
+    if origin in (list, tuple):
+        return {"type": "array", "items": _schema_of(args[0], defs)}
+    if origin is dict:
+        out: dict[str, Any] = {"type": "object", "additionalProperties": _schema_of(args[1], defs)}
+        if isinstance(args[0], type) and issubclass(args[0], enum.Enum):
+            out["propertyNames"] = {"enum": [m.value for m in args[0]]}
+        return out
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {"type": "string", "enum": [m.value for m in tp]}
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    raise TypeError(f"unsupported record type {tp!r}")

@@ -222,6 +222,14 @@ class SolverStatus(StrEnum):
         return self in (SolverStatus.OPTIMAL, SolverStatus.FEASIBLE)
 
 
+class Objective(StrEnum):
+    """What one solve maximizes."""
+
+    EXPECTED = "expected"  # X: the expected workload's throughput
+    PERTURBED = "perturbed"  # P: the perturbed workload's throughput
+    ROBUST = "robust"  # X, subject to P >= (1 - tolerance) x the best P at this budget
+
+
 class BackendName(StrEnum):
     HIGHS = "highs"
     ORTOOLS = "ortools"

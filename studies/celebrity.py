@@ -36,6 +36,7 @@ from measure.engine import run_scratch, workload_json
 from measure.validate import measured
 from render.config import engine_sections, local_entry, to_toml
 from solver.space import grid_for
+from specs.io import to_record
 from specs.schema import Spec, load_spec
 from specs.vocab import COST_MODELS, OPERATIONS, CostModel, Provider, WalSync
 
@@ -174,7 +175,11 @@ def evaluate(
     }
     return Row(
         label=design.name,
-        design={**entry, "bloom_bits_per_key": design.bloom_bits, "bloom_allocation": design.bloom_allocation},
+        design={
+            **to_record(entry),
+            "bloom_bits_per_key": design.bloom_bits,
+            "bloom_allocation": design.bloom_allocation,
+        },
         model_io=model_io,
         model_io_per_op=model_ops,
         engine_io=_mix_total(meas, wl.operations) * opm,

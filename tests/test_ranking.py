@@ -154,7 +154,7 @@ def test_the_pick_is_scored_on_the_store_its_run_grows_to() -> None:
     assert levels(pick, records) == levels(pick, grown)
     a, b = worst([plain, pick])
     assert b >= a
-    assert entry["predicted_throughput_ops"] == pytest.approx(b, rel=1e-9)
+    assert entry.predicted_throughput_ops == pytest.approx(b, rel=1e-9)
 
 
 @pytest.mark.parametrize("workload", ["ycsb_d", "ycsb_e", "ycsb_a"])

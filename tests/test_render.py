@@ -9,10 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from cost_models.design import hand_entry
 from cost_models.phi import load_phi
 from measure.engine import TEMPLATE, run, scaled_config, workload_json
 from render.config import algorithms, config_device, device_section, engine_sections, threads_from_phi, to_toml
 from specs.schema import parse_spec
+from specs.vocab import DesignClass
 from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
@@ -98,15 +100,9 @@ def test_algorithm3_and_threads():
 )
 def test_rendered_configs_run_in_the_engine(engine_binary, cls, design):
     """Each class's rendered engine.toml loads and serves a small workload in the real engine."""
-    d = {
-        "class": cls,
-        "buffer_bytes": 64 * 1024,
-        "block_bytes": 4096,
-        "cache_bytes": 0.0,
-        "threads": 1,
-        "entries_per_node": 20_000,
-        **design,
-    }
+    d = hand_entry(
+        design_class=DesignClass(cls), buffer_bytes=64 * 1024, block_bytes=4096, entries_per_node=20_000, **design
+    )
     text = to_toml(engine_sections(d, 16, 100, {"get": 0.5, "update": 0.5}, f"test {cls}"))
     spec = parse_spec(TINY_SPEC)
     wl = workload_json(spec, 20_000, 20_000, 1)

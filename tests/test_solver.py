@@ -290,7 +290,8 @@ def test_robust_rule_matches_exhaustive(budget, provider, robustness, mc):
     """The robust rule (max expected throughput with perturbed >= (1 - tolerance)
     x the best perturbed one at the budget), solved as the frontier does it
     (column filters + MIP), against enumeration of every cluster."""
-    from solver.model import Objective, columns_for, set_budget
+    from solver.model import columns_for, set_budget
+    from specs.vocab import Objective
 
     cat = small_catalog("ondemand")
     mix = (0.5, 0.0, 0.0, 0.0, 0.5, 0.0)  # tables depend on the workload and noise only: two builds in all
@@ -324,7 +325,8 @@ def test_robust_rule_matches_exhaustive(budget, provider, robustness, mc):
 def test_columns_for_is_exact_on_realistic_storage():
     """Keeping per shard only the columns no cheaper one beats loses nothing:
     the MIP over them equals enumeration over every column."""
-    from solver.model import Objective, columns_for
+    from solver.model import columns_for
+    from specs.vocab import Objective
 
     cat = small_catalog("ondemand", per_provider=3)
     # 2e8 entries: more than the nodes' block caches hold, so the noise's ranges and empty gets

@@ -15,7 +15,7 @@ from cost_models.pareto import pareto_mask
 from solver.backends import HighsBackend
 from solver.bottleneck import best_within, cheapest_cluster, column_table
 from solver.exhaustive import exhaustive
-from solver.model import Objective
+from specs.vocab import Objective
 from tests.test_solver import make_spec, small_catalog, tables_for
 
 MIX = (0.5, 0.0, 0.0, 0.0, 0.5, 0.0)
