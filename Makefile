@@ -35,7 +35,9 @@ test-engine:
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy cost_models solver specs render measure studies report deploy bench cli.py
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy cost_models solver specs render measure studies report deploy bench cli
+	$(VENV)/bin/lint-imports
 	cd engine-template && cargo fmt --all --check && cargo clippy --release -q --workspace --all-targets -- -D warnings
 
 # System packages for `cosine deploy`, its tests and bench/ycsb: twemproxy (nutcracker),

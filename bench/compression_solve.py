@@ -46,7 +46,16 @@ def main() -> None:
                 yaml.safe_dump({**raw, "name": name, "workload": {**raw["workload"], "compressibility": c}})
             )
             t0 = time.perf_counter()
-            cmd = [sys.executable, "-c", "from cli import app; app()", "solve", str(spec), "--out", str(run), "--json"]
+            cmd = [
+                sys.executable,
+                "-c",
+                "from cli.main import app; app()",
+                "solve",
+                str(spec),
+                "--out",
+                str(run),
+                "--json",
+            ]
             subprocess.run(cmd, check=True, capture_output=True)
             secs = time.perf_counter() - t0
         sol = json.loads((run / "solution.json").read_text())

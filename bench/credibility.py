@@ -7,14 +7,14 @@
    (measure.host_speed.host_speed: the calibration's cached get and update runs) and scale the
    model's CPU seconds by the median ratio; the table's own predictions are kept beside.
 
-1. ``--calibrate``: `cosine calibrate --write` first (rewrites cost_models/data/phi.yaml;
+1. ``--calibrate``: `cosine calibrate phi` first (rewrites cost_models/data/phi.yaml;
    regenerate the golden test afterwards, COMMON.md); without it the committed table is used.
 2. Fig. 4B on tmpfs: the class presets on four mixed workloads (the paper's 25% mix,
    YCSB A, B, F) at 1 and 2 threads, median of 3 runs, at a size the calibration did not use.
 3. Fig. 4B in the engine's device mode at two volumes (gp3's baseline 3,000 IOPS and its
    16,000-IOPS maximum, 125 MiB/s: /work/shared/reference/storage_prices.csv; a 250 us read
    latency, this benchmark's assumption of a sub-millisecond volume): the I/O-bound regime.
-4. The ranking check (`cosine validate --ranking`) on tmpfs and on both volumes.
+4. The ranking check (`cosine validate ranking`) on tmpfs and on both volumes.
 5. I/O accuracy on the full `cosine validate` grid (--quick: the quick grid), with the
    --conservative margin and what it costs.
 
@@ -39,8 +39,8 @@ from cost_models import cpu_count
 from cost_models.cpu import LOCAL_DEVICE, DeviceModel
 from measure.calibrate.calibration import calibrate
 from measure.calibrate.calibration import write as write_calibration
+from measure.calibrate.fig4b import fig4b
 from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN, thread_counts
-from measure.fig4b import fig4b
 from measure.host_speed import host_speed
 from measure.ranking import CONFIRM_REPEATS, MAX_REPEATS, TARGET_PICK, TARGET_RHO, ranking, summary
 from measure.validate import DEFAULT_SIZE, QUICK_SIZE, validate

@@ -3,7 +3,7 @@
 
     .venv/bin/python -m bench.ranking_tables RUN_DIR OLD_PHI_YAML [--run-table PHI_YAML] [--iops N] [--ops N]
 
-RUN_DIR holds a `cosine validate --ranking` run's ranking.parquet, made with ``--run-table`` (default:
+RUN_DIR holds a `cosine validate ranking` run's ranking.parquet, made with ``--run-table`` (default:
 the committed cost_models/data/phi.yaml); OLD_PHI_YAML is another table (e.g. the previous commit's,
 ``git show HEAD~1:cost_models/data/phi.yaml > old.yaml``). Each row's design is rebuilt as the
 ranking built it (measure.ranking.design_sets under the run's table, the run's records and volume)
@@ -33,7 +33,7 @@ from specs.errors import InputError
 
 #: The columns of a ranking.parquet this reads (measure.ranking.ranking's rows).
 RANKING_COLUMNS = ("workload", "design", "records", "operations", "warmup_operations", "predicted_ops", "measured_ops")
-#: The read latency of the ranking's device mode (cli.py validate --read-latency-us default here).
+#: The read latency of the ranking's device mode (`cosine validate ranking --read-latency-us` default here).
 READ_LATENCY_S = 250e-6
 
 

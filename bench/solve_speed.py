@@ -3,7 +3,7 @@
     flock /work/wt/measure.lock .venv/bin/python -m bench.solve_speed [--spec specs/ycsb_a.yaml]
         [--repeat 3] [--against COMMIT]
 
-Whole processes (`python -c "from cli import app; app()" solve SPEC --json`), run in two
+Whole processes (`python -c "from cli.main import app; app()" solve SPEC --json`), run in two
 temporary `git worktree`s, of HEAD (so edits made meanwhile are not measured) and of
 ``--against`` (default: where this branch left main, ``git merge-base HEAD main``), with the
 same interpreter, interleaved so both see the same machine load; median (and min, max) of
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-c", "from cli import app; app()", "solve"]
+CLI = [sys.executable, "-c", "from cli.main import app; app()", "solve"]
 
 
 def _solve(cwd: Path, spec: str, out: Path, extra: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
@@ -55,7 +55,7 @@ def _solve(cwd: Path, spec: str, out: Path, extra: list[str], env: dict[str, str
 
 def _whatif(cwd: Path, run: Path, budget: str, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     """Wall time and JSON answer of one fresh `cosine whatif --budget` process run in ``cwd``."""
-    args = [sys.executable, "-c", "from cli import app; app()", "whatif", str(run), "--budget", budget, "--json"]
+    args = [sys.executable, "-c", "from cli.main import app; app()", "whatif", str(run), "--budget", budget, "--json"]
     t0 = time.perf_counter()
     res = subprocess.run(args, cwd=cwd, env=env, capture_output=True)
     wall = time.perf_counter() - t0

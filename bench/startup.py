@@ -49,7 +49,7 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": str(root)}
                 cold = {**env, "XDG_CACHE_HOME": tempfile.mkdtemp(dir=scratch)}
                 for what, cmd, e in (
-                    ("cosine --help", [sys.executable, str(root / "cli.py"), "--help"], env),
+                    ("cosine --help", [sys.executable, "-m", "cli", "--help"], env),
                     ("solve imports + model (warm cache)", [sys.executable, "-c", SOLVE_PATH], env),
                     ("solve imports + model (empty cache)", [sys.executable, "-c", SOLVE_PATH], cold),
                 ):

@@ -12,7 +12,7 @@ compressibility. So compression changes
   block a merge writes is compressed (``codec_cpu`` in cost_models/symbolic.py).
 
 Nothing is assumed from a paper: factors and CPU per raw byte are measured on
-the engine by ``cosine calibrate --compression`` (measure/compression.py) and
+the engine by ``cosine calibrate compression`` (measure/compression.py) and
 kept in ``data/compression.yaml`` with their provenance. Codec "none" still
 checksums every block; its CPU is already part of the learned per-operation CPU
 (data/phi.yaml), so the model charges a codec only what it costs *beyond* none.
@@ -74,7 +74,7 @@ def table(path: Path = TABLE) -> dict[str, Any]:
         raise CompressionTableError(f"{path.name}: cannot read ({exc})") from None
     codecs = raw.get("codecs") if isinstance(raw, dict) else None
     if not isinstance(codecs, dict) or CodecName.NONE not in codecs:
-        raise CompressionTableError(f"{path.name}: no codecs (run `cosine calibrate --compression`)")
+        raise CompressionTableError(f"{path.name}: no codecs (run `cosine calibrate compression`)")
     for name, rows in codecs.items():
         parse_codec(name)
         for c, row in rows.items():

@@ -473,7 +473,10 @@ def demands(
         cas = io.cascades
         d.stall_rate = np.asarray(cas.rate, dtype=float) * put_share
         d.stall_seconds = np.asarray(cas.blocks, dtype=float) * t_merge
-        d.stall_slack = np.asarray(cas.slack_puts, dtype=float) / put_share
+        # a put share near 0 makes the slack overflow to inf: the buffers absorb every put (no stall),
+        # the limit stalled() takes
+        with np.errstate(over="ignore"):
+            d.stall_slack = np.asarray(cas.slack_puts, dtype=float) / put_share
     return d
 
 

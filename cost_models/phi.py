@@ -25,7 +25,7 @@ from specs.errors import InputError
 from specs.io import load_yaml
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, DesignClass, Operation
 
-#: The shipped table, written by `cosine calibrate --write`.
+#: The shipped table, written by `cosine calibrate phi`.
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
 #: phi.yaml's layout version (2: measured CPU, block and background terms, the envelope; 3: the
 #: block read's CPU over its block size is the measured curve ``block_read_shape``, not a power law).
@@ -78,7 +78,7 @@ class PhiTable:
 
 
 #: Loaded tables by (path, modification time): a table is read and checked once per process,
-#: and again only when the file changes (`cosine calibrate --write`).
+#: and again only when the file changes (`cosine calibrate phi`).
 _LOADED: dict[tuple[str, int], PhiTable] = {}
 
 
@@ -104,7 +104,7 @@ def _load_table(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise PhiTableError(f"{path.name}: not a readable YAML phi table ({type(e).__name__})") from None
     if not isinstance(raw, dict) or raw.get("schema") != PHI_SCHEMA:
-        raise PhiTableError(f"{path.name}: not a schema-{PHI_SCHEMA} phi table; run `cosine calibrate --write`")
+        raise PhiTableError(f"{path.name}: not a schema-{PHI_SCHEMA} phi table; run `cosine calibrate phi`")
     for key in ENGINE_TERMS:
         v = raw.get(key)
         if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:

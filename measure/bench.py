@@ -37,6 +37,16 @@ class BenchResult:
     #: what the model predicts for the same scaled configuration (None for a peer engine)
     prediction: dict[str, Any] | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        """`cosine bench --json`: the engine's report with the scale, the notes, the workload and the model."""
+        return {
+            **self.report,
+            "scale": self.scale,
+            "notes": self.notes,
+            "workload": self.workload,
+            "model": self.prediction,
+        }
+
 
 def _entries_per_node(path: Path) -> float | None:
     """The keys per node a rendered design was made for (render.json; None for a hand-written workspace)."""

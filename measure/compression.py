@@ -1,4 +1,4 @@
-"""`cosine calibrate --compression`: each codec's size ratio and CPU per byte, measured on the engine.
+"""`cosine calibrate compression`: each codec's size ratio and CPU per byte, measured on the engine.
 
 For every codec of :data:`CODECS` and every compressibility of :data:`COMPRESSIBILITIES`
 the template engine loads a small store whose values have that compressibility
@@ -110,7 +110,7 @@ def calibrate(quick: bool = False, progress: Callable[[int, int, str], None] | N
         "machine": machine(),
         "date": dt.date.today().isoformat(),
         "method": (
-            f"cosine calibrate --compression{' --quick' if quick else ''}: the template engine (leveled LSM, "
+            f"cosine calibrate compression{' --quick' if quick else ''}: the template engine (leveled LSM, "
             f"{BLOCK_BYTES}-byte blocks, {KEY_BYTES}+{VALUE_BYTES}-byte entries) loads {records:,} records whose "
             f"values have the stated compressibility, every level written by the codec, then serves {ops:,} "
             "uniform gets; size factor = stored / raw bytes of every block compressed, compress ns per raw byte "
@@ -129,7 +129,7 @@ def write(tab: dict[str, Any]) -> str:
 
     head = (
         "# Codec size factors and CPU per raw byte, measured on the Rust engine.\n"
-        "# Written by `cosine calibrate --compression` (measure/compression.py); read by cost_models/compression.py.\n"
+        "# Written by `cosine calibrate compression` (measure/compression.py); read by cost_models/compression.py.\n"
     )
     write_text(TABLE, head + yaml.safe_dump(tab, sort_keys=False))
     table.cache_clear()

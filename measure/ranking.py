@@ -1,4 +1,4 @@
-"""`cosine validate --ranking`: does the model order designs as the engine does?
+"""`cosine validate ranking`: does the model order designs as the engine does?
 
 For each YCSB workload A-F at one memory budget (a quarter of the data, as
 the validation grid), at least eight designs are predicted by the model and

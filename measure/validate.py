@@ -140,6 +140,10 @@ class Validation:
             "by_class": after["by_class"],
         }
 
+    def below(self, min_accuracy: float) -> bool:
+        """Whether the mean accuracy is below ``min_accuracy`` (`cosine validate io --min-accuracy`)."""
+        return bool(self.summary()["mean_accuracy"] < min_accuracy)
+
     def summary(self) -> dict[str, Any]:
         import numpy as np
 

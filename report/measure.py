@@ -145,7 +145,7 @@ def print_ranking(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
 
 
 def print_operation_calibration(res: dict[str, Any]) -> None:
-    """One operation's measured CPU per operation and phi per class (`cosine calibrate --operation`)."""
+    """One operation's measured CPU per operation and phi per class (`cosine calibrate operation`)."""
     op = res["operation"]
     t = Table(title=f"{op}: measured CPU microseconds per operation (cached engine) and phi (Eq. 2)")
     t.add_column("class")
@@ -164,7 +164,7 @@ def print_operation_calibration(res: dict[str, Any]) -> None:
 
 
 def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool, cores: CoreProbe | None = None) -> None:
-    """The host-speed probe (`cosine calibrate --host-speed`): this host's CPU per operation
+    """The host-speed probe (`cosine calibrate host-speed`): this host's CPU per operation
     against the phi table's, run by run, and the factor; ``cores``: whether two client threads
     had a core each just now (measure.cores), on a machine of two or more cores."""
     con = Console()
@@ -197,7 +197,7 @@ def print_host_speed(factor: float, rows: list[dict[str, Any]], stale: bool, cor
     if stale:
         con.print(
             "[yellow]warning:[/] this host's CPU is not the table's: every CPU-bound prediction is off by "
-            "about this factor; run `cosine calibrate` on this host"
+            "about this factor; run `cosine calibrate phi` on this host"
         )
 
 
@@ -288,7 +288,7 @@ def print_fig4b(rows: list[dict[str, Any]], con: Console | None = None, title: s
 
 
 def print_codecs(tab: dict[str, Any]) -> None:
-    """`cosine calibrate --compression`: each codec's size factor and CPU per byte per compressibility."""
+    """`cosine calibrate compression`: each codec's size factor and CPU per byte per compressibility."""
     t = Table(title=f"codecs measured on the engine ({tab['machine']}, {tab['date']})")
     for c in ("codec", "compressibility", "size factor", "compress ns/byte", "decompress ns/byte"):
         t.add_column(c, justify="right")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 
 #: A small two-provider spec that solves in about a second.
 TINY_SPEC = """

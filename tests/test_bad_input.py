@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from tests.conftest import TINY_SPEC
 
 REPO = Path(__file__).resolve().parent.parent
@@ -126,13 +126,23 @@ ROWS = [
     Row("bench", "missing", ("bench", "{spec}", "--engine", "{dir}/nope"), "no such directory"),
     Row("bench", "tampered", ("bench", "{spec}", "--engine", "{bad_render}"), "entries_per_node"),
     # validate
-    Row("validate", "nonfinite", ("validate", "--min-accuracy", "nan"), "--min-accuracy", SUB),
-    Row("validate", "range", ("validate", "--records", "0"), "--records"),
-    Row("validate", "output", ("validate", "--quick", "--out", "{file}"), "not a directory"),
+    Row("validate", "nonfinite", ("validate", "io", "--min-accuracy", "nan"), "--min-accuracy", SUB),
+    Row("validate", "range", ("validate", "io", "--records", "0"), "--records"),
+    Row("validate", "output", ("validate", "io", "--quick", "--out", "{file}"), "not a directory"),
     # calibrate
-    Row("calibrate", "output", ("calibrate", "--quick", "--out", "{file}/x"), "is a file", SUB),
-    Row("calibrate", "missing", ("calibrate", "--samples", "{dir}/nope.parquet", "--out", "{dir}/c"), "no such file"),
-    Row("calibrate", "tampered", ("calibrate", "--samples", "{run}/frontier.parquet", "--out", "{dir}/c"), "Sample"),
+    Row("calibrate", "output", ("calibrate", "phi", "--quick", "--out", "{file}/x"), "is a file", SUB),
+    Row(
+        "calibrate",
+        "missing",
+        ("calibrate", "phi", "--samples", "{dir}/nope.parquet", "--out", "{dir}/c"),
+        "no such file",
+    ),
+    Row(
+        "calibrate",
+        "tampered",
+        ("calibrate", "phi", "--samples", "{run}/frontier.parquet", "--out", "{dir}/c"),
+        "Sample",
+    ),
     # robust-eval
     Row("robust-eval", "nonfinite", ("robust-eval", "--rho", "inf"), "--rho", SUB),
     Row("robust-eval", "range", ("robust-eval", "--seed", "-1"), "--seed"),

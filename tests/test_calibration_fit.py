@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli import app
+from cli.main import app
 from cost_models.cpu import MEMTABLE_DESCENTS, curve_at
 from cost_models.phi import PHI_TABLE, load_phi
 from measure.calibrate import CalibrationError
@@ -233,7 +233,7 @@ def test_empty_range_is_fitted_from_its_own_runs() -> None:
 
 
 def test_one_operation_is_merged_into_the_table(tmp_path: Path) -> None:
-    """`cosine calibrate --operation empty_range`: its values replace the table's, every other
+    """`cosine calibrate operation empty_range`: its values replace the table's, every other
     entry stays, its not-measured note goes, its provenance is recorded."""
     table = tmp_path / "phi.yaml"
     table.write_text(PHI_TABLE.read_text())
@@ -301,7 +301,7 @@ def test_one_operation_at_a_bound_is_refused() -> None:
 
 @pytest.mark.parametrize("op", ["range", "get", "empty_get"])
 def test_operation_that_needs_the_whole_calibration_is_refused(runner, op: str) -> None:
-    res = runner.invoke(app, ["calibrate", "--quick", "--operation", op, "--no-write"])
+    res = runner.invoke(app, ["calibrate", "operation", op, "--quick", "--no-write"])
     assert res.exit_code == 2
     assert "can be measured alone" in res.output and len(res.output.strip().splitlines()) == 1
 

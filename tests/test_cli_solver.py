@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from solver.rundir import FrontierRow
 from specs.io import read_rows, write_rows
 from tests.conftest import TINY_SPEC
@@ -173,7 +173,7 @@ def test_whatif_answers_without_the_cost_model_or_the_solver(solved):
     _, out, _ = solved
     code = (
         "import sys, json\n"
-        "from cli import app\n"
+        "from cli.main import app\n"
         f"sys.argv = ['cosine', 'whatif', {str(out)!r}, '--budget', '800', '--json']\n"
         "try:\n    app()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
         "heavy = ('cost_models.cpu', 'cost_models.io_model', 'solver.frontier', 'solver.tables',\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from cost_models import compression
 from cost_models.design import Design, DesignBatch, DesignError, parse_design
 from cost_models.evaluate import evaluate_config, evaluate_designs

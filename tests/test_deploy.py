@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cli import app
+from cli.main import app
 from deploy.plan import allocate, plan_cluster
 from deploy.twemproxy import check_config, config_yaml
 from specs.vocab import WalSync

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cli import app
+from cli.main import app
 from deploy import cluster, twemproxy
 from deploy.faults import AckLedger, audit, owners, random_keys, shard_values
 from deploy.resp import Connection

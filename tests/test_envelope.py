@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import cost_models.phi as phi_module
-from cli import app
+from cli.main import app
 from cost_models.cpu import envelope_rows
 from cost_models.envelope import COMPARABLE_MIX, bound, check_nodes, mix_distance
 from cost_models.phi import PHI_TABLE, load_phi

@@ -48,7 +48,7 @@ def differences(got: Any, want: Any, path: str = "") -> list[str]:
 
 
 def test_solve_ycsb_a_json_is_pinned(tmp_path):
-    cmd = [sys.executable, "-c", "from cli import app; app()", "solve", "specs/ycsb_a.yaml", "--json"]
+    cmd = [sys.executable, "-c", "from cli.main import app; app()", "solve", "specs/ycsb_a.yaml", "--json"]
     res = subprocess.run([*cmd, "--out", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     got = strip_timings(json.loads(res.stdout))  # stdout is one JSON document, nothing else

@@ -110,10 +110,10 @@ def test_calibrate_host_speed_checks_its_out_dir_first(tmp_path) -> None:
     """A bad --out is a one-line error and exit 2, before any engine run."""
     from typer.testing import CliRunner
 
-    from cli import app
+    from cli.main import app
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    res = CliRunner().invoke(app, ["calibrate", "--host-speed", "--out", str(blocker)])
+    res = CliRunner().invoke(app, ["calibrate", "host-speed", "--out", str(blocker)])
     assert res.exit_code == 2, res.output
     assert "--out" in res.output and "Traceback" not in res.output

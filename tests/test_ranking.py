@@ -1,4 +1,4 @@
-"""`cosine validate --ranking`: Spearman's rho, the median of interleaved repeats, and its options."""
+"""`cosine validate ranking`: Spearman's rho, the median of interleaved repeats, and its options."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from measure.ranking import (
     PICK,
     confirmation_order,
@@ -89,16 +89,16 @@ def test_ranking_repeats_report_the_median_run(engine_binary):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--repeats", "2"], "--repeats applies only with --ranking"),
-        (["--ranking", "--repeats", "0"], "--repeats"),
-        (["--ranking", "--repeats", "100"], "--repeats"),
-        (["--confirm", "2"], "--confirm applies only with --ranking"),
-        (["--ranking", "--confirm", "-1"], "--confirm"),
-        (["--ranking", "--confirm", "10"], "--confirm"),
+        (["io", "--repeats", "2"], "No such option: --repeats"),
+        (["ranking", "--repeats", "0"], "--repeats"),
+        (["ranking", "--repeats", "100"], "--repeats"),
+        (["io", "--confirm", "2"], "No such option: --confirm"),
+        (["ranking", "--confirm", "-1"], "--confirm"),
+        (["ranking", "--confirm", "10"], "--confirm"),
     ],
 )
 def test_ranking_options_are_checked_before_any_run(runner: CliRunner, tmp_path: Path, args, message):
-    res = runner.invoke(app, ["validate", "--quick", "--out", str(tmp_path / "v"), *args])
+    res = runner.invoke(app, ["validate", args[0], "--quick", "--out", str(tmp_path / "v"), *args[1:]])
     assert res.exit_code == 2, res.output
     assert message in res.output
     assert not (tmp_path / "v").exists()

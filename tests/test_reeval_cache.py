@@ -12,7 +12,7 @@ import pytest
 
 import solver.exact
 import solver.frontier
-from cli import app
+from cli.main import app
 from solver.reeval_cache import ReevalCache, cluster_key, spec_key
 from solver.table_cache import code_version
 from specs.io import to_json

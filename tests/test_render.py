@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from cost_models.design import hand_entry
 from cost_models.phi import load_phi
 from measure.engine import TEMPLATE, run, scaled_config, workload_json

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cli import app
+from cli.main import app
 from tests.conftest import TINY_SPEC
 
 CHROMIUM_FLAGS = (

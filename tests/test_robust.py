@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from cost_models.robust import kl_divergence, kl_worst_case, noisy_mix
 
 runner = CliRunner()

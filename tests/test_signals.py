@@ -1,4 +1,4 @@
-"""A killed run leaves nothing behind: SIGTERM and Ctrl-C to a real `cosine validate --quick` in
+"""A killed run leaves nothing behind: SIGTERM and Ctrl-C to a real `cosine validate io --quick` in
 the middle of an engine run remove its scratch data directory, its temporary files and its
 engine process (issue 14, section 3)."""
 
@@ -44,7 +44,7 @@ def test_killed_validate_leaves_nothing(engine_binary, tmp_path, sig, code, mess
     tmp.mkdir()
     env = {**os.environ, "COSINE_VALIDATE_DIR": str(scratch), "TMPDIR": str(tmp)}
     p = subprocess.Popen(
-        [str(COSINE), "validate", "--quick", "--out", str(tmp_path / "out")],
+        [str(COSINE), "validate", "io", "--quick", "--out", str(tmp_path / "out")],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from tests.conftest import TINY_SPEC
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from specs.schema import SpecError, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent

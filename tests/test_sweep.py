@@ -24,7 +24,7 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from cli.main import app
 from solver.rundir import SweepRow
 from solver.sweep import sweep
 from solver.sweepfile import row_key

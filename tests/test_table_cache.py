@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import app
+from cli.main import app
 from solver.table_cache import TableCache, code_version, table_key
 from solver.tables.build import build_tables
 from tests.conftest import TINY_SPEC
@@ -105,7 +105,7 @@ def test_code_version_covers_every_module_of_the_tables():
 
 
 def test_code_version_covers_the_phi_table():
-    from cost_models.cpu import PHI_TABLE
+    from cost_models.phi import PHI_TABLE
     from solver import table_cache
 
     files = [p for d in table_cache._CODE_DIRS for p in (table_cache._ROOT / d).rglob("*")]

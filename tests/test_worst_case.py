@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cli import app
+from cli.main import app
 from cost_models.evaluate import evaluate_designs, workload_partitions
 from solver.space import grid_for
 from specs.schema import SpecError, parse_spec

@@ -32,7 +32,7 @@ Nothing is clamped: a fit that wants a value at or past a bound (phi outside
 (0, 1], a time that is not positive) stops the calibration with a message
 (:class:`CalibrationError`). The single-operation runs of the loaded designs
 are kept as a check of the model on what it was not fitted to alone; Fig. 4B
-(:func:`measure.fig4b.fig4b`) checks the end-to-end prediction on mixed workloads at a size
+(:func:`measure.calibrate.fig4b.fig4b`) checks the end-to-end prediction on mixed workloads at a size
 the calibration did not use.
 
 On a 2-core machine only eta = 1, 2 can be measured; Amdahl's law with the
@@ -41,7 +41,7 @@ records the machine and the date.
 
 The package, a module per stage: :mod:`.plan` (the runs), :mod:`.samples` (running them),
 :mod:`.fit` (the terms), :mod:`.table` (phi.yaml), :mod:`.checks` (the model against the runs),
-:mod:`.operation` (`--operation`), :mod:`.calibration` (the command). Fig. 4B is :mod:`measure.fig4b`,
+:mod:`.operation` (`--operation`), :mod:`.calibration` (the command). Fig. 4B is :mod:`.fig4b`,
 the host probe :mod:`measure.host_speed`, the warm-up and run lengths :mod:`measure.cycle`.
 """
 

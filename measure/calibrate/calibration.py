@@ -11,11 +11,11 @@ from typing import Any
 from cost_models import cpu_count
 from cost_models.phi import load_phi
 from measure.calibrate.checks import checks
+from measure.calibrate.fig4b import fig4b
 from measure.calibrate.fit import fit
 from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN
 from measure.calibrate.samples import Sample, load_samples, measure
 from measure.calibrate.table import write_table
-from measure.fig4b import fig4b
 from specs.io import write_records, write_rows
 
 
@@ -27,6 +27,15 @@ class Calibration:
     result: dict[str, Any]
     checks: list[dict[str, Any]]
     fig4b: list[dict[str, Any]]
+
+    def shared_core_runs(self) -> tuple[int, int]:
+        """(runs measured again because the host gave their two threads one core, runs kept that had
+        one all the same) over the samples and Fig. 4B (measure.cores)."""
+        again = sum(x.runs_dropped_shared_core for x in self.samples) + sum(
+            int(r["runs_dropped_shared_core"]) for r in self.fig4b
+        )
+        kept = sum(x.on_shared_core for x in self.samples) + sum(int(r["runs_on_shared_core"]) for r in self.fig4b)
+        return again, kept
 
 
 def calibrate(

@@ -1,4 +1,4 @@
-"""`cosine calibrate --operation`: one operation's cached runs, fitted with the table's other terms."""
+"""`cosine calibrate operation`: one operation's cached runs, fitted with the table's other terms."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from specs.errors import InputError
 from specs.io import write_rows
 from specs.vocab import OPERATIONS, Operation
 
-#: Operations `cosine calibrate --operation` measures alone: their cached runs give the CPU per
+#: Operations `cosine calibrate operation` measures alone: their cached runs give the CPU per
 #: operation and phi with the table's memtable and lookup terms. A range needs its two scan
 #: lengths and the hash log's walk, a get and an empty get the lookup-growth fit over the same
 #: runs: only the whole calibration measures those.

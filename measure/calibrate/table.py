@@ -127,7 +127,7 @@ def merge_operation(result: dict[str, Any], samples: list[Sample], path: Path = 
         "machine": machine(),
         "date": dt.date.today().isoformat(),
         "method": (
-            f"cosine calibrate --operation {op}: only {op}'s cached runs (the class presets at {sizes} "
+            f"cosine calibrate operation {op}: only {op}'s cached runs (the class presets at {sizes} "
             f"records, threads {threads}), fitted as the whole calibration fits them (fit_cpu, fit_phi, "
             "fit_concurrent_cpu) with this table's memtable and lookup terms; merged into the table, every other entry "
             "unchanged (hash log: CPU is the index walk, hash_scan_per_key_seconds)."

@@ -2,74 +2,33 @@
 
 Each command parses its options (choices are the Enums of ``specs.vocab``),
 makes one call into its stage (``solver``, ``render``, ``measure``,
-``studies``, ``cost_models``) and prints through ``report``. Heavy packages
-are imported inside commands so that ``cosine --help`` stays instant. Every
-error a user can cause is one line on stderr and exit 2 (:func:`cli_errors`).
+``studies``, ``deploy``) and prints through ``report``. ``calibrate``,
+``validate`` and ``pricing`` are sub-apps (cli/calibrate.py, cli/validate.py,
+cli/pricing.py). Heavy packages are imported inside commands so that ``cosine
+--help`` stays instant. Every error a user can cause is one line on stderr and
+exit 2 (:func:`cli.common.cli_errors`).
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
-from specs.errors import BudgetTooLow, ExitCode, InputError, Terminated, unwind_on_termination
+from cli import calibrate, pricing, validate
+from cli.common import OneLineErrors, cli_errors, echo_json
+from specs.errors import ExitCode, InputError, unwind_on_termination
 from specs.vocab import (
     BackendName,
-    CatalogKind,
     CostModel,
     EnginePeer,
     Method,
-    Operation,
     PlanStart,
-    PriceSet,
     Provider,
     WalSync,
 )
 from specs.vocab import Preset as PresetName
-
-
-def _interrupted(exc: BaseException) -> ExitCode:
-    """Print why the command stopped; the exit code says which signal (130 Ctrl-C, 143 SIGTERM)."""
-    if isinstance(exc, Terminated):
-        typer.echo(f"terminated ({signal.Signals(exc.signum).name})", err=True)
-        return ExitCode.TERMINATED
-    typer.echo("interrupted", err=True)
-    return ExitCode.INTERRUPTED
-
-
-class OneLineErrors(TyperGroup):
-    """Usage errors (a bad flag, an unknown choice, a missing argument) are one line on stderr and
-    exit 2, like every other input error, instead of click's multi-line usage panel."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        standalone_mode = kwargs.pop("standalone_mode", True)
-        try:
-            rc = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
-        except typer.Abort as exc:
-            rc = _interrupted(exc.__cause__ or exc)
-        except Exception as exc:
-            # click's usage errors (vendored by typer) carry format_message(); anything else is a bug
-            fmt = getattr(exc, "format_message", None)
-            if fmt is None:
-                raise
-            if type(exc).__name__ == "NoArgsIsHelpError":  # `cosine` alone: the help, as --help gives it
-                typer.echo(fmt())
-                rc = ExitCode.OK
-            else:
-                typer.echo(f"error: {' '.join(str(fmt()).split())}", err=True)
-                rc = ExitCode.INPUT
-        if not standalone_mode:
-            return rc
-        sys.exit(int(rc) if isinstance(rc, int) else ExitCode.OK)
-
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -78,47 +37,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-pricing_app = typer.Typer(help="Inspect and rebuild the pricing catalog.", no_args_is_help=True)
-app.add_typer(pricing_app, name="pricing")
-
-
-@contextmanager
-def cli_errors() -> Iterator[None]:
-    """Print ``error: ...`` on one line and exit with the right code; no traceback."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except BudgetTooLow as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(ExitCode.BUDGET) from None
-    except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(ExitCode.INPUT) from None
-    except KeyboardInterrupt as exc:
-        raise typer.Exit(_interrupted(exc)) from None
-    except Exception as exc:
-        if os.environ.get("COSINE_DEBUG"):
-            raise
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        typer.echo(f"internal error: {type(exc).__name__}: {first} (set COSINE_DEBUG=1 for a traceback)", err=True)
-        raise typer.Exit(ExitCode.FLAGGED) from None
-    finally:
-        sys.stdout.flush()
-
-
-def _echo_json(obj: Any) -> None:
-    """One JSON document on stdout (a typed record, or plain JSON values)."""
-    from specs.io import to_json, to_record
-
-    typer.echo(to_json(to_record(obj)))
-
-
-def _bar_callback(bar: Any, task: Any) -> Callable[[int, int, str], None]:
-    def prog(done: int, total: int, what: str) -> None:
-        bar.update(task, description=what, completed=done, total=max(total, 1))
-
-    return prog
+app.add_typer(calibrate.app, name="calibrate")
+app.add_typer(validate.app, name="validate")
+app.add_typer(pricing.app, name="pricing")
 
 
 # ----------------------------------------------------------------------------- model and search
@@ -142,7 +63,7 @@ def evaluate(
         s = load_spec(spec)
         out = evaluate_ref(s, design, vm, model)
         if as_json:
-            _echo_json(out)
+            echo_json(out)
         else:
             from report.solve import print_evaluation
 
@@ -237,7 +158,7 @@ def solve(
         from report.solve import print_envelope_warning
 
         if as_json:
-            _echo_json(run.solution)
+            echo_json(run.solution)
         else:
             from report.solve import print_solution, print_written
 
@@ -275,7 +196,7 @@ def whatif(
 
         ans = do_whatif(run_dir, budget, throughput)
         if as_json:
-            _echo_json(ans)
+            echo_json(ans)
         else:
             from report.solve import print_whatif
 
@@ -392,265 +313,11 @@ def bench(
             bar.add_task("building the engine and running the workload", total=None)
             res = bench_spec(s, engine, records=records, operations=ops, threads=threads, engine=peer)
         if as_json:
-            _echo_json(
-                {
-                    **res.report,
-                    "scale": res.scale,
-                    "notes": res.notes,
-                    "workload": res.workload,
-                    "model": res.prediction,
-                }
-            )
+            echo_json(res.as_json())
         else:
             from report.measure import print_bench
 
             print_bench(res.report, res.notes, res.prediction)
-
-
-@app.command()
-def validate(
-    out: Annotated[Path, typer.Option(help="Directory for validation.parquet and validation.png.")] = Path(
-        "runs/validate"
-    ),
-    quick: Annotated[bool, typer.Option("--quick", help="A reduced grid (a few minutes).")] = False,
-    records: Annotated[int | None, typer.Option(help="Records loaded per run (default 1e6; quick 5e4).")] = None,
-    ops: Annotated[int | None, typer.Option(help="Operations per run (writes run 3x longer).")] = None,
-    min_accuracy: Annotated[
-        float | None, typer.Option(help="Exit 1 if the mean accuracy is below this (0..1).")
-    ] = None,
-    conservative: Annotated[
-        bool,
-        typer.Option(
-            "--conservative", help="Also calibrate the margin that makes 90% of the cases over-estimate, and its cost."
-        ),
-    ] = False,
-    ranking: Annotated[
-        bool,
-        typer.Option(
-            "--ranking", help="Instead: rank >= 8 designs per YCSB workload by model and by engine (Spearman's rho)."
-        ),
-    ] = False,
-    iops: Annotated[
-        float | None, typer.Option(help="--ranking on an emulated volume of this many IOPS (the engine's device mode).")
-    ] = None,
-    read_latency_us: Annotated[float, typer.Option(help="The emulated volume's read latency (with --iops).")] = 0.0,
-    repeats: Annotated[
-        int, typer.Option(help="--ranking: runs per design, interleaved; the median run is reported.")
-    ] = 1,
-    workloads: Annotated[
-        str | None,
-        typer.Option(help="--ranking: only these YCSB workloads, comma-separated (default: ycsb_a..ycsb_f)."),
-    ] = None,
-    confirm: Annotated[
-        int | None,
-        typer.Option(
-            help="--ranking: run the pick and every design measured above it again this many times each "
-            "(the pick rated on runs its selection did not see; 0: none) [default: 3]."
-        ),
-    ] = None,
-) -> None:
-    """The model's I/O per operation against the engine's counters over a grid of designs x workloads."""
-    with cli_errors():
-        from measure.validate import check_device, check_min_accuracy, run_size
-        from measure.validate import validate as run_validation
-        from measure.validate import write as write_validation
-        from report.measure import print_conservative, print_ranking, print_validation
-        from report.plots import plot_validation
-        from report.progress import progress_bar
-        from report.solve import print_written
-        from specs.io import check_output_dir
-
-        n, m = run_size(quick, records, ops)
-        check_min_accuracy(min_accuracy)
-        check_output_dir(out, "--out")
-        device = check_device(iops, read_latency_us)
-        if repeats != 1 and not ranking:
-            raise InputError("--repeats applies only with --ranking")
-        if workloads is not None and not ranking:
-            raise InputError("--workloads applies only with --ranking")
-        if confirm is not None and not ranking:
-            raise InputError("--confirm applies only with --ranking")
-        if ranking:
-            from measure.ranking import CONFIRM_REPEATS, WORKLOADS, check_options
-            from measure.ranking import ranking as run_ranking
-            from measure.ranking import summary as ranking_summary
-            from measure.ranking import write as write_ranking
-
-            chosen = WORKLOADS if workloads is None else tuple(w.strip() for w in workloads.split(",") if w.strip())
-            if not chosen:
-                raise InputError("--workloads: no workload named")
-            confirm_runs = CONFIRM_REPEATS if confirm is None else confirm
-            check_options(chosen, repeats, confirm_runs)
-            with progress_bar() as bar:
-                rows = run_ranking(
-                    n,
-                    m,
-                    device,
-                    workloads=chosen,
-                    progress=_bar_callback(bar, bar.add_task("ranking", total=1)),
-                    repeats=repeats,
-                    confirm=confirm_runs,
-                )
-            p = write_ranking(rows, out)
-            print_ranking(ranking_summary(rows), rows)
-            print_written(str(p))
-            return
-        with progress_bar() as bar:
-            v = run_validation(n, m, quick, progress=_bar_callback(bar, bar.add_task("validating", total=1)))
-        write_validation(v, out)
-        png = plot_validation(v, out)
-        s = v.summary()
-        print_validation(s, n)
-        if conservative:
-            print_conservative(v.conservative_summary(), s)
-        print_written(f"{out}/validation.parquet, {png.name}")
-        if min_accuracy is not None and s["mean_accuracy"] < min_accuracy:
-            typer.echo(f"mean accuracy {s['mean_accuracy']:.1%} is below {min_accuracy:.1%}", err=True)
-            raise typer.Exit(ExitCode.FLAGGED)
-
-
-@app.command()
-def calibrate(
-    quick: Annotated[bool, typer.Option("--quick", help="Smaller data sizes (a few minutes).")] = False,
-    write: Annotated[bool, typer.Option(help="Rewrite cost_models/data/phi.yaml with the result.")] = True,
-    out: Annotated[Path, typer.Option(help="Directory for calibration.parquet and fig4b.parquet.")] = Path(
-        "runs/calibrate"
-    ),
-    samples_from: Annotated[
-        Path | None,
-        typer.Option("--samples", help="Refit a saved calibration.parquet instead of measuring (Fig. 4B still runs)."),
-    ] = None,
-    compression: Annotated[
-        bool,
-        typer.Option(
-            "--compression",
-            help="Only the compression step: each codec's size factor and CPU per byte at several "
-            "compressibilities, written to cost_models/data/compression.yaml.",
-        ),
-    ] = False,
-    operation: Annotated[
-        Operation | None,
-        typer.Option(
-            "--operation",
-            help="Only this operation's cached runs (every class, size and thread count): its CPU per "
-            "operation and phi, merged into cost_models/data/phi.yaml with every other entry unchanged "
-            "(no Fig. 4B). Not range, get or empty_get: those need the whole calibration.",
-        ),
-    ] = None,
-    host_speed: Annotated[
-        bool,
-        typer.Option(
-            "--host-speed",
-            help="Only probe whether the table still describes this host: the calibration's cached get and "
-            "update runs, measured vs tabled CPU per operation (about a minute; writes host_speed.parquet "
-            "under --out, never the table). Exit 1 when the factor is off by more than the 85% accuracy target.",
-        ),
-    ] = False,
-) -> None:
-    """Learn phi and the CPU time per operation on the Rust engine (Algorithm 1); check Fig. 4B."""
-    with cli_errors():
-        if host_speed:
-            _calibrate_host_speed(quick, out)
-            return
-        if compression:
-            _calibrate_compression(quick, write)
-            return
-        if operation is not None:
-            _calibrate_operation(operation, quick, write, out, samples_from)
-            return
-        from cost_models.phi import PHI_TABLE
-        from measure.calibrate.calibration import calibrate as run_calibration
-        from measure.calibrate.calibration import write as write_calibration
-        from report.measure import print_calibration
-        from report.progress import progress_bar
-        from report.solve import print_written
-        from specs.io import check_output_dir
-
-        check_output_dir(out, "--out")
-        if write:
-            from cost_models.phi import PHI_TABLE
-            from specs.io import check_output_file
-
-            check_output_file(PHI_TABLE, "--write")
-        with progress_bar() as bar:
-            cal = run_calibration(
-                quick, samples_from, _bar_callback(bar, bar.add_task("calibrating", total=1)), write=write, out=out
-            )
-        files = write_calibration(cal, out)
-        again = sum(x.runs_dropped_shared_core for x in cal.samples) + sum(
-            int(r["runs_dropped_shared_core"]) for r in cal.fig4b
-        )
-        kept = sum(x.on_shared_core for x in cal.samples) + sum(int(r["runs_on_shared_core"]) for r in cal.fig4b)
-        print_calibration(cal.result, cal.checks, cal.fig4b, (again, kept))
-        if write:
-            print_written(str(PHI_TABLE))
-        print_written(", ".join(str(f) for f in files))
-
-
-def _calibrate_host_speed(quick: bool, out: Path) -> None:
-    """`cosine calibrate --host-speed`: the probe, printed; exit 1 when the table is stale here."""
-    from cost_models import cpu_count
-    from measure.calibrate.plan import DEFAULT_PLAN, QUICK_PLAN
-    from measure.cores import core_probe
-    from measure.host_speed import host_speed as probe
-    from report.measure import print_host_speed
-    from report.progress import progress_bar
-    from report.solve import print_written
-    from specs.io import check_output_dir, write_records
-
-    check_output_dir(out, "--out")
-    with progress_bar() as bar:
-        hs = probe(QUICK_PLAN if quick else DEFAULT_PLAN, progress=_bar_callback(bar, bar.add_task("probing", total=1)))
-    cores = core_probe() if cpu_count() >= 2 else None
-    out.mkdir(parents=True, exist_ok=True)
-    write_records(out / "host_speed.parquet", hs.rows)
-    print_host_speed(hs.factor, hs.rows, hs.stale, cores)
-    print_written(str(out / "host_speed.parquet"))
-    if hs.stale:
-        raise typer.Exit(ExitCode.FLAGGED)
-
-
-def _calibrate_operation(op: Operation, quick: bool, write: bool, out: Path, samples_from: Path | None) -> None:
-    """`cosine calibrate --operation OP`: measure one operation's cached runs, print, merge into the table."""
-    from cost_models.phi import PHI_TABLE
-    from measure.calibrate.operation import calibrate_operation, check_single_operation
-    from report.measure import print_operation_calibration
-    from report.progress import progress_bar
-    from report.solve import print_written
-    from specs.io import check_output_dir, check_output_file
-
-    check_single_operation(op)
-    check_output_dir(out, "--out")
-    if write:
-        check_output_file(PHI_TABLE, "--write")
-    with progress_bar() as bar:
-        _, res = calibrate_operation(
-            op, quick, samples_from, _bar_callback(bar, bar.add_task(f"calibrating {op}", total=1)), write, out
-        )
-    print_operation_calibration(res)
-    if write:
-        print_written(str(PHI_TABLE))
-    print_written(str(out / "calibration.parquet"))
-
-
-def _calibrate_compression(quick: bool, write: bool) -> None:
-    """`cosine calibrate --compression`: measure the codecs on the engine, print and write the table."""
-    from measure.compression import calibrate as run_codecs
-    from measure.compression import write as write_codecs
-    from report.measure import print_codecs
-    from report.progress import progress_bar
-    from report.solve import print_written
-
-    if write:
-        from cost_models.compression import TABLE
-        from specs.io import check_output_file
-
-        check_output_file(TABLE, "--write")
-    with progress_bar() as bar:
-        tab = run_codecs(quick, _bar_callback(bar, bar.add_task("codecs", total=1)))
-    print_codecs(tab)
-    if write:
-        print_written(write_codecs(tab))
 
 
 @app.command()
@@ -686,19 +353,19 @@ def deploy(
         if local:
             st = start_cluster(run_dir, out=out, nodes=nodes, scale=scale, wal_sync=wal_sync, proxy_port=port)
             if as_json:
-                _echo_json(asdict(st))
+                echo_json(asdict(st))
             else:
                 print_up(st)
         elif status:
             st, rows = cluster_status(d)
             if as_json:
-                _echo_json({"state": asdict(st), "processes": rows})
+                echo_json({"state": asdict(st), "processes": rows})
             else:
                 print_status(st, rows)
         else:
             done = stop_cluster(d)
             if as_json:
-                _echo_json(dict(done))
+                echo_json(dict(done))
             else:
                 print_down(done)
 
@@ -778,40 +445,11 @@ def plan(
             )
         d = report_dict(built, results)
         if as_json:
-            _echo_json(d)
+            echo_json(d)
         else:
             from report.studies import print_plan
 
             print_plan(d, trace.name, rf, cl)
-
-
-# ----------------------------------------------------------------------------- pricing
-
-
-@pricing_app.command("build")
-def pricing_build() -> None:
-    """Rebuild pricing.parquet from the CSV sources in pricing/."""
-    with cli_errors():
-        from cost_models.pricing.build import build_parquet
-        from cost_models.pricing.rows import PRICING_SOURCE_DIR
-        from report.solve import print_written
-
-        path, rows = build_parquet()
-        print_written(f"{path} ({rows} rows from {PRICING_SOURCE_DIR}/*.csv)")
-
-
-@pricing_app.command("show")
-def pricing_show(
-    provider: Annotated[Provider | None, typer.Option(help="Only this provider.")] = None,
-    price_set: Annotated[PriceSet, typer.Option("--set", help="Price set.")] = PriceSet.ONDEMAND,
-    kind: Annotated[CatalogKind | None, typer.Option(help="Only this kind of row.")] = None,
-) -> None:
-    """Print the pricing catalog as a table."""
-    with cli_errors():
-        from cost_models.pricing.catalog import catalog_rows
-        from report.pricing import print_catalog
-
-        print_catalog(catalog_rows(price_set, provider), price_set, kind)
 
 
 def main() -> None:

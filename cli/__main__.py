@@ -1,0 +1,5 @@
+"""``python -m cli``: the `cosine` program."""
+
+from cli.main import main
+
+main()
