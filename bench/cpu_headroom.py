@@ -1,4 +1,4 @@
-"""Which designs tie on a device-bound node, and what their CPU alone would allow (BENCHMARKS.md §35.1).
+"""Which designs tie on a device-bound node, and what their CPU alone would allow (docs/journal/s31-s42.md §35.1).
 
     .venv/bin/python -m bench.cpu_headroom [--spec specs/ycsb_a.yaml] [--vm aws:r5d.large]
         [--keys 641025.64]

@@ -1,4 +1,4 @@
-"""What a ranking design's throughput is made of, model beside engine (BENCHMARKS.md §33.1).
+"""What a ranking design's throughput is made of, model beside engine (docs/journal/s31-s42.md §33.1).
 
     .venv/bin/python -u -m bench.design_split --workload ycsb_f [--design "cosine pick" ...]
         [--mix "rmw=1"] [--threads N] [--iops N] [--records 50000] [--ops 50000] [--no-engine]
@@ -34,7 +34,7 @@ from render.config import to_toml
 from specs.limits import MAX_THREADS
 from specs.vocab import OPERATIONS
 
-#: The read latency of the ranking's device mode (BENCHMARKS.md §26: a sub-millisecond volume).
+#: The read latency of the ranking's device mode (docs/journal/s22-s30.md §26: a sub-millisecond volume).
 READ_LATENCY_S = 250e-6
 
 

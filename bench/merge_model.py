@@ -1,4 +1,4 @@
-"""The model's merge blocks per put against the engine's own compaction strategy (BENCHMARKS §20).
+"""The model's merge blocks per put against the engine's own compaction strategy (docs/journal/s17-s21.md §20).
 
     .venv/bin/python -u -m bench.merge_model [--universe 100000] [--records 50000] [--section 1|2|3 ...]
 
@@ -13,7 +13,8 @@ same figures. Printed:
    ``--records`` loaded, then a run of 3x as many inserts (the tree grows under it) or uniform
    overwrites of the loaded keys (``cosine-sim --updates``), modelled from the state the run
    starts in, as `cosine validate` models it.
-3. Tiered last levels under overwrites (docs/model.md, "L" and "occ_i"; BENCHMARKS §30, §38): the
+3. Tiered last levels under overwrites (docs/model.md, "L" and "occ_i"; docs/journal/s22-s30.md §30,
+   docs/journal/s31-s42.md §38): the
    depth a tree settles at after 20 uniform or zipfian overwrites per key, against the model's
    with the room rule (``layout.last_level_room``) counting the overwrites' runs as the distinct
    keys of their batches, counting them as whole batches, and with capacities alone; and the
@@ -130,7 +131,7 @@ SKEWS: tuple[float | None, ...] = (None, 0.99)
 def _streams(n: int, zipf: float | None) -> dict[str, PutStream | None]:
     """The put streams section 3 compares on a tree of ``n`` keys: the overwrites' own (a run holds
     the distinct keys of its batches), and one of new keys only (every batch counted whole: the
-    rule before BENCHMARKS §38)."""
+    rule before docs/journal/s31-s42.md §38)."""
     return {"distinct runs": sim_puts(n, zipf), "whole batches": ExactWindow(Marginal(np.ones(1), np.ones(1)), n, 1.0)}
 
 

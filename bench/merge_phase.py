@@ -1,4 +1,4 @@
-"""What a short run measures depends on where in its merge cycle it starts (BENCHMARKS.md §22.6).
+"""What a short run measures depends on where in its merge cycle it starts (docs/journal/s22-s30.md §22.6).
 
     flock -x /work/wt/measure.lock .venv/bin/python -m bench.merge_phase [--workload ycsb_a]
         [--designs "cosine pick,pick T /2"] [--warmups 0,30000,210000,600000] [--iops 3000] [--ops 5000]

@@ -1,5 +1,5 @@
 """A ranking run's measurements under two CPU tables: what a table change does, host drift left out
-(BENCHMARKS.md §33.2).
+(docs/journal/s31-s42.md §33.2).
 
     .venv/bin/python -m bench.ranking_tables RUN_DIR OLD_PHI_YAML [--run-table PHI_YAML] [--iops N] [--ops N]
 
@@ -12,7 +12,7 @@ prediction under the run's table, then predicted under the committed table ("new
 Printed per workload: Spearman's rho of each table's predictions against the same
 measurements, the measured throughput of each table's top-predicted design over the best, and
 the mean |log(predicted / measured)|. On this VM the same design measures up to 2x apart between
-sessions (§33.2); on the same runs the comparison is the model's alone. Not a test.
+sessions (docs/journal/s31-s42.md §33.2); on the same runs the comparison is the model's alone. Not a test.
 """
 
 from __future__ import annotations

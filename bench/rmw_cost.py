@@ -1,4 +1,4 @@
-"""What an rmw's client CPU is made of, against the CPU table's terms (BENCHMARKS.md §33.6).
+"""What an rmw's client CPU is made of, against the CPU table's terms (docs/journal/s31-s42.md §33.6).
 
     .venv/bin/python -u -m bench.rmw_cost [--repeats 2] [--samples calibration.parquet]
 

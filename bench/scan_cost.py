@@ -1,4 +1,4 @@
-"""Client CPU of a range scan against its length, measured beside the model (BENCHMARKS.md §19.4).
+"""Client CPU of a range scan against its length, measured beside the model (docs/journal/s17-s21.md §19.4).
 
     flock /work/wt/measure.lock .venv/bin/python -u -m bench.scan_cost [--ops 20000]
         [--design "cosine pick"] [--design rocksdb] [--scan 10 --scan 50 ...]

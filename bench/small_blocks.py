@@ -1,4 +1,4 @@
-"""The block-read CPU over the block sizes it is calibrated on (BENCHMARKS.md §35.7, §36).
+"""The block-read CPU over the block sizes it is calibrated on (docs/journal/s31-s42.md §35.7, §36).
 
     flock /work/wt/measure.lock .venv/bin/python -u -m bench.small_blocks [--repeats 2]
 

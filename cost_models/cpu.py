@@ -66,7 +66,7 @@ def memtable_seconds(
 #: insert descends the path the search just walked, in the CPU's caches, so only the search's
 #: growth is paid — cached rmw runs at two memtables (``bench/rmw_cost.py``, three sessions, 24
 #: points) differ by 0.08 us at 100,000 keys and 0.40 at 400,000 on average, where a search's
-#: growth is 0.19 and 0.26 and a search's and an insert's 0.38 and 0.53 (BENCHMARKS §33.7).
+#: growth is 0.19 and 0.26 and a search's and an insert's 0.38 and 0.53 (docs/journal/s31-s42.md §33.7).
 MEMTABLE_DESCENTS = {
     Operation.GET: (1.0, 0.0),
     Operation.EMPTY_GET: (1.0, 0.0),
@@ -199,7 +199,7 @@ def block_read_shape(phi: PhiTable, block_bytes: float | np.ndarray) -> np.ndarr
     the end ones past them.
     Measured, not a law: a block has a fixed part (the cache shard's lookup, the read call, the
     decoder's set-up: 232 B and 464 B blocks cost alike) and a part that grows with its bytes (1 to
-    16 KiB: about x1.5 per doubling), and a 32 KiB block cost no more than a 16 KiB one (BENCHMARKS
+    16 KiB: about x1.5 per doubling), and a 32 KiB block cost no more than a 16 KiB one (docs/journal/s31-s42.md
     §36.1); one power law over 1-16 KiB under-costed small blocks 1.3-1.8x (§35.7)."""
     shape = phi["block_read_shape"]
     return curve_at(block_bytes, shape["block_bytes"], shape["ratio"])
@@ -222,7 +222,7 @@ def read_block_seconds(
     (:func:`block_read_shape`), plus a time per byte per doubling of the data
     (:func:`block_read_doublings`): the copy of a large block from a larger page cache misses more
     (measured: 32 KiB B-tree and 16 KiB LSM blocks 30 ps per byte per doubling dearer from 100,000
-    to 400,000 keys, 1-4 KiB blocks within noise; BENCHMARKS.md §23.2)."""
+    to 400,000 keys, 1-4 KiB blocks within noise; docs/journal/s22-s30.md §23.2)."""
     t = phi
     at_4k = np.array([float(t["classes"][name]["block_read_seconds"]) for name in DESIGN_CLASSES])
     bb = np.asarray(block_bytes, dtype=float)

@@ -200,7 +200,7 @@ def deepest_merge_puts(cfg: dict[str, Any], workload: dict[str, Any]) -> float:
     each run take more puts to fill with distinct keys than they hold (the windows), so the cycle is
     longer than the entries it moves: YCSB A on the hybrid preset at 250,000 records merges into its
     last level every 263,000 puts, where the entries above it (buffer and levels 1-2) are 140,000
-    (BENCHMARKS.md §25)."""
+    (docs/journal/s22-s30.md §25)."""
     n = float(workload["records"])
     mix = {k: float(v) for k, v in workload["mix"].items()}
     parts = workload_partitions(workload, n)
@@ -222,7 +222,7 @@ def steady_depth(cfg: dict[str, Any], workload: dict[str, Any]) -> int | None:
     than the one the workload keeps: the engine deepens it some flushes into the warm-up, and a
     warm-up counted from the load ended just after that on the ranking's YCSB B pick (T 6, Z 5;
     level 1 empty, every lookup in the cold level 2 and its on-disk index: 0.49 blocks per
-    operation against the steady state's 0.30, BENCHMARKS.md §37). cosine-bench's
+    operation against the steady state's 0.30, docs/journal/s31-s42.md §37). cosine-bench's
     ``warmup_depth`` first overwrites keys until the tree is this deep, then every key once more."""
     mix = {k: float(v) for k, v in workload["mix"].items()}
     if cfg["design"]["class"] == DesignClass.LSH or not write_share(mix) > 0 or mix.get("insert", 0.0) > 0:
@@ -326,7 +326,7 @@ def run_start_buffered(cfg: dict[str, Any], workload: dict[str, Any]) -> int | N
     the last flush left it, it sees the buffer's emptiest part. YCSB D's gets read the latest
     inserts: at 3,000 IOPS the ranking's pick (a 10,000-entry buffer, 2,500 run inserts) started
     with 57 entries, answered 65 % of its gets from the buffer against the model's 77 % and read
-    0.31 blocks per operation against 0.23 (BENCHMARKS.md §28). The run adds its puts' share of a
+    0.31 blocks per operation against 0.23 (docs/journal/s22-s30.md §28). The run adds its puts' share of a
     fill (linear in the puts: exact for inserts, a little short for skewed updates). None when
     the run fills the buffer (it cycles it) or does not write."""
     mix = {k: float(v) for k, v in workload["mix"].items()}
@@ -423,7 +423,7 @@ def deep_merge_blocks(lay: Layout, parts: Partitions, mix: dict[str, float], spa
     """Blocks of one merge into the deepest level: the steady model's amortized cost of those
     merges per put times the puts between two of them in the engine (``spacing_operations``
     times the mix's put share), or the model's own per-merge size when the engine's spacing is
-    not known. The amortized cost held where the spacing did not (BENCHMARKS.md §26.1, §27.1)."""
+    not known. The amortized cost held where the spacing did not (docs/journal/s22-s30.md §26.1, §27.1)."""
     mt = steady_merges(lay, parts, mix)
     last = max(int(lay.L[0]), 1) - 1
     per_merge = float(mt.per_merge[0, last])

@@ -652,7 +652,7 @@ def level_cache_alpha(
     at a high rate per block, so the cache holds them although no single key in them is hot
     (:func:`cache_alpha`, per key, gives them only the cached share of the data): at 3,000 IOPS
     the ranking's "buffer /4" (a 31-block cache, a 35-block first level holding the ~10,000
-    latest keys) read 0.22 blocks per operation where the per-key cache gave 0.33 (BENCHMARKS.md
+    latest keys) read 0.22 blocks per operation where the per-key cache gave 0.33 (docs/journal/s22-s30.md
     §28). The characteristic time t solves sum_l blocks_l (1 - e^(-rate_l t)) = C (Newton from
     below); a level's blocks hit with 1 - e^(-rate_l t), and a partition's own block (the key's)
     with the mean over the levels holding its keys. The probes of runs without the key (no
@@ -660,7 +660,7 @@ def level_cache_alpha(
     credited with their level's rate, the filterless "btree" variant of YCSB D's pick at 3,000
     IOPS was predicted 0.21 blocks per operation and measured 0.65 — its first level cycles
     from empty to 9 runs (40 blocks, the whole cache) where the model's mean is 4.5, and the
-    engine's cache is CLOCK in shards (BENCHMARKS.md §28)."""
+    engine's cache is CLOCK in shards (docs/journal/s22-s30.md §28)."""
     found = found[:, None]  # (n, 1, L, P), like fp (n, L, P): the rows' Structure terms
     reads = found + probe[..., None] * fp[:, None]  # (n, m, L, P)
     traffic = reads @ p_get  # (n, m, L): block reads per get (the probes' too: they fill the cache)

@@ -254,7 +254,7 @@ def run_fill(
     ``m window <= puts(share - incoming)`` (endless where the share holds every key besides).
     cosine-sim, T 20, K 9, Z 9 holding 1,280 keys under uniform overwrites: a level-1 run of two
     256-entry flushes holds ~460 keys, not 512, so level 1 keeps its nine runs and every key (counted
-    whole: 1,024 of room, a level deeper; the ranking's YCSB A "pick T x2", BENCHMARKS.md §38)."""
+    whole: 1,024 of room, a level deeper; the ranking's YCSB A "pick T x2", docs/journal/s31-s42.md §38)."""
     share = np.ceil(cap / runs)
     whole = np.maximum(1.0, np.floor(share / np.maximum(incoming, 1.0)))
     if puts is None or window is None:
@@ -300,7 +300,7 @@ def last_level_room(
     a span of puts, and adds up whole). Checked against the engine's strategy (``cosine-sim``,
     tests/test_last_level.py: T 4-20, K and Z 1-9, 0.1-1.0 of a level's capacity, uniform and
     zipfian overwrites). Counted whole, the overwrites' runs put T 20, K 9, Z 9 at 0.25 of level 1
-    a level too deep (1,024 keys of room for 1,280: the ranking's YCSB A "pick T x2", BENCHMARKS.md
+    a level too deep (1,024 keys of room for 1,280: the ranking's YCSB A "pick T x2", docs/journal/s31-s42.md
     §38); counted as the overwrites' alone, T 4, Z 2 at 0.6 of level 1 a level too shallow (its one
     older run is the load's 512 entries, not ~405 distinct ones)."""
 
@@ -360,7 +360,7 @@ def drained_fill(
     most the level. The engine's simulator (``cosine-sim``) of the Fig. 4B B-tree (level 1
     of 104,000 entries, 65,536-entry files, 3,250-entry flushes) averages 77,700 entries in its
     level 1 over 60 phases of 0.2-1.4 M overwrites; this gives 69,600, ``level_fill`` 52,000
-    (BENCHMARKS.md §29; tests/test_partial_compaction.py). Low where a file is half the level or
+    (docs/journal/s22-s30.md §29; tests/test_partial_compaction.py). Low where a file is half the level or
     more: the file the engine moves is then often the run's shorter remainder."""
     n, lm = cap.shape
     above = np.concatenate([np.zeros((n, 1)), cap[:, :-1]], axis=1)
@@ -497,7 +497,7 @@ def level_shape(
     # level's occupancy is the expected one). The ranking's YCSB D "pick T /2" (T 16,
     # Z 15) holds 60,000-85,000 keys in its last level, one batch of level 1's 80,000: one run in
     # the engine, 7.5 in the model (0.77 blocks per operation predicted, 0.40 measured;
-    # BENCHMARKS.md §37)
+    # docs/journal/s31-s42.md §37)
     batches = occ / np.maximum(zrun, 1.0)
     runs = np.where(last & ~leveled, np.clip(batches, 1.0, max_runs), runs)
     # a tiered last level under overwrites holds all its Z runs, the newest with every key

@@ -51,7 +51,7 @@ LOOKUP_SLOPES = (Operation.GET, Operation.EMPTY_GET)
 #: Searches whose CPU does not grow with the data, so no slope is learned for them: a hash log's
 #: lookup of a key it does not hold probes its in-memory index once and reads nothing from the
 #: log (measured flat on a quiet machine: 0.212 us at 100,000 keys, 0.199 us at 400,000;
-#: BENCHMARKS §20). A fit of a slope there wants a value at its bound, 0.
+#: docs/journal/s17-s21.md §20). A fit of a slope there wants a value at its bound, 0.
 FLAT_SEARCHES: frozenset[tuple[DesignClass, Operation]] = frozenset({(DesignClass.LSH, Operation.EMPTY_GET)})
 
 

@@ -220,13 +220,13 @@ class RunMerges:
     #: merges into the deepest level the run completed in its measured phase
     deep: int
     #: operations between two of them in the engine, as the warm-up's search found them (None:
-    #: not searched). The engine's spacing is not the model's cycle (BENCHMARKS.md §26.1): the
+    #: not searched). The engine's spacing is not the model's cycle (docs/journal/s22-s30.md §26.1): the
     #: hybrid merges into its last level run by run, some 3.5x as often as the model's cycle,
     #: each merge smaller, at the same amortized cost per put.
     deep_spacing_operations: float | None = None
     #: flushes the run completed in its measured phase (None: not reported). A run of a few
     #: thousand puts fills its buffer once or not at all by its keys, and a flush that falls at
-    #: its end is paid in the settle after it (BENCHMARKS.md §27.2).
+    #: its end is paid in the settle after it (docs/journal/s22-s30.md §27.2).
     flushes: int | None = None
 
 
@@ -236,7 +236,7 @@ def with_deep_merges(blocks: float, deep: list[float], observed: int, per_merge:
     observed count are taken out, and the observed ones beyond the replay's are added at the
     mean of the replay's (``per_merge``, the steady model's, when it made none). When a run
     starts close to a deep merge, whether it makes it is decided by the background worker's
-    timing and the exact key overlaps, which the replay does not know (BENCHMARKS.md §26)."""
+    timing and the exact key overlaps, which the replay does not know (docs/journal/s22-s30.md §26)."""
     if observed < len(deep):
         return blocks - sum(deep[observed:])
     mean = sum(deep) / len(deep) if deep else per_merge

@@ -1,4 +1,4 @@
-"""Whether the host gives two client threads two cores right now (BENCHMARKS.md §34.4).
+"""Whether the host gives two client threads two cores right now (docs/journal/s31-s42.md §34.4).
 
 This sandbox's two vCPUs are at times placed on one physical core's two hardware threads: for
 tens of seconds every thread of a two-thread run then takes 1.8-2.0 times the CPU per operation
@@ -12,7 +12,7 @@ at two threads: the ratio of their CPU per operation is 1.2-1.4 when the threads
 each and 2.0-2.6 when they share one (40 probes beside the runs of §34.4). A run is probed before
 and after; one either probe says "shared" is run again (:func:`on_two_cores`). Probed only after,
 a mode that ended during the run went unseen: five-run rankings kept runs 1.9-2.0x slower than
-their design's others with every probe saying "a core each" (BENCHMARKS.md §39.3).
+their design's others with every probe saying "a core each" (docs/journal/s31-s42.md §39.3).
 """
 
 from __future__ import annotations

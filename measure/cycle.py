@@ -26,7 +26,7 @@ WARMUP_CYCLES = 1.0
 def merge_cycle(secs: dict[str, Any], wl: dict[str, Any]) -> float:
     """Operations of a workload.json's mix between two merges into the last level of its store
     (:func:`cost_models.engine_model.deepest_merge_puts` over the mix's write share; 0 for a
-    read-only mix): the deepest merge happens about once per such cycle. Until §25 this was the
+    read-only mix): the deepest merge happens about once per such cycle. Until docs/journal/s22-s30.md §25 this was the
     entries above the last level over the write share, as if every put were a new key: under
     YCSB A's zipfian puts that is 1.7-4.7x short, and a run of it measured 0-2 deep merges."""
     writes = write_share({k: float(v) for k, v in wl["mix"].items()})
@@ -49,10 +49,10 @@ def steady_warmup(secs: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]:
     of the gets against the model's 53 %, and the run read 2.56 blocks per operation against the
     model's 1.24, at 1,172 ops/s against 2,415 predicted; after one buffer's worth of warm-up, 51 %
     and 1.64 blocks (the levels still the load's); after one cycle of this warm-up (2.1 M
-    operations), 1.13 blocks against 1.16 and 2,671 ops/s against 2,586 (BENCHMARKS.md §17.4).
-    A fixed count (1.5 cycles until §26) left the phase to the load's: the hybrid preset's
+    operations), 1.13 blocks against 1.16 and 2,671 ops/s against 2,586 (docs/journal/s17-s21.md §17.4).
+    A fixed count (1.5 cycles until docs/journal/s22-s30.md §26) left the phase to the load's: the hybrid preset's
     1-thread YCSB A runs at 3,000 IOPS started where a deep merge was due and took it or not by
-    the background worker's timing (1,608-10,261 ops/s measured, BENCHMARKS.md §25.8); and the
+    the background worker's timing (1,608-10,261 ops/s measured, docs/journal/s22-s30.md §25.8); and the
     engine's spacing of deep merges is not the model's cycle (the hybrid's partial merges into
     its last level come 1.75x as often at 50,000 keys, §26), so the phase is measured, not
     computed. Last, a run shorter than a buffer's fill starts with the buffer where the run's mean
@@ -94,7 +94,7 @@ MAX_DEVICE_RUN_SECONDS = 10.0
 
 #: The shortest a measured run on the local device should last, at the model's throughput: a
 #: read-only run of 50,000 operations on a 1.5 M ops/s design lasts 33 ms, where three runs of the
-#: ranking's YCSB C pick spread 1.3x (BENCHMARKS.md §21).
+#: ranking's YCSB C pick spread 1.3x (docs/journal/s17-s21.md §21).
 MIN_RUN_SECONDS = 0.25
 
 
@@ -111,13 +111,13 @@ def covering_ops(
     and their write stalls over the cycle, and a shorter run measures whether the deepest merge
     happened to fall inside it (and the scheduler). The hybrid preset on the 25 % mix at
     1 thread: 50,000 operations (0.15 s) ran at 343-357 k ops/s with or without that merge,
-    500,000 at 444-496 k (BENCHMARKS.md §19); the ranking's B-tree pick on YCSB B, 50,000
-    operations (20 ms): three runs spread 2.5x (BENCHMARKS.md §21). In device mode (runs
+    500,000 at 444-496 k (docs/journal/s17-s21.md §19); the ranking's B-tree pick on YCSB B, 50,000
+    operations (20 ms): three runs spread 2.5x (docs/journal/s17-s21.md §21). In device mode (runs
     throttled to the volume's rate, long enough) the run covers the merge cycle too, within
     the same stretch and :data:`MAX_DEVICE_RUN_SECONDS` at the predicted throughput: 5,000
     operations of the ranking's YCSB A pick at 3,000 IOPS measured 8,788 / 24,256 / 31,799 /
     19,290 ops/s after 0 / 30,000 / 210,000 / 600,000 operations of warm-up, where the model's
-    cycle average is 18,855 (BENCHMARKS.md §22.6)."""
+    cycle average is 18,855 (docs/journal/s22-s30.md §22.6)."""
     cycle = math.ceil(merge_cycle(secs, wl))
     if device is not None and device != LOCAL_DEVICE:
         longest = MAX_CYCLE_STRETCH * ops

@@ -112,7 +112,7 @@ def as_ran(wl: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
 def short_of_depth(report: dict[str, Any]) -> bool:
     """Whether a cosine-bench run's warm-up was asked for a depth (``warmup_depth``) and did not
     reach it: the run then started a level shallower than the model's steady state (a tiered last
-    level the model's room rule takes a level too deep, BENCHMARKS.md §37.4)."""
+    level the model's room rule takes a level too deep, docs/journal/s31-s42.md §37.4)."""
     warm = report.get("warmup")
     depth = warm.get("depth") if isinstance(warm, dict) else None
     return isinstance(depth, dict) and int(depth.get("reached", 0)) < int(depth.get("target", 0))

@@ -46,7 +46,7 @@ def host_speed(plan: Plan, repeats: int = 2, progress: Callable[[int, int, str],
     """How many times the calibration host's CPU seconds an operation takes on this host now.
 
     The phi table is one machine's: the same engine binary ran its cached gets 1.5-2.0x slower on
-    this sandbox's host of another day (BENCHMARKS.md §22.1). The probe re-runs the calibration's
+    this sandbox's host of another day (docs/journal/s22-s30.md §22.1). The probe re-runs the calibration's
     own cached runs of :data:`HOST_SPEED_OPERATIONS` (every class, the plan's smallest size, one
     thread, ``repeats`` each) and compares each run's driver CPU per operation with what the table
     says for it (the inverse of :func:`predicted` on one thread); the factor is their median. A full

@@ -28,7 +28,7 @@ from specs.vocab import WalSync
 
 #: Block sizes the local pick searches besides the spec's ``design.block_bytes`` (default 4 and
 #: 32 KiB, a cloud-solve speed compromise: each size multiplies the solver's grid). In the ranking of
-#: BENCHMARKS.md §23.6 the model's best design of every workload's set was a 1 KiB-block neighbour
+#: docs/journal/s22-s30.md §23.6 the model's best design of every workload's set was a 1 KiB-block neighbour
 #: of the pick, outside the spec's grid, and on YCSB B and C it also measured best. Not below 1 KiB:
 #: the block-read CPU is measured on 232 B to 32 KiB blocks (measure.calibrate.plan.BLOCK_SIZE_STEPS,
 #: cost_models.cpu.block_read_shape), but its 464-byte point is not yet reliable — calibrate-39's
@@ -57,7 +57,7 @@ def best_design(
     at most this machine's cores. ``grown_keys``: the most keys the node holds while it
     runs (a run's inserts grow the store): each design is scored at the worse of ``n_keys``
     and ``grown_keys``, so a design whose last level the inserts overflow is scored with the
-    level they add (the ranking's YCSB E pick sat exactly at a level's capacity: BENCHMARKS.md §25).
+    level they add (the ranking's YCSB E pick sat exactly at a level's capacity: docs/journal/s22-s30.md §25).
     """
     blocks = tuple(sorted(set(spec.design.block_bytes) | set(LOCAL_BLOCK_BYTES)))
     grid = replace(grid_for(spec), blocks=blocks)

@@ -147,7 +147,7 @@ def design_sets(
 #: ``records``: the same for every design of the workload (:meth:`RunPlan.workload`), and enough to pass the latest
 #: keys through every level above the last. Each design's own merge cycles (and the search for
 #: its deep merges) grew YCSB D's stores from 50,000 keys to 74,000-153,000 by design, the
-#: pick's to 123,000 and the best measured's to 74,000 (BENCHMARKS.md §28).
+#: pick's to 123,000 and the best measured's to 74,000 (docs/journal/s22-s30.md §28).
 INSERT_WARMUP_SHARE = 1.0
 
 
@@ -404,7 +404,7 @@ def ranking(
                     "confirm_ops_runs": [r.ops for r in confirmed[name]],
                     "records": records,
                     # the load and the warm-up's inserts (as the engine ran the warm-up: a design's
-                    # own cycles, or the common inserts of RunPlan.workload; BENCHMARKS.md §28)
+                    # own cycles, or the common inserts of RunPlan.workload; docs/journal/s22-s30.md §28)
                     "keys_at_start": run_keys(ran)[0],
                     "operations": int(ran["operations"]),
                     "warmup_operations": int(ran.get("warmup_operations", 0)),

@@ -49,7 +49,7 @@ LOOKUP = {"get": 1e-7, "empty_get": 6e-8}
 GROWS = {"get": "get", "empty_get": "empty_get", "range": "get", "rmw": "get", "empty_range": "get"}
 #: CPU per operation at 2 threads over 1 (the rest: 1): the synthetic engine's writes share data between cores
 CONCURRENT = {"update": 1.25, "insert": 1.4}
-#: share of a cached rmw run's reads its memtable answered, per data size (measured: BENCHMARKS §33.1)
+#: share of a cached rmw run's reads its memtable answered, per data size (measured: docs/journal/s31-s42.md §33.1)
 RMW_BUFFERED = {100_000: 0.57, 400_000: 0.21}
 #: an empty range's seek on a tree (a hash log walks its index: PER_KEY x keys), and its speed-up at 2 threads
 EMPTY_RANGE, EMPTY_RANGE_SPEEDUP = 2.5e-6, 1.5

@@ -165,7 +165,7 @@ def test_whatif(solved, tmp_path):
 def test_whatif_answers_without_the_cost_model_or_the_solver(solved):
     """`cosine whatif` reads the saved frontier in a fresh process that never imports the cost
     model (cost_models.cpu, io_model), the solver or pydantic: its answer costs the process start
-    only (BENCHMARKS.md §42.4)."""
+    only (docs/journal/s31-s42.md §42.4)."""
     import subprocess
     import sys
     from pathlib import Path

@@ -13,7 +13,7 @@ from measure.cores import ATTEMPTS, SHARED_CORE_RATIO, CoreProbe, core_probe, on
     [(0.53e-6, 0.65e-6, False), (0.53e-6, 0.73e-6, False), (0.53e-6, 1.33e-6, True), (0.53e-6, 1.40e-6, True)],
 )
 def test_the_probes_of_both_modes_are_told_apart(one: float, two: float, shared: bool) -> None:
-    """The §34.4 probes: 1.2-1.4 on two cores, 2.5-2.6 on one core's two hardware threads."""
+    """The docs/journal/s31-s42.md §34.4 probes: 1.2-1.4 on two cores, 2.5-2.6 on one core's two hardware threads."""
     assert CoreProbe(one, two).shared is shared
     assert CoreProbe(1.0, SHARED_CORE_RATIO).shared is False
 

@@ -62,7 +62,7 @@ def test_a_device_run_lasts_at_most_its_time_cap() -> None:
 def test_skewed_puts_lengthen_the_cycle(name: str) -> None:
     """Zipfian puts repeat hot keys, so the buffer and the runs above the last level take more
     puts to fill with distinct keys: the cycle in operations is longer than under uniform puts,
-    and longer than the entries above the last level over the write share (the cycle before §25,
+    and longer than the entries above the last level over the write share (the cycle before docs/journal/s22-s30.md §25,
     as if every put were a new key)."""
     from cost_models.engine_model import engine_layout
 
@@ -79,7 +79,7 @@ def test_skewed_puts_lengthen_the_cycle(name: str) -> None:
 def test_the_warm_up_centres_the_run_between_deep_merges(name: str) -> None:
     """steady_warmup's run (the real engine) finds two merges into the last level after its
     cycle, and starts the measured phase where a run shorter than their spacing holds none (the
-    knife edge of BENCHMARKS.md §25.8: a run started where one is due takes it or not by the
+    knife edge of docs/journal/s22-s30.md §25.8: a run started where one is due takes it or not by the
     background worker's timing). as_ran gives the model the warm-up the engine ran."""
     from cost_models.engine_model import steady_depth
     from measure.cycle import steady_warmup

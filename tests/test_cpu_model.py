@@ -140,7 +140,7 @@ def test_memtable_and_hash_index_terms_term_by_term() -> None:
 
     big = insert_base * 2**6
     searched, inserted = search * np.log2(big / base), insert * 6
-    # an rmw's insert follows its search down the same nodes: only the search's growth (BENCHMARKS §33.7)
+    # an rmw's insert follows its search down the same nodes: only the search's growth (docs/journal/s31-s42.md §33.7)
     for op, want in (("get", searched), ("update", inserted), ("rmw", searched)):
         small, large = at(base / 2, op), at(big, op)
         grown = (large.serial + large.parallel) - (small.serial + small.parallel)

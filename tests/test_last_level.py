@@ -185,7 +185,7 @@ def test_a_tiered_last_level_holds_the_batches_it_received(
 ) -> None:
     """Inserts alone: the last level's runs are its entries over a run's whole batches (at least
     one, at most Z), as the engine's strategy leaves them; the model had Z / 2 whatever the level
-    held (the ranking's YCSB D "pick T /2": 7.5 runs where the engine had one, BENCHMARKS.md §37)."""
+    held (the ranking's YCSB D "pick T /2": 7.5 runs where the engine had one, docs/journal/s31-s42.md §37)."""
     cfg, n = _tree(T, K, Z, share, level)
     run = simulate(cfg, n, 0)
     lay = engine_layout(cfg, n, overwrites=False)

@@ -43,7 +43,7 @@ def test_merge_blocks_match_the_engine_strategy(
 
 
 def test_partial_tiered_levels_cost_a_target_rewrite_per_run(sim_binary: object) -> None:
-    """The disagreement the validate grid found (BENCHMARKS §19.7): merged file by file, a tiered
+    """The disagreement the validate grid found (docs/journal/s17-s21.md §19.7): merged file by file, a tiered
     level rewrites the level below once per run, not once per level; the model prices that now."""
     m_full, p_full = _steady(study_config(Compaction.FULL, 2, 10, 512))
     m_partial, p_partial = _steady(study_config(Compaction.PARTIAL, 2, 10, 512))

@@ -312,7 +312,7 @@ def test_naive_loses_to_default_on_mgrast_with_the_cost_model() -> None:
     on 2026-11-23 (a loaded 2-core machine; phi of a B-tree get 0.89, of a
     hash-log get 0.96) Amdahl's law over 8 vCPUs makes the hash log the fastest
     in MG-RAST's read state too, naive never switches, and the experiment has
-    no reconfiguration to study (BENCHMARKS.md section 17)."""
+    no reconfiguration to study (docs/journal/s17-s21.md §17.2)."""
     from cost_models.design import Design
     from cost_models.phi import load_phi
     from cost_models.pricing.catalog import load_catalog

@@ -123,7 +123,7 @@ def test_the_pick_is_scored_on_the_store_its_run_grows_to() -> None:
     """With ``grown_keys`` every design is scored at the worse of the loaded and the grown store:
     the pick is the best of that score, and it keeps its levels as the run's inserts grow the
     store. Regression: YCSB E's pick at 50,000 records was a size ratio whose one level held
-    exactly 50,000 keys, and the run's inserts added a level (BENCHMARKS.md §25)."""
+    exactly 50,000 keys, and the run's inserts added a level (docs/journal/s22-s30.md §25)."""
     from dataclasses import replace
 
     from cost_models import cpu_count
@@ -160,7 +160,7 @@ def test_the_pick_is_scored_on_the_store_its_run_grows_to() -> None:
 @pytest.mark.parametrize("workload", ["ycsb_d", "ycsb_e", "ycsb_a"])
 def test_an_insert_workloads_designs_start_at_one_store_size(workload: str) -> None:
     """Each design's own merge cycles (and the search for its deep merges) grew YCSB D's stores
-    to 74,000-153,000 keys by design (BENCHMARKS.md §28): an insert workload's designs warm up
+    to 74,000-153,000 keys by design (docs/journal/s22-s30.md §28): an insert workload's designs warm up
     by the same inserts, unaligned, and start at one store size; an update workload, and one
     that scans (YCSB E: a million scans of the hash log take too long), keep each design's
     aligned warm-up."""

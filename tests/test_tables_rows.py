@@ -5,7 +5,7 @@ settings), with the same window tables, so nothing but the sharing is under test
 Regression: the shared structures were built from the layouts without filters, whose merges are a
 B-tree's (partial, a file at a time), and served every filter setting: every LSM and hybrid of the
 tables was scored with a B-tree's merge cost (an LSM of T=5, K=2, Z=4 at 3M entries: 0.0376 I/Os
-per put in the tables, 0.0336 in the model; BENCHMARKS.md §24.5)."""
+per put in the tables, 0.0336 in the model; docs/journal/s22-s30.md §24.5)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A measured run shorter than a buffer's fill starts where its mean buffer is the model's steady
 one (cost_models.engine_model.run_start_buffered, cosine-bench's ``warmup_buffered``): started
 where the last flush left it, YCSB D's gets of the latest inserts found a near-empty buffer
-(BENCHMARKS.md §28)."""
+(docs/journal/s22-s30.md §28)."""
 
 from __future__ import annotations
 

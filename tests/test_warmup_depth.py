@@ -3,7 +3,7 @@
 deep as the model's steady state (cost_models.engine_model.steady_depth, cosine-bench's
 ``warmup_depth``): the ranking's YCSB B pick (T 6, Z 5) otherwise started its run just after
 the deepening, level 1 empty, and read 0.49 blocks per operation against the steady state's
-0.30 (BENCHMARKS.md §37)."""
+0.30 (docs/journal/s31-s42.md §37)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def _positive_lstsq(A: np.ndarray, y: np.ndarray, names: list[str], what: str) -
 #: How far past 1 a measured phi is still 1. A thread's busy share is its CPU time over its wall time
 #: less its run-queue delay, clocks read apart; single 2-thread cached runs of perfectly parallel
 #: reads (a hash log's range and empty range) measured busy shares of 0.984-1.019 (calibrate-27d,
-#: BENCHMARKS §24.2). Past it a speed-up is super-linear and the fit is refused.
+#: docs/journal/s22-s30.md §24.2). Past it a speed-up is super-linear and the fit is refused.
 PHI_NOISE = 0.02
 
 
@@ -58,7 +58,7 @@ def fit_phi(samples: list[Sample], cores: int) -> dict[tuple[str, str], float]:
     The speed-up X_n / X_1 that Algorithm 1 uses also counts a change of the CPU an operation costs
     at n threads, which on this sandbox's VM measured the host: a 2-thread run either gets two cores
     or shares one without the guest seeing it (no steal time), at 1.8x the CPU per operation, and
-    two threads scanning the same data warm each other's caches (BENCHMARKS §20.3).
+    two threads scanning the same data warm each other's caches (docs/journal/s17-s21.md §20.3).
     """
     vals: dict[tuple[str, str], list[float]] = {}
     for (cls, op, _n, _scan, th), reps in cached_points(samples).items():
@@ -90,7 +90,7 @@ def fit_concurrent_cpu(samples: list[Sample], cores: int) -> dict[tuple[str, str
 
     fit_phi measures the parallel fraction on the busy share of those runs, whose CPU per operation
     is the many-thread one; Eq. 2 with phi and one thread's CPU would predict a speed-up of n where
-    the runs measured n u_n c_1 / c_n (BENCHMARKS §24.2). Held at the threads measured: a larger
+    the runs measured n u_n c_1 / c_n (docs/journal/s22-s30.md §24.2). Held at the threads measured: a larger
     machine's cost of sharing data between more cores is not measured here.
     """
     runs = cached_points(samples)
@@ -167,7 +167,7 @@ def fit_memtable_insert(samples: list[Sample], search: tuple[float, float]) -> M
     writes the search slope took ~0.55 us out of a cached hash-log update at a 23 k-entry memtable
     that a write into the design's 1.6 k-entry memtable still pays. Its base is the small runs'
     memtable (their geometric mean): writes are flat below it (every class measured 0.49-0.57 us
-    per write into 650-, 2,600- and 12,000-entry memtables, BENCHMARKS §21), and a slope taken
+    per write into 650-, 2,600- and 12,000-entry memtables, docs/journal/s17-s21.md §21), and a slope taken
     past it and extrapolated down to the search's base charged half of that."""
     slope_s, base_s = search
     runs: dict[tuple[str, str, int, str], list[Sample]] = {}
@@ -269,7 +269,7 @@ def buffered_walk(cpu: dict[tuple[str, str], float], lookup: dict[str, Any], s: 
 
 #: Cached runs whose lookups a memtable can answer (their own writes filled it): an rmw reads the
 #: key it writes, so in a cached rmw run of 200,000 operations the memtable answers 57 % of the
-#: reads at 100,000 keys and 21 % at 400,000 (BENCHMARKS §33.1).
+#: reads at 100,000 keys and 21 % at 400,000 (docs/journal/s31-s42.md §33.1).
 SELF_BUFFERED = (Operation.RMW,)
 
 

@@ -98,7 +98,7 @@ def calibration_runs(plan: Plan) -> list[Run]:
 
     The ``plan.phi_repeats`` runs of a cached point are not back to back: the runs come in
     rounds, each round every cached point once and then its share of the other runs. The host's
-    slow phases last minutes (BENCHMARKS §33.4: the same point 10-25 % apart 15 minutes later),
+    slow phases last minutes (docs/journal/s31-s42.md §33.4: the same point 10-25 % apart 15 minutes later),
     so back-to-back repeats fell into one phase together and a point's median carried that
     phase into its term; spread over the session, every point's repeats see the same phases,
     and the terms keep their ratios (which the rankings depend on) however the host drifts."""

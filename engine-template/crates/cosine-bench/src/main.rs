@@ -9,7 +9,7 @@
 /// background thread freed a flushed memtable (~100,000 entries allocated by another
 /// thread): a single-thread cached update run spent 11-23 % of its time off the CPU, the
 /// background thread's CPU in the run matched the writer's lost time, and `LD_PRELOAD` of
-/// another allocator removed it (BENCHMARKS.md §23.1). RocksDB is built with jemalloc for
+/// another allocator removed it (docs/journal/s22-s30.md §23.1). RocksDB is built with jemalloc for
 /// the same reason; mimalloc builds from the registry with only a C compiler.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -131,7 +131,7 @@ pub struct Workload {
     /// A tiered last level under overwrites keeps its older runs and deepens the tree only
     /// after some flushes of them, so the load's depth is not the workload's: a warm-up cycle
     /// counted from the load can end just after the deepening, with the new upper level empty
-    /// (BENCHMARKS.md §37). The report's `warmup.depth` says what was done.
+    /// (docs/journal/s31-s42.md §37). The report's `warmup.depth` says what was done.
     pub warmup_depth: Option<usize>,
 }
 
@@ -421,7 +421,7 @@ impl Recency {
 /// value inside comes back inside, so the restriction is a bijection too). YCSB hashes ranks
 /// with FNV-1a modulo the record count instead; FNV's low bits are weak and modulo 250,000 half
 /// of the records were never drawn (a random map leaves 37 %), which made the engine's workload
-/// more skewed than the zipfian the model prices (BENCHMARKS.md §29).
+/// more skewed than the zipfian the model prices (docs/journal/s22-s30.md §29).
 pub fn permute(x: u64, n: u64) -> u64 {
     if n <= 1 {
         return 0;

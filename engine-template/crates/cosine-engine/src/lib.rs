@@ -554,7 +554,7 @@ impl Engine {
     /// no key past `b` unless the memtables' tombstones hide some of them. So the memtables
     /// are copied up to `b` only — a memtable holding a few per cent of the keys contributes
     /// a few entries, where a copy of `limit` of its entries (each a merge of its shards and
-    /// two allocations) cost half of a 50-entry scan's CPU (BENCHMARKS.md §19.4). `None`
+    /// two allocations) cost half of a 50-entry scan's CPU (docs/journal/s17-s21.md §19.4). `None`
     /// when tombstones left the result short of `limit` before `b` (the caller scans again
     /// with whole copies).
     fn scan_tree_bounded(

@@ -16,7 +16,7 @@
 //! in its group. Handing it to the first waiter (RocksDB's order) makes every
 //! writer wait for that waiter to be scheduled; with more threads than cores
 //! (client threads plus the background worker) the scheduler often has not run
-//! it yet, and the cores idle behind it (BENCHMARKS.md §24.1). An exclusive
+//! it yet, and the cores idle behind it (docs/journal/s22-s30.md §24.1). An exclusive
 //! caller first in line is not overtaken, so it cannot starve.
 //!
 //! This is not the `group_commit` sync policy, which only moves the fdatasync

@@ -17,7 +17,7 @@
 //! updates one stripe at a time, so a get waits at most for one stripe's share of a
 //! flush, not for the whole flush. (With one lock, every flush of a few thousand
 //! entries held it for ~2 ms of hash-map inserts, and gets stalled behind it: 12% of
-//! a 1-thread YCSB A run's wall time, BENCHMARKS.md §19.) Every key a commit moves is
+//! a 1-thread YCSB A run's wall time, docs/journal/s17-s21.md §19.) Every key a commit moves is
 //! still in the frozen buffer being flushed, or keeps its value (a GC's move), so a
 //! reader that sees some stripes updated and others not reads the same values.
 #![deny(unsafe_code, clippy::unwrap_used)]
