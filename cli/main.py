@@ -22,6 +22,7 @@ from specs.errors import ExitCode, InputError, unwind_on_termination
 from specs.vocab import (
     BackendName,
     CostModel,
+    DeploymentStatus,
     EnginePeer,
     Method,
     PlanStart,
@@ -109,7 +110,7 @@ def solve(
         from cost_models.pricing.catalog import load_catalog
         from report.progress import progress_bar
         from solver.backends import get_backend
-        from solver.solve import check_model_path, check_options, parse_providers, run_solve
+        from solver.solve import check_cluster_room, check_model_path, check_options, parse_providers, run_solve
         from solver.table_cache import TableCache
         from specs.io import check_output_dir
         from specs.schema import load_spec
@@ -121,8 +122,9 @@ def solve(
         if write_model is not None:
             check_model_path(write_model)
         run_dir = out if out is not None else Path("runs") / s.name
-        check_output_dir(run_dir, "--out")
+        check_output_dir(run_dir, "--out" if out is not None else "the default run directory (runs/<spec name>)")
         cat = load_catalog(s.pricing)
+        check_cluster_room(s, cat, provs if provs is not None else s.providers)
         cache = None if no_cache else TableCache()
         with progress_bar() as bar:
             task = bar.add_task("building design tables", total=1)
@@ -339,9 +341,7 @@ def deploy(
 ) -> None:
     """Run RUN_DIR's recommended cluster locally: one cosine-server per node behind twemproxy."""
     with cli_errors():
-        from dataclasses import asdict
-
-        from deploy.cluster import deploy_dir_of
+        from deploy.cluster import deploy_dir_of, health
         from deploy.cluster import down as stop_cluster
         from deploy.cluster import status as cluster_status
         from deploy.cluster import up as start_cluster
@@ -353,15 +353,18 @@ def deploy(
         if local:
             st = start_cluster(run_dir, out=out, nodes=nodes, scale=scale, wal_sync=wal_sync, proxy_port=port)
             if as_json:
-                echo_json(asdict(st))
+                echo_json(st)
             else:
                 print_up(st)
         elif status:
             st, rows = cluster_status(d)
+            state, gone = health(st, rows)
             if as_json:
-                echo_json({"state": asdict(st), "processes": rows})
+                echo_json({"state": st, "health": {"status": state, "down": gone}, "processes": rows})
             else:
-                print_status(st, rows)
+                print_status(st, rows, state, gone)
+            if state == DeploymentStatus.DEGRADED:
+                raise typer.Exit(ExitCode.FLAGGED)
         else:
             done = stop_cluster(d)
             if as_json:

@@ -15,7 +15,6 @@ its engine) and waits. A stopped deployment starts again on the same data.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import socket
@@ -30,8 +29,8 @@ from deploy import twemproxy
 from deploy.plan import ClusterPlan, plan_cluster
 from deploy.resp import info, ping
 from specs.errors import InputError, check_range
-from specs.io import read_json, write_json, write_text
-from specs.vocab import WalSync
+from specs.io import check_output_dir, read_record, write_record, write_text
+from specs.vocab import DeploymentStatus, WalSync
 
 STATE = "state.json"
 #: state.json's format version.
@@ -45,8 +44,8 @@ STOP_TIMEOUT_S = 60.0
 HOST = "127.0.0.1"
 SERVER = "cosine-server"
 PROXY = "nutcracker"
-RUNNING = "running"
-STOPPED = "stopped"
+RUNNING = DeploymentStatus.RUNNING
+STOPPED = DeploymentStatus.STOPPED
 
 
 @dataclass
@@ -76,7 +75,7 @@ class ProxyState:
 @dataclass
 class DeployState:
     version: int
-    status: str
+    status: DeploymentStatus
     run_dir: str
     deploy_dir: str
     spec: str
@@ -101,21 +100,15 @@ class DeployState:
 
 
 def write_state(st: DeployState) -> None:
-    write_json(st.path / STATE, dataclasses.asdict(st))
+    write_record(st.path / STATE, st)
 
 
 def read_state(deploy_dir: Path) -> DeployState:
-    """A deployment's state.json, checked."""
+    """A deployment's state.json, checked (every field's type; its version)."""
     path = deploy_dir / STATE
-    raw = read_json(path, "a cosine deployment's state.json")
-    try:
-        if raw.get("version") != STATE_VERSION:
-            raise InputError(f"{path}: state version {raw.get('version')!r}, this cosine reads {STATE_VERSION}")
-        proxy = ProxyState(**raw["proxy"])
-        nodes = [NodeState(**n) for n in raw["nodes"]]
-        st = DeployState(**{**raw, "proxy": proxy, "nodes": nodes})
-    except (AttributeError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: not a cosine deployment state ({type(exc).__name__}: {exc})") from None
+    st = read_record(path, DeployState, "a cosine deployment's state.json")
+    if st.version != STATE_VERSION:
+        raise InputError(f"{path}: state version {st.version!r}, this cosine reads {STATE_VERSION}")
     if Path(st.deploy_dir).resolve() != deploy_dir.resolve():
         raise InputError(f"{path}: records deployment {st.deploy_dir}, not this directory (was it moved?)")
     return st
@@ -154,6 +147,15 @@ def free_port(taken: Collection[int] = ()) -> int:
             port = int(s.getsockname()[1])
         if port not in taken:
             return port
+
+
+def check_port_free(port: int) -> None:
+    """``--port``: refused before anything starts when another process listens there."""
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError as exc:
+            raise InputError(f"--port {port}: {HOST}:{port} is in use ({exc.strerror}); choose another port") from None
 
 
 def server_binary() -> Path:
@@ -257,6 +259,7 @@ def up(
     """Start the local cluster of RUN_DIR's solution; returns its state (also in state.json)."""
     if proxy_port is not None:
         check_range("--port", proxy_port, 1024, 65535, integer=True)
+    check_output_dir(deploy_dir_of(run_dir, out), "--out" if out is not None else "the deployment directory")
     plan = plan_cluster(run_dir, nodes=nodes, scale=scale, wal_sync=wal_sync)
     twemproxy.nutcracker_binary()
     run_dir = run_dir.absolute()  # the state holds absolute paths: --status/--down work from anywhere
@@ -265,6 +268,8 @@ def up(
     ports = old.shard_ports() if old else []
     if proxy_port is not None and proxy_port in ports:
         raise InputError(f"--port {proxy_port}: a shard of this deployment listens there")
+    if proxy_port is not None and (old is None or old.proxy.port != proxy_port):
+        check_port_free(proxy_port)
     exe = server_binary()
     d.mkdir(parents=True, exist_ok=True)
     reserved = [] if proxy_port is None else [proxy_port]
@@ -338,6 +343,15 @@ def down(deploy_dir: Path) -> list[tuple[str, str]]:
     write_state(st)
     Path(st.proxy.pid_file).unlink(missing_ok=True)
     return done
+
+
+def health(st: DeployState, rows: list[dict[str, Any]]) -> tuple[DeploymentStatus, list[str]]:
+    """A started deployment is degraded while any of its processes is down or does not answer;
+    (the status, the processes down)."""
+    if st.status == STOPPED:
+        return STOPPED, []
+    down = [r["name"] for r in rows if not (r["alive"] and r["answers"])]
+    return (DeploymentStatus.DEGRADED if down else RUNNING), down
 
 
 def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from deploy.cluster import DeployState
 from report.format import gib, si
-from specs.vocab import WalSync
+from specs.vocab import DeploymentStatus, WalSync
 
 
 def _header(con: Console, st: DeployState) -> None:
@@ -42,10 +42,11 @@ def print_up(st: DeployState) -> None:
     con.print(f"stop with: cosine deploy {st.run_dir} --down --out {st.deploy_dir}")
 
 
-def print_status(st: DeployState, rows: list[dict[str, Any]]) -> None:
+def print_status(st: DeployState, rows: list[dict[str, Any]], state: DeploymentStatus, down: list[str]) -> None:
     con = Console()
     _header(con, st)
-    t = Table(title=f"{st.deploy_dir}: {st.status}")
+    title = f"{st.deploy_dir}: {state}" + (f" ({', '.join(down)} down)" if down else "")
+    t = Table(title=f"[red]{title}[/]" if down else title)
     cols = ("process", "port", "pid", "up", "PING", "cmds", "blk rd", "blk wr", "flushes", "merges", "WAL syncs")
     for c in cols:
         t.add_column(c, justify="right")

@@ -298,6 +298,26 @@ def parse_providers(text: str | None, spec: Spec) -> tuple[Provider, ...] | None
     return tuple(Provider(p) for p in names)
 
 
+def check_cluster_room(spec: Spec, catalog: Catalog, providers: tuple[str, ...]) -> None:
+    """A spec whose SLAs need more VMs than any cluster of it may have is refused before any work: a
+    node holds at least one entry, so ``workload.entries`` (or ``design.max_cluster_size``) caps the
+    nodes, and ``availability`` needs at least two."""
+    from solver.space import cluster_cap
+
+    cap = cluster_cap(spec, catalog, providers)
+    need = {p: sla_terms(catalog, p, spec.slas).min_nodes for p in providers}
+    if all(n > cap for n in need.values()):
+        why = (
+            f"design.max_cluster_size is {cap}"
+            if spec.design.max_cluster_size
+            else f"workload.entries is {spec.workload.entries:,} and a node holds at least one entry"
+        )
+        raise InputError(
+            f"slas: {', '.join(spec.slas)} need at least {min(need.values())} VMs, but {why}: "
+            f"no cluster of this spec can have more than {cap}"
+        )
+
+
 #: Most budget bands a frontier may have (each is one MIP solve per provider, up to the
 #: 30 s time limit each; 1000 bands are already 25x the default).
 MAX_BANDS = 1000
@@ -341,6 +361,7 @@ def run_solve(
     ``cache`` the design tables are read from it when they are there (solver.table_cache)."""
     check_options(spec, budget=budget, bands=bands, providers=providers, workers=workers)
     provs = spec.providers if providers is None else providers
+    check_cluster_room(spec, catalog, provs)
     b0 = budget if budget is not None else spec.budget_usd
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

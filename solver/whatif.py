@@ -10,6 +10,7 @@ from typing import Any
 
 from solver.rundir import FrontierRow, load_run
 from specs.errors import BudgetTooLow, InputError, check_range
+from specs.limits import MAX_THROUGHPUT_OPS
 from specs.schema import MAX_BUDGET_USD
 
 
@@ -44,7 +45,7 @@ def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dic
     if budget is not None:
         check_range("--budget", budget, 0.0, MAX_BUDGET_USD, lo_open=True)
     if throughput is not None:
-        check_range("--throughput", throughput, 0.0, lo_open=True)
+        check_range("--throughput", throughput, 0.0, MAX_THROUGHPUT_OPS, lo_open=True)
     rows = feasible_rows(load_run(run_dir).frontier)
     query = budget if budget is not None else 0.0
     if not rows:

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
@@ -111,23 +112,63 @@ def _first_existing(path: Path) -> Path:
     return p
 
 
+#: Longest name of one path component on Linux file systems (NAME_MAX), bytes.
+NAME_MAX = 255
+
+
+def _check_names(path: Path, flag: str) -> None:
+    for part in path.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise InputError(
+                f"{flag} {path}: the name {part[:32]}... is {len(os.fsencode(part))} bytes, longer than the "
+                f"{NAME_MAX} a file system allows (give a shorter --out)"
+            )
+
+
+def _probe(directory: Path, flag: str, path: Path) -> None:
+    """Create and remove a file in ``directory``: the only sure test that it takes writes (root may
+    "access" /proc, a read-only mount answers W_OK)."""
+    probe = directory / f".cosine-probe-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write in {directory} ({exc.strerror or exc})") from None
+
+
 def check_output_dir(path: Path, flag: str) -> None:
-    """An output directory must be a directory, or creatable: checked before any long work."""
+    """An output directory must be a directory that takes files, or creatable as one: checked before any
+    long work by creating it (and what is missing above it) and a file in it; what this check created
+    is removed again, so a refused command leaves nothing behind."""
+    _check_names(path, flag)
     if path.exists() or path.is_symlink():
         if not path.is_dir():
             raise InputError(f"{flag} {path}: exists and is not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
             raise InputError(f"{flag} {path}: the directory is not writable")
+        _probe(path, flag, path)
         return
     anc = _first_existing(path)
     if not anc.is_dir():
         raise InputError(f"{flag} {path}: cannot create it, {anc} is a file")
     if not os.access(anc, os.W_OK | os.X_OK):
         raise InputError(f"{flag} {path}: cannot create it, {anc} is not writable")
+    created = [p for p in [path, *path.absolute().parents] if not p.exists()]
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot create it ({exc.strerror or exc})") from None
+    try:
+        _probe(path, flag, path)
+    finally:
+        for p in created:  # deepest first
+            with contextlib.suppress(OSError):
+                p.rmdir()
 
 
 def check_output_file(path: Path, flag: str) -> None:
-    """An output file's directory must exist and be writable; the file, if there, must be a regular file."""
+    """An output file's directory must exist and take files; the file, if there, must be a regular file."""
+    _check_names(path, flag)
     if path.is_dir():
         raise InputError(f"{flag} {path}: is a directory, expected a file name")
     if path.exists() and not path.is_file():
@@ -137,6 +178,7 @@ def check_output_file(path: Path, flag: str) -> None:
         raise InputError(f"{flag} {path}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{flag} {path}: the directory {parent} is not writable")
+    _probe(parent, flag, path)
 
 
 #: The Python values each column type of :data:`_ARROW` takes (bool is an int to Python: not here).

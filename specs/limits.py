@@ -31,3 +31,10 @@ MAX_LEVELS = 64
 #: Most nodes of a cluster: ``design.max_cluster_size``, a ``--vm`` count, one design entry
 #: of a solution.json.
 MAX_CLUSTER_SIZE = 1_000_000
+#: Most operations per second a spec, a flag or a trace may ask for: a million nodes (the cluster
+#: cap) each serving a million operations per second, far above any configuration of the catalog.
+MAX_THROUGHPUT_OPS = 1e12
+#: Most operations a month a spec may name: MAX_THROUGHPUT_OPS for the longest month (31 days).
+MAX_OPERATIONS_PER_MONTH = MAX_THROUGHPUT_OPS * 31 * 86400
+#: Longest time a workload trace may span, seconds (ten years of 365.25 days).
+MAX_TRACE_SECONDS = 10 * 365.25 * 86400

@@ -16,7 +16,16 @@ from typing import Any
 import yaml
 
 from specs.errors import InputError
-from specs.limits import MAX_BLOCK_BYTES, MAX_CLUSTER_SIZE, MAX_ENTRIES, MAX_SIZE_RATIO, MIN_BLOCK_BYTES, MIN_SIZE_RATIO
+from specs.limits import (
+    MAX_BLOCK_BYTES,
+    MAX_CLUSTER_SIZE,
+    MAX_ENTRIES,
+    MAX_OPERATIONS_PER_MONTH,
+    MAX_SIZE_RATIO,
+    MAX_THROUGHPUT_OPS,
+    MIN_BLOCK_BYTES,
+    MIN_SIZE_RATIO,
+)
 from specs.vocab import (
     COST_MODELS,
     DEFAULT_PRICE_SET,
@@ -480,7 +489,13 @@ def _workload(v: Any) -> Workload:
         raise SpecError("workload.key_bytes", f"empty ranges span values of a key's first 8 bytes; got {key_bytes:g}")
     opm = None
     if "operations_per_month" in w:
-        opm = _number("workload.operations_per_month", w["operations_per_month"], lo=0.0, lo_open=True)
+        opm = _number(
+            "workload.operations_per_month",
+            w["operations_per_month"],
+            lo=0.0,
+            lo_open=True,
+            hi=MAX_OPERATIONS_PER_MONTH,
+        )
     return Workload(
         entries=int(entries),
         key_bytes=int(key_bytes),
@@ -586,7 +601,9 @@ def validate(data: dict[str, Any]) -> Spec:
         perf = _mapping("performance", data["performance"])
         _check_keys("performance", perf, ["min_throughput", "max_latency_s"], [])
         if "min_throughput" in perf:
-            min_tp = _number("performance.min_throughput", perf["min_throughput"], lo=0.0, lo_open=True)
+            min_tp = _number(
+                "performance.min_throughput", perf["min_throughput"], lo=0.0, lo_open=True, hi=MAX_THROUGHPUT_OPS
+            )
         if "max_latency_s" in perf:
             max_lat = _number("performance.max_latency_s", perf["max_latency_s"], lo=0.0, lo_open=True)
 

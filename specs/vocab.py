@@ -6,7 +6,15 @@ members go into JSON, parquet and TOML unchanged.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import StrEnum as _StrEnum
+
+
+class StrEnum(_StrEnum):
+    """A StrEnum whose repr is its string's: every message that quotes a member (``{x!r}``, a
+    "did you mean" hint) shows ``'migration'``, not ``<SlaFeature.MIGRATION: 'migration'>``."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 class Operation(StrEnum):
@@ -287,6 +295,14 @@ class EnginePeer(StrEnum):
     COSINE = "cosine"
     ROCKSDB = "rocksdb"
     FJALL = "fjall"
+
+
+class DeploymentStatus(StrEnum):
+    """A local deployment's state (`cosine deploy --status`)."""
+
+    RUNNING = "running"  # every process is up and answers
+    DEGRADED = "degraded"  # started, but a process is down or does not answer
+    STOPPED = "stopped"
 
 
 class PlanStart(StrEnum):

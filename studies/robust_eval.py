@@ -235,6 +235,11 @@ def parse_rhos(text: str) -> tuple[float, ...]:
     try:
         if ".." in text:
             lo, hi = (float(x) for x in text.split("..", 1))
+            for v in (lo, hi):
+                if not (math.isfinite(v) and 0 <= v <= MAX_RHO):
+                    raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
+            if lo > hi:
+                raise InputError(f"--rho {text!r}: LO must not exceed HI")
             vals = tuple(r for r in RHO_LADDER if lo <= r <= hi) or (lo, hi)
         else:
             vals = tuple(float(x) for x in text.split(",") if x.strip())

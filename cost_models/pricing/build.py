@@ -222,16 +222,29 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
     return rows
 
 
+#: What identifies a catalog row: an item appears once per price set (a VM's storage limits once per
+#: vCPU range).
+ROW_KEY = ("price_set", "provider", "kind", "name", "min_vcpu", "max_vcpu")
+
+
 def build_parquet(source_dir: Path | None = None, out: Path | None = None) -> tuple[Path, int]:
     """Build ``pricing.parquet`` (default :data:`PRICING_PARQUET`) from the CSV sources; returns (path, rows)."""
     out = PRICING_PARQUET if out is None else out
     check_output_file(out, "pricing build:")
     rows = build_rows(source_dir)
+    seen: dict[tuple[object, ...], dict[str, object]] = {}
     for r in rows:
         try:
             CatalogRow(**r).check()  # type: ignore[arg-type]
         except ValueError as exc:
             raise CatalogError(f"{r['provider']} {r['kind']} {r['name']!r}: {exc}") from None
+        key = tuple(r.get(k) for k in ROW_KEY)
+        if key in seen:
+            raise CatalogError(
+                f"{r['provider']} {r['kind']} {r['name']!r} is priced twice in price set {r['price_set']!r} "
+                "(a duplicated row in the pricing sources): each item must appear once per price set"
+            )
+        seen[key] = r
     write_rows(out, rows, CatalogRow)
     clear_cache()
     return out, len(rows)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from specs.errors import InputError
+from specs.limits import MAX_THROUGHPUT_OPS, MAX_TRACE_SECONDS
 from specs.vocab import PAPER_OPERATIONS
 
 TRACE_COLUMNS = ("time_s", *PAPER_OPERATIONS, "load_ops")
@@ -141,6 +142,14 @@ def load_trace(path: str | Path) -> Trace:
     if np.any(load < 0):
         i = int(np.flatnonzero(load < 0)[0])
         raise InputError(f"{p}: row {i + 1}: negative load_ops {load[i]:g}")
+    if np.any(load > MAX_THROUGHPUT_OPS):
+        i = int(np.flatnonzero(load > MAX_THROUGHPUT_OPS)[0])
+        raise InputError(
+            f"{p}: row {i + 1}: load_ops {load[i]:g} is above {MAX_THROUGHPUT_OPS:g} operations per second"
+        )
+    if np.any(np.abs(t) > MAX_TRACE_SECONDS):
+        i = int(np.flatnonzero(np.abs(t) > MAX_TRACE_SECONDS)[0])
+        raise InputError(f"{p}: row {i + 1}: time_s {t[i]:g} is beyond {MAX_TRACE_SECONDS:g} s (ten years)")
     edges = np.append(t, t[-1] + (t[-1] - t[-2]))
     return Trace(p.stem, edges, mixes / sums[:, None], load, str(p))
 
