@@ -39,10 +39,12 @@ class _LineTask:
 
 
 class LineProgress:
-    """The bars' interface (``add_task``, ``update``, a context manager) printing one plain line per
-    task: when it starts, when its description changes, when it completes, and every ``interval``
-    seconds in between (from a background thread, so a step that reports nothing for minutes is
-    still announced). ``unit`` names what is counted (None: percentages)."""
+    """The bars' interface (``add_task``, ``update``, a context manager) printing plain lines: one
+    every ``interval`` seconds while the command runs (from a background thread, so a step that
+    reports nothing for minutes is still announced), and, once a line was printed, one when a task's
+    description changes or it completes. A command done within ``interval`` prints none: its output
+    (one ``error:`` line for bad input) is unchanged. ``unit`` names what is counted (None:
+    percentages)."""
 
     def __init__(
         self,
@@ -56,7 +58,8 @@ class LineProgress:
         self.tasks: list[_LineTask] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._last = 0.0
+        self._last = clock()  # the silence starts now
+        self._printed = False
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LineProgress:
@@ -72,7 +75,8 @@ class LineProgress:
     def add_task(self, description: str, total: float | None = None, **_: Any) -> TaskID:
         with self._lock:
             self.tasks.append(_LineTask(description, total, 0.0, self.clock()))
-            self._print(self.tasks[-1])
+            if self._printed:
+                self._print(self.tasks[-1])
             return TaskID(len(self.tasks) - 1)
 
     def update(
@@ -94,7 +98,7 @@ class LineProgress:
             if completed is not None:
                 t.completed = completed
             done = t.total is not None and t.completed >= t.total > 0
-            if changed or done or self.clock() - self._last >= self.interval:
+            if (self._printed and (changed or done)) or self.clock() - self._last >= self.interval:
                 self._print(t)
 
     def line(self, t: _LineTask) -> str:
@@ -114,6 +118,7 @@ class LineProgress:
 
     def _print(self, t: _LineTask) -> None:
         self._last = self.clock()
+        self._printed = True
         print(self.line(t), file=self.stream, flush=True)
 
     def _tick(self) -> None:

@@ -28,10 +28,20 @@ def test_lines_carry_done_total_rate_and_eta() -> None:
     now[0] = 40.0
     p.update(t, completed=100)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("sweeping")
-    assert "40/100 solves" in lines[1] and "2.00 solves/s" in lines[1] and "ETA 0:00:30" in lines[1]
-    assert "100/100 solves" in lines[2] and "elapsed 0:00:40" in lines[2]
-    assert len(lines) == 3
+    assert "40/100 solves" in lines[0] and "2.00 solves/s" in lines[0] and "ETA 0:00:30" in lines[0]
+    assert "100/100 solves" in lines[1] and "elapsed 0:00:40" in lines[1]
+    assert len(lines) == 2
+
+
+def test_a_short_command_prints_no_line() -> None:
+    """Done within the interval: nothing (an early `error:` line stays the only line)."""
+    now = [0.0]
+    out = io.StringIO()
+    p = LineProgress(interval=10.0, stream=out, clock=lambda: now[0])
+    t = p.add_task("building design tables", total=1)
+    now[0] = 3.0
+    p.update(t, description="solving budget bands", completed=1, total=1)
+    assert out.getvalue() == ""
 
 
 def test_a_silent_step_is_still_announced() -> None:
