@@ -29,7 +29,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from measure.engine import TEMPLATE, build, run, scan_capped_ops, workload_json
+from measure.engine import PEERS_BINARY, TEMPLATE, build, run, scan_capped_ops, workload_json
 from measure.grid import KEY, MEMORY_SHARE, PRESET_BUFFER_SHARE, VALUE
 from measure.local import local_engine_toml
 from render.config import engine_sections, preset_design_entry, to_toml
@@ -37,7 +37,6 @@ from specs.schema import load_spec
 from specs.vocab import WalSync
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT / "bench" / "peers" / "target" / "release" / "cosine-peers"
 
 
 def preset_config(name: str, records: int, memory: float, threads: int) -> str:
@@ -57,7 +56,7 @@ def peer(engine: str, config: str, wl: dict, cache: int) -> dict:
         (t / "w.json").write_text(json.dumps(wl))
         res = subprocess.run(
             [
-                str(PEERS),
+                str(PEERS_BINARY),
                 "--engine",
                 engine,
                 "--config",
@@ -181,7 +180,7 @@ def main() -> None:
     ap.add_argument("--max-ops", type=int, default=3_000_000)
     a = ap.parse_args()
     build(TEMPLATE)
-    if a.peers and not PEERS.is_file():
+    if a.peers and not PEERS_BINARY.is_file():
         subprocess.run([str(ROOT / "bench" / "engine_peers_setup.sh")], check=True)
     n = a.records
     data = n * (KEY + VALUE)

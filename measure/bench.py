@@ -13,6 +13,8 @@ from measure.engine import (
     MAX_OPERATIONS,
     MAX_RECORDS,
     MAX_THREADS,
+    PEERS_BINARY,
+    PEERS_SETUP,
     build,
     run,
     scaled_config,
@@ -66,6 +68,8 @@ def bench_spec(
     scale_design: bool = True,
 ) -> BenchResult:
     """Run a spec's operation mix on a rendered engine, scaled to this machine."""
+    if engine != EnginePeer.COSINE and not PEERS_BINARY.is_file():
+        raise InputError(f"--peer {engine}: the peers' driver is not built; run `bash {PEERS_SETUP}` (as root) first")
     if not workspace.is_dir():
         raise InputError(f"--engine {workspace}: no such directory (run `cosine render` first)")
     cfg_path = workspace / "engine.toml"
@@ -106,6 +110,7 @@ def bench_spec(
             )
     wl = workload_json(spec, n, ops, th)
     build(workspace)
-    report = run(workspace, text, wl, engine=engine)
+    peer = engine != EnginePeer.COSINE
+    report = run(workspace, text, wl, engine=engine, exe=PEERS_BINARY if peer else None)
     pred = model_prediction(text, wl, report) if engine == EnginePeer.COSINE else None
     return BenchResult(report, wl, text, scale, notes, pred)

@@ -23,6 +23,10 @@ from specs.schema import Spec
 from specs.vocab import EnginePeer, Operation
 
 TEMPLATE = REPO_ROOT / "engine-template"
+#: The peers' driver (RocksDB, fjall through cosine-bench's workload code): built by
+#: bench/engine_peers_setup.sh, never by a test or a command.
+PEERS_BINARY = REPO_ROOT / "bench" / "peers" / "target" / "release" / "cosine-peers"
+PEERS_SETUP = "bench/engine_peers_setup.sh"
 #: Records `cosine bench` loads by default (the spec's, up to this), and the most it accepts.
 DEFAULT_RECORDS = 1_000_000
 MAX_RECORDS = 100_000_000

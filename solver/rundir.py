@@ -389,7 +389,8 @@ class Configuration:
         require(bool(self.designs), "designs must be a non-empty list")
         types = [d.vm_type for d in self.designs]
         require(len(set(types)) == len(types), "a VM type has two designs")
-        require({s.vm_type for s in self.storage} <= set(types), "a storage entry names a VM type with no design")
+        stray = sorted({s.vm_type for s in self.storage} - set(types))
+        require(not stray, f"storage vm_type {stray[0]!r} is not the vm_type of any design" if stray else "")
 
     @property
     def nodes(self) -> int:
@@ -642,7 +643,10 @@ def read_log(path: Path) -> list[LogRecord]:
             rec = json.loads(line)
         except json.JSONDecodeError:
             raise InputError(f"{path}:{i}: not a JSON record (the file is corrupt)") from None
-        recs.append(from_record(LogRecord, rec, f"{path}:{i}:"))
+        try:
+            recs.append(from_record(LogRecord, rec, ""))
+        except InputError as exc:
+            raise InputError(f"{path}:{i}: {exc}") from None
     if not recs:
         raise InputError(f"{path}: the solver log is empty")
     return recs

@@ -520,14 +520,14 @@ def _dataclass_from_record(cls: type[R], value: Any, where: str) -> R:
         kwargs[f.name] = from_record(hints[f.name], value[key], path)
     unknown = sorted(set(value) - known)
     if unknown:
-        raise InputError(f"{where or 'the document'}: unknown field {unknown[0]!r}")
+        raise InputError(f"{where}: unknown field {unknown[0]!r}" if where else f"unknown field {unknown[0]!r}")
     obj = cls(**kwargs)
     check = getattr(obj, "check", None)
     if check is not None:
         try:
             check()
         except ValueError as exc:
-            raise InputError(f"{where or 'the document'}: {exc}") from None
+            raise InputError(f"{where}: {exc}" if where else str(exc)) from None
     return obj
 
 
@@ -539,7 +539,10 @@ def write_record(path: Path, obj: Any) -> Path:
 def read_record(path: Path, cls: type[R], what: str) -> R:
     """A dataclass document written by :func:`write_record`, checked (:func:`from_record`)."""
     raw = read_json(path, what)
-    return typing.cast(R, from_record(cls, raw, f"{path}:"))
+    try:
+        return typing.cast(R, from_record(cls, raw, ""))
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
 def json_schema(tp: Any) -> dict[str, Any]:

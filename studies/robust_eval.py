@@ -235,16 +235,17 @@ def parse_rhos(text: str) -> tuple[float, ...]:
     try:
         if ".." in text:
             lo, hi = (float(x) for x in text.split("..", 1))
-            for v in (lo, hi):
-                if not (math.isfinite(v) and 0 <= v <= MAX_RHO):
-                    raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
-            if lo > hi:
-                raise InputError(f"--rho {text!r}: LO must not exceed HI")
-            vals = tuple(r for r in RHO_LADDER if lo <= r <= hi) or (lo, hi)
         else:
             vals = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise InputError(f"--rho {text!r}: expected LO..HI (e.g. 0..4) or a comma list (e.g. 0,0.5,1)") from None
+    if ".." in text:
+        for v in (lo, hi):
+            if not (math.isfinite(v) and 0 <= v <= MAX_RHO):
+                raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
+        if lo > hi:
+            raise InputError(f"--rho {text!r}: LO must not exceed HI")
+        vals = tuple(r for r in RHO_LADDER if lo <= r <= hi) or (lo, hi)
     if not vals or any(not (math.isfinite(v) and 0 <= v <= MAX_RHO) for v in vals):
         raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
     out = tuple(sorted(set(vals) | {0.0}))

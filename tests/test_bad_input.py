@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -163,6 +164,21 @@ ROWS = [
     Row("pricing-build", "corrupt", ("pricing", "build"), "no column", patch="sources-columns"),
     Row("pricing-build", "output", ("pricing", "build"), "does not exist", patch="out"),
     Row("pricing-show", "malformed", ("pricing", "show", "--set", "nope"), "--set", SUB),
+    # issue 46, items 4-6 and 8: found by hostile probes of 18f96a3, each accepted or refused late then
+    Row("solve", "output", ("solve", "{spec}", "--out", "/proc/cosine-probe"), "cannot create"),
+    Row("solve", "output", ("solve", "{long_name_spec}"), "longer than the 255"),
+    Row("solve", "malformed", ("solve", "{bad_sla_spec}"), "did you mean 'migration'?"),
+    Row("solve", "range", ("solve", "{one_entry_spec}", "--out", "{dir}/one"), "need at least 2 VMs"),
+    Row("render", "output", ("render", "{run}", "--out", "/proc/cosine-probe"), "cannot create"),
+    Row("report", "output", ("report", "{run}", "--out", "/proc/cosine-probe.html"), "cannot write"),
+    Row("whatif", "range", ("whatif", "{run}", "--throughput", "1e300"), "--throughput"),
+    Row("robust-eval", "range", ("robust-eval", "--rho", "4..0"), "LO must not exceed HI"),
+    Row("robust-eval", "range", ("robust-eval", "--rho", "0..1e300"), "--rho"),
+    Row("plan", "range", ("plan", "{huge_load_trace}"), "load_ops"),
+    Row("plan", "range", ("plan", "{far_time_trace}"), "time_s"),
+    Row("pricing-build", "malformed", ("pricing", "build"), "priced twice", patch="duplicate"),
+    Row("deploy", "output", ("deploy", "{run}", "--local", "--out", "{file}/x"), "is a file", SUB),
+    Row("deploy", "range", ("deploy", "{run}", "--local", "--out", "{dir}/dep", "--port", "{busy_port}"), "in use"),
     Row("pricing-show", "corrupt", ("pricing", "show"), "not a readable parquet", patch="parquet"),
 ]
 
@@ -171,7 +187,7 @@ def test_every_command_and_class_is_covered():
     commands = {r.command for r in ROWS}
     assert commands == {
         "evaluate", "solve", "audit", "whatif", "report", "sweep", "render", "bench", "validate",
-        "calibrate", "robust-eval", "plan", "pricing-build", "pricing-show",
+        "calibrate", "robust-eval", "plan", "pricing-build", "pricing-show", "deploy",
     }  # fmt: skip
     assert {r.kind for r in ROWS} == {
         "nonfinite", "range", "malformed", "size", "output", "missing", "corrupt", "tampered"
@@ -242,13 +258,34 @@ def files(solved, tmp_path_factory) -> dict[str, str]:
     f["bad_render"] = d / "render"
     f["bad_render"].mkdir()
     (f["bad_render"] / "engine.toml").write_text((REPO / "engine-template" / "engine.toml").read_text())
-    (f["bad_render"] / "render.json").write_text('{"entries_per_node": -1}')
+    (f["bad_render"] / "render.json").write_text(
+        '{"source": "x", "class": "lsm", "entries_per_node": -1, "key_bytes": 16, "value_bytes": 100}'
+    )
     header = "time_s,get,empty_get,range,insert,update,rmw,load_ops\n"
     f["nan_trace"] = d / "nan.csv"
     f["nan_trace"].write_text(header + "0,1,0,0,0,0,0,100\n60,1,0,0,0,0,0,nan\n")
     f["long_trace"] = d / "long.csv"
     f["long_trace"].write_text(header + "".join(f"{60 * i},1,0,0,0,0,0,100\n" for i in range(100_001)))
+    f["huge_load_trace"] = d / "huge-load.csv"
+    f["huge_load_trace"].write_text(header + "0,1,0,0,0,0,0,100\n60,1,0,0,0,0,0,1e300\n")
+    f["far_time_trace"] = d / "far-time.csv"
+    f["far_time_trace"].write_text(header + "0,1,0,0,0,0,0,100\n1e300,1,0,0,0,0,0,100\n")
+    f["long_name_spec"] = d / "long-name.yaml"
+    f["long_name_spec"].write_text(TINY_SPEC.replace("name: tiny", "name: " + "n" * 300))
+    f["bad_sla_spec"] = d / "bad-sla.yaml"
+    f["bad_sla_spec"].write_text(TINY_SPEC.replace("slas: [backup, availability]", "slas: [backup, migraton]"))
+    f["one_entry_spec"] = d / "one-entry.yaml"
+    f["one_entry_spec"].write_text(
+        TINY_SPEC.replace("entries: 2000000", "entries: 1").replace("  max_cluster_size: 4\n", "")
+    )
+    f["busy_port"] = str(_BUSY.getsockname()[1])
     return {k: str(v) for k, v in f.items()}
+
+
+#: A loopback port held by this module (a deployment asked to use it is refused).
+_BUSY = socket.socket()
+_BUSY.bind(("127.0.0.1", 0))
+_BUSY.listen()
 
 
 def _args(row: Row, files: dict[str, str]) -> list[str]:
@@ -288,6 +325,13 @@ def _pricing_patch(row: Row, files: dict[str, str], monkeypatch: pytest.MonkeyPa
         bad = d / "pricing.parquet"
         pq.write_table(table, bad)
         _patch_parquet(monkeypatch, bad)
+    elif row.patch == "duplicate":
+        for f in rows.PRICING_SOURCE_DIR.glob("*.csv"):
+            (d / f.name).write_text(f.read_text())
+        vms = (d / "vms.csv").read_text().splitlines()
+        (d / "vms.csv").write_text("\n".join([*vms, vms[1]]) + "\n")
+        monkeypatch.setattr(build, "PRICING_SOURCE_DIR", d)
+        _patch_parquet(monkeypatch, d / "pricing.parquet")
     elif row.patch.startswith("sources"):
         for f in rows.PRICING_SOURCE_DIR.glob("*.csv"):
             (d / f.name).write_text(f.read_text())
@@ -369,3 +413,12 @@ def test_a_design_the_engine_refuses_is_bad_input(engine_binary):
     bad = "\n".join("block_entries = 0" if ln.startswith("block_entries") else ln for ln in text.splitlines())
     with pytest.raises(InputError, match=r"layout.block_entries \(B\) must be in 1..=65536, got 0"):
         run(TEMPLATE, bad, workload_json(parse_spec(TINY_SPEC), 100, 100, 1))
+
+
+def test_a_peer_that_is_not_built_names_its_set_up(monkeypatch, files):
+    """`cosine bench --peer rocksdb` before bench/engine_peers_setup.sh: one line naming the script."""
+    import measure.bench as mb
+
+    monkeypatch.setattr(mb, "PEERS_BINARY", Path(files["dir"]) / "no-peers")
+    res = runner.invoke(app, ["bench", files["spec"], "--engine", ENGINE, "--peer", "rocksdb"])
+    _assert_refused(res.exit_code, res.stderr, "bench/engine_peers_setup.sh")
