@@ -11,7 +11,6 @@ from report.format import OP_LABELS, gib, money, si
 from specs.vocab import Method
 
 if TYPE_CHECKING:
-    from cost_models.design import DesignEntry
     from solver.rundir import Solution
 
 
@@ -32,7 +31,7 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
         lay.add_row("levels L / cold levels Y", f"{d['L']} / {d['Y']}")
         bits = ", ".join(f"{b:.1f}" for b in d["bloom_bits_per_level"]) or "none"
         lay.add_row("Bloom bits per key, per level", bits)
-        lay.add_row("range filter (hot levels)", _range_filter(d))
+        lay.add_row("range filter (hot levels)", _range_filter(d["range_bits_per_key"], d["range_filter_bytes"]))
     lay.add_row("block / codec hot, cold", f"{d['block_bytes']:,} B / {d['codec_hot']}, {d['codec_cold']}")
     lay.add_row(
         "buffer / filters / " + ("hash index" if d["lsh"] else "fences") + " / cache",
@@ -85,7 +84,7 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
         t.add_row("  buffer / fences / cache", f"{gib(d.buffer_bytes)} / {gib(d.fence_bytes)} / {gib(d.cache_bytes)}")
         t.add_row("  Bloom bits per key", bits)
         if not d.lsh:
-            t.add_row("  range filter (hot levels)", _range_filter(d))
+            t.add_row("  range filter (hot levels)", _range_filter(d.range_bits_per_key, d.range_filter_bytes))
         t.add_row("  block / codec hot, cold", f"{d.block_bytes:,} B / {d.codec_hot}, {d.codec_cold}")
         t.add_row("  storage per node", st.label)
     con.print(t)
@@ -240,7 +239,6 @@ def print_written(what: str) -> None:
     typer.echo(f"wrote {what}")
 
 
-def _range_filter(d: DesignEntry) -> str:
+def _range_filter(bits: float, filter_bytes: float) -> str:
     """A design's range filter: bits per key and its memory, or none."""
-    bits = d.range_bits_per_key
-    return f"{bits:g} bits per key ({gib(d.range_filter_bytes)})" if bits > 0 else "none"
+    return f"{bits:g} bits per key ({gib(filter_bytes)})" if bits > 0 else "none"
