@@ -16,7 +16,9 @@ a SHA-256 of every field of every node: the VM type (name, vCPUs, memory, price)
 design, the entries it holds and the node count. Any change to any of them is another key.
 
 **Content.** JSON data only, no code: ``{"version", "key", "clusters": {cluster key:
-{"throughput", "perturbed", "io_per_op", "per_node"}}}``, written atomically by specs.io. A
+{"throughput", "perturbed", "io_per_op", "per_node"}}}`` (:class:`CachedReevaluation`, plain
+values: solver.exact converts its ``Exact`` from and to it, and this module imports neither
+solver.exact nor solver.frontier), written atomically by specs.io. A
 file that cannot be read or has another shape is reported in one line and ignored (then
 overwritten); an entry is used only whole.
 
@@ -39,7 +41,6 @@ from specs.io import read_json, to_json, write_text
 from specs.schema import Spec
 
 if TYPE_CHECKING:
-    from solver.exact import Exact
     from solver.tables.context import Context
 
 VERSION = 1
@@ -47,7 +48,21 @@ VERSION = 1
 #: solver.exact.reevaluate (tests/test_reeval_cache.py checks it is named), the model's scale
 #: (X_SCALE) it reports in, and this module.
 CODE_FILES = ("solver/exact.py", "solver/model.py", "solver/reeval_cache.py")
-_EXACT_FIELDS = ("throughput", "perturbed", "io_per_op", "per_node")
+
+
+@dataclass(frozen=True)
+class CachedReevaluation:
+    """One cluster's re-evaluation as the cache stores it: plain JSON values. The caller
+    (solver.exact) converts it from and to its own ``Exact``, so this module imports neither
+    solver.exact nor solver.frontier."""
+
+    throughput: float  # expected workload, ops/s
+    perturbed: float  # perturbed workload, ops/s (= throughput without robustness)
+    io_per_op: dict[str, float]
+    per_node: list[dict[str, Any]]
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(CachedReevaluation))
 
 
 def spec_key(spec: Spec, code: str) -> str:
@@ -100,19 +115,18 @@ class ReevalCache:
             return
         self._entries = clusters
 
-    def get(self, nodes: list[tuple[Context, int]]) -> Exact | None:
-        from solver.exact import Exact
-
+    def get(self, nodes: list[tuple[Context, int]]) -> CachedReevaluation | None:
         e = self._entries.get(cluster_key(nodes))
         if e is None:
             self.misses += 1
             return None
         self.hits += 1
-        return Exact(**{f: e[f] for f in _EXACT_FIELDS})
+        return CachedReevaluation(**{f: e[f] for f in _FIELDS})
 
-    def put(self, nodes: list[tuple[Context, int]], ex: Exact) -> None:
-        entry = json.loads(to_json({f: getattr(ex, f) for f in _EXACT_FIELDS}, indent=None))
-        if entry == {f: getattr(ex, f) for f in _EXACT_FIELDS}:  # only what JSON gives back unchanged
+    def put(self, nodes: list[tuple[Context, int]], row: CachedReevaluation) -> None:
+        fields = {f: getattr(row, f) for f in _FIELDS}
+        entry = json.loads(to_json(fields, indent=None))
+        if entry == fields:  # only what JSON gives back unchanged
             self._entries[cluster_key(nodes)] = entry
             self._new += 1
 
@@ -131,7 +145,7 @@ class ReevalCache:
 
 
 def _valid(e: Any) -> bool:
-    if not isinstance(e, dict) or set(e) != set(_EXACT_FIELDS):
+    if not isinstance(e, dict) or set(e) != set(_FIELDS):
         return False
     nums = (e["throughput"], e["perturbed"])
     if not all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in nums):
