@@ -8,7 +8,9 @@ after another in this process (the serial loop). Each finished task's rows go
 to the sweep file's journal at once (:mod:`solver.sweepfile`), so an
 interrupted sweep keeps everything that finished, and a rerun solves only the
 (spec, budget, provider) rows the file lacks. A worker that dies mid-task
-loses nothing written: Dask reruns its task on another worker.
+loses nothing written: Dask reruns its task on another worker. A sweep holds
+its file's lock while it runs (solver.output_lock): a second sweep on the same
+file is refused before any work.
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def sweep(
 
     ``scheduler``: an existing Dask cluster's ``tcp://HOST:PORT``. Otherwise a local cluster of
     ``workers`` processes (default: one per core); ``workers=1`` is the serial loop in this process.
-    Every input is checked before any solve. ``notes`` collects one-line
+    Every input is checked, and the file locked, before any solve. ``notes`` collects one-line
     reports of what was refused and redone (a journal part, a cache file), each once.
     """
     from solver import dask_cluster
@@ -167,30 +169,30 @@ def sweep(
     def note(lines: list[str]) -> None:
         said.extend(n for n in dict.fromkeys(lines) if n not in said)
 
-    file = SweepFile(out)
-    note(file.notes)
-    cache_dir = str(default_dir()) if cache else None
-    tasks, skipped = plan(specs, budgets, providers, file.done(), cache_dir)
-    total = sum(t.solves for t in tasks)
-    if progress:
-        progress(0, total)
-    finished = 0
-    try:
-        if tasks:
-            with ExitStack() as stack:
-                if workers == 1 and scheduler is None:
-                    results = _serial(tasks, backend)
-                else:
-                    client = stack.enter_context(dask_cluster.connect(scheduler, workers))
-                    results = dask_cluster.as_finished(client, solve_spec, tasks, backend)
-                for task, res in stack.enter_context(closing(results)):
-                    file.add(res.rows)
-                    note(res.notes)
-                    finished += task.solves
-                    if progress:
-                        progress(finished, total)
-    except BaseException:
-        file.merge()  # interrupted or failed: FILE.parquet still gets every task that finished
-        raise
-    file.finish()
-    return {"rows": len(file.rows), "new": len(file.rows) - file.on_disk, "skipped": skipped}
+    with SweepFile(out) as file:
+        note(file.notes)
+        cache_dir = str(default_dir()) if cache else None
+        tasks, skipped = plan(specs, budgets, providers, file.done(), cache_dir)
+        total = sum(t.solves for t in tasks)
+        if progress:
+            progress(0, total)
+        finished = 0
+        try:
+            if tasks:
+                with ExitStack() as stack:
+                    if workers == 1 and scheduler is None:
+                        results = _serial(tasks, backend)
+                    else:
+                        client = stack.enter_context(dask_cluster.connect(scheduler, workers))
+                        results = dask_cluster.as_finished(client, solve_spec, tasks, backend)
+                    for task, res in stack.enter_context(closing(results)):
+                        file.add(res.rows)
+                        note(res.notes)
+                        finished += task.solves
+                        if progress:
+                            progress(finished, total)
+        except BaseException:
+            file.merge()  # interrupted or failed: FILE.parquet still gets every task that finished
+            raise
+        file.finish()
+        return {"rows": len(file.rows), "new": len(file.rows) - file.on_disk, "skipped": skipped}

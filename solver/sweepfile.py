@@ -5,6 +5,9 @@
   spec, provider and budget; what other tools read.
 ``.FILE.parquet.parts/``
   one part file per task finished since the last merge; gone after a sweep ends.
+``.FILE.parquet.lock``
+  the lock a running sweep holds on the file (solver.output_lock: a flock, so a
+  crashed sweep's is gone with it); a second sweep on one file is refused at once.
 
 The file and every part are sealed (specs.io): each carries a SHA-256 of its
 rows, checked whenever it is read. A part that fails it (or any other check) is
@@ -35,6 +38,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from solver.output_lock import OutputLock
 from solver.rundir import SweepRow
 from specs.errors import InputError
 from specs.io import check_output_file, read_rows, write_rows
@@ -61,6 +65,7 @@ def _order(k: Key) -> tuple[str, str, float]:
 
 class SweepFile:
     """The rows of a sweep so far; :meth:`add` journals a finished task, :meth:`merge` folds the journal in.
+    Holds the file's lock from opening until :meth:`close` (or the end of a ``with`` block);
     ``notes`` collects one-line reports of refused journal parts."""
 
     def __init__(self, path: Path) -> None:
@@ -74,7 +79,12 @@ class SweepFile:
         self._parts: list[Path] = []
         self._last_merge_end = 0.0
         self._last_merge_seconds = 0.0
-        self._open()
+        self._lock = OutputLock(path)
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
         self.on_disk = len(self.rows)  # rows found before this sweep (file and leftover parts)
 
     def _open(self) -> None:
@@ -96,6 +106,16 @@ class SweepFile:
                     continue
                 self._take(rows)
                 self._parts.append(part)
+
+    def close(self) -> None:
+        """Release the file's lock (rows not merged yet stay in the journal)."""
+        self._lock.release()
+
+    def __enter__(self) -> SweepFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _take(self, rows: Iterable[SweepRow]) -> list[SweepRow]:
         """Keep the rows not seen yet (first one wins); returns them."""
