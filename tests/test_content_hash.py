@@ -173,11 +173,11 @@ def test_an_edited_journal_part_is_refused_and_its_task_redone(micro, tmp_path):
 
     res = _sweep(specs[:1], out)
     assert res.exit_code == 0, res.output + res.stderr
+    assert read_rows(out, SweepRow, "sweep file") == read_rows(ref, SweepRow, "sweep file")
+    assert "4 rows (4 new, 0 already there)" in res.output
     notes = res.stderr.strip().splitlines()
     assert len(notes) == 1 and "sweep journal part refused" in notes[0], res.stderr
     assert str(part) in notes[0] and "content hash" in notes[0]
-    assert "4 rows (4 new, 0 already there)" in res.output
-    assert read_rows(out, SweepRow, "sweep file") == read_rows(ref, SweepRow, "sweep file")
     assert not parts.exists()
 
 
