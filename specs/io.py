@@ -298,8 +298,8 @@ def table_digest(table: Any) -> str:
     h = hashlib.sha256(f"rows {table.num_rows}\0".encode())
     for name, col in zip(table.column_names, table.columns, strict=True):
         arr = col.combine_chunks()
-        n, off, bufs = len(arr), arr.offset, arr.buffers()
-        valid = np.full(n, arr.null_count == 0) if bufs[0] is None else _bits(bufs[0], off, n)
+        n, off, bufs = len(arr), arr.offset, [b if b is not None else b"" for b in arr.buffers()]
+        valid = np.full(n, arr.null_count == 0) if not bufs[0] else _bits(bufs[0], off, n)
         h.update(f"{name}\0{arr.type}\0".encode() + np.packbits(valid).tobytes())
         if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
             dtype = np.dtype(arr.type.to_pandas_dtype())
@@ -311,7 +311,7 @@ def table_digest(table: Any) -> str:
         elif pa.types.is_string(arr.type):
             ends = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=off * 4).astype(np.int64)
             lengths = np.where(valid, np.diff(ends), 0)
-            data = memoryview(bufs[2] if bufs[2] is not None else b"")
+            data = memoryview(bufs[2])
             if (lengths == np.diff(ends)).all():
                 text = bytes(data[ends[0] : ends[-1]])
             else:  # a missing value's slot holds bytes: left out
