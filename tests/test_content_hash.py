@@ -197,3 +197,25 @@ def test_an_edited_sweep_file_is_refused_before_any_work(micro, tmp_path):
     (line,) = res.stderr.strip().splitlines()
     assert str(out) in line and "content hash" in line and "move it away" in line
     assert out.read_bytes() == edited and not (tmp_path / ".out.parquet.parts").exists()
+
+
+def test_a_sweep_reports_an_edited_cache_and_recomputes(micro, tmp_path, monkeypatch):
+    """A sweep's tasks read the same caches: an edited re-evaluation is not used there either,
+    and the task's note reaches the sweep's stderr (from a worker's cache, through its result)."""
+    specs, _ = micro
+    monkeypatch.setenv("COSINE_CACHE_DIR", str(tmp_path / "cache"))
+    ref = tmp_path / "ref.parquet"
+    res = _sweep(specs[:1], ref)
+    assert res.exit_code == 0 and not res.stderr.strip(), res.output + res.stderr
+    (path,) = (tmp_path / "cache").glob("reeval-*.json")
+    text = path.read_text()
+    top = max(re.findall(r'"throughput": ([0-9.e+]+)', text), key=float)
+    path.write_text(text.replace(f'"throughput": {top}', f'"throughput": {_other_digit(float(top))!r}'))
+
+    out = tmp_path / "out.parquet"
+    res = _sweep(specs[:1], out)
+    assert res.exit_code == 0, res.output + res.stderr
+    assert read_rows(out, SweepRow, "sweep file") == read_rows(ref, SweepRow, "sweep file")
+    notes = res.stderr.strip().splitlines()
+    assert len(notes) == 1 and notes[0].startswith("re-evaluation cache ignored and rebuilt"), res.stderr
+    assert str(path) in notes[0] and "content hash" in notes[0]
