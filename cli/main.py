@@ -244,6 +244,7 @@ def sweep(
         check_workers(workers)
         get_backend(backend)
         grid = parse_budgets(budgets)
+        notes: list[str] = []  # a refused journal part or cache file, said after the bar
         with counting_bar("solves") as bar:
             task = bar.add_task("sweeping", total=None)
 
@@ -259,7 +260,10 @@ def sweep(
                 backend=backend,
                 progress=prog,
                 cache=not no_cache,
+                notes=notes,
             )
+        for note in notes:
+            typer.echo(note, err=True)
         print_written(f"{out}: {res['rows']} rows ({res['new']} new, {res['skipped']} already there)")
 
 

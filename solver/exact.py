@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,16 +29,11 @@ from solver.model import (
     X_SCALE,
     Chosen,
 )
+from solver.reeval_cache import CachedReevaluation, ReevalCache
 from solver.tables.context import Context
 from specs.io import to_record
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
-
-if TYPE_CHECKING:
-    from solver.reeval_cache import ReevalCache
-
-if TYPE_CHECKING:
-    from solver.frontier import Point
 
 
 @dataclass
@@ -49,6 +44,25 @@ class Exact:
     per_node: list[dict[str, Any]]
     io_per_op: dict[str, float]
     perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
+
+    @classmethod
+    def of_cached(cls, row: CachedReevaluation) -> Exact:
+        """A re-evaluation read back from the cache (solver.reeval_cache stores plain rows)."""
+        return cls(row.throughput, row.per_node, row.io_per_op, row.perturbed)
+
+    def cached(self) -> CachedReevaluation:
+        """This re-evaluation as the cache's row."""
+        return CachedReevaluation(self.throughput, self.perturbed, self.io_per_op, self.per_node)
+
+
+class Certifiable(Protocol):
+    """What :meth:`Reevaluations.certify` sets on a point (solver.frontier.Point): its cluster's
+    re-evaluation and approximation error (a protocol, so that this module does not import
+    solver.frontier, which imports it)."""
+
+    chosen: Chosen | None
+    exact: Exact | None
+    approx_error: float
 
 
 def reevaluate(spec: Spec, nodes: list[tuple[Context, int]], parts: Partitions | None = None) -> Exact:
@@ -230,9 +244,9 @@ class Reevaluations:
         key = self.key(nodes)
         if key in self.done or key in self.pending:
             return
-        ex = self.store.get(nodes) if self.store is not None else None
-        if ex is not None:
-            self.done[key] = ex
+        row = self.store.get(nodes) if self.store is not None else None
+        if row is not None:
+            self.done[key] = Exact.of_cached(row)
         else:
             self.pending[key] = nodes
 
@@ -262,10 +276,10 @@ class Reevaluations:
         for (key, nodes), res in zip(self.pending.items(), results, strict=True):
             self.done[key] = res
             if self.store is not None:
-                self.store.put(nodes, res)
+                self.store.put(nodes, res.cached())
         self.pending = {}
 
-    def certify(self, pt: Point) -> None:
+    def certify(self, pt: Certifiable) -> None:
         """Set a point's re-evaluation (and approximation error) from :attr:`done` once its
         cluster is resolved (:func:`_certify` with ``defer``)."""
         if pt.chosen is not None and pt.exact is None:

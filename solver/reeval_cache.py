@@ -15,10 +15,14 @@ solver/model.py, whose scale it reports in, and this module), the workload, the 
 a SHA-256 of every field of every node: the VM type (name, vCPUs, memory, price), the volume, the
 design, the entries it holds and the node count. Any change to any of them is another key.
 
-**Content.** JSON data only, no code: ``{"version", "key", "clusters": {cluster key:
-{"throughput", "perturbed", "io_per_op", "per_node"}}}``, written atomically by specs.io. A
-file that cannot be read or has another shape is reported in one line and ignored (then
-overwritten); an entry is used only whole.
+**Content.** JSON data only, no code: ``{"version", "key", "sha256", "clusters": {cluster key:
+{"throughput", "perturbed", "io_per_op", "per_node"}}}`` (:class:`CachedReevaluation`, plain
+values: solver.exact converts its ``Exact`` from and to it, and this module imports neither
+solver.exact nor solver.frontier), written atomically by specs.io. ``sha256`` is the content
+hash of the rest (:func:`payload_digest`: its canonical JSON), checked on every read, so a
+number edited in the file (by hand, a tool or a bad disk) is never served as a re-evaluation.
+A file that cannot be read, fails its hash or has another shape is reported in one line and
+ignored (then overwritten); an entry is used only whole.
 
 **Where.** The table cache's directory (solver.table_cache.default_dir), files
 ``reeval-<key>.json``. ``cosine solve --no-cache`` neither reads nor writes it.
@@ -39,21 +43,42 @@ from specs.io import read_json, to_json, write_text
 from specs.schema import Spec
 
 if TYPE_CHECKING:
-    from solver.exact import Exact
     from solver.tables.context import Context
 
-VERSION = 1
+VERSION = 2  # 2: a content hash ("sha256")
 #: The modules besides cost_models/ whose code decides a re-evaluation: the one defining
 #: solver.exact.reevaluate (tests/test_reeval_cache.py checks it is named), the model's scale
 #: (X_SCALE) it reports in, and this module.
 CODE_FILES = ("solver/exact.py", "solver/model.py", "solver/reeval_cache.py")
-_EXACT_FIELDS = ("throughput", "perturbed", "io_per_op", "per_node")
+
+
+@dataclass(frozen=True)
+class CachedReevaluation:
+    """One cluster's re-evaluation as the cache stores it: plain JSON values. The caller
+    (solver.exact) converts it from and to its own ``Exact``, so this module imports neither
+    solver.exact nor solver.frontier."""
+
+    throughput: float  # expected workload, ops/s
+    perturbed: float  # perturbed workload, ops/s (= throughput without robustness)
+    io_per_op: dict[str, float]
+    per_node: list[dict[str, Any]]
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(CachedReevaluation))
 
 
 def spec_key(spec: Spec, code: str) -> str:
     """The key of a spec's re-evaluations (module docstring): all but the cluster."""
     parts = [f"reevaluations v{VERSION}", code, *spec_parts(spec)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def payload_digest(payload: dict[str, Any]) -> str:
+    """SHA-256 of a document's canonical JSON (sorted keys, no spaces, floats as Python writes
+    them back): a file's text may be reformatted, but no value in it can change, unnoticed.
+    Raises ValueError for a non-finite number (no writer here produces one)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def cluster_key(nodes: list[tuple[Context, int]]) -> str:
@@ -91,7 +116,8 @@ class ReevalCache:
             return
         try:
             doc = read_json(path, "re-evaluation cache")
-            ok = isinstance(doc, dict) and doc.get("version") == VERSION and doc.get("key") == self._key
+            _check_digest(path, doc)
+            ok = doc.get("version") == VERSION and doc.get("key") == self._key
             clusters = doc.get("clusters") if ok else None
             if not isinstance(clusters, dict) or not all(_valid(e) for e in clusters.values()):
                 raise InputError(f"{path}: not a re-evaluation cache of this version and key")
@@ -100,19 +126,18 @@ class ReevalCache:
             return
         self._entries = clusters
 
-    def get(self, nodes: list[tuple[Context, int]]) -> Exact | None:
-        from solver.exact import Exact
-
+    def get(self, nodes: list[tuple[Context, int]]) -> CachedReevaluation | None:
         e = self._entries.get(cluster_key(nodes))
         if e is None:
             self.misses += 1
             return None
         self.hits += 1
-        return Exact(**{f: e[f] for f in _EXACT_FIELDS})
+        return CachedReevaluation(**{f: e[f] for f in _FIELDS})
 
-    def put(self, nodes: list[tuple[Context, int]], ex: Exact) -> None:
-        entry = json.loads(to_json({f: getattr(ex, f) for f in _EXACT_FIELDS}, indent=None))
-        if entry == {f: getattr(ex, f) for f in _EXACT_FIELDS}:  # only what JSON gives back unchanged
+    def put(self, nodes: list[tuple[Context, int]], row: CachedReevaluation) -> None:
+        fields = {f: getattr(row, f) for f in _FIELDS}
+        entry = json.loads(to_json(fields, indent=None))
+        if entry == fields:  # only what JSON gives back unchanged
             self._entries[cluster_key(nodes)] = entry
             self._new += 1
 
@@ -121,7 +146,8 @@ class ReevalCache:
         if not self._new:
             return
         path = self.path(spec)
-        doc = {"version": VERSION, "key": self._key, "clusters": self._entries}
+        payload = {"version": VERSION, "key": self._key, "clusters": self._entries}
+        doc = {**payload, "sha256": payload_digest(payload)}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_text(path, to_json(doc, indent=None))
@@ -130,8 +156,23 @@ class ReevalCache:
         self._new = 0
 
 
+def _check_digest(path: Path, doc: Any) -> None:
+    """Refuse a document whose ``sha256`` is missing or is not its payload's (:func:`payload_digest`)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("sha256"), str):
+        raise InputError(f"{path}: no content hash (re-evaluation cache; written by an older cosine or another tool)")
+    payload = {k: v for k, v in doc.items() if k != "sha256"}
+    try:
+        ok = payload_digest(payload) == doc["sha256"]
+    except ValueError:  # a NaN or infinity token
+        ok = False
+    if not ok:
+        raise InputError(
+            f"{path}: the content hash does not match the data (re-evaluation cache; altered since it was written)"
+        )
+
+
 def _valid(e: Any) -> bool:
-    if not isinstance(e, dict) or set(e) != set(_EXACT_FIELDS):
+    if not isinstance(e, dict) or set(e) != set(_FIELDS):
         return False
     nums = (e["throughput"], e["perturbed"])
     if not all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in nums):

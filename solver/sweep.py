@@ -8,14 +8,16 @@ after another in this process (the serial loop). Each finished task's rows go
 to the sweep file's journal at once (:mod:`solver.sweepfile`), so an
 interrupted sweep keeps everything that finished, and a rerun solves only the
 (spec, budget, provider) rows the file lacks. A worker that dies mid-task
-loses nothing written: Dask reruns its task on another worker.
+loses nothing written: Dask reruns its task on another worker. A sweep holds
+its file's lock while it runs (solver.output_lock): a second sweep on the same
+file is refused before any work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from contextlib import ExitStack, closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +63,15 @@ class SpecTask:
         return len(self.budgets) * len(self.providers)
 
 
-def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
+@dataclass
+class TaskResult:
+    """What a task hands back: its rows, and the one-line notes of its caches (a refused file)."""
+
+    rows: list[SweepRow]
+    notes: list[str] = field(default_factory=list)
+
+
+def solve_spec(task: SpecTask, backend_name: str) -> TaskResult:
     """One task: the spec's design tables, built once (or read from the table cache), shared by
     every budget it solves; its exact re-evaluations read from and added to their cache."""
     from cost_models.pricing.catalog import load_catalog
@@ -84,11 +94,12 @@ def solve_spec(task: SpecTask, backend_name: str) -> list[SweepRow]:
         providers=tuple(p for p in task.providers if p in tables.contexts),
         reevals=ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None,
     )
-    return [
+    rows = [
         SweepRow(**PointColumns.of(pt), spec=spec.name, spec_path=task.spec_path, backend=fr.backend)
         for pts in fr.points.values()
         for pt in pts
     ]
+    return TaskResult(rows, list(cache.notes) if cache is not None else [])
 
 
 def plan(
@@ -110,7 +121,7 @@ def plan(
     return tasks, skipped
 
 
-def _serial(tasks: list[SpecTask], backend: str) -> Generator[tuple[SpecTask, list[SweepRow]], None, None]:
+def _serial(tasks: list[SpecTask], backend: str) -> Generator[tuple[SpecTask, TaskResult], None, None]:
     for task in tasks:
         yield task, solve_spec(task, backend)
 
@@ -126,12 +137,14 @@ def sweep(
     providers: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     cache: bool = True,
+    notes: list[str] | None = None,
 ) -> dict[str, int]:
     """Run (or resume) a sweep; returns counts of rows in the file / new now / already there.
 
     ``scheduler``: an existing Dask cluster's ``tcp://HOST:PORT``. Otherwise a local cluster of
     ``workers`` processes (default: one per core); ``workers=1`` is the serial loop in this process.
-    Every input is checked before any solve.
+    Every input is checked, and the file locked, before any solve. ``notes`` collects one-line
+    reports of what was refused and redone (a journal part, a cache file), each once.
     """
     from solver import dask_cluster
     from solver.table_cache import default_dir
@@ -151,28 +164,35 @@ def sweep(
             raise InputError(f"{p}: spec name {s.name!r} is also {paths[s.name]}'s (sweep rows are keyed by name)")
         paths[s.name] = str(p)
         specs.append((s, str(p)))
-    file = SweepFile(out)
-    cache_dir = str(default_dir()) if cache else None
-    tasks, skipped = plan(specs, budgets, providers, file.done(), cache_dir)
-    total = sum(t.solves for t in tasks)
-    if progress:
-        progress(0, total)
-    finished = 0
-    try:
-        if tasks:
-            with ExitStack() as stack:
-                if workers == 1 and scheduler is None:
-                    results = _serial(tasks, backend)
-                else:
-                    client = stack.enter_context(dask_cluster.connect(scheduler, workers))
-                    results = dask_cluster.as_finished(client, solve_spec, tasks, backend)
-                for task, rows in stack.enter_context(closing(results)):
-                    file.add(rows)
-                    finished += task.solves
-                    if progress:
-                        progress(finished, total)
-    except BaseException:
-        file.merge()  # interrupted or failed: FILE.parquet still gets every task that finished
-        raise
-    file.finish()
-    return {"rows": len(file.rows), "new": len(file.rows) - file.on_disk, "skipped": skipped}
+    said = [] if notes is None else notes
+
+    def note(lines: list[str]) -> None:
+        said.extend(n for n in dict.fromkeys(lines) if n not in said)
+
+    with SweepFile(out) as file:
+        note(file.notes)
+        cache_dir = str(default_dir()) if cache else None
+        tasks, skipped = plan(specs, budgets, providers, file.done(), cache_dir)
+        total = sum(t.solves for t in tasks)
+        if progress:
+            progress(0, total)
+        finished = 0
+        try:
+            if tasks:
+                with ExitStack() as stack:
+                    if workers == 1 and scheduler is None:
+                        results = _serial(tasks, backend)
+                    else:
+                        client = stack.enter_context(dask_cluster.connect(scheduler, workers))
+                        results = dask_cluster.as_finished(client, solve_spec, tasks, backend)
+                    for task, res in stack.enter_context(closing(results)):
+                        file.add(res.rows)
+                        note(res.notes)
+                        finished += task.solves
+                        if progress:
+                            progress(finished, total)
+        except BaseException:
+            file.merge()  # interrupted or failed: FILE.parquet still gets every task that finished
+            raise
+        file.finish()
+        return {"rows": len(file.rows), "new": len(file.rows) - file.on_disk, "skipped": skipped}

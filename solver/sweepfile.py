@@ -5,6 +5,15 @@
   spec, provider and budget; what other tools read.
 ``.FILE.parquet.parts/``
   one part file per task finished since the last merge; gone after a sweep ends.
+``.FILE.parquet.lock``
+  the lock a running sweep holds on the file (solver.output_lock: a flock, so a
+  crashed sweep's is gone with it); a second sweep on one file is refused at once.
+
+The file and every part are sealed (specs.io): each carries a SHA-256 of its
+rows, checked whenever it is read. A part that fails it (or any other check) is
+reported, removed and its rows solved again; a sweep file that fails it is
+refused (exit 2; it is the user's, and may hold other specs' rows), before any
+work.
 
 A finished task's rows are written at once as a new part file (an atomic write
 of that task's rows only), so once a task is reported finished nothing can
@@ -29,6 +38,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from solver.output_lock import OutputLock
 from solver.rundir import SweepRow
 from specs.errors import InputError
 from specs.io import check_output_file, read_rows, write_rows
@@ -54,7 +64,9 @@ def _order(k: Key) -> tuple[str, str, float]:
 
 
 class SweepFile:
-    """The rows of a sweep so far; :meth:`add` journals a finished task, :meth:`merge` folds the journal in."""
+    """The rows of a sweep so far; :meth:`add` journals a finished task, :meth:`merge` folds the journal in.
+    Holds the file's lock from opening until :meth:`close` (or the end of a ``with`` block);
+    ``notes`` collects one-line reports of refused journal parts."""
 
     def __init__(self, path: Path) -> None:
         if path.suffix != ".parquet":
@@ -63,18 +75,47 @@ class SweepFile:
         self.path = path
         self.parts_dir = path.with_name(f".{path.name}.parts")
         self.rows: dict[Key, SweepRow] = {}
+        self.notes: list[str] = []
         self._parts: list[Path] = []
         self._last_merge_end = 0.0
         self._last_merge_seconds = 0.0
-        if path.exists():
-            self._take(read_rows(path, SweepRow, "sweep file"))
+        self._lock = OutputLock(path)
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        self.on_disk = len(self.rows)  # rows found before this sweep (file and leftover parts)
+
+    def _open(self) -> None:
+        """Read the file and the parts an interrupted sweep left (a bad part: reported, removed)."""
+        if self.path.exists():
+            try:
+                self._take(read_rows(self.path, SweepRow, "sweep file", sealed=True))
+            except InputError as exc:
+                raise InputError(f"--out {exc}: move it away to sweep into a new file") from None
         if self.parts_dir.is_dir():
             for tmp in self.parts_dir.glob(".*.tmp"):  # a part whose write a crash cut short: never reported done
                 tmp.unlink()
             for part in sorted(self.parts_dir.glob("*.parquet")):
-                self._take(read_rows(part, SweepRow, "sweep file part"))
+                try:
+                    rows = read_rows(part, SweepRow, "sweep file part", sealed=True)
+                except InputError as exc:
+                    self.notes.append(f"sweep journal part refused and removed, its rows are solved again: {exc}")
+                    part.unlink(missing_ok=True)
+                    continue
+                self._take(rows)
                 self._parts.append(part)
-        self.on_disk = len(self.rows)  # rows found before this sweep (file and leftover parts)
+
+    def close(self) -> None:
+        """Release the file's lock (rows not merged yet stay in the journal)."""
+        self._lock.release()
+
+    def __enter__(self) -> SweepFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _take(self, rows: Iterable[SweepRow]) -> list[SweepRow]:
         """Keep the rows not seen yet (first one wins); returns them."""
@@ -95,7 +136,7 @@ class SweepFile:
         if new:
             self.parts_dir.mkdir(exist_ok=True)
             part = self.parts_dir / f"{uuid.uuid4().hex}.parquet"
-            write_rows(part, new, SweepRow)
+            write_rows(part, new, SweepRow, sealed=True)
             self._parts.append(part)
         if time.monotonic() - self._last_merge_end >= MERGE_PACE * self._last_merge_seconds:
             self.merge()
@@ -105,7 +146,7 @@ class SweepFile:
         """Rewrite FILE.parquet with every row (atomically), then drop the merged parts."""
         t0 = time.monotonic()
         if self._parts:
-            write_rows(self.path, [self.rows[k] for k in sorted(self.rows, key=_order)], SweepRow)
+            write_rows(self.path, [self.rows[k] for k in sorted(self.rows, key=_order)], SweepRow, sealed=True)
             for part in self._parts:
                 part.unlink(missing_ok=True)
             self._parts = []
@@ -118,4 +159,4 @@ class SweepFile:
         """The sweep's end: every row in FILE.parquet, no journal left (an empty sweep still writes its file)."""
         self.merge()
         if not self.path.exists():
-            write_rows(self.path, [], SweepRow)
+            write_rows(self.path, [], SweepRow, sealed=True)

@@ -14,17 +14,18 @@ table package ``solver/tables/`` and of the search-space module. Any change to a
 files are never read again.
 
 **Content.** Data only: parquet rows (:class:`CachedColumn`) written and read by
-specs.io, whose schema, row type and version are checked, then the columns'
-:meth:`CachedColumn.check_columns`. A row is one column of the MIP (or of a preset's
+specs.io, sealed: the file carries a SHA-256 of its rows (specs.io.table_digest) in
+its schema metadata. A read checks the row type, version, schema and that hash, then
+the columns' :meth:`CachedColumn.check_columns`. A row is one column of the MIP (or of a preset's
 table) at one shard size, tagged with the shard's node count k (entries N/k);
 the shard sizes present are the ones computed, so a solve whose cluster cap
 asks for other sizes computes only those and adds them. (A shard size with no
 column for a provider leaves no row and is recomputed each time: rare, and only
 slower.)
 
-**Trust.** A file that cannot be read, fails the schema or a row check, or names
-a VM type the catalog does not have is reported in one line and recomputed (then
-overwritten); it is never used.
+**Trust.** A file that cannot be read, fails the schema, its content hash (a value
+edited after it was written) or a row check, or names a VM type the catalog does not
+have is reported in one line and recomputed (then overwritten); it is never used.
 
 **Where.** ``$COSINE_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/cosine/tables``,
 else ``~/.cache/cosine/tables`` (a user cache dir, shared by every run directory).
@@ -63,7 +64,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 class CachedColumn:
     """One column of a provider's tables at one shard size (a parquet row)."""
 
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3  # 3: sealed (a content hash in the schema metadata)
 
     kind: str  # solver.tables.context.COSINE, or a preset's name
     shard_count: int  # k: the node holds N/k entries
@@ -215,7 +216,7 @@ class TableCache:
         try:
             cols = {
                 k: list(v) if isinstance(v, list) else v.tolist()
-                for k, v in read_columns(path, CachedColumn, "table cache").items()
+                for k, v in read_columns(path, CachedColumn, "table cache", sealed=True).items()
             }
             vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
             unknown = sorted(set(cols["vm"]) - set(vm_of))
@@ -232,7 +233,7 @@ class TableCache:
         path = self.path(spec, catalog, provider)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_rows(path, rows, CachedColumn)
+            write_rows(path, rows, CachedColumn, sealed=True)
         except OSError as exc:
             self.note(f"table cache not written: {path}: {exc.strerror or exc}")
 

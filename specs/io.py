@@ -7,6 +7,9 @@
   metadata (:data:`ROWS_KEY`, :data:`VERSION_KEY`); :func:`read_rows` refuses
   a file of another type or version, and each row's own ``check()`` (if the
   row type has one) refuses values no writer produces (NaN, a negative cost...).
+* A file written ``sealed`` (the caches and the sweep journal) also carries a
+  SHA-256 of its payload (:data:`DIGEST_KEY`, :func:`table_digest`); every read
+  of a file that has one checks it, and a ``sealed`` read refuses a file without.
 * Writes are atomic (a temporary file in the same directory, then a rename),
   so a crash never leaves half a file under the final name; a rename replaces
   a symbolic link instead of writing through it.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import hashlib
 import json
 import math
 import os
@@ -38,6 +42,8 @@ R = TypeVar("R")
 
 #: Schema-metadata keys of every parquet file written by :func:`write_rows`.
 ROWS_KEY, VERSION_KEY = b"cosine.rows", b"cosine.version"
+#: Schema-metadata key of a sealed file's content hash (:func:`table_digest`).
+DIGEST_KEY = b"cosine.sha256"
 
 _ARROW = {int: "int64", float: "float64", str: "string", bool: "bool_"}
 
@@ -229,8 +235,9 @@ def _arrow_array(values: list[Any], field: Any) -> Any:
     return pa.Array.from_buffers(field.type, n, bufs, null_count=nulls)
 
 
-def write_rows(path: Path, rows: Iterable[Any], row_type: type) -> Path:
-    """Write dataclass rows (or dicts keyed by column) as parquet, atomically, with the derived schema."""
+def write_rows(path: Path, rows: Iterable[Any], row_type: type, *, sealed: bool = False) -> Path:
+    """Write dataclass rows (or dicts keyed by column) as parquet, atomically, with the derived schema;
+    ``sealed``: with the content hash of the rows (:func:`table_digest`) in the schema metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -244,6 +251,8 @@ def write_rows(path: Path, rows: Iterable[Any], row_type: type) -> Path:
     meta = {ROWS_KEY: row_type.__name__.encode(), VERSION_KEY: str(row_version(row_type)).encode()}
     schema = arrow_schema(row_type).with_metadata(meta)
     table = pa.Table.from_arrays([_arrow_array([r[f.name] for r in recs], f) for f in schema], schema=schema)
+    if sealed:
+        table = table.replace_schema_metadata({**meta, DIGEST_KEY: table_digest(table).encode()})
     tmp = _tmp(path)
     try:
         pq.write_table(table, tmp)
@@ -267,9 +276,9 @@ def write_records(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _checked_table(path: Path, row_type: type, what: str) -> Any:
+def _checked_table(path: Path, row_type: type, what: str, sealed: bool = False) -> Any:
     """The pyarrow table of a file written with :func:`write_rows`, its row type, version
-    and schema checked against ``row_type``."""
+    and schema checked against ``row_type``, and its content hash if it has one (``sealed``: it must)."""
     import pyarrow.parquet as pq
 
     if not path.is_file():
@@ -297,13 +306,58 @@ def _checked_table(path: Path, row_type: type, what: str) -> Any:
             raise InputError(f"{path}: column {fld.name!r} is {got}, expected {fld.type} ({what})")
         if not fld.nullable and table.column(fld.name).null_count:
             raise InputError(f"{path}: column {fld.name!r} has missing values ({what})")
+    digest = meta.get(DIGEST_KEY)
+    if digest is None and sealed:
+        raise InputError(f"{path}: no content hash ({what}; written by an older cosine or another tool)")
+    if digest is not None and digest.decode(errors="replace") != table_digest(table):
+        raise InputError(f"{path}: the content hash does not match the data ({what}; altered since it was written)")
     return table
 
 
-def read_rows(path: Path, row_type: type[R], what: str) -> list[R]:
+def _bits(buf: Any, offset: int, n: int) -> np.ndarray:
+    """``n`` bits of an arrow bitmap from bit ``offset``, as booleans."""
+    return np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")[offset : offset + n].astype(bool)
+
+
+def table_digest(table: Any) -> str:
+    """SHA-256 of a table's payload: its row count, then each column's name, type, validity and
+    values, read from the arrow buffers in one canonical form (a missing value's slot counts as
+    0 or empty), so that the table :func:`write_rows` builds and the same table read back (in
+    one or several row groups, at an offset) hash alike; the exact bits of every number."""
+    import pyarrow as pa
+
+    h = hashlib.sha256(f"rows {table.num_rows}\0".encode())
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        arr = col.combine_chunks()
+        n, off, bufs = len(arr), arr.offset, [b if b is not None else b"" for b in arr.buffers()]
+        valid = np.full(n, arr.null_count == 0) if not bufs[0] else _bits(bufs[0], off, n)
+        h.update(f"{name}\0{arr.type}\0".encode() + np.packbits(valid).tobytes())
+        if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
+            dtype = np.dtype(arr.type.to_pandas_dtype())
+            values = np.frombuffer(bufs[1], dtype=dtype, count=n, offset=off * dtype.itemsize).copy()
+            values[~valid] = 0
+            h.update(values.tobytes())
+        elif pa.types.is_boolean(arr.type):
+            h.update(np.packbits(_bits(bufs[1], off, n) & valid).tobytes())
+        elif pa.types.is_string(arr.type):
+            ends = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=off * 4).astype(np.int64)
+            lengths = np.where(valid, np.diff(ends), 0)
+            data = memoryview(bufs[2])
+            if (lengths == np.diff(ends)).all():
+                text = bytes(data[ends[0] : ends[-1]])
+            else:  # a missing value's slot holds bytes: left out
+                text = b"".join(bytes(data[a:b]) for a, b, v in zip(ends[:-1], ends[1:], valid, strict=True) if v)
+            h.update(lengths.tobytes() + text)
+        elif not pa.types.is_null(arr.type):  # no column write_rows writes: hashed by value
+            h.update(repr(arr.to_pylist()).encode())
+    return h.hexdigest()
+
+
+def read_rows(path: Path, row_type: type[R], what: str, *, sealed: bool = False) -> list[R]:
     """Rows of a parquet file written with :func:`write_rows`: its row type, version and
-    schema checked against ``row_type``, then every row's own ``check()``."""
-    table = _checked_table(path, row_type, what)
+    schema checked against ``row_type``, its content hash if it has one (``sealed``: it must),
+    then every row's own ``check()``."""
+    table = _checked_table(path, row_type, what, sealed)
     cols = {column_name(f): f.name for f in dataclasses.fields(row_type)}  # type: ignore[arg-type]
     out = [row_type(**{cols[k]: v for k, v in r.items() if k in cols}) for r in table.to_pylist()]
     check = getattr(row_type, "check", None)
@@ -334,12 +388,12 @@ def _numpy_column(col: Any) -> np.ndarray:
     return np.array(arr.to_pylist(), dtype=object)
 
 
-def read_columns(path: Path, row_type: type, what: str) -> dict[str, Any]:
+def read_columns(path: Path, row_type: type, what: str, *, sealed: bool = False) -> dict[str, Any]:
     """The columns of a parquet file written with :func:`write_rows` by field name (numpy
     arrays; a nullable column is a list, None where missing), checked as :func:`read_rows`
     checks the file; then ``row_type.check_columns(columns)`` (if it has one) instead of a
     check per row: for large files read by column."""
-    table = _checked_table(path, row_type, what)
+    table = _checked_table(path, row_type, what, sealed)
     schema = arrow_schema(row_type)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(row_type):  # type: ignore[arg-type]

@@ -113,3 +113,65 @@ def test_the_key_hashes_the_code_that_reevaluates():
         assert src is not None and str(Path(src).resolve().relative_to(root)) in named
     assert str(Path(model.__file__).resolve().relative_to(root)) in named
     assert all((root / f).is_file() for f in CODE_FILES)
+
+
+def _imported(module) -> set[str]:
+    """Every solver module a module's source imports, at run time or for type checking only."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(module))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return {n for n in names if n.startswith("solver.")}
+
+
+def test_imports_go_one_way_frontier_exact_cache():
+    """The cache stores plain rows (CachedReevaluation): it imports neither solver.exact nor
+    solver.frontier, and solver.exact does not import solver.frontier (issue 45's cycle)."""
+    import solver.exact
+    import solver.frontier
+    import solver.reeval_cache
+
+    def of(module, name):
+        return {n for n in _imported(module) if n == name or n.startswith(f"{name}.")}
+
+    assert not of(solver.reeval_cache, "solver.exact") and not of(solver.reeval_cache, "solver.frontier")
+    assert not of(solver.exact, "solver.frontier")
+    assert "solver.reeval_cache" in _imported(solver.exact) and "solver.exact" in _imported(solver.frontier)
+
+
+def test_the_cache_returns_the_row_it_was_given(tmp_path):
+    """A row put, saved and loaded comes back equal, and as the cache's own row type (no Exact)."""
+    from solver.exact import Exact
+    from solver.reeval_cache import CachedReevaluation
+    from tests.test_solver import make_spec
+
+    spec = make_spec(2_000_000, providers="aws")
+    nodes = _nodes()
+    ex = Exact(1.5e6, [{"vm_type": "m5.large", "count": 3}], {"get": 0.25, "update": 1.0}, 1.25e6)
+    cache = ReevalCache(tmp_path)
+    cache.load(spec)
+    cache.put(nodes, ex.cached())
+    cache.save(spec)
+    back = ReevalCache(tmp_path)
+    back.load(spec)
+    row = back.get(nodes)
+    assert type(row) is CachedReevaluation and row == ex.cached() and Exact.of_cached(row) == ex
+    assert not back.notes
+
+
+def _nodes():
+    from cost_models.cloud import StorageChoice
+    from cost_models.design import Design
+    from cost_models.pricing import VmType
+    from solver.tables.context import Context
+
+    vm = VmType("aws", "m5.large", 2, 8.0, 0.096)
+    vol = StorageChoice("aws", "gp3", 1, 100.0, 3000.0, 8.0, 125.0)
+    return [(Context("aws", vm, 1e6, vol, 70.0, 1e4, 1.0, Design(T=6), "lsm", 3, 1), 3)]

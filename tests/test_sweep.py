@@ -368,16 +368,18 @@ def test_the_journal_survives_a_crash_at_any_point(tmp_path):
     out = tmp_path / "sweep.parquet"
     first = [_row("b", 10.0, "aws"), _row("a", 20.0, "gcp")]
     second = [_row("a", 10.0, "aws"), *first]  # a part written before the crash; its first rows already merged
-    write_rows(out, first, SweepRow)
+    write_rows(out, first, SweepRow, sealed=True)
     parts = tmp_path / ".sweep.parquet.parts"
     parts.mkdir()
-    write_rows(parts / "0.parquet", second, SweepRow)
+    write_rows(parts / "0.parquet", second, SweepRow, sealed=True)
     (parts / ".1.parquet.123.tmp").write_bytes(b"PAR1 cut short")
+    write_rows(parts / "2.parquet", [_row("c", 10.0, "aws")], SweepRow)  # no content hash: refused, removed
 
-    f = SweepFile(out)
-    assert f.done() == {("a", 10.0, "aws"), ("a", 20.0, "gcp"), ("b", 10.0, "aws")} and f.on_disk == 3
-    assert f.add([_row("a", 10.0, "aws"), _row("b", 20.0, "gcp")]) == 1  # a row already there is not added
-    f.finish()
+    with SweepFile(out) as f:
+        assert f.done() == {("a", 10.0, "aws"), ("a", 20.0, "gcp"), ("b", 10.0, "aws")} and f.on_disk == 3
+        assert len(f.notes) == 1 and "2.parquet: no content hash" in f.notes[0]
+        assert f.add([_row("a", 10.0, "aws"), _row("b", 20.0, "gcp")]) == 1  # a row already there is not added
+        f.finish()
     got = [(r.spec, r.provider, r.budget) for r in _rows(out)]
     assert got == [("a", "aws", 10.0), ("a", "gcp", 20.0), ("b", "aws", 10.0), ("b", "gcp", 20.0)]
     assert not parts.exists()
