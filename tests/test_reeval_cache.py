@@ -169,7 +169,7 @@ def test_the_cache_returns_the_row_it_was_given(tmp_path):
 def _nodes():
     from cost_models.cloud import StorageChoice
     from cost_models.design import Design
-    from cost_models.pricing import VmType
+    from cost_models.pricing.catalog import VmType
     from solver.tables.context import Context
 
     vm = VmType("aws", "m5.large", 2, 8.0, 0.096)
