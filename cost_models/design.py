@@ -171,6 +171,21 @@ class DesignEntry:
             require(0 <= b <= MAX_BLOOM_BITS, f"bloom_bits_per_level[{j}] {b} outside 0..{MAX_BLOOM_BITS:g}")
 
 
+#: The fields of a :class:`DesignEntry` that are chosen (by the solver or a user), as its JSON names
+#: them: the rest are derived from them by the model (levels, memory, filters per level).
+DESIGN_KNOBS = (
+    "class",
+    "T",
+    "K",
+    "Z",
+    "lsh",
+    "block_bytes",
+    "buffer_bytes",
+    "bloom_bits_per_key",
+    "bloom_allocation",
+    "threads",
+)
+
 #: The derived figures a hand-made :class:`DesignEntry` (a test's, a focused engine check's) leaves
 #: out: no filters, fences or cache counted, no range filter, no codec, one thread.
 HAND_ENTRY_DEFAULTS: dict[str, Any] = {

@@ -19,10 +19,11 @@ says so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from specs.vocab import OPERATIONS
+from specs.vocab import OPERATIONS, DesignClass
 
 if TYPE_CHECKING:
     from cost_models.phi import PhiTable
@@ -95,17 +96,26 @@ class EnvelopeCheck:
     nodes: list[NodeEnvelope]
 
 
-def check_nodes(per_node: list[dict[str, Any]], mix: dict[str, float], phi: PhiTable | None = None) -> EnvelopeCheck:
+class ChosenNode(Protocol):
+    """What the check needs of a chosen node group (solver.rundir.NodeDesign is one)."""
+
+    vm_type: str
+    design_class: DesignClass
+    threads: int
+    node_throughput_ops: float
+
+
+def check_nodes(nodes_in: Sequence[ChosenNode], mix: dict[str, float], phi: PhiTable | None = None) -> EnvelopeCheck:
     """Whether each chosen node's predicted throughput per core lies inside the envelope (of ``phi``)."""
     nodes = []
-    for n in per_node:
-        threads = max(int(n.get("threads") or 1), 1)
-        per_core = float(n["node_throughput_ops"]) / threads
-        b = bound(n["class"], mix, phi)
+    for n in nodes_in:
+        threads = max(n.threads, 1)
+        per_core = float(n.node_throughput_ops) / threads
+        b = bound(n.design_class, mix, phi)
         nodes.append(
             NodeEnvelope(
-                vm_type=n["vm_type"],
-                design_class=n["class"],
+                vm_type=n.vm_type,
+                design_class=n.design_class,
                 predicted_per_core_ops=per_core,
                 envelope_per_core_ops=b.per_core_ops,
                 calibration_workload=b.workload,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -30,8 +30,9 @@ from solver.model import (
     Chosen,
 )
 from solver.reeval_cache import CachedReevaluation, ReevalCache
+from solver.rundir import NodeDesign, NodeGroup, NodeStorage
 from solver.tables.context import Context
-from specs.io import to_record
+from specs.io import from_record, to_record
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
 
@@ -41,18 +42,19 @@ class Exact:
     """A configuration re-evaluated with the exact model."""
 
     throughput: float  # expected workload
-    per_node: list[dict[str, Any]]
+    per_node: list[NodeGroup]
     io_per_op: dict[str, float]
     perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
 
     @classmethod
     def of_cached(cls, row: CachedReevaluation) -> Exact:
         """A re-evaluation read back from the cache (solver.reeval_cache stores plain rows)."""
-        return cls(row.throughput, row.per_node, row.io_per_op, row.perturbed)
+        per_node = from_record(list[NodeGroup], row.per_node, "a cached re-evaluation's per_node")
+        return cls(row.throughput, per_node, row.io_per_op, row.perturbed)
 
     def cached(self) -> CachedReevaluation:
         """This re-evaluation as the cache's row."""
-        return CachedReevaluation(self.throughput, self.perturbed, self.io_per_op, self.per_node)
+        return CachedReevaluation(self.throughput, self.perturbed, self.io_per_op, to_record(self.per_node))
 
 
 class Certifiable(Protocol):
@@ -114,26 +116,29 @@ def reevaluate_many(
             share = s * k / held  # the share of the operations this context's nodes serve
             for op, v in ne.io.per_op().items():
                 io[op] += share * float(v[0])
+            entry = design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width, threads=f.threads)
             per_node.append(
-                {
-                    "vm_type": c.vm.name,
-                    "count": k,
-                    **to_record(design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width)),
-                    "threads": f.threads,
-                    "node_throughput_ops": x,
-                    "node_perturbed_ops": xp,
-                    "device_bound": bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
-                    "storage": {
-                        "product": c.storage.product,
-                        "disks": c.storage.disks,
-                        "gib": c.storage.gib,
-                        "iops": c.storage.iops,
-                        "mibps": c.storage.mibps if math.isfinite(c.storage.mibps) else None,
-                        "effective_iops": iops,
-                        "usd_month": c.storage.usd_month,
-                        "label": c.storage.label,
-                    },
-                }
+                NodeGroup(
+                    NodeDesign(
+                        **vars(entry),
+                        vm_type=c.vm.name,
+                        count=int(k),
+                        node_throughput_ops=x,
+                        node_perturbed_ops=xp,
+                        device_bound=bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
+                    ),
+                    NodeStorage(
+                        vm_type=c.vm.name,
+                        product=c.storage.product,
+                        disks=int(c.storage.disks),
+                        gib=float(c.storage.gib),
+                        iops=float(c.storage.iops),
+                        mibps=float(c.storage.mibps) if math.isfinite(c.storage.mibps) else None,
+                        effective_iops=float(iops),
+                        usd_month=float(c.storage.usd_month),
+                        label=c.storage.label,
+                    ),
+                )
             )
         out.append(Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0))
     return out

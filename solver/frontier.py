@@ -54,6 +54,7 @@ from solver.model import (
 )
 from solver.rundir import LogRecord, NeighbourDown, Neighbours, NeighbourUp
 from solver.tables.context import Context, Tables
+from specs.io import to_record
 from specs.schema import Spec
 from specs.vocab import Method, Provider, SolverStatus
 
@@ -109,17 +110,18 @@ class Point:
         if not self.exact or not self.exact.per_node:
             return ""
         shares: dict[str, float] = {}
-        for n in self.exact.per_node:
-            shares[n["class"]] = shares.get(n["class"], 0.0) + n["entries_per_node"] * n["count"]
-        return max(shares, key=lambda k: shares[k])
+        for g in self.exact.per_node:
+            d = g.design
+            shares[d.design_class] = shares.get(d.design_class, 0.0) + d.entries_per_node * d.count
+        return str(max(shares, key=lambda k: shares[k]))
 
     def configuration(self) -> dict[str, Any]:
         if not self.chosen or not self.exact:
             return {}
         return {
             "provider": self.chosen.provider,
-            "vms": [{"type": n["vm_type"], "count": n["count"]} for n in self.exact.per_node],
-            "designs": self.exact.per_node,
+            "vms": [{"type": g.design.vm_type, "count": g.design.count} for g in self.exact.per_node],
+            "designs": [{**to_record(g.design), "storage": to_record(g.storage)} for g in self.exact.per_node],
             "monthly_cost": {
                 "compute": self.chosen.compute,
                 "storage": self.chosen.storage,

@@ -45,11 +45,11 @@ from specs.schema import Spec
 if TYPE_CHECKING:
     from solver.tables.context import Context
 
-VERSION = 2  # 2: a content hash ("sha256")
+VERSION = 3  # 2: a content hash ("sha256"); 3: per_node is NodeGroup records (design, storage)
 #: The modules besides cost_models/ whose code decides a re-evaluation: the one defining
 #: solver.exact.reevaluate (tests/test_reeval_cache.py checks it is named), the model's scale
 #: (X_SCALE) it reports in, and this module.
-CODE_FILES = ("solver/exact.py", "solver/model.py", "solver/reeval_cache.py")
+CODE_FILES = ("solver/exact.py", "solver/model.py", "solver/reeval_cache.py", "solver/rundir.py")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cost_models.design import DesignEntry
+from cost_models.design import DESIGN_KNOBS, DesignEntry
 from cost_models.envelope import EnvelopeCheck, NodeEnvelope
 from specs.errors import InputError
 from specs.io import (
@@ -305,6 +305,26 @@ class NodeDesign(DesignEntry):
         super().check()
         require(1 <= self.count <= MAX_CLUSTER_SIZE, f"count {self.count} outside 1..{MAX_CLUSTER_SIZE:,}")
         require(finite(self.node_throughput_ops), f"node_throughput_ops {self.node_throughput_ops} is not a number")
+
+
+@dataclass
+class NodeGroup:
+    """One VM type's nodes of a cluster: the design they run and their volume (a re-evaluated
+    configuration's ``per_node``; solution.json lists the two apart, ``designs`` and ``storage``)."""
+
+    design: NodeDesign
+    storage: NodeStorage
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the group (not what it achieves on a workload): the VM type and count,
+        the design's knobs (:data:`cost_models.design.DESIGN_KNOBS`) and the volume."""
+        d = to_record(self.design)
+        return {
+            "vm_type": self.design.vm_type,
+            "count": self.design.count,
+            **{k: d[k] for k in DESIGN_KNOBS},
+            "storage": to_record(self.storage),
+        }
 
 
 @dataclass
@@ -592,7 +612,7 @@ def write_run(run_dir: Path, fr: Frontier, solution: Solution, mix: dict[str, fl
                     rec.companions[q.objective] = Companion(
                         c.status, c.mip_gap, c.approx_error, c.throughput_exact_ops, c.perturbed_exact_ops
                     )
-            env = check_nodes(pt.exact.per_node, mix) if pt.chosen and pt.exact else None
+            env = check_nodes([g.design for g in pt.exact.per_node], mix) if pt.chosen and pt.exact else None
             rec.envelope_inside = None if env is None else env.inside
             rec.envelope = None if env is None else env.nodes
             rec.version = LOG_VERSION

@@ -56,13 +56,12 @@ from solver.table_cache import TableCache
 from solver.tables.build import build_tables, check_workers
 from solver.tables.context import Tables
 from specs.errors import BudgetTooLow, InputError, check_range
-from specs.io import check_output_file, from_record, to_record
+from specs.io import check_output_file
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
 from specs.vocab import (
     PRESETS,
     SLA_FEATURES,
     BindingResource,
-    DesignClass,
     Method,
     Objective,
     Operation,
@@ -88,11 +87,7 @@ class SolveRun:
 def _node_designs(pt: Point) -> tuple[list[NodeDesign], list[NodeStorage]]:
     """The point's node groups as solution.json's ``designs`` and ``storage`` (checked as a reader would)."""
     assert pt.exact is not None
-    designs, storage = [], []
-    for i, n in enumerate(to_record(pt.exact.per_node)):
-        designs.append(from_record(NodeDesign, {k: v for k, v in n.items() if k != "storage"}, f"designs[{i}]"))
-        storage.append(from_record(NodeStorage, {"vm_type": n["vm_type"], **n["storage"]}, f"storage[{i}]"))
-    return designs, storage
+    return [g.design for g in pt.exact.per_node], [g.storage for g in pt.exact.per_node]
 
 
 def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: float) -> Configuration:
@@ -164,8 +159,8 @@ def _choice(pt: Point) -> Choice:
     per_node = pt.exact.per_node if pt.exact else []
     return Choice(
         provider=Provider(pt.chosen.provider) if pt.chosen else None,
-        vms=[VmCount(n["vm_type"], int(n["count"])) for n in per_node],
-        classes=sorted({DesignClass(n["class"]) for n in per_node}),
+        vms=[VmCount(g.design.vm_type, g.design.count) for g in per_node],
+        classes=sorted({g.design.design_class for g in per_node}),
         monthly_cost=pt.cost if pt.chosen else None,
         expected_ops=pt.throughput,
         perturbed_ops=pt.perturbed,
@@ -219,7 +214,7 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
     assert answer.chosen is not None and answer.exact is not None
     top = max((p for p in fr.best if p.chosen), key=lambda p: (p.throughput, -p.cost))
     nodes = answer.nodes
-    device_bound = all(n["device_bound"] for n in answer.exact.per_node)
+    device_bound = all(g.design.device_bound for g in answer.exact.per_node)
     opm = spec.workload.operations_per_month
     capacity = answer.throughput * HOURS_PER_MONTH * 3600
     if answer.carried and answer.objective == Objective.ROBUST:
@@ -273,7 +268,7 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
         budget_used=answer.cost / budget,
         nodes=nodes,
         cluster_cap=fr.max_cluster,
-        device_bound_nodes=sum(int(n["count"]) for n in answer.exact.per_node if n["device_bound"]),
+        device_bound_nodes=sum(g.design.count for g in answer.exact.per_node if g.design.device_bound),
         capacity_per_month=capacity,
         operations_per_month=opm,
     )
@@ -427,7 +422,7 @@ def run_solve(
         + f", tolerance {spec.tolerance:g}"
     )
     # The guard: is every chosen node's prediction inside what the engine was measured to do?
-    core.certificate.envelope = check_nodes(answer.exact.per_node if answer.exact else [], spec.workload.operations)
+    core.certificate.envelope = check_nodes(core.designs, spec.workload.operations)
     solution = Solution(
         **{f.name: getattr(core, f.name) for f in dataclasses.fields(Configuration)},
         target=tgt,

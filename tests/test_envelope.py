@@ -5,6 +5,7 @@ warns when the headline answer is outside."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -27,9 +28,9 @@ def test_mix_distance() -> None:
 def test_check_nodes_against_the_table() -> None:
     b = bound("lsm", {"get": 0.5, "update": 0.5})
     assert b.per_core_ops is not None and b.per_core_ops > 0
-    node = {"vm_type": "x", "class": "lsm", "threads": 4, "node_throughput_ops": 4 * b.per_core_ops * 0.5}
+    node = SimpleNamespace(vm_type="x", design_class="lsm", threads=4, node_throughput_ops=4 * b.per_core_ops * 0.5)
     assert check_nodes([node], {"get": 0.5, "update": 0.5}).inside
-    node["node_throughput_ops"] = 4 * b.per_core_ops * 1.5
+    node.node_throughput_ops = 4 * b.per_core_ops * 1.5
     out = check_nodes([node], {"get": 0.5, "update": 0.5})
     assert not out.inside and out.nodes[0].envelope_per_core_ops == b.per_core_ops
     # a mix no run resembles is bounded by its operations alone: 1 / sum theta_o / X_o
@@ -48,7 +49,9 @@ def test_no_calibration_no_envelope(monkeypatch) -> None:
     import cost_models.envelope as env
 
     monkeypatch.setattr(cpu, "envelope_rows", lambda phi: [])
-    out = check_nodes([{"vm_type": "x", "class": "btree", "threads": 2, "node_throughput_ops": 10.0}], {"get": 1.0})
+    out = check_nodes(
+        [SimpleNamespace(vm_type="x", design_class="btree", threads=2, node_throughput_ops=10.0)], {"get": 1.0}
+    )
     assert out.inside is False and out.nodes[0].envelope_per_core_ops is None
     assert "no calibration run" in env.describe_outside(out.nodes)[0]
 

@@ -154,7 +154,28 @@ def test_the_cache_returns_the_row_it_was_given(tmp_path):
 
     spec = make_spec(2_000_000, providers="aws")
     nodes = _nodes()
-    ex = Exact(1.5e6, [{"vm_type": "m5.large", "count": 3}], {"get": 0.25, "update": 1.0}, 1.25e6)
+    from dataclasses import asdict
+
+    from cost_models.design import hand_entry
+    from solver.rundir import NodeDesign, NodeGroup, NodeStorage
+    from specs.vocab import DesignClass
+
+    entry = hand_entry(
+        design_class=DesignClass.LSM, entries_per_node=1e6, T=6, K=1, Z=1, L=3, Y=0, block_bytes=4096,
+        buffer_bytes=2**26, bloom_bits_per_level=[10.0, 8.0, 6.0],
+    )  # fmt: skip
+    group = NodeGroup(
+        NodeDesign(
+            **asdict(entry),
+            vm_type="m5.large",
+            count=3,
+            node_throughput_ops=5e5,
+            node_perturbed_ops=4e5,
+            device_bound=False,
+        ),
+        NodeStorage("m5.large", "gp3", 1, 100.0, 3000.0, 125.0, 3000.0, 8.0, "gp3 100 GiB"),
+    )
+    ex = Exact(1.5e6, [group], {"get": 0.25, "update": 1.0}, 1.25e6)
     cache = ReevalCache(tmp_path)
     cache.load(spec)
     cache.put(nodes, ex.cached())

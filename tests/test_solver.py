@@ -237,7 +237,7 @@ def test_approx_error_is_measured_not_assumed():
     ex = reevaluate(spec, [(c, 3)])
     table_x = spec.workload.entries * c.throughput / c.entries
     assert ex.throughput >= table_x * (1 - 1e-6)  # smaller real shards never hurt
-    assert ex.per_node[0]["entries_per_node"] == pytest.approx(spec.workload.entries / 3)
+    assert ex.per_node[0].design.entries_per_node == pytest.approx(spec.workload.entries / 3)
 
 
 def test_exhaustive_refuses_large_instances():

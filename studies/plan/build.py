@@ -112,35 +112,17 @@ def _solver_candidate(spec: Spec, catalog: Catalog, provider: str, backend: str)
         return None
     nodes = pt.chosen.nodes
     # what identifies the configuration (not what it achieves on this workload)
-    per = [{k: n[k] for k in _CONFIG_KEYS} for n in pt.exact.per_node]
+    per = [g.identity() for g in pt.exact.per_node]
     count = sum(n["count"] for n in per)
     info = ConfigInfo(
         name=" + ".join(f"{_design_text(n)} on {n['count']}x{n['vm_type']}" for n in per),
         nodes=count,
         vm=f"{provider}: " + " + ".join(f"{n['count']}x{n['vm_type']} ({n['storage']['label']})" for n in per),
         design_class=pt.dominant_class(),
-        shard_bytes=max(n["entries_per_node"] for n in pt.exact.per_node) * spec.workload.entry_bytes,
+        shard_bytes=max(g.design.entries_per_node for g in pt.exact.per_node) * spec.workload.entry_bytes,
     )
     desc = {"provider": provider, "vms": [{"type": n["vm_type"], "count": n["count"]} for n in per], "designs": per}
     return Candidate(info, "", pt.cost, desc, lambda s: reevaluate(s, nodes).throughput)
-
-
-#: The fields of a solution's node group that define the configuration.
-_CONFIG_KEYS = (
-    "vm_type",
-    "count",
-    "class",
-    "T",
-    "K",
-    "Z",
-    "lsh",
-    "block_bytes",
-    "buffer_bytes",
-    "bloom_bits_per_key",
-    "bloom_allocation",
-    "threads",
-    "storage",
-)
 
 
 def _design_text(n: dict[str, Any]) -> str:
