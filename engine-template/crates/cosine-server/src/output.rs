@@ -10,8 +10,9 @@
 //! bytes to the socket, and
 //! * at or over the **hard** limit the connection is closed at once: execution stops
 //!   in the middle of the batch (the rest of the pipeline is not run), the queued
-//!   replies are dropped, and `client_output_buffer_limit_disconnections` in `INFO stats`
-//!   counts it;
+//!   replies are dropped, the connection is reset (`SO_LINGER` 0: the replies already in
+//!   the kernel's send buffer are dropped too, where a FIN would wait behind them), and
+//!   `client_output_buffer_limit_disconnections` in `INFO stats` counts it;
 //! * over the **soft** limit for **soft seconds** in a row, the same (a reader slower
 //!   than its requests' replies for that long).
 //!

@@ -267,18 +267,21 @@ async fn connection(
     stop: watch::Receiver<bool>,
 ) -> Result<(), ServerError> {
     let _ = sock.set_nodelay(true);
-    let (rd, wr) = sock.into_split();
+    let (mut rd, wr) = sock.into_split();
     let output = Arc::new(OutputBuffer::new(cfg.output));
     let (tx, rx) = mpsc::channel::<Outgoing>(REPLY_QUEUE);
     let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone()));
-    let mut result = requests(rd, &tx, &output, engine, stats, cfg, stop).await;
+    let mut result = requests(&mut rd, &tx, &output, engine, stats, cfg, stop).await;
     drop(tx);
     if result.is_ok() {
         // every reply already queued is sent (after its durability wait), within the limit
         result = guarded(&output, &mut writer).await.map(|_| ());
     }
     if let Err(ServerError::OutputBufferLimit { .. }) = result {
-        // the client does not read: drop its queued replies rather than wait to write them
+        // The client does not read: drop its queued replies rather than wait to write them,
+        // and reset the connection (the replies in the kernel's send buffer go too; a FIN
+        // would wait behind them for a client that does not read).
+        let _ = rd.as_ref().set_zero_linger();
         writer.abort();
         let _ = writer.await;
     }
@@ -289,7 +292,7 @@ async fn connection(
 /// batches, hands each batch's replies to the writer. `Ok` when the client is done
 /// (EOF, QUIT, a protocol error answered, the server stopping).
 async fn requests(
-    mut rd: OwnedReadHalf,
+    rd: &mut OwnedReadHalf,
     tx: &mpsc::Sender<Outgoing>,
     output: &Arc<OutputBuffer>,
     engine: Arc<Engine>,
