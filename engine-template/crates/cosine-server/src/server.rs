@@ -257,7 +257,7 @@ pub async fn serve(
 /// group commit does not hold up the execution of the batches behind it (they join the
 /// same or the next group), and no reply overtakes an earlier one.
 ///
-/// An [`ServerError::OutputBufferLimit`] error: the connection went over its output
+/// A [`ServerError::OutputBufferLimit`] error: the connection went over its output
 /// limit and was closed, its queued replies dropped.
 async fn connection(
     sock: TcpStream,
