@@ -30,8 +30,16 @@ test: test-engine test-python
 test-python: setup
 	$(VENV)/bin/pytest
 
+# The tests run with TMPDIR (unit tests) and COSINE_TEST_DIR (integration tests) set to
+# a fresh directory, on tmpfs when there is one; it must be empty afterwards: every
+# test removes its scratch directories, also when it fails. (Built first, outside it.)
 test-engine:
-	cd engine-template && cargo test --release --workspace
+	cd engine-template && cargo test --release --workspace --no-run
+	@base=/dev/shm; [ -d $$base ] || base=$${TMPDIR:-/tmp}; \
+	scratch=$$(mktemp -d -p $$base cosine-test.XXXXXX) || exit 1; \
+	(cd engine-template && TMPDIR=$$scratch COSINE_TEST_DIR=$$scratch cargo test --release --workspace); status=$$?; \
+	left=$$(ls -A $$scratch); rm -rf $$scratch; \
+	if [ -n "$$left" ]; then echo "test-engine: the Rust tests left in TMPDIR:" $$left >&2; exit 1; fi; exit $$status
 
 lint: setup
 	$(VENV)/bin/ruff check .

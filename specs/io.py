@@ -557,6 +557,10 @@ def from_record(tp: Any, value: Any, where: str) -> Any:
     raise TypeError(f"unsupported record type {tp!r}")
 
 
+def _has_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
 def _dataclass_from_record(cls: type[R], value: Any, where: str) -> R:
     if not isinstance(value, dict):
         raise InputError(f"{where}: not a JSON object")
@@ -567,8 +571,7 @@ def _dataclass_from_record(cls: type[R], value: Any, where: str) -> R:
         known.add(key)
         path = f"{where}.{key}" if where else key
         if key not in value:
-            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-            if not has_default:
+            if not _has_default(f):
                 raise InputError(f"{path}: missing")
             continue
         kwargs[f.name] = from_record(hints[f.name], value[key], path)
@@ -622,8 +625,7 @@ def _schema_of(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
             for f in dataclasses.fields(tp):
                 key = column_name(f)
                 props[key] = _schema_of(hints[f.name], defs)
-                has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-                if not has_default:
+                if not _has_default(f):
                     required.append(key)
             doc = (tp.__doc__ or "").strip().split("\n\n")[0]
             defs[name] = {

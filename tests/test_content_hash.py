@@ -23,23 +23,10 @@ from solver.rundir import FrontierRow, SweepRow
 from specs.io import read_rows, to_json
 from tests.conftest import TINY_SPEC
 from tests.test_golden import strip_timings
+from tests.test_sweep import MICRO_SPEC
 
 SOLVE = ["--bands", "6", "--json", "--workers", "1"]
-MICRO_SPEC = """
-name: {name}
-workload:
-  entries: {entries}
-  key_bytes: 16
-  value_bytes: 100
-  operations: {{get: 0.5, update: 0.5}}
-  operations_per_month: 1.0e9
-budget: {{monthly_usd: 800, range: [10, 5000]}}
-providers: [aws, gcp]
-design:
-  size_ratio: [4, 6]
-  block_bytes: [4096]
-  max_cluster_size: 2
-"""
+
 SWEEP = ["--budgets", "100:2000:2", "--workers", "1"]
 
 

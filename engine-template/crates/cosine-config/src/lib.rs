@@ -299,6 +299,23 @@ impl DeviceSection {
     }
 }
 
+/// `[server]`: settings of `cosine-server`, which serves the engine over RESP (the
+/// engine itself ignores them). Every key is optional: an absent key takes the
+/// server's default, and `cosine-server`'s command-line flags override them (its
+/// crate docs, `output` module, and `docs/deploy.md` give the defaults and why).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    /// Redis' `client-output-buffer-limit` hard limit: reply bytes one connection may
+    /// have queued (produced, not yet written) before it is closed at once; 0 = none.
+    pub client_output_buffer_hard_bytes: Option<u64>,
+    /// The soft limit: queued reply bytes a connection may stay over only for
+    /// `client_output_buffer_soft_seconds`; 0 = none.
+    pub client_output_buffer_soft_bytes: Option<u64>,
+    /// Seconds in a row over the soft limit before the connection is closed.
+    pub client_output_buffer_soft_seconds: Option<u64>,
+}
+
 /// One complete design, as read from `engine.toml`.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default)]
@@ -317,6 +334,8 @@ pub struct Config {
     pub range_filter: RangeFilterSection,
     /// `[device]` (absent: the local device, unthrottled)
     pub device: DeviceSection,
+    /// `[server]` (absent: `cosine-server`'s defaults)
+    pub server: ServerSection,
 }
 
 impl Default for DesignSection {
@@ -680,6 +699,24 @@ wal_recovery = "tolerate_corrupted_tail"
         ] {
             let e = Config::from_toml_str(&format!("[device]\n{bad}\n")).expect_err(bad);
             assert!(e.to_string().contains(field), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn server_section_is_optional_and_checked() {
+        let c = Config::from_toml_str(CONTRACT_EXAMPLE).expect("no [server]: the server's defaults");
+        assert_eq!(c.server.client_output_buffer_hard_bytes, None);
+        let c = Config::from_toml_str("[server]\nclient_output_buffer_hard_bytes = 1048576\nclient_output_buffer_soft_seconds = 0\n")
+            .expect("valid");
+        assert_eq!(c.server.client_output_buffer_hard_bytes, Some(1 << 20));
+        assert_eq!((c.server.client_output_buffer_soft_bytes, c.server.client_output_buffer_soft_seconds), (None, Some(0)));
+        for (bad, word) in [
+            ("client_output_buffer_hard_bytes = -1", "client_output_buffer_hard_bytes"),
+            ("client_output_buffer_hard = 5", "client_output_buffer_hard"),
+            ("client_output_buffer_soft_seconds = \"60\"", "client_output_buffer_soft_seconds"),
+        ] {
+            let e = Config::from_toml_str(&format!("[server]\n{bad}\n")).expect_err(bad);
+            assert!(e.to_string().contains(word), "{bad}: {e}");
         }
     }
 

@@ -26,17 +26,16 @@ fn preset_files_are_what_the_rust_presets_generate() {
 
 #[test]
 fn check_names_missing_changed_and_unknown_files() {
-    let dir = std::env::temp_dir().join(format!("cosine-presets-check-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    presets::write_files(&dir).expect("write");
-    assert_eq!(presets::check_files(&dir).expect("check"), Vec::<String>::new());
+    let tmp = tempfile::Builder::new().prefix("cosine-presets-check-").tempdir().expect("scratch directory");
+    let dir = tmp.path();
+    presets::write_files(dir).expect("write");
+    assert_eq!(presets::check_files(dir).expect("check"), Vec::<String>::new());
     let hybrid = dir.join(Preset::Hybrid.file_name());
     let text = std::fs::read_to_string(&hybrid).expect("read");
     std::fs::write(&hybrid, text.replace("size_ratio = 10.0", "size_ratio = 4.0")).expect("edit");
     std::fs::remove_file(dir.join(Preset::Faster.file_name())).expect("remove");
     std::fs::write(dir.join("mystery.toml"), "").expect("extra");
-    let problems = presets::check_files(&dir).expect("check");
-    let _ = std::fs::remove_dir_all(&dir);
+    let problems = presets::check_files(dir).expect("check");
     assert_eq!(problems.len(), 3, "{problems:?}");
     assert!(
         problems.iter().any(|p| p.contains("hybrid.toml: line 11 is `size_ratio = 4.0`, expected `size_ratio = 10.0`")),

@@ -218,10 +218,9 @@ mod tests {
 
     #[test]
     fn roundtrip_atomic_write_and_corruption() {
-        let dir = std::env::temp_dir().join(format!("cosine-manifest-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        assert_eq!(Manifest::read(&dir).expect("read"), None);
+        let tmp = tempfile::Builder::new().prefix("cosine-manifest-").tempdir().expect("scratch directory");
+        let dir = tmp.path();
+        assert_eq!(Manifest::read(dir).expect("read"), None);
         let m = Manifest {
             class: "lsm".into(),
             key_bytes: 16,
@@ -232,13 +231,13 @@ mod tests {
             segments: vec![SegmentRecord { id: 7, len: 100 }],
             wals: vec![WalRecord { id: 4, sealed: Some(0) }, WalRecord { id: 8, sealed: None }],
         };
-        m.write_atomic(&dir).expect("write");
-        assert_eq!(Manifest::read(&dir).expect("read"), Some(m.clone()));
+        m.write_atomic(dir).expect("write");
+        assert_eq!(Manifest::read(dir).expect("read"), Some(m.clone()));
         assert_eq!(m.live_ids(), vec![0, 5, 7]);
         let p = dir.join(MANIFEST);
         let mut b = std::fs::read(&p).expect("read");
         b[20] ^= 4;
         std::fs::write(&p, &b).expect("write");
-        assert!(Manifest::read(&dir).expect_err("corrupt").is_corruption());
+        assert!(Manifest::read(dir).expect_err("corrupt").is_corruption());
     }
 }

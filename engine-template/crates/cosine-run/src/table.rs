@@ -732,11 +732,9 @@ impl KvIterator for TableIter {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cosine-table-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("mkdir");
-        d
+    /// A fresh scratch directory (in `$TMPDIR`), removed when dropped, also on a panic.
+    fn dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("cosine-table-{name}-")).tempdir().expect("scratch directory")
     }
 
     fn key(i: u64) -> Vec<u8> {
@@ -765,9 +763,10 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let d = dir(&format!("shape{n}"));
+            let tmp = dir(&format!("shape{n}"));
+            let d = tmp.path();
             let io = IoCounter::new();
-            let mut b = TableBuilder::create(&d, 1, opts(filter, hot), &io).expect("create");
+            let mut b = TableBuilder::create(d, 1, opts(filter, hot), &io).expect("create");
             for i in 0..50u64 {
                 let v = if i % 10 == 3 { None } else { Some(format!("v{i}").into_bytes()) };
                 b.add(&key(i * 2), v.as_deref()).expect("add");
@@ -776,7 +775,7 @@ mod tests {
             let w = io.snapshot();
             assert_eq!(w.data_written, 13);
             assert_eq!(w.index_written, 5);
-            let reopened = Table::open(&d, 1, hot, 16, None, &IoCounter::new()).expect("open");
+            let reopened = Table::open(d, 1, hot, 16, None, &IoCounter::new()).expect("open");
             for t in [t, reopened] {
                 let io = IoCounter::new();
                 assert_eq!(t.get(&key(20), cosine_core::hash64(&key(20)), &io).expect("get"), Some(Some(b"v10".to_vec())));
@@ -801,20 +800,21 @@ mod tests {
 
     #[test]
     fn corrupted_bytes_are_errors() {
-        let d = dir("corrupt");
+        let tmp = dir("corrupt");
+        let d = tmp.path();
         let io = IoCounter::new();
-        let mut b = TableBuilder::create(&d, 7, opts(FilterKind::File, true), &io).expect("create");
+        let mut b = TableBuilder::create(d, 7, opts(FilterKind::File, true), &io).expect("create");
         for i in 0..40u64 {
             b.add(&key(i), Some(b"x")).expect("add");
         }
         drop(b.finish(None).expect("finish"));
-        let p = table_path(&d, 7);
+        let p = table_path(d, 7);
         let good = std::fs::read(&p).expect("read");
         for at in [5usize, good.len() / 2, good.len() - 30, good.len() - 3] {
             let mut bad = good.clone();
             bad[at] ^= 0x20;
             std::fs::write(&p, &bad).expect("write");
-            let r = Table::open(&d, 7, true, 16, None, &IoCounter::new()).and_then(|t| {
+            let r = Table::open(d, 7, true, 16, None, &IoCounter::new()).and_then(|t| {
                 for i in 0..40u64 {
                     t.get(&key(i), cosine_core::hash64(&key(i)), &IoCounter::new())?;
                 }
@@ -828,10 +828,11 @@ mod tests {
     fn compressed_files_read_back_and_detect_corruption() {
         let mut sizes = Vec::new();
         for (n, codec) in [Codec::None, Codec::Lz4, Codec::Zstd(3)].into_iter().enumerate() {
-            let d = dir(&format!("codec{n}"));
+            let tmp = dir(&format!("codec{n}"));
+            let d = tmp.path();
             let io = IoCounter::new();
             let o = TableOptions { codec, ..opts(FilterKind::File, true) };
-            let mut b = TableBuilder::create(&d, 3, o, &io).expect("create");
+            let mut b = TableBuilder::create(d, 3, o, &io).expect("create");
             for i in 0..40u64 {
                 b.add(&key(i), Some(&[b'a'; 90])).expect("add");
             }
@@ -841,18 +842,18 @@ mod tests {
                 continue;
             }
             assert!(sizes[n] < sizes[0] * 3 / 4, "{codec}: {} bytes, uncompressed {}", sizes[n], sizes[0]);
-            let t = Table::open(&d, 3, true, 16, None, &IoCounter::new()).expect("open");
+            let t = Table::open(d, 3, true, 16, None, &IoCounter::new()).expect("open");
             assert_eq!(t.codec, codec);
             for i in 0..40u64 {
                 assert_eq!(t.get(&key(i), cosine_core::hash64(&key(i)), &IoCounter::new()).expect("get"), Some(Some(vec![b'a'; 90])));
             }
-            let p = table_path(&d, 3);
+            let p = table_path(d, 3);
             let good = std::fs::read(&p).expect("read");
             for at in [3usize, 20, 41] {
                 let mut bad = good.clone();
                 bad[at] ^= 0x10;
                 std::fs::write(&p, &bad).expect("write");
-                let t = Table::open(&d, 3, true, 16, None, &IoCounter::new()).expect("meta intact");
+                let t = Table::open(d, 3, true, 16, None, &IoCounter::new()).expect("meta intact");
                 let e = (0..40u64)
                     .try_for_each(|i| t.get(&key(i), cosine_core::hash64(&key(i)), &IoCounter::new()).map(drop))
                     .expect_err("a flipped data byte must be detected");
@@ -863,10 +864,11 @@ mod tests {
 
     #[test]
     fn range_filter_rules_out_empty_ranges_of_hot_files_only() {
-        let d = dir("range");
+        let tmp = dir("range");
+        let d = tmp.path();
         let io = IoCounter::new();
         let o = TableOptions { range_bits: vec![12.0, 3.0, 3.0, 3.0], ..opts(FilterKind::None, true) };
-        let mut b = TableBuilder::create(&d, 5, o, &io).expect("create");
+        let mut b = TableBuilder::create(d, 5, o, &io).expect("create");
         // keys 0, 2^20, 2*2^20, ... in the first 8 bytes
         for i in 0..200u64 {
             b.add(&key(i << 20), Some(b"v")).expect("add");
@@ -886,9 +888,9 @@ mod tests {
         }
         assert!(passed < 20, "{passed} of 199 empty ranges passed");
         assert!(!t.may_hold_range(&bound(200 << 20, 0), &bound((200 << 20) + 9, 0xff)), "beyond the file's keys");
-        let reopened = Table::open(&d, 5, true, 16, None, &IoCounter::new()).expect("open");
+        let reopened = Table::open(d, 5, true, 16, None, &IoCounter::new()).expect("open");
         assert_eq!(reopened.range_filter_bytes(), t.range_filter_bytes());
-        let cold = Table::open(&d, 5, false, 16, None, &IoCounter::new()).expect("open cold");
+        let cold = Table::open(d, 5, false, 16, None, &IoCounter::new()).expect("open cold");
         assert_eq!(cold.range_filter_bytes(), 0);
         let lo = 1000u64;
         assert!(cold.may_hold_range(&bound(lo, 0), &bound(lo + 7, 0xff)), "a cold file holds no filter in memory");

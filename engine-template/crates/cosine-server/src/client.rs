@@ -51,7 +51,7 @@ impl Client {
             match Reply::decode(&mut self.buf) {
                 Ok(Some(r)) => return Ok(r),
                 Ok(None) => {}
-                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.0)),
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
             }
             let mut chunk = [0u8; 16 << 10];
             let n = self.stream.read(&mut chunk)?;

@@ -19,6 +19,7 @@
 //! with a NUL byte (it would be indistinguishable from its padding); `RANGE` strips
 //! the padding from the keys it returns.
 
+use crate::error::ServerError;
 use crate::resp::Reply;
 use crate::stats::{info_text, ServerStats};
 use cosine_engine::Engine;
@@ -66,17 +67,17 @@ impl Command {
         matches!(self, Command::Get(_) | Command::MGet(_) | Command::Exists(_) | Command::Ping(_) | Command::Quit)
     }
 
-    /// Parses a request's arguments; the error is the reply's message.
-    pub fn parse(mut args: Vec<Vec<u8>>, key_bytes: usize) -> Result<Command, String> {
+    /// Parses a request's arguments; the error is what the client is answered.
+    pub fn parse(mut args: Vec<Vec<u8>>, key_bytes: usize) -> Result<Command, ServerError> {
         if args.is_empty() {
-            return Err("empty command".into());
+            return Err(ServerError::EmptyCommand);
         }
         let name = String::from_utf8_lossy(&args.remove(0)).to_ascii_uppercase();
-        let arity = |ok: bool| -> Result<(), String> {
+        let arity = |ok: bool| -> Result<(), ServerError> {
             if ok {
                 Ok(())
             } else {
-                Err(format!("wrong number of arguments for '{}' command", name.to_ascii_lowercase()))
+                Err(ServerError::WrongArity(name.to_ascii_lowercase()))
             }
         };
         let key = |k: Vec<u8>| check_key(k, key_bytes);
@@ -90,7 +91,7 @@ impl Command {
             }
             "SET" => {
                 if n > 2 {
-                    return Err("syntax error (SET takes a key and a value; EX, PX, NX, XX and GET are not supported)".into());
+                    return Err(ServerError::SetOptions);
                 }
                 arity(n == 2)?;
                 let k = key(it.next().unwrap_or_default())?;
@@ -120,13 +121,13 @@ impl Command {
                 arity(n == 2)?;
                 let start = it.next().unwrap_or_default();
                 if start.len() > key_bytes {
-                    return Err(format!("start key of {} bytes is longer than key_bytes = {key_bytes}", start.len()));
+                    return Err(ServerError::StartKeyTooLong { len: start.len(), key_bytes });
                 }
                 let count = it
                     .next()
                     .and_then(|c| std::str::from_utf8(&c).ok().and_then(|s| s.parse::<usize>().ok()))
                     .filter(|c| (1..=MAX_RANGE_COUNT).contains(c))
-                    .ok_or_else(|| format!("count must be an integer from 1 to {MAX_RANGE_COUNT}"))?;
+                    .ok_or(ServerError::BadCount { max: MAX_RANGE_COUNT })?;
                 Command::Range(start, count)
             }
             "PING" => {
@@ -138,17 +139,14 @@ impl Command {
                 Command::Info(it.next().map(|s| String::from_utf8_lossy(&s).to_ascii_lowercase()))
             }
             "QUIT" => Command::Quit,
-            _ => {
-                let shown: String = name.chars().take(64).collect();
-                return Err(format!("unknown command '{}'", shown.escape_default()));
-            }
+            _ => return Err(ServerError::UnknownCommand(name)),
         })
     }
 
     /// Runs the command. Writes are acknowledged here only provisionally: the
     /// caller turns their replies into errors if the durability wait fails.
     pub fn execute(self, engine: &Engine, stats: &ServerStats) -> Reply {
-        let fail = |e: cosine_engine::Error| Reply::err(format!("engine: {e}"));
+        let fail = |e: cosine_engine::Error| Reply::error(&ServerError::Engine(e));
         match self {
             Command::Get(k) => match engine.get(&k) {
                 Ok(Some(v)) => Reply::Bulk(v),
@@ -204,19 +202,19 @@ impl Command {
             Command::Ping(Some(m)) => Reply::Bulk(m),
             Command::Info(section) => match info_text(engine, stats, section.as_deref()) {
                 Some(text) => Reply::Bulk(text.into_bytes()),
-                None => Reply::err("unknown INFO section (server, engine, keyspace, all)"),
+                None => Reply::error(&ServerError::UnknownInfoSection),
             },
             Command::Quit => Reply::ok(),
         }
     }
 }
 
-fn check_key(k: Vec<u8>, key_bytes: usize) -> Result<Vec<u8>, String> {
+fn check_key(k: Vec<u8>, key_bytes: usize) -> Result<Vec<u8>, ServerError> {
     if k.len() > key_bytes {
-        return Err(format!("key of {} bytes is longer than this design's key_bytes = {key_bytes}", k.len()));
+        return Err(ServerError::KeyTooLong { len: k.len(), key_bytes });
     }
     if k.last() == Some(&0) {
-        return Err("keys may not end with a NUL byte (the engine pads keys with NUL to key_bytes)".into());
+        return Err(ServerError::KeyEndsWithNul);
     }
     Ok(k)
 }
@@ -238,16 +236,17 @@ mod tests {
 
     #[test]
     fn parses_and_checks_arguments() {
-        assert_eq!(Command::parse(args(&["get", "k"]), 8), Ok(Command::Get(b"k".to_vec())));
-        assert_eq!(Command::parse(args(&["RANGE", "a", "10"]), 8), Ok(Command::Range(b"a".to_vec(), 10)));
-        assert!(Command::parse(args(&["GET"]), 8).is_err_and(|e| e.contains("wrong number")));
-        assert!(Command::parse(args(&["GET", "123456789"]), 8).is_err_and(|e| e.contains("key_bytes")));
-        assert!(Command::parse(vec![b"GET".to_vec(), b"a\0".to_vec()], 8).is_err_and(|e| e.contains("NUL")));
-        assert!(Command::parse(args(&["SET", "k", "v", "EX", "10"]), 8).is_err_and(|e| e.contains("syntax")));
+        assert_eq!(Command::parse(args(&["get", "k"]), 8).ok(), Some(Command::Get(b"k".to_vec())));
+        assert_eq!(Command::parse(args(&["RANGE", "a", "10"]), 8).ok(), Some(Command::Range(b"a".to_vec(), 10)));
+        let says = |a: Vec<Vec<u8>>, word: &str| Command::parse(a, 8).is_err_and(|e| e.to_string().contains(word));
+        assert!(says(args(&["GET"]), "wrong number"));
+        assert!(says(args(&["GET", "123456789"]), "key_bytes"));
+        assert!(says(vec![b"GET".to_vec(), b"a\0".to_vec()], "NUL"));
+        assert!(says(args(&["SET", "k", "v", "EX", "10"]), "syntax"));
         assert!(Command::parse(args(&["MSET", "a", "1", "b"]), 8).is_err());
-        assert!(Command::parse(args(&["RANGE", "a", "0"]), 8).is_err());
-        assert!(Command::parse(args(&["RANGE", "a", "x"]), 8).is_err());
-        assert!(Command::parse(args(&["FLUSHALL"]), 8).is_err_and(|e| e.contains("unknown command")));
+        assert!(says(args(&["RANGE", "a", "0"]), "count"));
+        assert!(says(args(&["RANGE", "a", "x"]), "count"));
+        assert!(says(args(&["FLUSHALL"]), "unknown command"));
         assert_eq!(strip_padding(b"ab\0\0".to_vec()), b"ab".to_vec());
     }
 }

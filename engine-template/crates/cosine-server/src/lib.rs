@@ -6,7 +6,11 @@
 //! * [`command`]: GET, SET, DEL, EXISTS, MGET, MSET, RANGE, PING, INFO, QUIT;
 //! * [`server`]: tokio accept loop, pipelined batches, durability before `+OK`,
 //!   graceful shutdown;
+//! * [`output`]: the per-client output limit (Redis' `client-output-buffer-limit`):
+//!   a client that does not read its replies is closed before the server holds more
+//!   than the limit for it (defaults: hard 256 MiB, soft 64 MiB for 60 s);
 //! * [`stats`]: the `INFO` counters;
+//! * [`error`]: [`ServerError`], what clients are answered and what the process reports;
 //! * [`client`]: a blocking client for tests and drivers.
 //!
 //! Durability: a write is acknowledged only after [`cosine_engine::Engine::wait_durable`]
@@ -17,11 +21,15 @@
 
 pub mod client;
 pub mod command;
+pub mod error;
+pub mod output;
 pub mod resp;
 pub mod server;
 pub mod stats;
 
 pub use command::Command;
+pub use error::ServerError;
+pub use output::OutputLimit;
 pub use resp::{Limits, Reply};
 pub use server::{serve, ServerConfig};
 pub use stats::ServerStats;

@@ -1,24 +1,31 @@
 //! `cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379]
-//! [--max-bulk-bytes N] [--max-clients N]`
+//! [--max-bulk-bytes N] [--max-clients N] [--client-output-buffer-hard-bytes N]
+//! [--client-output-buffer-soft-bytes N] [--client-output-buffer-soft-seconds N]`
 //!
 //! Opens the engine in DATA_DIR with the design of engine.toml and serves it over
 //! RESP2. Prints `ready HOST:PORT` on stdout once it accepts connections (`--port 0`
 //! picks a free port). SIGTERM or SIGINT: stop accepting, finish running batches,
 //! flush the memtable, close the engine, exit 0. Exit 2 on bad arguments or a bad
 //! design, 1 if the engine fails.
+//!
+//! The per-client output limit (`cosine_server::output`; defaults 256 MiB hard, 64 MiB
+//! soft for 60 s) is read from engine.toml's `[server]` section
+//! (`client_output_buffer_hard_bytes`, `client_output_buffer_soft_bytes`,
+//! `client_output_buffer_soft_seconds`); the flags override it. 0 turns a limit off.
 #![deny(unsafe_code, clippy::unwrap_used)]
 
 use cosine_config::Config;
 use cosine_engine::Engine;
 use cosine_server::stats::wal_sync_name;
-use cosine_server::{serve, ServerConfig, ServerStats};
+use cosine_server::{serve, ServerConfig, ServerError, ServerStats};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str =
-    "usage: cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379] [--max-bulk-bytes N] [--max-clients N]";
+const USAGE: &str = "usage: cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379] \
+[--max-bulk-bytes N] [--max-clients N] [--client-output-buffer-hard-bytes N] [--client-output-buffer-soft-bytes N] \
+[--client-output-buffer-soft-seconds N]";
 
 struct Args {
     config: PathBuf,
@@ -26,26 +33,29 @@ struct Args {
     bind: String,
     port: u16,
     server: ServerConfig,
+    /// `--client-output-buffer-*`: hard bytes, soft bytes, soft seconds (over engine.toml's `[server]`).
+    output: [Option<u64>; 3],
 }
 
-fn parse_args() -> Result<Option<Args>, String> {
+fn parse_args() -> Result<Option<Args>, ServerError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut config, mut dir) = (None, None);
     let mut bind = "127.0.0.1".to_string();
     let mut port: u16 = 6379;
     let mut server = ServerConfig::default();
+    let mut output = [None; 3];
     let mut i = 0;
     while i < args.len() {
         if matches!(args[i].as_str(), "-h" | "--help") {
             println!("{USAGE}");
             return Ok(None);
         }
-        let val = args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value\n{USAGE}", args[i]))?;
-        let num = |lo: u64, hi: u64| -> Result<u64, String> {
+        let val = args.get(i + 1).cloned().ok_or_else(|| ServerError::Usage(format!("{} needs a value", args[i])))?;
+        let num = |lo: u64, hi: u64| -> Result<u64, ServerError> {
             val.parse::<u64>()
                 .ok()
                 .filter(|n| (lo..=hi).contains(n))
-                .ok_or_else(|| format!("{}: expected an integer from {lo} to {hi}, got {val:?}", args[i]))
+                .ok_or_else(|| ServerError::Usage(format!("{}: expected an integer from {lo} to {hi}, got {val:?}", args[i])))
         };
         match args[i].as_str() {
             "--config" => config = Some(PathBuf::from(&val)),
@@ -54,13 +64,29 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--port" => port = num(0, 65535)? as u16,
             "--max-bulk-bytes" => server.limits.max_bulk = num(1, 512 << 20)? as usize,
             "--max-clients" => server.max_clients = num(1, 1_000_000)?,
-            a => return Err(format!("unknown argument {a}\n{USAGE}")),
+            "--client-output-buffer-hard-bytes" => output[0] = Some(num(0, 1 << 50)?),
+            "--client-output-buffer-soft-bytes" => output[1] = Some(num(0, 1 << 50)?),
+            "--client-output-buffer-soft-seconds" => output[2] = Some(num(0, 1_000_000)?),
+            a => return Err(ServerError::Usage(format!("unknown argument {a}"))),
         }
         i += 2;
     }
-    let config = config.ok_or_else(|| format!("--config is required\n{USAGE}"))?;
-    let dir = dir.ok_or_else(|| format!("--dir is required\n{USAGE}"))?;
-    Ok(Some(Args { config, dir, bind, port, server }))
+    let config = config.ok_or_else(|| ServerError::Usage("--config is required".into()))?;
+    let dir = dir.ok_or_else(|| ServerError::Usage("--dir is required".into()))?;
+    Ok(Some(Args { config, dir, bind, port, server, output }))
+}
+
+/// The server's settings: the defaults, then engine.toml's `[server]`, then the flags.
+fn settings(args: &Args, cfg: &Config) -> Result<ServerConfig, ServerError> {
+    let mut server = args.server;
+    let s = &cfg.server;
+    let o = &mut server.output;
+    let [hard, soft, seconds] = args.output;
+    o.hard_bytes = hard.or(s.client_output_buffer_hard_bytes).unwrap_or(o.hard_bytes);
+    o.soft_bytes = soft.or(s.client_output_buffer_soft_bytes).unwrap_or(o.soft_bytes);
+    o.soft_seconds = seconds.or(s.client_output_buffer_soft_seconds).unwrap_or(o.soft_seconds);
+    o.validate()?;
+    Ok(server)
 }
 
 /// The process's allocator. With glibc malloc a writer stalled on the arena lock while the
@@ -73,46 +99,57 @@ fn parse_args() -> Result<Option<Args>, String> {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
+    let code = match parse_args() {
+        Ok(Some(args)) => match start(args) {
+            Ok(()) => return,
+            Err(e) => report(&e),
+        },
         Ok(None) => return,
-        Err(e) => {
-            eprintln!("cosine-server: {e}");
-            std::process::exit(2);
-        }
+        Err(e) => report(&e),
     };
-    let cfg = match Config::from_toml_file(&args.config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("cosine-server: {}: {e}", args.config.display());
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run(args, cfg) {
-        eprintln!("cosine-server: {e}");
-        std::process::exit(1);
-    }
+    std::process::exit(code);
 }
 
-fn run(args: Args, cfg: Config) -> Result<(), String> {
-    let engine = Arc::new(Engine::open(&args.dir, &cfg).map_err(|e| format!("{}: {e}", args.dir.display()))?);
+/// Prints `e` on stderr (with the usage line after a bad argument) and returns the exit status.
+fn report(e: &ServerError) -> i32 {
+    eprintln!("cosine-server: {e}");
+    if matches!(e, ServerError::Usage(_)) {
+        eprintln!("{USAGE}");
+    }
+    e.exit_code()
+}
+
+fn start(args: Args) -> Result<(), ServerError> {
+    let cfg = Config::from_toml_file(&args.config).map_err(|source| ServerError::Config { path: args.config.clone(), source })?;
+    let server = settings(&args, &cfg)?;
+    run(args, cfg, server)
+}
+
+fn run(args: Args, cfg: Config, server: ServerConfig) -> Result<(), ServerError> {
+    let engine = Arc::new(Engine::open(&args.dir, &cfg).map_err(|source| ServerError::Open { dir: args.dir.clone(), source })?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.algorithms.threads.max(1))
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(|source| ServerError::Io { what: "cannot start the runtime", source })?;
     rt.block_on(async {
+        let addr = format!("{}:{}", args.bind, args.port);
         let listener = tokio::net::TcpListener::bind((args.bind.as_str(), args.port))
             .await
-            .map_err(|e| format!("cannot listen on {}:{}: {e}", args.bind, args.port))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+            .map_err(|source| ServerError::Listen { addr: addr.clone(), source })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Listen { addr, source })?;
+        let signal_handler = |source| ServerError::Io { what: "cannot install the SIGTERM/SIGINT handler", source };
+        let mut term = signal(SignalKind::terminate()).map_err(signal_handler)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(signal_handler)?;
+        let o = server.output;
         eprintln!(
-            "cosine-server: {} ({}, wal_sync = {}) on {addr}",
+            "cosine-server: {} ({}, wal_sync = {}) on {addr}; client output buffer limit {} {} {}",
             args.dir.display(),
             cfg.design.name,
-            wal_sync_name(cfg.durability.wal_sync)
+            wal_sync_name(cfg.durability.wal_sync),
+            o.hard_bytes,
+            o.soft_bytes,
+            o.soft_seconds
         );
         println!("ready {addr}");
         let _ = std::io::stdout().flush();
@@ -123,14 +160,14 @@ fn run(args: Args, cfg: Config) -> Result<(), String> {
                 _ = int.recv() => {}
             }
         };
-        serve(listener, engine.clone(), stats, args.server, stop).await;
-        Ok::<(), String>(())
+        serve(listener, engine.clone(), stats, server, stop).await;
+        Ok::<(), ServerError>(())
     })?;
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    engine.flush().map_err(|e| format!("flush at shutdown: {e}"))?;
+    engine.flush().map_err(|source| ServerError::Shutdown { step: "flush", source })?;
     match Arc::try_unwrap(engine) {
-        Ok(e) => e.close().map_err(|e| format!("close: {e}"))?,
-        Err(_) => return Err("a request outlived the shutdown; the WAL holds its writes".into()),
+        Ok(e) => e.close().map_err(|source| ServerError::Shutdown { step: "close", source })?,
+        Err(_) => return Err(ServerError::OutlivedShutdown),
     }
     eprintln!("cosine-server: flushed and closed");
     Ok(())

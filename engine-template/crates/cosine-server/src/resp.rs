@@ -10,9 +10,10 @@
 //!   and the request is [`Parsed::Rejected`]: the connection survives;
 //! * anything that leaves the parser unable to tell where the next request starts
 //!   (a bad length, a missing `$`, a missing CRLF, an over-long header or inline
-//!   line, too many arguments) is a [`Fatal`] protocol error: the server answers
+//!   line, too many arguments) is a [`ServerError::Protocol`] error: the server answers
 //!   `-ERR Protocol error: ...` and closes the connection, as Redis does.
 
+use crate::error::ServerError;
 use bytes::{Buf, BytesMut};
 
 /// The parser's bounds. Every one of them keeps a hostile client from making the
@@ -36,27 +37,38 @@ impl Default for Limits {
 }
 
 /// One parsed request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Parsed {
     /// The arguments of a command (the first is its name).
     Request(Vec<Vec<u8>>),
     /// A request that was consumed but refused (an over-long bulk string); answer
-    /// with this message as an error and carry on with the next request.
-    Rejected(String),
+    /// with this error and carry on with the next request.
+    Rejected(ServerError),
 }
 
-/// A protocol error after which the stream cannot be resynchronized.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fatal(pub String);
+/// Equal requests hold the same arguments; equal refusals, the same message.
+impl PartialEq for Parsed {
+    fn eq(&self, other: &Parsed) -> bool {
+        match (self, other) {
+            (Parsed::Request(a), Parsed::Request(b)) => a == b,
+            (Parsed::Rejected(a), Parsed::Rejected(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
+}
+
+fn protocol(m: impl Into<String>) -> ServerError {
+    ServerError::Protocol(m.into())
+}
 
 #[derive(Debug)]
 enum State {
     /// Between requests.
     Start,
     /// Inside a `*N` array: `left` bulk strings still to come, `bytes` of payload so far.
-    Array { left: usize, args: Vec<Vec<u8>>, bytes: usize, rejected: Option<String> },
+    Array { left: usize, args: Vec<Vec<u8>>, bytes: usize, rejected: Option<ServerError> },
     /// Discarding `bytes` of an over-long bulk string (payload and CRLF).
-    Skip { bytes: usize, left: usize, rejected: String },
+    Skip { bytes: usize, left: usize, rejected: ServerError },
 }
 
 /// Incremental RESP2 request parser; one per connection.
@@ -85,21 +97,22 @@ impl Parser {
     }
 
     /// Parses the next request from the front of `buf`, consuming its bytes.
-    /// `Ok(None)`: more bytes are needed (whatever was consumed is remembered).
-    pub fn next(&mut self, buf: &mut BytesMut) -> Result<Option<Parsed>, Fatal> {
+    /// `Ok(None)`: more bytes are needed (whatever was consumed is remembered). An
+    /// error is a [`ServerError::Protocol`]: the stream cannot be resynchronized.
+    pub fn next(&mut self, buf: &mut BytesMut) -> Result<Option<Parsed>, ServerError> {
         loop {
             match std::mem::replace(&mut self.state, State::Start) {
                 State::Start => {
                     let Some(&first) = buf.first() else { return Ok(None) };
                     if first == b'*' {
                         let Some(end) = self.header_end(buf, "multibulk")? else { return Ok(None) };
-                        let n = parse_len(&buf[1..end]).ok_or_else(|| Fatal("Protocol error: invalid multibulk length".into()))?;
+                        let n = parse_len(&buf[1..end]).ok_or_else(|| protocol("invalid multibulk length"))?;
                         buf.advance(end + 2);
                         if n <= 0 {
                             continue; // `*0` and `*-1` carry no command (Redis ignores them)
                         }
                         if n as u64 > self.limits.max_args as u64 {
-                            return Err(Fatal(format!("Protocol error: {n} arguments exceed the limit of {}", self.limits.max_args)));
+                            return Err(protocol(format!("{n} arguments exceed the limit of {}", self.limits.max_args)));
                         }
                         let n = n as usize;
                         self.state = State::Array { left: n, args: Vec::with_capacity(n.min(64)), bytes: 0, rejected: None };
@@ -120,22 +133,20 @@ impl Parser {
                     };
                     if first != b'$' {
                         let c = char::from(first).escape_default().to_string();
-                        return Err(Fatal(format!("Protocol error: expected '$', got '{c}'")));
+                        return Err(protocol(format!("expected '$', got '{c}'")));
                     }
                     let Some(end) = self.header_end(buf, "bulk")? else {
                         self.state = State::Array { left, args, bytes, rejected };
                         return Ok(None);
                     };
-                    let n = parse_len(&buf[1..end])
-                        .filter(|n| *n >= 0)
-                        .ok_or_else(|| Fatal("Protocol error: invalid bulk length".into()))? as u64;
+                    let n = parse_len(&buf[1..end]).filter(|n| *n >= 0).ok_or_else(|| protocol("invalid bulk length"))? as u64;
                     let over_request = bytes as u64 + n > self.limits.max_request as u64;
                     if n > self.limits.max_bulk as u64 || over_request {
                         buf.advance(end + 2);
                         let msg = if over_request {
-                            format!("request exceeds the limit of {} bytes", self.limits.max_request)
+                            ServerError::RequestTooLarge { limit: self.limits.max_request }
                         } else {
-                            format!("bulk string of {n} bytes exceeds the limit of {} bytes", self.limits.max_bulk)
+                            ServerError::BulkTooLong { len: n, limit: self.limits.max_bulk }
                         };
                         self.state = State::Skip {
                             bytes: (n + 2).try_into().unwrap_or(usize::MAX),
@@ -151,7 +162,7 @@ impl Parser {
                         return Ok(None);
                     }
                     if &buf[end + 2 + n..end + 2 + n + 2] != b"\r\n" {
-                        return Err(Fatal("Protocol error: bulk string not terminated by CRLF".into()));
+                        return Err(protocol("bulk string not terminated by CRLF"));
                     }
                     buf.advance(end + 2);
                     let payload = buf.split_to(n);
@@ -176,22 +187,20 @@ impl Parser {
 
     /// Index of the CRLF ending the header at the front of `buf`; `None` if it has
     /// not arrived yet; an error if the header is longer than any valid one.
-    fn header_end(&self, buf: &BytesMut, what: &str) -> Result<Option<usize>, Fatal> {
+    fn header_end(&self, buf: &BytesMut, what: &str) -> Result<Option<usize>, ServerError> {
         // a length is at most 20 characters; allow the inline bound before giving up
         let limit = self.limits.max_inline.min(64);
         match find_crlf(buf, limit) {
             Some(e) => Ok(Some(e)),
-            None if buf.len() > limit || buf.iter().take(limit).any(|b| *b == b'\n') => {
-                Err(Fatal(format!("Protocol error: invalid {what} length")))
-            }
+            None if buf.len() > limit || buf.iter().take(limit).any(|b| *b == b'\n') => Err(protocol(format!("invalid {what} length"))),
             None => Ok(None),
         }
     }
 
-    fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Parsed>, Fatal> {
+    fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Parsed>, ServerError> {
         let Some(nl) = buf.iter().take(self.limits.max_inline + 1).position(|b| *b == b'\n') else {
             if buf.len() > self.limits.max_inline {
-                return Err(Fatal("Protocol error: too big inline request".into()));
+                return Err(protocol("too big inline request"));
             }
             return Ok(None);
         };
@@ -232,6 +241,27 @@ impl Reply {
         Reply::Error(format!("ERR {}", msg.as_ref()))
     }
 
+    /// The error reply for `e`: `ERR` and its message.
+    pub fn error(e: &ServerError) -> Reply {
+        Reply::err(e.to_string())
+    }
+
+    /// Bytes [`Reply::encode`] appends: what the reply holds in a connection's output
+    /// buffer ([`crate::output`]).
+    pub fn encoded_len(&self) -> usize {
+        // `<prefix><decimal>\r\n`
+        fn header(n: usize) -> usize {
+            1 + decimal_len(n as u64) + 2
+        }
+        match self {
+            Reply::Simple(s) | Reply::Error(s) => 1 + s.len() + 2,
+            Reply::Int(n) => 1 + usize::from(*n < 0) + decimal_len(n.unsigned_abs()) + 2,
+            Reply::Bulk(b) => header(b.len()) + b.len() + 2,
+            Reply::Nil => 5,
+            Reply::Array(items) => header(items.len()) + items.iter().map(Reply::encoded_len).sum::<usize>(),
+        }
+    }
+
     /// Appends the wire form to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let line = |out: &mut Vec<u8>, prefix: u8, s: &str| {
@@ -260,7 +290,7 @@ impl Reply {
 
     /// Parses one reply from the front of `buf` (the client side); `Ok(None)` when
     /// incomplete. Consumes the reply's bytes on success.
-    pub fn decode(buf: &mut BytesMut) -> Result<Option<Reply>, Fatal> {
+    pub fn decode(buf: &mut BytesMut) -> Result<Option<Reply>, ServerError> {
         let mut pos = 0usize;
         match decode_at(buf, &mut pos)? {
             Some(r) => {
@@ -272,14 +302,23 @@ impl Reply {
     }
 }
 
-fn decode_at(buf: &[u8], pos: &mut usize) -> Result<Option<Reply>, Fatal> {
+fn decimal_len(mut n: u64) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+fn decode_at(buf: &[u8], pos: &mut usize) -> Result<Option<Reply>, ServerError> {
     let rest = &buf[*pos..];
     let Some(nl) = rest.iter().position(|b| *b == b'\n') else { return Ok(None) };
     if nl == 0 || rest[nl - 1] != b'\r' {
-        return Err(Fatal("reply line not terminated by CRLF".into()));
+        return Err(ServerError::BadReply("reply line not terminated by CRLF".into()));
     }
     let text = String::from_utf8_lossy(&rest[1..nl - 1]).to_string();
-    let bad = || Fatal(format!("bad reply header {text:?}"));
+    let bad = || ServerError::BadReply(format!("bad reply header {text:?}"));
     let kind = rest[0];
     *pos += nl + 1;
     Ok(Some(match kind {
@@ -321,7 +360,7 @@ fn decode_at(buf: &[u8], pos: &mut usize) -> Result<Option<Reply>, Fatal> {
 mod tests {
     use super::*;
 
-    fn parse_all(p: &mut Parser, bytes: &[u8]) -> (Vec<Parsed>, Option<Fatal>) {
+    fn parse_all(p: &mut Parser, bytes: &[u8]) -> (Vec<Parsed>, Option<ServerError>) {
         let mut buf = BytesMut::from(bytes);
         let mut out = Vec::new();
         loop {
@@ -341,7 +380,7 @@ mod tests {
     fn arrays_inline_and_pipelines() {
         let mut p = Parser::new(Limits::default());
         let (out, f) = parse_all(&mut p, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\n*3\r\n$3\r\nSET\r\n$0\r\n\r\n$2\r\nv\n\r\n");
-        assert_eq!(f, None);
+        assert!(f.is_none(), "{f:?}");
         assert_eq!(out, vec![req(&["GET", "k"]), req(&["PING"]), req(&["SET", "", "v\n"])]);
     }
 
@@ -367,8 +406,8 @@ mod tests {
     fn oversized_bulk_is_skipped_and_the_stream_stays_in_step() {
         let mut p = Parser::new(Limits { max_bulk: 4, ..Limits::default() });
         let (out, f) = parse_all(&mut p, b"*3\r\n$3\r\nSET\r\n$10\r\n0123456789\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n");
-        assert_eq!(f, None);
-        assert!(matches!(&out[0], Parsed::Rejected(m) if m.contains("10 bytes")), "{out:?}");
+        assert!(f.is_none(), "{f:?}");
+        assert!(matches!(&out[0], Parsed::Rejected(m) if m.to_string().contains("10 bytes")), "{out:?}");
         assert_eq!(out[1], req(&["PING"]));
     }
 
@@ -376,8 +415,8 @@ mod tests {
     fn a_request_over_the_total_limit_is_refused_in_step() {
         let mut p = Parser::new(Limits { max_bulk: 8, max_request: 10, ..Limits::default() });
         let (out, f) = parse_all(&mut p, b"*3\r\n$4\r\nMSET\r\n$5\r\nabcde\r\n$5\r\nfghij\r\nPING\r\n");
-        assert_eq!(f, None);
-        assert!(matches!(&out[0], Parsed::Rejected(m) if m.contains("request exceeds")), "{out:?}");
+        assert!(f.is_none(), "{f:?}");
+        assert!(matches!(&out[0], Parsed::Rejected(m) if m.to_string().contains("request exceeds")), "{out:?}");
         assert_eq!(out[1], req(&["PING"]));
     }
 
@@ -415,5 +454,22 @@ mod tests {
         }
         let mut part = BytesMut::from(&out[..out.len() - 3]);
         assert_eq!(Reply::decode(&mut part).expect("valid"), None);
+    }
+
+    #[test]
+    fn encoded_len_is_what_encode_writes() {
+        let mut replies = vec![Reply::ok(), Reply::err("x\ny"), Reply::Nil, Reply::Bulk(Vec::new()), Reply::Array(Vec::new())];
+        for n in [0i64, 9, 10, -1, -10, 99_999, i64::MAX, i64::MIN] {
+            replies.push(Reply::Int(n));
+        }
+        for len in [1usize, 9, 10, 99, 100, 1 << 20] {
+            replies.push(Reply::Bulk(vec![b'v'; len]));
+        }
+        replies.push(Reply::Array(replies.clone()));
+        for r in replies {
+            let mut out = Vec::new();
+            r.encode(&mut out);
+            assert_eq!(r.encoded_len(), out.len(), "{:?}", String::from_utf8_lossy(&out[..out.len().min(40)]));
+        }
     }
 }

@@ -9,18 +9,32 @@
 //! replies leave in request order. So an `+OK` to a `SET` is never sent before the write
 //! is durable, pipelined writes share one sync, and a proxy multiplexing many clients on
 //! one connection keeps the shard busy during group commits.
+//!
+//! Running ahead of the replies is bounded twice. A batch hands its replies to the
+//! writer every [`ServerConfig::max_batch_bytes`] (a pipeline of large values streams
+//! instead of being produced whole first), and at most [`REPLY_QUEUE`] such pieces wait
+//! for the writer: so a client that does not read stops the server producing for it
+//! after about `REPLY_QUEUE * max_batch_bytes` (plus one reply per piece). And every
+//! reply is counted in the connection's output buffer ([`crate::output`]) as it is
+//! produced, uncounted once written to the socket: a connection at its hard limit (or
+//! over its soft limit for its seconds) stops executing in the middle of its batch and
+//! is closed, its queued replies dropped. The limit is what bounds large replies
+//! (values up to 64 MiB, MGET, RANGE): 16 pieces of one 64 MiB value each would be 1 GiB.
 
 use crate::command::Command;
-use crate::resp::{Fatal, Limits, Parsed, Parser, Reply};
+use crate::error::ServerError;
+use crate::output::{OutputBuffer, OutputLimit};
+use crate::resp::{Limits, Parsed, Parser, Reply};
 use crate::stats::ServerStats;
 use bytes::BytesMut;
 use cosine_engine::Engine;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -35,25 +49,64 @@ pub struct ServerConfig {
     pub max_clients: u64,
     /// Most pipelined requests executed as one batch.
     pub max_batch: usize,
+    /// A batch hands its replies to the writer once they add up to this many bytes,
+    /// then goes on with its remaining requests.
+    pub max_batch_bytes: usize,
     /// How long a shutdown waits for connections to finish their batch.
     pub drain: Duration,
+    /// Reply bytes one connection may have queued ([`crate::output`]).
+    pub output: OutputLimit,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { limits: Limits::default(), max_clients: 10_000, max_batch: 1024, drain: Duration::from_secs(10) }
+        ServerConfig {
+            limits: Limits::default(),
+            max_clients: 10_000,
+            max_batch: 1024,
+            max_batch_bytes: 1 << 20,
+            drain: Duration::from_secs(10),
+            output: OutputLimit::default(),
+        }
     }
 }
 
-/// Runs the commands of one batch in order. Returns the replies and the positions of
-/// the writes among them: those are provisional until [`acknowledge`] has the outcome
-/// of [`Engine::wait_durable`].
-pub fn execute_batch(engine: &Engine, stats: &ServerStats, batch: Vec<Result<Command, String>>) -> (Vec<Reply>, Vec<usize>) {
+/// The requests of a batch still to run (or refused at parsing), in order.
+pub type Batch = VecDeque<Result<Command, ServerError>>;
+
+/// What [`execute_batch`] ran.
+#[derive(Debug)]
+pub struct Executed {
+    /// The replies, in request order.
+    pub replies: Vec<Reply>,
+    /// Positions of the writes among them: provisional until [`acknowledge`] has the
+    /// outcome of [`Engine::wait_durable`].
+    pub wrote: Vec<usize>,
+    /// The requests not run yet (the replies reached `max_bytes`).
+    pub rest: Batch,
+}
+
+/// Runs the requests of `batch` in order, counting each reply in `output` as it is
+/// produced, until they are all run or the replies add up to `max_bytes`.
+///
+/// The first reply that takes the connection to its output limit stops the batch: the
+/// requests after it are not run, and the error says to close the connection (writes
+/// already run stay written, unacknowledged, as when a client disconnects).
+pub fn execute_batch(
+    engine: &Engine,
+    stats: &ServerStats,
+    output: &OutputBuffer,
+    mut batch: Batch,
+    max_bytes: usize,
+) -> Result<Executed, ServerError> {
     let mut replies = Vec::with_capacity(batch.len());
     let mut wrote = Vec::new();
-    for (i, c) in batch.into_iter().enumerate() {
+    let mut bytes = 0;
+    while bytes < max_bytes {
+        let Some(c) = batch.pop_front() else { break };
+        let i = replies.len();
         ServerStats::bump(&stats.commands);
-        match c {
+        let reply = match c {
             Ok(cmd) => {
                 let writes = cmd.writes();
                 let r = cmd.execute(engine, stats);
@@ -62,22 +115,26 @@ pub fn execute_batch(engine: &Engine, stats: &ServerStats, batch: Vec<Result<Com
                 } else if writes {
                     wrote.push(i);
                 }
-                replies.push(r);
+                r
             }
-            Err(m) => {
+            Err(e) => {
                 ServerStats::bump(&stats.rejected);
-                replies.push(Reply::err(m));
+                Reply::error(&e)
             }
-        }
+        };
+        bytes += reply.encoded_len();
+        output.produce(reply.encoded_len())?;
+        replies.push(reply);
     }
-    (replies, wrote)
+    Ok(Executed { replies, wrote, rest: batch })
 }
 
-/// Turns the provisional write replies into errors if their durability wait failed.
-pub fn acknowledge(replies: &mut [Reply], wrote: &[usize], durable: Result<(), String>) {
+/// Turns the provisional write replies into the error if their durability wait failed.
+pub fn acknowledge(replies: &mut [Reply], wrote: &[usize], durable: Result<(), ServerError>) {
     if let Err(e) = durable {
+        let r = Reply::error(&e);
         for &i in wrote {
-            replies[i] = Reply::err(format!("write not acknowledged: the WAL sync failed: {e}"));
+            replies[i] = r.clone();
         }
     }
 }
@@ -90,25 +147,39 @@ struct Outgoing {
     close: bool,
 }
 
-/// Batches whose replies may wait for durability while the next batches run.
-const REPLY_QUEUE: usize = 16;
+/// Batches (or pieces of `max_batch_bytes`) whose replies may wait for durability, or
+/// for the writer, while the next batches run.
+pub const REPLY_QUEUE: usize = 16;
+
+/// Encoded replies are written to the socket in pieces of about this size, each
+/// uncounted from the output buffer once written.
+const WRITE_CHUNK: usize = 64 << 10;
 
 /// Writes batches' replies in request order, each once its writes are durable.
-async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
-    let mut out = Vec::with_capacity(16 << 10);
+async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>) {
+    let mut out = Vec::with_capacity(WRITE_CHUNK);
     while let Some(mut o) = rx.recv().await {
         if let Some(h) = o.durable.take() {
             let res = match h.await {
-                Ok(r) => r.map_err(|e| e.to_string()),
-                Err(e) => Err(format!("durability wait failed: {e}")),
+                Ok(r) => r.map_err(ServerError::NotDurable),
+                Err(e) => Err(ServerError::DurabilityWaitFailed(e.to_string())),
             };
-            acknowledge(&mut o.replies, &o.wrote, res);
+            if res.is_err() {
+                let len = |replies: &[Reply]| o.wrote.iter().map(|&i| replies[i].encoded_len()).sum::<usize>();
+                let before = len(&o.replies);
+                acknowledge(&mut o.replies, &o.wrote, res);
+                output.resized(before, len(&o.replies));
+            }
         }
-        out.clear();
-        for r in &o.replies {
+        for r in o.replies.drain(..) {
             r.encode(&mut out);
+            if out.len() >= WRITE_CHUNK && write_out(&mut wr, &mut out, &output).await.is_err() {
+                output.close();
+                return;
+            }
         }
-        if wr.write_all(&out).await.is_err() {
+        if !out.is_empty() && write_out(&mut wr, &mut out, &output).await.is_err() {
+            output.close();
             return;
         }
         if o.close {
@@ -116,6 +187,18 @@ async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) 
             return;
         }
     }
+}
+
+/// Writes `out` whole, uncounts it from the output buffer and empties it (dropping the
+/// allocation a large reply grew it to).
+async fn write_out(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>, output: &OutputBuffer) -> std::io::Result<()> {
+    wr.write_all(out).await?;
+    output.written(out.len());
+    out.clear();
+    if out.capacity() > 4 * WRITE_CHUNK {
+        *out = Vec::with_capacity(WRITE_CHUNK);
+    }
+    Ok(())
 }
 
 /// Serves `engine` on `listener` until `shutdown` resolves, then stops accepting,
@@ -135,20 +218,25 @@ pub async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
-                let Ok((sock, _)) = accepted else { continue };
+                let Ok((sock, peer)) = accepted else { continue };
                 ServerStats::bump(&stats.connections);
                 if stats.connected.load(Ordering::Relaxed) >= cfg.max_clients {
                     ServerStats::bump(&stats.refused);
                     let mut sock = sock;
                     conns.spawn(async move {
-                        let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
+                        let mut out = Vec::new();
+                        Reply::error(&ServerError::MaxClients).encode(&mut out);
+                        let _ = sock.write_all(&out).await;
                     });
                     continue;
                 }
                 let (engine, stats, stop) = (engine.clone(), stats.clone(), stop_rx.clone());
                 stats.connected.fetch_add(1, Ordering::Relaxed);
                 conns.spawn(async move {
-                    connection(sock, engine, &stats, cfg, stop).await;
+                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, engine, &stats, cfg, stop).await {
+                        ServerStats::bump(&stats.output_limit_disconnections);
+                        eprintln!("cosine-server: closed the connection of {peer}: {e}");
+                    }
                     stats.connected.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -168,24 +256,63 @@ pub async fn serve(
 /// batch's replies in order once its writes are durable. So a batch waiting for its
 /// group commit does not hold up the execution of the batches behind it (they join the
 /// same or the next group), and no reply overtakes an earlier one.
-async fn connection(sock: TcpStream, engine: Arc<Engine>, stats: &Arc<ServerStats>, cfg: ServerConfig, mut stop: watch::Receiver<bool>) {
+///
+/// A [`ServerError::OutputBufferLimit`] error: the connection went over its output
+/// limit and was closed, its queued replies dropped.
+async fn connection(
+    sock: TcpStream,
+    engine: Arc<Engine>,
+    stats: &Arc<ServerStats>,
+    cfg: ServerConfig,
+    stop: watch::Receiver<bool>,
+) -> Result<(), ServerError> {
     let _ = sock.set_nodelay(true);
     let (mut rd, wr) = sock.into_split();
+    let output = Arc::new(OutputBuffer::new(cfg.output));
     let (tx, rx) = mpsc::channel::<Outgoing>(REPLY_QUEUE);
-    let writer = tokio::spawn(reply_writer(wr, rx));
+    let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone()));
+    let mut result = requests(&mut rd, &tx, &output, engine, stats, cfg, stop).await;
+    drop(tx);
+    if result.is_ok() {
+        // every reply already queued is sent (after its durability wait), within the limit
+        result = guarded(&output, &mut writer).await.map(|_| ());
+    }
+    if let Err(ServerError::OutputBufferLimit { .. }) = result {
+        // The client does not read: drop its queued replies rather than wait to write them,
+        // and reset the connection (the replies in the kernel's send buffer go too; a FIN
+        // would wait behind them for a client that does not read).
+        let _ = rd.as_ref().set_zero_linger();
+        writer.abort();
+        let _ = writer.await;
+    }
+    result
+}
+
+/// The reader's side of a connection: parses the pipelined requests, executes them in
+/// batches, hands each batch's replies to the writer. `Ok` when the client is done
+/// (EOF, QUIT, a protocol error answered, the server stopping).
+async fn requests(
+    rd: &mut OwnedReadHalf,
+    tx: &mpsc::Sender<Outgoing>,
+    output: &Arc<OutputBuffer>,
+    engine: Arc<Engine>,
+    stats: &Arc<ServerStats>,
+    cfg: ServerConfig,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), ServerError> {
     let key_bytes = engine.config().layout.key_bytes;
     let mut parser = Parser::new(cfg.limits);
     let mut buf = BytesMut::with_capacity(16 << 10);
     loop {
-        let mut batch = Vec::new();
+        let mut batch = Batch::new();
         let mut fatal = None;
         while batch.len() < cfg.max_batch {
             match parser.next(&mut buf) {
-                Ok(Some(Parsed::Request(args))) => batch.push(Command::parse(args, key_bytes)),
-                Ok(Some(Parsed::Rejected(m))) => batch.push(Err(m)),
+                Ok(Some(Parsed::Request(args))) => batch.push_back(Command::parse(args, key_bytes)),
+                Ok(Some(Parsed::Rejected(e))) => batch.push_back(Err(e)),
                 Ok(None) => break,
-                Err(Fatal(m)) => {
-                    fatal = Some(m);
+                Err(e) => {
+                    fatal = Some(e);
                     break;
                 }
             }
@@ -196,49 +323,89 @@ async fn connection(sock: TcpStream, engine: Arc<Engine>, stats: &Arc<ServerStat
             if let Some(q) = quit {
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
-            let n = batch.len();
-            let (replies, wrote) = if batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick)) {
-                // point reads of a snapshot never wait for a writer or the disk queue for long:
-                // run them here rather than pay a hand-off to the blocking pool
-                execute_batch(&engine, stats, batch)
-            } else {
-                let (e, s) = (engine.clone(), stats.clone());
-                tokio::task::spawn_blocking(move || execute_batch(&e, &s, batch))
-                    .await
-                    .unwrap_or_else(|_| (vec![Reply::err("internal error executing the request"); n], Vec::new()))
-            };
-            let durable = (!wrote.is_empty()).then(|| {
-                ServerStats::bump(&stats.durable_waits);
-                let e = engine.clone();
-                tokio::task::spawn_blocking(move || e.wait_durable())
-            });
+            // point reads of a snapshot never wait for a writer or the disk queue for long:
+            // run them here rather than pay a hand-off to the blocking pool
+            let quick = batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick));
             let close = quit.is_some();
-            if tx.send(Outgoing { replies, wrote, durable, close }).await.is_err() || close {
-                break;
+            while !batch.is_empty() {
+                let n = batch.len();
+                let Executed { replies, wrote, rest } = if quick {
+                    execute_batch(&engine, stats, output, batch, cfg.max_batch_bytes)?
+                } else {
+                    let (e, s, o, max) = (engine.clone(), stats.clone(), output.clone(), cfg.max_batch_bytes);
+                    match tokio::task::spawn_blocking(move || execute_batch(&e, &s, &o, batch, max)).await {
+                        Ok(executed) => executed?,
+                        Err(_) => {
+                            // (the replies the failed task counted stay counted: a panic is a bug)
+                            let r = Reply::error(&ServerError::ExecutionFailed);
+                            output.produce(r.encoded_len() * n)?;
+                            Executed { replies: vec![r; n], wrote: Vec::new(), rest: Batch::new() }
+                        }
+                    }
+                };
+                batch = rest;
+                let durable = (!wrote.is_empty()).then(|| {
+                    ServerStats::bump(&stats.durable_waits);
+                    let e = engine.clone();
+                    tokio::task::spawn_blocking(move || e.wait_durable())
+                });
+                let out = Outgoing { replies, wrote, durable, close: close && batch.is_empty() };
+                guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
+                if !batch.is_empty() {
+                    // let the writer (woken on this worker) start on this piece before the next
+                    tokio::task::yield_now().await;
+                }
+            }
+            if close {
+                return Ok(());
             }
         }
-        if let Some(m) = fatal {
+        if let Some(e) = fatal {
             ServerStats::bump(&stats.protocol_errors);
-            let _ = tx.send(Outgoing { replies: vec![Reply::err(m)], wrote: Vec::new(), durable: None, close: true }).await;
-            break;
+            let r = Reply::error(&e);
+            output.produce(r.encoded_len())?;
+            let _ = guarded(output, tx.send(Outgoing { replies: vec![r], wrote: Vec::new(), durable: None, close: true })).await?;
+            return Ok(());
         }
         if full {
             continue; // more complete requests may be buffered
         }
         if *stop.borrow() {
-            break;
+            return Ok(());
         }
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 << 10);
         }
-        tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            },
-            _ = stop.changed() => break,
+        let read = guarded(output, async {
+            tokio::select! {
+                r = rd.read_buf(&mut buf) => r.ok().filter(|n| *n > 0),
+                _ = stop.changed() => None,
+            }
+        })
+        .await?;
+        if read.is_none() {
+            return Ok(()); // EOF, a read error, or the server stopping
         }
     }
-    drop(tx);
-    let _ = writer.await; // every reply already queued is sent (after its durability wait)
+}
+
+/// Awaits `fut` while keeping the connection's soft output limit: whenever the soft
+/// clock may have run out, the limit is checked, so a client over the soft limit for
+/// its seconds is closed also while the connection waits (for a request, for room in
+/// the reply queue, for the writer).
+async fn guarded<F: Future>(output: &OutputBuffer, fut: F) -> Result<F::Output, ServerError> {
+    tokio::pin!(fut);
+    loop {
+        let deadline = output.soft_deadline();
+        let expired = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            v = &mut fut => return Ok(v),
+            () = expired => output.check()?,
+        }
+    }
 }

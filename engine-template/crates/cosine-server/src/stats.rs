@@ -27,6 +27,8 @@ pub struct ServerStats {
     pub protocol_errors: AtomicU64,
     /// Batches of writes whose acknowledgement waited for the WAL policy's durability.
     pub durable_waits: AtomicU64,
+    /// Connections closed for going over their output-buffer limit ([`crate::output`]).
+    pub output_limit_disconnections: AtomicU64,
 }
 
 impl ServerStats {
@@ -42,6 +44,7 @@ impl ServerStats {
             rejected: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
             durable_waits: AtomicU64::new(0),
+            output_limit_disconnections: AtomicU64::new(0),
         }
     }
 
@@ -77,13 +80,14 @@ impl InfoText {
     }
 }
 
-/// `INFO [section]`: the server's counters (`server`), the engine's (`engine`: block
-/// reads and writes, flushes, merges, WAL syncs, operations) and its shape
-/// (`keyspace`). `None` for an unknown section.
+/// `INFO [section]`: the server's counters (`server`), the clients it closed
+/// (`stats`, with Redis' field names), the engine's counters (`engine`: block reads and
+/// writes, flushes, merges, WAL syncs, operations) and its shape (`keyspace`). `None`
+/// for an unknown section.
 pub fn info_text(engine: &Engine, stats: &ServerStats, section: Option<&str>) -> Option<String> {
     let all = matches!(section, None | Some("all") | Some("default") | Some("everything"));
     let want = |s: &str| all || section == Some(s);
-    if !["server", "engine", "keyspace"].iter().any(|s| want(s)) {
+    if !["server", "stats", "engine", "keyspace"].iter().any(|s| want(s)) {
         return None;
     }
     let cfg = engine.config();
@@ -108,6 +112,10 @@ pub fn info_text(engine: &Engine, stats: &ServerStats, section: Option<&str>) ->
         t.kv("rejected_requests", load(&stats.rejected));
         t.kv("protocol_errors", load(&stats.protocol_errors));
         t.kv("durable_waits", load(&stats.durable_waits));
+    }
+    if want("stats") {
+        t.section("Stats");
+        t.kv("client_output_buffer_limit_disconnections", load(&stats.output_limit_disconnections));
     }
     if want("engine") {
         let fg = st.ops.iter().fold(IoSnapshot::default(), |a, (_, o)| a.plus(&o.io));

@@ -106,7 +106,7 @@ fn random_bytes_never_break_the_server() {
                 match Reply::decode(&mut buf) {
                     Ok(Some(_)) => {}
                     Ok(None) => prop_assert!(false, "truncated reply {:?}", String::from_utf8_lossy(&got)),
-                    Err(e) => prop_assert!(false, "malformed reply {:?}: {}", String::from_utf8_lossy(&got), e.0),
+                    Err(e) => prop_assert!(false, "malformed reply {:?}: {}", String::from_utf8_lossy(&got), e),
                 }
             }
             let mut probe = cosine_server::client::Client::connect(srv.addr, Duration::from_secs(5)).expect("connect");

@@ -8,43 +8,33 @@ use cosine_config::Config;
 use cosine_engine::{Engine, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The reference model: what the engine should hold.
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// A scratch directory removed on drop.
+/// A scratch directory, removed with everything in it when dropped, also when the
+/// test panics (a [`tempfile::TempDir`]).
 #[derive(Debug)]
-pub struct TempDir(PathBuf);
-
-static COUNTER: AtomicU64 = AtomicU64::new(0);
+pub struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     /// A fresh empty directory under `$COSINE_TEST_DIR`, else `/dev/shm` (tmpfs: the
-    /// tests check logic and crash consistency, not the disk), else the temp dir.
+    /// tests check logic and crash consistency, not the disk), else `$TMPDIR`.
     pub fn new(name: &str) -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let base = match std::env::var_os("COSINE_TEST_DIR") {
             Some(d) => PathBuf::from(d),
             None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
             None => std::env::temp_dir(),
         };
-        let p = base.join(format!("cosine-it-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        if let Err(e) = std::fs::create_dir_all(&p) {
-            panic!("cannot create {}: {e}", p.display());
+        match tempfile::Builder::new().prefix(&format!("cosine-it-{name}-")).tempdir_in(&base) {
+            Ok(d) => TempDir(d),
+            Err(e) => panic!("cannot create a scratch directory in {}: {e}", base.display()),
         }
-        TempDir(p)
     }
+
     /// The directory.
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 

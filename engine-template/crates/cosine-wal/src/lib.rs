@@ -384,12 +384,10 @@ pub(crate) mod tests {
     use super::*;
     use record::HEADER;
 
-    /// A fresh scratch directory for this crate's unit tests.
-    pub(crate) fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cosine-wal-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("mkdir");
-        d
+    /// A fresh scratch directory for this crate's unit tests (in `$TMPDIR`), removed
+    /// when it is dropped, also when the test panics.
+    pub(crate) fn tmpdir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("cosine-wal-{name}-")).tempdir().expect("scratch directory")
     }
 
     type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -403,8 +401,9 @@ pub(crate) mod tests {
     #[test]
     fn roundtrip_all_policies() {
         for (i, p) in [WalSync::EveryWrite, WalSync::GroupCommit, WalSync::None].into_iter().enumerate() {
-            let d = tmpdir(&format!("rt{i}"));
-            let mut w = Wal::open(&d, 1, p, 200).expect("open");
+            let tmp = tmpdir(&format!("rt{i}"));
+            let d = tmp.path();
+            let mut w = Wal::open(d, 1, p, 200).expect("open");
             for j in 0..100u32 {
                 let t = w.append(&j.to_be_bytes(), if j % 7 == 0 { None } else { Some(b"value") }).expect("append");
                 t.wait().expect("sync");
@@ -415,7 +414,7 @@ pub(crate) mod tests {
             assert_eq!(batch.len(), encoded_len(b"g1", Some(b"x")) + encoded_len(b"g2", None));
             w.append_encoded(&batch).expect("group").wait().expect("sync");
             w.close().expect("close");
-            let (v, r) = collect(&d, 1).expect("replay");
+            let (v, r) = collect(d, 1).expect("replay");
             assert_eq!(v.len(), 102);
             assert_eq!(r.torn_bytes, 0);
             assert_eq!(v[7].1, None);
@@ -426,8 +425,9 @@ pub(crate) mod tests {
 
     #[test]
     fn group_commit_mark_waits_for_the_committer_sync() {
-        let d = tmpdir("mark");
-        let mut w = Wal::open(&d, 1, WalSync::GroupCommit, 500).expect("open");
+        let tmp = tmpdir("mark");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 1, WalSync::GroupCommit, 500).expect("open");
         assert!(w.durable_mark().is_some());
         w.append(b"k", Some(b"v")).expect("append").wait().expect("no-op ticket");
         let before = w.syncs();
@@ -437,25 +437,27 @@ pub(crate) mod tests {
         assert_eq!(*w.seg.synced.lock(), w.seg.written.load(Ordering::Acquire));
         w.close().expect("close");
         for p in [WalSync::EveryWrite, WalSync::None] {
-            let d = tmpdir(&format!("mark-{p:?}"));
-            assert!(Wal::open(&d, 1, p, 500).expect("open").durable_mark().is_none());
+            let tmp = tmpdir(&format!("mark-{p:?}"));
+            let d = tmp.path();
+            assert!(Wal::open(d, 1, p, 500).expect("open").durable_mark().is_none());
         }
     }
 
     #[test]
     fn torn_tail_is_truncated_and_any_other_damage_is_an_error() {
-        let d = tmpdir("torn");
-        let mut w = Wal::open(&d, 3, WalSync::EveryWrite, 1000).expect("open");
+        let tmp = tmpdir("torn");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 3, WalSync::EveryWrite, 1000).expect("open");
         for j in 0..10u32 {
             w.append(&j.to_be_bytes(), Some(b"abcdef")).expect("append").wait().expect("sync");
         }
         w.close().expect("close");
-        let p = segment_path(&d, 3);
+        let p = segment_path(d, 3);
         let full = std::fs::read(&p).expect("read");
         let rec = full.len() / 10;
         // Cut the last record in half: replay keeps 9 and truncates.
         std::fs::write(&p, &full[..full.len() - rec / 2]).expect("write");
-        let (v, r) = collect(&d, 3).expect("replay");
+        let (v, r) = collect(d, 3).expect("replay");
         assert_eq!(v.len(), 9);
         assert!(r.torn_bytes > 0);
         assert_eq!(std::fs::metadata(&p).expect("meta").len() as usize, 9 * rec);
@@ -463,7 +465,7 @@ pub(crate) mod tests {
         let mut bad = full.clone();
         bad[4 * rec + HEADER + 2] ^= 0x40;
         std::fs::write(&p, &bad).expect("write");
-        let e = collect(&d, 3).expect_err("corrupt");
+        let e = collect(d, 3).expect_err("corrupt");
         assert!(matches!(e, Error::CorruptAt { offset, .. } if offset == 4 * rec as u64), "{e}");
         assert_eq!(std::fs::read(&p).expect("read"), bad);
         // A flipped payload byte in the last record is damage too: the record was written whole.
@@ -471,26 +473,27 @@ pub(crate) mod tests {
         let n = last.len();
         last[n - 2] ^= 0x40;
         std::fs::write(&p, &last).expect("write");
-        assert!(collect(&d, 3).expect_err("corrupt last record").is_corruption());
+        assert!(collect(d, 3).expect_err("corrupt last record").is_corruption());
         // So is a length flip in the last record that makes it run past the end.
         let mut len_flip = full.clone();
         len_flip[9 * rec + 1] ^= 0x01;
         std::fs::write(&p, &len_flip).expect("write");
-        assert!(collect(&d, 3).expect_err("damaged length").is_corruption());
+        assert!(collect(d, 3).expect_err("damaged length").is_corruption());
     }
 
     #[test]
     fn injected_full_disk_rolls_back_and_poisons() {
-        let d = tmpdir("enospc");
-        let mut w = Wal::open(&d, 1, WalSync::EveryWrite, 1000).expect("open");
+        let tmp = tmpdir("enospc");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 1, WalSync::EveryWrite, 1000).expect("open");
         w.append(b"a", Some(b"1")).expect("append").wait().expect("sync");
-        let good = std::fs::metadata(segment_path(&d, 1)).expect("meta").len();
-        cosine_core::fault::fail_writes_after(&d, 5);
+        let good = std::fs::metadata(segment_path(d, 1)).expect("meta").len();
+        cosine_core::fault::fail_writes_after(d, 5);
         assert!(w.append(b"b", Some(b"2")).is_err(), "the full disk fails the append");
-        cosine_core::fault::clear(&d);
-        assert_eq!(std::fs::metadata(segment_path(&d, 1)).expect("meta").len(), good, "partial record rolled back");
+        cosine_core::fault::clear(d);
+        assert_eq!(std::fs::metadata(segment_path(d, 1)).expect("meta").len(), good, "partial record rolled back");
         assert!(matches!(w.append(b"c", Some(b"3")), Err(Error::Poisoned(_))), "nothing more is acknowledged");
         assert!(w.close().is_err());
-        assert_eq!(collect(&d, 1).expect("replay").0, vec![(b"a".to_vec(), Some(b"1".to_vec()))]);
+        assert_eq!(collect(d, 1).expect("replay").0, vec![(b"a".to_vec(), Some(b"1".to_vec()))]);
     }
 }

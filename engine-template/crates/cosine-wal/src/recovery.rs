@@ -369,35 +369,38 @@ mod tests {
 
     #[test]
     fn a_torn_tail_before_a_later_segment_is_not_a_tail() {
-        let d = tmpdir("rec-torn-mid");
-        let rec = two_segments(&d);
-        let p = segment_path(&d, 1);
+        let tmp = tmpdir("rec-torn-mid");
+        let d = tmp.path();
+        let rec = two_segments(d);
+        let p = segment_path(d, 1);
         let b = std::fs::read(&p).expect("read");
         std::fs::write(&p, &b[..b.len() - rec / 2]).expect("cut");
-        let e = run(&d, WalRecovery::TolerateCorruptedTail).expect_err("records follow in segment 2");
+        let e = run(d, WalRecovery::TolerateCorruptedTail).expect_err("records follow in segment 2");
         assert!(matches!(e, Error::CorruptAt { offset, .. } if offset == 9 * rec as u64), "{e}");
         // The same cut in the last segment is a torn tail.
-        let d2 = tmpdir("rec-torn-last");
-        two_segments(&d2);
-        let p2 = segment_path(&d2, 2);
+        let tmp2 = tmpdir("rec-torn-last");
+        let d2 = tmp2.path();
+        two_segments(d2);
+        let p2 = segment_path(d2, 2);
         let b2 = std::fs::read(&p2).expect("read");
         std::fs::write(&p2, &b2[..b2.len() - rec / 2]).expect("cut");
-        let (keys, r) = run(&d2, WalRecovery::TolerateCorruptedTail).expect("torn tail");
+        let (keys, r) = run(d2, WalRecovery::TolerateCorruptedTail).expect("torn tail");
         assert_eq!(keys.len(), 19);
         assert_eq!(r.torn_bytes as usize, rec - rec / 2);
-        assert!(run(&d2, WalRecovery::TolerateCorruptedTail).is_ok(), "the cut was made durable");
+        assert!(run(d2, WalRecovery::TolerateCorruptedTail).is_ok(), "the cut was made durable");
         std::fs::write(&p2, &b2[..b2.len() - rec / 2]).expect("cut again");
-        assert!(run(&d2, WalRecovery::AbsoluteConsistency).is_err(), "absolute consistency refuses a torn tail");
+        assert!(run(d2, WalRecovery::AbsoluteConsistency).is_err(), "absolute consistency refuses a torn tail");
     }
 
     #[test]
     fn point_in_time_stops_at_the_damage_and_keeps_the_evidence() {
-        let d = tmpdir("pit");
-        let rec = two_segments(&d);
-        flip(&d, 1, 4 * rec + HEADER + 3);
-        let damaged = std::fs::read(segment_path(&d, 1)).expect("read");
-        let later = std::fs::read(segment_path(&d, 2)).expect("read");
-        let (keys, r) = run(&d, WalRecovery::PointInTime).expect("salvage");
+        let tmp = tmpdir("pit");
+        let d = tmp.path();
+        let rec = two_segments(d);
+        flip(d, 1, 4 * rec + HEADER + 3);
+        let damaged = std::fs::read(segment_path(d, 1)).expect("read");
+        let later = std::fs::read(segment_path(d, 2)).expect("read");
+        let (keys, r) = run(d, WalRecovery::PointInTime).expect("salvage");
         assert_eq!(keys, (100..104).collect::<Vec<_>>(), "records before the damage, nothing after");
         assert_eq!(r.salvaged.len(), 2, "{:?}", r.salvaged);
         let s = d.join(SALVAGE_DIR);
@@ -405,44 +408,47 @@ mod tests {
         assert_eq!(std::fs::read(s.join("00000002.wal")).expect("copy"), later);
         assert!(std::fs::read_to_string(s.join("LOG")).expect("log").contains("point_in_time"));
         // The log is now clean: the default mode opens it at the same point in time.
-        assert_eq!(run(&d, WalRecovery::TolerateCorruptedTail).expect("clean").0, keys);
+        assert_eq!(run(d, WalRecovery::TolerateCorruptedTail).expect("clean").0, keys);
     }
 
     #[test]
     fn skip_any_corrupted_drops_only_the_damaged_record() {
-        let d = tmpdir("skip");
-        let rec = two_segments(&d);
-        flip(&d, 1, 4 * rec + 1); // the length field of record 4
-        let (keys, r) = run(&d, WalRecovery::SkipAnyCorrupted).expect("salvage");
+        let tmp = tmpdir("skip");
+        let d = tmp.path();
+        let rec = two_segments(d);
+        flip(d, 1, 4 * rec + 1); // the length field of record 4
+        let (keys, r) = run(d, WalRecovery::SkipAnyCorrupted).expect("salvage");
         let want: Vec<u32> = (100..110).filter(|k| *k != 104).chain(200..210).collect();
         assert_eq!(keys, want);
         assert_eq!(r.salvaged.len(), 1);
-        assert_eq!(run(&d, WalRecovery::AbsoluteConsistency).expect("rewritten clean").0, want);
+        assert_eq!(run(d, WalRecovery::AbsoluteConsistency).expect("rewritten clean").0, want);
     }
 
     #[test]
     fn a_sealed_segment_cut_at_a_record_boundary_is_damage() {
-        let d = tmpdir("sealed");
-        let rec = two_segments(&d);
-        let p = segment_path(&d, 1);
+        let tmp = tmpdir("sealed");
+        let d = tmp.path();
+        let rec = two_segments(d);
+        let p = segment_path(d, 1);
         let b = std::fs::read(&p).expect("read");
         std::fs::write(&p, &b[..5 * rec]).expect("cut");
         let segs = |sealed| [SegmentRef { id: 1, expected: true, sealed }, SegmentRef { id: 2, expected: true, sealed: None }];
-        let e = recover(&d, &segs(Some(10 * rec as u64)), WalRecovery::TolerateCorruptedTail, |_, _| {}).expect_err("cut short");
+        let e = recover(d, &segs(Some(10 * rec as u64)), WalRecovery::TolerateCorruptedTail, |_, _| {}).expect_err("cut short");
         assert!(matches!(e, Error::CorruptAt { offset, .. } if offset == 5 * rec as u64), "{e}");
         // Without the sealed length, the same cut looks like a log that ended there.
-        assert!(recover(&d, &segs(None), WalRecovery::TolerateCorruptedTail, |_, _| {}).is_ok());
+        assert!(recover(d, &segs(None), WalRecovery::TolerateCorruptedTail, |_, _| {}).is_ok());
     }
 
     #[test]
     fn every_single_bit_flip_is_detected() {
-        let d = tmpdir("everybit");
-        let mut w = Wal::open(&d, 1, WalSync::EveryWrite, 1000).expect("open");
+        let tmp = tmpdir("everybit");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 1, WalSync::EveryWrite, 1000).expect("open");
         for j in 0..4u32 {
             w.append(&j.to_be_bytes(), Some(b"v")).expect("append").wait().expect("sync");
         }
         w.close().expect("close");
-        let p = segment_path(&d, 1);
+        let p = segment_path(d, 1);
         let good = std::fs::read(&p).expect("read");
         for byte in 0..good.len() {
             for bit in 0..8 {
@@ -450,7 +456,7 @@ mod tests {
                 bad[byte] ^= 1 << bit;
                 std::fs::write(&p, &bad).expect("write");
                 let segs = [SegmentRef { id: 1, expected: true, sealed: None }];
-                let r = recover(&d, &segs, WalRecovery::TolerateCorruptedTail, |_, _| {});
+                let r = recover(d, &segs, WalRecovery::TolerateCorruptedTail, |_, _| {});
                 assert!(r.as_ref().is_err_and(|e| e.is_corruption()), "byte {byte} bit {bit}: {r:?}");
                 assert_eq!(std::fs::read(&p).expect("read"), bad, "byte {byte} bit {bit}: file changed");
             }

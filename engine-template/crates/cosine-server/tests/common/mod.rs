@@ -77,10 +77,16 @@ pub struct Spawned {
 impl Spawned {
     /// Starts the binary and waits for its `ready` line.
     pub fn start(dir: &Path, cfg: &Config) -> Spawned {
+        Spawned::start_with(dir, &to_toml(cfg), &[])
+    }
+
+    /// Starts the binary on an engine.toml of `toml_text`, with more command-line `args`.
+    pub fn start_with(dir: &Path, toml_text: &str, args: &[&str]) -> Spawned {
         let toml = dir.with_extension("toml");
-        std::fs::write(&toml, to_toml(cfg)).expect("write engine.toml");
+        std::fs::write(&toml, toml_text).expect("write engine.toml");
         let mut child = Command::new(env!("CARGO_BIN_EXE_cosine-server"))
             .args(["--config", toml.to_str().expect("utf-8"), "--dir", dir.to_str().expect("utf-8"), "--port", "0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
