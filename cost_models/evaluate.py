@@ -68,7 +68,7 @@ class NodeEval:
 
     def disk_gib(self) -> np.ndarray:
         factor = 1.0 if self.codec is None else self.codec.size_factor
-        return self.layout.space_entries * self.layout.entry_bytes / GIB * factor
+        return self.layout.disk_entries * self.layout.entry_bytes / GIB * factor
 
     def disk_block(self, batch: DesignBatch) -> np.ndarray:
         """Bytes one block I/O moves: the block, times the codec's size factor."""
@@ -323,9 +323,17 @@ def evaluate_config(
                 ),
             )
             storage = best
+    if storage is not None and storage.gib < need_gib * (1 - 1e-9):
+        reasons.append(
+            f"the volume ({storage.label}) holds {storage.gib:,.1f} GiB; the design needs {need_gib:,.1f} GiB per node "
+            "(its levels full and its largest merge's output beside them)"
+        )
+        storage_fits = False
+    else:
+        storage_fits = storage is not None
     iops = float(storage.effective_iops(disk_block)) if storage else 0.0
     x_node = float(ne.throughput(wl, iops, threads)[0]) if storage else 0.0
-    feasible = bool(lay.feasible[0]) and storage is not None
+    feasible = bool(lay.feasible[0]) and storage_fits
     if not lay.feasible[0]:
         used = design.buffer_bytes + lay.mem_filter[0] + lay.mem_fence[0] + lay.mem_range[0]
         reasons.append(

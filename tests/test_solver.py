@@ -382,6 +382,8 @@ def test_reevaluate_many_equals_each_alone(mix, robustness):
     tables = build_tables(spec, small_catalog(per_provider=3), spec.providers, workers=1, presets=PRESETS)
     cols = tables.contexts["aws"] + [c for p in tables.presets.values() for c in p["aws"]]
     pick = cols[:: max(1, len(cols) // 60)]
+    seen = {c.design_class for c in pick}
+    pick += [next(c for c in cols if c.design_class == k) for k in sorted({c.design_class for c in cols} - seen)]
     clusters = [[(c, round(spec.workload.entries / c.entries))] for c in pick]
     clusters += [[(a, 1), (b, 2)] for a, b in zip(pick[::3], pick[1::3], strict=False)]
     many = reevaluate_many(spec, clusters)

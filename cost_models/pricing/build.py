@@ -46,6 +46,10 @@ SOURCE_COLUMNS = {
         *("price_set", "provider", "vm", "min_vcpu", "max_vcpu", "product", "max_iops", "max_mibps"),
         *("max_disks", "size_gib", "source", "as_of"),
     ),
+    "regions.csv": (
+        *("price_set", "provider", "name", "zones", "cross_zone_usd_per_gb", "object_usd_per_gb_month"),
+        *("source", "as_of"),
+    ),
     "slas.csv": (
         *("price_set", "provider", "feature", "name", "available", "usd_flat_month", "usd_per_node_month"),
         *("usd_per_gb_month", "percent_of_spend", "minimum_usd", "min_nodes", "source", "as_of"),
@@ -186,6 +190,25 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
             "max_mibps": _num(r, "max_mibps", path, line),
             "max_disks": None if disks is None else int(disks),
             "size_gib": _num(r, "size_gib", path, line),
+            "source": r["source"],
+            "as_of": r["as_of"],
+            "notes": r.get("notes", ""),
+        }
+        for ps in _price_sets(r):
+            rows.append({**rec, "price_set": ps})
+
+    path = source_dir / "regions.csv"
+    for line, r in _read_csv(path):
+        check_common(r, path, line)
+        zones = _num(r, "zones", path, line)
+        rec = {
+            **empty,
+            "provider": r["provider"],
+            "kind": CatalogKind.REGION,
+            "name": r["name"],
+            "zones": int(zones) if zones is not None else None,
+            "cross_zone_usd_per_gb": _num(r, "cross_zone_usd_per_gb", path, line),
+            "object_usd_per_gb_month": _num(r, "object_usd_per_gb_month", path, line),
             "source": r["source"],
             "as_of": r["as_of"],
             "notes": r.get("notes", ""),

@@ -113,6 +113,18 @@ class SlaPrice:
     notes: str = ""
 
 
+@dataclass(frozen=True)
+class Region:
+    """A provider's region as the bill sees it (regions.csv): its availability zones, what a GB
+    moved between two of them costs (both sides' charges), and what object storage costs."""
+
+    provider: str
+    name: str
+    zones: int
+    cross_zone_usd_per_gb: float
+    object_usd_per_gb_month: float
+
+
 @dataclass
 class Catalog:
     """The prices of one price set, grouped by provider."""
@@ -122,6 +134,7 @@ class Catalog:
     storage: dict[str, list[StorageOption]] = field(default_factory=dict)
     slas: dict[str, dict[str, SlaPrice]] = field(default_factory=dict)
     vm_storage: dict[str, list[VmStorageLimit]] = field(default_factory=dict)
+    regions: dict[str, Region] = field(default_factory=dict)
     #: :meth:`storage_limit`'s answers (a catalog is not changed once loaded; the design tables
     #: ask for every VM type's limits once per shard size and block-size set)
     _limits: dict[tuple[VmType, str], VmStorageLimit | None] = field(
@@ -136,6 +149,12 @@ class Catalog:
                 (lim for lim in self.vm_storage.get(vm.provider, []) if lim.applies(vm, product)), None
             )
         return self._limits[key]
+
+    def region(self, provider: str) -> Region:
+        """The provider's region of this price set (regions.csv)."""
+        if provider not in self.regions:
+            raise CatalogError(f"no region of {provider} in price set {self.price_set} (pricing/regions.csv)")
+        return self.regions[provider]
 
     def vm(self, provider: str, name: str) -> VmType:
         for v in self.vms.get(provider, []):
@@ -241,6 +260,14 @@ def _load_catalog(price_set: str, path: Path) -> Catalog:
                     max_disks=int(r["max_disks"]) if r["max_disks"] is not None else None,
                     size_gib=r["size_gib"],
                 )
+            )
+        elif r["kind"] == CatalogKind.REGION:
+            cat.regions[p] = Region(
+                provider=p,
+                name=r["name"],
+                zones=int(r["zones"]),
+                cross_zone_usd_per_gb=float(r["cross_zone_usd_per_gb"]),
+                object_usd_per_gb_month=float(r["object_usd_per_gb_month"]),
             )
         elif r["kind"] == CatalogKind.SLA:
             cat.slas.setdefault(p, {})[r["feature"]] = SlaPrice(

@@ -62,7 +62,7 @@ def preset_columns(
         total_p=None if io_p is None else io_p.total(wls[1].operations),
         shape=NodeShape.of(lay),
         ok=lay.feasible,
-        need_gib=lay.space_entries * lay.entry_bytes / GIB,
+        need_gib=lay.disk_entries * lay.entry_bytes / GIB,
         block=np.repeat([float(d.block_bytes) for d in ds], m),
         L=lay.L,
         Y=lay.Y,

@@ -1,0 +1,148 @@
+"""Replicas: what a replication factor does to a node's work, its data and the bill.
+
+A cluster keeps RF copies of every entry (``replication.factors`` of the spec), each copy of a shard
+in another zone of the region when RF >= 2 (:func:`plans`), so that the data survives a node's and
+a zone's loss. Per operation of the workload (docs/model.md, "Replication"):
+
+* a write (insert, update) is applied by every replica: the leader's and the RF - 1 followers';
+* an rmw is a read and a write on the leader, and that write on each follower;
+* a read (get, empty_get, range, empty_range) asks q replicas: one (consistency ``one``: the
+  leader, or a follower allowed to answer) or a majority, floor(RF / 2) + 1 (``quorum``).
+
+A node therefore serves *node operations*: A = sum_o theta_o a_o of them per operation of the
+workload (a_o: the replicas operation o touches), in the mix theta'_o = theta_o a_o / A
+(:func:`node_operations`), and holds RF x N / n of the keys when n nodes keep RF copies of N
+entries. The cluster's throughput is its node operations per second over A: the solver evaluates
+designs on the node workload and divides (:func:`node_spec`).
+
+The data the answer provisions for is the data at the end of the spec's growth horizon: the
+entries now plus the inserts of ``growth_horizon_days`` (at most ``retention_days`` of them), at
+the workload's stated rate (:func:`horizon_entries`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
+from specs.schema import Spec, Workload
+from specs.vocab import Consistency, Operation, SlaFeature
+
+#: Operations that read (one replica, or a majority, answers them).
+READS = (Operation.GET, Operation.EMPTY_GET, Operation.RANGE, Operation.EMPTY_RANGE)
+#: Operations every replica applies.
+BLIND_WRITES = (Operation.INSERT, Operation.UPDATE)
+SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
+DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
+GIB = float(2**30)
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """How many copies of each entry, in how many zones, and how many replicas a read asks."""
+
+    rf: int
+    zones: int
+    consistency: Consistency = Consistency.ONE
+
+    @property
+    def read_replicas(self) -> int:
+        """q: replicas a read asks (one, or a majority of RF)."""
+        return 1 if self.consistency == Consistency.ONE else self.rf // 2 + 1
+
+    @property
+    def label(self) -> str:
+        return f"RF {self.rf} in {self.zones} zone{'s' if self.zones > 1 else ''}"
+
+
+def node_operations(operations: dict[str, float], plan: ReplicaPlan) -> tuple[dict[str, float], float]:
+    """(the node operations' mix, A: node operations per operation of the workload) under ``plan``."""
+    counts: dict[str, float] = dict.fromkeys(operations, 0.0)
+    for op, share in operations.items():
+        if op in READS:
+            counts[op] += share * plan.read_replicas
+        elif op in BLIND_WRITES:
+            counts[op] += share * plan.rf
+        elif op == Operation.RMW:
+            counts[Operation.RMW] = counts.get(Operation.RMW, 0.0) + share
+            counts[Operation.UPDATE] = counts.get(Operation.UPDATE, 0.0) + share * (plan.rf - 1)
+        else:
+            raise ValueError(f"no replication rule for operation {op!r}")
+    amplification = sum(counts.values())
+    return {op: c / amplification for op, c in counts.items()}, amplification
+
+
+def stated_operations_per_second(spec: Spec) -> float | None:
+    """The traffic the spec states: ``operations_per_month`` as an average rate, else
+    ``performance.min_throughput``; None when it states neither."""
+    if spec.workload.operations_per_month is not None:
+        return spec.workload.operations_per_month / SECONDS_PER_MONTH
+    return spec.min_throughput
+
+
+def horizon_entries(spec: Spec) -> float:
+    """The entries at the end of the growth horizon: today's plus the inserts of
+    ``growth_horizon_days`` (at most ``retention_days`` of them: older inserts are gone), at the
+    stated traffic's insert share. No stated traffic: no growth (the solution says so)."""
+    wl = spec.workload
+    rate = stated_operations_per_second(spec)
+    if rate is None:
+        return float(wl.entries)
+    days = wl.growth_horizon_days if wl.retention_days is None else min(wl.growth_horizon_days, wl.retention_days)
+    inserts = rate * wl.operations.get(Operation.INSERT, 0.0) * days * 86400.0
+    return float(wl.entries) + inserts
+
+
+def plans(spec: Spec, catalog: Catalog, provider: str) -> list[ReplicaPlan]:
+    """The replication plans a provider's answer may use: each factor of the spec, its copies in as
+    many of the region's zones as it has (one zone for RF 1); the availability SLA keeps only plans
+    of two or more zones (it needs instances in two zones, slas.csv)."""
+    zones_here = catalog.region(provider).zones
+    out = []
+    for rf in spec.replication.factors:
+        plan = ReplicaPlan(rf, min(rf, zones_here), spec.replication.consistency)
+        if SlaFeature.AVAILABILITY in spec.slas and plan.zones < 2:
+            continue
+        out.append(plan)
+    return out
+
+
+def node_spec(spec: Spec, plan: ReplicaPlan) -> tuple[Spec, float]:
+    """(the spec a node of ``plan`` serves, A). Its workload holds every copy of the data at the end
+    of the horizon (RF x :func:`horizon_entries`) and the node operations' mix; the solver's
+    throughputs on it are node operations per second, the cluster's operations per second A
+    times fewer."""
+    mix, amplification = node_operations(spec.workload.operations, plan)
+    entries = max(1, math.ceil(plan.rf * horizon_entries(spec)))
+    wl: Workload = dataclasses.replace(spec.workload, entries=entries, operations=mix)
+    return dataclasses.replace(spec, workload=wl), amplification
+
+
+def replication_gib_month(spec: Spec, plan: ReplicaPlan) -> float:
+    """GiB a month that leave a zone: each write's entry sent to the followers in other zones
+    (min(RF, zones) - 1 of them), and, with clients in every zone, the requests and replies of the
+    share of clients in another zone than the leader's (1 - 1 / zones). Counted on the stated
+    traffic (:func:`stated_operations_per_second`; none: 0). An entry is its key and value bytes:
+    the framing a replication message adds is left out (a lower bound)."""
+    rate = stated_operations_per_second(spec)
+    if rate is None or plan.zones < 2:
+        return 0.0
+    wl = spec.workload
+    writes = sum(wl.operations.get(op, 0.0) for op in (*BLIND_WRITES, Operation.RMW))
+    per_month = rate * SECONDS_PER_MONTH
+    replicated = per_month * writes * (plan.zones - 1) * wl.entry_bytes
+    clients = 0.0
+    if spec.replication.clients_across_zones:
+        # a request carries its key (and a write its value); a reply a read's value (a scan's entries)
+        reads = sum(wl.operations.get(op, 0.0) for op in READS) + wl.operations.get(Operation.RMW, 0.0)
+        scan = wl.operations.get(Operation.RANGE, 0.0) * (wl.scan_length - 1)
+        per_op = wl.key_bytes + writes * wl.value_bytes + (reads + scan) * wl.entry_bytes
+        clients = per_month * per_op * (1.0 - 1.0 / plan.zones)
+    return (replicated + clients) / GIB
+
+
+def transfer_usd_month(spec: Spec, catalog: Catalog, provider: str, plan: ReplicaPlan) -> float:
+    """What the cross-zone traffic of :func:`replication_gib_month` costs (regions.csv)."""
+    return replication_gib_month(spec, plan) * catalog.region(provider).cross_zone_usd_per_gb
