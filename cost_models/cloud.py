@@ -11,7 +11,7 @@ import numpy as np
 
 from cost_models.pareto import pareto_mask
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmStorageLimit, VmType
-from specs.vocab import StorageRule
+from specs.vocab import SlaFeature, StorageRule
 
 GIB = float(2**30)
 MIB = float(2**20)
@@ -47,6 +47,7 @@ class StorageChoice:
     iops: float
     usd_month: float
     mibps: float = math.inf
+    backup_usd_month: float = 0.0  # of usd_month: the node's backup (cost_models.replication)
 
     def effective_iops(self, block_bytes: float | np.ndarray) -> np.ndarray:
         """I/Os per second for blocks of ``block_bytes`` (:func:`effective_iops`)."""
@@ -368,6 +369,12 @@ def _menu(
     return tuple(sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops)))
 
 
+def is_local(catalog: Catalog, choice: StorageChoice) -> bool:
+    """Whether a volume is the VM's own instance store (lost when the VM stops or fails)."""
+    opts = catalog.storage.get(choice.provider, [])
+    return any(o.name == choice.product and o.rule == StorageRule.LOCAL for o in opts)
+
+
 def compute_cost(usd_per_hour: float, count: int) -> float:
     """Monthly compute cost of ``count`` VMs."""
     return usd_per_hour * HOURS_PER_MONTH * count
@@ -400,7 +407,8 @@ def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[
             continue
         flat += s.usd_flat_month
         per_node += s.usd_per_node_month
-        per_gb += s.usd_per_gb_month
+        if f != SlaFeature.BACKUP:  # a backup's GB are priced per node, by its storage (replication.py)
+            per_gb += s.usd_per_gb_month
         if s.percent_of_spend > 0 or s.minimum_usd > 0:
             pct.append((s.percent_of_spend, s.minimum_usd))
         min_nodes = max(min_nodes, s.min_nodes)

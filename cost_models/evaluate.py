@@ -12,7 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices, usable_bytes
+from cost_models.cloud import (
+    GIB,
+    StorageChoice,
+    compute_cost,
+    is_local,
+    sla_cost,
+    sla_terms,
+    storage_choices,
+    usable_bytes,
+)
 from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch, DesignEntry
@@ -22,6 +31,7 @@ from cost_models.layout import Layout, PutStream, derive, uniform_puts
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
+from cost_models.replication import backup_usd_per_node
 from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
@@ -349,8 +359,10 @@ def evaluate_config(
         reasons.append(f"the availability SLA needs at least {terms.min_nodes} VMs")
     compute = compute_cost(vm.usd_per_hour, count)
     stor = (storage.usd_month if storage else 0.0) * count
+    local = storage is not None and is_local(catalog, storage)
+    backup = backup_usd_per_node(spec, catalog, vm.provider, local, n_node) * count if storage else 0.0
     data_gib = wl.data_bytes / GIB
-    sla = sla_cost(terms, count, data_gib, compute + stor)
+    sla = sla_cost(terms, count, data_gib, compute + stor + backup)
     tp = x_node * count if feasible else 0.0
     return ConfigEval(
         provider=vm.provider,
@@ -372,7 +384,13 @@ def evaluate_config(
         throughput_ops=tp,
         latency_s=(1.0 / tp) if tp > 0 else float("inf"),
         storage=storage,
-        monthly_cost={"compute": compute, "storage": stor, "sla": sla, "total": compute + stor + sla},
+        monthly_cost={
+            "compute": compute,
+            "storage": stor,
+            "backup": backup,
+            "sla": sla,
+            "total": compute + stor + backup + sla,
+        },
         feasible=feasible,
         reason="; ".join(reasons),
         threads=threads,

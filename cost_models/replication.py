@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
-from specs.schema import Spec, Workload
-from specs.vocab import Consistency, Operation, SlaFeature
+from specs.schema import NodeView, ReplicaPlan, Spec, Workload
+from specs.vocab import Operation, SlaFeature
 
 #: Operations that read (one replica, or a majority, answers them).
 READS = (Operation.GET, Operation.EMPTY_GET, Operation.RANGE, Operation.EMPTY_RANGE)
@@ -37,24 +36,6 @@ BLIND_WRITES = (Operation.INSERT, Operation.UPDATE)
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
 GIB = float(2**30)
-
-
-@dataclass(frozen=True)
-class ReplicaPlan:
-    """How many copies of each entry, in how many zones, and how many replicas a read asks."""
-
-    rf: int
-    zones: int
-    consistency: Consistency = Consistency.ONE
-
-    @property
-    def read_replicas(self) -> int:
-        """q: replicas a read asks (one, or a majority of RF)."""
-        return 1 if self.consistency == Consistency.ONE else self.rf // 2 + 1
-
-    @property
-    def label(self) -> str:
-        return f"RF {self.rf} in {self.zones} zone{'s' if self.zones > 1 else ''}"
 
 
 def node_operations(operations: dict[str, float], plan: ReplicaPlan) -> tuple[dict[str, float], float]:
@@ -115,9 +96,40 @@ def node_spec(spec: Spec, plan: ReplicaPlan) -> tuple[Spec, float]:
     throughputs on it are node operations per second, the cluster's operations per second A
     times fewer."""
     mix, amplification = node_operations(spec.workload.operations, plan)
-    entries = max(1, math.ceil(plan.rf * horizon_entries(spec)))
+    logical = horizon_entries(spec)
+    entries = max(1, math.ceil(plan.rf * logical))
     wl: Workload = dataclasses.replace(spec.workload, entries=entries, operations=mix)
-    return dataclasses.replace(spec, workload=wl), amplification
+    view = NodeView(plan, amplification, logical)
+    return dataclasses.replace(spec, workload=wl, node_view=view), amplification
+
+
+def amplification(spec: Spec) -> float:
+    """Node operations per operation of the workload (1: a spec as written)."""
+    return 1.0 if spec.node_view is None else spec.node_view.amplification
+
+
+def logical_data_gib(spec: Spec) -> float:
+    """GiB of one copy of the data the answer provisions for (at the end of the growth horizon on a
+    node view; the spec's own data as written)."""
+    entries = float(spec.workload.entries) if spec.node_view is None else spec.node_view.logical_entries
+    return entries * spec.workload.entry_bytes / GIB
+
+
+def backup_usd_per_node(spec: Spec, catalog: Catalog, provider: str, local: bool, entries: float) -> float:
+    """A month's backup of one node holding ``entries`` copies: its share of one copy of the data
+    (``entries`` / RF) at the backup's rate: a block volume's snapshots (slas.csv ``backup``), an
+    instance store's copy in object storage (regions.csv). Priced when the spec requires the
+    ``backup`` SLA, and always for an instance store with one copy (RF 1): a VM's local store is
+    lost when the VM stops or fails, so one copy there must be backed up to be durable."""
+    rf = 1 if spec.node_view is None else spec.node_view.plan.rf
+    required = SlaFeature.BACKUP in spec.slas or (local and rf == 1)
+    if not required:
+        return 0.0
+    gib = entries / rf * spec.workload.entry_bytes / GIB
+    if local:
+        return gib * catalog.region(provider).object_usd_per_gb_month
+    snap = catalog.slas.get(provider, {}).get(SlaFeature.BACKUP)
+    return gib * (snap.usd_per_gb_month if snap is not None and snap.available else 0.0)
 
 
 def replication_gib_month(spec: Spec, plan: ReplicaPlan) -> float:

@@ -58,6 +58,7 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
     mc = ev["monthly_cost"]
     perf.add_row("compute", money(mc["compute"]))
     perf.add_row("storage", money(mc["storage"]))
+    perf.add_row("backup", money(mc["backup"]))
     perf.add_row("SLAs", money(mc["sla"]))
     perf.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
     con.print(perf)

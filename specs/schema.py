@@ -198,6 +198,36 @@ class Replication:
 
 
 @dataclass(frozen=True)
+class ReplicaPlan:
+    """One replication choice: RF copies of each entry in ``zones`` zones, reads asking one replica
+    or a majority (cost_models.replication)."""
+
+    rf: int
+    zones: int
+    consistency: Consistency = Consistency.ONE
+
+    @property
+    def read_replicas(self) -> int:
+        """q: replicas a read asks (one, or a majority of RF)."""
+        return 1 if self.consistency == Consistency.ONE else self.rf // 2 + 1
+
+    @property
+    def label(self) -> str:
+        return f"RF {self.rf} in {self.zones} zone{'s' if self.zones > 1 else ''}"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What turns a spec into the spec its nodes serve (cost_models.replication.node_spec): the plan,
+    the node operations per operation of the workload (A) and the entries the data holds at the end
+    of the growth horizon (one copy)."""
+
+    plan: ReplicaPlan
+    amplification: float
+    logical_entries: float
+
+
+@dataclass(frozen=True)
 class Spec:
     """A validated Cosine spec."""
 
@@ -216,6 +246,9 @@ class Spec:
     cost_model: CostModel = CostModel.DISTRIBUTION_AWARE
     tolerance: float = DEFAULT_ROBUST_TOLERANCE  # robustness.tolerance (delta of the robust rule)
     replication: Replication = field(default_factory=Replication)
+    #: set on the spec a node serves (its workload: every copy, node operations): cluster throughputs
+    #: are the node view's over ``node_view.amplification``; None: the spec as written
+    node_view: NodeView | None = None
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

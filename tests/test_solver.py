@@ -47,6 +47,7 @@ def small_catalog(price_set: str = "paper2021-flat-iops", per_provider: int = 2)
         storage=full.storage,
         slas=full.slas,
         vm_storage=full.vm_storage,
+        regions=full.regions,
     )
 
 
