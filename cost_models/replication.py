@@ -99,13 +99,31 @@ def node_spec(spec: Spec, plan: ReplicaPlan) -> tuple[Spec, float]:
     logical = horizon_entries(spec)
     entries = max(1, math.ceil(plan.rf * logical))
     wl: Workload = dataclasses.replace(spec.workload, entries=entries, operations=mix)
-    view = NodeView(plan, amplification, logical)
+    view = NodeView(plan, amplification, logical, dict(spec.workload.operations))
     return dataclasses.replace(spec, workload=wl, node_view=view), amplification
 
 
 def amplification(spec: Spec) -> float:
     """Node operations per operation of the workload (1: a spec as written)."""
     return 1.0 if spec.node_view is None else spec.node_view.amplification
+
+
+def replica_nodes(spec: Spec) -> int:
+    """The fewest nodes a cluster of the spec's node view has: one per copy (1 as written)."""
+    return 1 if spec.node_view is None else spec.node_view.plan.rf
+
+
+def as_node_mix(spec: Spec, mix: dict[str, float]) -> tuple[dict[str, float], float]:
+    """A mix of the workload's operations (one robustness perturbed) as the node operations its
+    nodes serve, and their A (``mix`` itself and 1 on a spec as written)."""
+    if spec.node_view is None:
+        return dict(mix), 1.0
+    return node_operations(mix, spec.node_view.plan)
+
+
+def logical_operations(spec: Spec) -> dict[str, float]:
+    """The workload's own mix: a node view's, before its plan mapped it to node operations."""
+    return spec.workload.operations if spec.node_view is None else spec.node_view.logical_operations
 
 
 def logical_data_gib(spec: Spec) -> float:

@@ -219,12 +219,14 @@ class ReplicaPlan:
 @dataclass(frozen=True)
 class NodeView:
     """What turns a spec into the spec its nodes serve (cost_models.replication.node_spec): the plan,
-    the node operations per operation of the workload (A) and the entries the data holds at the end
-    of the growth horizon (one copy)."""
+    the node operations per operation of the workload (A), the entries the data holds at the end
+    of the growth horizon (one copy) and the workload's own mix (which robustness perturbs before
+    the plan maps it to node operations)."""
 
     plan: ReplicaPlan
     amplification: float
     logical_entries: float
+    logical_operations: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
