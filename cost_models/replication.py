@@ -121,6 +121,24 @@ def as_node_mix(spec: Spec, mix: dict[str, float]) -> tuple[dict[str, float], fl
     return node_operations(mix, spec.node_view.plan)
 
 
+def workload_io_per_op(spec: Spec, node_io: dict[str, float]) -> dict[str, float]:
+    """The I/Os of one operation of the workload across its replicas, from a node's I/Os per node
+    operation: a read's q replicas', a write's RF, an rmw's own plus RF - 1 updates' (as
+    :func:`node_operations` counts them; ``node_io`` itself on a spec as written)."""
+    if spec.node_view is None:
+        return dict(node_io)
+    plan = spec.node_view.plan
+    out = dict(node_io)
+    for op in node_io:
+        if op in READS:
+            out[op] = node_io[op] * plan.read_replicas
+        elif op in BLIND_WRITES:
+            out[op] = node_io[op] * plan.rf
+        elif op == Operation.RMW:
+            out[op] = node_io[op] + (plan.rf - 1) * node_io.get(Operation.UPDATE, 0.0)
+    return out
+
+
 def logical_operations(spec: Spec) -> dict[str, float]:
     """The workload's own mix: a node view's, before its plan mapped it to node operations."""
     return spec.workload.operations if spec.node_view is None else spec.node_view.logical_operations

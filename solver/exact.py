@@ -24,7 +24,8 @@ from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
 from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, shape_overwrites, workload_partitions
 from cost_models.io_model import exact_windows
-from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
+from cost_models.replication import amplification, workload_io_per_op
+from cost_models.robust import is_robust, perturbed_amplification, perturbed_throughput, perturbed_workload
 from solver.model import (
     X_SCALE,
     Chosen,
@@ -41,9 +42,9 @@ from specs.vocab import OPERATIONS
 class Exact:
     """A configuration re-evaluated with the exact model."""
 
-    throughput: float  # expected workload
+    throughput: float  # expected workload, operations of the workload per second
     per_node: list[NodeGroup]
-    io_per_op: dict[str, float]
+    io_per_op: dict[str, float]  # per operation of the workload, every replica's I/O
     perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
 
     @classmethod
@@ -103,6 +104,8 @@ def reevaluate_many(
         for (c, _), s in zip(nodes, ss, strict=True):
             wanted.setdefault((id(c), s), c)
     figs = _evaluate_nodes(spec, wanted, parts)
+    # a replicated node's node operations per operation of the workload (cost_models.replication)
+    a, a_p = amplification(spec), perturbed_amplification(spec)
     out = []
     for nodes, ss in zip(clusters, sizes, strict=True):
         held = sum(s * k for (_, k), s in zip(nodes, ss, strict=True))  # = N unless nodes outnumber keys
@@ -111,8 +114,8 @@ def reevaluate_many(
         for (c, k), s in zip(nodes, ss, strict=True):
             f = figs[(id(c), s)]
             ne, x, xp, iops = f.ne, f.x, f.xp, f.iops
-            xs.append(N * x / s if x > 0 else 0.0)
-            ps.append(N * xp / s if xp > 0 else 0.0)
+            xs.append(N * x / s / a if x > 0 else 0.0)
+            ps.append(N * xp / s / a_p if xp > 0 else 0.0)
             share = s * k / held  # the share of the operations this context's nodes serve
             for op, v in ne.io.per_op().items():
                 io[op] += share * float(v[0])
@@ -140,7 +143,7 @@ def reevaluate_many(
                     ),
                 )
             )
-        out.append(Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0))
+        out.append(Exact(min(xs) if xs else 0.0, per_node, workload_io_per_op(spec, io), min(ps) if ps else 0.0))
     return out
 
 
