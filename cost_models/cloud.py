@@ -382,8 +382,9 @@ def compute_cost(usd_per_hour: float, count: int) -> float:
 
 @dataclass(frozen=True)
 class SlaTerms:
-    """The linear form of a provider's SLA bundle: cost = flat + per_node * nodes
-    + per_gb * data + max over percent-of-spend terms with their minimums."""
+    """What the bill adds to a cluster's nodes, in linear form: the SLA bundle's fees (flat,
+    per node, per GB of the data), support plans (a percent of the spend, with a minimum) and the
+    cross-zone transfer of a replicated cluster (fixed by the stated traffic, cost_models.bill)."""
 
     flat: float
     per_node: float
@@ -391,6 +392,22 @@ class SlaTerms:
     percent_terms: tuple[tuple[float, float], ...]  # (percent, minimum)
     min_nodes: int
     unavailable: tuple[str, ...]
+    data_gib: float = 0.0  # the GiB the per-GB fees price: one copy of the data
+    transfer: float = 0.0  # USD a month of cross-zone transfer
+
+    @property
+    def fixed(self) -> float:
+        """What does not depend on the cluster: flat fees, per-GB fees, transfer."""
+        return self.flat + self.per_gb * self.data_gib + self.transfer
+
+    @overload
+    def support(self, spend: float) -> float: ...
+    @overload
+    def support(self, spend: np.ndarray) -> np.ndarray: ...
+    def support(self, spend: Any) -> Any:
+        """The percent-of-spend terms on ``spend`` (the nodes' compute and storage) and the transfer:
+        a support plan is a percent of the provider's whole bill."""
+        return sum(np.maximum(m, p * (spend + self.transfer)) for p, m in self.percent_terms)
 
 
 def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[str]) -> SlaTerms:
@@ -416,15 +433,11 @@ def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[
 
 
 @overload
-def sla_cost(terms: SlaTerms, nodes: int, data_gib: float, spend: float) -> float: ...
+def sla_cost(terms: SlaTerms, nodes: int, spend: float) -> float: ...
 @overload
-def sla_cost(terms: SlaTerms, nodes: np.ndarray, data_gib: float, spend: np.ndarray) -> np.ndarray: ...
-def sla_cost(terms: SlaTerms, nodes: Any, data_gib: float, spend: Any) -> Any:
-    """Monthly SLA cost for a cluster (spend = compute + storage); elementwise over arrays
-    of clusters (solver.bottleneck bills every homogeneous cluster at once)."""
-    return (
-        terms.flat
-        + terms.per_node * nodes
-        + terms.per_gb * data_gib
-        + sum(np.maximum(m, p * spend) for p, m in terms.percent_terms)
-    )
+def sla_cost(terms: SlaTerms, nodes: np.ndarray, spend: np.ndarray) -> np.ndarray: ...
+def sla_cost(terms: SlaTerms, nodes: Any, spend: Any) -> Any:
+    """What the bill adds to a cluster of ``nodes`` whose compute and storage cost ``spend`` a month
+    (:class:`SlaTerms`); elementwise over arrays of clusters (solver.bottleneck bills every
+    homogeneous cluster at once)."""
+    return terms.fixed + terms.per_node * nodes + terms.support(spend)

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from cost_models.bill import bill_terms
 from cost_models.cloud import (
     GIB,
     StorageChoice,
     compute_cost,
     is_local,
     sla_cost,
-    sla_terms,
     storage_choices,
     usable_bytes,
 )
@@ -350,7 +350,7 @@ def evaluate_config(
             f"needs {used / GIB:,.1f} GiB of memory per node (buffer + filters + range filters + "
             f"{'hash index' if design.lsh else 'fence pointers'}), the VM has {memory / GIB:,.1f} GiB"
         )
-    terms = sla_terms(catalog, vm.provider, spec.slas)
+    terms = bill_terms(spec, catalog, vm.provider)
     if terms.unavailable:
         feasible = False
         reasons.append(f"{vm.provider} cannot price SLA {', '.join(terms.unavailable)} (catalog GAP)")
@@ -361,8 +361,7 @@ def evaluate_config(
     stor = (storage.usd_month if storage else 0.0) * count
     local = storage is not None and is_local(catalog, storage)
     backup = backup_usd_per_node(spec, catalog, vm.provider, local, n_node) * count if storage else 0.0
-    data_gib = wl.data_bytes / GIB
-    sla = sla_cost(terms, count, data_gib, compute + stor + backup)
+    sla = sla_cost(terms, count, compute + stor + backup)
     tp = x_node * count if feasible else 0.0
     return ConfigEval(
         provider=vm.provider,

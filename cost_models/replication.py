@@ -72,7 +72,7 @@ def horizon_entries(spec: Spec) -> float:
     if rate is None:
         return float(wl.entries)
     days = wl.growth_horizon_days if wl.retention_days is None else min(wl.growth_horizon_days, wl.retention_days)
-    inserts = rate * wl.operations.get(Operation.INSERT, 0.0) * days * 86400.0
+    inserts = rate * logical_operations(spec).get(Operation.INSERT, 0.0) * days * 86400.0
     return float(wl.entries) + inserts
 
 
@@ -177,15 +177,15 @@ def replication_gib_month(spec: Spec, plan: ReplicaPlan) -> float:
     rate = stated_operations_per_second(spec)
     if rate is None or plan.zones < 2:
         return 0.0
-    wl = spec.workload
-    writes = sum(wl.operations.get(op, 0.0) for op in (*BLIND_WRITES, Operation.RMW))
+    wl, mix = spec.workload, logical_operations(spec)
+    writes = sum(mix.get(op, 0.0) for op in (*BLIND_WRITES, Operation.RMW))
     per_month = rate * SECONDS_PER_MONTH
     replicated = per_month * writes * (plan.zones - 1) * wl.entry_bytes
     clients = 0.0
     if spec.replication.clients_across_zones:
         # a request carries its key (and a write its value); a reply a read's value (a scan's entries)
-        reads = sum(wl.operations.get(op, 0.0) for op in READS) + wl.operations.get(Operation.RMW, 0.0)
-        scan = wl.operations.get(Operation.RANGE, 0.0) * (wl.scan_length - 1)
+        reads = sum(mix.get(op, 0.0) for op in READS) + mix.get(Operation.RMW, 0.0)
+        scan = mix.get(Operation.RANGE, 0.0) * (wl.scan_length - 1)
         per_op = wl.key_bytes + writes * wl.value_bytes + (reads + scan) * wl.entry_bytes
         clients = per_month * per_op * (1.0 - 1.0 / plan.zones)
     return (replicated + clients) / GIB

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cost_models import cpu_count
-from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.cloud import sla_cost, sla_terms
 from cost_models.envelope import check_nodes
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
+from cost_models.replication import logical_data_gib
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
@@ -140,18 +141,17 @@ def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[SlaFeature, f
     ch = pt.chosen
     nodes = sum(k for _, k in ch.nodes)
     base = ch.compute + ch.storage
-    data_gib = spec.workload.data_bytes / GIB
     out: dict[SlaFeature, float | None] = {}
     for f in SLA_FEATURES:
         if f in spec.slas:
             continue
-        t = sla_terms(catalog, ch.provider, (f,))
+        t = dataclasses.replace(sla_terms(catalog, ch.provider, (f,)), data_gib=logical_data_gib(spec))
         if t.unavailable:
             out[f] = None
         elif nodes < t.min_nodes:
             out[f] = None
         else:
-            out[f] = sla_cost(t, nodes, data_gib, base)
+            out[f] = sla_cost(t, nodes, base)
     return out
 
 
