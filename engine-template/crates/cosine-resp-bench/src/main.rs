@@ -91,21 +91,74 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// The key of record `i`: 16 hex digits of its scrambled index, padded with `0` to `n` bytes.
+#[cfg(test)]
 fn key(i: u64, n: usize) -> Vec<u8> {
-    let mut k = format!("{:016x}", scramble(i)).into_bytes();
-    k.resize(n, b'0');
+    let mut k = Vec::with_capacity(n);
+    put_key(&mut k, i, n);
     k
 }
 
-/// A key never loaded: the index past every record the run can insert.
-fn empty_key(i: u64, records: u64, n: usize) -> Vec<u8> {
-    key(records + (1 << 40) + i, n)
+/// Appends [`key`]`(i, n)` to `out` (no allocation).
+fn put_key(out: &mut Vec<u8>, i: u64, n: usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let x = scramble(i);
+    for d in (0..16).rev() {
+        out.push(HEX[((x >> (4 * d)) & 0xf) as usize]);
+    }
+    out.resize(out.len() + n.saturating_sub(16), b'0');
 }
 
+/// Appends `n` in decimal to `out` (no allocation).
+fn put_usize(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends a request whose key is record `i`'s (and whose value, when given, is `value`).
+fn push_keyed(out: &mut Vec<u8>, name: &[u8], i: u64, n: usize, tail: &[&[u8]]) {
+    out.push(b'*');
+    put_usize(out, 2 + tail.len());
+    out.extend_from_slice(b"\r\n$");
+    put_usize(out, name.len());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(name);
+    out.extend_from_slice(b"\r\n$");
+    put_usize(out, n.max(16));
+    out.extend_from_slice(b"\r\n");
+    put_key(out, i, n);
+    out.extend_from_slice(b"\r\n");
+    for a in tail {
+        out.push(b'$');
+        put_usize(out, a.len());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The index of a key never loaded: past every record the run can insert.
+fn empty_index(i: u64, records: u64) -> u64 {
+    records + (1 << 40) + i
+}
+
+#[cfg(test)]
 fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    out.push(b'*');
+    put_usize(out, args.len());
+    out.extend_from_slice(b"\r\n");
     for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.push(b'$');
+        put_usize(out, a.len());
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
@@ -189,12 +242,11 @@ impl Conn {
                 self.buf.drain(..self.pos);
                 self.pos = 0;
             }
-            let mut chunk = [0u8; 64 << 10];
-            let n = self.s.read(&mut chunk).await.map_err(|e| format!("read: {e}"))?;
+            self.buf.reserve(64 << 10);
+            let n = self.s.read_buf(&mut self.buf).await.map_err(|e| format!("read: {e}"))?;
             if n == 0 {
                 return Err("the server closed the connection".into());
             }
-            self.buf.extend_from_slice(&chunk[..n]);
         }
     }
 }
@@ -259,36 +311,37 @@ async fn run_connection(sh: Rc<Shared>, host: String, shards: Vec<String>, pipel
             let present = w.records + sh.inserted.load(Ordering::Relaxed);
             match OPS[op] {
                 "get" => {
-                    push_command(&mut out, &[b"GET", &key(sh.get.sample(&mut rng, present), kb)]);
+                    push_keyed(&mut out, b"GET", sh.get.sample(&mut rng, present), kb, &[]);
                     batch.push((op, 1, false));
                 }
                 "empty_get" => {
-                    push_command(&mut out, &[b"GET", &empty_key(rng.gen_range(0..w.records.max(1)), w.records, kb)]);
+                    push_keyed(&mut out, b"GET", empty_index(rng.gen_range(0..w.records.max(1)), w.records), kb, &[]);
                     batch.push((op, 1, false));
                 }
                 "insert" => {
                     let i = w.records + sh.inserted.fetch_add(1, Ordering::Relaxed);
-                    push_command(&mut out, &[b"SET", &key(i, kb), &make_value(&mut rng, vb, w.compressibility)]);
+                    push_keyed(&mut out, b"SET", i, kb, &[&make_value(&mut rng, vb, w.compressibility)]);
                     batch.push((op, 1, false));
                 }
                 "update" => {
-                    let k = key(sh.put.sample(&mut rng, present), kb);
-                    push_command(&mut out, &[b"SET", &k, &make_value(&mut rng, vb, w.compressibility)]);
+                    let k = sh.put.sample(&mut rng, present);
+                    push_keyed(&mut out, b"SET", k, kb, &[&make_value(&mut rng, vb, w.compressibility)]);
                     batch.push((op, 1, false));
                 }
                 "rmw" => {
-                    let k = key(sh.get.sample(&mut rng, present), kb);
-                    push_command(&mut out, &[b"GET", &k]);
-                    push_command(&mut out, &[b"SET", &k, &make_value(&mut rng, vb, w.compressibility)]);
+                    let k = sh.get.sample(&mut rng, present);
+                    push_keyed(&mut out, b"GET", k, kb, &[]);
+                    push_keyed(&mut out, b"SET", k, kb, &[&make_value(&mut rng, vb, w.compressibility)]);
                     batch.push((op, 2, false));
                 }
                 "range" => {
-                    push_command(&mut scan_out, &[b"RANGE", &key(sh.get.sample(&mut rng, present), kb), count.as_bytes()]);
+                    push_keyed(&mut scan_out, b"RANGE", sh.get.sample(&mut rng, present), kb, &[count.as_bytes()]);
                     batch.push((op, 0, true));
                 }
                 _ => {
                     // empty_range: cosine-server has no bounded RANGE; a RANGE from a key never loaded
-                    push_command(&mut scan_out, &[b"RANGE", &empty_key(rng.gen_range(0..w.records.max(1)), w.records, kb), count.as_bytes()]);
+                    let i = empty_index(rng.gen_range(0..w.records.max(1)), w.records);
+                    push_keyed(&mut scan_out, b"RANGE", i, kb, &[count.as_bytes()]);
                     batch.push((op, 0, true));
                 }
             }
@@ -355,7 +408,7 @@ async fn load_part(host: String, w: Workload, first: u64, step: u64, seed: u64) 
     let mut errors = 0u64;
     let mut i = first;
     while i < w.records {
-        push_command(&mut out, &[b"SET", &key(i, w.key_bytes), &make_value(&mut rng, w.value_bytes, w.compressibility)]);
+        push_keyed(&mut out, b"SET", i, w.key_bytes, &[&make_value(&mut rng, w.value_bytes, w.compressibility)]);
         pending += 1;
         i += step;
         if pending == LOAD_PIPELINE || i >= w.records {
@@ -410,7 +463,13 @@ fn phase(args: &Args, ops: u64, measure: bool, inserted: &Arc<AtomicU64>, seed: 
                         let mut hs = Vec::new();
                         for c in 0..conns {
                             let seed = seed ^ ((t as u64) << 32) ^ c as u64;
-                            hs.push(tokio::task::spawn_local(run_connection(sh.clone(), args.host.clone(), args.shards.clone(), args.pipeline, seed)));
+                            hs.push(tokio::task::spawn_local(run_connection(
+                                sh.clone(),
+                                args.host.clone(),
+                                args.shards.clone(),
+                                args.pipeline,
+                                seed,
+                            )));
                         }
                         for h in hs {
                             h.await.map_err(|e| e.to_string())??;
@@ -534,6 +593,11 @@ mod tests {
         assert_eq!(k.len(), 24);
         assert_ne!(k.last(), Some(&0));
         assert_ne!(key(1, 16), key(2, 16));
-        assert_ne!(empty_key(0, 10, 16), key(0, 16));
+        assert_ne!(key(empty_index(0, 10), 16), key(0, 16));
+        let mut a = Vec::new();
+        push_keyed(&mut a, b"SET", 3, 20, &[b"xyz"]);
+        let mut b = Vec::new();
+        push_command(&mut b, &[b"SET", &key(3, 20), b"xyz"]);
+        assert_eq!(a, b, "the allocation-free encoder writes what the plain one does");
     }
 }
