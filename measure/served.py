@@ -47,7 +47,7 @@ from cost_models.engine_model import engine_breakdown
 from cost_models.latency import P50, P99, LatencyTerms, Operating, latency_at
 from cost_models.network import served_mix
 from cost_models.serving import GROUP_COMMIT_INTERVAL_S, Serving, per_cluster_op, served, write_request_share
-from measure.engine import build, scaled_config, scratch_root, workload_json
+from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
 from measure.server import HOST, Server, core_split, cosine_server, free_port, need, pinned, start
 from render.config import config_device, to_toml
 from render.workspace import RENDER_META, RenderMeta
@@ -303,6 +303,15 @@ def bench_served(
         f"{','.join(map(str, client_cores))} of {cpu_count()}"
     ]
     text = (workspace / "engine.toml").read_text()
+    try:
+        engine_keys = int(tomllib.loads(text)["layout"]["key_bytes"])
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
+        raise InputError(f"--engine {workspace}: engine.toml has no [layout] key_bytes") from None
+    if engine_keys < spec.workload.key_bytes:
+        raise InputError(
+            f"--engine {workspace}: the engine's keys are {engine_keys} bytes, the spec's {spec.workload.key_bytes}: "
+            "render the spec's own design (cosine render)"
+        )
     per_node = _entries_per_node(workspace / RENDER_META)
     if per_node is not None:
         text = scaled_config(text, (n / nodes) / float(per_node))
@@ -310,8 +319,10 @@ def bench_served(
     threads = max(1, int(math.ceil(cores_per_node)))
     config = node_config(text, threads)
     wl = workload_json(spec, n, ops, threads)
-    server_bin = build(workspace, "cosine-server")
-    driver = build(workspace, DRIVER)
+    # the engine template's release build, as `cosine deploy` runs it: the same code serves every
+    # design, all that is the design's is its engine.toml (docs/engine-contract.md)
+    server_bin = build(TEMPLATE, "cosine-server")
+    driver = build(TEMPLATE, DRIVER)
     root = (data_root or scratch_root()) / f"cosine-served-{os.getpid()}-{int(time.time())}"
     servers: list[Server] = []
     try:

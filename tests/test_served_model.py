@@ -193,3 +193,102 @@ def test_the_group_commit_interval_is_the_rendered_one() -> None:
     assert '"group_commit_interval_us": 1000' in src.read_text()
     assert GROUP_COMMIT_INTERVAL_S == pytest.approx(1000e-6)
     assert callable(engine_sections)
+
+
+SERVED_SPEC = """
+name: served-tiny
+workload:
+  entries: 2000
+  key_bytes: 16
+  value_bytes: 100
+  operations: {get: 0.9, update: 0.05, range: 0.05}
+  scan_length: 5
+  distribution:
+    get: {kind: zipfian, theta: 0.99}
+    put: {kind: uniform}
+budget: {monthly_usd: 800}
+"""
+
+
+def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
+    """`cosine bench --served --json` on the template's engine: cosine-server and the RESP driver run,
+    every operation is answered without an error, and the report carries the model's throughput,
+    server CPU and p50/p99 per operation beside the measured ones."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from measure.engine import TEMPLATE
+
+    spec = tmp_path / "served.yaml"
+    spec.write_text(SERVED_SPEC)
+    res = CliRunner().invoke(
+        app,
+        ["bench", str(spec), "--engine", str(TEMPLATE), "--served", "--records", "2000", "--ops", "3000",
+         "--pipeline", "4", "--clients", "8", "--json"],
+    )
+    assert res.exit_code == 0, res.output + res.stderr
+    doc = json.loads(res.stdout)
+    m, p = doc["measured"], doc["predicted"]
+    assert m["run"]["operations"] == 3000 and m["run"]["errors"] == 0 and m["run"]["misses"] == 0
+    assert set(m["per_op"]) == {"get", "update", "range"} == set(p["per_op"])
+    assert m["run"]["throughput_ops"] > 0 and p["throughput_ops"] > 0 and p["capacity_ops"] >= p["throughput_ops"]
+    assert m["server"]["cpu_us_per_op"] > 0 and p["server_cpu_us_per_op"] > 0
+    for op in p["per_op"].values():
+        assert 0 < op["p50_us"] <= op["p99_us"]
+    assert p["wire_bytes_per_op"] > 100
+
+
+def test_served_options_are_refused_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    spec = tmp_path / "served.yaml"
+    spec.write_text(SERVED_SPEC)
+    for flag, value in (("--pipeline", "0"), ("--clients", "0"), ("--nodes", "99")):
+        res = CliRunner().invoke(app, ["bench", str(spec), "--engine", str(tmp_path), "--served", flag, value])
+        assert res.exit_code == 2, res.output
+        assert flag in res.output + res.stderr
+    # an engine whose keys are shorter than the spec's
+    from measure.engine import TEMPLATE
+
+    spec.write_text(SERVED_SPEC.replace("key_bytes: 16", "key_bytes: 40"))
+    res = CliRunner().invoke(app, ["bench", str(spec), "--engine", str(TEMPLATE), "--served"])
+    assert res.exit_code == 2 and "key" in res.output + res.stderr
+
+
+def test_the_solution_respects_each_vm_s_network_and_reports_latency(solved) -> None:  # type: ignore[no-untyped-def]
+    """Every node of a solved answer runs at most at its VM's network bound and carries its served
+    figures; the in-process engine's throughput is kept beside it."""
+    _, run, _ = solved
+    sol = json.loads((run / "solution.json").read_text())
+    for d in sol["designs"]:
+        assert d["network_ops"] is not None and d["node_throughput_ops"] <= d["network_ops"] * (1 + 1e-9)
+        assert d["wire_bytes_per_op"] > 0
+        assert d["engine_throughput_ops"] >= d["node_throughput_ops"] * (1 - 1e-9)
+        assert 0 < d["latency_p50_s"] <= d["latency_p99_s"]
+    assert sol["predicted"]["latency_p99_s"] >= sol["predicted"]["latency_p50_s"] > 0
+
+
+def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) -> None:
+    """performance.max_latency_s bounds every node's predicted p99 at the answer's operating point;
+    it is no longer turned into a throughput target of 1 / max_latency_s (Eq. 3)."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from tests.conftest import TINY_SPEC
+
+    spec = tmp_path / "lat.yaml"
+    spec.write_text(
+        TINY_SPEC.replace("name: tiny", "name: lat").replace(
+            "performance: {min_throughput: 1000}", "performance: {max_latency_s: 0.002, max_latency_p50_s: 0.001}"
+        )
+    )
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "6", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    sol = json.loads((out / "solution.json").read_text())
+    assert sol["target"]["min_throughput"] is None, "no throughput floor of 1 / max_latency_s"
+    assert sol["target"]["max_latency_s"] == 0.002
+    for d in sol["designs"]:
+        assert d["latency_p99_s"] <= 0.002 and d["latency_p50_s"] <= 0.001
