@@ -52,7 +52,12 @@ def bench(srv: Server, client: tuple[int, ...], test: str, depth: int, n: int) -
     res = subprocess.run(pinned(cmd, client), capture_output=True, text=True, check=True)
     c1 = srv.cpu_seconds()
     row = [x.strip('"') for x in res.stdout.strip().splitlines()[-1].split(",")]
-    return {"rps": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6]), "server_cpu_us": (c1 - c0) / n * 1e6}
+    return {
+        "rps": float(row[1]),
+        "p50_ms": float(row[4]),
+        "p99_ms": float(row[6]),
+        "server_cpu_us": (c1 - c0) / n * 1e6,
+    }
 
 
 def run_server(srv: Server, client: tuple[int, ...], n: int) -> dict[str, Any]:
@@ -85,7 +90,9 @@ def main() -> None:
             cfg = secs | {"durability": {**secs.get("durability", {}), "wal_sync": mode}}
             conf = root / f"cosine-{mode}.toml"
             conf.write_text(config_text(cfg, 1, key_bytes=24, value_bytes=VALUE, block_cache_bytes=512 << 20))
-            with cosine_server(server_bin, conf, root / f"cosine-{mode}", server_cores, root / f"cosine-{mode}.log") as srv:
+            with cosine_server(
+                server_bin, conf, root / f"cosine-{mode}", server_cores, root / f"cosine-{mode}.log"
+            ) as srv:
                 results[f"cosine-server, {label}"] = run_server(srv, client_cores, a.requests)
         for label, flags in REDIS_MODES:
             d = root / f"redis-{label.replace(' ', '-')}"
@@ -103,7 +110,11 @@ def main() -> None:
     print("| | " + " | ".join(cols) + " |")
     print("| --- |" + " ---: |" * len(cols))
     for name, r in results.items():
-        print(f"| {name} | " + " | ".join(f"{r[c]['rps'] / 1e3:.1f}k ({r[c]['server_cpu_us']:.1f} us)" for c in cols) + " |")
+        print(
+            f"| {name} | "
+            + " | ".join(f"{r[c]['rps'] / 1e3:.1f}k ({r[c]['server_cpu_us']:.1f} us)" for c in cols)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

@@ -30,15 +30,15 @@ DEFAULT_OPERATIONS = 100_000
 def row(x: str, nodes: int, depth: int, r: dict[str, Any], acc: dict[str, float]) -> str:
     m, p = r["measured"], r["predicted"]
     srv = m.get("server", {})
-    lat = "; ".join(
-        f"{op} {p['per_op'][op]['p50_us']:,.0f}/{v['latency_us']['p50']:,.0f} ({p['per_op'][op]['p99_us']:,.0f}/{v['latency_us']['p99']:,.0f})"
-        for op, v in m["per_op"].items()
-        if op in p["per_op"]
-    )
+    parts = []
+    for op, v in m["per_op"].items():
+        if op in p["per_op"]:
+            q, lat = p["per_op"][op], v["latency_us"]
+            parts.append(f"{op} {q['p50_us']:,.0f}/{lat['p50']:,.0f} ({q['p99_us']:,.0f}/{lat['p99']:,.0f})")
+    cpu = f"{p['server_cpu_us_per_op']:.2f} / {srv.get('cpu_us_per_op', float('nan')):.2f}"
     return (
         f"| {x.upper()} | {nodes} | {depth} | {p['throughput_ops']:,.0f} | {m['run']['throughput_ops']:,.0f} | "
-        f"{acc.get('throughput', 0.0):.1%} | {p['server_cpu_us_per_op']:.2f} / {srv.get('cpu_us_per_op', float('nan')):.2f} "
-        f"({srv.get('busy_share', 0.0):.0%}) | {lat} |"
+        f"{acc.get('throughput', 0.0):.1%} | {cpu} ({srv.get('busy_share', 0.0):.0%}) | {'; '.join(parts)} |"
     )
 
 

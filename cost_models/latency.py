@@ -84,9 +84,7 @@ def _exp_integral(rate: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarra
     return (np.exp(-rate * lo) - np.exp(-rate * hi)) / rate
 
 
-def ccdf(
-    t: np.ndarray, q: Queue, service: np.ndarray, shift: np.ndarray, window: np.ndarray
-) -> np.ndarray:
+def ccdf(t: np.ndarray, q: Queue, service: np.ndarray, shift: np.ndarray, window: np.ndarray) -> np.ndarray:
     """P(latency > t): the batch's wait and service (``service``: mean seconds of this request's
     batch) after ``shift`` seconds (round trip, device), plus a uniform wait on [0, ``window``]
     (group commit; 0: none). Elementwise over arrays."""

@@ -170,9 +170,7 @@ class ServedMix:
         return self.load.total * self.scale
 
 
-def served(
-    mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length: float, serving: Serving
-) -> ServedMix:
+def served(mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length: float, serving: Serving) -> ServedMix:
     """A node's :class:`ServedMix` for the spec's ``mix`` under ``serving``."""
     table = shipped_or(serving.table)
     node_mix, scale = served_mix(mix, serving.shards)

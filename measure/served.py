@@ -287,7 +287,9 @@ def bench_served(
     if not workspace.is_dir() or not (workspace / "engine.toml").is_file():
         raise InputError(f"--engine {workspace}: no engine.toml; run `cosine render` first")
     if spec.workload.key_bytes < 16:
-        raise InputError(f"--served needs keys of at least 16 bytes (the driver's keys), the spec has {spec.workload.key_bytes}")
+        raise InputError(
+            f"--served needs keys of at least 16 bytes (the driver's keys), the spec has {spec.workload.key_bytes}"
+        )
     if nodes > 1 and proxy_config is None:
         raise InputError("--nodes > 1 needs nutcracker's configuration (deploy.twemproxy)")
     if nodes > 1:
@@ -337,16 +339,37 @@ def bench_served(
             host_port = free_port()
             yml = root / "nutcracker.yml"
             yml.write_text(proxy_config(host_port, [(f"node-{i}", s.port) for i, s in enumerate(servers)]))
-            cmd = [need("nutcracker", "nutcracker"), "-c", str(yml), "-o", str(root / "nutcracker.log"), "-s", str(free_port())]
+            cmd = [
+                need("nutcracker", "nutcracker"),
+                "-c",
+                str(yml),
+                "-o",
+                str(root / "nutcracker.log"),
+                "-s",
+                str(free_port()),
+            ]
             servers.append(start(cmd, host_port, root / "nutcracker.out", client_cores))
         rtt = probe_rtt(servers[0].port)
         sync = probe_sync(root)
         warm = int(ops * WARMUP_SHARE)
         # the load and an unmeasured warm-up first, then the measured run with the servers' CPU read
         # around it (a shared machine may take a pinned server's core: the busy share says how much)
-        drive(driver, root, {**wl, "operations": max(warm, 1)}, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=True)
+        drive(
+            driver,
+            root,
+            {**wl, "operations": max(warm, 1)},
+            HOST,
+            host_port,
+            servers[:nodes],
+            clients,
+            pipeline,
+            client_cores,
+            load=True,
+        )
         cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
-        measured = drive(driver, root, wl, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=False)
+        measured = drive(
+            driver, root, wl, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=False
+        )
         cpu1, t1 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
         done = max(int(measured["run"]["operations"]), 1)
         measured["server"] = {

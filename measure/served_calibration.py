@@ -142,7 +142,10 @@ def measure(
             # gets and sets on a memtable that holds every key (no flush, no block read); scans on a
             # store whose data the loads flushed into cached levels (the memtable's own range scan
             # copies its entries: docs/journal's scans are on levels, as a long-running node's are)
-            for store, kinds, buffer in (("mem", ("read", "write"), BUFFER_BYTES), ("levels", ("scan",), SCAN_BUFFER_BYTES)):
+            for store, kinds, buffer in (
+                ("mem", ("read", "write"), BUFFER_BYTES),
+                ("levels", ("scan",), SCAN_BUFFER_BYTES),
+            ):
                 conf = work / f"engine-{v}-{store}.toml"
                 conf.parent.mkdir(parents=True, exist_ok=True)
                 text = config_text(
@@ -164,7 +167,16 @@ def measure(
                                 wb = wire_bytes(wire(KEY_BYTES, v, entries) if kind == "scan" else w, kind, p)
                                 points.append(
                                     ServingPoint(
-                                        kind, kind, p, v, entries, n, wall, cpu, engine_seconds(table, kind, entries), wb
+                                        kind,
+                                        kind,
+                                        p,
+                                        v,
+                                        entries,
+                                        n,
+                                        wall,
+                                        cpu,
+                                        engine_seconds(table, kind, entries),
+                                        wb,
                                     )
                                 )
                                 if progress:
@@ -196,9 +208,7 @@ def fit(points: list[ServingPoint]) -> dict[str, Any]:
     if bad:
         raise CalibrationError(f"the serving fit wants a term at or below 0 ({'; '.join(bad)}): not a measurement")
     pred = a @ coef
-    kinds = {
-        k: {t: float(f"{coef[j * len(TERMS) + i]:.4g}") for i, t in enumerate(TERMS)} for j, k in enumerate(KINDS)
-    }
+    kinds = {k: {t: float(f"{coef[j * len(TERMS) + i]:.4g}") for i, t in enumerate(TERMS)} for j, k in enumerate(KINDS)}
     return {
         "kinds": kinds,
         "fit_accuracy": float(f"{float(np.mean(1 - np.abs(pred - y) / y)):.4f}"),
@@ -218,13 +228,17 @@ def table_doc(points: list[ServingPoint], quick: bool) -> dict[str, Any]:
             "template's release build, the LSM preset with a memtable holding every key) pinned to "
             "the first half of the cores, redis-benchmark pinned to the rest, "
             f"{CONNECTIONS} connections, {KEYSPACE} keys of {KEY_BYTES} bytes, GET / SET / RANGE at "
-            f"depths {list(QUICK_DEPTHS if quick else DEPTHS)} and values {list(QUICK_VALUES if quick else VALUES)} bytes; "
-            "server CPU (user + system, every thread) per request less the engine's (phi.yaml); "
-            "relative least squares of c_req[kind] + c_batch[kind] / depth + c_byte[kind] x wire bytes. No value is clamped."
+            f"depths {list(QUICK_DEPTHS if quick else DEPTHS)} and values "
+            f"{list(QUICK_VALUES if quick else VALUES)} bytes; server CPU (user + system, every thread) per "
+            "request less the engine's (phi.yaml); relative least squares of c_req[kind] + c_batch[kind] / "
+            "depth + c_byte[kind] x wire bytes. No value is clamped."
         ),
         **f,
         "points": [
-            {**{k: v for k, v in asdict(p).items() if k != "command"}, "serving_seconds": float(f"{p.serving_seconds:.4g}")}
+            {
+                **{k: v for k, v in asdict(p).items() if k != "command"},
+                "serving_seconds": float(f"{p.serving_seconds:.4g}"),
+            }
             for p in points
         ],
     }
@@ -247,5 +261,16 @@ def points_csv(points: list[ServingPoint]) -> str:
     w = csv.writer(out)
     w.writerow(["kind", "pipeline", "value_bytes", "entries", "requests", "seconds", "server_cpu_s", "serving_us"])
     for p in points:
-        w.writerow([p.kind, p.pipeline, p.value_bytes, p.entries, p.requests, f"{p.seconds:.3f}", f"{p.server_cpu_seconds:.3f}", f"{p.serving_seconds * 1e6:.2f}"])
+        w.writerow(
+            [
+                p.kind,
+                p.pipeline,
+                p.value_bytes,
+                p.entries,
+                p.requests,
+                f"{p.seconds:.3f}",
+                f"{p.server_cpu_seconds:.3f}",
+                f"{p.serving_seconds * 1e6:.2f}",
+            ]
+        )
     return out.getvalue()

@@ -115,9 +115,7 @@ def start(cmd: list[str], port: int, log: Path, cores: tuple[int, ...] | None) -
     raise RuntimeError(f"{cmd[0]} did not answer PING on port {port} within {READY_TIMEOUT_S:.0f} s")
 
 
-def cosine_server(
-    binary: Path, config: Path, data_dir: Path, cores: tuple[int, ...] | None, log: Path
-) -> Server:
+def cosine_server(binary: Path, config: Path, data_dir: Path, cores: tuple[int, ...] | None, log: Path) -> Server:
     """cosine-server on ``config`` and ``data_dir`` (emptied first), on a free port."""
     shutil.rmtree(data_dir, ignore_errors=True)
     data_dir.mkdir(parents=True)

@@ -274,11 +274,15 @@ def _evaluate_nodes(
                 f.xp = float(perturbed_throughput(pe.phi, pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
                 continue
             smp = spec_served(spec, pw, float(key[2]))
-            xp_cpu = served_throughput(
-                pe.phi, pe.io, NodeShape.of(pe.layout), smp, pw.scan_length, f.iops, f.threads
-            )
+            xp_cpu = served_throughput(pe.phi, pe.io, NodeShape.of(pe.layout), smp, pw.scan_length, f.iops, f.threads)
             capp = node_caps(
-                xp_cpu, smp, c.vm.vcpu, spec.pipeline, c.vm, spec.max_latency_s, spec.max_latency_p50_s,
+                xp_cpu,
+                smp,
+                c.vm.vcpu,
+                spec.pipeline,
+                c.vm,
+                spec.max_latency_s,
+                spec.max_latency_p50_s,
                 spec.network_duty_cycle,
             )
             f.xp = float(capp.apply(xp_cpu)[0])

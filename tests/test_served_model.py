@@ -178,7 +178,18 @@ def test_a_serving_fit_at_a_bound_is_refused() -> None:
     with pytest.raises(CalibrationError, match="batch_seconds"):
         fit(pts)
     good = [
-        ServingPoint(p.kind, p.kind, p.pipeline, 64, 0, 1000, 1.0, 1000 * (1e-6 + 8e-6 / p.pipeline + 1e-9 * p.wire_bytes), 0.0, p.wire_bytes)
+        ServingPoint(
+            p.kind,
+            p.kind,
+            p.pipeline,
+            64,
+            0,
+            1000,
+            1.0,
+            1000 * (1e-6 + 8e-6 / p.pipeline + 1e-9 * p.wire_bytes),
+            0.0,
+            p.wire_bytes,
+        )
         for p in pts
     ]
     f = fit(good)
@@ -223,8 +234,22 @@ def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
     spec.write_text(SERVED_SPEC)
     res = CliRunner().invoke(
         app,
-        ["bench", str(spec), "--engine", str(TEMPLATE), "--served", "--records", "2000", "--ops", "3000",
-         "--pipeline", "4", "--clients", "8", "--json"],
+        [
+            "bench",
+            str(spec),
+            "--engine",
+            str(TEMPLATE),
+            "--served",
+            "--records",
+            "2000",
+            "--ops",
+            "3000",
+            "--pipeline",
+            "4",
+            "--clients",
+            "8",
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.output + res.stderr
     doc = json.loads(res.stdout)

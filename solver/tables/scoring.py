@@ -10,7 +10,6 @@ from cost_models.cpu import (
     Demands,
     cpu_throughput,
     device_capped,
-    node_demands,
     shape_terms,
     throughput,
 )
@@ -55,7 +54,9 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
         # the KL bound prices the operations one by one on the engine (not served: docs/model.md)
         return de, perturbed_demands(ge.phi, io_p.take(idx), shape, spec, extra_p, terms if same else None)
     smp = spec_served(spec, pw, k)
-    dp = served_demands(ge.phi, io_p.take(idx), shape, smp, pw.scan_length, extra_cpu=extra_p, terms=terms if same else None)
+    dp = served_demands(
+        ge.phi, io_p.take(idx), shape, smp, pw.scan_length, extra_cpu=extra_p, terms=terms if same else None
+    )
     return de, dp
 
 
