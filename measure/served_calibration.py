@@ -33,7 +33,7 @@ import yaml
 
 from cost_models.network import Wire, wire
 from cost_models.phi import PhiTable, shipped_or
-from cost_models.serving import KINDS, SERVING_SCHEMA, SERVING_TABLE, TERMS, check_table
+from cost_models.serving import KIND_TERMS, KINDS, SERVING_SCHEMA, SERVING_TABLE, check_table
 from measure.calibrate import CalibrationError
 from measure.calibrate.samples import machine, provenance
 from measure.engine import TEMPLATE, build, config_text, scratch_root
@@ -190,25 +190,27 @@ def measure(
 
 def fit(points: list[ServingPoint]) -> dict[str, Any]:
     """The table's terms by least squares (module docstring); refuses a fit at a bound."""
-    cols = [f"{k}.{t}" for k in KINDS for t in TERMS]
+    cols = [(k, t) for k in KINDS for t in KIND_TERMS[k]]
     a = np.zeros((len(points), len(cols)))
     y = np.zeros(len(points))
+    regressor = {"request_seconds": lambda p: 1.0, "batch_seconds": lambda p: 1.0 / p.pipeline}
     for i, pt in enumerate(points):
-        j = KINDS.index(pt.kind) * len(TERMS)
-        a[i, j] = 1.0
-        a[i, j + 1] = 1.0 / pt.pipeline
-        a[i, j + 2] = pt.wire_bytes
+        for j, (k, t) in enumerate(cols):
+            if k == pt.kind:
+                a[i, j] = pt.wire_bytes if t == "byte_seconds" else regressor[t](pt)
         y[i] = pt.serving_seconds
     if np.linalg.matrix_rank(a) < len(cols):
         raise CalibrationError("the serving points do not determine every term (too few depths or sizes)")
     # relative least squares: a depth-64 request (~1 us) counts as much as a depth-1 one (~10 us)
     wgt = 1.0 / np.maximum(y, 1e-9)
     coef, *_ = np.linalg.lstsq(a * wgt[:, None], y * wgt, rcond=None)
-    bad = [f"{c} = {v:.3g} s" for c, v in zip(cols, coef, strict=True) if not v > 0]
+    bad = [f"{k}.{t} = {v:.3g} s" for (k, t), v in zip(cols, coef, strict=True) if not v > 0]
     if bad:
         raise CalibrationError(f"the serving fit wants a term at or below 0 ({'; '.join(bad)}): not a measurement")
     pred = a @ coef
-    kinds = {k: {t: float(f"{coef[j * len(TERMS) + i]:.4g}") for i, t in enumerate(TERMS)} for j, k in enumerate(KINDS)}
+    kinds: dict[str, dict[str, float]] = {k: {} for k in KINDS}
+    for (k, t), v in zip(cols, coef, strict=True):
+        kinds[k][t] = float(f"{v:.4g}")
     return {
         "kinds": kinds,
         "fit_accuracy": float(f"{float(np.mean(1 - np.abs(pred - y) / y)):.4f}"),

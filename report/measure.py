@@ -312,7 +312,7 @@ def print_serving(doc: dict[str, Any], points_csv: str) -> None:
     for kind, terms in doc["kinds"].items():
         t.add_row(
             kind,
-            f"{terms['request_seconds'] * 1e6:.3f}",
+            f"{terms.get('request_seconds', 0.0) * 1e6:.3f}",
             f"{terms['batch_seconds'] * 1e6:.3f}",
             f"{terms['byte_seconds'] * 1e9:.3f}",
         )

@@ -2,8 +2,8 @@
 //! batches, and a graceful shutdown.
 //!
 //! A connection parses every complete request already received (a pipeline) into one
-//! batch and runs it (point reads on the network task; anything that writes or scans on
-//! tokio's blocking pool: the engine's calls block on WAL syncs, stalls, disk reads). If
+//! batch and runs it (point reads and writes on the network task; scans and INFO on tokio's
+//! blocking pool: a hash log's scan walks its whole index; see [`Command::is_quick`]). If
 //! the batch wrote, its replies wait *once* for the WAL policy's durability
 //! ([`Engine::wait_durable`]) in a reply queue, while the next batches already run; the
 //! replies leave in request order. So an `+OK` to a `SET` is never sent before the write
@@ -384,8 +384,8 @@ async fn requests(
             if let Some(q) = quit {
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
-            // point reads of a snapshot never wait for a writer or the disk queue for long:
-            // run them here rather than pay a hand-off to the blocking pool
+            // point reads and writes never wait for long (a write's sync is the durability
+            // waiter's): run them here rather than pay a hand-off to the blocking pool
             let quick = batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick));
             let close = quit.is_some();
             while !batch.is_empty() {
