@@ -340,3 +340,32 @@ def served_throughput(
 
     d = served_demands(phi, io, shape, sm, scan_length, read_latency_s, extra_cpu)
     return throughput(d, iops, threads, cores, bytes_per_s)
+
+
+def served_rates(table: ServingTable | None = None) -> dict[str, float]:
+    """The highest served requests per second per core cosine-server reached for each kind in its
+    calibration (``points`` of serving.yaml: requests over the server's CPU seconds): what it was
+    ever measured to do, over RESP."""
+    t = shipped_or(table)
+    best: dict[str, float] = {}
+    for p in t.raw.get("points", []):
+        cpu = float(p["server_cpu_seconds"])
+        if cpu > 0:
+            best[p["kind"]] = max(best.get(p["kind"], 0.0), float(p["requests"]) / cpu)
+    return best
+
+
+def served_envelope(mix: dict[str, float], table: ServingTable | None = None) -> float | None:
+    """The served envelope of a mix: ``1 / sum_o theta_o sum_(its requests) 1 / X_kind``, X_kind the
+    kind's highest served rate per core (:func:`served_rates`); None when a kind was never measured."""
+    rates = served_rates(table)
+    total = sum(v for v in mix.values() if v > 0) or 1.0
+    secs = 0.0
+    for op, v in mix.items():
+        if v <= 0:
+            continue
+        for kind in REQUESTS[Operation(op)]:
+            if rates.get(kind, 0.0) <= 0:
+                return None
+            secs += v / total / rates[kind]
+    return 1.0 / secs if secs > 0 else None

@@ -319,3 +319,32 @@ def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) 
     assert sol["target"]["max_latency_s"] == 0.002
     for d in sol["designs"]:
         assert d["latency_p99_s"] <= 0.002 and d["latency_p50_s"] <= 0.001
+
+
+def test_the_envelope_guard_checks_the_served_path() -> None:
+    """A served node predicted above what cosine-server was measured to serve per core over RESP is
+    outside the envelope, though the engine in process was measured faster (issue 48.1)."""
+    from dataclasses import dataclass
+
+    from cost_models.envelope import bound, check_nodes
+    from cost_models.serving import served_envelope
+    from specs.vocab import DesignClass
+
+    @dataclass
+    class Node:
+        vm_type: str
+        design_class: DesignClass
+        threads: int
+        node_throughput_ops: float
+
+    mix = {"get": 0.5, "update": 0.5}
+    served = served_envelope(mix)
+    assert served is not None
+    in_process = bound("lsm", mix).per_core_ops
+    assert in_process is not None and in_process > served * 1.05
+    between = (served + in_process) / 2
+    chk = check_nodes([Node("n1-highmem-2", DesignClass.LSM, 2, 2 * between)], mix)
+    assert not chk.inside
+    assert chk.nodes[0].calibration_workload is not None and "RESP" in chk.nodes[0].calibration_workload
+    ok = check_nodes([Node("n1-highmem-2", DesignClass.LSM, 2, 2 * served * 0.9)], mix)
+    assert ok.inside
