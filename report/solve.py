@@ -71,6 +71,8 @@ def _served(d: Any) -> str:
         net = "; no network figure in the catalog"
     else:
         net = f"; network bound {si(d.network_ops)} ops/s" + (" [yellow](binding)[/]" if d.network_bound else "")
+        if d.burst_duty_cycle is not None:
+            net += f" [yellow]burst-bound: past the baseline, at a duty cycle of {d.burst_duty_cycle:g}[/]"
     return f"{si(d.node_throughput_ops)} ops/s{engine}{wire}{net}"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -121,6 +121,16 @@ def operating_point(spec: Spec, f: _NodeFigures, share: float) -> float:
     return run / f.x_cpu
 
 
+def _baseline_ops(vm: Any, sm: ServedMix | None) -> float:
+    """The node's throughput its VM's baseline bandwidth carries (no burst; inf: no figure)."""
+    if sm is None:
+        return math.inf
+    from cost_models.network import network_cap
+
+    net = network_cap(sm.load, vm.network_bytes_per_s, vm.network_burst_bytes_per_s, vm.network_ingress_limited)
+    return net / sm.scale
+
+
 def node_latency(spec: Spec, vm_cores: float, rtt_s: float, f: _NodeFigures, utilization: float) -> tuple[float, float]:
     """(p50, p99) of a request to the node at ``utilization`` of its capacity (cost_models.latency)."""
     if f.sm is None or f.x_cpu <= 0:
@@ -170,6 +180,7 @@ def reevaluate_many(
             util = operating_point(spec, f, s / N)
             p50, p99 = node_latency(spec, float(c.vm.vcpu), c.vm.rtt_s, f, util)
             net = None if f.caps is None or not math.isfinite(f.caps.network_ops) else f.caps.network_ops
+            base = _baseline_ops(c.vm, f.sm)
             per_node.append(
                 NodeGroup(
                     NodeDesign(
@@ -183,6 +194,7 @@ def reevaluate_many(
                         wire_bytes_per_op=None if f.sm is None else f.sm.wire_bytes_per_op,
                         network_ops=net,
                         network_bound=bool(net is not None and x > 0 and x >= net * (1 - 1e-9)),
+                        burst_duty_cycle=spec.network_duty_cycle if x > base * (1 + 1e-9) else None,
                         utilization=util,
                         latency_p50_s=p50 if math.isfinite(p50) else None,
                         latency_p99_s=p99 if math.isfinite(p99) else None,

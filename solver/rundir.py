@@ -309,6 +309,9 @@ class NodeDesign(DesignEntry):
     wire_bytes_per_op: float | None = None
     network_ops: float | None = None
     network_bound: bool = False
+    #: the spec's network duty cycle when the node needs more than its VM's baseline (burst
+    #: credits under that duty cycle: performance.network_duty_cycle < 1); None within the baseline
+    burst_duty_cycle: float | None = None
     utilization: float | None = None
     latency_p50_s: float | None = None
     latency_p99_s: float | None = None

@@ -348,3 +348,40 @@ def test_the_envelope_guard_checks_the_served_path() -> None:
     assert chk.nodes[0].calibration_workload is not None and "RESP" in chk.nodes[0].calibration_workload
     ok = check_nodes([Node("n1-highmem-2", DesignClass.LSM, 2, 2 * served * 0.9)], mix)
     assert ok.inside
+
+
+def test_a_duty_cycle_lets_a_node_burst_and_says_so(tmp_path: Path) -> None:
+    """ycsb_c-like 1 KB gets on AWS only: at the baseline every node stays within it; with
+    performance.network_duty_cycle 0.1 a node may run past it on burst credits, and says so."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    spec = """
+name: burst
+workload:
+  entries: 2000000
+  key_bytes: 24
+  value_bytes: 1000
+  operations: {get: 1.0}
+  distribution: {get: {kind: zipfian, theta: 0.99}, put: {kind: uniform}}
+budget: {monthly_usd: 400}
+performance: {network_duty_cycle: DUTY}
+providers: [aws]
+design: {max_cluster_size: 4}
+"""
+    sols = {}
+    for duty in ("1.0", "0.1"):
+        p = tmp_path / f"burst-{duty}.yaml"
+        p.write_text(spec.replace("DUTY", duty))
+        out = tmp_path / f"out-{duty}"
+        res = CliRunner().invoke(app, ["solve", str(p), "--out", str(out), "--bands", "6", "--json"])
+        assert res.exit_code == 0, res.output + res.stderr
+        sols[duty] = json.loads((out / "solution.json").read_text())
+    cat = load_catalog("ondemand")
+    for d in sols["1.0"]["designs"]:
+        vm = next(v for v in cat.vms["aws"] if v.name == d["vm_type"])
+        assert d["burst_duty_cycle"] is None
+        assert d["node_throughput_ops"] * d["wire_bytes_per_op"] <= vm.network_bytes_per_s * 1.5
+    assert sols["0.1"]["predicted"]["throughput_ops"] >= sols["1.0"]["predicted"]["throughput_ops"]
+    assert any(d["burst_duty_cycle"] == 0.1 for d in sols["0.1"]["designs"])
