@@ -2,7 +2,10 @@
 
 redis-benchmark (redis-tools) GET and SET, 1 KB values, 50 connections, 100,000 keys, pipeline 1
 and 16, each server pinned to the first half of the cores and redis-benchmark to the rest, data
-on the same directory (``--dir``, default the working tree's disk, so that a sync is a real one):
+on the same directory (``--dir``, default the working tree's disk, so that a sync is a real one).
+cosine-server runs ``--engine``'s design (a rendered workspace: ycsb_c's answer in BENCHMARKS.md
+§20b, as the issue measured), its memory scaled to the 100,000 keys as `cosine bench --served`
+scales it, one worker thread:
 
 * cosine-server with ``wal_sync`` group_commit (1 ms) and every_write (each ``+OK`` after the
   fdatasync covering it), and none (acknowledged before any sync);
@@ -21,12 +24,13 @@ import json
 import shutil
 import subprocess
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from measure.engine import TEMPLATE, build, config_text
-from measure.grid import designs
+from measure.engine import TEMPLATE, build, scaled_config
 from measure.server import Server, core_split, cosine_server, free_port, need, pinned, start
+from render.config import to_toml
 
 KEYS = 100_000
 VALUE = 1024
@@ -77,19 +81,22 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--dir", type=Path, default=Path("runs/redis-peer"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--engine", type=Path, required=True, help="a workspace written by `cosine render`")
     a = ap.parse_args()
     server_cores, client_cores = core_split()
     server_bin = build(TEMPLATE, "cosine-server")
     redis = need("redis-server", "redis-server")
     root = a.dir.resolve() / f"run-{int(time.time())}"
     root.mkdir(parents=True)
-    secs = designs(KEYS, quick=True, optima=False)["rocksdb"]
+    meta = json.loads((a.engine / "render.json").read_text())
+    base = tomllib.loads(scaled_config((a.engine / "engine.toml").read_text(), KEYS / float(meta["entries_per_node"])))
     results: dict[str, Any] = {}
     try:
         for label, mode in COSINE_MODES:
-            cfg = secs | {"durability": {**secs.get("durability", {}), "wal_sync": mode}}
+            cfg = {**base, "durability": {**base.get("durability", {}), "wal_sync": mode}}
+            cfg["algorithms"] = {**cfg["algorithms"], "threads": 1}
             conf = root / f"cosine-{mode}.toml"
-            conf.write_text(config_text(cfg, 1, key_bytes=24, value_bytes=VALUE, block_cache_bytes=512 << 20))
+            conf.write_text(to_toml(cfg, f"{a.engine} scaled to {KEYS} keys, wal_sync {mode}"))
             with cosine_server(
                 server_bin, conf, root / f"cosine-{mode}", server_cores, root / f"cosine-{mode}.log"
             ) as srv:
