@@ -72,7 +72,8 @@ impl Command {
     /// ~31 us of server CPU against ~8 us for a GET. On the network task every put of a worker is
     /// its own write group's leader. The price: a write stall (the engine's buffers full behind a
     /// slow flush) holds that worker's other connections for the stall, as it held the pool's
-    /// thread before.
+    /// thread before. (Under `every_write` a put waits for its fdatasync: the server sends those
+    /// batches to the pool, where the puts of concurrent connections share one sync.)
     pub fn is_quick(&self) -> bool {
         matches!(
             self,

@@ -27,6 +27,7 @@ use crate::output::{OutputBuffer, OutputLimit};
 use crate::resp::{Limits, Parsed, Parser, Reply};
 use crate::stats::ServerStats;
 use bytes::BytesMut;
+use cosine_config::WalSync;
 use cosine_engine::Engine;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -362,6 +363,7 @@ async fn requests(
     durable: &DurabilityWaiter,
 ) -> Result<(), ServerError> {
     let key_bytes = engine.config().layout.key_bytes;
+    let syncs_in_put = engine.config().durability.wal_sync == WalSync::EveryWrite;
     let mut parser = Parser::new(cfg.limits);
     let mut buf = BytesMut::with_capacity(16 << 10);
     loop {
@@ -385,8 +387,10 @@ async fn requests(
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
             // point reads and writes never wait for long (a write's sync is the durability
-            // waiter's): run them here rather than pay a hand-off to the blocking pool
-            let quick = batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick));
+            // waiter's): run them here rather than pay a hand-off to the blocking pool. Under
+            // `every_write` a put waits for its own write group's fdatasync: there writes go to the
+            // pool, where concurrent connections' puts form one group and share a sync.
+            let quick = batch.iter().all(|c| c.as_ref().map_or(true, |c| c.is_quick() && !(c.writes() && syncs_in_put)));
             let close = quit.is_some();
             while !batch.is_empty() {
                 let n = batch.len();
