@@ -22,8 +22,8 @@ is integrated in closed form too, and a quantile is found by bisection on the CC
 below the utilization its ``performance.max_latency_s`` allows (:func:`throughput_within`).
 
 A closed system (the bench: C connections each with one batch outstanding) has a bounded queue:
-there the utilization used is the one at which M/M/c's mean number of batches in the system is
-the connections' (:func:`closed_utilization`).
+there the arrival rate used is the one at which M/M/c's mean number of batches in the system and
+the batches outside it (round trip, commit wait) add up to the connections' (measure/served.py).
 """
 
 from __future__ import annotations
@@ -234,17 +234,3 @@ def throughput_within(
         lo = np.where(good, mid, lo)
         hi = np.where(good, hi, mid)
     return np.where(feasible, lo, 0.0)
-
-
-def closed_utilization(capacity: float, cores: float, pipeline: int, batches: float) -> float:
-    """The arrival rate (requests per second) at which an M/M/c queue holds ``batches`` batches on
-    average: a closed system of that many outstanding batches, as the bench runs (bisection)."""
-    lo, hi = 0.0, capacity * (1 - 1e-12)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        n = float(Operating(np.array(mid), np.array(capacity), cores, pipeline).queue().mean_in_system())
-        if n < batches:
-            lo = mid
-        else:
-            hi = mid
-    return lo
