@@ -35,8 +35,10 @@ import numpy as np
 
 #: Quantiles the solution reports.
 P50, P99 = 0.5, 0.99
-#: Bisection steps (each halves the bracket: 2^-80 of it, past float precision).
-STEPS = 80
+#: Bisection steps of a quantile (each halves the bracket: 2^-60 of it).
+STEPS = 60
+#: Bisection steps of the highest throughput a latency bound allows (2^-30 of the capacity).
+THROUGHPUT_STEPS = 30
 
 
 def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -84,11 +86,19 @@ def _exp_integral(rate: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarra
     return (np.exp(-rate * lo) - np.exp(-rate * hi)) / rate
 
 
-def ccdf(t: np.ndarray, q: Queue, service: np.ndarray, shift: np.ndarray, window: np.ndarray) -> np.ndarray:
+def ccdf(
+    t: np.ndarray,
+    q: Queue,
+    service: np.ndarray,
+    shift: np.ndarray,
+    window: np.ndarray,
+    terms: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """P(latency > t): the batch's wait and service (``service``: mean seconds of this request's
     batch) after ``shift`` seconds (round trip, device), plus a uniform wait on [0, ``window``]
-    (group commit; 0: none). Elementwise over arrays."""
-    pw, gamma = q.wait_terms()
+    (group commit; 0: none). Elementwise over arrays. ``terms``: ``q.wait_terms()``, when the
+    caller has them (they do not depend on t)."""
+    pw, gamma = q.wait_terms() if terms is None else terms
     ms = 1.0 / np.maximum(service, 1e-300)
     # T0 = W + S: CCDF = A e^{-ms t} + B e^{-gamma t} (B e^{-gamma t} -> C (1 + gamma t) e^{-gamma t} at ms = gamma)
     near = np.abs(ms - gamma) < 1e-9 * ms
@@ -133,27 +143,31 @@ class RequestClass:
     window: float
 
 
-def mixture_ccdf(t: np.ndarray, q: Queue, classes: list[RequestClass]) -> np.ndarray:
-    """P(latency > t) of a request drawn from ``classes`` by their shares."""
+def mixture_ccdf(
+    t: np.ndarray, q: Queue, classes: list[RequestClass], terms: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """P(latency > t) of a request drawn from ``classes`` by their shares (``terms`` as :func:`ccdf`'s)."""
     total = sum(c.share for c in classes) or 1.0
+    wt = q.wait_terms() if terms is None else terms
     out = np.zeros(np.broadcast_shapes(np.shape(t), np.shape(q.lam)))
     for c in classes:
         if c.share > 0:
-            out = out + c.share / total * ccdf(t, q, c.service, np.asarray(c.shift), np.asarray(c.window))
+            out = out + c.share / total * ccdf(t, q, c.service, np.asarray(c.shift), np.asarray(c.window), wt)
     return out
 
 
 def quantile(prob: float, q: Queue, classes: list[RequestClass]) -> np.ndarray:
     """The ``prob``-quantile of the latency of a request of ``classes`` (inf at or past capacity)."""
     shape = np.shape(q.lam)
-    pw, gamma = q.wait_terms()
+    wt = q.wait_terms()
+    pw, gamma = wt
     lo = np.zeros(shape)
     span = max((c.shift + c.window for c in classes), default=0.0)
     service = np.max(np.stack([np.broadcast_to(c.service, shape) for c in classes]), axis=0)
     hi = span + 50.0 * (service + 1.0 / gamma)
     for _ in range(STEPS):
         mid = (lo + hi) / 2
-        over = mixture_ccdf(mid, q, classes) > 1 - prob
+        over = mixture_ccdf(mid, q, classes, wt) > 1 - prob
         lo = np.where(over, mid, lo)
         hi = np.where(over, hi, mid)
     return np.where(q.rho < 1, hi, math.inf)
@@ -219,16 +233,21 @@ def throughput_within(
     bounds = [(P99, max_p99), (P50, max_p50)]
 
     def meets(x: np.ndarray) -> np.ndarray:
-        ok = np.ones(cap.shape, dtype=bool)
+        # the q-quantile is at most the bound exactly where P(latency > bound) <= 1 - q (one CCDF
+        # evaluation, no quantile search)
+        op = Operating(x, cap, cores, pipeline)
+        q = op.queue()
+        classes = terms.classes(op.batch_service())
+        ok = q.rho < 1
         for prob, bound in bounds:
             if bound is not None:
-                ok &= latency_at(x, cap, cores, pipeline, terms, prob) <= bound
+                ok &= mixture_ccdf(np.full(cap.shape, bound), q, classes) <= 1 - prob
         return ok
 
     lo = np.zeros(cap.shape)
     hi = cap * (1 - 1e-9)
     feasible = meets(np.zeros(cap.shape)) & (cap > 0)
-    for _ in range(40):
+    for _ in range(THROUGHPUT_STEPS):
         mid = (lo + hi) / 2
         good = meets(mid)
         lo = np.where(good, mid, lo)
