@@ -480,12 +480,16 @@ def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
     objective, floor = Objective.EXPECTED, 0.0
     if run.answer.objective == Objective.ROBUST and run.answer.floor_ops is not None:
         objective, floor = Objective.ROBUST, run.answer.floor_ops * X_SCALE
-    ctx = columns_for(
-        run.tables.contexts.get(provider, []),
-        run.spec.workload.entries,
-        objective,
-        floor,
-        latency_target_kops(run.spec),
+    ctx = columns_for(run.tables.contexts.get(provider, []), objective, max_node_cost=run.solution.budget)
+    m, _ = build_mip(
+        run.spec,
+        catalog,
+        ctx,
+        run.solution.budget,
+        run.tables.max_cluster,
+        providers=[provider],
+        objective=objective,
+        floor_kops=floor,
+        target_kops=latency_target_kops(run.spec),
     )
-    m, _ = build_mip(run.spec, catalog, ctx, run.solution.budget, run.tables.max_cluster, providers=[provider])
     return PyomoBackend().write(m, path)

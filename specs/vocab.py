@@ -221,7 +221,8 @@ class SolverStatus(StrEnum):
 
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"  # a solution, not proven optimal
-    INFEASIBLE = "infeasible"
+    INFEASIBLE = "infeasible"  # nothing fits the budget
+    EXCLUDED = "excluded"  # configurations fit, but a rule of the spec excludes every one (the row names it)
     TIMEOUT = "timeout"  # the time limit, without a solution
     ERROR = "error"
 
