@@ -322,7 +322,7 @@ def best_within(
             q2 = min(max(rhs0, 0.0) / float(copy_order[:n][ok].min()), tab.max_cluster / float(k_order[:n][ok].min()))
             ub[li] = levels[li] * q2 if q2 >= Q_MIN * (1 - TIE_TOL) else -math.inf
     searched = 0
-    packs: dict[bytes, tuple[float, Packing]] = {}  # an item set's largest capacity above a beat
+    packs: dict[bytes, tuple[float, _Pack]] = {}  # an item set's largest capacity above a beat
     for li in np.argsort(-ub, kind="stable"):
         t = float(levels[li])
         if ub[li] <= best_x * (1 + TIE_TOL):
@@ -347,11 +347,11 @@ def best_within(
             key = items.tobytes()
             beat = best_x / t
             if key not in packs or packs[key][0] > beat:  # a search above a higher beat may miss
-                p = _max_q(tab, items, coefs_all, rhs, Q_MIN, beat, items_given=True)
-                visited += p.nodes
-                if not p.proven:
-                    unproven = max(unproven, t * p.bound)
-                packs[key] = (beat, p)
+                found = _max_q(tab, items, coefs_all, rhs, Q_MIN, beat, items_given=True)
+                visited += found.nodes
+                if not found.proven:
+                    unproven = max(unproven, t * found.bound)
+                packs[key] = (beat, found)
             pack = packs[key][1]
             if pack.counts is None:
                 break  # no packing of these columns beats the incumbent, nor of fewer
@@ -368,6 +368,7 @@ def best_within(
     # of equally fast clusters, the cheapest
     ties = [float(t) for t in levels[keys & (levels * qub >= best_x * (1 - TIE_TOL))]]
     best_nodes = _cheapest_as_fast(tab, value, floor, best_nodes, best_x, ties, budget, cand)
+    best_nodes = _reseat(tab, value, floor, best_nodes, cand)
     x_star = cluster_value(tab, value, best_nodes)
     upper = max(x_star, unproven)
     chosen = chosen_of(spec, tab, best_nodes)
@@ -505,6 +506,32 @@ def _cheapest_as_fast(
                 ):
                     best, best_bill = found, p.value
     return best
+
+
+def _reseat(tab: ColumnTable, value: np.ndarray, floor: Floor | None, nodes: Nodes, cand: np.ndarray) -> Nodes:
+    """Of the columns a one-group answer's n nodes could equally be (as cheap, holding the data at n
+    nodes, each node at least as fast on the objective's workload: the same value and bill), the
+    one whose nodes are fastest on the other workload, then the one tabled nearest the keys its
+    nodes hold (the largest k at most n): the band model values a node at its column's rate, so
+    this is the least pessimistic of equals (a tie-break: value and bill do not change)."""
+    if len(nodes) != 1:
+        return nodes
+    i, n = nodes[0]
+    other = tab.x if value is tab.p else tab.p
+    node_v, node_o = value / tab.share, other / tab.share
+    ok = (
+        cand
+        & (tab.cost <= tab.cost[i] * (1 + TIE_TOL))
+        & (tab.share <= n * (1 + 1e-9))
+        & (node_v >= node_v[i] * (1 - TIE_TOL))
+    )
+    if floor is not None:
+        ok &= floor.per_copy / tab.share * n >= floor.at_least * (1 - TIE_TOL)
+    js = np.flatnonzero(ok)
+    if js.size == 0:
+        return nodes
+    j = int(js[np.lexsort((-tab.share[js], -node_o[js]))[0]])
+    return [(j, n)] if node_o[j] > node_o[i] * (1 + TIE_TOL) or tab.share[j] > tab.share[i] else nodes
 
 
 def cheapest_reaching(tab: ColumnTable, mask: np.ndarray, at_least: float) -> tuple[Nodes | None, float, bool]:

@@ -38,8 +38,9 @@ from cost_models.pricing.catalog import Catalog
 from cost_models.robust import is_robust
 from solver.backends import Backend, Result
 from solver.bottleneck import ColumnTable, Floor, best_within, cheapest_reaching, chosen_of, column_table
-from solver.exact import Exact, Reevaluations, approx_error_of, reevaluate
+from solver.exact import Exact, NodeRate, Reevaluations, approx_error_of, reevaluate
 from solver.exhaustive import exhaustive
+from solver.grid import GridCheck, check_counts
 from solver.model import (
     X_SCALE,
     Chosen,
@@ -107,6 +108,11 @@ class Point:
         return self.chosen.monthly_cost if self.chosen else math.nan
 
     @property
+    def perturbed_kops_or_zero(self) -> float:
+        """The band model's perturbed throughput (kops), 0 without a configuration."""
+        return self.chosen.perturbed_kops if self.chosen else 0.0
+
+    @property
     def nodes(self) -> int:
         return sum(k for _, k in self.chosen.nodes) if self.chosen else 0
 
@@ -159,6 +165,10 @@ class Point:
             method=method,
             scaling_error=None if r is None else r.scaling_error,
             solver_log=log_file,
+            grid_gap=self.grid_gap if self.chosen and math.isfinite(self.grid_gap) else None,
+            grid_bound_ops=self.grid_bound if self.chosen and math.isfinite(self.grid_bound) else None,
+            polished=self.polished,
+            rule=self.rule,
         )
 
 
@@ -618,10 +628,64 @@ def solve_frontier(
         for pts in pts_of.values():
             for pt in pts:
                 exact.certify(pt)
+    _check_counts(spec, fr)
     fr.best = fr.best_of(fr.headline)
     if reevals is not None:
         reevals.save(spec)
     return fr
+
+
+def _check_counts(spec: Spec, fr: Frontier) -> None:
+    """Each answer against every other count of its own nodes within its band's budget
+    (solver.grid): the certificate's grid gap, and a faster count of the same nodes replaces the
+    answer (``polished``, re-evaluated). Carried and repaired points take their source's."""
+    exact = fr.exact
+    assert exact is not None
+    done: dict[tuple[Any, ...], GridCheck] = {}
+    polished: list[Point] = []
+    lists = [pts for pts_of in (fr.nominal, fr.perturbed, fr.points, fr.headline) for pts in pts_of.values()]
+    for pts in lists:
+        for pt in pts:
+            tab = fr.tables.get(pt.provider)
+            if pt.chosen is None or pt.exact is None or pt.columns is None or tab is None:
+                continue
+            if pt.carried or pt.repaired:
+                continue
+            perturbed = pt.objective == Objective.PERTURBED
+            key = (pt.provider, tuple(pt.columns), pt.budget, perturbed)
+            if key not in done:
+                value = pt.exact.perturbed if perturbed else pt.exact.throughput
+                own = None
+                if len(pt.columns) == 1:
+                    d = pt.exact.per_node[0].design
+                    own = NodeRate(d.node_throughput_ops, d.node_perturbed_ops, d.L, d.Y)
+                done[key] = check_counts(
+                    tab, pt.columns, pt.budget, value, exact.node_rate, perturbed=perturbed, answer_rate=own
+                )
+            chk = done[key]
+            pt.grid_gap, pt.grid_bound = chk.gap, chk.bound
+            if chk.better is not None:
+                pt.chosen = chosen_of(spec, tab, chk.better)
+                pt.columns = chk.better
+                pt.exact, pt.polished = None, True
+                exact.defer(pt.chosen.nodes)
+                polished.append(pt)
+    exact.resolve()
+    for pt in polished:
+        exact.certify(pt)
+        pt.grid_gap = 0.0  # the best count of its nodes, exactly
+    for pts in lists:
+        for pt in pts:
+            src = pt.chosen_band
+            if (pt.carried or pt.repaired) and src is not None and pts[src].chosen is not None:
+                s_pt = pts[src]
+                pt.chosen, pt.exact, pt.approx_error = s_pt.chosen, s_pt.exact, s_pt.approx_error
+                pt.grid_gap, pt.grid_bound, pt.polished, pt.columns = (
+                    s_pt.grid_gap,
+                    s_pt.grid_bound,
+                    s_pt.polished,
+                    s_pt.columns,
+                )
 
 
 def _make_monotone(fr: Frontier, points: dict[str, list[Point]], key: Callable[[Point], float] | None = None) -> None:
@@ -653,6 +717,7 @@ def _make_monotone(fr: Frontier, points: dict[str, list[Point]], key: Callable[[
                         objective=pt.objective,
                         floor_ops=pt.floor_ops,
                         columns=best.columns,
+                        chosen_band=best.band,
                     )
                     continue
             if pt.chosen is not None:

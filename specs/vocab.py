@@ -167,6 +167,7 @@ class BindingResource(StrEnum):
     BUDGET = "budget"
     ROBUST_RULE = "robust_rule"  # dearer configurations are not within the tolerance of the best perturbed one
     CLUSTER_CAP = "cluster_cap"
+    ENGINE_LAYOUT = "engine_layout"  # more nodes would each hold fewer keys, in a slower layout (fewer levels)
     NODE_IOPS = "node_iops"
     OPERATIONS_PER_MONTH = "operations_per_month"
     NONE = "none"
