@@ -40,7 +40,6 @@ import numpy as np
 from solver.bottleneck import ColumnTable, Nodes
 from solver.exact import NodeRate
 from solver.knapsack import max_capacity
-from solver.model import X_SCALE
 from solver.tables.context import Context
 
 #: Keys between two layouts are told apart to this relative precision (several groups).
