@@ -88,6 +88,13 @@ class ColumnTable:
     def node_p(self) -> np.ndarray:
         return self.p / self.share
 
+    def by_value(self, value: np.ndarray) -> np.ndarray:
+        """Every column by decreasing ``value`` (stable), sorted once per value array."""
+        key = ("by_value", value.tobytes())
+        if key not in self._cache:
+            self._cache[key] = np.argsort(-value, kind="stable")
+        return np.asarray(self._cache[key])
+
     def items(self, cols: np.ndarray) -> np.ndarray:
         """:func:`solver.knapsack.staircase` of the columns ``cols`` (by one sort of all columns)."""
         if "by_k" not in self._cache:
@@ -266,6 +273,14 @@ def best_within(
     idx_all = np.flatnonzero(cand)
     visited, unproven = 0, -math.inf
     best_x, best_nodes = -math.inf, None
+    if floor is not None and idx_all.size:
+        # the floor's throughput is at most the sum of the nodes' rates: as many of the best per
+        # dollar as the budget buys, or of the best per node as the cap allows
+        node_w = floor.per_copy[idx_all] / tab.share[idx_all]
+        reach = min(max(rhs0, 0.0) * float((node_w / tab.w[idx_all]).max()), tab.max_cluster * float(node_w.max()))
+        if reach < floor.at_least * (1 - TIE_TOL):
+            res = Result.infeasible(backend, 0, time.perf_counter() - t0)
+            return BandAnswer(None, res, "no cluster within the budget reaches the floor")
 
     def consider(nodes: Nodes) -> None:
         nonlocal best_x, best_nodes
@@ -289,9 +304,10 @@ def best_within(
         consider([(j, int(homog[j]))])
 
     # thresholds by decreasing bound; only the levels that change the knapsack's items
-    levels = np.unique(value[idx_all])[::-1] if idx_all.size else np.zeros(0)
-    order = idx_all[np.argsort(-value[idx_all], kind="stable")]
+    order = tab.by_value(value)
+    order = order[cand[order]]  # the candidates by decreasing value (one sort per table and value)
     vs = value[order]
+    levels = vs[np.append(True, vs[1:] != vs[:-1])] if order.size else np.zeros(0)
     per_copy_cost = tab.share[order] * tab.w[order]
     cheapest_copy = np.minimum.accumulate(per_copy_cost) if order.size else per_copy_cost
     least_k = np.minimum.accumulate(tab.share[order]) if order.size else per_copy_cost
@@ -328,6 +344,8 @@ def best_within(
         if ub[li] <= best_x * (1 + TIE_TOL):
             break
         branch = order[: last[li] + 1]
+        if t * _integer_bound(tab, branch, rhs0) <= best_x * (1 + TIE_TOL):
+            continue  # the integer bound of its budget row rules it out
         searched += 1
         if floor is None:
             pack = _max_q(tab, branch, coefs_all, rhs, Q_MIN, best_x / t)
@@ -389,6 +407,20 @@ def best_within(
         0.0,
     )
     return BandAnswer(chosen, res, note, 0, best_nodes)
+
+
+def _integer_bound(tab: ColumnTable, cols: np.ndarray, rhs0: float) -> float:
+    """A bound on the capacity the columns ``cols`` buy within the budget row ``rhs0`` (the percent
+    terms at their minimum), tighter than the LP's: as many nodes of the best column per dollar as
+    fit, and what is left at the next best rate (Martello and Toth's U2: the first column's count
+    only lowers it below that). At most the cluster cap's bound too."""
+    rate = 1.0 / (tab.share[cols] * tab.w[cols])  # copies per dollar
+    j = int(np.argmax(rate))
+    budget = max(rhs0, 0.0)
+    n1 = math.floor(budget / float(tab.w[cols[j]]) * (1 + 1e-12))
+    second = float(np.partition(rate, -2)[-2]) if rate.size > 1 else 0.0
+    u2 = n1 / float(tab.share[cols[j]]) + max(budget - n1 * float(tab.w[cols[j]]), 0.0) * second
+    return min(u2, tab.max_cluster / float(tab.share[cols].min()))
 
 
 def _floor_columns(tab: ColumnTable, cols: np.ndarray, floor: Floor, rhs0: float, beat: float) -> np.ndarray:

@@ -186,8 +186,12 @@ def max_capacity(
             return
         nxt = i + 1
         if nxt >= n_items:
-            bounds = [math.inf] * (hi + 1)
-        elif hi < SCALAR_COUNTS:
+            # the last item: the most of it that fits is best (every count only adds value and nodes)
+            counts[i] = hi
+            rec(nxt, left - hi * a, slots - hi, value + hi * q[i], used + hi)
+            counts[i] = 0
+            return
+        if hi < SCALAR_COUNTS:
             rows_left, rates, qi = left.tolist(), suf_ratio[:, nxt].tolist(), float(q[i])
             ai, sq = a.tolist(), float(suf_q[nxt])
             bounds = [

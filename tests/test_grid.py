@@ -90,7 +90,6 @@ def test_no_count_of_the_answers_nodes_beats_the_bound(seed):
     cat = small(spec.pricing)
     tables = tables_for(spec, cat)
     ex = Reevaluations(spec)
-    N = spec.workload.entries
     for provider, ctx in tables.contexts.items():
         tab = column_table(spec, cat, ctx, provider, tables.max_cluster)
         for budget in (spec.budget_usd, spec.budget_usd * 4):
