@@ -37,7 +37,7 @@ import numpy as np
 from cost_models.cloud import GIB, SlaTerms, sla_cost, sla_terms
 from cost_models.pricing.catalog import Catalog
 from solver.backends import Result
-from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_of_sorted
+from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_by_group
 from solver.model import DATA_SLACK, X_SCALE, Chosen
 from solver.tables.context import Context
 from specs.schema import Spec
@@ -65,6 +65,7 @@ class ColumnTable:
     p: np.ndarray  # the same on the perturbed workload
     share: np.ndarray  # k_c = N / s_c: nodes of this column per copy of the data (fractional)
     fixed: float  # SLA terms that do not depend on the cluster (flat, per GB of data)
+    group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM type, a label per column
 
     @property
     def bill_model(self) -> BillModel:
@@ -96,14 +97,15 @@ class ColumnTable:
         return np.asarray(self._cache[key])
 
     def items(self, cols: np.ndarray) -> np.ndarray:
-        """:func:`solver.knapsack.staircase` of the columns ``cols`` (by one sort of all columns)."""
+        """The knapsack's items of the columns ``cols``: :func:`solver.knapsack.staircase` per VM
+        type (a cluster runs one column of each; by one sort of all columns)."""
         if "by_k" not in self._cache:
             n = self.share.size
             self._cache["by_k"] = np.lexsort((np.arange(n), self.cost, self.share))
         by_k = np.asarray(self._cache["by_k"])
         member = np.zeros(self.share.size, dtype=bool)
         member[cols] = True
-        return staircase_of_sorted(self.share, self.cost, by_k[member[by_k]])
+        return staircase_by_group(self.share, self.cost, by_k[member[by_k]], self.group)
 
     def value(self, objective: Objective) -> np.ndarray:
         """The objective's throughput per copy: perturbed for PERTURBED, else expected."""
@@ -119,6 +121,7 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
     N = spec.workload.entries
     terms = sla_terms(catalog, provider, spec.slas)
     ctx = [] if terms.unavailable else [c for c in contexts if c.provider == provider]
+    vm_names = sorted({c.vm.name for c in ctx})
     return ColumnTable(
         provider=provider,
         contexts=ctx,
@@ -129,6 +132,7 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
         p=np.array([N * c.perturbed / c.entries * X_SCALE for c in ctx], dtype=float),
         share=np.array([N / c.entries for c in ctx], dtype=float),
         fixed=terms.flat + terms.per_gb * spec.workload.data_bytes / GIB,
+        group=np.array([vm_names.index(c.vm.name) for c in ctx], dtype=np.int64),
     )
 
 
@@ -199,11 +203,12 @@ def homogeneous(tab: ColumnTable, mask: np.ndarray, budget: float) -> np.ndarray
 
 
 def entering(tab: ColumnTable, per_copy: np.ndarray, usable: np.ndarray) -> np.ndarray:
-    """Per column, whether it enters the knapsack's items (:func:`solver.knapsack.staircase`) of
-    the ``usable`` columns at or above its level of ``per_copy`` when its level is added (columns
-    by ``per_copy`` descending): it is cheaper than every column of its shard size or a larger
-    one already there. A level none of whose columns enters has the items of the level above,
-    which is worth more (a higher threshold, the same capacity): only the others need a search.
+    """Per column, whether it enters the knapsack's items (the staircase of its VM type,
+    :meth:`ColumnTable.items`) of the ``usable`` columns at or above its level of ``per_copy`` when
+    its level is added (columns by ``per_copy`` descending): it is cheaper than every column of its
+    VM type and of its shard size or a larger one already there. A level none of whose columns
+    enters has the items of the level above, which is worth more (a higher threshold, the same
+    capacity): only the others need a search.
     Whether a column enters does not change when columns dearer than it are left out (they never
     block it), so one pass over the usable columns serves every budget."""
     key = (per_copy.tobytes(), usable.tobytes())
@@ -216,18 +221,20 @@ def entering(tab: ColumnTable, per_copy: np.ndarray, usable: np.ndarray) -> np.n
         vs = per_copy[order]
         levels_end = np.append(np.flatnonzero(vs[1:] != vs[:-1]), vs.size - 1)
         ks, rank = np.unique(tab.share[order], return_inverse=True)
-        prefix_min = [math.inf] * ks.size  # the least cost of any shard size up to each rank
-        ranks, costs = rank.tolist(), tab.cost[order].tolist()
+        prefix: dict[int, list[float]] = {}  # per VM type, the least cost of any shard size up to each rank
+        ranks, costs, groups = rank.tolist(), tab.cost[order].tolist(), tab.group[order].tolist()
         start = 0
         for end in levels_end.tolist():
             for j in range(start, end + 1):  # a level's columns are compared with the levels above
-                if costs[j] < prefix_min[ranks[j]] * (1 - 1e-12):
+                pm = prefix.get(groups[j])
+                if pm is None or costs[j] < pm[ranks[j]] * (1 - 1e-12):
                     out[order[j]] = True
             for j in range(start, end + 1):
+                pm = prefix.setdefault(groups[j], [math.inf] * ks.size)
                 r, c = ranks[j], costs[j]
                 for rr in range(r, ks.size):
-                    if c < prefix_min[rr]:
-                        prefix_min[rr] = c
+                    if c < pm[rr]:
+                        pm[rr] = c
                     else:
                         break
             start = end + 1
@@ -471,6 +478,7 @@ def _max_q(
         tab.terms.min_nodes,
         q_min,
         floor_value=beat,
+        groups=tab.group[items],
     )
     return _Pack(p.counts, p.value, p.proven, p.bound, p.nodes, items)
 
@@ -530,6 +538,7 @@ def _cheapest_as_fast(
                 tab.terms.min_nodes,
                 q_need,
                 ceiling=best_bill * (1 - TIE_TOL),
+                groups=tab.group[items],
             )
             if p.counts is not None and fits(p.value, budget):
                 found = _nodes(items, p.counts)
@@ -592,7 +601,14 @@ def cheapest_reaching(tab: ColumnTable, mask: np.ndarray, at_least: float) -> tu
         items = tab.items(branch)
         q_need = max(Q_MIN, at_least / t)
         p = min_bill(
-            1.0 / tab.share[items], tab.cost[items], bill, tab.max_cluster, tab.terms.min_nodes, q_need, best_bill
+            1.0 / tab.share[items],
+            tab.cost[items],
+            bill,
+            tab.max_cluster,
+            tab.terms.min_nodes,
+            q_need,
+            best_bill,
+            groups=tab.group[items],
         )
         proven &= p.proven
         if p.counts is not None and p.value < best_bill:

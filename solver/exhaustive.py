@@ -9,12 +9,14 @@ perturbed throughput. Every count up to the cap is tried (no per-column bound is
 
 Two exact prunings keep instances of a few hundred contexts and clusters of four nodes within
 minutes (BENCHMARKS.md section 21): a context one node of which costs more than the budget is in no
-cluster that fits, and a context is dropped when another of the same provider *dominates* it: a
+cluster that fits, and a context is dropped when another of the same VM type *dominates* it: a
 node of the other holds at least as much (k no larger), is at least as fast per copy on both
 workloads (T and T^p no lower) and costs no more. Putting the dominating context in place of the
 dominated one in any cluster raises none of its bill, the capacity, both throughputs and the
-node count stay or rise, so every constraint still holds and the value does not fall: an optimum
-(fastest, then cheapest) is among the kept contexts. tests/test_exhaustive.py checks the pruned
+node count stay or rise, and it still runs one context per VM type, so every constraint still
+holds and the value does not fall: an optimum (fastest, then cheapest) is among the kept
+contexts. (A context of another VM type could not take its place: the cluster may already run
+that type.) tests/test_exhaustive.py checks the pruned
 search against the unpruned one.
 
 The clusters left are enumerated as arrays (all multisets of each size at once, by their first
@@ -62,12 +64,17 @@ def estimate(n_contexts: int, max_cluster: int) -> float:
     return math.comb(n_contexts + max_cluster, max_cluster)
 
 
-def dominance_keep(share: np.ndarray, x: np.ndarray, p: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Which contexts no other one dominates (k no larger, T and T^p no lower, cost no higher; of
-    identical ones the first stays)."""
-    if share.size == 0:
-        return np.zeros(0, dtype=bool)
-    return pareto_mask(np.stack([share, -x, -p, cost], axis=1))
+def dominance_keep(
+    share: np.ndarray, x: np.ndarray, p: np.ndarray, cost: np.ndarray, group: np.ndarray | None = None
+) -> np.ndarray:
+    """Which contexts no other one of the same ``group`` (VM type; None: all one group) dominates
+    (k no larger, T and T^p no lower, cost no higher; of identical ones the first stays)."""
+    keep = np.zeros(share.size, dtype=bool)
+    labels = np.zeros(share.size, dtype=np.int64) if group is None else group
+    for label in np.unique(labels):
+        mine = np.flatnonzero(labels == label)
+        keep[mine] = pareto_mask(np.stack([share[mine], -x[mine], -p[mine], cost[mine]], axis=1))
+    return keep
 
 
 def _multisets(n: int, size: int) -> np.ndarray:
@@ -109,6 +116,15 @@ def _chunks(n: int, size: int):  # type: ignore[no-untyped-def]
         yield np.concatenate(batch)
 
 
+def _one_per_vm(rows: np.ndarray, vm: np.ndarray) -> np.ndarray:
+    """Per multiset (sorted index rows), whether its distinct contexts are of distinct VM types."""
+    ok = np.ones(rows.shape[0], dtype=bool)
+    for a in range(rows.shape[1]):
+        for b in range(a + 1, rows.shape[1]):
+            ok &= (rows[:, a] == rows[:, b]) | (vm[rows[:, a]] != vm[rows[:, b]])
+    return ok
+
+
 def exhaustive(
     spec: Spec,
     catalog: Catalog,
@@ -140,9 +156,11 @@ def exhaustive(
         x = np.array([N * c.throughput / c.entries * X_SCALE for _, c in ctx], dtype=float)
         p = np.array([N * c.perturbed / c.entries * X_SCALE for _, c in ctx], dtype=float)
         cost = np.array([c.cost_month for _, c in ctx], dtype=float)
+        names = sorted({c.vm.name for _, c in ctx})
+        vm = np.array([names.index(c.vm.name) for _, c in ctx], dtype=np.int64)
         keep = np.ones(len(ctx), dtype=bool)
         if prune and keep.size:
-            keep = dominance_keep(share, x, p, cost) & (cost + terms.per_node <= budget * (1 + TOL))
+            keep = dominance_keep(share, x, p, cost, vm) & (cost + terms.per_node <= budget * (1 + TOL))
         kept = np.flatnonzero(keep)
         best.kept += int(kept.size)
         if kept.size == 0:
@@ -153,7 +171,7 @@ def exhaustive(
                 f"(> {limit:,} clusters); use --method threshold or mip, or a smaller instance"
             )
         fixed = terms.flat + terms.per_gb * data_gib
-        ks, xs, ps, cs = 1.0 / share[kept], x[kept], p[kept], cost[kept]
+        ks, xs, ps, cs, vs = 1.0 / share[kept], x[kept], p[kept], cost[kept], vm[kept]
         for size in range(max(terms.min_nodes, 1), max_cluster + 1):
             for r in _chunks(kept.size, size):
                 q = ks[r].sum(axis=1)
@@ -165,6 +183,7 @@ def exhaustive(
                 pv = ps[r].min(axis=1) * q
                 best.visited += int(r.shape[0])
                 ok = (q >= 1.0 - DATA_TOL) & (bill <= budget * (1 + TOL)) & (xv >= target * (1 - TOL))
+                ok &= _one_per_vm(r, vs)
                 if objective == Objective.ROBUST:
                     ok &= pv >= floor_kops * (1 - TOL)
                 if not ok.any():

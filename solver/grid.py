@@ -147,7 +147,7 @@ def check_counts(
     # down to s_g / Q_hi, and a cluster of a subset S of the groups has Q at most Q_hi(S)
     q = 1.0 / tab.share[cols]
     q_hi = _most_capacity(q, coefs, rhs, tab.max_cluster, m, np.ones(len(nodes), dtype=bool))
-    worth = []
+    worth: list[float] = []
     for (i, _), g_q in zip(nodes, q, strict=True):
         c = tab.contexts[i]
         s_hi = float(c.entries)

@@ -19,6 +19,9 @@ The bill (:class:`BillModel`) is linear in the nodes but for the percent-of-spen
 (``max(minimum, percent * spend)``): bill <= budget holds exactly when one linear row per subset
 of those terms does (:meth:`BillModel.rows`).
 
+A cluster runs at most one column per VM type (solution.json lists one design per VM type): both
+searches take a group label per item and put nodes in at most one item of each group.
+
 Plain numpy: `cosine whatif` may use it without the cost model.
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +112,17 @@ def staircase_of_sorted(share: np.ndarray, cost: np.ndarray, order: np.ndarray) 
     return np.asarray(cand[c < before * (1 - REL_TOL)], dtype=np.int64)
 
 
+def staircase_by_group(share: np.ndarray, cost: np.ndarray, order: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """:func:`staircase_of_sorted` within each of ``group`` (a label per column), the union: when a
+    packing may use one item of a group (one column per VM type), a column is dominated only by one
+    of its own group (replacing it by one of another group could put two of that group in)."""
+    if order.size == 0:
+        return order
+    g = group[order]
+    out = [staircase_of_sorted(share, cost, order[g == label]) for label in np.unique(g)]
+    return np.sort(np.concatenate(out)) if out else order[:0]
+
+
 @dataclass
 class Packing:
     """A search's answer: counts per item (None: nothing feasible), its value, whether the search
@@ -129,18 +144,23 @@ def max_capacity(
     q_min: float,
     floor_value: float = -math.inf,
     node_limit: int = NODE_LIMIT,
+    groups: np.ndarray | None = None,
 ) -> Packing:
     """max sum q_i n_i  s.t.  coefs n <= rhs (every row), sum n <= cap, sum n >= min_nodes,
-    sum q n >= q_min, n integer >= 0. ``floor_value``: only packings worth more are of interest
-    (a known incumbent): the search prunes at it and returns None when none beats it."""
+    sum q n >= q_min, n integer >= 0, and at most one item of each of ``groups`` (a label per
+    item; None: no such rule). ``floor_value``: only packings worth more are of interest (a known
+    incumbent): the search prunes at it and returns None when none beats it."""
     q = np.asarray(q, dtype=float)
     n_items = q.size
+    group_of = (np.zeros(n_items, dtype=np.int64) - np.arange(1, n_items + 1)) if groups is None else groups
     if n_items == 0 or (rhs < -1e-9 * np.maximum(np.abs(rhs), 1.0)).any() or cap < max(min_nodes, 1):
         return Packing(None, -math.inf, True, -math.inf, 0)
     with np.errstate(divide="ignore"):
         ratio = np.where(coefs > 0, q[None, :] / coefs, np.inf)
     order = np.lexsort((-q, -ratio[0]))  # best value per dollar of the first row, then per node
     q, coefs, ratio = q[order], coefs[:, order], ratio[:, order]
+    grp = np.asarray(group_of)[order].tolist()
+    taken: set[Any] = set()  # the groups of the items with nodes on the current branch
     # suffix maxima: the best any item from i on gives per dollar of each row, and per node
     suf_ratio = np.maximum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1]
     suf_q = np.maximum.accumulate(q[::-1])[::-1]
@@ -184,6 +204,8 @@ def max_capacity(
         hi = int(min(slots, float(fit.min()) if fit.size else slots))
         if hi < 0:
             return
+        if grp[i] in taken:
+            hi = 0  # another item of its group has nodes
         nxt = i + 1
         if nxt >= n_items:
             # the last item: the most of it that fits is best (every count only adds value and nodes)
@@ -215,7 +237,12 @@ def max_capacity(
                     break
                 continue
             counts[i] = n
+            fresh = n > 0 and grp[i] not in taken
+            if fresh:
+                taken.add(grp[i])
             rec(nxt, left - n * a, slots - n, value + n * q[i], used + n)
+            if fresh:
+                taken.discard(grp[i])
         counts[i] = 0
 
     rec(0, np.asarray(rhs, dtype=float).copy(), int(cap), 0.0, 0)
@@ -239,18 +266,23 @@ def min_bill(
     q_min: float,
     ceiling: float = math.inf,
     node_limit: int = NODE_LIMIT,
+    groups: np.ndarray | None = None,
 ) -> Packing:
     """The least bill of a cluster with sum q n >= ``q_min``, sum n in [min_nodes, cap], n integer
-    >= 0 (``Packing.value``: that bill). ``ceiling``: only bills below it are of interest."""
+    >= 0, at most one item of each of ``groups`` (``Packing.value``: that bill). ``ceiling``: only
+    bills below it are of interest."""
     q = np.asarray(q, dtype=float)
     cost = np.asarray(cost, dtype=float)
     n_items = q.size
+    group_of = (np.zeros(n_items, dtype=np.int64) - np.arange(1, n_items + 1)) if groups is None else groups
     if n_items == 0 or cap < max(min_nodes, 1):
         return Packing(None, math.inf, True, math.inf, 0)
     w = cost + bill.per_node
     per_q = w / q  # bill per copy of the data, the percent terms left out (they only add)
     order = np.lexsort((-q, per_q))
     q, cost, w, per_q = q[order], cost[order], w[order], per_q[order]
+    grp = np.asarray(group_of)[order].tolist()
+    taken: set[Any] = set()
     suf_per_q = np.minimum.accumulate(per_q[::-1])[::-1]
     suf_w = np.minimum.accumulate(w[::-1])[::-1]
     best = [ceiling]
@@ -290,6 +322,8 @@ def min_bill(
         hi = min(hi, cap - used)
         if hi < 0:
             return
+        if grp[i] in taken:
+            hi = 0
         ns = np.arange(hi, -1, -1)
         nxt = i + 1
         # every count's lower bound at once (lower(), vectorized); the ones it prunes are skipped
@@ -308,7 +342,12 @@ def min_bill(
             if lb_n >= best[0] * (1 - tol):
                 continue
             counts[i] = n
+            fresh = n > 0 and grp[i] not in taken
+            if fresh:
+                taken.add(grp[i])
             rec(nxt, value + n * q[i], used + n, wsum + n * w[i], spend + n * cost[i])
+            if fresh:
+                taken.discard(grp[i])
         counts[i] = 0
 
     rec(0, 0.0, 0, 0.0, 0.0)

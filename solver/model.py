@@ -18,7 +18,8 @@ problem over the precomputed contexts (``solver.tables``):
   the epigraph of the minimum over the used columns. A homogeneous cluster of n nodes
   is worth n x_c: every node count from k_c up is a cluster, more nodes more throughput.
 * data: ``Q >= 1``; size: ``sum_c n_c <= max cluster`` and ``>= min nodes`` of the
-  required SLAs (availability wants two VMs).
+  required SLAs (availability wants two VMs); at most one column of each VM type
+  (``sum_{c of type v} y_c <= 1``: a configuration runs one design per VM type).
 * bill: ``sum_c cost_c n_c + SLA(n, z) <= budget`` where the SLA bundle is
   linear (per node, per GB, flat) plus, for percent-of-spend support plans, a
   variable ``sup >= max(minimum z_p, percent * spend_p)`` (epigraph).
@@ -288,6 +289,18 @@ def build_mip(
     m.add_cons(
         "use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -float(mc)])) for c in range(C)], -np.inf, 0.0
     )
+    # one column per VM type (solution.json lists one design per VM type)
+    by_vm: dict[tuple[str, str], list[int]] = {}
+    for c, cx in enumerate(ctx):
+        by_vm.setdefault((cx.provider, cx.vm.name), []).append(c)
+    shared = [cs for cs in by_vm.values() if len(cs) > 1]
+    if shared:
+        m.add_cons(
+            "one_column_per_vm",
+            [(np.array([y.start + c for c in cs]), np.ones(len(cs))) for cs in shared],
+            -np.inf,
+            1.0,
+        )
     if len(provs) > 1:  # with one provider z = 1 and the link is void
         m.add_cons(
             "provider_link",

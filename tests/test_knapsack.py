@@ -71,6 +71,39 @@ def test_min_bill_is_the_enumerated_optimum():
     assert seen > 100
 
 
+def test_one_item_per_group_is_the_enumerated_optimum():
+    """With group labels (one column per VM type) both searches equal enumeration of the count
+    vectors that put nodes in at most one item of each group."""
+    rng = np.random.default_rng(5)
+    seen = 0
+    for k, cost, bill, cap, m, budget in _instances(6, 300):
+        groups = rng.integers(0, 2, size=k.size)
+        q = 1.0 / k
+        coefs, rhs = bill.rows(cost, budget)
+        q_min = float(rng.uniform(0.5, 1.5))
+        got = max_capacity(q, coefs, rhs, cap, m, 1.0 - 1e-9, groups=groups)
+        cheap = min_bill(q, cost, bill, cap, m, q_min, groups=groups)
+        best, least = -math.inf, math.inf
+        for v in _vectors(k.size, cap):
+            used = groups[v > 0]
+            if len(set(used.tolist())) != used.size or v.sum() < m:
+                continue
+            if q @ v >= 1 - 1e-9 and bill.bill(cost, v) <= budget * (1 + 1e-12):
+                best = max(best, float(q @ v))
+            if q @ v >= q_min * (1 - 1e-12):
+                least = min(least, bill.bill(cost, v))
+        assert (got.counts is None) == (best == -math.inf)
+        if got.counts is not None:
+            seen += 1
+            assert got.value == pytest.approx(best, rel=1e-12)
+            picked = groups[got.counts > 0]
+            assert len(set(picked.tolist())) == picked.size
+        assert (cheap.counts is None) == (least == math.inf)
+        if cheap.counts is not None:
+            assert cheap.value == pytest.approx(least, rel=1e-12)
+    assert seen > 100
+
+
 def test_rows_are_the_bill():
     """bill <= budget exactly when every row of BillModel.rows holds."""
     rng = np.random.default_rng(3)
