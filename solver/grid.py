@@ -147,12 +147,12 @@ def check_counts(
     # down to s_g / Q_hi, and a cluster of a subset S of the groups has Q at most Q_hi(S)
     q = 1.0 / tab.share[cols]
     q_hi = _most_capacity(q, coefs, rhs, tab.max_cluster, m, np.ones(len(nodes), dtype=bool))
-    worth: list[float] = []
+    per_copy: list[float] = []
     for (i, _), g_q in zip(nodes, q, strict=True):
         c = tab.contexts[i]
         s_hi = float(c.entries)
         best = _sup_keys(counted, c, s_hi / max(q_hi, 1.0), s_hi, (c.levels, c.cold_levels), perturbed)
-        worth.append(best / g_q)  # k_g x_g: ops/s per copy of the data
+        per_copy.append(best / g_q)  # k_g x_g: ops/s per copy of the data
     bound = exact_ops
     for size in range(1, len(nodes) + 1):
         for subset in itertools.combinations(range(len(nodes)), size):
@@ -160,7 +160,7 @@ def check_counts(
             use[list(subset)] = True
             q_s = _most_capacity(q, coefs, rhs, tab.max_cluster, m, use)
             if q_s > 0:
-                bound = max(bound, min(worth[j] for j in subset) * q_s)
+                bound = max(bound, min(per_copy[j] for j in subset) * q_s)
     return GridCheck(bound, bound / exact_ops - 1 if exact_ops > 0 else 0.0, None, calls[0])
 
 
