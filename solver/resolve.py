@@ -6,9 +6,11 @@ node the budget buys (solver.bottleneck: any node count). So a what-if re-solves
 (solution.json, checked by solver.rundir.load_run), the design tables from the table cache
 (solver.table_cache; rebuilt when it lacks them) and the exact re-evaluations from theirs. The
 answer at B depends on the bands at or below B only (each band is solved alone; the robust rule's
-envelope and the monotone repair look at cheaper bands), so those bands of the grid `solve --budget
-B` uses are solved, and the answer is that solve's, configuration, bill, exact throughput and
-certificate alike (tests/test_whatif_exact.py). ``--throughput Y`` is the cheapest configuration
+envelope and the monotone repair look at cheaper bands), so B is solved, and the bands of the grid
+`solve --budget B` uses below it too when the robust rule's envelope could matter
+(:func:`_envelope_idle`) or the method is the MIP (whose answers, to its gap, start from the
+cheaper band's); the answer is that solve's, configuration, bill, exact throughput and certificate alike
+(tests/test_certified_answers.py). ``--throughput Y`` is the cheapest configuration
 whose band-model throughput reaches Y (solver.bottleneck.cheapest_reaching), as `cosine solve`'s
 cheapest configuration meeting the need.
 
@@ -24,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from cost_models.pricing.catalog import Catalog, load_catalog
+from cost_models.robust import is_robust
 from solver.backends import get_backend
-from solver.frontier import DEFAULT_BANDS, Point, band_grid, cheapest, solve_frontier
+from solver.frontier import DEFAULT_BANDS, Frontier, Point, band_grid, cheapest, solve_frontier
 from solver.reeval_cache import ReevalCache
 from solver.rundir import RunDir, load_run
 from solver.table_cache import TableCache
@@ -98,26 +101,59 @@ def resolve_budget(run_dir: Path, budget: float, providers: tuple[str, ...] | No
         low = cheapest(spec, catalog, tables, backend)
         raise BudgetTooLow(budget, low.cost if low else None, "below the spec's budget range")
     cache = ReevalCache()
-    fr = solve_frontier(
-        spec,
-        catalog,
-        tables,
-        backend,
-        method=method,
-        budgets=np.asarray(grid),
-        providers=tuple(p for p in provs if p in tables.contexts),
-        reevals=cache,
-    )
+    solve = tuple(p for p in provs if p in tables.contexts)
+
+    def frontier(budgets: np.ndarray) -> Frontier:
+        return solve_frontier(
+            spec, catalog, tables, backend, method=method, budgets=budgets, providers=solve, reevals=cache
+        )
+
+    # B alone first where it is likely to be the grid's answer: not with the MIP (its answers, to
+    # its gap, start from the cheaper band's), nor with robustness and several providers (the
+    # headline floor, the fastest provider's, leaves the others' rows short of their nominal ones)
+    alone = method != Method.MIP and (not is_robust(spec) or len(solve) == 1)
+    fr = frontier(np.asarray(grid[-1:] if alone else grid))
+    if len(fr.budgets) < grid.size and not _envelope_idle(fr):
+        fr = frontier(np.asarray(grid))
     answer = fr.best[-1]
     if answer.chosen is None:
         low = cheapest(spec, catalog, tables, backend)
         raise BudgetTooLow(budget, low.cost if low else None)
     return {
         "query": {"budget": budget, "throughput": None},
-        "answer": point_dict(answer),
+        "answer": point_dict(answer) | {"band": int(grid.size - 1)},
         "per_provider": {p: _summary(pts[-1]) for p, pts in sorted(fr.points.items())},
-        "solved": f"re-solved at ${budget:,.2f} from the cached tables ({len(grid)} bands at or below it)",
+        "solved": f"re-solved at ${budget:,.2f} from the cached tables"
+        + (
+            f" (with the {len(fr.budgets) - 1} bands below it, as `cosine solve --budget` solves them)"
+            if len(fr.budgets) > 1
+            else ""
+        ),
     }
+
+
+def _envelope_idle(fr: Frontier) -> bool:
+    """Whether B's answers alone are what the bands below it would give (with an exact method).
+
+    The bands below B reach B's answers through the robust rule's envelope only (the monotone
+    repair never acts on exact answers: a band's feasible set holds every cheaper band's): a
+    cheaper band's robust answer is carried when its band-model throughput is higher than B's. It
+    is no higher than the nominal optimum there, which is no higher than the nominal one at B; so a
+    provider whose robust answers at B (its own floor's and the headline floor's) are as fast as
+    its nominal one is never carried past. The check reads the answers before solver.grid's
+    polishing: a polished answer makes it fail. Without robustness there is no envelope."""
+    if not fr.robust:
+        return True
+    for p, nominal in fr.nominal.items():
+        rows = (nominal[-1], fr.points[p][-1], fr.headline[p][-1])
+        if any(pt.polished for pt in rows):
+            return False
+        nom = rows[0].chosen.throughput_kops if rows[0].chosen else 0.0
+        for pt in rows[1:]:
+            mine = pt.chosen.throughput_kops if pt.chosen else 0.0
+            if mine < nom * (1 - 1e-9):
+                return False
+    return True
 
 
 def resolve_throughput(run_dir: Path, throughput: float, providers: tuple[str, ...] | None = None) -> dict[str, Any]:

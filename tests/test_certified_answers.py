@@ -24,6 +24,7 @@ from solver.backends import HighsBackend
 from solver.exact import reevaluate
 from solver.frontier import solve_frontier
 from solver.tables.build import build_tables
+from specs.errors import BudgetTooLow
 from specs.schema import parse_spec
 from specs.vocab import BindingResource
 from tests.conftest import TINY_SPEC
@@ -36,6 +37,11 @@ WIDE = (
     .replace("max_cluster_size: 4", "max_cluster_size: 40")
     .replace("entries: 2000000", "entries: 50000000")
 )
+#: Robust with one provider: a what-if solves its budget alone when the envelope cannot act.
+ROBUST_ONE = ROBUST.replace("name: tiny_robust", "name: tiny_robust_one").replace(
+    "providers: [aws, gcp]", "providers: [gcp]"
+)
+ROBUST_WIDE = WIDE.replace("name: tiny_wide", "name: tiny_wide_robust") + "robustness: {noise: 0.10}\n"
 
 
 def _solve(tmp: Path, text: str, budget: float, name: str) -> tuple[Path, dict[str, Any]]:
@@ -49,7 +55,9 @@ def _solve(tmp: Path, text: str, budget: float, name: str) -> tuple[Path, dict[s
     return out, json.loads(res.stdout)
 
 
-@pytest.mark.parametrize("text", [TINY_SPEC, ROBUST], ids=["nominal", "robust"])
+@pytest.mark.parametrize(
+    "text", [TINY_SPEC, ROBUST, ROBUST_ONE, WIDE], ids=["nominal", "robust", "robust_one_provider", "wide"]
+)
 def test_whatif_equals_solve_at_the_budget(tmp_path, text):
     run, _ = _solve(tmp_path, text, 800.0, "base")
     for budget in (233.0, 612.5, 1333.0, 3100.0):
@@ -118,3 +126,37 @@ def test_answers_spend_the_budget_or_say_why(tmp_path, text, budget):
             break
         got = reevaluate(spec, [(column, n)]).throughput
         assert got <= x * slack, (n, got, x, cert)
+
+
+@pytest.mark.parametrize("text", [ROBUST_ONE, ROBUST_WIDE], ids=["robust_one_provider", "robust_wide"])
+def test_whatif_budget_alone_equals_the_grid(tmp_path, text, monkeypatch):
+    """A what-if that solves its budget alone (solver.resolve._envelope_idle said the bands below
+    could not change it) answers what the grid of `solve --budget` below it answers, each
+    provider's row too. Some budgets are solved alone (on the wide spec, $1,333 is not: both ways
+    are taken)."""
+    import solver.resolve as resolve
+
+    run, _ = _solve(tmp_path, text, 800.0, "base")
+    budgets = (57.0, 140.0, 233.0, 612.5, 1333.0, 2222.0, 3100.0, 4999.0)
+    quick = {}
+    for b in budgets:
+        try:
+            quick[b] = resolve.resolve_budget(run, b, ("gcp",))
+        except BudgetTooLow:
+            quick[b] = None
+    alone = [b for b, q in quick.items() if q is not None and "bands below" not in q["solved"]]
+    monkeypatch.setattr(resolve, "_envelope_idle", lambda fr: False)
+    for b, q in quick.items():
+        try:
+            full = resolve.resolve_budget(run, b, ("gcp",))
+        except BudgetTooLow:
+            full = None
+        assert (q is None) == (full is None), b
+        if q is None or full is None:
+            continue
+        qa, fa = q["answer"], full["answer"]
+        assert qa["configuration"] == fa["configuration"], b
+        for k in ("monthly_cost", "throughput_ops", "grid_gap", "band", "status"):
+            assert qa[k] == fa[k], (b, k)
+        assert q["per_provider"] == full["per_provider"], b
+    assert alone, "no budget was solved alone"
