@@ -2,7 +2,8 @@
 
 The page (``report/templates/whatif.html``) shows the frontier per provider and
 the presets' frontiers, a budget slider with the configuration ``cosine whatif
---budget`` would answer (design, bill, certificate, each provider's best), the
+--budget --saved`` answers from the saved bands (design, bill, certificate, each provider's
+best; ``cosine whatif`` without ``--saved`` re-solves any budget exactly), the
 robust-vs-nominal comparison and the binding resource when solution.json has
 them. Everything is in the one file: plotly.js is read from the ``plotly``
 package and embedded, the run's data is embedded as JSON; nothing is fetched.
@@ -79,6 +80,8 @@ def page_data(run_dir: Path) -> dict[str, Any]:
         "steps": [{"cost": c, **a} for c, a in steps],
         "robustness": to_record(sol.robustness),
         "binding": to_record(sol.binding),
+        "certificate": to_record(sol.certificate),
+        "cheapest_meeting_need": to_record(sol.cheapest_meeting_need),
     }
 
 

@@ -95,6 +95,9 @@ class PointColumns:
     configuration: str = ""
     perturbed_ops: float | None = None  # the perturbed workload's throughput (robust solves)
     nodes: int | None = None
+    #: (the most any count of the answer's own nodes reaches within the budget - its throughput) /
+    #: its throughput (solver.grid)
+    grid_gap: float | None = None
 
     @classmethod
     def of(cls, pt: Point) -> dict[str, Any]:
@@ -114,6 +117,7 @@ class PointColumns:
             "configuration": to_json(pt.configuration(), indent=None),
             "perturbed_ops": pt.perturbed if pt.chosen else None,
             "nodes": pt.nodes if pt.chosen else None,
+            "grid_gap": pt.grid_gap if pt.chosen and math.isfinite(pt.grid_gap) else None,
         }
 
     def configuration_dict(self) -> dict[str, Any]:
@@ -124,7 +128,7 @@ class PointColumns:
         require(finite(self.budget) and self.budget > 0, f"budget {self.budget} is not a positive number")
         require(self.provider in PROVIDERS, f"unknown provider {self.provider!r}")
         require(self.status in SOLVER_STATUSES, f"unknown status {self.status!r}")
-        for name in ("monthly_cost", "throughput_ops", "latency_s", "gap", "approx_error"):
+        for name in ("monthly_cost", "throughput_ops", "latency_s", "gap", "approx_error", "grid_gap"):
             v = getattr(self, name)
             require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
         found = self.monthly_cost is not None
@@ -152,6 +156,8 @@ class FrontierRow(PointColumns):
     nominal_perturbed_ops: float | None = None
     best_perturbed_ops: float | None = None
     perturbed_floor_ops: float | None = None
+    polished: bool = False  # solver.grid moved the answer to a faster count of its own nodes
+    rule: str | None = None  # status excluded: the spec's rule that no configuration meets
 
     def check(self) -> None:
         super().check()
@@ -245,13 +251,17 @@ class LogRecord:
     companions: dict[Objective, Companion] | None = field(default=None, metadata=omit_none())
     envelope_inside: bool | None = None
     envelope: list[NodeEnvelope] | None = None
+    grid_gap: float | None = None  # solver.grid: (the best count of the answer's nodes - it) / it
+    grid_bound_ops: float | None = None  # that best count's throughput (ops/s)
+    polished: bool = False  # the answer is a faster count of the band model's answer's nodes
+    rule: str | None = None  # status excluded: the spec's rule that no configuration meets
 
     def check(self) -> None:
         require(self.version == LOG_VERSION, f"solver log version {self.version}, this cosine reads {LOG_VERSION}")
         _certifier(self.backend)
         require(self.band >= 0, f"band {self.band} is negative")
         require(finite(self.budget) and self.budget > 0, f"budget {self.budget} is not a positive number")
-        for name in ("mip_gap", "approx_error", "monthly_cost"):
+        for name in ("mip_gap", "approx_error", "monthly_cost", "grid_gap", "grid_bound_ops"):
             v = getattr(self, name)
             require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
 
@@ -390,10 +400,16 @@ class Certificate:
     wall_s: float | None
     scaling_error: float | None
     envelope: EnvelopeCheck | None = field(default=None, metadata=omit_none())
+    #: (the most any count of the answer's own nodes reaches within the budget, exactly - the
+    #: answer's throughput) / the answer's throughput (solver.grid); with mip_gap and approx_error
+    #: the three say how far the answer is from the best of the question asked
+    grid_gap: float | None = None
+    grid_bound_ops: float | None = None  # that most, ops/s
+    polished: bool = False  # the answer is a faster count of the band model's answer's nodes
 
     def check(self) -> None:
         _certifier(self.backend)
-        for name in ("mip_gap", "approx_error"):
+        for name in ("mip_gap", "approx_error", "grid_gap", "grid_bound_ops"):
             v = getattr(self, name)
             require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
 
@@ -464,6 +480,30 @@ class Target:
 
 
 @dataclass
+class Need:
+    """The rate the spec asks for: ``performance.min_throughput`` and ``operations_per_month`` as its
+    average rate times ``performance.peak_factor``, the larger of those the spec states."""
+
+    throughput_ops: float
+    min_throughput_ops: float | None
+    operations_per_month: float | None
+    average_ops: float | None  # operations_per_month over the month's seconds
+    peak_factor: float
+    peak_factor_source: str  # "spec" or "default"
+    rule: str  # in words, which of them sets it
+
+
+@dataclass
+class NeedAnswer:
+    """The cheapest configuration that meets the spec's :class:`Need` (the second answer of a solve)."""
+
+    need: Need
+    #: None: no configuration of the search space reaches it (``note`` says so)
+    configuration: Configuration | None = field(default=None, metadata=omit_none())
+    note: str | None = None
+
+
+@dataclass
 class NeighbourUp:
     """The next frontier point above the answer: what more money buys."""
 
@@ -514,12 +554,18 @@ class Binding:
     device_bound_nodes: int
     capacity_per_month: float
     operations_per_month: float | None
+    unspent_usd: float | None = None  # the budget less the answer's bill
+    next_node_usd: float | None = None  # what one more node of the answer's cheapest group adds to the bill
 
 
 @dataclass
 class ProviderAtBudget:
+    """A provider's own answer at the budget (its own robust floor), and whether the headline's rule
+    (across providers) excludes it."""
+
     throughput_ops: float
     monthly_cost: float | None
+    excluded_by: str | None = None
 
 
 @dataclass
@@ -571,6 +617,7 @@ class Search:
     contexts: dict[Provider, int]
     designs_per_vm: dict[str, int]
     timings_s: dict[str, float]
+    band_count: int | None = None  # --bands: the geometric grid `cosine whatif` re-solves on (solver.resolve)
 
 
 @dataclass
@@ -587,6 +634,8 @@ class Solution(Configuration):
     robustness: Robustness | None = field(default=None, metadata=omit_none())
     objective: str | None = None
     search: Search | None = None
+    #: the cheapest configuration meeting the spec's need (None: the spec states none)
+    cheapest_meeting_need: NeedAnswer | None = field(default=None, metadata=omit_none())
 
 
 # ----------------------------------------------------------------------------- the run directory
@@ -638,7 +687,16 @@ def write_run(run_dir: Path, fr: Frontier, solution: Solution, mix: dict[str, fl
             rec.envelope_inside = None if env is None else env.inside
             rec.envelope = None if env is None else env.nodes
             rec.version = LOG_VERSION
-            rows.append(FrontierRow(**PointColumns.of(pt), band=pt.band, repaired=pt.repaired, **extra))
+            rows.append(
+                FrontierRow(
+                    **PointColumns.of(pt),
+                    band=pt.band,
+                    repaired=pt.repaired,
+                    polished=pt.polished,
+                    rule=pt.rule,
+                    **extra,
+                )
+            )
             recs.append(rec)
     write_rows(run_dir / FRONTIER, rows, FrontierRow)
     write_rows(run_dir / BASELINES, [r for rs in fr.baselines.values() for r in rs], BaselineRow)
@@ -717,6 +775,7 @@ def cross_check(run_dir: Path, sol: Solution, log: list[LogRecord], rows: list[F
             ("monthly_cost", _same(r.monthly_cost, rec.monthly_cost)),
             ("gap", _same(r.gap, rec.mip_gap)),
             ("approx_error", _same(r.approx_error, rec.approx_error)),
+            ("grid_gap", _same(r.grid_gap, rec.grid_gap)),
         )
         bad = [name for name, ok in pairs if not ok]
         if bad:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cost_models import cpu_count
+from cost_models.bill import bill_terms
 from cost_models.cloud import sla_cost, sla_terms
 from cost_models.envelope import check_nodes
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
-from cost_models.replication import logical_data_gib
+from cost_models.replication import logical_data_gib, replica_nodes
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
@@ -40,6 +41,8 @@ from solver.rundir import (
     Choice,
     Configuration,
     FrontierCheck,
+    Need,
+    NeedAnswer,
     NodeDesign,
     NodeStorage,
     Prediction,
@@ -132,6 +135,9 @@ def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: f
             nodes=None if r is None else r.nodes,
             wall_s=None if r is None else r.seconds,
             scaling_error=None if r is None else r.scaling_error,
+            grid_gap=pt.grid_gap if math.isfinite(pt.grid_gap) else None,
+            grid_bound_ops=pt.grid_bound if math.isfinite(pt.grid_bound) else None,
+            polished=pt.polished,
         ),
     )
 
@@ -212,12 +218,28 @@ def robustness_report(spec: Spec, fr: Frontier, idx: int) -> Robustness:
     )
 
 
-def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) -> Binding:
-    """What stops the answer from being faster, in words: the budget (a dearer
-    configuration on the frontier is faster), else the cluster cap (every node
-    the cap allows is used), else the nodes' IOPS (every node is bound by its
-    device at the most IOPS its VM can drive); plus the answer's capacity against
-    the workload's own operations per month."""
+def next_node_usd(spec: Spec, catalog: Catalog, answer: Point) -> float:
+    """What one more unit of the answer's cheapest group adds to its bill (SLA terms included): a
+    node, or a replicated spec's replica group of RF nodes (solver.bottleneck.ColumnTable.unit)."""
+    assert answer.chosen is not None
+    ch = answer.chosen
+    terms = bill_terms(spec, catalog, ch.provider)
+    nodes = sum(k for _, k in ch.nodes)
+    spend = ch.compute + ch.storage
+    now = sla_cost(terms, nodes, spend)
+    c = min((c for c, _ in ch.nodes), key=lambda c: c.cost_month)
+    unit = replica_nodes(spec)
+    return c.cost_month * unit + sla_cost(terms, nodes + unit, spend + c.cost_month * unit) - now
+
+
+def binding(spec: Spec, catalog: Catalog, fr: Frontier, idx: int, answer: Point, budget: float) -> Binding:
+    """What stops the answer from being faster, in words: the robust rule (a faster configuration
+    within the budget is not within the tolerance of the best perturbed one), the cluster cap
+    (every node it allows is used), the engine's layout (more nodes of the answer's design would
+    each hold fewer keys in a slower layout: solver.grid), else the budget (the answer leaves less
+    than one more node's price unspent, and a dearer configuration on the frontier is faster), else
+    the nodes' IOPS; plus what it leaves unspent against one more node's price, and the answer's
+    capacity against the workload's own operations per month."""
     assert answer.chosen is not None and answer.exact is not None
     top = max((p for p in fr.best if p.chosen), key=lambda p: (p.throughput, -p.cost))
     nodes = answer.nodes
@@ -225,24 +247,23 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
     network_bound = all(g.design.network_bound for g in answer.exact.per_node)
     opm = spec.workload.operations_per_month
     capacity = answer.throughput * HOURS_PER_MONTH * 3600
+    unspent = budget - answer.cost
+    one_more = next_node_usd(spec, catalog, answer)
+    left = f"it leaves {_usd(unspent)} of {_usd(budget)} unspent ({answer.cost / budget:.1%} spent)"
     if answer.carried and answer.objective == Objective.ROBUST:
         res, detail = (
             BindingResource.ROBUST_RULE,
-            f"the robust rule: the answer spends {answer.cost / budget:.1%} of {_usd(budget)}; every "
-            f"configuration that costs more and is faster on the expected workload is more than "
-            f"{spec.tolerance:.0%} below the best perturbed throughput at its price",
+            f"the robust rule: {left}; every configuration that costs more and is faster on the expected "
+            f"workload is more than {spec.tolerance:.0%} below the best perturbed throughput at its price",
         )
-    elif top.throughput > answer.throughput * (1 + 1e-6):
-        up = min(
-            (p for p in fr.best if p.chosen and p.throughput > answer.throughput * (1 + 1e-6)), key=lambda p: p.cost
-        )
+    elif answer.polished and unspent >= one_more:
         res, detail = (
-            BindingResource.BUDGET,
-            f"the budget: the answer spends {answer.cost / budget:.1%} of {_usd(budget)}; "
-            f"{_usd(up.cost - answer.cost)} more a month buys "
-            f"{up.throughput / answer.throughput - 1:.1%} more throughput",
+            BindingResource.ENGINE_LAYOUT,
+            f"the engine's layout: {left}, more than one more node ({_usd(one_more)}); with more nodes of this "
+            "design each would hold fewer keys in a tree of fewer levels, which this workload runs slower "
+            "(the certificate's count check evaluated every such count)",
         )
-    elif nodes >= fr.max_cluster:
+    elif nodes >= fr.max_cluster and (unspent >= one_more or top.throughput <= answer.throughput * (1 + 1e-6)):
         res, detail = (
             BindingResource.CLUSTER_CAP,
             f"the cluster cap: all {fr.max_cluster:,} nodes it allows are used"
@@ -253,24 +274,35 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
                 else "; each node is bound by its VM's network"
                 if network_bound
                 else "; each node is bound by its CPU"
-            ),
+            )
+            + f"; {left}",
+        )
+    elif top.throughput > answer.throughput * (1 + 1e-6):
+        up = min(
+            (p for p in fr.best if p.chosen and p.throughput > answer.throughput * (1 + 1e-6)), key=lambda p: p.cost
+        )
+        at_cap = f"; all {fr.max_cluster:,} nodes the cluster cap allows are used" if nodes >= fr.max_cluster else ""
+        res, detail = (
+            BindingResource.BUDGET,
+            f"the budget: {left}, less than one more node ({_usd(one_more)}){at_cap}; {_usd(up.cost - answer.cost)} "
+            f"more a month buys {up.throughput / answer.throughput - 1:.1%} more throughput",
         )
     elif network_bound:
         res, detail = (
             BindingResource.NETWORK,
             "the network: every node runs at its VM's baseline bandwidth (bytes on the wire per operation x "
-            "throughput), and no larger cluster is in the search space",
+            f"throughput), and no larger cluster is in the search space; {left}",
         )
     elif device_bound:
         res, detail = (
             BindingResource.NODE_IOPS,
             "per-node IOPS: every node is bound by its device at the most IOPS its VM drives, "
-            "and no larger cluster is in the search space",
+            f"and no larger cluster is in the search space; {left}",
         )
     else:
         res, detail = (
             BindingResource.NONE,
-            "nothing in the search space: this is the fastest configuration at any budget",
+            f"nothing in the search space: this is the fastest configuration at any budget; {left}",
         )
     if opm:
         if capacity < opm:
@@ -291,6 +323,60 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
         device_bound_nodes=sum(g.design.count for g in answer.exact.per_node if g.design.device_bound),
         capacity_per_month=capacity,
         operations_per_month=opm,
+        unspent_usd=unspent,
+        next_node_usd=one_more,
+    )
+
+
+def excluded_by(fr: Frontier, provider: str, idx: int) -> str | None:
+    """Why the headline does not consider ``provider``'s own answer at band ``idx``: its rows meet
+    its own robust floor, the headline the best provider's (None: it does not exclude it)."""
+    own, head = fr.points[provider][idx], fr.headline.get(provider, fr.points[provider])[idx]
+    if own.chosen is None or (head.chosen is not None and head.chosen.nodes == own.chosen.nodes):
+        return None
+    best = max(fr.perturbed, key=lambda p: fr.perturbed[p][idx].perturbed_kops_or_zero)
+    if head.chosen is None:
+        return (
+            f"the robust rule: no {provider} configuration within the budget is within the tolerance "
+            f"of {best}'s perturbed throughput"
+        )
+    return f"the robust rule: under {best}'s perturbed throughput the headline takes another {provider} configuration"
+
+
+def need_of(spec: Spec) -> Need | None:
+    """The rate the spec asks for (solution.json ``cheapest_meeting_need.need``): the larger of
+    ``performance.min_throughput`` and ``operations_per_month``'s average rate times
+    ``performance.peak_factor``, of those it states; None when it states neither."""
+    opm = spec.workload.operations_per_month
+    avg = opm / (HOURS_PER_MONTH * 3600) if opm else None
+    peak_src = "spec" if "peak_factor" in ((spec.raw.get("performance") or {}) if spec.raw else {}) else "default"
+    parts = []
+    if spec.min_throughput:
+        parts.append((spec.min_throughput, f"performance.min_throughput {spec.min_throughput:,.0f} ops/s"))
+    if avg:
+        parts.append(
+            (
+                avg * spec.peak_factor,
+                f"operations_per_month {opm:.3g} = {avg:,.0f} ops/s on average x peak factor {spec.peak_factor:g}"
+                + (
+                    " (performance.peak_factor)"
+                    if peak_src == "spec"
+                    else " (the default; performance.peak_factor sets it)"
+                ),
+            )
+        )
+    if not parts:
+        return None
+    rate, why = max(parts)
+    rule = why if len(parts) == 1 else f"{why}, the larger of the two stated needs"
+    return Need(
+        throughput_ops=rate,
+        min_throughput_ops=spec.min_throughput,
+        operations_per_month=opm,
+        average_ops=avg,
+        peak_factor=spec.peak_factor,
+        peak_factor_source=peak_src,
+        rule=rule,
     )
 
 
@@ -439,6 +525,21 @@ def run_solve(
         tgt.fastest_within_budget = TargetMiss(throughput_ops=answer.throughput, monthly_cost=answer.cost)
         if meets is not None and meets.chosen is not None:
             tgt.cheapest_meeting_target = configuration(spec, meets, fr.backend, method, meets.cost)
+    need = need_of(spec)
+    need_answer = None
+    if need is not None:
+        meets_need = cheapest(spec, catalog, tables, backend, min_throughput=need.throughput_ops, exact=fr.exact)
+        if meets_need is not None and meets_need.chosen is not None:
+            conf = configuration(spec, meets_need, fr.backend, method, meets_need.cost)
+            note = None
+            if meets_need.throughput < need.throughput_ops * (1 - 1e-9):
+                note = (
+                    f"the tables value it at {meets_need.chosen.throughput_kops / 1e-3:,.0f} ops/s; the exact model "
+                    f"{meets_need.throughput:,.0f}, below the need by its approximation error"
+                )
+            need_answer = NeedAnswer(need=need, configuration=conf, note=note)
+        else:
+            need_answer = NeedAnswer(need=need, note=f"no configuration reaches {need.throughput_ops:,.0f} ops/s")
     robust_text = (
         f"robust: noise {spec.noise:g}"
         + (f", KL radius {spec.kl_radius:g}" if spec.kl_radius else "")
@@ -459,14 +560,17 @@ def run_solve(
             bands=len(fr.budgets),
             providers=[Provider(p) for p in fr.points],
         ),
-        binding=binding(spec, fr, idx, answer, b0),
+        binding=binding(spec, catalog, fr, idx, answer, b0),
         providers_at_budget={
             Provider(p): ProviderAtBudget(
-                throughput_ops=pts[idx].throughput, monthly_cost=pts[idx].cost if pts[idx].chosen else None
+                throughput_ops=pts[idx].throughput,
+                monthly_cost=pts[idx].cost if pts[idx].chosen else None,
+                excluded_by=excluded_by(fr, p, idx),
             )
             for p, pts in fr.points.items()
         },
         robustness=robustness_report(spec, fr, idx) if robust else None,
+        cheapest_meeting_need=need_answer,
         objective=robust_text if robust else "nominal",
         search=Search(
             max_cluster=fr.max_cluster,
@@ -474,6 +578,7 @@ def run_solve(
             contexts={Provider(p): len(c) for p, c in tables.contexts.items()},
             designs_per_vm=tables.grid_size,
             timings_s=timings,
+            band_count=bands,
         ),
     )
     if reevals is not None:
@@ -503,12 +608,16 @@ def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
     objective, floor = Objective.EXPECTED, 0.0
     if run.answer.objective == Objective.ROBUST and run.answer.floor_ops is not None:
         objective, floor = Objective.ROBUST, run.answer.floor_ops * X_SCALE
-    ctx = columns_for(
-        run.tables.contexts.get(provider, []),
-        run.spec.workload.entries,
-        objective,
-        floor,
-        latency_target_kops(run.spec),
+    ctx = columns_for(run.tables.contexts.get(provider, []), objective, max_node_cost=run.solution.budget)
+    m, _ = build_mip(
+        run.spec,
+        catalog,
+        ctx,
+        run.solution.budget,
+        run.tables.max_cluster,
+        providers=[provider],
+        objective=objective,
+        floor_kops=floor,
+        target_kops=latency_target_kops(run.spec),
     )
-    m, _ = build_mip(run.spec, catalog, ctx, run.solution.budget, run.tables.max_cluster, providers=[provider])
     return PyomoBackend().write(m, path)
