@@ -56,7 +56,7 @@ from solver.model import (
 from solver.rundir import LogRecord, NeighbourDown, Neighbours, NeighbourUp
 from solver.tables.context import Context, Tables
 from specs.io import to_record
-from specs.schema import Spec
+from specs.schema import ReplicaPlan, Spec
 from specs.vocab import Method, Provider, SolverStatus
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ class Point:
     carried: bool = False  # no configuration beats a cheaper band's: its answer, carried forward
     chosen_band: int | None = None  # for a carried point, the band whose solve chose it
     floor_ops: float | None = None  # the robust rule's floor on the perturbed throughput (ops/s, MIP values)
+    plan: ReplicaPlan | None = None  # the replication plan whose frontier chose it (solver.replicas)
 
     @property
     def throughput(self) -> float:
@@ -478,6 +479,70 @@ def solve_frontier(
     ``reevals``: the persistent cache of exact re-evaluations (read, then added to);
     ``workers``: most processes re-evaluating the chosen clusters (after every band is solved:
     :class:`Reevaluations`)."""
+    run = start_frontier(
+        spec,
+        catalog,
+        tables,
+        backend,
+        method=method,
+        bands=bands,
+        budget=budget,
+        providers=providers,
+        out_dir=out_dir,
+        gap=gap,
+        time_limit=time_limit,
+        progress=progress,
+        budgets=budgets,
+        reevals=reevals,
+        workers=workers,
+    )
+    return finish_frontier(run)
+
+
+@dataclass
+class FrontierRun:
+    """A frontier begun (:func:`start_frontier`: its nominal and perturbed objectives solved), to be
+    finished by :func:`finish_frontier` (the robust rule, the exact re-evaluations)."""
+
+    spec: Spec
+    catalog: Catalog
+    backend: Backend
+    frontier: Frontier
+    per: list[_Bands]
+    kw: dict[str, Any]
+    reevals: ReevalCache | None
+
+    def pstar(self) -> dict[str, np.ndarray]:
+        """P*_p(b): each provider's best perturbed throughput at each band (MIP values, kops); empty
+        without robustness."""
+        return {
+            p: np.array([pt.chosen.perturbed_kops if pt.chosen else 0.0 for pt in pts])
+            for p, pts in self.frontier.perturbed.items()
+        }
+
+
+def start_frontier(
+    spec: Spec,
+    catalog: Catalog,
+    tables: Tables,
+    backend: Backend,
+    *,
+    method: Method = Method.THRESHOLD,
+    bands: int = DEFAULT_BANDS,
+    budget: float | None = None,
+    providers: tuple[str, ...] = (),
+    out_dir: Path | None = None,
+    gap: float = 1e-4,
+    time_limit: float = 30.0,
+    progress: Callable[[str], None] | None = None,
+    budgets: np.ndarray | None = None,
+    reevals: ReevalCache | None = None,
+    workers: int = 1,
+    logdir: Path | None = None,
+) -> FrontierRun:
+    """:func:`solve_frontier` up to the robust rule: the bands' nominal answers and, with
+    robustness, their perturbed ones. ``logdir``: where the bands' solver logs go (default
+    ``out_dir``/solver)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -498,9 +563,9 @@ def solve_frontier(
     )
     if reevals is not None:
         reevals.load(spec)
-    logdir = None
-    if out_dir is not None:
+    if logdir is None and out_dir is not None:
         logdir = out_dir / "solver"
+    if logdir is not None:
         logdir.mkdir(parents=True, exist_ok=True)
     per: list[_Bands] = []
     for p in provs:
@@ -517,16 +582,27 @@ def solve_frontier(
         "time_limit": time_limit,
         "progress": progress,
     }
-    robust = is_robust(spec)
     for pb in per:
         fr.nominal[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.EXPECTED, None, **kw)
     _make_monotone(fr, fr.nominal)
-    if robust:
+    if is_robust(spec):
         for pb in per:
             fr.perturbed[pb.provider] = _solve_objective(
                 spec, catalog, fr, pb, backend, Objective.PERTURBED, None, **kw
             )
         _make_monotone(fr, fr.perturbed, key=lambda q: q.chosen.perturbed_kops if q.chosen else 0.0)
+    return FrontierRun(spec, catalog, backend, fr, per, kw, reevals)
+
+
+def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | None = None) -> Frontier:
+    """:func:`solve_frontier` from its :func:`start_frontier`: the robust rule's answers, each
+    answer re-evaluated exactly. ``pstar_elsewhere``: per provider the best perturbed throughput
+    configurations outside these tables reach at each band (MIP values, kops: another replication
+    plan's, solver.replicas), which the robust rule's floors compare with too."""
+    spec, catalog, backend, fr, per, kw = run.spec, run.catalog, run.backend, run.frontier, run.per, run.kw
+    exact, reevals = fr.exact, run.reevals
+    assert exact is not None
+    if is_robust(spec):
         # P*(b): the best perturbed throughput any provider reaches at each budget (MIP values)
         pstar = np.array(
             [
@@ -534,6 +610,8 @@ def solve_frontier(
                 for col in zip(*fr.perturbed.values(), strict=True)
             ]
         )
+        for other in (pstar_elsewhere or {}).values():
+            pstar = np.maximum(pstar, other)
         floors = (1.0 - spec.tolerance) * pstar * (1 - 1e-9)
         for pb in per:
             fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, floors, **kw)
