@@ -32,6 +32,7 @@ from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
 from cost_models.replication import backup_usd_per_node
+from cost_models.serving import Serving, served, served_throughput
 from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
@@ -56,11 +57,30 @@ class NodeEval:
         *,
         cores: float | None = None,
         device: DeviceModel | None = None,
+        serving: Serving | None = None,
     ) -> np.ndarray:
         """Node throughput of each design: ``threads`` clients on ``cores`` cores (default: one each);
-        ``device`` adds a volume's throughput and read latency to its ``iops``."""
+        ``device`` adds a volume's throughput and read latency to its ``iops``. With ``serving`` the
+        node is served (cost_models.serving: the server's CPU per request, the scans' fan-out), its
+        throughput in operations of the cluster over its shards; without, the engine in process."""
         dev = device or DeviceModel()
         extra = 0.0 if self.codec is None else self.codec.cpu_seconds
+        if serving is not None:
+            sm = served(workload.operations, workload.key_bytes, workload.value_bytes, workload.scan_length, serving)
+            xs = served_throughput(
+                self.phi,
+                self.io,
+                NodeShape.of(self.layout),
+                sm,
+                workload.scan_length,
+                iops,
+                threads,
+                cores=cores,
+                read_latency_s=dev.read_latency_s,
+                bytes_per_s=dev.bytes_per_s,
+                extra_cpu=extra,
+            )
+            return np.where(self.layout.feasible, xs, 0.0)
         x = node_throughput(
             self.phi,
             self.io,

@@ -195,8 +195,12 @@ class MipMeta:
 
 
 def latency_target_kops(spec: Spec) -> float:
-    """The throughput (kops/s) every band must reach: 1 / ``max_latency_s`` (Eq. 3), or 0."""
-    return X_SCALE / spec.max_latency_s if spec.max_latency_s else 0.0
+    """The throughput (kops/s) every band must reach because of a latency bound: none. Until issue 48
+    ``max_latency_s`` became 1 / max_latency_s of throughput (Eq. 3); it now bounds every node's
+    predicted request latency, which the design tables apply per column (solver.tables.scoring.vm_caps,
+    cost_models.latency), holding a node's utilization below 1 where the bound needs it."""
+    del spec
+    return 0.0
 
 
 def columns_for(

@@ -144,6 +144,8 @@ def configuration(
         replication=replication(spec, node, catalog),
         predicted=Prediction(
             latency_s=(1.0 / x) if x > 0 else None,
+            latency_p50_s=_worst([g.design.latency_p50_s for g in ex.per_node]),
+            latency_p99_s=_worst([g.design.latency_p99_s for g in ex.per_node]),
             throughput_ops=x,
             perturbed_throughput_ops=ex.perturbed if is_robust(spec) else None,
             io_per_op={Operation(op): v for op, v in ex.io_per_op.items()},
@@ -163,6 +165,11 @@ def configuration(
             scaling_error=None if r is None else r.scaling_error,
         ),
     )
+
+
+def _worst(values: list[float | None]) -> float | None:
+    """The largest of some nodes' latencies (None when a node has none: at or past its capacity)."""
+    return None if not values or any(v is None for v in values) else max(v for v in values if v is not None)
 
 
 def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[SlaFeature, float | None]:
@@ -246,6 +253,7 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
     top = max((p for p in fr.best if p.chosen), key=lambda p: (p.throughput, -p.cost))
     nodes = answer.nodes
     device_bound = all(g.design.device_bound for g in answer.exact.per_node)
+    network_bound = all(g.design.network_bound for g in answer.exact.per_node)
     opm = spec.workload.operations_per_month
     capacity = answer.throughput * HOURS_PER_MONTH * 3600
     if answer.carried and answer.objective == Objective.ROBUST:
@@ -270,7 +278,19 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
             BindingResource.CLUSTER_CAP,
             f"the cluster cap: all {fr.max_cluster:,} nodes it allows are used"
             + (" (design.max_cluster_size)" if spec.design.max_cluster_size else " (derived from data and budget)")
-            + ("; each node is bound by its device's IOPS" if device_bound else "; each node is bound by its CPU"),
+            + (
+                "; each node is bound by its device's IOPS"
+                if device_bound
+                else "; each node is bound by its VM's network"
+                if network_bound
+                else "; each node is bound by its CPU"
+            ),
+        )
+    elif network_bound:
+        res, detail = (
+            BindingResource.NETWORK,
+            "the network: every node runs at its VM's baseline bandwidth (bytes on the wire per operation x "
+            "throughput), and no larger cluster is in the search space",
         )
     elif device_bound:
         res, detail = (
@@ -437,10 +457,13 @@ def run_solve(
         raise BudgetTooLow(b0, cheapest_cost)
     core = configuration(spec, pf, catalog, answer, fr.backend, method, b0)
     target = 0.0 if spec.min_throughput is None else spec.min_throughput
-    if spec.max_latency_s is not None:
-        target = max(target, 1.0 / spec.max_latency_s)
     met = answer.throughput >= target * (1 - 1e-9)
-    tgt = Target(min_throughput=target if target > 0 else None, met=met)
+    tgt = Target(
+        min_throughput=target if target > 0 else None,
+        met=met,
+        max_latency_s=spec.max_latency_s,
+        max_latency_p50_s=spec.max_latency_p50_s,
+    )
     if target > 0 and not met:
         meets = cheapest_of_plans(catalog, runs, backend, min_throughput=target, frontiers=pf)
         tgt.fastest_within_budget = TargetMiss(throughput_ops=answer.throughput, monthly_cost=answer.cost)

@@ -177,14 +177,25 @@ def code_version(modules: tuple[str, ...] = _CODE_FILES) -> str:
 def spec_parts(spec: Spec) -> list[str]:
     """What of a spec decides its tables and their re-evaluations: the workload, the design space
     (without the cluster cap, which only adds shard sizes), robustness, the cost model, whether the
-    SLAs require a backup (a volume is priced with its backup then) and a replicated node's view
-    (its plan and the workload's own mix, which robustness perturbs)."""
+    SLAs require a backup (a volume is priced with its backup then), a replicated node's view (its
+    plan and the workload's own mix, which robustness perturbs) and how the node is served (issue 48:
+    the clients' pipeline, the latency bounds, the network duty cycle, and the throughput target,
+    which sets the operating point of the reported latency)."""
     return [
         repr(spec.workload),
         repr(dataclasses.replace(spec.design, max_cluster_size=None)),
         repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
         repr(SlaFeature.BACKUP in spec.slas),
         repr(spec.node_view),
+        repr(
+            (
+                spec.pipeline,
+                spec.max_latency_s,
+                spec.max_latency_p50_s,
+                spec.network_duty_cycle,
+                spec.min_throughput,
+            )
+        ),
     ]
 
 

@@ -94,6 +94,9 @@ DEFAULT_EMPTY_RANGE_WIDTH = 64
 #: Widest empty range: the range filter's heights stop at 2^63 (cosine-filter ``MAX_HEIGHTS``);
 #: 2^20 key values keeps the model's exact average over range alignments cheap.
 MAX_EMPTY_RANGE_WIDTH = 1 << 20
+#: Deepest client pipeline a spec may name (cosine-server runs at most 1,024 requests as one batch:
+#: ServerConfig.max_batch).
+MAX_PIPELINE = 1024
 
 #: Each distribution kind's parameters and their defaults (None: required).
 DISTRIBUTION_KINDS: dict[DistributionKind, dict[str, float | None]] = {
@@ -251,6 +254,12 @@ class Spec:
     #: set on the spec a node serves (its workload: every copy, node operations): cluster throughputs
     #: are the node view's over ``node_view.amplification``; None: the spec as written
     node_view: NodeView | None = None
+    #: the served node (issue 48): the clients' pipeline depth (requests a client sends before it
+    #: reads their replies), the p50 latency bound (max_latency_s bounds the p99), and the share of
+    #: the time a node runs at its peak (< 1: burst network credits may carry it; 1: the baseline)
+    pipeline: int = 1
+    max_latency_p50_s: float | None = None
+    network_duty_cycle: float = 1.0
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -672,10 +681,22 @@ def validate(data: dict[str, Any]) -> Spec:
         # The paper: a budget outside the range widens it to 1..(b + 500,000).
         lo, hi = min(lo, 1.0), max(hi, budget + 500_000.0)
 
-    min_tp = max_lat = None
+    min_tp = max_lat = max_p50 = None
+    pipeline, duty = 1, 1.0
     if "performance" in data and data["performance"] is not None:
         perf = _mapping("performance", data["performance"])
-        _check_keys("performance", perf, ["min_throughput", "max_latency_s"], [])
+        _check_keys(
+            "performance",
+            perf,
+            ["min_throughput", "max_latency_s", "max_latency_p50_s", "pipeline", "network_duty_cycle"],
+            [],
+        )
+        if "max_latency_p50_s" in perf:
+            max_p50 = _number("performance.max_latency_p50_s", perf["max_latency_p50_s"], lo=0.0, lo_open=True)
+        if "pipeline" in perf:
+            pipeline = int(_number("performance.pipeline", perf["pipeline"], lo=1, hi=MAX_PIPELINE, integer=True))
+        if "network_duty_cycle" in perf:
+            duty = _number("performance.network_duty_cycle", perf["network_duty_cycle"], lo=0.0, lo_open=True, hi=1.0)
         if "min_throughput" in perf:
             min_tp = _number(
                 "performance.min_throughput", perf["min_throughput"], lo=0.0, lo_open=True, hi=MAX_THROUGHPUT_OPS
@@ -732,6 +753,9 @@ def validate(data: dict[str, Any]) -> Spec:
         cost_model=cost_model,
         tolerance=tol,
         replication=replication,
+        pipeline=pipeline,
+        max_latency_p50_s=max_p50,
+        network_duty_cycle=duty,
         raw=data,
     )
 

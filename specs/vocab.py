@@ -168,6 +168,7 @@ class BindingResource(StrEnum):
     ROBUST_RULE = "robust_rule"  # dearer configurations are not within the tolerance of the best perturbed one
     CLUSTER_CAP = "cluster_cap"
     NODE_IOPS = "node_iops"
+    NETWORK = "network"  # every node runs at its VM's network bandwidth (issue 48)
     OPERATIONS_PER_MONTH = "operations_per_month"
     NONE = "none"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+
 import pyarrow.parquet as pq
 import pytest
 

@@ -93,6 +93,34 @@ def _tiers(text: str, path: Path, line: int) -> str:
     return text
 
 
+def _vm_network(row: dict[str, str], path: Path, line: int) -> dict[str, object]:
+    """A VM row's network columns (issue 48), checked: a baseline needs its source and date, a burst
+    is at least the baseline. A row without a baseline has no network bound (None everywhere)."""
+    base = _num(row, "network_baseline_gbps", path, line)
+    if base is None:
+        return {}
+    if base <= 0:
+        raise CatalogError(f"{path.name}:{line}: network_baseline_gbps must be positive")
+    burst = _num(row, "network_burst_gbps", path, line)
+    burst = base if burst is None else burst
+    if burst < base:
+        raise CatalogError(f"{path.name}:{line}: network_burst_gbps {burst:g} is below the baseline {base:g}")
+    if not (row.get("network_source") or "").strip() or not (row.get("network_as_of") or "").strip():
+        raise CatalogError(f"{path.name}:{line}: a network bandwidth needs network_source and network_as_of")
+    ingress = (row.get("network_ingress_limited") or "0").strip()
+    if ingress not in ("0", "1"):
+        raise CatalogError(f"{path.name}:{line}: network_ingress_limited must be 0 or 1, got {ingress!r}")
+    return {
+        "network_baseline_gbps": base,
+        "network_burst_gbps": burst,
+        "network_pps": _num(row, "network_pps", path, line),
+        "network_ingress_limited": ingress == "1",
+        "rtt_us": _num(row, "rtt_us", path, line),
+        "network_source": row["network_source"].strip(),
+        "network_as_of": row["network_as_of"].strip(),
+    }
+
+
 def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
     """Read the CSV sources (default :data:`PRICING_SOURCE_DIR`) into catalog rows (validated, typed)."""
     source_dir = PRICING_SOURCE_DIR if source_dir is None else source_dir
@@ -116,6 +144,7 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
         vcpu = _num(r, "vcpu", path, line)
         if hourly is None or mem is None or vcpu is None or mem <= 0 or vcpu <= 0:
             raise CatalogError(f"{path.name}:{line}: a VM needs vcpu, memory_gib, usd_per_hour")
+        net = _vm_network(r, path, line)
         for ps in _price_sets(r):
             rows.append(
                 {
@@ -130,6 +159,7 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
                     "source": r["source"],
                     "as_of": r["as_of"],
                     "notes": r.get("notes", ""),
+                    **net,
                 }
             )
 

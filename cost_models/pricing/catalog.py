@@ -30,6 +30,13 @@ class VmType:
     vcpu: int
     memory_gib: float
     usd_per_hour: float
+    #: the VM's network (pricing/vms.csv): baseline and burst bandwidth in bytes per second (inf:
+    #: the catalog has none), whether inbound traffic counts against it too, and the provider's
+    #: intra-zone round trip (s; 0: none in the catalog)
+    network_bytes_per_s: float = math.inf
+    network_burst_bytes_per_s: float = math.inf
+    network_ingress_limited: bool = False
+    rtt_s: float = 0.0
 
     @property
     def usd_per_month(self) -> float:
@@ -38,6 +45,22 @@ class VmType:
     @property
     def key(self) -> str:
         return f"{self.provider}:{self.name}"
+
+
+#: Bytes per second in one Gbit/s (the providers quote decimal gigabits).
+GBIT_BYTES = 1e9 / 8
+
+
+def _vm_network(r: dict[str, Any]) -> tuple[float, float, bool, float]:
+    """A VM row's network as :class:`VmType` takes it (no baseline: no bound)."""
+    base = r.get("network_baseline_gbps")
+    if base is None or (isinstance(base, float) and math.isnan(base)):
+        return math.inf, math.inf, False, 0.0
+    burst = r.get("network_burst_gbps")
+    burst = base if burst is None or (isinstance(burst, float) and math.isnan(burst)) else burst
+    rtt = r.get("rtt_us")
+    rtt_s = 0.0 if rtt is None or (isinstance(rtt, float) and math.isnan(rtt)) else float(rtt) * 1e-6
+    return float(base) * GBIT_BYTES, float(burst) * GBIT_BYTES, bool(r.get("network_ingress_limited")), rtt_s
 
 
 @dataclass(frozen=True)
@@ -243,7 +266,7 @@ def _load_catalog(price_set: str, path: Path) -> Catalog:
         p = r["provider"]
         if r["kind"] == CatalogKind.VM:
             cat.vms.setdefault(p, []).append(
-                VmType(p, r["name"], int(r["vcpu"]), float(r["memory_gib"]), float(r["usd_per_hour"]))
+                VmType(p, r["name"], int(r["vcpu"]), float(r["memory_gib"]), float(r["usd_per_hour"]), *_vm_network(r))
             )
         elif r["kind"] == CatalogKind.STORAGE:
             cat.storage.setdefault(p, []).append(_storage_option(p, r))

@@ -70,6 +70,15 @@ class CatalogRow:
     source: str | None = None
     as_of: str | None = None
     notes: str | None = None
+    #: a VM's network (pricing/vms.csv, issue 48): baseline and burst bandwidth (Gbit/s), packets per
+    #: second where documented, whether inbound traffic is limited too, the intra-zone round trip (us)
+    network_baseline_gbps: float | None = None
+    network_burst_gbps: float | None = None
+    network_pps: float | None = None
+    network_ingress_limited: bool | None = None
+    rtt_us: float | None = None
+    network_source: str | None = None
+    network_as_of: str | None = None
 
     def check(self) -> None:
         """Values a catalog row may hold (read_rows calls this on every row of pricing.parquet)."""

@@ -19,7 +19,7 @@ from cost_models.windows import WindowTable
 from solver.tables.columns import fitting, one_design_columns
 from solver.tables.context import Context
 from solver.tables.grid_eval import GridEval, workloads
-from solver.tables.scoring import cpu_scores, design_demands, node_scores, take_demands
+from solver.tables.scoring import cpu_scores, design_demands, node_scores, take_demands, vm_caps
 from solver.tables.volumes import menu_thresholds
 from specs.schema import Spec
 
@@ -102,7 +102,7 @@ def preset_columns(
     for j, name in enumerate(names):
         vols = volumes((ds[j].block_bytes,))
         per_vm = [
-            (vm, vols[vm.key], int(rows[pos]), fits, *scores[k])
+            (vm, vols[vm.key], int(rows[pos]), fits, *vm_caps(spec, vm, s, *scores[k]))
             for k, (p, vm, pos, _, fits) in enumerate(segs)
             if p == j
         ]

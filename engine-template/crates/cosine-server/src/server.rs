@@ -2,8 +2,8 @@
 //! batches, and a graceful shutdown.
 //!
 //! A connection parses every complete request already received (a pipeline) into one
-//! batch and runs it (point reads on the network task; anything that writes or scans on
-//! tokio's blocking pool: the engine's calls block on WAL syncs, stalls, disk reads). If
+//! batch and runs it (point reads and writes on the network task; scans and INFO on tokio's
+//! blocking pool: a hash log's scan walks its whole index; see [`Command::is_quick`]). If
 //! the batch wrote, its replies wait *once* for the WAL policy's durability
 //! ([`Engine::wait_durable`]) in a reply queue, while the next batches already run; the
 //! replies leave in request order. So an `+OK` to a `SET` is never sent before the write
@@ -27,6 +27,7 @@ use crate::output::{OutputBuffer, OutputLimit};
 use crate::resp::{Limits, Parsed, Parser, Reply};
 use crate::stats::ServerStats;
 use bytes::BytesMut;
+use cosine_config::WalSync;
 use cosine_engine::Engine;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -36,8 +37,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
 
 /// Tunables of one server.
 #[derive(Debug, Clone, Copy)]
@@ -143,8 +144,55 @@ pub fn acknowledge(replies: &mut [Reply], wrote: &[usize], durable: Result<(), S
 struct Outgoing {
     replies: Vec<Reply>,
     wrote: Vec<usize>,
-    durable: Option<JoinHandle<cosine_engine::Result<()>>>,
+    durable: Option<oneshot::Receiver<Result<(), String>>>,
     close: bool,
+}
+
+/// What the durability waiter answers: the outcome of one [`Engine::wait_durable`].
+type Durable = oneshot::Sender<Result<(), String>>;
+
+/// One thread that waits for durability on behalf of every connection (issue 48.6).
+///
+/// A batch that wrote needs [`Engine::wait_durable`] before its replies leave. Each batch used
+/// to take a thread of tokio's blocking pool for that wait: with 50 connections writing at
+/// pipeline depth 1, 50 threads blocked on the same group commit and were each woken by it,
+/// and a `SET` cost the server ~32 us of CPU against ~9 us for a `GET` (`cosine calibrate
+/// serving`). Here the batches queue a oneshot sender; the waiter takes every one queued,
+/// calls `wait_durable` once (it waits for everything appended before the call, so for the
+/// writes of every batch it took: each was executed before it was queued) and answers them
+/// all. One thread wakes per sync, whatever the connections.
+#[derive(Clone)]
+pub struct DurabilityWaiter {
+    tx: std::sync::mpsc::Sender<Durable>,
+}
+
+impl DurabilityWaiter {
+    /// Starts the waiter thread for `engine`; it ends once every clone of the waiter is dropped.
+    pub fn start(engine: Arc<Engine>) -> std::io::Result<(DurabilityWaiter, std::thread::JoinHandle<()>)> {
+        let (tx, rx) = std::sync::mpsc::channel::<Durable>();
+        let handle = std::thread::Builder::new().name("cosine-durable".into()).spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut waiting = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    waiting.push(more);
+                }
+                let outcome = engine.wait_durable().map_err(|e| e.to_string());
+                for w in waiting {
+                    let _ = w.send(outcome.clone());
+                }
+            }
+        })?;
+        Ok((DurabilityWaiter { tx }, handle))
+    }
+
+    /// The outcome of the next durability wait covering every write executed so far.
+    pub fn wait(&self) -> oneshot::Receiver<Result<(), String>> {
+        let (tx, rx) = oneshot::channel();
+        if let Err(std::sync::mpsc::SendError(tx)) = self.tx.send(tx) {
+            let _ = tx.send(Err("the server is stopping".into()));
+        }
+        rx
+    }
 }
 
 /// Batches (or pieces of `max_batch_bytes`) whose replies may wait for durability, or
@@ -161,7 +209,7 @@ async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, 
     while let Some(mut o) = rx.recv().await {
         if let Some(h) = o.durable.take() {
             let res = match h.await {
-                Ok(r) => r.map_err(ServerError::NotDurable),
+                Ok(r) => r.map_err(ServerError::DurabilityWaitFailed),
                 Err(e) => Err(ServerError::DurabilityWaitFailed(e.to_string())),
             };
             if res.is_err() {
@@ -213,6 +261,13 @@ pub async fn serve(
 ) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
+    let (durable, waiter) = match DurabilityWaiter::start(engine.clone()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("cosine-server: cannot start the durability waiter: {e}");
+            return;
+        }
+    };
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -230,10 +285,10 @@ pub async fn serve(
                     });
                     continue;
                 }
-                let (engine, stats, stop) = (engine.clone(), stats.clone(), stop_rx.clone());
+                let (engine, stats, stop, durable) = (engine.clone(), stats.clone(), stop_rx.clone(), durable.clone());
                 stats.connected.fetch_add(1, Ordering::Relaxed);
                 conns.spawn(async move {
-                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, engine, &stats, cfg, stop).await {
+                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, engine, &stats, cfg, stop, durable).await {
                         ServerStats::bump(&stats.output_limit_disconnections);
                         eprintln!("cosine-server: closed the connection of {peer}: {e}");
                     }
@@ -249,7 +304,11 @@ pub async fn serve(
     let drained = tokio::time::timeout(cfg.drain, async { while conns.join_next().await.is_some() {} }).await;
     if drained.is_err() {
         conns.abort_all();
+        while conns.join_next().await.is_some() {}
     }
+    // the waiter ends once the last connection's clone is gone; it holds the engine until then
+    drop(durable);
+    let _ = tokio::task::spawn_blocking(move || waiter.join()).await;
 }
 
 /// One client: the reader parses and executes batches; the reply writer sends each
@@ -265,13 +324,14 @@ async fn connection(
     stats: &Arc<ServerStats>,
     cfg: ServerConfig,
     stop: watch::Receiver<bool>,
+    durable: DurabilityWaiter,
 ) -> Result<(), ServerError> {
     let _ = sock.set_nodelay(true);
     let (mut rd, wr) = sock.into_split();
     let output = Arc::new(OutputBuffer::new(cfg.output));
     let (tx, rx) = mpsc::channel::<Outgoing>(REPLY_QUEUE);
     let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone()));
-    let mut result = requests(&mut rd, &tx, &output, engine, stats, cfg, stop).await;
+    let mut result = requests(&mut rd, &tx, &output, engine, stats, cfg, stop, &durable).await;
     drop(tx);
     if result.is_ok() {
         // every reply already queued is sent (after its durability wait), within the limit
@@ -291,6 +351,7 @@ async fn connection(
 /// The reader's side of a connection: parses the pipelined requests, executes them in
 /// batches, hands each batch's replies to the writer. `Ok` when the client is done
 /// (EOF, QUIT, a protocol error answered, the server stopping).
+#[allow(clippy::too_many_arguments)] // the connection's halves, its limits and the server's shared parts
 async fn requests(
     rd: &mut OwnedReadHalf,
     tx: &mpsc::Sender<Outgoing>,
@@ -299,8 +360,10 @@ async fn requests(
     stats: &Arc<ServerStats>,
     cfg: ServerConfig,
     mut stop: watch::Receiver<bool>,
+    durable: &DurabilityWaiter,
 ) -> Result<(), ServerError> {
     let key_bytes = engine.config().layout.key_bytes;
+    let syncs_in_put = engine.config().durability.wal_sync == WalSync::EveryWrite;
     let mut parser = Parser::new(cfg.limits);
     let mut buf = BytesMut::with_capacity(16 << 10);
     loop {
@@ -323,9 +386,11 @@ async fn requests(
             if let Some(q) = quit {
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
-            // point reads of a snapshot never wait for a writer or the disk queue for long:
-            // run them here rather than pay a hand-off to the blocking pool
-            let quick = batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick));
+            // point reads and writes never wait for long (a write's sync is the durability
+            // waiter's): run them here rather than pay a hand-off to the blocking pool. Under
+            // `every_write` a put waits for its own write group's fdatasync: there writes go to the
+            // pool, where concurrent connections' puts form one group and share a sync.
+            let quick = batch.iter().all(|c| c.as_ref().map_or(true, |c| c.is_quick() && !(c.writes() && syncs_in_put)));
             let close = quit.is_some();
             while !batch.is_empty() {
                 let n = batch.len();
@@ -346,8 +411,7 @@ async fn requests(
                 batch = rest;
                 let durable = (!wrote.is_empty()).then(|| {
                     ServerStats::bump(&stats.durable_waits);
-                    let e = engine.clone();
-                    tokio::task::spawn_blocking(move || e.wait_durable())
+                    durable.wait()
                 });
                 let out = Outgoing { replies, wrote, durable, close: close && batch.is_empty() };
                 guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
