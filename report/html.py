@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from report.plots import COLOURS, PRESET_STYLE, preset_frontier
-from solver.rundir import load_run
+from solver.rundir import Bill, load_run
 from solver.whatif import budget_steps, row_dict
 from specs.errors import InputError
 from specs.io import check_output_file, to_json, to_record, write_text
@@ -72,6 +72,7 @@ def page_data(run_dir: Path) -> dict[str, Any]:
             "monthly_cost": to_record(sol.monthly_cost),
             "throughput_ops": sol.predicted.throughput_ops,
         },
+        "bill_lines": list(Bill.LINES),
         "budget_range": [min(budgets), max(budgets)],
         "providers": sorted({r.provider for r in run.frontier}),
         "colours": COLOURS,

@@ -136,7 +136,10 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
     p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in pred.io_per_op.items()))
     if pred.operations_per_month:
         p.add_row("monthly capacity / workload", f"{pred.monthly_capacity_ops / pred.operations_per_month:,.2f}x")
-    p.add_row("compute / storage / SLAs", f"{money(mc.compute)} / {money(mc.storage)} / {money(mc.sla)}")
+    rep = sol.replication
+    p.add_row("replication", f"{rep.label}; {rep.amplification:.3g} node operations per operation")
+    for line in mc.LINES:
+        p.add_row(f"  {line}", money(getattr(mc, line)))
     p.add_row("[bold]total per month[/]", f"[bold]{money(mc.total)}[/]")
     gap, err, grid = cert.mip_gap, cert.approx_error, cert.grid_gap
     how = {

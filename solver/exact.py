@@ -103,12 +103,14 @@ class _NodeFigures:
 
 
 def demand_ops(spec: Spec) -> float | None:
-    """The cluster's demanded operations per second: performance.min_throughput, else the workload's
-    operations a month spread evenly; None when the spec states neither."""
+    """The cluster's demanded node operations per second: performance.min_throughput, else the
+    workload's operations a month spread evenly, times A (a replicated node's spec serves A node
+    operations per operation of the workload); None when the spec states neither."""
+    a = amplification(spec)
     if spec.min_throughput is not None:
-        return float(spec.min_throughput)
+        return float(spec.min_throughput) * a
     opm = spec.workload.operations_per_month
-    return float(opm) / (HOURS_PER_MONTH * 3600) if opm else None
+    return float(opm) / (HOURS_PER_MONTH * 3600) * a if opm else None
 
 
 def operating_point(spec: Spec, f: _NodeFigures, share: float) -> float:

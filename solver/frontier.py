@@ -36,7 +36,8 @@ import numpy as np
 from cost_models.bill import bill_terms
 from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
-from cost_models.robust import is_robust
+from cost_models.replication import amplification, replica_nodes
+from cost_models.robust import is_robust, perturbed_amplification
 from solver.backends import Backend, Result
 from solver.bottleneck import ColumnTable, Floor, best_within, cheapest_reaching, chosen_of, column_table
 from solver.exact import Exact, NodeRate, Reevaluations, approx_error_of, reevaluate
@@ -56,7 +57,7 @@ from solver.model import (
 from solver.rundir import LogRecord, NeighbourDown, Neighbours, NeighbourUp
 from solver.tables.context import Context, Tables
 from specs.io import to_record
-from specs.schema import Spec
+from specs.schema import ReplicaPlan, Spec
 from specs.vocab import Method, Provider, SolverStatus
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ class Point:
     grid_bound: float = math.nan  # that bound, ops/s (solver.grid)
     polished: bool = False  # solver.grid moved the answer to another count of its own nodes
     columns: list[tuple[int, int]] | None = None  # the answer as (column of its provider's table, count)
+    plan: ReplicaPlan | None = None  # the replication plan whose frontier chose it (solver.replicas)
 
     @property
     def throughput(self) -> float:
@@ -226,7 +228,9 @@ def _exhaustive_point(
     obj = -value  # enumeration proves optimality: bound = objective
     res = Result(SolverStatus.OPTIMAL, obj, obj, 0.0, b.visited, secs, None, Method.EXHAUSTIVE)
     pt = _certify(spec, chosen, res, band, budget, provider, objective, exact, defer=exact is not None)
-    pt.columns = list(b.nodes)  # the contexts are the provider's table's, in its order
+    # the contexts are the provider's table's, in its order; counts in its units (replica groups)
+    unit = replica_nodes(spec)
+    pt.columns = [(i, k // unit) for i, k in b.nodes]
     return pt
 
 
@@ -552,6 +556,70 @@ def solve_frontier(
     ``reevals``: the persistent cache of exact re-evaluations (read, then added to);
     ``workers``: most processes re-evaluating the chosen clusters (after every band is solved:
     :class:`Reevaluations`)."""
+    run = start_frontier(
+        spec,
+        catalog,
+        tables,
+        backend,
+        method=method,
+        bands=bands,
+        budget=budget,
+        providers=providers,
+        out_dir=out_dir,
+        gap=gap,
+        time_limit=time_limit,
+        progress=progress,
+        budgets=budgets,
+        reevals=reevals,
+        workers=workers,
+    )
+    return finish_frontier(run)
+
+
+@dataclass
+class FrontierRun:
+    """A frontier begun (:func:`start_frontier`: its nominal and perturbed objectives solved), to be
+    finished by :func:`finish_frontier` (the robust rule, the exact re-evaluations)."""
+
+    spec: Spec
+    catalog: Catalog
+    backend: Backend
+    frontier: Frontier
+    per: list[_Bands]
+    kw: dict[str, Any]
+    reevals: ReevalCache | None
+
+    def pstar(self) -> dict[str, np.ndarray]:
+        """P*_p(b): each provider's best perturbed throughput at each band (MIP values, kops); empty
+        without robustness."""
+        return {
+            p: np.array([pt.chosen.perturbed_kops if pt.chosen else 0.0 for pt in pts])
+            for p, pts in self.frontier.perturbed.items()
+        }
+
+
+def start_frontier(
+    spec: Spec,
+    catalog: Catalog,
+    tables: Tables,
+    backend: Backend,
+    *,
+    method: Method = Method.THRESHOLD,
+    bands: int = DEFAULT_BANDS,
+    budget: float | None = None,
+    providers: tuple[str, ...] = (),
+    out_dir: Path | None = None,
+    gap: float = 1e-4,
+    time_limit: float = 30.0,
+    progress: Callable[[str], None] | None = None,
+    budgets: np.ndarray | None = None,
+    reevals: ReevalCache | None = None,
+    workers: int = 1,
+    logdir: Path | None = None,
+) -> FrontierRun:
+    """:func:`solve_frontier` up to the robust rule: the bands' nominal answers and, with
+    robustness, their perturbed ones. ``logdir``: where the bands' solver logs go (default
+    ``out_dir``/solver)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -572,9 +640,9 @@ def solve_frontier(
     )
     if reevals is not None:
         reevals.load(spec)
-    logdir = None
-    if out_dir is not None:
+    if logdir is None and out_dir is not None:
         logdir = out_dir / "solver"
+    if logdir is not None:
         logdir.mkdir(parents=True, exist_ok=True)
     per: list[_Bands] = []
     for p in provs:
@@ -593,24 +661,38 @@ def solve_frontier(
         "time_limit": time_limit,
         "progress": progress,
     }
-    robust = is_robust(spec)
     for pb in per:
         fr.nominal[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.EXPECTED, None, **kw)
     _make_monotone(fr, fr.nominal)
-    if robust:
+    if is_robust(spec):
         for pb in per:
             fr.perturbed[pb.provider] = _solve_objective(
                 spec, catalog, fr, pb, backend, Objective.PERTURBED, None, **kw
             )
         _make_monotone(fr, fr.perturbed, key=lambda q: q.chosen.perturbed_kops if q.chosen else 0.0)
-        # P*_p(b): the best perturbed throughput each provider reaches at each budget (MIP values);
-        # each provider's rows meet its own floor, the headline the best provider's
-        pstar = {
-            p: np.array([pt.chosen.perturbed_kops if pt.chosen else 0.0 for pt in pts])
-            for p, pts in fr.perturbed.items()
-        }
+    return FrontierRun(spec, catalog, backend, fr, per, kw, reevals)
+
+
+def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | None = None) -> Frontier:
+    """:func:`solve_frontier` from its :func:`start_frontier`: the robust rule's answers, each
+    answer re-evaluated exactly. ``pstar_elsewhere``: per provider the best perturbed throughput
+    configurations outside these tables reach at each band (MIP values, kops: another replication
+    plan's, solver.replicas), which the robust rule's floors compare with too."""
+    spec, catalog, backend, fr, per, kw = run.spec, run.catalog, run.backend, run.frontier, run.per, run.kw
+    exact, reevals = fr.exact, run.reevals
+    assert exact is not None
+    budgets = fr.budgets
+    if is_robust(spec):
+        # P*_p(b): the best perturbed throughput each provider reaches at each budget (MIP values),
+        # over every replication plan; each provider's rows meet its own floor, the headline the
+        # best provider's
+        pstar = run.pstar()
+        for p, other in (pstar_elsewhere or {}).items():
+            if p in pstar:
+                pstar[p] = np.maximum(pstar[p], other)
         scale = (1.0 - spec.tolerance) * (1 - 1e-9)
-        overall = np.max(np.stack(list(pstar.values())), axis=0) if pstar else np.zeros(len(budgets))
+        tops = [*pstar.values(), *(pstar_elsewhere or {}).values()]
+        overall = np.max(np.stack(tops), axis=0) if tops else np.zeros(len(budgets))
         for pb in per:
             own = scale * pstar[pb.provider]
             fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, own, **kw)
@@ -659,7 +741,10 @@ def _check_counts(spec: Spec, fr: Frontier) -> None:
                 own = None
                 if len(pt.columns) == 1:
                     d = pt.exact.per_node[0].design
-                    own = NodeRate(d.node_throughput_ops, d.node_perturbed_ops, d.L, d.Y)
+                    # in operations of the workload, as node_rate's (a replicated node serves A node
+                    # operations per operation: cost_models.replication)
+                    a, a_p = amplification(spec), perturbed_amplification(spec)
+                    own = NodeRate(d.node_throughput_ops / a, d.node_perturbed_ops / a_p, d.L, d.Y)
                 done[key] = check_counts(
                     tab, pt.columns, pt.budget, value, exact.node_rate, perturbed=perturbed, answer_rate=own
                 )

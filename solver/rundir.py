@@ -26,7 +26,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cost_models.design import DESIGN_KNOBS, DesignEntry
 from cost_models.envelope import EnvelopeCheck, NodeEnvelope
@@ -44,13 +44,14 @@ from specs.io import (
     write_rows,
     write_text,
 )
-from specs.limits import MAX_CLUSTER_SIZE
+from specs.limits import MAX_CLUSTER_SIZE, MAX_REPLICATION_FACTOR
 from specs.vocab import (
     DESIGN_CLASSES,
     PRESETS,
     PROVIDERS,
     BackendName,
     BindingResource,
+    Consistency,
     DesignClass,
     Method,
     Objective,
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     from solver.frontier import Frontier, Point
 
 #: solution.json's format version (bumped when a field changes meaning).
-SOLUTION_VERSION = 1
+SOLUTION_VERSION = 2  # 2: the bill's lines, replication
 #: solver.log.jsonl's format version (every record carries it).
 LOG_VERSION = 1
 SOLUTION = "solution.json"
@@ -98,6 +99,8 @@ class PointColumns:
     #: (the most any count of the answer's own nodes reaches within the budget - its throughput) /
     #: its throughput (solver.grid)
     grid_gap: float | None = None
+    replicas: int | None = None  # the replication factor: copies of every entry (cost_models.replication)
+    zones: int | None = None  # the zones the copies sit in
 
     @classmethod
     def of(cls, pt: Point) -> dict[str, Any]:
@@ -118,6 +121,8 @@ class PointColumns:
             "perturbed_ops": pt.perturbed if pt.chosen else None,
             "nodes": pt.nodes if pt.chosen else None,
             "grid_gap": pt.grid_gap if pt.chosen and math.isfinite(pt.grid_gap) else None,
+            "replicas": pt.plan.rf if pt.chosen and pt.plan else None,
+            "zones": pt.plan.zones if pt.chosen and pt.plan else None,
         }
 
     def configuration_dict(self) -> dict[str, Any]:
@@ -186,6 +191,7 @@ class BaselineRow:
     vm: str
     count: int
     design_class: str = _class_column()
+    replication: str = ""  # the plan's label (RF and zones)
 
     def check(self) -> None:
         require(self.preset in PRESETS, f"unknown preset {self.preset!r}")
@@ -354,15 +360,51 @@ class NodeGroup:
 
 @dataclass
 class Bill:
-    """The monthly bill (solution.json ``monthly_cost``), USD."""
+    """The monthly bill (solution.json ``monthly_cost``), USD, line by line (cost_models.bill): the
+    lines add up to ``total``."""
 
-    compute: float
-    storage: float
-    sla: float
+    compute: float  # one copy's share of the VMs
+    storage: float  # one copy's share of the volumes (their backup apart)
+    replicas: float  # the other copies' share of the VMs and volumes
+    transfer: float  # cross-zone transfer (replication, and clients in other zones)
+    backup: float  # snapshots of block volumes, object storage for an instance store
+    sla: float  # the SLA bundle's fees
+    support: float  # percent-of-spend support plans
     total: float
 
+    LINES: ClassVar[tuple[str, ...]] = ("compute", "storage", "replicas", "transfer", "backup", "sla", "support")
+
     def check(self) -> None:
-        for name in ("compute", "storage", "sla", "total"):
+        for name in (*self.LINES, "total"):
+            require(finite(getattr(self, name)), f"{name} {getattr(self, name)} is not a finite non-negative number")
+        lines = sum(getattr(self, name) for name in self.LINES)
+        near = abs(lines - self.total) <= 1e-6 * max(self.total, 1.0)
+        require(near, f"the lines add up to {lines}, not {self.total}")
+
+
+@dataclass
+class Replication:
+    """How the configuration keeps its data (solution.json ``replication``; cost_models.replication):
+    ``factor`` copies of every entry on as many nodes in ``zones`` zones, reads asking
+    ``read_replicas`` of them; the nodes serve ``amplification`` node operations per operation of
+    the workload; the volumes hold ``data_gib`` (one copy) at the end of ``horizon_days``."""
+
+    factor: int
+    zones: int
+    consistency: Consistency
+    read_replicas: int
+    amplification: float
+    clients_across_zones: bool
+    cross_zone_gib_month: float
+    horizon_days: float
+    data_gib: float
+    label: str
+
+    def check(self) -> None:
+        require(1 <= self.factor <= MAX_REPLICATION_FACTOR, f"factor {self.factor} outside 1..{MAX_REPLICATION_FACTOR}")
+        require(1 <= self.zones <= self.factor, f"zones {self.zones} outside 1..factor ({self.factor})")
+        require(1 <= self.read_replicas <= self.factor, f"read_replicas {self.read_replicas} outside 1..factor")
+        for name in ("amplification", "cross_zone_gib_month", "horizon_days", "data_gib"):
             require(finite(getattr(self, name)), f"{name} {getattr(self, name)} is not a finite non-negative number")
 
 
@@ -431,6 +473,7 @@ class Configuration:
     slas: list[SlaFeature]
     designs: list[NodeDesign]
     monthly_cost: Bill
+    replication: Replication
     predicted: Prediction
     certificate: Certificate
 

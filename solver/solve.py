@@ -16,23 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cost_models import cpu_count
-from cost_models.bill import bill_terms
+from cost_models.bill import bill_terms, itemize
 from cost_models.cloud import sla_cost, sla_terms
 from cost_models.envelope import check_nodes
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
-from cost_models.replication import logical_data_gib, replica_nodes
+from cost_models.replication import horizon_days, logical_data_gib, replica_nodes, replication_gib_month
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
     DEFAULT_BANDS,
     Frontier,
     Point,
-    baselines,
-    cheapest,
     neighbours,
-    solve_frontier,
 )
-from solver.reeval_cache import ReevalCache
+from solver.replicas import PlanFrontiers, baselines_of_plans, cheapest_of_plans, plan_tables, solve_plans
 from solver.rundir import (
     SOLUTION_VERSION,
     Bill,
@@ -47,6 +44,7 @@ from solver.rundir import (
     NodeStorage,
     Prediction,
     ProviderAtBudget,
+    Replication,
     Robustness,
     ScanLength,
     Search,
@@ -57,8 +55,7 @@ from solver.rundir import (
     write_run,
 )
 from solver.table_cache import TableCache
-from solver.tables.build import build_tables, check_workers
-from solver.tables.context import Tables
+from solver.tables.build import check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
@@ -84,7 +81,7 @@ class SolveRun:
     answer: Point
     solution: Solution
     out_dir: Path
-    tables: Tables
+    plans: PlanFrontiers
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -94,10 +91,42 @@ def _node_designs(pt: Point) -> tuple[list[NodeDesign], list[NodeStorage]]:
     return [g.design for g in pt.exact.per_node], [g.storage for g in pt.exact.per_node]
 
 
-def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: float) -> Configuration:
-    """The contract's :class:`~solver.rundir.Configuration` of one frontier point."""
-    assert pt.chosen is not None and pt.exact is not None
+def bill(node: Spec, catalog: Catalog, pt: Point) -> Bill:
+    """The point's bill line by line (cost_models.bill), ``node`` the spec its nodes serve."""
+    assert pt.chosen is not None
+    ch = pt.chosen
+    terms = bill_terms(node, catalog, ch.provider)
+    backup = sum(c.storage.backup_usd_month * k for c, k in ch.nodes)
+    lines = itemize(terms, replica_nodes(node), pt.nodes, ch.compute, ch.storage, backup)
+    return Bill(**vars(lines))
+
+
+def replication(spec: Spec, node: Spec, catalog: Catalog) -> Replication:
+    """How a configuration of ``node`` (cost_models.replication.node_spec of ``spec``) keeps its data."""
+    view = node.node_view
+    assert view is not None, "a solve's nodes serve a replication plan's node view"
+    plan = view.plan
+    return Replication(
+        factor=plan.rf,
+        zones=plan.zones,
+        consistency=plan.consistency,
+        read_replicas=plan.read_replicas,
+        amplification=view.amplification,
+        clients_across_zones=spec.replication.clients_across_zones,
+        cross_zone_gib_month=replication_gib_month(node, plan),
+        horizon_days=horizon_days(spec),
+        data_gib=logical_data_gib(node),
+        label=plan.label,
+    )
+
+
+def configuration(
+    spec: Spec, pf: PlanFrontiers, catalog: Catalog, pt: Point, backend: str, method: Method, budget: float
+) -> Configuration:
+    """The contract's :class:`~solver.rundir.Configuration` of one point of ``pf``'s plans."""
+    assert pt.chosen is not None and pt.exact is not None and pt.plan is not None
     ex, ch = pt.exact, pt.chosen
+    node = pf.node_spec(pt.plan)
     r = pt.result
     x = ex.throughput
     designs, storage = _node_designs(pt)
@@ -113,7 +142,8 @@ def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: f
         storage=storage,
         slas=[SlaFeature(f) for f in spec.slas],
         designs=designs,
-        monthly_cost=Bill(compute=ch.compute, storage=ch.storage, sla=ch.sla, total=ch.monthly_cost),
+        monthly_cost=bill(node, catalog, pt),
+        replication=replication(spec, node, catalog),
         predicted=Prediction(
             latency_s=(1.0 / x) if x > 0 else None,
             latency_p50_s=_worst([g.design.latency_p50_s for g in ex.per_node]),
@@ -468,12 +498,12 @@ def run_solve(
     t0 = time.perf_counter()
     if progress:
         progress("tables", 0, 1)
-    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS, cache=cache)
+    runs = plan_tables(spec, catalog, provs, workers=workers, presets=PRESETS, cache=cache)
     timings["tables_s"] = time.perf_counter() - t0
-    if not any(tables.contexts.values()):
+    if not any(any(r.tables.contexts.values()) for r in runs):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
     robust = is_robust(spec)
-    bands_total = (bands + 1) * len(provs) * (3 if robust else 1)
+    bands_total = (bands + 1) * sum(len(r.providers) for r in runs) * (3 if robust else 1)
     done = 0
 
     def tick(_p: str) -> None:
@@ -483,27 +513,26 @@ def run_solve(
             progress("bands", done, bands_total)
 
     t1 = time.perf_counter()
-    reevals = ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None
-    fr = solve_frontier(
+    pf = solve_plans(
         spec,
         catalog,
-        tables,
+        runs,
         backend,
         method=method,
         bands=bands,
         budget=b0,
-        providers=tuple(p for p in provs if p in tables.contexts),
         out_dir=out_dir,
         progress=tick,
         time_limit=time_limit,
-        reevals=reevals,
+        cache=cache,
         workers=workers if workers is not None else cpu_count(),
     )
+    fr = pf.merged
     timings["frontier_s"] = time.perf_counter() - t1
-    fr.baselines = baselines(spec, catalog, tables, fr.budgets)
+    fr.baselines = baselines_of_plans(catalog, runs, fr.budgets)
     idx = int(abs(fr.budgets - b0).argmin())
     answer = fr.best[idx]
-    lowest = cheapest(spec, catalog, tables, backend, exact=fr.exact) if method != Method.EXHAUSTIVE else None
+    lowest = cheapest_of_plans(catalog, runs, backend, frontiers=pf) if method != Method.EXHAUSTIVE else None
     if answer.chosen is None:
         cheapest_cost = lowest.cost if lowest else None
         if lowest is None:
@@ -511,7 +540,7 @@ def run_solve(
             why = "; ".join(f"{p} cannot price SLA {', '.join(u)}" for p, u in unavailable.items() if u)
             raise BudgetTooLow(b0, None, why or "no feasible configuration")
         raise BudgetTooLow(b0, cheapest_cost)
-    core = configuration(spec, answer, fr.backend, method, b0)
+    core = configuration(spec, pf, catalog, answer, fr.backend, method, b0)
     target = 0.0 if spec.min_throughput is None else spec.min_throughput
     met = answer.throughput >= target * (1 - 1e-9)
     tgt = Target(
@@ -521,16 +550,16 @@ def run_solve(
         max_latency_p50_s=spec.max_latency_p50_s,
     )
     if target > 0 and not met:
-        meets = cheapest(spec, catalog, tables, backend, min_throughput=target, exact=fr.exact)
+        meets = cheapest_of_plans(catalog, runs, backend, min_throughput=target, frontiers=pf)
         tgt.fastest_within_budget = TargetMiss(throughput_ops=answer.throughput, monthly_cost=answer.cost)
         if meets is not None and meets.chosen is not None:
-            tgt.cheapest_meeting_target = configuration(spec, meets, fr.backend, method, meets.cost)
+            tgt.cheapest_meeting_target = configuration(spec, pf, catalog, meets, fr.backend, method, meets.cost)
     need = need_of(spec)
     need_answer = None
     if need is not None:
-        meets_need = cheapest(spec, catalog, tables, backend, min_throughput=need.throughput_ops, exact=fr.exact)
+        meets_need = cheapest_of_plans(catalog, runs, backend, min_throughput=need.throughput_ops, frontiers=pf)
         if meets_need is not None and meets_need.chosen is not None:
-            conf = configuration(spec, meets_need, fr.backend, method, meets_need.cost)
+            conf = configuration(spec, pf, catalog, meets_need, fr.backend, method, meets_need.cost)
             note = None
             if meets_need.throughput < need.throughput_ops * (1 - 1e-9):
                 note = (
@@ -546,13 +575,14 @@ def run_solve(
         + f", tolerance {spec.tolerance:g}"
     )
     # The guard: is every chosen node's prediction inside what the engine was measured to do?
-    core.certificate.envelope = check_nodes(core.designs, spec.workload.operations)
+    node = pf.node_spec(answer.plan) if answer.plan is not None else spec
+    core.certificate.envelope = check_nodes(core.designs, node.workload.operations)
     solution = Solution(
         **{f.name: getattr(core, f.name) for f in dataclasses.fields(Configuration)},
         target=tgt,
         cheapest_possible_usd=lowest.cost if lowest else None,
         neighbours=neighbours(fr.best, b0),
-        optional_slas_usd=optional_slas(spec, catalog, answer),
+        optional_slas_usd=optional_slas(node, catalog, answer),
         frontier_check=FrontierCheck(
             monotone=fr.monotone,
             repaired_bands=fr.repaired,
@@ -560,7 +590,7 @@ def run_solve(
             bands=len(fr.budgets),
             providers=[Provider(p) for p in fr.points],
         ),
-        binding=binding(spec, catalog, fr, idx, answer, b0),
+        binding=binding(node, catalog, fr, idx, answer, b0),
         providers_at_budget={
             Provider(p): ProviderAtBudget(
                 throughput_ops=pts[idx].throughput,
@@ -575,16 +605,18 @@ def run_solve(
         search=Search(
             max_cluster=fr.max_cluster,
             max_cluster_source="spec" if spec.design.max_cluster_size else "derived from data and budget",
-            contexts={Provider(p): len(c) for p, c in tables.contexts.items()},
-            designs_per_vm=tables.grid_size,
+            contexts={
+                Provider(p): sum(len(r.tables.contexts.get(p, [])) for r in runs)
+                for p in sorted({p for r in runs for p in r.tables.contexts})
+            },
+            designs_per_vm=runs[0].tables.grid_size,
             timings_s=timings,
             band_count=bands,
         ),
     )
-    if reevals is not None:
-        reevals.save(spec)  # the re-evaluations of the cheapest clusters found after the frontier
+    pf.save()  # the re-evaluations of the cheapest clusters found after the frontier
     write_run(out_dir, fr, solution, spec.workload.operations)
-    return SolveRun(spec, fr, answer, solution, out_dir, tables, timings)
+    return SolveRun(spec, fr, answer, solution, out_dir, pf, timings)
 
 
 #: File types `--write-model` can write (Pyomo's writers, by suffix).
@@ -608,16 +640,18 @@ def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
     objective, floor = Objective.EXPECTED, 0.0
     if run.answer.objective == Objective.ROBUST and run.answer.floor_ops is not None:
         objective, floor = Objective.ROBUST, run.answer.floor_ops * X_SCALE
-    ctx = columns_for(run.tables.contexts.get(provider, []), objective, max_node_cost=run.solution.budget)
+    assert run.answer.plan is not None
+    plan = run.plans.tables_of(run.answer.plan)  # the answer's replication plan: its node view and tables
+    ctx = columns_for(plan.tables.contexts.get(provider, []), objective, max_node_cost=run.solution.budget)
     m, _ = build_mip(
-        run.spec,
+        plan.spec,
         catalog,
         ctx,
         run.solution.budget,
-        run.tables.max_cluster,
+        plan.tables.max_cluster,
         providers=[provider],
         objective=objective,
         floor_kops=floor,
-        target_kops=latency_target_kops(run.spec),
+        target_kops=latency_target_kops(plan.spec),
     )
     return PyomoBackend().write(m, path)
