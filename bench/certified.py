@@ -37,13 +37,19 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "from cli.main import app; app()"]
+#: A commit from before the CLI became the cli package (e.g. 18f96a3) has cli.py.
+OLD_CLI = [sys.executable, "-c", "from cli import main; main()"]
+
+
+def _cli(cwd: Path) -> list[str]:
+    return CLI if (cwd / "cli" / "main.py").is_file() else OLD_CLI
 
 
 def _run(
     cwd: Path, args: list[str], env: dict[str, str], check: bool = True
 ) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    res = subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    res = subprocess.run([*_cli(cwd), *args], cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if check and res.returncode != 0:
         raise SystemExit(f"{cwd}: {' '.join(args)} failed ({res.returncode}): {res.stderr[-600:]}")
@@ -273,7 +279,7 @@ def main() -> None:
             for name, cwd, cmd in cases:
                 wall, res = _run(cwd, cmd, env)
                 walls[name].append(wall)
-                if "solve" in name:
+                if cmd[0] == "solve":
                     frontier[name].append(json.loads(res.stdout)["search"]["timings_s"]["frontier_s"])
         for name, _, _ in cases:
             extra = f"; frontier {statistics.median(frontier[name]):.2f} s" if frontier[name] else ""

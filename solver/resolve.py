@@ -14,7 +14,8 @@ cheaper band's); the answer is that solve's, configuration, bill, exact throughp
 whose band-model throughput reaches Y (solver.bottleneck.cheapest_reaching), as `cosine solve`'s
 cheapest configuration meeting the need.
 
-Tables read in a process are kept for the next what-if of the same run (:data:`_TABLES`).
+Tables and run directories read in a process are kept for the next what-if of the same run
+(:data:`_TABLES`, :data:`_RUNS`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from cost_models.robust import is_robust
 from solver.backends import get_backend
 from solver.frontier import DEFAULT_BANDS, Frontier, Point, band_grid, cheapest, solve_frontier
 from solver.reeval_cache import ReevalCache
-from solver.rundir import RunDir, load_run
+from solver.rundir import FRONTIER, LOG, SOLUTION, RunDir, load_run
 from solver.table_cache import TableCache
 from solver.tables.build import build_tables
 from solver.tables.context import Tables
@@ -41,6 +42,21 @@ from specs.vocab import BackendName, Method, Provider
 
 #: Tables already read by this process, per (spec, price set, providers).
 _TABLES: dict[tuple[str, str, tuple[str, ...]], Tables] = {}
+#: Run directories already read and checked by this process, per path and their files' stamps.
+_RUNS: dict[tuple[str, tuple[tuple[int, int], ...]], RunDir] = {}
+
+
+def _load(run_dir: Path) -> RunDir:
+    """:func:`solver.rundir.load_run`, once per run directory and version of its files (mtime and
+    size of solution.json, frontier.parquet and the solver log)."""
+    try:
+        stamp = tuple((st.st_mtime_ns, st.st_size) for st in ((run_dir / n).stat() for n in (SOLUTION, FRONTIER, LOG)))
+    except OSError:
+        return load_run(run_dir)  # it names what is missing
+    key = (str(run_dir.resolve()), stamp)
+    if key not in _RUNS:
+        _RUNS[key] = load_run(run_dir)
+    return _RUNS[key]
 
 
 def _setting(run: RunDir, providers: tuple[str, ...] | None) -> tuple[Spec, Catalog, tuple[str, ...], Tables]:
@@ -86,7 +102,7 @@ def point_dict(pt: Point) -> dict[str, Any]:
 
 def resolve_budget(run_dir: Path, budget: float, providers: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The answer of `cosine solve --budget BUDGET` (with the run's settings), and each provider's."""
-    run = load_run(run_dir)
+    run = _load(run_dir)
     sol = run.solution
     spec, catalog, provs, tables = _setting(run, providers)
     bands = sol.search.band_count if sol.search and sol.search.band_count else DEFAULT_BANDS
@@ -158,7 +174,7 @@ def _envelope_idle(fr: Frontier) -> bool:
 
 def resolve_throughput(run_dir: Path, throughput: float, providers: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The cheapest configuration whose expected throughput reaches ``throughput`` ops/s."""
-    run = load_run(run_dir)
+    run = _load(run_dir)
     spec, catalog, provs, tables = _setting(run, providers)
     backend = get_backend(BackendName.HIGHS)
     per: dict[str, Any] = {}

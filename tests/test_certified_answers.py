@@ -160,3 +160,38 @@ def test_whatif_budget_alone_equals_the_grid(tmp_path, text, monkeypatch):
             assert qa[k] == fa[k], (b, k)
         assert q["per_provider"] == full["per_provider"], b
     assert alone, "no budget was solved alone"
+
+
+@pytest.mark.parametrize("text", [TINY_SPEC, WIDE], ids=["tiny", "wide"])
+def test_whatif_throughput_at_the_need_is_the_second_answer(tmp_path, text):
+    """`cosine whatif RUN --throughput Y` at the spec's need Y is `cosine solve`'s cheapest
+    configuration meeting the need (provider, VMs, bill, exact throughput)."""
+    run, sol = _solve(tmp_path, text, 800.0, "need")
+    second = sol["cheapest_meeting_need"]
+    y = second["need"]["throughput_ops"]
+    res = runner.invoke(app, ["whatif", str(run), "--throughput", repr(y), "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    a = json.loads(res.stdout)["answer"]
+    conf = second["configuration"]
+    assert a["provider"] == conf["provider"]
+    assert a["configuration"]["vms"] == [{"type": v["type"], "count": v["count"]} for v in conf["vms"]]
+    assert a["monthly_cost"] == pytest.approx(conf["monthly_cost"]["total"], rel=1e-12)
+    assert a["throughput_ops"] == pytest.approx(conf["predicted"]["throughput_ops"], rel=1e-12)
+
+
+def test_a_run_read_again_after_its_files_change(tmp_path):
+    """A what-if in a process that already read the run reads it again once its files change
+    (solver.resolve keeps a read run per files' mtime and size): an edited solution.json is
+    refused, not served from memory."""
+    from solver.resolve import resolve_budget
+    from specs.errors import InputError
+
+    run, _ = _solve(tmp_path, TINY_SPEC, 800.0, "kept")
+    first = resolve_budget(run, 612.5)
+    assert resolve_budget(run, 612.5) == first
+    path = run / "solution.json"
+    raw = json.loads(path.read_text())
+    raw["spec"] = "not_tiny"
+    path.write_text(json.dumps(raw, indent=2) + "\n")
+    with pytest.raises(InputError, match="spec"):
+        resolve_budget(run, 612.5)

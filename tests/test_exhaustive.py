@@ -80,7 +80,7 @@ def test_pruned_enumeration_equals_the_unpruned_one(seed):
 
 def test_the_pruning_keeps_fewer_contexts_on_realistic_storage():
     """Not a vacuous pruning: on realistic volumes and a small budget some contexts go (the
-    dominance alone drops 74 of 180 on bench/oracle_speed.py's instance: BENCHMARKS.md section 21)."""
+    instance of BENCHMARKS.md section 21, bench/certified.py's item 4, keeps 172 of its 180 at $2,000)."""
     cat = small_catalog("ondemand", per_provider=3)
     spec = make_spec(20_000_000, (0.5, 0.0, 0.0, 0.0, 0.5, 0.0), "{kind: uniform}", 400.0, "gcp", "", 3)
     ctx = tables_for(spec, cat).contexts["gcp"]
