@@ -29,19 +29,17 @@ import numpy as np
 from cost_models.pricing.catalog import Catalog, load_catalog
 from cost_models.robust import is_robust
 from solver.backends import get_backend
-from solver.frontier import DEFAULT_BANDS, Frontier, Point, band_grid, cheapest, solve_frontier
-from solver.reeval_cache import ReevalCache
+from solver.frontier import DEFAULT_BANDS, Frontier, Point, band_grid
+from solver.replicas import PlanTables, cheapest_of_plans, plan_tables, solve_plans
 from solver.rundir import FRONTIER, LOG, SOLUTION, RunDir, load_run
 from solver.table_cache import TableCache
-from solver.tables.build import build_tables
-from solver.tables.context import Tables
 from specs.errors import BudgetTooLow, InputError
 from specs.io import to_json
 from specs.schema import Spec, validate
 from specs.vocab import BackendName, Method, Provider
 
-#: Tables already read by this process, per (spec, price set, providers).
-_TABLES: dict[tuple[str, str, tuple[str, ...]], Tables] = {}
+#: Every replication plan's tables already read by this process, per (spec, price set, providers).
+_TABLES: dict[tuple[str, str, tuple[str, ...]], list[PlanTables]] = {}
 #: Run directories already read and checked by this process, per path and their files' stamps.
 _RUNS: dict[tuple[str, tuple[tuple[int, int], ...]], RunDir] = {}
 
@@ -59,7 +57,7 @@ def _load(run_dir: Path) -> RunDir:
     return _RUNS[key]
 
 
-def _setting(run: RunDir, providers: tuple[str, ...] | None) -> tuple[Spec, Catalog, tuple[str, ...], Tables]:
+def _setting(run: RunDir, providers: tuple[str, ...] | None) -> tuple[Spec, Catalog, tuple[str, ...], list[PlanTables]]:
     sol = run.solution
     try:
         spec = validate(sol.spec_raw)
@@ -73,7 +71,7 @@ def _setting(run: RunDir, providers: tuple[str, ...] | None) -> tuple[Spec, Cata
     catalog = load_catalog(sol.pricing)
     key = (to_json(sol.spec_raw, indent=None), str(sol.pricing), provs)
     if key not in _TABLES:
-        _TABLES[key] = build_tables(spec, catalog, provs, cache=TableCache())
+        _TABLES[key] = plan_tables(spec, catalog, provs, cache=TableCache())
     return spec, catalog, provs, _TABLES[key]
 
 
@@ -96,6 +94,7 @@ def point_dict(pt: Point) -> dict[str, Any]:
         "grid_gap": pt.grid_gap if math.isfinite(pt.grid_gap) else None,
         "repaired": pt.repaired,
         "polished": pt.polished,
+        "replication": pt.plan.label if pt.plan is not None else None,
         "configuration": pt.configuration(),
     }
 
@@ -104,7 +103,7 @@ def resolve_budget(run_dir: Path, budget: float, providers: tuple[str, ...] | No
     """The answer of `cosine solve --budget BUDGET` (with the run's settings), and each provider's."""
     run = _load(run_dir)
     sol = run.solution
-    spec, catalog, provs, tables = _setting(run, providers)
+    spec, catalog, provs, runs = _setting(run, providers)
     bands = sol.search.band_count if sol.search and sol.search.band_count else DEFAULT_BANDS
     lo, hi = spec.budget_range
     if budget > hi:
@@ -114,15 +113,15 @@ def resolve_budget(run_dir: Path, budget: float, providers: tuple[str, ...] | No
     method = Method(sol.certificate.method)
     backend = get_backend(BackendName(sol.certificate.backend) if method != Method.EXHAUSTIVE else BackendName.HIGHS)
     if grid.size == 0:  # below the spec's budget range: `cosine solve` has no band there either
-        low = cheapest(spec, catalog, tables, backend)
+        low = cheapest_of_plans(catalog, runs, backend)
         raise BudgetTooLow(budget, low.cost if low else None, "below the spec's budget range")
-    cache = ReevalCache()
-    solve = tuple(p for p in provs if p in tables.contexts)
+    cache = TableCache()  # its directory holds the re-evaluation caches too
+    solve = tuple(p for p in provs if any(p in r.tables.contexts for r in runs))
 
     def frontier(budgets: np.ndarray) -> Frontier:
-        return solve_frontier(
-            spec, catalog, tables, backend, method=method, budgets=budgets, providers=solve, reevals=cache
-        )
+        pf = solve_plans(spec, catalog, runs, backend, cache=cache, method=method, budgets=budgets)
+        pf.save()
+        return pf.merged
 
     # B alone first where it is likely to be the grid's answer: not with the MIP (its answers, to
     # its gap, start from the cheaper band's), nor with robustness and several providers (the
@@ -133,7 +132,7 @@ def resolve_budget(run_dir: Path, budget: float, providers: tuple[str, ...] | No
         fr = frontier(np.asarray(grid))
     answer = fr.best[-1]
     if answer.chosen is None:
-        low = cheapest(spec, catalog, tables, backend)
+        low = cheapest_of_plans(catalog, runs, backend)
         raise BudgetTooLow(budget, low.cost if low else None)
     return {
         "query": {"budget": budget, "throughput": None},
@@ -175,23 +174,16 @@ def _envelope_idle(fr: Frontier) -> bool:
 def resolve_throughput(run_dir: Path, throughput: float, providers: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The cheapest configuration whose expected throughput reaches ``throughput`` ops/s."""
     run = _load(run_dir)
-    spec, catalog, provs, tables = _setting(run, providers)
+    _, catalog, provs, runs = _setting(run, providers)
     backend = get_backend(BackendName.HIGHS)
     per: dict[str, Any] = {}
     best: Point | None = None
-    from solver.exact import Reevaluations
-
-    exact = Reevaluations(spec, store=ReevalCache())
-    if exact.store is not None:
-        exact.store.load(spec)
     for p in provs:
-        pt = cheapest(spec, catalog, tables, backend, min_throughput=throughput, providers=(p,), exact=exact)
+        pt = cheapest_of_plans(catalog, runs, backend, min_throughput=throughput, providers=(p,))
         if pt is not None and pt.chosen is not None:
             per[p] = _summary(pt)
             if best is None or pt.cost < best.cost:
                 best = pt
-    if exact.store is not None:
-        exact.store.save(spec)
     if best is None:
         return {
             "query": {"budget": None, "throughput": throughput},
