@@ -134,7 +134,8 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
         provider=provider,
         contexts=ctx,
         terms=terms,
-        max_cluster=max_cluster // unit,
+        # a node holds one key at least: no more nodes than keys (a unit holds unit copies of one)
+        max_cluster=min(max_cluster, N) // unit,
         cost=np.array([c.cost_month * unit for c in ctx], dtype=float),
         x=np.array([N * c.throughput / c.entries * X_SCALE for c in ctx], dtype=float),
         p=np.array([N * c.perturbed / c.entries * X_SCALE for c in ctx], dtype=float),

@@ -146,6 +146,7 @@ def exhaustive(
     # a replicated spec's nodes come in replica groups of ``unit`` nodes of one context (RF copies
     # of a shard): the enumeration counts groups, a group costs ``unit`` nodes
     unit = replica_nodes(spec)
+    max_cluster = min(max_cluster, N)  # a node holds one key at least
     best = Best()
     target = (0.0 if min_throughput is None else min_throughput) * X_SCALE
     # (a latency bound is a per-node constraint of the tables, not a throughput floor: issue 48)

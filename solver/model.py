@@ -257,7 +257,7 @@ def build_mip(
     # n counts units: a replicated spec's replica groups of RF nodes of one column (RF copies of
     # a shard, one Raft group), else nodes; a unit costs its nodes and holds their keys
     unit = replica_nodes(spec)
-    mc = (cluster_cap(spec, catalog, provs) if max_cluster is None else max_cluster) // unit
+    mc = min(cluster_cap(spec, catalog, provs) if max_cluster is None else max_cluster, N) // unit
     terms = {p: bill_terms(spec, catalog, p) for p in provs}
     ctx = [c for c in contexts if c.provider in provs and not terms[c.provider].unavailable]
     C = len(ctx)

@@ -20,13 +20,14 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from cost_models.pricing.catalog import load_catalog
+from cost_models.replication import node_spec
 from solver.backends import HighsBackend
 from solver.exact import reevaluate
 from solver.frontier import solve_frontier
 from solver.tables.build import build_tables
 from specs.errors import BudgetTooLow
-from specs.schema import parse_spec
-from specs.vocab import BindingResource
+from specs.schema import ReplicaPlan, parse_spec
+from specs.vocab import BindingResource, Consistency
 from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
@@ -105,7 +106,8 @@ def test_answers_spend_the_budget_or_say_why(tmp_path, text, budget):
     designs = sol["designs"]
     if len(designs) != 1:
         return
-    spec = parse_spec(text)
+    rep = sol["replication"]  # the answer's replication plan: its nodes serve that plan's node view
+    spec, _ = node_spec(parse_spec(text), ReplicaPlan(rep["factor"], rep["zones"], Consistency(rep["consistency"])))
     cat = load_catalog(spec.pricing)
     tables = build_tables(spec, cat, spec.providers, workers=1)
     d = designs[0]
@@ -121,7 +123,7 @@ def test_answers_spend_the_budget_or_say_why(tmp_path, text, budget):
     x = sol["predicted"]["throughput_ops"]
     k = round(spec.workload.entries / column.entries)
     per_node = column.cost_month
-    for n in range(k, tables.max_cluster + 1):
+    for n in range(k, tables.max_cluster + 1, rep["factor"]):  # whole replica groups
         if n * per_node > budget:
             break
         got = reevaluate(spec, [(column, n)]).throughput
