@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from solver.rundir import FrontierRow
+from solver.rundir import Bill, FrontierRow
 from specs.io import read_rows, write_rows
 from tests.conftest import TINY_SPEC
 
@@ -47,7 +47,7 @@ def test_solution_contract(solved):
         "threads",
     ):
         assert k in sol["designs"][0], k
-    assert set(sol["monthly_cost"]) == {"compute", "storage", "sla", "total"}
+    assert set(sol["monthly_cost"]) == {*Bill.LINES, "total"}
     assert set(sol["predicted"]["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw", "empty_range"}
     assert sol["predicted"]["latency_s"] == pytest.approx(1 / sol["predicted"]["throughput_ops"])
     assert set(sol["certificate"]) >= {"mip_gap", "approx_error", "backend", "method"}

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cli.main import app
+from solver.rundir import Bill
 from tests.conftest import TINY_SPEC
 
 CHROMIUM_FLAGS = (
@@ -142,7 +143,7 @@ def _check_against_whatif(runner: Any, run_dir: Path, shown: dict[str, Any]) -> 
     assert got["monthly_cost"] == pytest.approx(a["monthly_cost"], rel=1e-12)
     assert got["throughput_ops"] == pytest.approx(a["throughput_ops"], rel=1e-12)
     assert shown["per_provider"] == set(want["per_provider"])
-    assert shown["bill_rows"] == 4 and shown["design_rows"] == len(a["configuration"]["designs"])
+    assert shown["bill_rows"] == len(Bill.LINES) + 1 and shown["design_rows"] == len(a["configuration"]["designs"])
 
 
 def test_slider_shows_whatif_answer(runner: Any, robust_run: Path, browser: Any, tmp_path: Path) -> None:
