@@ -21,6 +21,7 @@
 //! is closed, its queued replies dropped. The limit is what bounds large replies
 //! (values up to 64 MiB, MGET, RANGE): 16 pieces of one 64 MiB value each would be 1 GiB.
 
+use crate::cluster::{ClusterNode, Session};
 use crate::command::Command;
 use crate::error::ServerError;
 use crate::output::{OutputBuffer, OutputLimit};
@@ -67,6 +68,24 @@ impl Default for ServerConfig {
             max_batch_bytes: 1 << 20,
             drain: Duration::from_secs(10),
             output: OutputLimit::default(),
+        }
+    }
+}
+
+/// What a server serves: one engine, or one replica of a replicated shard.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// An engine of its own (`--dir`): every command runs on it.
+    Engine(Arc<Engine>),
+    /// A replica of a shard (`--cluster`): the Redis Cluster protocol ([`crate::cluster`]).
+    Cluster(Arc<ClusterNode>),
+}
+
+impl Backend {
+    fn key_bytes(&self) -> usize {
+        match self {
+            Backend::Engine(e) => e.config().layout.key_bytes,
+            Backend::Cluster(c) => c.key_bytes(),
         }
     }
 }
@@ -211,6 +230,17 @@ pub async fn serve(
     cfg: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) {
+    serve_backend(listener, Backend::Engine(engine), stats, cfg, shutdown).await
+}
+
+/// [`serve`] for either backend.
+pub async fn serve_backend(
+    listener: TcpListener,
+    backend: Backend,
+    stats: Arc<ServerStats>,
+    cfg: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
@@ -230,10 +260,10 @@ pub async fn serve(
                     });
                     continue;
                 }
-                let (engine, stats, stop) = (engine.clone(), stats.clone(), stop_rx.clone());
+                let (backend, stats, stop) = (backend.clone(), stats.clone(), stop_rx.clone());
                 stats.connected.fetch_add(1, Ordering::Relaxed);
                 conns.spawn(async move {
-                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, engine, &stats, cfg, stop).await {
+                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, backend, &stats, cfg, stop).await {
                         ServerStats::bump(&stats.output_limit_disconnections);
                         eprintln!("cosine-server: closed the connection of {peer}: {e}");
                     }
@@ -261,7 +291,7 @@ pub async fn serve(
 /// limit and was closed, its queued replies dropped.
 async fn connection(
     sock: TcpStream,
-    engine: Arc<Engine>,
+    backend: Backend,
     stats: &Arc<ServerStats>,
     cfg: ServerConfig,
     stop: watch::Receiver<bool>,
@@ -271,7 +301,7 @@ async fn connection(
     let output = Arc::new(OutputBuffer::new(cfg.output));
     let (tx, rx) = mpsc::channel::<Outgoing>(REPLY_QUEUE);
     let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone()));
-    let mut result = requests(&mut rd, &tx, &output, engine, stats, cfg, stop).await;
+    let mut result = requests(&mut rd, &tx, &output, backend, stats, cfg, stop).await;
     drop(tx);
     if result.is_ok() {
         // every reply already queued is sent (after its durability wait), within the limit
@@ -295,12 +325,13 @@ async fn requests(
     rd: &mut OwnedReadHalf,
     tx: &mpsc::Sender<Outgoing>,
     output: &Arc<OutputBuffer>,
-    engine: Arc<Engine>,
+    backend: Backend,
     stats: &Arc<ServerStats>,
     cfg: ServerConfig,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ServerError> {
-    let key_bytes = engine.config().layout.key_bytes;
+    let key_bytes = backend.key_bytes();
+    let mut session = Session::default();
     let mut parser = Parser::new(cfg.limits);
     let mut buf = BytesMut::with_capacity(16 << 10);
     loop {
@@ -327,10 +358,17 @@ async fn requests(
             // run them here rather than pay a hand-off to the blocking pool
             let quick = batch.iter().all(|c| c.as_ref().map_or(true, Command::is_quick));
             let close = quit.is_some();
+            if let Backend::Cluster(node) = &backend {
+                // replicated: each reply is final when produced (writes committed, reads checked)
+                let replies = node.execute(std::mem::take(&mut batch), &mut session, stats, output).await?;
+                let out = Outgoing { replies, wrote: Vec::new(), durable: None, close };
+                guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
+            }
             while !batch.is_empty() {
+                let Backend::Engine(engine) = &backend else { break }; // (a cluster ran it above)
                 let n = batch.len();
                 let Executed { replies, wrote, rest } = if quick {
-                    execute_batch(&engine, stats, output, batch, cfg.max_batch_bytes)?
+                    execute_batch(engine, stats, output, batch, cfg.max_batch_bytes)?
                 } else {
                     let (e, s, o, max) = (engine.clone(), stats.clone(), output.clone(), cfg.max_batch_bytes);
                     match tokio::task::spawn_blocking(move || execute_batch(&e, &s, &o, batch, max)).await {

@@ -14,7 +14,6 @@ use cosine_engine::Engine;
 use cosine_tests::{key, TempDir};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-
 /// Write `t` of the sequence: a put of key `t`, except every fourth, which deletes the key
 /// put three writes before.
 fn write(e: &Engine, t: u64) {
@@ -28,7 +27,7 @@ fn write(e: &Engine, t: u64) {
 /// The value of key `i` after the first `n` writes.
 fn expected(i: u64, n: u64) -> Option<Vec<u8>> {
     let put = i < n && i % 4 != 3;
-    let deleted = i % 4 == 0 && i + 3 < n;
+    let deleted = i.is_multiple_of(4) && i + 3 < n;
     (put && !deleted).then(|| format!("v{i}").into_bytes())
 }
 
