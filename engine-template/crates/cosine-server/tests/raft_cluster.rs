@@ -13,6 +13,11 @@
 //!   restarted, then the next leader is paused and resumed. The recorded history of each key must be linearizable
 //!   (`common::linearizability`). The test checks the checker refuses stale reads, and that
 //!   each key's history holds operations before, between and after the faults.
+//! * `snapshots_bring_back_a_replica_and_survive_a_full_restart`: with a snapshot every
+//!   100 entries, a follower killed while 800 keys are written comes back behind the
+//!   purged log and catches up from a snapshot (the engine's files); it then holds every
+//!   key (read on it with `READONLY`, eventual consistency); then every replica is
+//!   SIGKILLed at once and restarted, and every key is still there, on every replica.
 //!
 //! Bounded: each test runs a few seconds (300-600 ms election timeouts).
 
@@ -272,5 +277,83 @@ fn histories_through_failovers_are_linearizable() {
         if let Err(e) = check(ops, None) {
             panic!("key reg{k}: the history of {} operations is not linearizable: {e}", ops.len());
         }
+    }
+}
+
+/// The keys of the snapshot test.
+fn snap_key(i: usize) -> String {
+    format!("snap{i:05}")
+}
+
+/// Reads every key of `0..n` on replica `i` itself (READONLY); the keys it lacks.
+fn missing_on(cluster: &Cluster, i: usize, n: usize) -> Vec<usize> {
+    let mut c = cosine_server::client::Client::connect(cluster.nodes[i].addr, Duration::from_secs(5)).expect("connect");
+    assert_eq!(c.call(&[b"READONLY"]).expect("READONLY"), Reply::ok());
+    (0..n)
+        .filter(|k| match c.call(&[b"GET", snap_key(*k).as_bytes()]).expect("GET") {
+            Reply::Bulk(v) => v != format!("v{k}").into_bytes(),
+            _ => true,
+        })
+        .collect()
+}
+
+#[test]
+fn snapshots_bring_back_a_replica_and_survive_a_full_restart() {
+    const N: usize = 800;
+    let raft = r#"{"heartbeat_ms": 50, "election_min_ms": 300, "election_max_ms": 600, "snapshot_entries": 100, "keep_entries": 20}"#;
+    let dir = TempDir::new("raft-snapshots");
+    let mut cluster = Cluster::start_with(dir.path(), &shard_design(), 1, 3, raft, "eventual");
+    let leader = cluster.wait_leader(0, Duration::from_secs(10));
+    let behind = (leader + 1) % 3;
+    cluster.kill(behind);
+    let addrs: Vec<_> = cluster.nodes.iter().map(|n| n.addr).collect();
+    let mut c = ShardClient::new(addrs.clone(), leader);
+    for k in 0..N {
+        let out = c.call(&[b"SET", snap_key(k).as_bytes(), format!("v{k}").as_bytes()], Duration::from_secs(5));
+        assert_eq!(out, Outcome::Done(Reply::ok()), "SET {k}");
+    }
+    let field = |c: &Cluster, i: usize, f: &str| c.field(i, f).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    assert!(field(&cluster, leader, "raft_snapshots_built") >= 1, "the leader built no snapshot");
+    let purged = field(&cluster, leader, "raft_purged_index");
+    assert!(purged >= 100, "the leader's log was not purged (purged index {purged})");
+    cluster.spawn(behind);
+    let target = cluster.applied(leader).expect("leader's applied index");
+    let t = Instant::now();
+    while cluster.applied(behind).is_none_or(|a| a < target) {
+        assert!(t.elapsed() < Duration::from_secs(15), "the restarted replica did not catch up: {:?} of {target}", cluster.applied(behind));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(field(&cluster, behind, "raft_snapshots_installed") >= 1, "it caught up without a snapshot: {:?}", cluster.replication(behind));
+    let missing = missing_on(&cluster, behind, N);
+    assert!(
+        missing.is_empty(),
+        "{} keys missing on the replica restored from a snapshot: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+    // every replica at once
+    for i in 0..3 {
+        cluster.kill(i);
+    }
+    for i in 0..3 {
+        cluster.spawn(i);
+    }
+    let leader = cluster.wait_leader(0, Duration::from_secs(10));
+    let mut c = ShardClient::new(addrs, leader);
+    assert_eq!(c.call(&[b"SET", b"after", b"restart"], Duration::from_secs(5)), Outcome::Done(Reply::ok()));
+    let target = cluster.applied(leader).expect("leader's applied index");
+    for i in 0..3 {
+        let t = Instant::now();
+        while cluster.applied(i).is_none_or(|a| a < target) {
+            assert!(t.elapsed() < Duration::from_secs(10), "replica {i} did not catch up after the restart");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let missing = missing_on(&cluster, i, N);
+        assert!(
+            missing.is_empty(),
+            "{} keys missing on replica {i} after the restart: {:?}",
+            missing.len(),
+            &missing[..missing.len().min(10)]
+        );
     }
 }

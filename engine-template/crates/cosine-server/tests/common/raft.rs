@@ -39,8 +39,14 @@ fn free_port() -> u16 {
 }
 
 impl Cluster {
-    /// Writes `cfg` and a cluster file of `shards` x `replicas` under `root` and starts every replica.
+    /// Writes `cfg` and a cluster file of `shards` x `replicas` under `root` and starts every
+    /// replica; `raft` is the file's `raft` section, strong consistency.
     pub fn start(root: &Path, cfg: &Config, shards: usize, replicas: usize, raft: &str) -> Cluster {
+        Cluster::start_with(root, cfg, shards, replicas, raft, "strong")
+    }
+
+    /// [`Cluster::start`] with a consistency level (`strong`, `eventual`).
+    pub fn start_with(root: &Path, cfg: &Config, shards: usize, replicas: usize, raft: &str, consistency: &str) -> Cluster {
         let config = root.join("engine.toml");
         std::fs::write(&config, to_toml(cfg)).expect("write engine.toml");
         let mut nodes = Vec::new();
@@ -59,7 +65,8 @@ impl Cluster {
             shard_json.push(format!(r#"{{"id": {s}, "slots": [[{}, {hi}]], "replicas": [{}]}}"#, s * per, reps.join(", ")));
         }
         let topology = root.join("cluster.json");
-        std::fs::write(&topology, format!(r#"{{"raft": {raft}, "shards": [{}]}}"#, shard_json.join(", "))).expect("write cluster.json");
+        std::fs::write(&topology, format!(r#"{{"raft": {raft}, "consistency": "{consistency}", "shards": [{}]}}"#, shard_json.join(", ")))
+            .expect("write cluster.json");
         let mut c = Cluster { nodes, replicas, config, topology };
         for i in 0..c.nodes.len() {
             c.spawn(i);
@@ -130,7 +137,8 @@ impl Cluster {
         }
     }
 
-    fn field(&self, i: usize, name: &str) -> Option<String> {
+    /// A field of replica `i`'s `INFO replication`.
+    pub fn field(&self, i: usize, name: &str) -> Option<String> {
         self.replication(i)?.into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
