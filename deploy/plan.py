@@ -116,24 +116,31 @@ def data_scale(designs: Sequence[DesignEntry], records: int, n_nodes: int) -> fl
     return (records / n_nodes) / max(keys, 1.0)
 
 
-def default_scale(designs: Sequence[DesignEntry], n_nodes: int) -> tuple[float, str]:
+def default_scale(designs: Sequence[DesignEntry], n_nodes: int, replicas: int = 1) -> tuple[float, str]:
     """S and why: the design's memory per key for :data:`DEFAULT_RECORDS` local records,
-    capped by :data:`MEMORY_SHARE` of this machine's memory."""
+    capped by :data:`MEMORY_SHARE` of this machine's memory (for every replica of every node)."""
     keys = min(d.entries_per_node for d in designs)
     by_data = data_scale(designs, DEFAULT_RECORDS, n_nodes)
-    total = sum(d.memory_bytes for d in designs)
+    total = sum(d.memory_bytes for d in designs) * replicas
     by_memory = MEMORY_SHARE * machine_memory() / max(total, 1.0)
     if min(by_data, by_memory) >= 1.0:
         return 1.0, "the design fits unscaled"
     if by_data <= by_memory:
         return by_data, f"{DEFAULT_RECORDS:,} records over {n_nodes} nodes, designed for {keys:,.0f} keys per node"
-    return by_memory, f"{MEMORY_SHARE:.0%} of this machine's memory"
+    each = f" over {replicas} replicas of each node" if replicas > 1 else ""
+    return by_memory, f"{MEMORY_SHARE:.0%} of this machine's memory{each}"
 
 
 def plan_cluster(
-    run_dir: Path, *, nodes: int | None = None, scale: float | None = None, wal_sync: WalSync = WalSync.GROUP_COMMIT
+    run_dir: Path,
+    *,
+    nodes: int | None = None,
+    scale: float | None = None,
+    wal_sync: WalSync = WalSync.GROUP_COMMIT,
+    replicas: int = 1,
 ) -> ClusterPlan:
-    """The local cluster for RUN_DIR's solution (validated; nothing is started)."""
+    """The local cluster for RUN_DIR's solution (validated; nothing is started). Each node may run
+    as ``replicas`` servers (a shard's Raft group): they share this machine's memory and cores."""
     from solver.rundir import SOLUTION, read_solution
     from specs.schema import validate
 
@@ -147,8 +154,8 @@ def plan_cluster(
     n = nodes if nodes is not None else min(recommended, machine_cores(), MAX_NODES)
     per_type = allocate(counts, n)
     chosen = [d for d, k in zip(designs, per_type, strict=True) for _ in range(k)]
-    s, why = (scale, "--scale") if scale is not None else default_scale(chosen, n)
-    vcpu = max(1, machine_cores() // n)
+    s, why = (scale, "--scale") if scale is not None else default_scale(chosen, n, replicas)
+    vcpu = max(1, machine_cores() // (n * replicas))
     plans = []
     for i, d in enumerate(chosen):
         name = f"{sol.spec} on {sol.provider}:{d.vm_type} (node {i} of {n}, memory x{s:.4g})"

@@ -14,18 +14,25 @@ from specs.vocab import DeploymentStatus, WalSync
 
 def _header(con: Console, st: DeployState) -> None:
     con.print(
-        f"[bold]{st.spec}[/] on {st.provider}: {len(st.nodes)} of the {st.recommended_nodes} recommended nodes on "
+        f"[bold]{st.spec}[/] on {st.provider}: {st.shards} of the {st.recommended_nodes} recommended nodes on "
         f"this machine, memory x{st.scale:.4g} ({st.scale_reason}), wal_sync = {st.wal_sync}"
     )
-    con.print(
-        f"proxy (nutcracker, ketama, auto_eject_hosts {'on' if st.auto_eject else 'off'}): "
-        f"127.0.0.1:{st.proxy.port}; shards: " + ", ".join(f"127.0.0.1:{n.port}" for n in st.nodes)
-    )
+    if st.proxy is not None:
+        con.print(
+            f"proxy (nutcracker, ketama, auto_eject_hosts {'on' if st.auto_eject else 'off'}): "
+            f"127.0.0.1:{st.proxy.port}; shards: " + ", ".join(f"127.0.0.1:{n.port}" for n in st.nodes)
+        )
+    else:
+        con.print(
+            f"{st.shards} shards x {st.replicas} replicas, each shard a Raft group; Redis Cluster protocol "
+            f"(redis-cli -c, redis-benchmark --cluster, JedisCluster), {st.consistency} reads; "
+            f"seeds: " + ", ".join(f"127.0.0.1:{n.port}" for n in st.nodes)
+        )
     con.print(
         f"the solution predicts {si(st.predicted_cloud_ops)} ops/s for {st.recommended_nodes} cloud nodes, "
-        f"{si(st.predicted_scaled_ops)} ops/s for {len(st.nodes)} of them"
+        f"{si(st.predicted_scaled_ops)} ops/s for {st.shards} of them"
     )
-    con.print("scans: twemproxy routes one key per command; RANGE goes to every shard (scatter-gather)")
+    con.print("scans: one key per command is routed; RANGE goes to every shard (scatter-gather)")
     if st.wal_sync == WalSync.NONE:
         con.print("[yellow]note:[/] wal_sync = none: a SET is acknowledged before it is durable; a crash can lose it")
 
@@ -34,10 +41,12 @@ def print_up(st: DeployState) -> None:
     con = Console()
     _header(con, st)
     t = Table(title=f"started ({st.deploy_dir})")
-    for c in ("node", "design", "VM type", "port", "pid", "memory"):
+    bus = ("bus",) if st.proxy is None else ()
+    for c in ("node", "design", "VM type", "port", "pid", "memory", *bus):
         t.add_column(c, justify="right")
     for n in st.nodes:
-        t.add_row(n.name, n.design_class, n.vm_type, str(n.port), str(n.pid), gib(n.memory_bytes))
+        extra = (str(n.bus_port),) if bus else ()
+        t.add_row(n.name, n.design_class, n.vm_type, str(n.port), str(n.pid), gib(n.memory_bytes), *extra)
     con.print(t)
     con.print(f"stop with: cosine deploy {st.run_dir} --down --out {st.deploy_dir}")
 
@@ -48,8 +57,9 @@ def print_status(st: DeployState, rows: list[dict[str, Any]], state: DeploymentS
     title = f"{st.deploy_dir}: {state}" + (f" ({', '.join(down)} down)" if down else "")
     t = Table(title=f"[red]{title}[/]" if down else title)
     cols = ("process", "port", "pid", "up", "PING", "cmds", "blk rd", "blk wr", "flushes", "merges", "WAL syncs")
-    for c in cols:
-        t.add_column(c, justify="right")
+    raft = ("raft_state", "raft_term", "raft_applied_index") if st.proxy is None else ()
+    for c in (*cols, *raft):
+        t.add_column(c.removeprefix("raft_"), justify="right")
     for r in rows:
         i = r.get("info", {})
         t.add_row(
@@ -60,7 +70,15 @@ def print_status(st: DeployState, rows: list[dict[str, Any]], state: DeploymentS
             "yes" if r["answers"] else "[red]no[/]",
             *(
                 i.get(k, "")
-                for k in ("total_commands_processed", "block_reads", "block_writes", "flushes", "merges", "wal_syncs")
+                for k in (
+                    "total_commands_processed",
+                    "block_reads",
+                    "block_writes",
+                    "flushes",
+                    "merges",
+                    "wal_syncs",
+                    *raft,
+                )
             ),
         )
     con.print(t)
