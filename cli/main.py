@@ -385,12 +385,12 @@ def deploy(
                 print_up(st)
         elif status:
             st, rows = cluster_status(d)
-            state, gone = health(st, rows)
+            h = health(st, rows)
             if as_json:
-                echo_json({"state": st, "health": {"status": state, "down": gone}, "processes": rows})
+                echo_json({"state": st, "health": {**vars(h), "leaderless": h.leaderless}, "processes": rows})
             else:
-                print_status(st, rows, state, gone)
-            if state == DeploymentStatus.DEGRADED:
+                print_status(st, rows, h)
+            if h.status == DeploymentStatus.DEGRADED:
                 raise typer.Exit(ExitCode.FLAGGED)
         else:
             done = stop_cluster(d)

@@ -265,9 +265,48 @@ def _stop(pid: int | None, name: str, sig: int = signal.SIGTERM, timeout: float 
     return f"killed (no exit {timeout:.0f} s after SIGTERM)"
 
 
+def _stop_all(pids: list[int | None], name: str, timeout: float = STOP_TIMEOUT_S) -> list[str]:
+    """SIGTERM every process of ``pids`` at once, then wait for them all (SIGKILL after ``timeout``);
+    what happened to each. (One at a time, a replicated shard would elect a new leader after each.)"""
+    running = [alive(p, name) for p in pids]
+    for p, up in zip(pids, running, strict=True):
+        if up:
+            assert p is not None
+            os.kill(p, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(alive(p, name) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out = []
+    for p, up in zip(pids, running, strict=True):
+        if not up:
+            out.append("not running")
+        elif alive(p, name):
+            assert p is not None
+            os.kill(p, signal.SIGKILL)
+            out.append(f"killed (no exit {timeout:.0f} s after SIGTERM)")
+        else:
+            out.append("stopped")
+    return out
+
+
 def kill_node(st: DeployState, i: int) -> None:
     """SIGKILL node ``i`` (a crash, for fault tests); its state keeps the pid until restarted."""
     _stop(st.nodes[i].pid, SERVER, signal.SIGKILL, timeout=10.0)
+
+
+def kill_all(st: DeployState) -> None:
+    """SIGKILL every server at once (a power cut of the whole cluster, for fault tests), then reap them."""
+    for n in st.nodes:
+        if alive(n.pid, SERVER):
+            assert n.pid is not None
+            os.kill(n.pid, signal.SIGKILL)
+    for i in range(len(st.nodes)):
+        kill_node(st, i)
+
+
+def stop_node(st: DeployState, i: int) -> str:
+    """SIGTERM node ``i`` (it flushes and closes) and waits; says what happened."""
+    return _stop(st.nodes[i].pid, SERVER)
 
 
 def signal_node(st: DeployState, i: int, sig: signal.Signals) -> None:
@@ -279,26 +318,43 @@ def signal_node(st: DeployState, i: int, sig: signal.Signals) -> None:
     os.kill(pid, sig)
 
 
-def _prepare_dir(d: Path, plan: ClusterPlan, replicas: int, routing: Routing) -> DeployState | None:
-    """The previous (stopped) state to reuse, or None for a fresh directory; refuses anything else."""
+def _prepare_dir(d: Path, plan: ClusterPlan, replicas: int, routing: Routing) -> tuple[DeployState | None, bool]:
+    """The previous deployment to reuse (None for a fresh directory) and whether some of its servers
+    still run (a replicated deployment with replicas down: :func:`repair` starts them); refuses
+    anything else."""
     if (d / STATE).is_file():
         old = read_state(d)
-        if any(alive(n.pid, SERVER) for n in old.nodes) or (old.proxy is not None and alive(old.proxy.pid, PROXY)):
+        up = [alive(n.pid, SERVER) for n in old.nodes]
+        proxy_up = old.proxy is not None and alive(old.proxy.pid, PROXY)
+        if all(up) or proxy_up or (any(up) and (old.routing == Routing.PROXY or old.status == STOPPED)):
             raise InputError(f"{d}: a cluster is already running there (stop it with --down first)")
         if old.shards != len(plan.nodes):
             raise InputError(
-                f"{d}: the stopped deployment there holds {old.shards} shards, this plan has "
-                f"{len(plan.nodes)}; its data would map to other shards (use --nodes {old.shards} or --out)"
+                f"{d}: the {'running' if any(up) else 'stopped'} deployment there holds {old.shards} shards, this "
+                f"plan has {len(plan.nodes)}; its data would map to other shards (use --nodes {old.shards} or --out)"
             )
         if (old.replicas, old.routing) != (replicas, routing):
             raise InputError(
-                f"{d}: the stopped deployment there has {old.replicas} replica(s) per shard, routed by {old.routing}; "
+                f"{d}: the deployment there has {old.replicas} replica(s) per shard, routed by {old.routing}; "
                 f"start it with --replicas {old.replicas} --routing {old.routing}, or use another --out"
             )
-        return old
+        return old, any(up)
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise InputError(f"{d}: exists and is not a cosine deployment; refusing to write into it")
-    return None
+    return None, False
+
+
+def repair(st: DeployState) -> list[str]:
+    """Starts the replicas of a running replicated deployment that are down, each on its own data
+    and configuration (it catches up from its shard's leader: the log, or a snapshot); waits until
+    every shard has a leader. The names of the replicas started."""
+    started = []
+    for i, n in enumerate(st.nodes):
+        if not alive(n.pid, SERVER):
+            start_node(st, i)
+            started.append(n.name)
+    raft.wait_leaders(st)
+    return started
 
 
 def up(
@@ -316,6 +372,8 @@ def up(
     timing: raft.RaftTiming | None = None,
 ) -> DeployState:
     """Start the local cluster of RUN_DIR's solution; returns its state (also in state.json).
+    A stopped deployment starts again on its data; a replicated one with replicas down has
+    them started (:func:`repair`).
 
     ``replicas`` per shard (default: the solution's replication factor, :func:`raft.default_replicas`);
     ``routing`` defaults to the proxy for one replica and to the Redis Cluster protocol otherwise."""
@@ -335,7 +393,16 @@ def up(
         twemproxy.nutcracker_binary()
     run_dir = run_dir.absolute()  # the state holds absolute paths: --status/--down work from anywhere
     d = deploy_dir_of(run_dir, out.absolute() if out is not None else None)
-    old = _prepare_dir(d, plan, replicas, routing)
+    old, partly_up = _prepare_dir(d, plan, replicas, routing)
+    if old is not None and partly_up:
+        # a replicated deployment with replicas down: start them as they were configured
+        if (old.wal_sync, old.consistency) != (plan.wal_sync, consistency):
+            raise InputError(
+                f"{d}: its running replicas have wal_sync {old.wal_sync}, {old.consistency} reads; the replicas "
+                f"that are down restart the same (give --wal-sync {old.wal_sync} --consistency {old.consistency})"
+            )
+        repair(old)
+        return old
     per_shard = replicas if routing == Routing.CLUSTER else 1
     ports = old.shard_ports() if old else []
     buses = [n.bus_port for n in old.nodes if n.bus_port is not None] if old else []
@@ -428,14 +495,14 @@ def up(
 
 
 def down(deploy_dir: Path) -> list[tuple[str, str]]:
-    """Stop the proxy, then every server (SIGTERM: each flushes and closes its engine)."""
+    """Stop the proxy, then every server at once (SIGTERM: each flushes and closes its engine)."""
     st = read_state(deploy_dir)
     done = []
     if st.proxy is not None:
         done.append((PROXY, _stop(st.proxy.pid, PROXY)))
         st.proxy.pid = None
+    done += zip([n.name for n in st.nodes], _stop_all([n.pid for n in st.nodes], SERVER), strict=True)
     for n in st.nodes:
-        done.append((n.name, _stop(n.pid, SERVER)))
         n.pid = None
     st.status = STOPPED
     write_state(st)
@@ -444,17 +511,38 @@ def down(deploy_dir: Path) -> list[tuple[str, str]]:
     return done
 
 
-def health(st: DeployState, rows: list[dict[str, Any]]) -> tuple[DeploymentStatus, list[str]]:
-    """A started deployment is degraded while any of its processes is down or does not answer;
-    (the status, the processes down)."""
+@dataclass(frozen=True)
+class Health:
+    """A deployment's health (``cosine deploy --status``)."""
+
+    status: DeploymentStatus
+    down: list[str]  # processes down or not answering
+    shards: list[raft.ShardView]  # a replicated deployment's shards ([] behind a proxy)
+
+    @property
+    def leaderless(self) -> list[int]:
+        """Shards without a leader (they take no writes)."""
+        return [v.shard for v in self.shards if v.leader is None]
+
+
+def health(st: DeployState, rows: list[dict[str, Any]]) -> Health:
+    """A started deployment is degraded while any of its processes is down or does not answer, or
+    a shard has no leader."""
+    shards = []
+    if st.routing == Routing.CLUSTER:
+        by_name = {r["name"]: r for r in rows}
+        views = {i: by_name[n.name].get("info") if by_name[n.name]["answers"] else None for i, n in enumerate(st.nodes)}
+        shards = raft.shard_views(st, views)
     if st.status == STOPPED:
-        return STOPPED, []
+        return Health(STOPPED, [], shards)
     down = [r["name"] for r in rows if not (r["alive"] and r["answers"])]
-    return (DeploymentStatus.DEGRADED if down else RUNNING), down
+    bad = down or any(v.leader is None for v in shards)
+    return Health(DeploymentStatus.DEGRADED if bad else RUNNING, down, shards)
 
 
 def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:
-    """The state and one row per process: alive, answering, and each server's INFO counters."""
+    """The state and one row per process: alive, answering, and each server's INFO counters (with
+    replicas: its shard and its role, ``leader``, ``follower``, ``candidate`` or ``down``)."""
     st = read_state(deploy_dir)
     rows: list[dict[str, Any]] = []
     if st.proxy is not None:
@@ -483,5 +571,8 @@ def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:
                 row["info"] = info(HOST, n.port)
             except (OSError, ConnectionError):
                 row["answers"] = False
+        if st.routing == Routing.CLUSTER:
+            row["shard"] = n.shard
+            row["role"] = row["info"].get("raft_state", "unknown") if row["answers"] else "down"
         rows.append(row)
     return st, rows

@@ -6,13 +6,14 @@ Redis Cluster protocol (``CLUSTER SLOTS``, ``-MOVED``) instead of going through 
 --cluster FILE --node-id N``): the shards, their hash slots (16,384 split evenly, in shard
 order), each replica's RESP and bus ports, the read consistency and the Raft timing.
 :func:`leaders` asks every replica whom it follows; :func:`wait_leaders` waits until every
-shard has a leader a majority of its replicas follow.
+shard has a leader a majority of its replicas follow; :func:`shard_views` is each shard as
+``cosine deploy --status`` shows it (its replicas, those that answer, its leader).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -104,24 +105,65 @@ def replication(port: int) -> dict[str, str] | None:
         return None
 
 
-def leaders(st: DeployState) -> dict[int, int | None]:
-    """Per shard, the index (in ``st.nodes``) of the replica a majority of its live replicas
-    follow and that says it leads; None while there is none."""
-    out: dict[int, int | None] = {}
-    views = {i: replication(n.port) for i, n in enumerate(st.nodes)}
+@dataclass(frozen=True)
+class ShardView:
+    """One shard as its replicas report it (``cosine deploy --status``)."""
+
+    shard: int
+    replicas: tuple[str, ...]  # every replica's name, in order
+    answering: tuple[str, ...]  # those that answered INFO
+    leader: str | None  # the replica that says it leads and a majority of the shard follows; None: no leader
+    term: int | None  # the leader's term
+
+    @property
+    def degraded(self) -> bool:
+        """A replica does not answer, or the shard has no leader (it takes no writes)."""
+        return self.leader is None or len(self.answering) < len(self.replicas)
+
+
+Views = Mapping[int, Mapping[str, str] | None]
+
+
+def leader_index(st: DeployState, views: Views, shard: int) -> int | None:
+    """The index (in ``st.nodes``) of the replica of ``shard`` that says it leads and that a
+    majority of the shard's replicas follow, from their ``INFO replication`` ``views`` (None:
+    did not answer); None while there is none. (A paused old leader still says "leader": the
+    majority decides.)"""
+    members = st.members(shard)
+    for i in members:
+        v = views.get(i)
+        if not v or v.get("raft_state") != "leader":
+            continue
+        rid = str(st.nodes[i].raft_id)
+        follow = sum(1 for j in members if (views.get(j) or {}).get("raft_leader") == rid)
+        if 2 * follow > len(members):
+            return i
+    return None
+
+
+def shard_views(st: DeployState, views: Views) -> list[ShardView]:
+    """Every shard of a replicated deployment, from its replicas' ``views``."""
+    out = []
     for shard in sorted({n.shard for n in st.nodes}):
         members = st.members(shard)
-        out[shard] = None
-        for i in members:
-            v = views[i]
-            if not v or v.get("raft_state") != "leader":
-                continue
-            rid = str(st.nodes[i].raft_id)
-            follow = sum(1 for j in members if (views[j] or {}).get("raft_leader") == rid)
-            if 2 * follow > len(members):
-                out[shard] = i
-        # (a paused old leader still says "leader"; the majority decides)
+        lead = leader_index(st, views, shard)
+        term = (views.get(lead) or {}).get("raft_term") if lead is not None else None
+        out.append(
+            ShardView(
+                shard,
+                tuple(st.nodes[i].name for i in members),
+                tuple(st.nodes[i].name for i in members if views.get(i)),
+                st.nodes[lead].name if lead is not None else None,
+                int(term) if term is not None and term.isdigit() else None,
+            )
+        )
     return out
+
+
+def leaders(st: DeployState) -> dict[int, int | None]:
+    """Per shard, the index (in ``st.nodes``) of its leader (:func:`leader_index`); None while there is none."""
+    views = {i: replication(n.port) for i, n in enumerate(st.nodes)}
+    return {shard: leader_index(st, views, shard) for shard in sorted({n.shard for n in st.nodes})}
 
 
 def wait_leaders(st: DeployState, timeout: float = ELECTION_TIMEOUT_S) -> dict[int, int]:

@@ -7,7 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from deploy.cluster import DeployState
+from deploy.cluster import DeployState, Health
+from deploy.raft import Routing
 from report.format import gib, si
 from specs.vocab import DeploymentStatus, WalSync
 
@@ -51,19 +52,32 @@ def print_up(st: DeployState) -> None:
     con.print(f"stop with: cosine deploy {st.run_dir} --down --out {st.deploy_dir}")
 
 
-def print_status(st: DeployState, rows: list[dict[str, Any]], state: DeploymentStatus, down: list[str]) -> None:
+def print_status(st: DeployState, rows: list[dict[str, Any]], h: Health) -> None:
     con = Console()
     _header(con, st)
-    title = f"{st.deploy_dir}: {state}" + (f" ({', '.join(down)} down)" if down else "")
-    t = Table(title=f"[red]{title}[/]" if down else title)
-    cols = ("process", "port", "pid", "up", "PING", "cmds", "blk rd", "blk wr", "flushes", "merges", "WAL syncs")
-    raft = ("raft_state", "raft_term", "raft_applied_index") if st.proxy is None else ()
+    problems = [f"{', '.join(h.down)} down"] if h.down else []
+    problems += [f"shard {s} has no leader" for s in h.leaderless] if h.status != DeploymentStatus.STOPPED else []
+    title = f"{st.deploy_dir}: {h.status}" + (f" ({'; '.join(problems)})" if problems else "")
+    t = Table(title=f"[red]{title}[/]" if problems else title)
+    replicated = st.routing == Routing.CLUSTER
+    cols = ("process", *(("shard", "role") if replicated else ()), "port", "pid", "up", "PING")
+    cols += ("cmds", "blk rd", "blk wr", "flushes", "merges", "WAL syncs")
+    raft = ("raft_term", "raft_applied_index") if replicated else ()
     for c in (*cols, *raft):
         t.add_column(c.removeprefix("raft_"), justify="right")
     for r in rows:
         i = r.get("info", {})
+        role = r.get("role", "")
         t.add_row(
             r["name"],
+            *(
+                (
+                    str(r["shard"]),
+                    f"[bold]{role}[/]" if role == "leader" else f"[red]{role}[/]" if role == "down" else role,
+                )
+                if replicated
+                else ()
+            ),
             str(r["port"]),
             str(r["pid"]),
             "yes" if r["alive"] else "[red]no[/]",
@@ -82,6 +96,12 @@ def print_status(st: DeployState, rows: list[dict[str, Any]], state: DeploymentS
             ),
         )
     con.print(t)
+    for v in h.shards:
+        up = f"{len(v.answering)} of {len(v.replicas)} replicas answer"
+        if v.leader is not None:
+            con.print(f"shard {v.shard}: leader {v.leader} (term {v.term}), {up}")
+        else:
+            con.print(f"[red]shard {v.shard}: no leader[/] (no writes until a majority elects one), {up}")
 
 
 def print_down(done: list[tuple[str, str]]) -> None:

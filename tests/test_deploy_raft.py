@@ -6,7 +6,11 @@ Keys load through deploy.rcluster.ClusterClient (CLUSTER SLOTS, -MOVED) and thro
 (deploy/faults.py's ledger) writes while the leader of shard 1 is SIGKILLed and restarted,
 a reader reads keys that exist the whole time, and afterwards every acknowledged write reads
 back through the leaders and from every replica itself (READONLY), and no read of an existing
-key answered "not found". Bounded: ~15 s.
+key answered "not found". Then `--status` names every replica, its role and each shard's
+leader; with a shard's leader and a follower killed it is degraded (exit 1) and that shard has
+no leader; `--local` again starts the replicas that are down; `--down` stops every replica and
+`--local` starts the stopped deployment again on its data (every acknowledged write still
+there). Bounded: ~25 s.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ def test_replicated_cluster_survives_a_leader_crash(
         assert [k for k, _ in got] == keys[100:150]
         # status: every replica up, one leader per shard
         state, rows = cluster.status(out)
-        assert cluster.health(state, rows)[0] == "running"
+        assert cluster.health(state, rows).status == "running"
         assert sorted(r["info"].get("raft_state") for r in rows) == ["follower"] * 4 + ["leader"] * 2
 
         ledger = AckLedger(0, seeds=seeds)
@@ -124,8 +128,54 @@ def test_replicated_cluster_survives_a_leader_crash(
         ranges = raft.slot_ranges(st.shards)
         missing = audit_replicas(ledger, [(n.shard, n.port) for n in st.nodes], ranges)
         assert all(not m for m in missing.values()), {p: len(m) for p, m in missing.items()}
+
+        # --status names every replica, its role, each shard's leader
+        doc = status_json(runner, run_dir, out, 0)
+        assert doc["health"]["status"] == "running" and doc["health"]["leaderless"] == []
+        assert [s["leader"] for s in doc["health"]["shards"]] == [st.nodes[new[s]].name for s in (0, 1)]
+        roles = {p["name"]: p["role"] for p in doc["processes"]}
+        assert sorted(roles) == sorted(n.name for n in st.nodes)
+        assert sorted(roles.values()) == ["follower"] * 4 + ["leader"] * 2
+        # shard 0 loses its leader and a follower: degraded (exit 1), no leader there, shard 1 unaffected
+        gone = [new[0], next(i for i in st.members(0) if i != new[0])]
+        for i in gone:
+            cluster.kill_node(st, i)
+        doc = status_json(runner, run_dir, out, 1)
+        h = doc["health"]
+        assert h["status"] == "degraded" and sorted(h["down"]) == sorted(st.nodes[i].name for i in gone)
+        assert h["leaderless"] == [0] and h["shards"][1]["leader"] == st.nodes[new[1]].name
+        assert h["shards"][0]["answering"] == [n.name for i, n in enumerate(st.nodes) if n.shard == 0 and i not in gone]
+        assert {p["name"]: p["role"] for p in doc["processes"]}[st.nodes[gone[0]].name] == "down"
+        res = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out)])
+        assert res.exit_code == 1 and "degraded" in res.stdout and "shard 0: no leader" in res.stdout, res.stdout
+        # --local on it starts the replicas that are down (the same configuration, or refused)
+        res = runner.invoke(app, [*args[:-2], "--consistency", "strong", "--out", str(out)])
+        assert res.exit_code == 2 and "restart the same" in res.stderr, res.stderr
+        res = runner.invoke(app, [*args, "--out", str(out)])
+        assert res.exit_code == 0, res.output + res.stderr
+        st = cluster.read_state(out)
+        assert all(cluster.alive(n.pid, cluster.SERVER) for n in st.nodes)
+        assert status_json(runner, run_dir, out, 0)["health"]["status"] == "running"
+        assert not audit_cluster(ledger, seeds).lost
     finally:
         res = runner.invoke(app, ["deploy", str(run_dir), "--down", "--out", str(out)])
         assert res.exit_code == 0, res.output + res.stderr
     st = cluster.read_state(out)
     assert st.status == "stopped" and all(not cluster.alive(n.pid, cluster.SERVER) for n in st.nodes)
+    doc = status_json(runner, run_dir, out, 0)
+    assert doc["health"]["status"] == "stopped" and {p["role"] for p in doc["processes"]} == {"down"}
+    # a stopped replicated deployment starts again on its data
+    res = runner.invoke(app, [*args, "--out", str(out)])
+    assert res.exit_code == 0, res.output + res.stderr
+    try:
+        assert not audit_cluster(ledger, seeds).lost
+    finally:
+        res = runner.invoke(app, ["deploy", str(run_dir), "--down", "--out", str(out)])
+        assert res.exit_code == 0, res.output + res.stderr
+
+
+def status_json(runner: Any, run_dir: Path, out: Path, code: int) -> Any:
+    """`cosine deploy --status --json`, its exit code checked."""
+    res = runner.invoke(app, ["deploy", str(run_dir), "--status", "--json", "--out", str(out)])
+    assert res.exit_code == code, res.output + res.stderr
+    return json.loads(res.stdout)

@@ -5,9 +5,10 @@
 //! time and its response (openraft drives each peer from one task). A snapshot is a
 //! [`BusRequest::Snapshot`] header naming its files and their lengths, then the files'
 //! bytes, in order; the receiver writes them into a new directory and installs them.
-//! [`BusRequest::Leader`] asks a replica whom it follows (the other shards' servers route
-//! with it).
+//! [`BusRequest::Leader`] asks a replica whom it follows and whether it heard from that leader
+//! within the leader lease (the other shards' servers route with it; the pre-vote asks it).
 
+use crate::replica::Contact;
 use crate::state_machine::SNAPSHOT_META;
 use crate::types::{NodeId, Raft, SnapshotFiles, SnapshotMeta, TypeConfig, Vote};
 use openraft::error::{
@@ -72,6 +73,9 @@ pub enum BusResponse {
         leader: Option<NodeId>,
         /// This replica's term.
         term: u64,
+        /// It heard from that leader within the lease (a leader: a majority acknowledged it
+        /// within the lease): it would refuse a vote now.
+        fresh: bool,
     },
 }
 
@@ -268,19 +272,20 @@ async fn send_snapshot(addr: &str, vote: Vote, snapshot: Snapshot<TypeConfig>) -
 
 /// Serves the bus on `listener` for `raft` until the runtime stops; `data_dir` is where
 /// received snapshots are written (the replica's directory: the same file system as its engine).
-pub async fn serve(listener: TcpListener, raft: Raft, data_dir: PathBuf) {
+/// Every append or snapshot a leader sends that is not refused touches `contact`.
+pub async fn serve(listener: TcpListener, raft: Raft, data_dir: PathBuf, contact: Arc<Contact>) {
     let seq = Arc::new(AtomicU64::new(0));
     loop {
         let Ok((sock, _)) = listener.accept().await else { continue };
-        let (raft, dir, seq) = (raft.clone(), data_dir.clone(), seq.clone());
+        let (raft, dir, seq, contact) = (raft.clone(), data_dir.clone(), seq.clone(), contact.clone());
         tokio::spawn(async move {
             let _ = sock.set_nodelay(true);
-            let _ = connection(sock, raft, dir, seq).await;
+            let _ = connection(sock, raft, dir, seq, contact).await;
         });
     }
 }
 
-async fn connection(mut sock: TcpStream, raft: Raft, dir: PathBuf, seq: Arc<AtomicU64>) -> io::Result<()> {
+async fn connection(mut sock: TcpStream, raft: Raft, dir: PathBuf, seq: Arc<AtomicU64>, contact: Arc<Contact>) -> io::Result<()> {
     loop {
         let req: BusRequest = match read_frame(&mut sock).await {
             Ok(r) => r,
@@ -288,11 +293,17 @@ async fn connection(mut sock: TcpStream, raft: Raft, dir: PathBuf, seq: Arc<Atom
             Err(e) => return Err(e),
         };
         let resp = match req {
-            BusRequest::Append(r) => BusResponse::Append(raft.append_entries(r).await),
+            BusRequest::Append(r) => {
+                let res = raft.append_entries(r).await;
+                if matches!(res, Ok(ref a) if !matches!(a, AppendEntriesResponse::HigherVote(_))) {
+                    contact.touch();
+                }
+                BusResponse::Append(res)
+            }
             BusRequest::Vote(r) => BusResponse::Vote(raft.vote(r).await),
             BusRequest::Leader => {
                 let m = raft.metrics().borrow().clone();
-                BusResponse::Leader { leader: m.current_leader, term: m.current_term }
+                BusResponse::Leader { leader: m.current_leader, term: m.current_term, fresh: contact.fresh(&m) }
             }
             BusRequest::Snapshot { vote, meta, files } => {
                 let n = seq.fetch_add(1, Ordering::Relaxed);
@@ -330,8 +341,8 @@ async fn receive_files(sock: &mut TcpStream, to: &std::path::Path, files: &[(Str
     std::fs::File::open(to)?.sync_all()
 }
 
-/// Asks the replica at `addr` whom it follows: (leader, term).
-pub async fn ask_leader(addr: &str, conn: &mut Option<TcpStream>, ttl: Duration) -> io::Result<(Option<NodeId>, u64)> {
+/// Asks the replica at `addr` whom it follows: (leader, term, heard from it within the lease).
+pub async fn ask_leader(addr: &str, conn: &mut Option<TcpStream>, ttl: Duration) -> io::Result<(Option<NodeId>, u64, bool)> {
     let res = tokio::time::timeout(ttl, async {
         if conn.is_none() {
             *conn = Some(connect(addr).await?);
@@ -343,7 +354,7 @@ pub async fn ask_leader(addr: &str, conn: &mut Option<TcpStream>, ttl: Duration)
     .await
     .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "no answer")));
     match res {
-        Ok(BusResponse::Leader { leader, term }) => Ok((leader, term)),
+        Ok(BusResponse::Leader { leader, term, fresh }) => Ok((leader, term, fresh)),
         Ok(other) => {
             *conn = None;
             Err(io::Error::other(format!("unexpected response {other:?}")))

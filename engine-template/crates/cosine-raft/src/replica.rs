@@ -9,6 +9,16 @@
 //! write groups, one level up. A request's answer comes once its entry is committed (a
 //! majority has it durable under the design's `wal_sync`) and applied on this leader.
 //!
+//! **Elections with a pre-vote.** openraft 0.9 has no pre-vote: a follower cut off for longer
+//! than its election timeout (a paused process) stands for election when it comes back, with a
+//! higher term, and the leader that hears of that term steps down (measured: ~0.9 s without a
+//! leader after a follower's SIGSTOP/SIGCONT). So openraft's own election timer is off and
+//! [`elections`] stands instead: once this replica has not heard from a leader for a random
+//! `[election_min_ms, election_max_ms)`, it asks the other replicas whether they still hear
+//! from one (within the leader lease, `election_max_ms`, after which openraft grants votes) and
+//! triggers openraft's election only if a majority, itself included, does not. Safety is
+//! openraft's vote; this only decides when to ask for one.
+//!
 //! **Linearizable reads** confirm leadership with a heartbeat round to a majority and wait
 //! until the state machine has applied everything committed before (openraft's
 //! `ensure_linearizable`, the Raft paper's read-index). Concurrent readers share rounds: a
@@ -20,13 +30,13 @@ use crate::state_machine::{Shared, StateMachine};
 use crate::types::{NodeId, Raft, Request, WriteOp};
 use cosine_config::Config;
 use openraft::error::{ClientWriteError, RaftError};
-use openraft::{BasicNode, RaftMetrics, SnapshotPolicy};
+use openraft::{BasicNode, RaftMetrics, ServerState, SnapshotPolicy};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
@@ -150,6 +160,42 @@ struct Barrier {
     state: Mutex<(bool, Vec<Waiter>)>,
 }
 
+/// When this replica last heard from a leader (an append or a snapshot it accepted), and
+/// whether that is recent enough to refuse a vote (the pre-vote's question).
+#[derive(Debug)]
+pub struct Contact {
+    base: Instant,
+    last_ms: AtomicU64,
+    lease: Duration,
+}
+
+impl Contact {
+    /// Heard from no one yet; `lease` is openraft's leader lease (`election_max_ms`).
+    pub fn new(lease: Duration) -> Contact {
+        Contact { base: Instant::now(), last_ms: AtomicU64::new(0), lease }
+    }
+
+    /// A leader was heard from now.
+    pub fn touch(&self) {
+        self.last_ms.store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Since a leader was last heard from (or since start).
+    pub fn since(&self) -> Duration {
+        self.base.elapsed().saturating_sub(Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
+    }
+
+    /// This replica would refuse a vote now: it leads and a majority acknowledged it within
+    /// the lease, or it follows a leader it heard from within the lease.
+    pub fn fresh(&self, m: &RaftMetrics<NodeId, BasicNode>) -> bool {
+        let lease = self.lease.as_millis() as u64;
+        match m.state {
+            ServerState::Leader => m.millis_since_quorum_ack.is_some_and(|ms| ms < lease),
+            _ => m.current_leader.is_some() && self.since() < self.lease,
+        }
+    }
+}
+
 /// Counters of one replica (for `INFO replication`).
 #[derive(Debug, Default)]
 pub struct ReplicaStats {
@@ -161,6 +207,10 @@ pub struct ReplicaStats {
     pub read_rounds: AtomicU64,
     /// Reads that waited for them.
     pub reads_waited: AtomicU64,
+    /// Elections this replica triggered after its pre-vote.
+    pub elections: AtomicU64,
+    /// Elections its pre-vote held back (a majority still heard from a leader).
+    pub prevotes_lost: AtomicU64,
 }
 
 /// One running replica.
@@ -216,7 +266,10 @@ impl Replica {
         let network = Network::default();
         let raft =
             Raft::new(spec.id, Arc::new(config), network.clone(), log.clone(), sm).await.map_err(|e| StartError::Raft(e.to_string()))?;
-        tokio::spawn(crate::network::serve(bus, raft.clone(), spec.dir.clone()));
+        // elections are decided by the pre-vote (see the module doc)
+        raft.runtime_config().elect(false);
+        let contact = Arc::new(Contact::new(Duration::from_millis(t.election_max_ms)));
+        tokio::spawn(crate::network::serve(bus, raft.clone(), spec.dir.clone(), contact.clone()));
         let members: BTreeMap<NodeId, BasicNode> = spec.members.iter().map(|(id, a)| (*id, BasicNode::new(a))).collect();
         let first = spec.members.keys().next().copied() == Some(spec.id);
         let r = raft.clone();
@@ -231,6 +284,8 @@ impl Replica {
         });
         let (tx, rx) = mpsc::channel::<Proposal>(4096);
         let stats = Arc::new(ReplicaStats::default());
+        let peers: Vec<String> = spec.members.iter().filter(|(id, _)| **id != spec.id).map(|(_, a)| a.clone()).collect();
+        tokio::spawn(elections(raft.clone(), contact, peers, t, spec.id, stats.clone()));
         let timeout = Duration::from_millis(t.request_timeout_ms);
         tokio::spawn(proposer(raft.clone(), rx, stats.clone(), timeout));
         Ok(Replica { id: spec.id, raft, shared, log, network, proposals: tx, barrier: Arc::new(Barrier::default()), timeout, stats })
@@ -325,6 +380,61 @@ impl Replica {
         let _ = self.raft.shutdown().await;
         let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || shared.close()).await.map_err(std::io::Error::other)?
+    }
+}
+
+/// Stands for election when no leader was heard from for a random election timeout and the
+/// pre-vote passes (see the module doc). A lone replica stands at once.
+async fn elections(raft: Raft, contact: Arc<Contact>, peers: Vec<String>, t: Timing, id: NodeId, stats: Arc<ReplicaStats>) {
+    let span = t.election_max_ms.saturating_sub(t.election_min_ms).max(1);
+    let mut seed = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ contact.base.elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
+    let mut draw = move || {
+        // splitmix64
+        seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Duration::from_millis(t.election_min_ms + (z ^ (z >> 31)) % span)
+    };
+    let mut timeout = draw();
+    let mut tried = Instant::now();
+    let mut conns: Vec<Option<tokio::net::TcpStream>> = peers.iter().map(|_| None).collect();
+    let tick = Duration::from_millis((t.heartbeat_ms / 2).max(5));
+    let ask = Duration::from_millis(t.heartbeat_ms.max(50));
+    loop {
+        tokio::time::sleep(tick).await;
+        let m = raft.metrics().borrow().clone();
+        if m.running_state.is_err() {
+            return;
+        }
+        if m.state == ServerState::Leader {
+            contact.touch();
+            continue;
+        }
+        if !m.membership_config.membership().voter_ids().any(|v| v == id) {
+            continue; // not initialized yet (or not a voter)
+        }
+        // (not the contact: a replica's own failed pre-vote is no news of a leader, and touching
+        // it would make it answer "fresh" to the others, who would then never stand either)
+        if !peers.is_empty() && (contact.since() < timeout || tried.elapsed() < timeout) {
+            continue;
+        }
+        let replicas = peers.len() + 1;
+        let majority = replicas / 2 + 1;
+        let mut grants = 1;
+        for (addr, conn) in peers.iter().zip(conns.iter_mut()) {
+            if let Ok((_, _, false)) = crate::network::ask_leader(addr, conn, ask).await {
+                grants += 1;
+            }
+        }
+        if grants >= majority {
+            stats.elections.fetch_add(1, Ordering::Relaxed);
+            let _ = raft.trigger().elect().await;
+        } else {
+            stats.prevotes_lost.fetch_add(1, Ordering::Relaxed);
+        }
+        tried = Instant::now();
+        timeout = draw();
     }
 }
 

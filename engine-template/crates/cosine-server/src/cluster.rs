@@ -7,8 +7,8 @@
 //! answered `-MOVED slot host:port` with that shard's leader (as last learned: every
 //! server asks the other shards' replicas whom they follow every [`POLL`]). A key of this
 //! shard on a replica that does not lead it: `-MOVED` to its leader; while the shard has
-//! no leader (an election), the request waits up to two election timeouts for one, then
-//! is answered `-CLUSTERDOWN`. `RANGE` has no slot: it scans this shard (clients
+//! no leader (an election), the request waits up to `request_timeout_ms` for one, then is
+//! answered `-CLUSTERDOWN`. `RANGE` has no slot: it scans this shard (clients
 //! scatter it to every shard's leader). Cluster-aware clients (`redis-cli -c`,
 //! `redis-benchmark --cluster`, JedisCluster) follow `-MOVED` and refresh their slot map
 //! with `CLUSTER SLOTS` / `CLUSTER SHARDS` / `CLUSTER NODES`. Slots never move between
@@ -92,7 +92,7 @@ impl ClusterNode {
     pub fn new(topo: Topology, me: NodeId, replica: Replica, key_bytes: usize) -> Result<ClusterNode, ServerError> {
         let (shard, _) = topo.replica(me).ok_or_else(|| ServerError::Cluster(format!("node {me} is not in the cluster file")))?;
         let leaders = topo.shards.iter().map(|_| Mutex::new(Known::default())).collect();
-        let wait_leader = Duration::from_millis(2 * topo.timing.election_max_ms);
+        let wait_leader = Duration::from_millis(topo.timing.request_timeout_ms.max(2 * topo.timing.election_max_ms));
         Ok(ClusterNode { topo, me, shard, replica, key_bytes, leaders, wait_leader })
     }
 
@@ -150,7 +150,7 @@ impl ClusterNode {
                     let mut best = Known::default();
                     for r in &shard.replicas {
                         let conn = conns.entry(r.id).or_default();
-                        if let Ok((Some(l), term)) = cosine_raft::network::ask_leader(&r.bus(), conn, POLL).await {
+                        if let Ok((Some(l), term, _)) = cosine_raft::network::ask_leader(&r.bus(), conn, POLL).await {
                             if best.leader.is_none() || term > best.term {
                                 best = Known { leader: Some(l), term };
                             }
@@ -411,6 +411,8 @@ impl ClusterNode {
         kv("raft_entries_proposed", load(&s.entries_proposed).to_string());
         kv("raft_writes_proposed", load(&s.writes_proposed).to_string());
         kv("raft_read_rounds", load(&s.read_rounds).to_string());
+        kv("raft_elections_started", load(&s.elections).to_string());
+        kv("raft_prevotes_lost", load(&s.prevotes_lost).to_string());
         kv("raft_reads_waited", load(&s.reads_waited).to_string());
         kv("raft_snapshots_built", load(&st.snapshots_built).to_string());
         kv("raft_snapshots_installed", load(&st.snapshots_installed).to_string());

@@ -18,6 +18,10 @@
 //!   purged log and catches up from a snapshot (the engine's files); it then holds every
 //!   key (read on it with `READONLY`, eventual consistency); then every replica is
 //!   SIGKILLed at once and restarted, and every key is still there, on every replica.
+//! * `a_paused_follower_does_not_depose_the_leader`: a follower SIGSTOPped for three election
+//!   timeouts and resumed does not stand for election (cosine-raft's pre-vote): the leader and
+//!   its term stay, and no SET waits (fails with openraft's own election timer: the resumed
+//!   follower stands with a higher term and the leader steps down).
 //!
 //! Bounded: each test runs a few seconds (300-600 ms election timeouts).
 
@@ -356,4 +360,36 @@ fn snapshots_bring_back_a_replica_and_survive_a_full_restart() {
             &missing[..missing.len().min(10)]
         );
     }
+}
+
+#[test]
+fn a_paused_follower_does_not_depose_the_leader() {
+    let dir = TempDir::new("raft-prevote");
+    let mut cluster = Cluster::start(dir.path(), &shard_design(), 1, 3, FAST_RAFT);
+    let leader = cluster.wait_leader(0, Duration::from_secs(10));
+    let term = cluster.field(leader, "raft_term").expect("leader's term");
+    let follower = (leader + 1) % 3;
+    let addrs: Vec<_> = cluster.nodes.iter().map(|n| n.addr).collect();
+    let mut c = ShardClient::new(addrs, leader);
+    // paused for three election timeouts: it hears from no leader, and when it resumes it would stand
+    cluster.signal(follower, "STOP");
+    let t = Instant::now();
+    let mut k = 0;
+    while t.elapsed() < Duration::from_millis(1800) {
+        k += 1;
+        assert_eq!(c.call(&[b"SET", format!("p{k}").as_bytes(), b"v"], Duration::from_secs(5)), Outcome::Done(Reply::ok()));
+    }
+    cluster.signal(follower, "CONT");
+    // writes go on without a pause (each answered well within an election timeout), and the leader stays
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(2000) {
+        k += 1;
+        let s = Instant::now();
+        assert_eq!(c.call(&[b"SET", format!("p{k}").as_bytes(), b"v"], Duration::from_secs(5)), Outcome::Done(Reply::ok()));
+        assert!(s.elapsed() < Duration::from_millis(300), "a SET took {:?} after the follower resumed", s.elapsed());
+    }
+    assert_eq!(cluster.wait_leader(0, Duration::from_secs(5)), leader, "the leader changed");
+    assert_eq!(cluster.field(leader, "raft_term").as_deref(), Some(term.as_str()), "the term moved: an election was held");
+    let behind = cluster.applied(follower).expect("the follower answers");
+    assert!(behind > 0, "the resumed follower applied nothing");
 }
