@@ -49,6 +49,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,10 +125,9 @@ def redis_benchmark(st: Any, pipeline: int, n: int) -> dict[str, dict[str, float
     return out
 
 
-def part_rf(a: argparse.Namespace) -> list[dict[str, Any]]:
+def part_rf(a: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> None:
     build_binding()
     run = solve("a", a.out)
-    rows = []
     sizes = {"recordcount": str(a.records), "operationcount": str(a.ops)}
     targets = [
         ("RF 1, nutcracker", 1, "proxy", a.wal_sync),
@@ -146,7 +146,7 @@ def part_rf(a: argparse.Namespace) -> list[dict[str, Any]]:
             rb = {p: redis_benchmark(st, p, a.bench_requests) for p in (1, 16)}
         finally:
             undeploy(st)
-        rows.append(
+        save(
             {
                 "target": name,
                 "replicas": replicas,
@@ -157,7 +157,6 @@ def part_rf(a: argparse.Namespace) -> list[dict[str, Any]]:
                 "redis_benchmark": rb,
             }
         )
-    return rows
 
 
 def mean_rate(timeline: list[tuple[int, float]], lo: float, hi: float) -> float | None:
@@ -199,17 +198,25 @@ class Tmpfs:
         shutil.rmtree(aside)
 
 
-def catch_up(st: Any, timeout: float = 60) -> None:
-    """Waits until every replica has applied what its shard's leader has."""
+def catch_up(st: Any, timeout: float = 60) -> dict[int, str | None] | None:
+    """Waits until every replica has applied what its shard's leader has; None once they have,
+    else (after ``timeout``) every replica's applied index."""
     deadline = time.monotonic() + timeout
     while True:
         lead = raft.wait_leaders(st, timeout)
         idx = {i: (raft.replication(n.port) or {}).get("raft_applied_index") for i, n in enumerate(st.nodes)}
         if all(idx[i] == idx[lead[n.shard]] for i, n in enumerate(st.nodes)):
-            return
+            return None
         if time.monotonic() > deadline:
-            raise RuntimeError(f"replicas did not catch up: {idx}")
+            return idx
         time.sleep(0.2)
+
+
+def caught_up(st: Any) -> None:
+    """:func:`catch_up`, an error if they do not."""
+    idx = catch_up(st)
+    if idx is not None:
+        raise RuntimeError(f"replicas did not catch up: {idx}")
 
 
 def one_fault(a: argparse.Namespace, st: Any, fault: str, readable: list[bytes]) -> dict[str, Any]:
@@ -221,12 +228,13 @@ def one_fault(a: argparse.Namespace, st: Any, fault: str, readable: list[bytes])
     follower = next(i for i in members if i != leader)
     mount = None
     if fault == "disk-full":
-        # the follower's directory on a tmpfs: what it holds now plus 64 MiB
+        # the follower's directory on a tmpfs: twice what it holds now plus 64 MiB (once the filler
+        # goes, a snapshot it may need to catch up is a second copy of the engine beside the first)
         cluster.stop_node(st, follower)
         used = int(sh(["du", "-sb", st.nodes[follower].dir]).stdout.split()[0])
-        mount = Tmpfs(Path(st.nodes[follower].dir), used + (64 << 20))
+        mount = Tmpfs(Path(st.nodes[follower].dir), 2 * used + (64 << 20))
         cluster.start_node(st, follower)
-        catch_up(st)
+        caught_up(st)
     props = {"recordcount": str(a.records), "operationcount": str(10**9), **props_of(st)}
     props["maxexecutiontime"] = str(a.fault_run)
     result: dict[str, Any] = {}
@@ -279,19 +287,25 @@ def one_fault(a: argparse.Namespace, st: Any, fault: str, readable: list[bytes])
         if not cluster.alive(st.nodes[follower].pid, cluster.SERVER):
             cluster.start_node(st, follower)
     t_heal = time.monotonic()
-    ledger.run(max(0.0, a.fault_run - (time.monotonic() - start) - 1), pick)
-    yt.join()
-    rt.join()
-    prober.stop()
-    pt.join()
-    catch_up(st)
-    au = audit_cluster(ledger, seeds)
-    per_replica = audit_replicas(ledger, [(n.shard, n.port) for n in st.nodes], slots)
+    try:
+        ledger.run(max(0.0, a.fault_run - (time.monotonic() - start) - 1), pick)
+        yt.join()
+        rt.join()
+        prober.stop()
+        pt.join()
+        behind = catch_up(st)
+        if behind is not None:
+            result["behind"] = behind
+            result["logs"] = {n.name: Path(n.log).read_text(errors="replace").splitlines()[-3:] for n in st.nodes}
+        au = audit_cluster(ledger, seeds)
+        per_replica = audit_replicas(ledger, [(n.shard, n.port) for n in st.nodes], slots)
+    finally:
+        if mount is not None:
+            cluster.stop_node(st, follower)
+            mount.close()
     if mount is not None:
-        cluster.stop_node(st, follower)
-        mount.close()
         cluster.start_node(st, follower)
-        catch_up(st)
+        caught_up(st)
     shards_hit = list(range(st.shards)) if fault == "restart-all" else [0]
     y = result
     tl = y.get("timeline", [])
@@ -325,15 +339,14 @@ def one_fault(a: argparse.Namespace, st: Any, fault: str, readable: list[bytes])
         "after_ops": mean_rate(tl, heal_at + 5, a.fault_run),
         "ycsb_throughput": y.get("throughput"),
         "timeline": tl,
-        **{k: v for k, v in y.items() if k.startswith("follower_")},
+        **{k: v for k, v in y.items() if k.startswith("follower_") or k in ("behind", "logs")},
     }
 
 
-def part_faults(a: argparse.Namespace) -> list[dict[str, Any]]:
+def part_faults(a: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> None:
     build_binding()
     run = solve("a", a.out)
     st = deploy(run, a.out / "data" / "faults", a.nodes, a.records, 3, "cluster", a.wal_sync, eventual=True)
-    rows = []
     try:
         ycsb("load", {"recordcount": str(a.records), **props_of(st)}, a.threads)
         # keys that exist, for the reader (no one writes or deletes them afterwards)
@@ -346,10 +359,9 @@ def part_faults(a: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"fault: {fault}", file=sys.stderr, flush=True)
             row = one_fault(a, st, fault, readable)
             print(json.dumps({k: v for k, v in row.items() if k != "timeline"}), file=sys.stderr, flush=True)
-            rows.append(row)
+            save(row)
     finally:
         undeploy(st)
-    return rows
 
 
 def fmt(x: float | None, d: int = 0) -> str:
@@ -445,10 +457,18 @@ def main() -> None:
         f"commit {commit.stdout.strip()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; records {a.records:,}, "
         f"ops {a.ops:,}, YCSB threads {a.threads}, shards {a.nodes}"
     )
-    rf = part_rf(a) if "rf" in parts else []
-    faults = part_faults(a) if "faults" in parts else []
-    (a.out / f"results-{'-'.join(sorted(parts))}.json").write_text(json.dumps({"rf": rf, "faults": faults}, indent=2))
-    print_tables(rf, faults)
+    results: dict[str, list[dict[str, Any]]] = {"rf": [], "faults": []}
+    path = a.out / f"results-{'-'.join(sorted(parts))}.json"
+
+    def save(part: str, row: dict[str, Any]) -> None:
+        results[part].append(row)
+        path.write_text(json.dumps(results, indent=2))
+
+    if "rf" in parts:
+        part_rf(a, lambda row: save("rf", row))
+    if "faults" in parts:
+        part_faults(a, lambda row: save("faults", row))
+    print_tables(results["rf"], results["faults"])
 
 
 if __name__ == "__main__":
