@@ -83,7 +83,13 @@ def full_frontier(spec_path: str, bands: int, repeat: int) -> None:
 
 
 def small_catalog(cat: Catalog, provider: str, k: int) -> Catalog:
-    return Catalog(price_set=cat.price_set, vms={provider: cat.vms[provider][:k]}, storage=cat.storage, slas=cat.slas)
+    return Catalog(
+        price_set=cat.price_set,
+        vms={provider: cat.vms[provider][:k]},
+        storage=cat.storage,
+        slas=cat.slas,
+        regions=cat.regions,
+    )
 
 
 def mip_vs_exhaustive(spec_path: str) -> None:

@@ -124,6 +124,33 @@ def host_speed(quick: Quick = False, out: Out = Path("runs/calibrate")) -> None:
             raise typer.Exit(ExitCode.FLAGGED)
 
 
+@app.command("serving")
+def serving(quick: Quick = False, write: Write = True) -> None:
+    """cosine-server's CPU per request beyond the engine's (issue 48): redis-benchmark GET, SET and RANGE
+    at several pipeline depths and value sizes, the server pinned to half the cores and the client to
+    the rest; fits seconds per request and per batch of each kind and per byte on the wire, refuses a
+    fit at a bound, writes cost_models/data/serving.yaml."""
+    with cli_errors():
+        from measure.served_calibration import measure, points_csv, table_doc
+        from measure.served_calibration import write as write_table
+        from report.measure import print_serving
+        from report.progress import progress_bar
+        from report.solve import print_written
+
+        if write:
+            from cost_models.serving import SERVING_TABLE
+            from specs.io import check_output_file
+
+            check_output_file(SERVING_TABLE, "--write")
+        with progress_bar() as bar:
+            task = bar.add_task("redis-benchmark runs", total=1)
+            points = measure(quick, bar_callback(bar, task))
+        doc = table_doc(points, quick)
+        print_serving(doc, points_csv(points))
+        if write:
+            print_written(str(write_table(doc)))
+
+
 @app.command("compression")
 def compression(quick: Quick = False, write: Write = True) -> None:
     """Each block codec (none, lz4, zstd:1/3/9) on the engine at compressibilities 0.125-1: size factor and

@@ -308,14 +308,49 @@ def bench(
         EnginePeer, typer.Option(help="The engine to drive (peers need bench/engine_peers_setup.sh).")
     ] = EnginePeer.COSINE,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    served: Annotated[
+        bool,
+        typer.Option(
+            "--served",
+            help="Serve the design with cosine-server (pinned to half the cores) and drive the mix over RESP "
+            "from the other half (cosine-resp-bench); predicted beside measured throughput and p50/p99.",
+        ),
+    ] = False,
+    pipeline: Annotated[int, typer.Option(help="--served: requests a connection pipelines.")] = 1,
+    clients: Annotated[int, typer.Option(help="--served: client connections.")] = 50,
+    nodes: Annotated[int, typer.Option(help="--served: cosine-servers behind nutcracker (1: no proxy).")] = 1,
 ) -> None:
-    """Build (if needed) and run the engine's YCSB-style driver on a spec's workload."""
+    """Build (if needed) and run the engine's YCSB-style driver on a spec's workload (in process, or
+    --served over RESP)."""
     with cli_errors():
         from measure.bench import bench_spec
         from report.progress import progress_bar
         from specs.schema import load_spec
 
         s = load_spec(spec)
+        if served:
+            from deploy.twemproxy import config_yaml
+            from measure.served import bench_served
+
+            with progress_bar() as bar:
+                bar.add_task("serving the design and driving it over RESP", total=None)
+                sres = bench_served(
+                    s,
+                    engine,
+                    records=records,
+                    operations=ops,
+                    pipeline=pipeline,
+                    clients=clients,
+                    nodes=nodes,
+                    proxy_config=lambda port, shards: config_yaml(port, shards),
+                )
+            if as_json:
+                echo_json(sres.as_json())
+            else:
+                from report.measure import print_served
+
+                print_served(sres.as_json(), sres.accuracy())
+            return
         with progress_bar() as bar:
             bar.add_task("building the engine and running the workload", total=None)
             res = bench_spec(s, engine, records=records, operations=ops, threads=threads, engine=peer)

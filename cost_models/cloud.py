@@ -11,7 +11,7 @@ import numpy as np
 
 from cost_models.pareto import pareto_mask
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog, SlaPrice, StorageOption, VmStorageLimit, VmType
-from specs.vocab import StorageRule
+from specs.vocab import SlaFeature, StorageRule
 
 GIB = float(2**30)
 MIB = float(2**20)
@@ -47,6 +47,7 @@ class StorageChoice:
     iops: float
     usd_month: float
     mibps: float = math.inf
+    backup_usd_month: float = 0.0  # of usd_month: the node's backup (cost_models.replication)
 
     def effective_iops(self, block_bytes: float | np.ndarray) -> np.ndarray:
         """I/Os per second for blocks of ``block_bytes`` (:func:`effective_iops`)."""
@@ -368,6 +369,12 @@ def _menu(
     return tuple(sorted((s for s, k in zip(raw, keep, strict=True) if k), key=lambda s: (s.usd_month, -s.iops)))
 
 
+def is_local(catalog: Catalog, choice: StorageChoice) -> bool:
+    """Whether a volume is the VM's own instance store (lost when the VM stops or fails)."""
+    opts = catalog.storage.get(choice.provider, [])
+    return any(o.name == choice.product and o.rule == StorageRule.LOCAL for o in opts)
+
+
 def compute_cost(usd_per_hour: float, count: int) -> float:
     """Monthly compute cost of ``count`` VMs."""
     return usd_per_hour * HOURS_PER_MONTH * count
@@ -375,8 +382,9 @@ def compute_cost(usd_per_hour: float, count: int) -> float:
 
 @dataclass(frozen=True)
 class SlaTerms:
-    """The linear form of a provider's SLA bundle: cost = flat + per_node * nodes
-    + per_gb * data + max over percent-of-spend terms with their minimums."""
+    """What the bill adds to a cluster's nodes, in linear form: the SLA bundle's fees (flat,
+    per node, per GB of the data), support plans (a percent of the spend, with a minimum) and the
+    cross-zone transfer of a replicated cluster (fixed by the stated traffic, cost_models.bill)."""
 
     flat: float
     per_node: float
@@ -384,6 +392,22 @@ class SlaTerms:
     percent_terms: tuple[tuple[float, float], ...]  # (percent, minimum)
     min_nodes: int
     unavailable: tuple[str, ...]
+    data_gib: float = 0.0  # the GiB the per-GB fees price: one copy of the data
+    transfer: float = 0.0  # USD a month of cross-zone transfer
+
+    @property
+    def fixed(self) -> float:
+        """What does not depend on the cluster: flat fees, per-GB fees, transfer."""
+        return self.flat + self.per_gb * self.data_gib + self.transfer
+
+    @overload
+    def support(self, spend: float) -> float: ...
+    @overload
+    def support(self, spend: np.ndarray) -> np.ndarray: ...
+    def support(self, spend: Any) -> Any:
+        """The percent-of-spend terms on ``spend`` (the nodes' compute and storage) and the transfer:
+        a support plan is a percent of the provider's whole bill."""
+        return sum(np.maximum(m, p * (spend + self.transfer)) for p, m in self.percent_terms)
 
 
 def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[str]) -> SlaTerms:
@@ -400,7 +424,8 @@ def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[
             continue
         flat += s.usd_flat_month
         per_node += s.usd_per_node_month
-        per_gb += s.usd_per_gb_month
+        if f != SlaFeature.BACKUP:  # a backup's GB are priced per node, by its storage (replication.py)
+            per_gb += s.usd_per_gb_month
         if s.percent_of_spend > 0 or s.minimum_usd > 0:
             pct.append((s.percent_of_spend, s.minimum_usd))
         min_nodes = max(min_nodes, s.min_nodes)
@@ -408,15 +433,11 @@ def sla_terms(catalog: Catalog, provider: str, features: tuple[str, ...] | list[
 
 
 @overload
-def sla_cost(terms: SlaTerms, nodes: int, data_gib: float, spend: float) -> float: ...
+def sla_cost(terms: SlaTerms, nodes: int, spend: float) -> float: ...
 @overload
-def sla_cost(terms: SlaTerms, nodes: np.ndarray, data_gib: float, spend: np.ndarray) -> np.ndarray: ...
-def sla_cost(terms: SlaTerms, nodes: Any, data_gib: float, spend: Any) -> Any:
-    """Monthly SLA cost for a cluster (spend = compute + storage); elementwise over arrays
-    of clusters (solver.bottleneck bills every homogeneous cluster at once)."""
-    return (
-        terms.flat
-        + terms.per_node * nodes
-        + terms.per_gb * data_gib
-        + sum(np.maximum(m, p * spend) for p, m in terms.percent_terms)
-    )
+def sla_cost(terms: SlaTerms, nodes: np.ndarray, spend: np.ndarray) -> np.ndarray: ...
+def sla_cost(terms: SlaTerms, nodes: Any, spend: Any) -> Any:
+    """What the bill adds to a cluster of ``nodes`` whose compute and storage cost ``spend`` a month
+    (:class:`SlaTerms`); elementwise over arrays of clusters (solver.bottleneck bills every
+    homogeneous cluster at once)."""
+    return terms.fixed + terms.per_node * nodes + terms.support(spend)

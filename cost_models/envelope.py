@@ -76,6 +76,23 @@ def bound(design_class: str, mix: dict[str, float], phi: PhiTable | None = None)
     return best
 
 
+def served_bound(design_class: str, mix: dict[str, float], phi: PhiTable | None = None) -> Bound:
+    """The envelope of a served node (issue 48): the in-process one (:func:`bound`), or what
+    cosine-server was measured to serve per core over RESP for the mix's kinds of request
+    (cost_models.serving.served_envelope, its calibration's points), whichever is lower: a served
+    node does at most what the engine does in process and at most what the server was measured
+    to do."""
+    from cost_models.serving import served_envelope
+
+    b = bound(design_class, mix, phi)
+    if phi is not None or b.per_core_ops is None:
+        return b  # serving.yaml belongs to the shipped table's calibration; no envelope stays none
+    s = served_envelope(mix)
+    if s is not None and s < b.per_core_ops:
+        return Bound(s, "cosine-server's calibration over RESP (serving.yaml)")
+    return b
+
+
 @dataclass
 class NodeEnvelope:
     """One chosen node group's prediction per core against the envelope of its class on the mix."""
@@ -111,7 +128,7 @@ def check_nodes(nodes_in: Sequence[ChosenNode], mix: dict[str, float], phi: PhiT
     for n in nodes_in:
         threads = max(n.threads, 1)
         per_core = float(n.node_throughput_ops) / threads
-        b = bound(n.design_class, mix, phi)
+        b = served_bound(n.design_class, mix, phi)
         nodes.append(
             NodeEnvelope(
                 vm_type=n.vm_type,

@@ -12,7 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from cost_models.cloud import GIB, StorageChoice, compute_cost, sla_cost, sla_terms, storage_choices, usable_bytes
+from cost_models.bill import bill_terms
+from cost_models.cloud import (
+    GIB,
+    StorageChoice,
+    compute_cost,
+    is_local,
+    sla_cost,
+    storage_choices,
+    usable_bytes,
+)
 from cost_models.compression import CodecEffect, effect, op_blocks
 from cost_models.cpu import DeviceModel, NodeShape, node_throughput
 from cost_models.design import Design, DesignBatch, DesignEntry
@@ -22,6 +31,8 @@ from cost_models.layout import Layout, PutStream, derive, uniform_puts
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
+from cost_models.replication import backup_usd_per_node
+from cost_models.serving import Serving, served, served_throughput
 from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Spec, Workload
@@ -46,11 +57,30 @@ class NodeEval:
         *,
         cores: float | None = None,
         device: DeviceModel | None = None,
+        serving: Serving | None = None,
     ) -> np.ndarray:
         """Node throughput of each design: ``threads`` clients on ``cores`` cores (default: one each);
-        ``device`` adds a volume's throughput and read latency to its ``iops``."""
+        ``device`` adds a volume's throughput and read latency to its ``iops``. With ``serving`` the
+        node is served (cost_models.serving: the server's CPU per request, the scans' fan-out), its
+        throughput in operations of the cluster over its shards; without, the engine in process."""
         dev = device or DeviceModel()
         extra = 0.0 if self.codec is None else self.codec.cpu_seconds
+        if serving is not None:
+            sm = served(workload.operations, workload.key_bytes, workload.value_bytes, workload.scan_length, serving)
+            xs = served_throughput(
+                self.phi,
+                self.io,
+                NodeShape.of(self.layout),
+                sm,
+                workload.scan_length,
+                iops,
+                threads,
+                cores=cores,
+                read_latency_s=dev.read_latency_s,
+                bytes_per_s=dev.bytes_per_s,
+                extra_cpu=extra,
+            )
+            return np.where(self.layout.feasible, xs, 0.0)
         x = node_throughput(
             self.phi,
             self.io,
@@ -68,7 +98,7 @@ class NodeEval:
 
     def disk_gib(self) -> np.ndarray:
         factor = 1.0 if self.codec is None else self.codec.size_factor
-        return self.layout.space_entries * self.layout.entry_bytes / GIB * factor
+        return self.layout.disk_entries * self.layout.entry_bytes / GIB * factor
 
     def disk_block(self, batch: DesignBatch) -> np.ndarray:
         """Bytes one block I/O moves: the block, times the codec's size factor."""
@@ -323,16 +353,24 @@ def evaluate_config(
                 ),
             )
             storage = best
+    if storage is not None and storage.gib < need_gib * (1 - 1e-9):
+        reasons.append(
+            f"the volume ({storage.label}) holds {storage.gib:,.1f} GiB; the design needs {need_gib:,.1f} GiB per node "
+            "(its levels full and its largest merge's output beside them)"
+        )
+        storage_fits = False
+    else:
+        storage_fits = storage is not None
     iops = float(storage.effective_iops(disk_block)) if storage else 0.0
     x_node = float(ne.throughput(wl, iops, threads)[0]) if storage else 0.0
-    feasible = bool(lay.feasible[0]) and storage is not None
+    feasible = bool(lay.feasible[0]) and storage_fits
     if not lay.feasible[0]:
         used = design.buffer_bytes + lay.mem_filter[0] + lay.mem_fence[0] + lay.mem_range[0]
         reasons.append(
             f"needs {used / GIB:,.1f} GiB of memory per node (buffer + filters + range filters + "
             f"{'hash index' if design.lsh else 'fence pointers'}), the VM has {memory / GIB:,.1f} GiB"
         )
-    terms = sla_terms(catalog, vm.provider, spec.slas)
+    terms = bill_terms(spec, catalog, vm.provider)
     if terms.unavailable:
         feasible = False
         reasons.append(f"{vm.provider} cannot price SLA {', '.join(terms.unavailable)} (catalog GAP)")
@@ -341,8 +379,9 @@ def evaluate_config(
         reasons.append(f"the availability SLA needs at least {terms.min_nodes} VMs")
     compute = compute_cost(vm.usd_per_hour, count)
     stor = (storage.usd_month if storage else 0.0) * count
-    data_gib = wl.data_bytes / GIB
-    sla = sla_cost(terms, count, data_gib, compute + stor)
+    local = storage is not None and is_local(catalog, storage)
+    backup = backup_usd_per_node(spec, catalog, vm.provider, local, n_node) * count if storage else 0.0
+    sla = sla_cost(terms, count, compute + stor + backup)
     tp = x_node * count if feasible else 0.0
     return ConfigEval(
         provider=vm.provider,
@@ -364,7 +403,13 @@ def evaluate_config(
         throughput_ops=tp,
         latency_s=(1.0 / tp) if tp > 0 else float("inf"),
         storage=storage,
-        monthly_cost={"compute": compute, "storage": stor, "sla": sla, "total": compute + stor + sla},
+        monthly_cost={
+            "compute": compute,
+            "storage": stor,
+            "backup": backup,
+            "sla": sla,
+            "total": compute + stor + backup + sla,
+        },
         feasible=feasible,
         reason="; ".join(reasons),
         threads=threads,

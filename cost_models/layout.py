@@ -98,7 +98,8 @@ class Layout:
     feasible: np.ndarray
     cls: np.ndarray  # class code (paper Algorithm 3)
     lsh: np.ndarray
-    space_entries: np.ndarray  # physical entries stored (space amplification x N)
+    space_entries: np.ndarray  # physical entries stored on average (space amplification x N)
+    disk_entries: np.ndarray  # the most entries stored at once: what a volume is sized for
     buffered: np.ndarray  # expected entries in the buffer
     max_runs: np.ndarray  # (n, Lm) runs a level may hold
     range_bits: np.ndarray  # (n,) range-filter bits per key of the hot levels
@@ -196,6 +197,7 @@ class Shape:
     per_run: np.ndarray
     leveled: np.ndarray
     space: np.ndarray
+    disk: np.ndarray  # the most entries the volume holds at once (levels full, a merge's output)
     buffered: np.ndarray  # expected entries in the buffer
     max_runs: np.ndarray  # runs a level may hold (K, or Z at the last level)
     partial: np.ndarray  # merges out of the level move one file at a time
@@ -515,6 +517,21 @@ def level_shape(
     g = k["lsh_gc_dead_fraction"]
     lsh_space = N * (1 + 1 / (1 - g)) / 2  # the log oscillates between N and N/(1-g)
     space = np.where(batch.lsh, lsh_space, occ.sum(axis=1))
+    # The most entries the volume holds at once, what it is sized for (docs/model.md, "Storage"):
+    # every level above the last full (a level fills before it merges down), the last level, and
+    # the largest merge's output, written beside its inputs before they are deleted. A full merge
+    # into a level rewrites it (leveled) or writes a run of what the level above held (tiered); a
+    # merge that moves one file at a time writes that file and the T files it overlaps; the first
+    # level receives the buffer's flushes. A hash log peaks at N / (1 - g) entries and copies a
+    # segment (a buffer) when it collects one.
+    full_above = np.where(exists & ~last, np.minimum(cap, N), 0.0).sum(axis=1)
+    received = np.concatenate([E_B[:, None], cap[:, :-1]], axis=1)
+    part_into = np.concatenate([np.zeros((n, 1), dtype=bool), part[:, :-1]], axis=1)
+    merge_out = np.where(leveled, np.minimum(cap, N), np.minimum(received, N))
+    merge_out = np.where(part_into, np.minimum(files[:, None] * (T[:, None] + 1.0), N), merge_out)
+    scratch = np.where(exists, merge_out, 0.0).max(axis=1)
+    last_held = np.where(last, occ, 0.0).sum(axis=1)
+    disk = np.where(batch.lsh, N / (1 - g) + np.minimum(E_B, N), full_above + last_held + scratch)
     return Shape(
         N,
         E,
@@ -533,6 +550,7 @@ def level_shape(
         per_run,
         leveled,
         space,
+        disk,
         np.broadcast_to(np.asarray(buffered, dtype=float), (n,)).copy(),
         np.where(exists, max_runs, 0.0),
         part,
@@ -667,6 +685,7 @@ def split_memory(
         cls=cls,
         lsh=batch.lsh.copy(),
         space_entries=space,
+        disk_entries=sh.disk,
         buffered=sh.buffered,
         max_runs=sh.max_runs,
         range_bits=range_bits,

@@ -31,6 +31,7 @@ import numpy as np
 from cost_models.cpu import Demands, NodeShape, ShapeTerms, node_demands, node_throughput, throughput
 from cost_models.io_model import IOCost
 from cost_models.phi import PhiTable
+from cost_models.replication import amplification, as_node_mix, logical_operations
 from cost_models.symbolic import compiled
 from specs.schema import Spec, Workload
 from specs.vocab import NOISE_OPERATIONS, OPERATIONS
@@ -135,9 +136,22 @@ def is_robust(spec: Spec) -> bool:
 def perturbed_workload(spec: Spec) -> Workload:
     """The workload the perturbed throughput is measured on: the noisy mix
     (the spec's own mix without noise); scans the noise adds have the spec's
-    scan length (or schema.DEFAULT_SCAN_LENGTH, which `cosine solve` prints)."""
+    scan length (or schema.DEFAULT_SCAN_LENGTH, which `cosine solve` prints). On a replicated
+    node's spec (cost_models.replication.node_spec) the workload's own mix is perturbed, then
+    mapped to node operations."""
     wl = spec.workload
-    return replace(wl, operations=noisy_mix(wl.operations, spec.noise)) if spec.noise > 0 else wl
+    if spec.noise <= 0:
+        return wl
+    mix, _ = as_node_mix(spec, noisy_mix(logical_operations(spec), spec.noise))
+    return replace(wl, operations=mix)
+
+
+def perturbed_amplification(spec: Spec) -> float:
+    """Node operations per operation of the perturbed workload (cost_models.replication): the
+    noise moves the mix's writes, so a replicated node's operations per operation move too."""
+    if spec.noise <= 0:
+        return amplification(spec)
+    return as_node_mix(spec, noisy_mix(logical_operations(spec), spec.noise))[1]
 
 
 def perturbed_demands(

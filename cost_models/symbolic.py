@@ -91,6 +91,16 @@ def _symbols() -> SimpleNamespace:
     STALLSEC = sp.Symbol("c_s", nonnegative=True)  # background seconds one such cascade runs
     SLACKOPS = sp.Symbol("s_f", nonnegative=True)  # operations the frozen and active buffers absorb
     STALLTIME = sp.Symbol("T_s", nonnegative=True)  # seconds per operation the writers stall
+    REQSEC = sp.Symbol("c_req", nonnegative=True)  # server CPU per request beyond the engine's (parse, reply)
+    BATCHSEC = sp.Symbol("c_batch", nonnegative=True)  # server CPU per pipelined batch (syscalls, wake-ups)
+    PIPE = sp.Symbol("p_depth", positive=True)  # requests a client pipelines in one batch
+    BYTESEC = sp.Symbol("c_byte", nonnegative=True)  # server CPU per byte on the wire
+    WIREBYTES = sp.Symbol("w_bytes", positive=True)  # bytes on the wire per operation
+    NETBW = sp.Symbol("BW", positive=True)  # a VM's network bandwidth, bytes per second
+    BURSTBW = sp.Symbol("BW_b", positive=True)  # its burst bandwidth
+    DUTY = sp.Symbol("d_cycle", positive=True)  # share of the time a node runs at its peak rate
+    SHARDS = sp.Symbol("k_shards", positive=True)  # shards a scan is sent to
+    SCANSHARE = sp.Symbol("theta_s", nonnegative=True)  # the scans' share of the operations
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "sp"})
 
 
@@ -243,6 +253,23 @@ def _expressions() -> dict[str, Any]:
     #   1/X = 1/X_0 + T_s.
     e["throughput_stalled"] = 1 / (1 / y.XFREE + y.STALLTIME)
 
+    # -- The served node (docs/model.md, "The served node"; issue 48). A request reaching
+    # cosine-server costs, beyond the engine's CPU, c_req (parsing it, encoding its reply), a
+    # share of its pipelined batch's c_batch (the read and write system calls, the task wake-ups:
+    # one per batch of p requests) and c_byte per byte on the wire:
+    e["serving_seconds"] = y.REQSEC + y.BATCHSEC / y.PIPE + y.BYTESEC * y.WIREBYTES
+    # The VM's network carries w bytes per operation: at most BW / w operations per second.
+    e["throughput_network"] = y.NETBW / y.WIREBYTES
+    # Burst credits (AWS: instances of 16 vCPUs or fewer): a node that runs at its peak a share d
+    # of the time and idles otherwise averages d x peak, which the credits hold at the baseline;
+    # its peak bandwidth is then min(burst, baseline / d) (d = 1: the baseline).
+    e["burst_bandwidth"] = sp.Min(y.BURSTBW, y.NETBW / y.DUTY)
+    # Scans as deployed (deploy/scatter.py): every scan goes to all k shards, each returns its own
+    # first `count` entries, so per operation of the cluster a node serves its 1/k share of the
+    # point operations and every scan: the node's work per (cluster operation / k) is that of a
+    # mix whose scans weigh k times theirs, 1 + (k - 1) theta_s operations in all.
+    e["fanout_scale"] = 1 + (y.SHARDS - 1) * y.SCANSHARE
+
     # -- Robustness (ENDURE): the worst expected cost over the KL ball
     # {w^ : KL(w^ || w) <= rho} equals min over lambda > 0, eta of the convex dual
     # eta + rho lambda + lambda sum_i w_i phi*((c_i - eta)/lambda), phi*(s) = e^s - 1.
@@ -293,6 +320,10 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "throughput_io": ("IOPS", "IO"),
     "stall_seconds": ("XFREE", "STALLRATE", "STALLSEC", "SLACKOPS"),
     "throughput_stalled": ("XFREE", "STALLTIME"),
+    "serving_seconds": ("REQSEC", "BATCHSEC", "PIPE", "BYTESEC", "WIREBYTES"),
+    "throughput_network": ("NETBW", "WIREBYTES"),
+    "burst_bandwidth": ("BURSTBW", "NETBW", "DUTY"),
+    "fanout_scale": ("SHARDS", "SCANSHARE"),
     "kl_dual_term": ("LAM", "WI", "CI", "ETA_D"),
     "kl_dual_head": ("ETA_D", "RHO", "LAM"),
     "kl_dual_eta": ("LAM", "SUMEXP"),

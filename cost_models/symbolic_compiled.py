@@ -108,6 +108,22 @@ def throughput_stalled(X_0, T_s):
     return (T_s + X_0**(-1.0))**(-1.0)
 
 
+def serving_seconds(c_req, c_batch, p_depth, c_byte, w_bytes):
+    return c_batch/p_depth + c_byte*w_bytes + c_req
+
+
+def throughput_network(BW, w_bytes):
+    return BW/w_bytes
+
+
+def burst_bandwidth(BW_b, BW, d_cycle):
+    return reduce(minimum, [BW_b, BW/d_cycle])
+
+
+def fanout_scale(k_shards, theta_s):
+    return theta_s*(k_shards - 1) + 1
+
+
 def kl_dual_term(LAM, w_i, c_i, eta_d):
     return LAM*w_i*(exp((c_i - eta_d)/LAM) - 1)
 

@@ -302,3 +302,64 @@ def print_codecs(tab: dict[str, Any]) -> None:
                 f"{r['decompress_ns_per_byte']:.3f}",
             )
     Console().print(t)
+
+
+def print_serving(doc: dict[str, Any], points_csv: str) -> None:
+    """`cosine calibrate serving`: the fitted serving CPU terms and every measured point."""
+    t = Table(title=f"cosine-server CPU per request beyond the engine ({doc['machine']}, {doc['date']})")
+    for c in ("kind", "per request (us)", "per batch (us)", "per byte (ns)"):
+        t.add_column(c, justify="right")
+    for kind, terms in doc["kinds"].items():
+        t.add_row(
+            kind,
+            f"{terms.get('request_seconds', 0.0) * 1e6:.3f}",
+            f"{terms['batch_seconds'] * 1e6:.3f}",
+            f"{terms['byte_seconds'] * 1e9:.3f}",
+        )
+    Console().print(t)
+    Console().print(f"the fit's mean accuracy over the points: {doc['fit_accuracy']:.1%}")
+    Console().print(points_csv, end="")
+
+
+def print_served(res: dict[str, Any], accuracy: dict[str, float]) -> None:
+    """`cosine bench --served`: predicted beside measured, throughput and p50/p99 per operation."""
+    c, m, p = res["config"], res["measured"], res["predicted"]
+    con = Console()
+    con.print(
+        f"served: {c['nodes']} node(s), {c['clients']} connections x pipeline {c['pipeline']}, "
+        f"{c['records']:,} records, {c['operations']:,} operations"
+    )
+    t = Table(title="predicted beside measured (this machine's core split)")
+    for col in ("", "predicted", "measured", "accuracy"):
+        t.add_column(col, justify="right")
+    t.add_row(
+        "throughput (ops/s)",
+        f"{p['throughput_ops']:,.0f}",
+        f"{m['run']['throughput_ops']:,.0f}",
+        f"{accuracy.get('throughput', 0.0):.1%}",
+    )
+    srv = m.get("server")
+    if srv:
+        t.add_row(
+            "server CPU per operation (us)",
+            f"{p['server_cpu_us_per_op']:,.2f}",
+            f"{srv['cpu_us_per_op']:,.2f} (busy {srv['busy_share']:.0%})",
+            f"{accuracy.get('server_cpu', 0.0):.1%}",
+        )
+    for op, mo in m["per_op"].items():
+        po = p["per_op"].get(op, {})
+        t.add_row(
+            f"{op} p50 / p99 (us)",
+            f"{po.get('p50_us', float('nan')):,.0f} / {po.get('p99_us', float('nan')):,.0f}",
+            f"{mo['latency_us']['p50']:,.0f} / {mo['latency_us']['p99']:,.0f}",
+            f"{accuracy.get(op + '_p50', 0.0):.1%}",
+        )
+    con.print(t)
+    con.print(
+        f"model: capacity {p['capacity_ops']:,.0f} ops/s at full use (the engine in process "
+        f"{p['engine_in_process_ops']:,.0f}), {p['serving_us_per_op']:.2f} us of serving CPU and "
+        f"{p['wire_bytes_per_op']:,.0f} bytes on the wire per operation, utilization {p['utilization']:.0%}; "
+        f"probed round trip {p['rtt_us']:.0f} us, sync {p['sync_us']:.0f} us"
+    )
+    for n in res["notes"]:
+        con.print(n)

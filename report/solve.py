@@ -58,9 +58,30 @@ def print_evaluation(ev: dict[str, Any], mix: dict[str, float], console: Console
     mc = ev["monthly_cost"]
     perf.add_row("compute", money(mc["compute"]))
     perf.add_row("storage", money(mc["storage"]))
+    perf.add_row("backup", money(mc["backup"]))
     perf.add_row("SLAs", money(mc["sla"]))
     perf.add_row("[bold]total per month[/]", f"[bold]{money(mc['total'])}[/]")
     con.print(perf)
+
+
+def _served(d: Any) -> str:
+    """A node's served figures: throughput (and the engine's in process), bytes on the wire, network."""
+    engine = f" (engine in process {si(d.engine_throughput_ops)})" if d.engine_throughput_ops else ""
+    wire = f"; {d.wire_bytes_per_op:,.0f} B/op on the wire" if d.wire_bytes_per_op else ""
+    if d.network_ops is None:
+        net = "; no network figure in the catalog"
+    else:
+        net = f"; network bound {si(d.network_ops)} ops/s" + (" [yellow](binding)[/]" if d.network_bound else "")
+        if d.burst_duty_cycle is not None:
+            net += f" [yellow]burst-bound: past the baseline, at a duty cycle of {d.burst_duty_cycle:g}[/]"
+    return f"{si(d.node_throughput_ops)} ops/s{engine}{wire}{net}"
+
+
+def _latency(p50: float | None, p99: float | None, utilization: float | None) -> str:
+    if p50 is None or p99 is None:
+        return "- (at or past capacity)"
+    at = f" at {utilization:.0%} of capacity" if utilization is not None else ""
+    return f"{p50 * 1e3:.3f} / {p99 * 1e3:.3f} ms{at}"
 
 
 def print_solution(sol: Solution, console: Console | None = None) -> None:
@@ -87,6 +108,8 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
             t.add_row("  range filter (hot levels)", _range_filter(d.range_bits_per_key, d.range_filter_bytes))
         t.add_row("  block / codec hot, cold", f"{d.block_bytes:,} B / {d.codec_hot}, {d.codec_cold}")
         t.add_row("  storage per node", st.label)
+        t.add_row("  served per node (RESP)", _served(d))
+        t.add_row("  request latency p50 / p99", _latency(d.latency_p50_s, d.latency_p99_s, d.utilization))
     con.print(t)
     p = Table(title="prediction, bill and certificate", show_header=False)
     rob = sol.robustness
@@ -108,7 +131,8 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
             f"nominal choice ({'+'.join(n.classes)}, {n.provider})",
             f"expected {si(n.expected_ops)} ops/s, perturbed {si(n.perturbed_ops)} ops/s",
         )
-    p.add_row("latency (Eq. 3, per operation)", f"{pred.latency_s:.3e} s" if pred.latency_s else "-")
+    p.add_row("request latency p50 / p99 (worst node)", _latency(pred.latency_p50_s, pred.latency_p99_s, None))
+    p.add_row("Eq. 3's time per operation (1 / throughput)", f"{pred.latency_s:.3e} s" if pred.latency_s else "-")
     p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in pred.io_per_op.items()))
     if pred.operations_per_month:
         p.add_row("monthly capacity / workload", f"{pred.monthly_capacity_ops / pred.operations_per_month:,.2f}x")
@@ -144,6 +168,11 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
                 + (f"; {sl.note}" if sl.note else f"; scans of {sl.entries:g} entries (the spec's)")
             )
     tgt = sol.target
+    if tgt is not None and (tgt.max_latency_s or tgt.max_latency_p50_s):
+        bounds = ", ".join(
+            f"{name} <= {v * 1e3:g} ms" for name, v in (("p99", tgt.max_latency_s), ("p50", tgt.max_latency_p50_s)) if v
+        )
+        con.print(f"latency bound {bounds}: a constraint on every node's predicted request latency")
     if tgt is not None and tgt.min_throughput:
         if tgt.met:
             con.print(f"target {si(tgt.min_throughput)} ops/s: [green]met[/]")

@@ -39,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_models.cloud import GIB, SlaTerms, sla_cost, sla_terms
+from cost_models.bill import bill_terms
+from cost_models.cloud import SlaTerms, sla_cost
 from cost_models.pricing.catalog import Catalog
 from solver.backends import Backend, Result
 from solver.model import DATA_SLACK, X_SCALE, Chosen, LinearModel, build_mip, read_solution
@@ -93,14 +94,13 @@ class ColumnTable:
     def bill(self, nodes_bill: np.ndarray, spend: np.ndarray) -> np.ndarray:
         """The whole bill of clusters whose nodes cost ``nodes_bill`` (compute, storage,
         SLA per node), of which ``spend`` is compute and storage."""
-        pct = sum(np.maximum(mn, pc * spend) for pc, mn in self.terms.percent_terms)
-        return np.asarray(self.fixed + nodes_bill + pct, dtype=float)
+        return np.asarray(self.fixed + nodes_bill + self.terms.support(spend), dtype=float)
 
 
 def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider: str, max_cluster: int) -> ColumnTable:
     """The columns of ``provider`` (none when it cannot price the spec's SLAs)."""
     N = spec.workload.entries
-    terms = sla_terms(catalog, provider, spec.slas)
+    terms = bill_terms(spec, catalog, provider)
     ctx = [] if terms.unavailable else [c for c in contexts if c.provider == provider]
     return ColumnTable(
         provider=provider,
@@ -111,7 +111,7 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
         x=np.array([N * c.throughput / c.entries * X_SCALE for c in ctx], dtype=float),
         p=np.array([N * c.perturbed / c.entries * X_SCALE for c in ctx], dtype=float),
         share=np.array([N / c.entries for c in ctx], dtype=float),
-        fixed=terms.flat + terms.per_gb * spec.workload.data_bytes / GIB,
+        fixed=terms.fixed,
     )
 
 
@@ -162,7 +162,7 @@ def chosen_of(spec: Spec, tab: ColumnTable, nodes: list[tuple[int, int]]) -> Cho
     used = [(tab.contexts[i], k) for i, k in nodes]
     compute = sum(c.vm.usd_per_month * k for c, k in used)
     storage = sum(c.storage.usd_month * k for c, k in used)
-    sla = sla_cost(tab.terms, sum(k for _, k in used), spec.workload.data_bytes / GIB, compute + storage)
+    sla = sla_cost(tab.terms, sum(k for _, k in used), compute + storage)
     return Chosen(
         tab.provider,
         used,

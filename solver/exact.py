@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -24,7 +24,20 @@ from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
 from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, shape_overwrites, workload_partitions
 from cost_models.io_model import exact_windows
-from cost_models.robust import is_robust, perturbed_throughput, perturbed_workload
+from cost_models.latency import P50, P99, latency_at
+from cost_models.pricing.catalog import HOURS_PER_MONTH
+from cost_models.replication import amplification, workload_io_per_op
+from cost_models.robust import is_robust, perturbed_amplification, perturbed_throughput, perturbed_workload
+from cost_models.serving import (
+    DEFAULT_UTILIZATION,
+    NodeCaps,
+    ServedMix,
+    Serving,
+    latency_terms,
+    node_caps,
+    served_throughput,
+    spec_served,
+)
 from solver.model import (
     X_SCALE,
     Chosen,
@@ -41,9 +54,9 @@ from specs.vocab import OPERATIONS
 class Exact:
     """A configuration re-evaluated with the exact model."""
 
-    throughput: float  # expected workload
+    throughput: float  # expected workload, operations of the workload per second
     per_node: list[NodeGroup]
-    io_per_op: dict[str, float]
+    io_per_op: dict[str, float]  # per operation of the workload, every replica's I/O
     perturbed: float = 0.0  # perturbed workload (= throughput without robustness)
 
     @classmethod
@@ -81,8 +94,54 @@ class _NodeFigures:
     ne: NodeEval
     threads: int
     iops: float
-    x: float  # node ops/s, expected workload
+    x: float  # node ops/s, expected workload (served: operations of the cluster over its shards)
     xp: float  # and perturbed (= x without robustness)
+    sm: ServedMix | None = None  # the node's served mix
+    caps: NodeCaps | None = None  # its network and latency bounds
+    x_cpu: float = 0.0  # its served capacity before them (CPU, device)
+    x_engine: float = 0.0  # the engine in process (no server, no network)
+
+
+def demand_ops(spec: Spec) -> float | None:
+    """The cluster's demanded operations per second: performance.min_throughput, else the workload's
+    operations a month spread evenly; None when the spec states neither."""
+    if spec.min_throughput is not None:
+        return float(spec.min_throughput)
+    opm = spec.workload.operations_per_month
+    return float(opm) / (HOURS_PER_MONTH * 3600) if opm else None
+
+
+def operating_point(spec: Spec, f: _NodeFigures, share: float) -> float:
+    """The node's utilization at the answer's operating point: the spec's demand over the cluster
+    (its ``share`` of the keys' operations), at most its throughput; without a demand
+    :data:`~cost_models.serving.DEFAULT_UTILIZATION` of it."""
+    if f.x_cpu <= 0:
+        return 0.0
+    d = demand_ops(spec)
+    run = f.x * DEFAULT_UTILIZATION if d is None else min(f.x, d * share)
+    return run / f.x_cpu
+
+
+def _baseline_ops(vm: Any, sm: ServedMix | None) -> float:
+    """The node's throughput its VM's baseline bandwidth carries (no burst; inf: no figure)."""
+    if sm is None:
+        return math.inf
+    from cost_models.network import network_cap
+
+    net = network_cap(sm.load, vm.network_bytes_per_s, vm.network_burst_bytes_per_s, vm.network_ingress_limited)
+    return net / sm.scale
+
+
+def node_latency(spec: Spec, vm_cores: float, rtt_s: float, f: _NodeFigures, utilization: float) -> tuple[float, float]:
+    """(p50, p99) of a request to the node at ``utilization`` of its capacity (cost_models.latency)."""
+    if f.sm is None or f.x_cpu <= 0:
+        return math.inf, math.inf
+    cap = np.array([f.x_cpu * f.sm.scale])
+    lam = cap * utilization
+    terms = latency_terms(f.sm, rtt_s)
+    return tuple(  # type: ignore[return-value]
+        float(latency_at(lam, cap, vm_cores, spec.pipeline, terms, q)[0]) for q in (P50, P99)
+    )
 
 
 def reevaluate_many(
@@ -98,25 +157,33 @@ def reevaluate_many(
     for nodes in clusters:
         cap = sum(c.entries * k for c, k in nodes)
         sizes.append([max(c.entries * N / cap, 1.0) for c, _ in nodes])
-    wanted: dict[tuple[int, float], Context] = {}
+    wanted: dict[tuple[int, float, int], Context] = {}
     for nodes, ss in zip(clusters, sizes, strict=True):
+        n = sum(int(k) for _, k in nodes)  # every scan reaches all of them (cost_models.network)
         for (c, _), s in zip(nodes, ss, strict=True):
-            wanted.setdefault((id(c), s), c)
+            wanted.setdefault((id(c), s, n), c)
     figs = _evaluate_nodes(spec, wanted, parts)
+    # a replicated node's node operations per operation of the workload (cost_models.replication)
+    a, a_p = amplification(spec), perturbed_amplification(spec)
     out = []
     for nodes, ss in zip(clusters, sizes, strict=True):
         held = sum(s * k for (_, k), s in zip(nodes, ss, strict=True))  # = N unless nodes outnumber keys
+        n_nodes = sum(int(k) for _, k in nodes)
         xs, ps, per_node = [], [], []
         io: dict[str, float] = dict.fromkeys(OPERATIONS, 0.0)
         for (c, k), s in zip(nodes, ss, strict=True):
-            f = figs[(id(c), s)]
+            f = figs[(id(c), s, n_nodes)]
             ne, x, xp, iops = f.ne, f.x, f.xp, f.iops
-            xs.append(N * x / s if x > 0 else 0.0)
-            ps.append(N * xp / s if xp > 0 else 0.0)
+            xs.append(N * x / s / a if x > 0 else 0.0)
+            ps.append(N * xp / s / a_p if xp > 0 else 0.0)
             share = s * k / held  # the share of the operations this context's nodes serve
             for op, v in ne.io.per_op().items():
                 io[op] += share * float(v[0])
             entry = design_entry(c.design, ne.layout, 0, spec.workload.empty_range_width, threads=f.threads)
+            util = operating_point(spec, f, s / N)
+            p50, p99 = node_latency(spec, float(c.vm.vcpu), c.vm.rtt_s, f, util)
+            net = None if f.caps is None or not math.isfinite(f.caps.network_ops) else f.caps.network_ops
+            base = _baseline_ops(c.vm, f.sm)
             per_node.append(
                 NodeGroup(
                     NodeDesign(
@@ -126,6 +193,14 @@ def reevaluate_many(
                         node_throughput_ops=x,
                         node_perturbed_ops=xp,
                         device_bound=bool(x >= iops / max(float(ne.io_total[0]), 1e-300) * (1 - 1e-9)),
+                        engine_throughput_ops=f.x_engine,
+                        wire_bytes_per_op=None if f.sm is None else f.sm.wire_bytes_per_op,
+                        network_ops=net,
+                        network_bound=bool(net is not None and x > 0 and x >= net * (1 - 1e-9)),
+                        burst_duty_cycle=spec.network_duty_cycle if x > base * (1 + 1e-9) else None,
+                        utilization=util,
+                        latency_p50_s=p50 if math.isfinite(p50) else None,
+                        latency_p99_s=p99 if math.isfinite(p99) else None,
                     ),
                     NodeStorage(
                         vm_type=c.vm.name,
@@ -140,13 +215,13 @@ def reevaluate_many(
                     ),
                 )
             )
-        out.append(Exact(min(xs) if xs else 0.0, per_node, io, min(ps) if ps else 0.0))
+        out.append(Exact(min(xs) if xs else 0.0, per_node, workload_io_per_op(spec, io), min(ps) if ps else 0.0))
     return out
 
 
 def _evaluate_nodes(
-    spec: Spec, nodes: dict[tuple[int, float], Context], parts: Partitions
-) -> dict[tuple[int, float], _NodeFigures]:
+    spec: Spec, nodes: dict[tuple[int, float, int], Context], parts: Partitions
+) -> dict[tuple[int, float, int], _NodeFigures]:
     """The exact evaluation of each node (a column holding ``s`` keys, keyed by (id, s)), alone:
     the exact windows of a node of s keys (s >= 1: the layout's own key count), the gets' shared
     by the two workloads. The nodes of one size share them, and first evaluate their designs
@@ -159,10 +234,10 @@ def _evaluate_nodes(
     robust = is_robust(spec)
     pw = perturbed_workload(spec)
     shaped = shape_overwrites(spec)  # the perturbed workload runs on the expected one's shape (and puts)
-    by_size: dict[float, list[tuple[tuple[int, float], Context]]] = {}
+    by_size: dict[float, list[tuple[tuple[int, float, int], Context]]] = {}
     for key, c in nodes.items():
         by_size.setdefault(key[1], []).append((key, c))
-    out: dict[tuple[int, float], _NodeFigures] = {}
+    out: dict[tuple[int, float, int], _NodeFigures] = {}
     for s, group in by_size.items():
         mem = usable_bytes(np.array([c.vm.memory_gib for _, c in group]), spec.design.memory_headroom)
         wins = exact_windows(parts, wl.operations, s)
@@ -173,8 +248,22 @@ def _evaluate_nodes(
             ne = evaluate_designs(batch, wl, s, float(mem[i]), parts, wins, model=spec.cost_model)
             threads = c.vm.vcpu if c.design.threads is None else c.design.threads
             iops = float(c.storage.effective_iops(ne.disk_block(batch)[0]))
-            x = float(ne.throughput(wl, iops, threads)[0])
-            out[key] = _NodeFigures(ne, threads, iops, x, x)
+            shards = float(key[2])
+            sm = spec_served(spec, wl, shards)
+            x_engine = float(ne.throughput(wl, iops, threads)[0])
+            x_cpu = float(ne.throughput(wl, iops, threads, serving=Serving(spec.pipeline, shards))[0])
+            caps = node_caps(
+                np.array([x_cpu]),
+                sm,
+                c.vm.vcpu,
+                spec.pipeline,
+                c.vm,
+                spec.max_latency_s,
+                spec.max_latency_p50_s,
+                spec.network_duty_cycle,
+            )
+            x = float(caps.apply(np.array([x_cpu]))[0])
+            out[key] = _NodeFigures(ne, threads, iops, x, x, sm, caps, x_cpu, x_engine)
         rows = [i for i, (key, _) in enumerate(group) if out[key].x > 0] if robust else []
         if not rows:
             continue
@@ -195,7 +284,23 @@ def _evaluate_nodes(
                     batch, pw, s, float(mem[i]), parts, pw_wins, spec.cost_model, overwrites=shaped, shape_puts=wins[0]
                 )
             )
-            f.xp = float(perturbed_throughput(pe.phi, pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
+            if spec.kl_radius:
+                # the KL bound prices operations one by one on the engine (not served: docs/model.md)
+                f.xp = float(perturbed_throughput(pe.phi, pe.io, NodeShape.of(pe.layout), f.iops, f.threads, spec)[0])
+                continue
+            smp = spec_served(spec, pw, float(key[2]))
+            xp_cpu = served_throughput(pe.phi, pe.io, NodeShape.of(pe.layout), smp, pw.scan_length, f.iops, f.threads)
+            capp = node_caps(
+                xp_cpu,
+                smp,
+                c.vm.vcpu,
+                spec.pipeline,
+                c.vm,
+                spec.max_latency_s,
+                spec.max_latency_p50_s,
+                spec.network_duty_cycle,
+            )
+            f.xp = float(capp.apply(xp_cpu)[0])
     return out
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.bill import bill_terms
+from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
 from solver.model import X_SCALE
 from solver.tables.context import Context
@@ -59,13 +60,11 @@ def exhaustive(
     from specs.errors import InputError
 
     N = spec.workload.entries
-    data_gib = spec.workload.data_bytes / GIB
     best = Best()
+    # (a latency bound is a per-node constraint of the tables, not a throughput floor: issue 48)
     target = (0.0 if min_throughput is None else min_throughput) * X_SCALE
-    if spec.max_latency_s is not None:
-        target = max(target, X_SCALE / spec.max_latency_s)
     for provider in sorted({c.provider for c in contexts}):
-        terms = sla_terms(catalog, provider, spec.slas)
+        terms = bill_terms(spec, catalog, provider)
         if terms.unavailable:
             continue
         ctx = [(i, c) for i, c in enumerate(contexts) if c.provider == provider]
@@ -94,7 +93,7 @@ def exhaustive(
             if k == len(ctx):
                 if nodes == 0 or entries < N * (1 - 1e-9) or nodes < terms.min_nodes:
                     return
-                total = cost + sla_cost(terms, nodes, data_gib, cost)
+                total = cost + sla_cost(terms, nodes, cost)
                 best.visited += 1
                 if total > budget * (1 + 1e-12) or xmin < target * (1 - 1e-12):
                     return

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.bill import bill_terms
+from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
 from cost_models.robust import is_robust
 from solver.backends import Backend, Result
@@ -201,8 +202,8 @@ def _exhaustive_point(
     nodes = [(contexts[i], k) for i, k in b.nodes]
     compute = sum(c.vm.usd_per_month * k for c, k in nodes)
     storage = sum(c.storage.usd_month * k for c, k in nodes)
-    terms = sla_terms(catalog, b.provider, spec.slas)
-    sla = sla_cost(terms, sum(k for _, k in nodes), spec.workload.data_bytes / GIB, compute + storage)
+    terms = bill_terms(spec, catalog, b.provider)
+    sla = sla_cost(terms, sum(k for _, k in nodes), compute + storage)
     chosen = Chosen(
         b.provider, nodes, b.throughput_kops, compute + storage + sla, compute, storage, sla, b.perturbed_kops
     )
@@ -629,11 +630,10 @@ def baselines(spec: Spec, catalog: Catalog, tables: Tables, budgets: np.ndarray)
     deployed; the paper's baselines): best throughput per band, per provider."""
     N = spec.workload.entries
     out: dict[str, list[dict[str, Any]]] = {}
-    data_gib = spec.workload.data_bytes / GIB
     for name, per_p in tables.presets.items():
         rows = []
         for p, ctxs in per_p.items():
-            terms = sla_terms(catalog, p, spec.slas)
+            terms = bill_terms(spec, catalog, p)
             if terms.unavailable:
                 continue
             cands = []
@@ -642,7 +642,7 @@ def baselines(spec: Spec, catalog: Catalog, tables: Tables, budgets: np.ndarray)
                 if k < terms.min_nodes or k > tables.max_cluster:
                     continue
                 comp = c.cost_month * k
-                cost = comp + sla_cost(terms, k, data_gib, comp)
+                cost = comp + sla_cost(terms, k, comp)
                 cands.append((cost, c.throughput * k, c, k))
             # the best within a budget, for every budget: the candidates by cost, and the best of
             # each prefix (max by (throughput, -cost); of equal ones the first in ``cands``)

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cost_models.cloud import GIB, sla_terms
+from cost_models.bill import bill_terms
+from cost_models.cloud import sla_terms
 from cost_models.pricing.catalog import Catalog
 from solver.space import cluster_cap
 from solver.tables.context import Context
@@ -194,8 +195,12 @@ class MipMeta:
 
 
 def latency_target_kops(spec: Spec) -> float:
-    """The throughput (kops/s) every band must reach: 1 / ``max_latency_s`` (Eq. 3), or 0."""
-    return X_SCALE / spec.max_latency_s if spec.max_latency_s else 0.0
+    """The throughput (kops/s) every band must reach because of a latency bound: none. Until issue 48
+    ``max_latency_s`` became 1 / max_latency_s of throughput (Eq. 3); it now bounds every node's
+    predicted request latency, which the design tables apply per column (solver.tables.scoring.vm_caps,
+    cost_models.latency), holding a node's utilization below 1 where the bound needs it."""
+    del spec
+    return 0.0
 
 
 def columns_for(
@@ -252,8 +257,7 @@ def build_mip(
     provs = providers or sorted({c.provider for c in contexts})
     N = spec.workload.entries
     mc = cluster_cap(spec, catalog, provs) if max_cluster is None else max_cluster
-    data_gib = spec.workload.data_bytes / GIB
-    terms = {p: sla_terms(catalog, p, spec.slas) for p in provs}
+    terms = {p: bill_terms(spec, catalog, p) for p in provs}
     ctx = [c for c in contexts if c.provider in provs and not terms[c.provider].unavailable]
     C = len(ctx)
     pidx = np.array([provs.index(c.provider) for c in ctx], dtype=np.int64)
@@ -263,7 +267,7 @@ def build_mip(
     v_hat = p_hat if objective == Objective.PERTURBED else x_hat
     cost = np.array([c.cost_month for c in ctx])
     per_node = np.array([terms[c.provider].per_node for c in ctx])
-    fixed = np.array([terms[p].flat + terms[p].per_gb * data_gib for p in provs])
+    fixed = np.array([terms[p].fixed for p in provs])
     big_m = float(v_hat.max()) if C else 1.0
     # nodes a column may need: enough to hold the data alone, or the SLA's minimum
     need = np.array([max(math.ceil(N / c.entries * (1 - DATA_SLACK)), terms[c.provider].min_nodes) for c in ctx])
@@ -313,9 +317,15 @@ def build_mip(
     for k, (i, pc, mn) in enumerate(pct):
         sel = pidx == i
         m.add_cons(f"support_min_{k}", [(np.array([sup.start + k, z.start + i]), np.array([1.0, -mn]))], 0.0, np.inf)
+        # a support plan's percent is of the whole bill: the nodes' and the provider's transfer
         m.add_cons(
             f"support_pct_{k}",
-            [(np.concatenate([[sup.start + k], n.idx()[sel]]), np.concatenate([one, -pc * cost[sel]]))],
+            [
+                (
+                    np.concatenate([[sup.start + k, z.start + i], n.idx()[sel]]),
+                    np.concatenate([one, [-pc * terms[provs[i]].transfer], -pc * cost[sel]]),
+                )
+            ],
             0.0,
             np.inf,
         )
@@ -398,8 +408,8 @@ def read_solution(m: LinearModel, meta: MipMeta, x: np.ndarray, spec: Spec, cata
     provider = meta.providers[int(np.argmax(zs))] if len(meta.providers) else ""
     compute = sum(c.vm.usd_per_month * k for c, k in used)
     storage = sum(c.storage.usd_month * k for c, k in used)
-    terms = sla_terms(catalog, provider, spec.slas)
-    sla = sla_cost(terms, sum(k for _, k in used), spec.workload.data_bytes / GIB, compute + storage)
+    terms = bill_terms(spec, catalog, provider)
+    sla = sla_cost(terms, sum(k for _, k in used), compute + storage)
     return Chosen(
         provider,
         used,

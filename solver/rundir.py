@@ -300,6 +300,21 @@ class NodeDesign(DesignEntry):
     node_throughput_ops: float
     node_perturbed_ops: float  # = node_throughput_ops without robustness
     device_bound: bool  # the node runs at its volume's IOPS
+    #: the served node (issue 48; node_throughput_ops is its throughput served over RESP): the engine's
+    #: throughput in process (no server, no network), the bytes on the wire per operation (in + out,
+    #: with the scans' fan-out), the VM's network bound (None: no figure in the catalog) and whether
+    #: the node runs at it, the p50 / p99 request latency at ``utilization`` of the node's capacity
+    #: (cost_models.latency: M/M/c), in operations of the cluster over its shards
+    engine_throughput_ops: float | None = None
+    wire_bytes_per_op: float | None = None
+    network_ops: float | None = None
+    network_bound: bool = False
+    #: the spec's network duty cycle when the node needs more than its VM's baseline (burst
+    #: credits under that duty cycle: performance.network_duty_cycle < 1); None within the baseline
+    burst_duty_cycle: float | None = None
+    utilization: float | None = None
+    latency_p50_s: float | None = None
+    latency_p99_s: float | None = None
 
     def check(self) -> None:
         super().check()
@@ -345,12 +360,15 @@ class Bill:
 class Prediction:
     """What the model predicts the configuration does (solution.json ``predicted``)."""
 
-    latency_s: float | None  # Eq. 3: 1 / throughput
+    latency_s: float | None  # Eq. 3: 1 / throughput (not a request's latency: latency_p50_s, latency_p99_s)
     throughput_ops: float
     perturbed_throughput_ops: float | None  # robust solves
     io_per_op: dict[Operation, float]
     monthly_capacity_ops: float
     operations_per_month: float | None
+    #: a request's predicted latency (the worst node's), served over RESP (cost_models.latency)
+    latency_p50_s: float | None = None
+    latency_p99_s: float | None = None
 
     def check(self) -> None:
         require(finite(self.throughput_ops), f"throughput_ops {self.throughput_ops} is not a finite number")
@@ -432,10 +450,14 @@ class TargetMiss:
 
 @dataclass
 class Target:
-    """The spec's throughput target (performance.min_throughput, or 1 / max_latency_s)."""
+    """The spec's throughput target (performance.min_throughput) and its latency bounds
+    (performance.max_latency_s on the p99, max_latency_p50_s on the p50: constraints on every node's
+    predicted request latency, not a throughput floor)."""
 
     min_throughput: float | None
     met: bool
+    max_latency_s: float | None = field(default=None, metadata=omit_none())
+    max_latency_p50_s: float | None = field(default=None, metadata=omit_none())
     fastest_within_budget: TargetMiss | None = field(default=None, metadata=omit_none())
     #: the cheapest configuration that meets the target (None: it is met, or nothing meets it)
     cheapest_meeting_target: Configuration | None = field(default=None, metadata=omit_none())

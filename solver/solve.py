@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cost_models import cpu_count
-from cost_models.cloud import GIB, sla_cost, sla_terms
+from cost_models.cloud import sla_cost, sla_terms
 from cost_models.envelope import check_nodes
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
+from cost_models.replication import logical_data_gib
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
@@ -112,6 +113,8 @@ def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: f
         monthly_cost=Bill(compute=ch.compute, storage=ch.storage, sla=ch.sla, total=ch.monthly_cost),
         predicted=Prediction(
             latency_s=(1.0 / x) if x > 0 else None,
+            latency_p50_s=_worst([g.design.latency_p50_s for g in ex.per_node]),
+            latency_p99_s=_worst([g.design.latency_p99_s for g in ex.per_node]),
             throughput_ops=x,
             perturbed_throughput_ops=ex.perturbed if is_robust(spec) else None,
             io_per_op={Operation(op): v for op, v in ex.io_per_op.items()},
@@ -133,6 +136,11 @@ def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: f
     )
 
 
+def _worst(values: list[float | None]) -> float | None:
+    """The largest of some nodes' latencies (None when a node has none: at or past its capacity)."""
+    return None if not values or any(v is None for v in values) else max(v for v in values if v is not None)
+
+
 def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[SlaFeature, float | None]:
     """What adding each SLA the spec does not require would cost this configuration."""
     if pt.chosen is None:
@@ -140,18 +148,17 @@ def optional_slas(spec: Spec, catalog: Catalog, pt: Point) -> dict[SlaFeature, f
     ch = pt.chosen
     nodes = sum(k for _, k in ch.nodes)
     base = ch.compute + ch.storage
-    data_gib = spec.workload.data_bytes / GIB
     out: dict[SlaFeature, float | None] = {}
     for f in SLA_FEATURES:
         if f in spec.slas:
             continue
-        t = sla_terms(catalog, ch.provider, (f,))
+        t = dataclasses.replace(sla_terms(catalog, ch.provider, (f,)), data_gib=logical_data_gib(spec))
         if t.unavailable:
             out[f] = None
         elif nodes < t.min_nodes:
             out[f] = None
         else:
-            out[f] = sla_cost(t, nodes, data_gib, base)
+            out[f] = sla_cost(t, nodes, base)
     return out
 
 
@@ -215,6 +222,7 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
     top = max((p for p in fr.best if p.chosen), key=lambda p: (p.throughput, -p.cost))
     nodes = answer.nodes
     device_bound = all(g.design.device_bound for g in answer.exact.per_node)
+    network_bound = all(g.design.network_bound for g in answer.exact.per_node)
     opm = spec.workload.operations_per_month
     capacity = answer.throughput * HOURS_PER_MONTH * 3600
     if answer.carried and answer.objective == Objective.ROBUST:
@@ -239,7 +247,19 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
             BindingResource.CLUSTER_CAP,
             f"the cluster cap: all {fr.max_cluster:,} nodes it allows are used"
             + (" (design.max_cluster_size)" if spec.design.max_cluster_size else " (derived from data and budget)")
-            + ("; each node is bound by its device's IOPS" if device_bound else "; each node is bound by its CPU"),
+            + (
+                "; each node is bound by its device's IOPS"
+                if device_bound
+                else "; each node is bound by its VM's network"
+                if network_bound
+                else "; each node is bound by its CPU"
+            ),
+        )
+    elif network_bound:
+        res, detail = (
+            BindingResource.NETWORK,
+            "the network: every node runs at its VM's baseline bandwidth (bytes on the wire per operation x "
+            "throughput), and no larger cluster is in the search space",
         )
     elif device_bound:
         res, detail = (
@@ -407,10 +427,13 @@ def run_solve(
         raise BudgetTooLow(b0, cheapest_cost)
     core = configuration(spec, answer, fr.backend, method, b0)
     target = 0.0 if spec.min_throughput is None else spec.min_throughput
-    if spec.max_latency_s is not None:
-        target = max(target, 1.0 / spec.max_latency_s)
     met = answer.throughput >= target * (1 - 1e-9)
-    tgt = Target(min_throughput=target if target > 0 else None, met=met)
+    tgt = Target(
+        min_throughput=target if target > 0 else None,
+        met=met,
+        max_latency_s=spec.max_latency_s,
+        max_latency_p50_s=spec.max_latency_p50_s,
+    )
     if target > 0 and not met:
         meets = cheapest(spec, catalog, tables, backend, min_throughput=target, exact=fr.exact)
         tgt.fastest_within_budget = TargetMiss(throughput_ops=answer.throughput, monthly_cost=answer.cost)

@@ -51,7 +51,7 @@ from solver.tables.context import Context
 from specs.errors import InputError
 from specs.io import read_columns, require, write_rows
 from specs.schema import Spec
-from specs.vocab import DESIGN_CLASSES
+from specs.vocab import DESIGN_CLASSES, SlaFeature
 
 #: Directories whose every file is part of the code version of the key.
 _CODE_DIRS = ("cost_models",)
@@ -64,7 +64,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 class CachedColumn:
     """One column of a provider's tables at one shard size (a parquet row)."""
 
-    VERSION: ClassVar[int] = 3  # 3: sealed (a content hash in the schema metadata)
+    VERSION: ClassVar[int] = 4  # 3: sealed (a content hash in the schema metadata); 4: the backup's share
 
     kind: str  # solver.tables.context.COSINE, or a preset's name
     shard_count: int  # k: the node holds N/k entries
@@ -75,6 +75,7 @@ class CachedColumn:
     storage_iops: float
     storage_usd_month: float
     storage_mibps: float  # inf: no throughput limit
+    storage_backup_usd_month: float  # of storage_usd_month: the node's backup
     cost_month: float
     throughput: float
     perturbed: float
@@ -102,7 +103,15 @@ class CachedColumn:
     def check_columns(c: dict[str, Any]) -> None:
         """Values no writer produces, refused by column (specs.io.read_columns)."""
         require(bool((c["shard_count"] >= 1).all()), "a shard_count below 1")
-        for name in ("storage_gib", "storage_iops", "storage_usd_month", "cost_month", "throughput", "perturbed"):
+        for name in (
+            "storage_gib",
+            "storage_iops",
+            "storage_usd_month",
+            "storage_backup_usd_month",
+            "cost_month",
+            "throughput",
+            "perturbed",
+        ):
             v = c[name]
             require(bool((np.isfinite(v) & (v >= 0)).all()), f"column {name}: a negative or non-finite value")
         require(bool((np.isfinite(c["io_total"]) & (c["io_total"] >= 0)).all()), "column io_total: a bad value")
@@ -124,7 +133,7 @@ class CachedColumn:
 
 
 #: The fields of a column's volume (cost_models.cloud.StorageChoice), stored as ``storage_<field>``.
-_STORAGE = ("product", "disks", "gib", "iops", "usd_month", "mibps")
+_STORAGE = ("product", "disks", "gib", "iops", "usd_month", "mibps", "backup_usd_month")
 #: The column's own figures (solver.tables.context.Context).
 _CONTEXT = ("cost_month", "throughput", "perturbed", "io_total", "design_class", "levels", "cold_levels")
 #: The design's fields (cost_models.design.Design) and their stored names.
@@ -167,11 +176,26 @@ def code_version(modules: tuple[str, ...] = _CODE_FILES) -> str:
 
 def spec_parts(spec: Spec) -> list[str]:
     """What of a spec decides its tables and their re-evaluations: the workload, the design space
-    (without the cluster cap, which only adds shard sizes), robustness and the cost model."""
+    (without the cluster cap, which only adds shard sizes), robustness, the cost model, whether the
+    SLAs require a backup (a volume is priced with its backup then), a replicated node's view (its
+    plan and the workload's own mix, which robustness perturbs) and how the node is served (issue 48:
+    the clients' pipeline, the latency bounds, the network duty cycle, and the throughput target,
+    which sets the operating point of the reported latency)."""
     return [
         repr(spec.workload),
         repr(dataclasses.replace(spec.design, max_cluster_size=None)),
         repr((spec.noise, spec.kl_radius, spec.tolerance, spec.cost_model)),
+        repr(SlaFeature.BACKUP in spec.slas),
+        repr(spec.node_view),
+        repr(
+            (
+                spec.pipeline,
+                spec.max_latency_s,
+                spec.max_latency_p50_s,
+                spec.network_duty_cycle,
+                spec.min_throughput,
+            )
+        ),
     ]
 
 
@@ -185,6 +209,8 @@ def table_key(spec: Spec, catalog: Catalog, provider: str, code: str) -> str:
         repr(catalog.vms.get(provider, [])),
         repr(catalog.storage.get(provider, [])),
         repr(catalog.vm_storage.get(provider, [])),
+        repr(catalog.slas.get(provider, {}).get(SlaFeature.BACKUP)),  # a volume's snapshots
+        repr(catalog.regions.get(provider)),  # an instance store's backup in object storage
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -38,3 +38,7 @@ MAX_THROUGHPUT_OPS = 1e12
 MAX_OPERATIONS_PER_MONTH = MAX_THROUGHPUT_OPS * 31 * 86400
 #: Longest time a workload trace may span, seconds (ten years of 365.25 days).
 MAX_TRACE_SECONDS = 10 * 365.25 * 86400
+#: Most copies of the data a spec may ask the solver to consider (``replication.factors``): three
+#: replicas in three zones survive a zone and a node lost at once, the usual ceiling of replicated
+#: stores (a Raft group of 3 tolerates one failure, of 5 two; cloud regions have three zones).
+MAX_REPLICATION_FACTOR = 3

@@ -21,8 +21,10 @@ from specs.limits import (
     MAX_CLUSTER_SIZE,
     MAX_ENTRIES,
     MAX_OPERATIONS_PER_MONTH,
+    MAX_REPLICATION_FACTOR,
     MAX_SIZE_RATIO,
     MAX_THROUGHPUT_OPS,
+    MAX_TRACE_SECONDS,
     MIN_BLOCK_BYTES,
     MIN_SIZE_RATIO,
 )
@@ -34,8 +36,10 @@ from specs.vocab import (
     PRICE_SETS,
     PROVIDERS,
     SLA_FEATURES,
+    Consistency,
     CostModel,
     DistributionKind,
+    SlaFeature,
 )
 
 #: The folder of the shipped specs (``specs/NAME.yaml``).
@@ -77,6 +81,9 @@ MAX_BUDGET_USD = 1e9
 #: Robustness noise adds range scans to mixes that have none; they get this
 #: length, and `cosine solve` says so.
 DEFAULT_SCAN_LENGTH = 50.5
+#: Days of inserts the answer provisions storage (and designs) for when the spec names no
+#: ``workload.growth_horizon_days``: a quarter, a common capacity-planning review period.
+DEFAULT_GROWTH_HORIZON_DAYS = 90.0
 #: ``robustness.tolerance`` when the spec sets noise or a KL radius but no
 #: tolerance: the robust choice keeps within 10% of the best perturbed-workload
 #: throughput at its budget (docs/solver.md).
@@ -87,6 +94,9 @@ DEFAULT_EMPTY_RANGE_WIDTH = 64
 #: Widest empty range: the range filter's heights stop at 2^63 (cosine-filter ``MAX_HEIGHTS``);
 #: 2^20 key values keeps the model's exact average over range alignments cheap.
 MAX_EMPTY_RANGE_WIDTH = 1 << 20
+#: Deepest client pipeline a spec may name (cosine-server runs at most 1,024 requests as one batch:
+#: ServerConfig.max_batch).
+MAX_PIPELINE = 1024
 
 #: Each distribution kind's parameters and their defaults (None: required).
 DISTRIBUTION_KINDS: dict[DistributionKind, dict[str, float | None]] = {
@@ -146,6 +156,11 @@ class Workload:
     compressibility: float = 1.0
     #: key values (of the key's first 8 bytes) an empty range spans
     empty_range_width: int = DEFAULT_EMPTY_RANGE_WIDTH
+    #: days of inserts the answer provisions for: storage, and the design, hold the data at the end
+    #: of this horizon (:data:`DEFAULT_GROWTH_HORIZON_DAYS`)
+    growth_horizon_days: float = 90.0
+    #: days an inserted entry is kept (None: for good): inserts then grow the data by at most this
+    retention_days: float | None = None
 
     @property
     def entry_bytes(self) -> int:
@@ -174,6 +189,50 @@ class DesignSpace:
 
 
 @dataclass(frozen=True)
+class Replication:
+    """How the data is replicated (spec ``replication``): the replication factors the solver may
+    choose from, how many replicas a read asks, and whether clients run in every zone."""
+
+    factors: tuple[int, ...] = (1, 2, 3)
+    consistency: Consistency = Consistency.ONE
+    #: clients run in every zone of the replicas (their requests cross zones in proportion), or in
+    #: one zone with the leaders (default)
+    clients_across_zones: bool = False
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One replication choice: RF copies of each entry in ``zones`` zones, reads asking one replica
+    or a majority (cost_models.replication)."""
+
+    rf: int
+    zones: int
+    consistency: Consistency = Consistency.ONE
+
+    @property
+    def read_replicas(self) -> int:
+        """q: replicas a read asks (one, or a majority of RF)."""
+        return 1 if self.consistency == Consistency.ONE else self.rf // 2 + 1
+
+    @property
+    def label(self) -> str:
+        return f"RF {self.rf} in {self.zones} zone{'s' if self.zones > 1 else ''}"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What turns a spec into the spec its nodes serve (cost_models.replication.node_spec): the plan,
+    the node operations per operation of the workload (A), the entries the data holds at the end
+    of the growth horizon (one copy) and the workload's own mix (which robustness perturbs before
+    the plan maps it to node operations)."""
+
+    plan: ReplicaPlan
+    amplification: float
+    logical_entries: float
+    logical_operations: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Spec:
     """A validated Cosine spec."""
 
@@ -191,6 +250,16 @@ class Spec:
     pricing: str
     cost_model: CostModel = CostModel.DISTRIBUTION_AWARE
     tolerance: float = DEFAULT_ROBUST_TOLERANCE  # robustness.tolerance (delta of the robust rule)
+    replication: Replication = field(default_factory=Replication)
+    #: set on the spec a node serves (its workload: every copy, node operations): cluster throughputs
+    #: are the node view's over ``node_view.amplification``; None: the spec as written
+    node_view: NodeView | None = None
+    #: the served node (issue 48): the clients' pipeline depth (requests a client sends before it
+    #: reads their replies), the p50 latency bound (max_latency_s bounds the p99), and the share of
+    #: the time a node runs at its peak (< 1: burst network credits may carry it; 1: the baseline)
+    pipeline: int = 1
+    max_latency_p50_s: float | None = None
+    network_duty_cycle: float = 1.0
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -439,6 +508,8 @@ def _workload(v: Any) -> Workload:
         "operations_per_month",
         "compressibility",
         "empty_range_width",
+        "growth_horizon_days",
+        "retention_days",
     ]
     _check_keys("workload", w, allowed, ["entries", "key_bytes", "value_bytes", "operations"])
     entries = _number("workload.entries", w["entries"], lo=1, integer=True)
@@ -496,6 +567,17 @@ def _workload(v: Any) -> Workload:
             lo_open=True,
             hi=MAX_OPERATIONS_PER_MONTH,
         )
+    horizon = _number(
+        "workload.growth_horizon_days",
+        w.get("growth_horizon_days", DEFAULT_GROWTH_HORIZON_DAYS),
+        lo=0.0,
+        hi=MAX_TRACE_SECONDS / 86400,
+    )
+    retention = None
+    if "retention_days" in w:
+        retention = _number(
+            "workload.retention_days", w["retention_days"], lo=0.0, lo_open=True, hi=MAX_TRACE_SECONDS / 86400
+        )
     return Workload(
         entries=int(entries),
         key_bytes=int(key_bytes),
@@ -508,6 +590,8 @@ def _workload(v: Any) -> Workload:
         scan_length_given="range_selectivity" in w or "scan_length" in w,
         compressibility=compressibility,
         empty_range_width=width,
+        growth_horizon_days=horizon,
+        retention_days=retention,
     )
 
 
@@ -574,6 +658,7 @@ def validate(data: dict[str, Any]) -> Spec:
         "robustness",
         "pricing",
         "cost_model",
+        "replication",
     ]
     _check_keys("", data, allowed, ["name", "workload", "budget"])
     name = data["name"]
@@ -596,10 +681,22 @@ def validate(data: dict[str, Any]) -> Spec:
         # The paper: a budget outside the range widens it to 1..(b + 500,000).
         lo, hi = min(lo, 1.0), max(hi, budget + 500_000.0)
 
-    min_tp = max_lat = None
+    min_tp = max_lat = max_p50 = None
+    pipeline, duty = 1, 1.0
     if "performance" in data and data["performance"] is not None:
         perf = _mapping("performance", data["performance"])
-        _check_keys("performance", perf, ["min_throughput", "max_latency_s"], [])
+        _check_keys(
+            "performance",
+            perf,
+            ["min_throughput", "max_latency_s", "max_latency_p50_s", "pipeline", "network_duty_cycle"],
+            [],
+        )
+        if "max_latency_p50_s" in perf:
+            max_p50 = _number("performance.max_latency_p50_s", perf["max_latency_p50_s"], lo=0.0, lo_open=True)
+        if "pipeline" in perf:
+            pipeline = int(_number("performance.pipeline", perf["pipeline"], lo=1, hi=MAX_PIPELINE, integer=True))
+        if "network_duty_cycle" in perf:
+            duty = _number("performance.network_duty_cycle", perf["network_duty_cycle"], lo=0.0, lo_open=True, hi=1.0)
         if "min_throughput" in perf:
             min_tp = _number(
                 "performance.min_throughput", perf["min_throughput"], lo=0.0, lo_open=True, hi=MAX_THROUGHPUT_OPS
@@ -633,6 +730,12 @@ def validate(data: dict[str, Any]) -> Spec:
         raise SpecError("pricing", f"unknown price set {pricing!r} (valid: {', '.join(PRICE_SETS)}){hint}")
 
     cost_model = _cost_model(data.get("cost_model", CostModel.DISTRIBUTION_AWARE))
+    replication = _replication(data["replication"]) if data.get("replication") is not None else Replication()
+    if SlaFeature.AVAILABILITY in slas and max(replication.factors) < 2:
+        raise SpecError(
+            "replication.factors",
+            "the availability SLA needs replicas in two or more zones: allow a replication factor of 2 or 3",
+        )
 
     return Spec(
         name=name.strip(),
@@ -649,8 +752,39 @@ def validate(data: dict[str, Any]) -> Spec:
         pricing=pricing,
         cost_model=cost_model,
         tolerance=tol,
+        replication=replication,
+        pipeline=pipeline,
+        max_latency_p50_s=max_p50,
+        network_duty_cycle=duty,
         raw=data,
     )
+
+
+def _replication(v: Any) -> Replication:
+    r = _mapping("replication", v)
+    _check_keys("replication", r, ["factors", "consistency", "clients_across_zones"], [])
+    factors = Replication().factors
+    if "factors" in r:
+        raw = r["factors"]
+        if not isinstance(raw, list) or not raw:
+            raise SpecError("replication.factors", "must be a non-empty list such as [1, 2, 3]")
+        vals = [
+            int(_number(f"replication.factors[{i}]", x, lo=1, hi=MAX_REPLICATION_FACTOR, integer=True))
+            for i, x in enumerate(raw)
+        ]
+        if len(set(vals)) != len(vals):
+            raise SpecError("replication.factors", "a factor is listed twice")
+        factors = tuple(sorted(vals))
+    consistency = Consistency.ONE
+    if "consistency" in r:
+        c = r["consistency"]
+        if c not in set(Consistency):
+            raise SpecError("replication.consistency", f"{c!r} is not one of {', '.join(Consistency)}")
+        consistency = Consistency(c)
+    spread = r.get("clients_across_zones", False)
+    if not isinstance(spread, bool):
+        raise SpecError("replication.clients_across_zones", f"must be true or false, got {_type_name(spread)}")
+    return Replication(factors, consistency, spread)
 
 
 def _cost_model(v: Any) -> CostModel:

@@ -168,6 +168,7 @@ class BindingResource(StrEnum):
     ROBUST_RULE = "robust_rule"  # dearer configurations are not within the tolerance of the best perturbed one
     CLUSTER_CAP = "cluster_cap"
     NODE_IOPS = "node_iops"
+    NETWORK = "network"  # every node runs at its VM's network bandwidth (issue 48)
     OPERATIONS_PER_MONTH = "operations_per_month"
     NONE = "none"
 
@@ -179,6 +180,7 @@ class CatalogKind(StrEnum):
     STORAGE = "storage"
     SLA = "sla"
     VM_STORAGE = "vm_storage"  # a VM's limits on attached storage, or its local instance store
+    REGION = "region"  # a provider's region: its zones, cross-zone transfer and object-storage prices
 
 
 class DistributionKind(StrEnum):
@@ -295,6 +297,14 @@ class EnginePeer(StrEnum):
     COSINE = "cosine"
     ROCKSDB = "rocksdb"
     FJALL = "fjall"
+
+
+class Consistency(StrEnum):
+    """How many replicas a read asks (spec ``replication.consistency``): one replica (the leader, or a
+    follower where it may serve), or a majority of them."""
+
+    ONE = "one"
+    QUORUM = "quorum"
 
 
 class DeploymentStatus(StrEnum):

@@ -47,7 +47,11 @@ def test_evaluate_presets_json(spec, preset):
     assert d["design"]["name"] == preset
     assert set(d["io_per_op"]) == {"get", "empty_get", "range", "insert", "update", "rmw", "empty_range"}
     assert d["monthly_cost"]["total"] == pytest.approx(
-        d["monthly_cost"]["compute"] + d["monthly_cost"]["storage"] + d["monthly_cost"]["sla"], abs=0.02
+        d["monthly_cost"]["compute"]
+        + d["monthly_cost"]["storage"]
+        + d["monthly_cost"]["backup"]
+        + d["monthly_cost"]["sla"],
+        abs=0.02,
     )
     assert d["monthly_cost"]["compute"] == pytest.approx(4 * 0.576 * 730, rel=1e-6)  # on-demand r5d.2xlarge
     if d["feasible"]:

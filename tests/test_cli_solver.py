@@ -197,13 +197,15 @@ def test_budget_below_cheapest_exits_3(solved):
 def test_target_not_met_gives_both_configurations(solved, tmp_path):
     spec, _, _ = solved
     hard = tmp_path / "hard.yaml"
-    hard.write_text(SPEC.replace("min_throughput: 1000", "min_throughput: 5.0e7"))
+    # above the budget's best (1.3M ops/s served) and below the frontier's top (6.4M at $5,000): since
+    # issue 48 the nodes are served (5e7, reachable by the engine in process, no longer is)
+    hard.write_text(SPEC.replace("min_throughput: 1000", "min_throughput: 3.0e6"))
     res = runner.invoke(app, ["solve", str(hard), "--bands", "4", "--json", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.stderr
     tgt = json.loads(res.stdout)["target"]
     assert tgt["met"] is False and "fastest_within_budget" in tgt
     ch = tgt["cheapest_meeting_target"]
-    assert ch is None or ch["predicted"]["throughput_ops"] >= 5.0e7 * (1 - 1e-6)
+    assert ch is None or ch["predicted"]["throughput_ops"] >= 3.0e6 * (1 - 1e-6)
 
 
 def test_solve_bad_flags(solved):

@@ -12,7 +12,11 @@ every acknowledged write is on the shard that acknowledged it — none lost.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +92,23 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
         assert not mismatch, f"{len(mismatch)} keys read through the proxy differ from their shard"
         status = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out), "--json"])
         assert status.exit_code == 0, status.output
+        assert json.loads(status.stdout)["health"] == {"status": "running", "down": [], "leaderless": [], "shards": []}
+        # issue 46.5: the proxy killed, the cluster is degraded (on 18f96a3: "running", exit 0)
+        assert st.proxy.pid is not None
+        os.kill(st.proxy.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while cluster.alive(st.proxy.pid, cluster.PROXY) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out), "--json"])
+        assert status.exit_code == 1, status.output
+        assert json.loads(status.stdout)["health"] == {
+            "status": "degraded",
+            "down": ["nutcracker"],
+            "leaderless": [],
+            "shards": [],
+        }
+        plain = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out)])
+        assert plain.exit_code == 1 and "degraded (nutcracker down)" in " ".join(plain.stdout.split())
     finally:
         stop = runner.invoke(app, ["deploy", str(run_dir), "--down", "--out", str(out)])
     assert stop.exit_code == 0, stop.output

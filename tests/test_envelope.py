@@ -13,7 +13,7 @@ import yaml
 import cost_models.phi as phi_module
 from cli.main import app
 from cost_models.cpu import envelope_rows
-from cost_models.envelope import COMPARABLE_MIX, bound, check_nodes, mix_distance
+from cost_models.envelope import COMPARABLE_MIX, bound, check_nodes, mix_distance, served_bound
 from cost_models.phi import PHI_TABLE, load_phi
 from solver.audit import audit
 
@@ -26,7 +26,8 @@ def test_mix_distance() -> None:
 
 
 def test_check_nodes_against_the_table() -> None:
-    b = bound("lsm", {"get": 0.5, "update": 0.5})
+    # a served node is checked against the lower of the engine's and cosine-server's envelope (issue 48)
+    b = served_bound("lsm", {"get": 0.5, "update": 0.5})
     assert b.per_core_ops is not None and b.per_core_ops > 0
     node = SimpleNamespace(vm_type="x", design_class="lsm", threads=4, node_throughput_ops=4 * b.per_core_ops * 0.5)
     assert check_nodes([node], {"get": 0.5, "update": 0.5}).inside

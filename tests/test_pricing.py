@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -44,10 +46,14 @@ def test_ondemand_prices_are_higher_than_the_papers():
 def test_sla_price_models():
     cat = load_catalog("paper2021")
     t = sla_terms(cat, "aws", ("support", "backup", "availability"))
-    # support: max($29, 3% of spend); backup $0.05/GB; availability: >= 2 nodes.
-    assert t.min_nodes == 2 and not t.unavailable
-    assert sla_cost(t, 2, 100.0, 500.0) == pytest.approx(29 + 5.0)
-    assert sla_cost(t, 2, 100.0, 5000.0) == pytest.approx(150 + 5.0)
+    # support: max($29, 3% of spend); availability: >= 2 nodes; backup's $0.05/GB is priced per
+    # node by the storage it backs up (cost_models.replication.backup_usd_per_node), not here
+    assert t.min_nodes == 2 and not t.unavailable and t.per_gb == 0.0
+    t = dataclasses.replace(t, data_gib=100.0)
+    assert sla_cost(t, 2, 500.0) == pytest.approx(29)
+    assert sla_cost(t, 2, 5000.0) == pytest.approx(150)
+    # a support plan is a percent of the whole bill: cross-zone transfer included
+    assert sla_cost(dataclasses.replace(t, transfer=1000.0), 2, 5000.0) == pytest.approx(1000 + 0.03 * 6000)
     # GCP has no reliability price (GAP in the reference): reported, not invented.
     assert sla_terms(cat, "gcp", ("reliability",)).unavailable == ("reliability",)
     assert compute_cost(0.091, 3) == pytest.approx(0.091 * 730 * 3)

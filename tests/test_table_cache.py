@@ -52,12 +52,17 @@ def test_key_follows_what_the_tables_depend_on(spec_cat):
     spec, cat = spec_cat
     code = code_version()
     key = table_key(spec, cat, "aws", code)
-    # not on the budget, the SLAs, the other providers or the cluster cap
+    # not on the budget, the SLAs but backup, the other providers or the cluster cap
     same = dataclasses.replace(spec, budget_usd=1.0, slas=("availability",), providers=("aws",))
     same = dataclasses.replace(same, design=dataclasses.replace(spec.design, max_cluster_size=50))
     assert table_key(same, cat, "aws", code) == key
-    sla_free = dataclasses.replace(cat, slas={})
-    assert table_key(spec, sla_free, "aws", code) == key
+    only_backup = {p: {f: s for f, s in by.items() if f == "backup"} for p, by in cat.slas.items()}
+    assert table_key(spec, dataclasses.replace(cat, slas=only_backup), "aws", code) == key
+    # on a backup (a volume is priced with it): required, its snapshot price, the object store's
+    assert table_key(dataclasses.replace(spec, slas=("backup",)), cat, "aws", code) != key
+    assert table_key(spec, dataclasses.replace(cat, slas={}), "aws", code) != key
+    region = {**cat.regions, "aws": dataclasses.replace(cat.regions["aws"], object_usd_per_gb_month=1.0)}
+    assert table_key(spec, dataclasses.replace(cat, regions=region), "aws", code) != key
     # on the workload, the design space, robustness, the provider's prices and the code (phi table included)
     wl = dataclasses.replace(spec.workload, value_bytes=101)
     assert table_key(dataclasses.replace(spec, workload=wl), cat, "aws", code) != key

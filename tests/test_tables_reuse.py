@@ -13,18 +13,20 @@ import numpy as np
 import pytest
 
 from cost_models.cloud import GIB, effective_iops
-from cost_models.cpu import NodeShape, node_throughput
+from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch, preset
 from cost_models.evaluate import node_io, shape_overwrites, tree_puts, workload_partitions
 from cost_models.io_model import structure, window_tables
 from cost_models.layout import level_shape, split_memory
 from cost_models.phi import load_phi
 from cost_models.pricing.catalog import load_catalog
-from cost_models.robust import perturbed_throughput
+from cost_models.robust import perturbed_workload
+from cost_models.serving import served_throughput, spec_served
 from solver.space import grid_for
 from solver.tables import build as TB
 from solver.tables import context as TC
 from solver.tables import grid_eval as TG
+from solver.tables.scoring import vm_caps
 from specs.schema import parse_spec
 from specs.vocab import PRESETS
 
@@ -106,8 +108,16 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
                 node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)
             )
             iops = effective_iops(c.storage.iops, c.storage.mibps, float(d.block_bytes))
-            x = node_throughput(load_phi(), io, iops, NodeShape.of(lay), wl.operations, c.vm.vcpu, wl.scan_length)[0]
-            xp = perturbed_throughput(load_phi(), io_p, NodeShape.of(lay), iops, c.vm.vcpu, spec)[0]
+            # served (issue 48): a node of k shards, capped by its VM's network (solver.tables.scoring.vm_caps)
+            pw = perturbed_workload(spec)
+            x0 = served_throughput(
+                load_phi(), io, NodeShape.of(lay), spec_served(spec, wl, k), wl.scan_length, iops, c.vm.vcpu
+            )
+            xp0 = served_throughput(
+                load_phi(), io_p, NodeShape.of(lay), spec_served(spec, pw, k), pw.scan_length, iops, c.vm.vcpu
+            )
+            xs, xps = vm_caps(spec, c.vm, s, x0, xp0)
+            x, xp = xs[0], xps[0]
             assert c.throughput == pytest.approx(x, rel=1e-12) and c.perturbed == pytest.approx(xp, rel=1e-12)
             checked += 1
     assert checked > 20

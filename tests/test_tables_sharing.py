@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from cost_models.cloud import GIB
-from cost_models.cpu import node_demands
 from cost_models.design import Design, DesignBatch
 from cost_models.evaluate import workload_partitions
 from cost_models.io_model import (
@@ -31,7 +30,8 @@ from cost_models.io_model import (
 from cost_models.layout import Layout, split_memory
 from cost_models.phi import load_phi
 from cost_models.range_filter import layout_fpr
-from cost_models.robust import perturbed_demands, perturbed_workload
+from cost_models.robust import perturbed_workload
+from cost_models.serving import served_demands, spec_served
 from solver.space import Grid, grid_for
 from solver.tables import grid_eval as TG
 from solver.tables import scoring as TS
@@ -147,8 +147,10 @@ def test_shared_shape_terms_change_no_demand() -> None:
     idx = np.flatnonzero(ge.ok)
     de, dp = TS.design_demands(spec, ge, idx)
     shape = ge.shape.take(idx)
-    own = node_demands(load_phi(), ge.io.map(lambda v: v[idx]), shape, wl.operations, wl.scan_length)
-    own_p = perturbed_demands(load_phi(), ge.io_p.map(lambda v: v[idx]), shape, spec)
+    # served demands (issue 48), the node of one shard (entries = N)
+    own = served_demands(load_phi(), ge.io.map(lambda v: v[idx]), shape, spec_served(spec, wl, 1.0), wl.scan_length)
+    pw = perturbed_workload(spec)
+    own_p = served_demands(load_phi(), ge.io_p.map(lambda v: v[idx]), shape, spec_served(spec, pw, 1.0), pw.scan_length)
     assert dp is not None and own_p is not None
     assert _same(de, own) and _same(dp, own_p)
 

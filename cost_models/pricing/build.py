@@ -46,6 +46,10 @@ SOURCE_COLUMNS = {
         *("price_set", "provider", "vm", "min_vcpu", "max_vcpu", "product", "max_iops", "max_mibps"),
         *("max_disks", "size_gib", "source", "as_of"),
     ),
+    "regions.csv": (
+        *("price_set", "provider", "name", "zones", "cross_zone_usd_per_gb", "object_usd_per_gb_month"),
+        *("source", "as_of"),
+    ),
     "slas.csv": (
         *("price_set", "provider", "feature", "name", "available", "usd_flat_month", "usd_per_node_month"),
         *("usd_per_gb_month", "percent_of_spend", "minimum_usd", "min_nodes", "source", "as_of"),
@@ -89,6 +93,34 @@ def _tiers(text: str, path: Path, line: int) -> str:
     return text
 
 
+def _vm_network(row: dict[str, str], path: Path, line: int) -> dict[str, object]:
+    """A VM row's network columns (issue 48), checked: a baseline needs its source and date, a burst
+    is at least the baseline. A row without a baseline has no network bound (None everywhere)."""
+    base = _num(row, "network_baseline_gbps", path, line)
+    if base is None:
+        return {}
+    if base <= 0:
+        raise CatalogError(f"{path.name}:{line}: network_baseline_gbps must be positive")
+    burst = _num(row, "network_burst_gbps", path, line)
+    burst = base if burst is None else burst
+    if burst < base:
+        raise CatalogError(f"{path.name}:{line}: network_burst_gbps {burst:g} is below the baseline {base:g}")
+    if not (row.get("network_source") or "").strip() or not (row.get("network_as_of") or "").strip():
+        raise CatalogError(f"{path.name}:{line}: a network bandwidth needs network_source and network_as_of")
+    ingress = (row.get("network_ingress_limited") or "0").strip()
+    if ingress not in ("0", "1"):
+        raise CatalogError(f"{path.name}:{line}: network_ingress_limited must be 0 or 1, got {ingress!r}")
+    return {
+        "network_baseline_gbps": base,
+        "network_burst_gbps": burst,
+        "network_pps": _num(row, "network_pps", path, line),
+        "network_ingress_limited": ingress == "1",
+        "rtt_us": _num(row, "rtt_us", path, line),
+        "network_source": row["network_source"].strip(),
+        "network_as_of": row["network_as_of"].strip(),
+    }
+
+
 def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
     """Read the CSV sources (default :data:`PRICING_SOURCE_DIR`) into catalog rows (validated, typed)."""
     source_dir = PRICING_SOURCE_DIR if source_dir is None else source_dir
@@ -112,6 +144,7 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
         vcpu = _num(r, "vcpu", path, line)
         if hourly is None or mem is None or vcpu is None or mem <= 0 or vcpu <= 0:
             raise CatalogError(f"{path.name}:{line}: a VM needs vcpu, memory_gib, usd_per_hour")
+        net = _vm_network(r, path, line)
         for ps in _price_sets(r):
             rows.append(
                 {
@@ -126,6 +159,7 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
                     "source": r["source"],
                     "as_of": r["as_of"],
                     "notes": r.get("notes", ""),
+                    **net,
                 }
             )
 
@@ -186,6 +220,25 @@ def build_rows(source_dir: Path | None = None) -> list[dict[str, object]]:
             "max_mibps": _num(r, "max_mibps", path, line),
             "max_disks": None if disks is None else int(disks),
             "size_gib": _num(r, "size_gib", path, line),
+            "source": r["source"],
+            "as_of": r["as_of"],
+            "notes": r.get("notes", ""),
+        }
+        for ps in _price_sets(r):
+            rows.append({**rec, "price_set": ps})
+
+    path = source_dir / "regions.csv"
+    for line, r in _read_csv(path):
+        check_common(r, path, line)
+        zones = _num(r, "zones", path, line)
+        rec = {
+            **empty,
+            "provider": r["provider"],
+            "kind": CatalogKind.REGION,
+            "name": r["name"],
+            "zones": int(zones) if zones is not None else None,
+            "cross_zone_usd_per_gb": _num(r, "cross_zone_usd_per_gb", path, line),
+            "object_usd_per_gb_month": _num(r, "object_usd_per_gb_month", path, line),
             "source": r["source"],
             "as_of": r["as_of"],
             "notes": r.get("notes", ""),

@@ -30,6 +30,13 @@ class VmType:
     vcpu: int
     memory_gib: float
     usd_per_hour: float
+    #: the VM's network (pricing/vms.csv): baseline and burst bandwidth in bytes per second (inf:
+    #: the catalog has none), whether inbound traffic counts against it too, and the provider's
+    #: intra-zone round trip (s; 0: none in the catalog)
+    network_bytes_per_s: float = math.inf
+    network_burst_bytes_per_s: float = math.inf
+    network_ingress_limited: bool = False
+    rtt_s: float = 0.0
 
     @property
     def usd_per_month(self) -> float:
@@ -38,6 +45,22 @@ class VmType:
     @property
     def key(self) -> str:
         return f"{self.provider}:{self.name}"
+
+
+#: Bytes per second in one Gbit/s (the providers quote decimal gigabits).
+GBIT_BYTES = 1e9 / 8
+
+
+def _vm_network(r: dict[str, Any]) -> tuple[float, float, bool, float]:
+    """A VM row's network as :class:`VmType` takes it (no baseline: no bound)."""
+    base = r.get("network_baseline_gbps")
+    if base is None or (isinstance(base, float) and math.isnan(base)):
+        return math.inf, math.inf, False, 0.0
+    burst = r.get("network_burst_gbps")
+    burst = base if burst is None or (isinstance(burst, float) and math.isnan(burst)) else burst
+    rtt = r.get("rtt_us")
+    rtt_s = 0.0 if rtt is None or (isinstance(rtt, float) and math.isnan(rtt)) else float(rtt) * 1e-6
+    return float(base) * GBIT_BYTES, float(burst) * GBIT_BYTES, bool(r.get("network_ingress_limited")), rtt_s
 
 
 @dataclass(frozen=True)
@@ -113,6 +136,18 @@ class SlaPrice:
     notes: str = ""
 
 
+@dataclass(frozen=True)
+class Region:
+    """A provider's region as the bill sees it (regions.csv): its availability zones, what a GB
+    moved between two of them costs (both sides' charges), and what object storage costs."""
+
+    provider: str
+    name: str
+    zones: int
+    cross_zone_usd_per_gb: float
+    object_usd_per_gb_month: float
+
+
 @dataclass
 class Catalog:
     """The prices of one price set, grouped by provider."""
@@ -122,6 +157,7 @@ class Catalog:
     storage: dict[str, list[StorageOption]] = field(default_factory=dict)
     slas: dict[str, dict[str, SlaPrice]] = field(default_factory=dict)
     vm_storage: dict[str, list[VmStorageLimit]] = field(default_factory=dict)
+    regions: dict[str, Region] = field(default_factory=dict)
     #: :meth:`storage_limit`'s answers (a catalog is not changed once loaded; the design tables
     #: ask for every VM type's limits once per shard size and block-size set)
     _limits: dict[tuple[VmType, str], VmStorageLimit | None] = field(
@@ -136,6 +172,12 @@ class Catalog:
                 (lim for lim in self.vm_storage.get(vm.provider, []) if lim.applies(vm, product)), None
             )
         return self._limits[key]
+
+    def region(self, provider: str) -> Region:
+        """The provider's region of this price set (regions.csv)."""
+        if provider not in self.regions:
+            raise CatalogError(f"no region of {provider} in price set {self.price_set} (pricing/regions.csv)")
+        return self.regions[provider]
 
     def vm(self, provider: str, name: str) -> VmType:
         for v in self.vms.get(provider, []):
@@ -224,7 +266,7 @@ def _load_catalog(price_set: str, path: Path) -> Catalog:
         p = r["provider"]
         if r["kind"] == CatalogKind.VM:
             cat.vms.setdefault(p, []).append(
-                VmType(p, r["name"], int(r["vcpu"]), float(r["memory_gib"]), float(r["usd_per_hour"]))
+                VmType(p, r["name"], int(r["vcpu"]), float(r["memory_gib"]), float(r["usd_per_hour"]), *_vm_network(r))
             )
         elif r["kind"] == CatalogKind.STORAGE:
             cat.storage.setdefault(p, []).append(_storage_option(p, r))
@@ -241,6 +283,14 @@ def _load_catalog(price_set: str, path: Path) -> Catalog:
                     max_disks=int(r["max_disks"]) if r["max_disks"] is not None else None,
                     size_gib=r["size_gib"],
                 )
+            )
+        elif r["kind"] == CatalogKind.REGION:
+            cat.regions[p] = Region(
+                provider=p,
+                name=r["name"],
+                zones=int(r["zones"]),
+                cross_zone_usd_per_gb=float(r["cross_zone_usd_per_gb"]),
+                object_usd_per_gb_month=float(r["object_usd_per_gb_month"]),
             )
         elif r["kind"] == CatalogKind.SLA:
             cat.slas.setdefault(p, {})[r["feature"]] = SlaPrice(

@@ -18,7 +18,8 @@ PRICING_PARQUET = REPO_ROOT / "pricing.parquet"
 
 @dataclass
 class CatalogRow:
-    """One row of pricing.parquet: a VM type, a storage product or an SLA feature, in one price set.
+    """One row of pricing.parquet: a VM type, a storage product, an SLA feature or a region's facts
+    (zones, cross-zone transfer, object storage), in one price set.
 
     Columns a kind does not use are null; the parquet schema is derived from these fields.
     """
@@ -63,9 +64,21 @@ class CatalogRow:
     percent_of_spend: float | None = None
     minimum_usd: float | None = None
     min_nodes: int | None = None
+    zones: int | None = None
+    cross_zone_usd_per_gb: float | None = None
+    object_usd_per_gb_month: float | None = None
     source: str | None = None
     as_of: str | None = None
     notes: str | None = None
+    #: a VM's network (pricing/vms.csv, issue 48): baseline and burst bandwidth (Gbit/s), packets per
+    #: second where documented, whether inbound traffic is limited too, the intra-zone round trip (us)
+    network_baseline_gbps: float | None = None
+    network_burst_gbps: float | None = None
+    network_pps: float | None = None
+    network_ingress_limited: bool | None = None
+    rtt_us: float | None = None
+    network_source: str | None = None
+    network_as_of: str | None = None
 
     def check(self) -> None:
         """Values a catalog row may hold (read_rows calls this on every row of pricing.parquet)."""
@@ -86,6 +99,14 @@ class CatalogRow:
                 and self.memory_gib > 0
                 and self.usd_per_hour is not None,
                 f"VM {self.name}: needs vcpu >= 1, memory_gib > 0 and usd_per_hour",
+            )
+        elif self.kind == CatalogKind.REGION:
+            require(
+                self.zones is not None
+                and self.zones >= 1
+                and self.cross_zone_usd_per_gb is not None
+                and self.object_usd_per_gb_month is not None,
+                f"region {self.name}: needs zones >= 1, cross_zone_usd_per_gb and object_usd_per_gb_month",
             )
         elif self.kind == CatalogKind.STORAGE:
             require(self.storage_rule in STORAGE_RULES, f"storage {self.name}: unknown rule {self.storage_rule!r}")

@@ -3,7 +3,9 @@ preset's), run in a process pool, read from and added to the table cache (solver
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,8 @@ from cost_models.evaluate import workload_partitions
 from cost_models.io_model import window_tables
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType
+from cost_models.replication import amplification, replica_nodes
+from cost_models.robust import perturbed_amplification
 from cost_models.windows import WindowTable
 from solver.space import Grid, cluster_cap, grid_for, shard_counts
 from solver.tables.columns import Column, columns_for_vm, prune_columns
@@ -134,6 +138,16 @@ def shard_job(
     return out
 
 
+def in_workload_operations(spec: Spec) -> Callable[[Context], Context]:
+    """A column as the MIP reads it: its throughputs in operations of the workload, a replicated
+    node's node operations per second over A (cost_models.replication; the perturbed workload's
+    own A). The cache keeps the node's own figures."""
+    a, a_p = amplification(spec), perturbed_amplification(spec)
+    if a == 1.0 and a_p == 1.0:
+        return lambda c: c
+    return lambda c: dataclasses.replace(c, throughput=c.throughput / a, perturbed=c.perturbed / a_p)
+
+
 def _prime(catalog: Catalog, vms: list[VmType]) -> None:
     """Load before the pool forks what each worker's first shard job would load for itself: the
     codec table (cost_models.compression), which the exact re-evaluation later needs in this
@@ -175,7 +189,8 @@ def build_tables(
     if vms:
         grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
     N = spec.workload.entries
-    counts = shard_counts(min(mc, N))
+    # a replicated cluster's node holds at most one copy of a key: RF nodes or more
+    counts = [k for k in shard_counts(min(mc, N)) if k >= replica_nodes(spec)]
     provs = sorted(set(providers))
     found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
     kinds = (COSINE, *presets)
@@ -215,14 +230,15 @@ def build_tables(
         grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms},
         max_cluster=mc,
     )
+    per_op = in_workload_operations(spec)
     for k in counts:
         for p in provs:
             for c in shards[p].get((COSINE, k), []):
-                tables.contexts.setdefault(p, []).append(c)
+                tables.contexts.setdefault(p, []).append(per_op(c))
     for name in presets:
         for k in counts:
             for p in provs:
                 for c in shards[p].get((name, k), []):
-                    tables.presets.setdefault(name, {}).setdefault(p, []).append(c)
+                    tables.presets.setdefault(name, {}).setdefault(p, []).append(per_op(c))
     tables.seconds = time.perf_counter() - t0
     return tables

@@ -14,7 +14,7 @@ from cost_models.pricing.catalog import VmType
 from cost_models.robust import is_robust
 from solver.tables.context import COSINE, Context
 from solver.tables.grid_eval import GridEval
-from solver.tables.scoring import CpuScores, ScoreDemands, cpu_scores, design_demands, node_scores
+from solver.tables.scoring import CpuScores, ScoreDemands, cpu_scores, design_demands, node_scores, vm_caps
 from solver.tables.volumes import menu_table
 from specs.schema import Spec
 from specs.vocab import DesignClass
@@ -85,6 +85,7 @@ def columns_for_vm(
     dem = design_demands(spec, ge, cand) if dem is None else dem
     cpu = cpu_scores(dem, vm.vcpu) if cpu is None else cpu
     xe, xp = node_scores(spec, ge, cand, iops, vm.vcpu, dem, cpu)
+    xe, xp = vm_caps(spec, vm, entries, xe, xp)
     return picked(spec, vm, entries, choices, ge, cand, fits, xe, xp, name, headroom=cpu[0])
 
 

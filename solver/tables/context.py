@@ -21,13 +21,13 @@ class Context:
     entries: float
     storage: StorageChoice
     cost_month: float
-    throughput: float  # node ops/s of the design, expected workload
+    throughput: float  # the node's ops/s, expected workload (a replica's: node operations / A)
     io_total: float
     design: Design
     design_class: str
     levels: int
     cold_levels: int
-    perturbed: float = 0.0  # node ops/s under the perturbed workload (= throughput without robustness)
+    perturbed: float = 0.0  # the same under the perturbed workload (= throughput without robustness)
 
 
 @dataclass

@@ -314,7 +314,7 @@ def evaluate_splits(
             (
                 lay.cls,
                 lay.feasible & allowed_classes(lay.cls, spec.design.classes),
-                lay.space_entries * lay.entry_bytes / GIB,
+                lay.disk_entries * lay.entry_bytes / GIB,
                 batch.block_bytes.astype(float),
                 lay.L,
                 lay.Y,

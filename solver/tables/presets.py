@@ -19,7 +19,7 @@ from cost_models.windows import WindowTable
 from solver.tables.columns import fitting, one_design_columns
 from solver.tables.context import Context
 from solver.tables.grid_eval import GridEval, workloads
-from solver.tables.scoring import cpu_scores, design_demands, node_scores, take_demands
+from solver.tables.scoring import cpu_scores, design_demands, node_scores, take_demands, vm_caps
 from solver.tables.volumes import menu_thresholds
 from specs.schema import Spec
 
@@ -62,7 +62,7 @@ def preset_columns(
         total_p=None if io_p is None else io_p.total(wls[1].operations),
         shape=NodeShape.of(lay),
         ok=lay.feasible,
-        need_gib=lay.space_entries * lay.entry_bytes / GIB,
+        need_gib=lay.disk_entries * lay.entry_bytes / GIB,
         block=np.repeat([float(d.block_bytes) for d in ds], m),
         L=lay.L,
         Y=lay.Y,
@@ -102,7 +102,7 @@ def preset_columns(
     for j, name in enumerate(names):
         vols = volumes((ds[j].block_bytes,))
         per_vm = [
-            (vm, vols[vm.key], int(rows[pos]), fits, *scores[k])
+            (vm, vols[vm.key], int(rows[pos]), fits, *vm_caps(spec, vm, s, *scores[k]))
             for k, (p, vm, pos, _, fits) in enumerate(segs)
             if p == j
         ]

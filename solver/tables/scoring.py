@@ -10,12 +10,13 @@ from cost_models.cpu import (
     Demands,
     cpu_throughput,
     device_capped,
-    node_demands,
     shape_terms,
     throughput,
 )
 from cost_models.pareto import pareto_mask
+from cost_models.pricing.catalog import VmType
 from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
+from cost_models.serving import node_caps, served_demands, spec_served
 from solver.tables.grid_eval import GridEval
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
@@ -25,21 +26,55 @@ from specs.vocab import OPERATIONS
 ScoreDemands = tuple[Demands, Demands | None]
 
 
+def shards_of(spec: Spec, entries: float) -> float:
+    """The shards of a cluster of nodes holding ``entries`` keys each (a scan reaches every one)."""
+    return max(float(spec.workload.entries) / max(float(entries), 1.0), 1.0)
+
+
 def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
-    """The demands of the designs ``idx`` of ``ge``: they do not depend on the VM type or the
-    volume, so every (VM type, volume) of one evaluation shares them (:func:`node_scores`)."""
+    """The demands of the designs ``idx`` of ``ge``, served (cost_models.serving.served_demands: the
+    server's CPU per request, the scans' fan-out to the cluster's shards): they do not depend on
+    the VM type or the volume, so every (VM type, volume) of one evaluation shares them
+    (:func:`node_scores`)."""
     wl = spec.workload
     shape = ge.shape.take(idx)
     extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
     terms = shape_terms(ge.phi, shape, wl.scan_length)
-    de = node_demands(ge.phi, ge.io.take(idx), shape, wl.operations, wl.scan_length, extra_cpu=extra, terms=terms)
+    k = shards_of(spec, ge.shape.n_keys)
+    sm = spec_served(spec, wl, k)
+    de = served_demands(ge.phi, ge.io.take(idx), shape, sm, wl.scan_length, extra_cpu=extra, terms=terms)
     if not is_robust(spec):
         return de, None
     io_p = ge.io_p if ge.io_p is not None else ge.io
     extra_p = 0.0 if ge.codec_cpu_p is None else ge.codec_cpu_p[idx]
     # the noisy mix's demands share the designs' terms when it scans as far
-    same = perturbed_workload(spec).scan_length == wl.scan_length
-    return de, perturbed_demands(ge.phi, io_p.take(idx), shape, spec, extra_p, terms if same else None)
+    pw = perturbed_workload(spec)
+    same = pw.scan_length == wl.scan_length
+    if spec.kl_radius:
+        # the KL bound prices the operations one by one on the engine (not served: docs/model.md)
+        return de, perturbed_demands(ge.phi, io_p.take(idx), shape, spec, extra_p, terms if same else None)
+    smp = spec_served(spec, pw, k)
+    dp = served_demands(
+        ge.phi, io_p.take(idx), shape, smp, pw.scan_length, extra_cpu=extra_p, terms=terms if same else None
+    )
+    return de, dp
+
+
+def vm_caps(spec: Spec, vm: VmType, entries: float, xe: np.ndarray, xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Node throughputs ``xe`` (expected) and ``xp`` (perturbed) of nodes holding ``entries`` keys on
+    ``vm``, capped by its network and the spec's latency bounds (cost_models.serving.node_caps)."""
+    k = shards_of(spec, entries)
+
+    def cap(x: np.ndarray, wl: object) -> np.ndarray:
+        sm = spec_served(spec, wl, k)
+        return node_caps(
+            x, sm, vm.vcpu, spec.pipeline, vm, spec.max_latency_s, spec.max_latency_p50_s, spec.network_duty_cycle
+        ).apply(x)
+
+    ce = cap(xe, spec.workload)
+    if not is_robust(spec):
+        return ce, ce
+    return ce, cap(xp, perturbed_workload(spec))
 
 
 #: The :func:`cost_models.cpu.cpu_throughput` of some designs' :data:`ScoreDemands` on a VM's

@@ -3,19 +3,23 @@ VM types of equal limits) and their size buckets."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from cost_models import compression
-from cost_models.cloud import GIB, StorageChoice, storage_choices, volume_table
+from cost_models.cloud import GIB, StorageChoice, is_local, storage_choices, volume_table
 from cost_models.pricing.catalog import Catalog, VmType
+from cost_models.replication import backup_usd_per_node
 from solver.space import Grid
 from specs.schema import Spec
 
-#: Volume sizes offered per node, as multiples of the shard's logical data
-#: (space amplification of LSM levels and of the hash log's garbage).
-VOLUME_HEADROOM = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6)
+#: Volume sizes offered per node, as multiples of the shard's logical data: a design's fullest
+#: (cost_models.layout ``disk_entries``: its levels full and its largest merge's output beside
+#: them) is 1.0-1.3x the data for a hash log or file-by-file merges, about 2x for a wide leveled
+#: tree and up to 3x for leveling at T = 2.
+VOLUME_HEADROOM = (1.0, 1.15, 1.35, 1.6, 2.0, 2.6, 3.2)
 
 
 class Menu(list[StorageChoice]):
@@ -49,8 +53,18 @@ def shard_volumes(
     for vm in vms:
         limits = (vm.provider, *(catalog.storage_limit(vm, o.name) for o in catalog.storage.get(vm.provider, [])))
         if limits not in shared:
-            shared[limits] = Menu(storage_choices(catalog, vm, needs, blocks))
+            shared[limits] = Menu(with_backup(spec, catalog, storage_choices(catalog, vm, needs, blocks), s))
         out[vm.key] = shared[limits]
+    return out
+
+
+def with_backup(spec: Spec, catalog: Catalog, choices: list[StorageChoice], s: float) -> list[StorageChoice]:
+    """``choices`` priced with the backup a node of ``s`` entries on each needs
+    (cost_models.replication.backup_usd_per_node): a volume is bought with its backup."""
+    out = []
+    for c in choices:
+        extra = backup_usd_per_node(spec, catalog, c.provider, is_local(catalog, c), s)
+        out.append(replace(c, usd_month=c.usd_month + extra, backup_usd_month=extra) if extra > 0 else c)
     return out
 
 

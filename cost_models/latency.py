@@ -1,0 +1,255 @@
+"""Request latency at a node's operating point (issue 48.4): a named queueing model, its quantiles.
+
+**The model: M/M/c (Erlang C) on pipelined batches.** A node of c cores (its vCPUs; on this
+machine's core split, the server's cores) serves a client's batch of p pipelined requests as one
+job: it parses every complete request it has received and writes the batch's replies together
+(docs/deploy.md). Assumptions, written out in docs/model.md ("Request latency"):
+
+* batches arrive as a Poisson process at rate lambda / p (many independent clients: an open system);
+* a batch's service time is exponential with mean p x s (s = c / X_cap, the node's CPU seconds per
+  request at its capacity X_cap from cost_models.cpu: every core busy at capacity), any free core
+  serves the next batch (c servers, one queue, first come first served);
+* a request's latency is its round trip on the network (the provider's intra-zone figure in the
+  catalog; on this machine, loopback), plus the batch's wait for a core W and its service S, plus,
+  for a write, the WAL policy's durability wait: group commit waits for the next sync, uniform on
+  [0, interval] (every_write and none: no interval), plus the device's read latency for a read
+  that reads blocks (0 in the solver, as in the CPU model).
+
+Then P(W > t) = C(c, a) e^{-(c mu - lambda) t} with a = lambda / mu, mu = 1 / (p s), C the Erlang C
+probability of waiting; T = W + S has the closed-form CCDF of :func:`ccdf`; the uniform commit wait
+is integrated in closed form too, and a quantile is found by bisection on the CCDF
+(:func:`quantile`). A node at or past capacity has no finite latency: the solver keeps every node
+below the utilization its ``performance.max_latency_s`` allows (:func:`throughput_within`).
+
+A closed system (the bench: C connections each with one batch outstanding) has a bounded queue:
+there the arrival rate used is the one at which M/M/c's mean number of batches in the system and
+the batches outside it (round trip, commit wait) add up to the connections' (measure/served.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Quantiles the solution reports.
+P50, P99 = 0.5, 0.99
+#: Bisection steps of a quantile (each halves the bracket: 2^-60 of it).
+STEPS = 60
+#: Bisection steps of the highest throughput a latency bound allows (2^-30 of the capacity).
+THROUGHPUT_STEPS = 30
+
+
+def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Erlang C: the probability an arrival waits, c servers at offered load a (< c), by Erlang B's
+    recursion B(k) = a B(k-1) / (k + a B(k-1)) and C = B / (1 - rho (1 - B)); elementwise."""
+    c = np.asarray(c, dtype=float)
+    a = np.asarray(a, dtype=float)
+    c, a = np.broadcast_arrays(c, a)
+    b = np.ones(a.shape)
+    top = int(np.max(c)) if c.size else 0
+    for k in range(1, top + 1):
+        nb = a * b / (k + a * b)
+        b = np.where(k <= c, nb, b)
+    rho = a / c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rho < 1, b / (1 - rho * (1 - b)), 1.0)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """An M/M/c queue of batches (arrays over designs): ``c`` cores, ``mu`` batches per second per
+    core, ``lam`` batches per second arriving."""
+
+    c: np.ndarray
+    mu: np.ndarray
+    lam: np.ndarray
+
+    @property
+    def rho(self) -> np.ndarray:
+        return self.lam / (self.c * self.mu)
+
+    def wait_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """(probability of waiting, rate of the waiting time's exponential tail)."""
+        pw = erlang_c(self.c, self.lam / self.mu)
+        return pw, np.maximum(self.c * self.mu - self.lam, 1e-300)
+
+    def mean_in_system(self) -> np.ndarray:
+        """Batches in the system on average (queued and in service)."""
+        pw, gamma = self.wait_terms()
+        return self.lam * pw / gamma + self.lam / self.mu
+
+
+def _exp_integral(rate: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The integral of e^{-rate s} over [lo, hi] (lo <= hi, both >= 0)."""
+    return (np.exp(-rate * lo) - np.exp(-rate * hi)) / rate
+
+
+def ccdf(
+    t: np.ndarray,
+    q: Queue,
+    service: np.ndarray,
+    shift: np.ndarray,
+    window: np.ndarray,
+    terms: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """P(latency > t): the batch's wait and service (``service``: mean seconds of this request's
+    batch) after ``shift`` seconds (round trip, device), plus a uniform wait on [0, ``window``]
+    (group commit; 0: none). Elementwise over arrays. ``terms``: ``q.wait_terms()``, when the
+    caller has them (they do not depend on t)."""
+    pw, gamma = q.wait_terms() if terms is None else terms
+    ms = 1.0 / np.maximum(service, 1e-300)
+    # T0 = W + S: CCDF = A e^{-ms t} + B e^{-gamma t} (B e^{-gamma t} -> C (1 + gamma t) e^{-gamma t} at ms = gamma)
+    near = np.abs(ms - gamma) < 1e-9 * ms
+    den = np.where(near, 1.0, ms - gamma)
+    coef_s = np.where(near, 1.0 - pw, (1 - pw) - pw * gamma / den)
+    coef_g = np.where(near, 0.0, pw * ms / den)
+    u = np.asarray(t, dtype=float) - shift
+
+    def base(x: np.ndarray) -> np.ndarray:
+        x = np.maximum(x, 0.0)
+        out = coef_s * np.exp(-ms * x) + coef_g * np.exp(-gamma * x)
+        return np.where(near, out + pw * (1 + gamma * x) * np.exp(-gamma * x), out)
+
+    def integral(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The integral of base over [lo, hi], 0 <= lo <= hi."""
+        out = coef_s * _exp_integral(ms, lo, hi) + coef_g * _exp_integral(gamma, lo, hi)
+        # (1 + g x) e^{-g x} integrates to -(2 + g x) e^{-g x} / g
+        ex = pw * ((2 + gamma * lo) * np.exp(-gamma * lo) - (2 + gamma * hi) * np.exp(-gamma * hi)) / gamma
+        return np.where(near, out + ex, out)
+
+    win = np.asarray(window, dtype=float)
+    has = win > 0
+    w = np.where(has, win, 1.0)
+    # with the uniform wait: (1/w) * [ (w - u)^+ + integral of base over [max(u - w, 0), u] ] for u > 0
+    lo = np.maximum(u - w, 0.0)
+    hi = np.maximum(u, 0.0)
+    smooth = (np.maximum(w - u, 0.0) + integral(lo, hi)) / w
+    smooth = np.minimum(smooth, 1.0)
+    plain = np.where(u < 0, 1.0, base(u))
+    return np.where(has, np.where(u < 0, 1.0, smooth), plain)
+
+
+@dataclass(frozen=True)
+class RequestClass:
+    """Requests alike for latency: their share of the node's requests, the mean service of their
+    batch (s), the fixed seconds they add (round trip, device wait) and the uniform wait (group
+    commit interval; 0: none)."""
+
+    share: float
+    service: np.ndarray
+    shift: float
+    window: float
+
+
+def mixture_ccdf(
+    t: np.ndarray, q: Queue, classes: list[RequestClass], terms: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """P(latency > t) of a request drawn from ``classes`` by their shares (``terms`` as :func:`ccdf`'s)."""
+    total = sum(c.share for c in classes) or 1.0
+    wt = q.wait_terms() if terms is None else terms
+    out = np.zeros(np.broadcast_shapes(np.shape(t), np.shape(q.lam)))
+    for c in classes:
+        if c.share > 0:
+            out = out + c.share / total * ccdf(t, q, c.service, np.asarray(c.shift), np.asarray(c.window), wt)
+    return out
+
+
+def quantile(prob: float, q: Queue, classes: list[RequestClass]) -> np.ndarray:
+    """The ``prob``-quantile of the latency of a request of ``classes`` (inf at or past capacity)."""
+    shape = np.shape(q.lam)
+    wt = q.wait_terms()
+    pw, gamma = wt
+    lo = np.zeros(shape)
+    span = max((c.shift + c.window for c in classes), default=0.0)
+    service = np.max(np.stack([np.broadcast_to(c.service, shape) for c in classes]), axis=0)
+    hi = span + 50.0 * (service + 1.0 / gamma)
+    for _ in range(STEPS):
+        mid = (lo + hi) / 2
+        over = mixture_ccdf(mid, q, classes, wt) > 1 - prob
+        lo = np.where(over, mid, lo)
+        hi = np.where(over, hi, mid)
+    return np.where(q.rho < 1, hi, math.inf)
+
+
+@dataclass(frozen=True)
+class Operating:
+    """A node's operating point as the latency model needs it (arrays over designs)."""
+
+    throughput: np.ndarray  # requests (operations) per second arriving
+    capacity: np.ndarray  # the node's throughput at full use (cost_models.cpu and caps)
+    cores: float
+    pipeline: int
+
+    def queue(self) -> Queue:
+        p = float(max(self.pipeline, 1))
+        cap = np.maximum(np.asarray(self.capacity, dtype=float), 1e-300)
+        mu = cap / self.cores / p  # batches per second per core
+        return Queue(np.full(np.shape(cap), float(self.cores)), mu, np.asarray(self.throughput, dtype=float) / p)
+
+    def batch_service(self) -> np.ndarray:
+        """Mean seconds of one batch's service."""
+        return float(max(self.pipeline, 1)) * self.cores / np.maximum(np.asarray(self.capacity, dtype=float), 1e-300)
+
+
+@dataclass(frozen=True)
+class LatencyTerms:
+    """What a node's requests add to its queue's latency: the round trip, the writes' share and
+    their group-commit interval (0: none)."""
+
+    rtt_s: float
+    write_share: float
+    commit_window_s: float
+
+    def classes(self, service: np.ndarray) -> list[RequestClass]:
+        return [
+            RequestClass(1.0 - self.write_share, service, self.rtt_s, 0.0),
+            RequestClass(self.write_share, service, self.rtt_s, self.commit_window_s),
+        ]
+
+
+def latency_at(
+    throughput: np.ndarray, capacity: np.ndarray, cores: float, pipeline: int, terms: LatencyTerms, prob: float
+) -> np.ndarray:
+    """The ``prob``-quantile of a node's request latency at ``throughput`` (module docstring)."""
+    op = Operating(np.asarray(throughput, dtype=float), np.asarray(capacity, dtype=float), cores, pipeline)
+    return quantile(prob, op.queue(), terms.classes(op.batch_service()))
+
+
+def throughput_within(
+    capacity: np.ndarray,
+    cores: float,
+    pipeline: int,
+    terms: LatencyTerms,
+    max_p99: float | None,
+    max_p50: float | None = None,
+) -> np.ndarray:
+    """The highest throughput at most ``capacity`` at which the latency's p99 (and p50) meet their
+    bounds (0 where even an idle node misses one): the utilization the solver may hold a node at."""
+    cap = np.asarray(capacity, dtype=float)
+    if max_p99 is None and max_p50 is None:
+        return cap
+    bounds = [(P99, max_p99), (P50, max_p50)]
+
+    def meets(x: np.ndarray) -> np.ndarray:
+        # the q-quantile is at most the bound exactly where P(latency > bound) <= 1 - q (one CCDF
+        # evaluation, no quantile search)
+        op = Operating(x, cap, cores, pipeline)
+        q = op.queue()
+        classes = terms.classes(op.batch_service())
+        ok = q.rho < 1
+        for prob, bound in bounds:
+            if bound is not None:
+                ok &= mixture_ccdf(np.full(cap.shape, bound), q, classes) <= 1 - prob
+        return ok
+
+    lo = np.zeros(cap.shape)
+    hi = cap * (1 - 1e-9)
+    feasible = meets(np.zeros(cap.shape)) & (cap > 0)
+    for _ in range(THROUGHPUT_STEPS):
+        mid = (lo + hi) / 2
+        good = meets(mid)
+        lo = np.where(good, mid, lo)
+        hi = np.where(good, hi, mid)
+    return np.where(feasible, lo, 0.0)

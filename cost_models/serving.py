@@ -1,0 +1,371 @@
+"""The served node's CPU (issue 48.1): what cosine-server spends on a request beyond the engine.
+
+A request reaching cosine-server is read from its socket, parsed, run against the engine and
+answered (engine-template/crates/cosine-server): point reads on the connection's network task
+("read"), scans on tokio's blocking pool ("scan"), writes on the blocking pool and then a wait for
+the WAL policy's durability on another blocking thread ("write"). Beyond the engine's own CPU per
+operation (cost_models.cpu, data/phi.yaml) each request costs, by its kind,
+
+    c_req + c_batch / p + c_byte x (bytes in + bytes out)        (symbolic ``serving_seconds``)
+
+with p the client's pipeline depth: the system calls and wake-ups are paid once per batch of p
+requests (a connection parses every complete request it has received as one batch and writes the
+batch's replies together), the parsing and encoding per request, the copies per byte
+(cost_models.network gives the bytes). Each kind has its own three terms: a write's bytes are
+also copied into the WAL and the memtable, CPU the engine's table (measured with 116-byte
+entries) does not charge per byte, so the byte term of a kind holds all its per-byte CPU beyond
+the engine's at that size. ``cosine calibrate serving`` measures the three kinds'
+``c_req`` and ``c_batch`` and ``c_byte`` on cosine-server pinned to one core with redis-benchmark
+on the other (measure/served_calibration.py) and writes ``data/serving.yaml`` with its provenance;
+a fit that wants a value at or past a bound is refused, as phi's are.
+
+The serving CPU runs on any core, per connection: it joins the parallel part P of the node's CPU
+demands (docs/model.md, "CPU and throughput"), as the engine's per-operation CPU does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from cost_models.cpu import Demands, NodeShape, ShapeTerms, node_demands
+from cost_models.io_model import IOCost
+from cost_models.network import Wire, WireLoad, served_mix, wire, wire_load
+from cost_models.phi import PhiTable
+from cost_models.symbolic import compiled
+from specs.errors import InputError
+from specs.io import load_yaml
+from specs.vocab import OPERATIONS, Operation
+
+#: The shipped table, written by `cosine calibrate serving`.
+SERVING_TABLE = Path(__file__).resolve().parent / "data" / "serving.yaml"
+#: serving.yaml's layout version.
+SERVING_SCHEMA = 1
+#: How cosine-server runs each kind of request (see the module docstring).
+KINDS = ("read", "scan", "write")
+#: Each kind's terms in serving.yaml: seconds per request, per pipelined batch, per byte on the wire.
+TERMS = ("request_seconds", "batch_seconds", "byte_seconds")
+#: The terms each kind has. A scan's CPU per request beyond its batch's and its bytes' was
+#: indistinguishable from 0 (fitted +0.09 us in one calibration, -0.19 us in the next, against
+#: ~29 us per batch and ~0.7 ns per byte): as phi.yaml's FLAT_SEARCHES, a term whose fit wants its
+#: bound is not fitted, and the model has none (0).
+KIND_TERMS: dict[str, tuple[str, ...]] = {
+    "read": TERMS,
+    "scan": ("batch_seconds", "byte_seconds"),
+    "write": TERMS,
+}
+#: The requests of each operation, by kind (an rmw is YCSB's read, then write).
+REQUESTS: dict[Operation, tuple[str, ...]] = {
+    Operation.GET: ("read",),
+    Operation.EMPTY_GET: ("read",),
+    Operation.RANGE: ("scan",),
+    Operation.EMPTY_RANGE: ("scan",),
+    Operation.INSERT: ("write",),
+    Operation.UPDATE: ("write",),
+    Operation.RMW: ("read", "write"),
+}
+
+
+class ServingTableError(InputError):
+    """data/serving.yaml is missing a term or holds an impossible value."""
+
+
+@dataclass(frozen=True, eq=False)
+class ServingTable:
+    """A checked serving table: per kind, seconds per request and per batch; seconds per byte."""
+
+    path: Path
+    raw: Mapping[str, Any]
+
+    def request_seconds(self, kind: str) -> float:
+        """Seconds per request of ``kind`` (0 for a kind without the term: :data:`KIND_TERMS`)."""
+        return float(self.raw["kinds"][kind].get("request_seconds", 0.0))
+
+    def batch_seconds(self, kind: str) -> float:
+        return float(self.raw["kinds"][kind]["batch_seconds"])
+
+    def byte_seconds(self, kind: str) -> float:
+        return float(self.raw["kinds"][kind]["byte_seconds"])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (load_serving, (self.path,))
+
+
+_LOADED: dict[tuple[str, int], ServingTable] = {}
+
+
+def load_serving(path: Path = SERVING_TABLE) -> ServingTable:
+    """The serving table at ``path`` (default: the shipped one), checked once per file version."""
+    p = str(path)
+    try:
+        stamp = os.stat(p).st_mtime_ns
+    except OSError:
+        raise ServingTableError(f"{p}: no such serving table (run `cosine calibrate serving`)") from None
+    hit = _LOADED.get((p, stamp))
+    if hit is None:
+        hit = _LOADED[(p, stamp)] = ServingTable(Path(p), check_table(_read(Path(p)), Path(p).name))
+    return hit
+
+
+def _read(path: Path) -> Any:
+    try:
+        return load_yaml(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ServingTableError(f"{path.name}: not a readable YAML serving table ({type(e).__name__})") from None
+
+
+def check_table(raw: Any, name: str) -> dict[str, Any]:
+    """A serving table's document, checked: every kind's two terms and the byte term positive."""
+    if not isinstance(raw, dict) or raw.get("schema") != SERVING_SCHEMA:
+        raise ServingTableError(f"{name}: not a schema-{SERVING_SCHEMA} serving table; run `cosine calibrate serving`")
+    kinds = raw.get("kinds")
+    if not isinstance(kinds, dict):
+        raise ServingTableError(f"{name}: kinds must map {', '.join(KINDS)} to their terms")
+    for k in KINDS:
+        for term in KIND_TERMS[k]:
+            v = kinds.get(k, {}).get(term) if isinstance(kinds.get(k), dict) else None
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ServingTableError(f"{name}: kinds.{k}.{term} must be a positive number, got {v!r}")
+    return raw
+
+
+def shipped_or(table: ServingTable | None) -> ServingTable:
+    return table if table is not None else load_serving(SERVING_TABLE)
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How clients reach a node: their pipeline depth, the shards a scan fans out to, the table."""
+
+    pipeline: int = 1
+    shards: float = 1.0
+    table: ServingTable | None = None
+
+
+def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: int) -> float:
+    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` requests."""
+    c = compiled()["serving_seconds"]
+    inbound, outbound = w.framed(op, pipeline)
+    kinds = REQUESTS[op]
+    per_byte = (inbound + outbound) / len(kinds)
+    return float(
+        sum(
+            c(table.request_seconds(k), table.batch_seconds(k), float(pipeline), table.byte_seconds(k), per_byte)
+            for k in kinds
+        )
+    )
+
+
+@dataclass(frozen=True)
+class ServedMix:
+    """A node's served work per operation of the cluster over its shards: the mix it runs, how
+    many of its operations that is per cluster operation (scan fan-out), the serving CPU and the
+    bytes on the wire per operation of its mix."""
+
+    mix: dict[str, float]
+    scale: float
+    serving_seconds: float
+    load: WireLoad
+
+    @property
+    def wire_bytes_per_op(self) -> float:
+        """Bytes on the wire (in + out) per operation of the cluster's mix the node serves."""
+        return self.load.total * self.scale
+
+
+def served(mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length: float, serving: Serving) -> ServedMix:
+    """A node's :class:`ServedMix` for the spec's ``mix`` under ``serving``."""
+    table = shipped_or(serving.table)
+    node_mix, scale = served_mix(mix, serving.shards)
+    w = wire(key_bytes, value_bytes, scan_length)
+    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline) for op, v in node_mix.items())
+    return ServedMix(node_mix, scale, secs, wire_load(w, node_mix, serving.pipeline))
+
+
+def per_cluster_op(d: Demands, scale: float) -> Demands:
+    """Demands per (cluster operation / shards) from demands per operation of the node's mix: every
+    per-operation quantity times ``scale``; the buffers' slack (operations) over it. Throughput on
+    the result is the throughput on ``d`` over ``scale`` (the stall term too: rate x scale, slack /
+    scale at throughput / scale)."""
+    if scale == 1.0:
+        return d
+
+    def s(v: np.ndarray | None) -> np.ndarray | None:
+        return None if v is None else v * scale
+
+    return replace(
+        d,
+        serial=d.serial * scale,
+        parallel=d.parallel * scale,
+        wait=d.wait * scale,
+        background=d.background * scale,
+        io=d.io * scale,
+        io_bytes=d.io_bytes * scale,
+        stall_rate=s(d.stall_rate),
+        stall_slack=None if d.stall_slack is None else d.stall_slack / scale,
+        serial_concurrent=s(d.serial_concurrent),
+        parallel_concurrent=s(d.parallel_concurrent),
+    )
+
+
+def served_demands(
+    phi: PhiTable,
+    io: IOCost,
+    shape: NodeShape,
+    sm: ServedMix,
+    scan_length: float,
+    read_latency_s: float = 0.0,
+    extra_cpu: float | np.ndarray = 0.0,
+    terms: ShapeTerms | None = None,
+) -> Demands:
+    """The node's CPU demands served (cost_models.cpu.node_demands on the node's mix with the serving
+    CPU on the parallel part), per operation of the cluster over its shards."""
+    d = node_demands(phi, io, shape, sm.mix, scan_length, read_latency_s, extra_cpu, terms)
+    d.parallel = d.parallel + sm.serving_seconds
+    return per_cluster_op(d, sm.scale)
+
+
+__all__ = [
+    "KINDS",
+    "OPERATIONS",
+    "REQUESTS",
+    "SERVING_TABLE",
+    "ServedMix",
+    "Serving",
+    "ServingTable",
+    "load_serving",
+    "op_serving_seconds",
+    "per_cluster_op",
+    "served",
+    "served_demands",
+]
+
+
+#: The group-commit interval a rendered design waits at most for its WAL sync (render/config.py
+#: renders ``group_commit_interval_us = 1000``; tests/test_served_model.py checks they agree).
+GROUP_COMMIT_INTERVAL_S = 1e-3
+#: The node's utilization the reported latency is taken at when the spec states no demand (neither
+#: performance.min_throughput nor workload.operations_per_month): a stated assumption, not a
+#: measurement (docs/model.md, "Request latency").
+DEFAULT_UTILIZATION = 0.7
+
+
+def write_request_share(mix: dict[str, float]) -> float:
+    """The share of a node's requests that write (an rmw is a read and a write request)."""
+    reqs = {op: float(len(REQUESTS[Operation(op)])) for op in mix}
+    total = sum(v * reqs[op] for op, v in mix.items() if v > 0) or 1.0
+    writes = sum(v for op, v in mix.items() if v > 0 and "write" in REQUESTS[Operation(op)])
+    return writes / total
+
+
+@dataclass(frozen=True)
+class NodeCaps:
+    """What bounds a served node besides its CPU and volume (per node, in operations of the cluster
+    over its shards): its VM's network, and the highest throughput its latency bounds allow."""
+
+    network_ops: float
+    latency_ops: np.ndarray
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        return np.minimum(np.minimum(np.asarray(x, dtype=float), self.network_ops), self.latency_ops)
+
+
+def latency_terms(sm: ServedMix, rtt_s: float) -> Any:
+    """The latency model's terms of a node's served mix (cost_models.latency.LatencyTerms)."""
+    from cost_models.latency import LatencyTerms
+
+    return LatencyTerms(rtt_s, write_request_share(sm.mix), GROUP_COMMIT_INTERVAL_S)
+
+
+def node_caps(
+    x: np.ndarray,
+    sm: ServedMix,
+    cores: float,
+    pipeline: int,
+    vm: Any,
+    max_p99: float | None,
+    max_p50: float | None,
+    duty_cycle: float = 1.0,
+) -> NodeCaps:
+    """The :class:`NodeCaps` of nodes of capacity ``x`` (cost_models.cpu.throughput of their served
+    demands) on ``vm`` (a catalog VmType): its network (cost_models.network.network_cap) and the
+    latency bounds (cost_models.latency.throughput_within on the node's own requests: its mix's
+    operations are ``sm.scale`` per cluster operation over the shards)."""
+    from cost_models.latency import throughput_within
+    from cost_models.network import network_cap
+
+    net = network_cap(
+        sm.load, vm.network_bytes_per_s, vm.network_burst_bytes_per_s, vm.network_ingress_limited, duty_cycle
+    )
+    node_ops = np.asarray(x, dtype=float) * sm.scale
+    within = throughput_within(node_ops, cores, pipeline, latency_terms(sm, vm.rtt_s), max_p99, max_p50)
+    return NodeCaps(net / sm.scale, within / sm.scale)
+
+
+def spec_served(spec: Any, workload: Any, shards: float) -> ServedMix:
+    """A node's :class:`ServedMix` under ``spec`` (its pipeline) for ``workload`` on ``shards`` shards."""
+    return served(
+        workload.operations,
+        workload.key_bytes,
+        workload.value_bytes,
+        workload.scan_length,
+        Serving(pipeline=spec.pipeline, shards=shards),
+    )
+
+
+def served_throughput(
+    phi: PhiTable,
+    io: IOCost,
+    shape: NodeShape,
+    sm: ServedMix,
+    scan_length: float,
+    iops: float | np.ndarray,
+    threads: float,
+    *,
+    cores: float | None = None,
+    read_latency_s: float = 0.0,
+    bytes_per_s: float | np.ndarray = math.inf,
+    extra_cpu: float | np.ndarray = 0.0,
+) -> np.ndarray:
+    """A served node's throughput (operations of the cluster over its shards per second): the CPU
+    model on :func:`served_demands`, capped by the device (cost_models.cpu.throughput)."""
+    from cost_models.cpu import throughput
+
+    d = served_demands(phi, io, shape, sm, scan_length, read_latency_s, extra_cpu)
+    return throughput(d, iops, threads, cores, bytes_per_s)
+
+
+def served_rates(table: ServingTable | None = None) -> dict[str, float]:
+    """The highest served requests per second per core cosine-server reached for each kind in its
+    calibration (``points`` of serving.yaml: requests over the server's CPU seconds): what it was
+    ever measured to do, over RESP."""
+    t = shipped_or(table)
+    best: dict[str, float] = {}
+    for p in t.raw.get("points", []):
+        cpu = float(p["server_cpu_seconds"])
+        if cpu > 0:
+            best[p["kind"]] = max(best.get(p["kind"], 0.0), float(p["requests"]) / cpu)
+    return best
+
+
+def served_envelope(mix: dict[str, float], table: ServingTable | None = None) -> float | None:
+    """The served envelope of a mix: ``1 / sum_o theta_o sum_(its requests) 1 / X_kind``, X_kind the
+    kind's highest served rate per core (:func:`served_rates`); None when a kind was never measured."""
+    rates = served_rates(table)
+    total = sum(v for v in mix.values() if v > 0) or 1.0
+    secs = 0.0
+    for op, v in mix.items():
+        if v <= 0:
+            continue
+        for kind in REQUESTS[Operation(op)]:
+            if rates.get(kind, 0.0) <= 0:
+                return None
+            secs += v / total / rates[kind]
+    return 1.0 / secs if secs > 0 else None

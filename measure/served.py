@@ -1,0 +1,403 @@
+"""`cosine bench SPEC --engine DIR --served`: the rendered design served over RESP, predicted beside
+measured (issue 48.5).
+
+The design's cosine-server (one, or ``--nodes`` N behind nutcracker) runs pinned to the first half
+of this machine's cores; ``cosine-resp-bench`` (engine-template, a Rust RESP client on tokio)
+drives the spec's mix from the other half: ``--clients`` C connections each sending a batch of
+``--pipeline`` P requests and reading their replies before the next, scans sent to every shard
+(deploy/scatter.py). It loads the records over RESP, runs a quarter of the operations unmeasured,
+then the measured operations, and reports throughput and p50/p99 per operation.
+
+The prediction is the model's for the same configuration on this core split:
+
+* **capacity**: the engine's demands (cost_models.engine_model, the scaled engine.toml on this
+  machine's device) for the node's served mix (cost_models.network.served_mix: every scan reaches
+  every shard), plus the server's CPU per request (cost_models.serving, data/serving.yaml, at this
+  depth and these bytes), on the node's share of the server cores (cost_models.cpu.throughput);
+* **the closed loop**: C connections keep one batch each outstanding; a batch spends, outside the
+  server's cores, the loopback round trip and, when it writes, its wait for the group commit
+  (uniform on [0, interval], plus the device's sync time); both are measured here before the run
+  (:func:`probe_rtt`, :func:`probe_sync`). The operating point is the arrival rate at which the
+  server's M/M/c queue (cost_models.latency) and the batches outside it add up to the C batches;
+* **latency**: p50 and p99 of M/M/c at that point, plus the round trip and, for writes, the
+  group-commit wait (cost_models.latency).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cost_models import cpu_count
+from cost_models.cpu import throughput
+from cost_models.engine_model import engine_breakdown
+from cost_models.latency import P50, P99, LatencyTerms, Operating, latency_at
+from cost_models.network import served_mix
+from cost_models.serving import GROUP_COMMIT_INTERVAL_S, Serving, per_cluster_op, served, write_request_share
+from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
+from measure.server import HOST, Server, core_split, cosine_server, free_port, need, pinned, start
+from render.config import config_device, to_toml
+from render.workspace import RENDER_META, RenderMeta
+from specs.errors import InputError, check_range
+from specs.io import read_record
+from specs.schema import Spec
+from specs.vocab import WRITE_OPERATIONS, Operation
+
+#: Records and operations by default (the issue's 100k keys); measured operations per record.
+DEFAULT_RECORDS = 100_000
+#: Connections by default (redis-benchmark's default, and the issue's).
+DEFAULT_CLIENTS = 50
+MAX_CLIENTS = 10_000
+MAX_PIPELINE = 1024
+MAX_NODES = 16
+#: Unmeasured operations before the measured ones, as a share of them.
+WARMUP_SHARE = 0.25
+#: Round trips and syncs the probes time (their medians are used).
+PROBES = 200
+#: The driver's binary in the engine workspace.
+DRIVER = "cosine-resp-bench"
+
+
+@dataclass
+class ServedResult:
+    """One served run: what ran, the driver's report, the model's prediction beside it."""
+
+    config: dict[str, Any]
+    measured: dict[str, Any]
+    predicted: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"config": self.config, "measured": self.measured, "predicted": self.predicted, "notes": self.notes}
+
+    def accuracy(self) -> dict[str, float]:
+        """1 - |predicted - measured| / measured: throughput, the server's CPU per operation, and each
+        operation's p50."""
+        out: dict[str, float] = {}
+        x_m, x_p = float(self.measured["run"]["throughput_ops"]), float(self.predicted["throughput_ops"])
+        if x_m > 0:
+            out["throughput"] = max(0.0, 1 - abs(x_p - x_m) / x_m)
+        srv = self.measured.get("server")
+        if srv and srv["cpu_us_per_op"] > 0:
+            c_p = float(self.predicted["server_cpu_us_per_op"])
+            out["server_cpu"] = max(0.0, 1 - abs(c_p - srv["cpu_us_per_op"]) / srv["cpu_us_per_op"])
+        for op, m in self.measured["per_op"].items():
+            p = self.predicted["per_op"].get(op)
+            if p and m["latency_us"]["p50"] > 0:
+                out[f"{op}_p50"] = max(0.0, 1 - abs(p["p50_us"] - m["latency_us"]["p50"]) / m["latency_us"]["p50"])
+        return out
+
+
+def check_options(pipeline: int, clients: int, nodes: int) -> None:
+    check_range("--pipeline", pipeline, 1, MAX_PIPELINE, integer=True)
+    check_range("--clients", clients, 1, MAX_CLIENTS, integer=True)
+    check_range("--nodes", nodes, 1, MAX_NODES, integer=True)
+
+
+def probe_rtt(port: int, n: int = PROBES) -> float:
+    """Median seconds of a PING round trip on loopback to the server (one connection, depth 1)."""
+    with socket.create_connection((HOST, port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            got = b""
+            while not got.endswith(b"\r\n"):
+                got += s.recv(64)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def probe_sync(directory: Path, n: int = 50) -> float:
+    """Median seconds of a 4 KiB write and fdatasync in ``directory`` (the WAL's device)."""
+    path = directory / ".sync-probe"
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    try:
+        times = []
+        block = b"\0" * 4096
+        for _ in range(n):
+            t0 = time.perf_counter()
+            os.write(fd, block)
+            os.fdatasync(fd)
+            times.append(time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    return statistics.median(times)
+
+
+def node_config(text: str, threads: int) -> str:
+    """engine.toml with ``threads`` workers (cosine-server's tokio runtime)."""
+    cfg = tomllib.loads(text)
+    cfg.setdefault("algorithms", {})["threads"] = int(threads)
+    return to_toml(cfg, f"served by `cosine bench --served` on {threads} worker thread(s)")
+
+
+def predict(
+    spec: Spec,
+    config: str,
+    wl: dict[str, Any],
+    nodes: int,
+    cores_per_node: float,
+    pipeline: int,
+    clients: int,
+    rtt_s: float,
+    sync_s: float,
+) -> dict[str, Any]:
+    """The model's served throughput and p50/p99 for this run (module docstring)."""
+    cfg = tomllib.loads(config)
+    w = spec.workload
+    sm = served(w.operations, w.key_bytes, w.value_bytes, float(wl["scan_length"]), Serving(pipeline, float(nodes)))
+    node_wl = {**wl, "mix": sm.mix, "records": int(wl["records"] / nodes)}
+    device = config_device(cfg)
+    threads = int(cfg["algorithms"]["threads"])
+    bd = engine_breakdown(cfg, node_wl, max(1, int(math.ceil(cores_per_node))), device)
+    d = bd.demands
+    d.parallel = d.parallel + sm.serving_seconds
+    d = per_cluster_op(d, sm.scale)
+    x_node = float(throughput(d, device.iops, threads, cores_per_node, device.bytes_per_s)[0])
+    capacity = x_node * nodes  # the cluster's operations per second at full use
+    engine_only = float(bd.throughput) * nodes
+    # the closed loop: C batches of P in all; outside the server each spends the round trip and,
+    # when it writes, the group-commit wait (uniform on [0, interval]: half of it on average) and the sync
+    writes = write_request_share(sm.mix)
+    p_write_batch = 1 - (1 - writes) ** pipeline
+    window = GROUP_COMMIT_INTERVAL_S if _wal_sync(cfg) == "group_commit" else 0.0
+    think = rtt_s + p_write_batch * (window / 2 + (sync_s if _wal_sync(cfg) != "none" else 0.0))
+    c = max(1.0, float(round(cores_per_node * nodes)))
+    node_ops = capacity * sm.scale  # requests at the servers per second at full use
+    lam = _closed_rate(node_ops, c, pipeline, float(clients), think)
+    x = lam / sm.scale
+    terms = LatencyTerms(rtt_s, writes, window)
+    per_op: dict[str, Any] = {}
+    cap = np.array([node_ops])
+    op = Operating(np.array([lam]), cap, c, pipeline)
+    for name in w.operations:
+        if w.operations[name] <= 0:
+            continue
+        is_write = Operation(name) in WRITE_OPERATIONS and name != Operation.RMW
+        t = LatencyTerms(rtt_s + (sync_s if is_write and window > 0 else 0.0), 1.0 if is_write else 0.0, window)
+        per_op[name] = {
+            "p50_us": float(latency_at(op.throughput, cap, c, pipeline, t, P50)[0]) * 1e6,
+            "p99_us": float(latency_at(op.throughput, cap, c, pipeline, t, P99)[0]) * 1e6,
+        }
+    return {
+        "throughput_ops": x,
+        "capacity_ops": capacity,
+        "engine_in_process_ops": engine_only,
+        "utilization": lam / node_ops if node_ops > 0 else 0.0,
+        "serving_us_per_op": sm.serving_seconds * 1e6,
+        # the servers' CPU per operation: every core busy at capacity (the background thread's too)
+        "server_cpu_us_per_op": cores_per_node * nodes / capacity * 1e6 if capacity > 0 else math.inf,
+        "engine_cpu_us_per_op": float(d.serial[0] + d.parallel[0]) * 1e6 / sm.scale - sm.serving_seconds * 1e6,
+        "wire_bytes_per_op": sm.wire_bytes_per_op,
+        "fanout_scale": sm.scale,
+        "rtt_us": rtt_s * 1e6,
+        "sync_us": sync_s * 1e6,
+        "latency_us": {
+            "p50": float(latency_at(op.throughput, cap, c, pipeline, terms, P50)[0]) * 1e6,
+            "p99": float(latency_at(op.throughput, cap, c, pipeline, terms, P99)[0]) * 1e6,
+        },
+        "per_op": per_op,
+    }
+
+
+def _wal_sync(cfg: dict[str, Any]) -> str:
+    return str((cfg.get("durability") or {}).get("wal_sync", "group_commit"))
+
+
+def _closed_rate(capacity: float, cores: float, pipeline: int, batches: float, think_s: float) -> float:
+    """Requests per second at which the queue's batches plus those thinking (``think_s`` each) make
+    ``batches``: bisection on M/M/c's mean number in system + lambda / p x think."""
+    lo, hi = 0.0, capacity * (1 - 1e-12)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        n = float(Operating(np.array([mid]), np.array([capacity]), cores, pipeline).queue().mean_in_system()[0])
+        if n + mid / pipeline * think_s < batches:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def drive(
+    driver: Path,
+    root: Path,
+    wl: dict[str, Any],
+    host: str,
+    port: int,
+    shards: list[Server],
+    clients: int,
+    pipeline: int,
+    cores: tuple[int, ...],
+    *,
+    load: bool,
+) -> dict[str, Any]:
+    """One run of the RESP driver pinned to ``cores``; its JSON report."""
+    path = root / ("workload-load.json" if load else "workload.json")
+    path.write_text(json.dumps(wl))
+    cmd = [str(driver), "--workload", str(path), "--host", f"{host}:{port}"]
+    cmd += ["--shards", ",".join(f"{host}:{s.port}" for s in shards), "--connections", str(clients)]
+    cmd += ["--pipeline", str(pipeline), "--threads", str(len(cores))]
+    if not load:
+        cmd.append("--no-load")
+    res = subprocess.run(pinned(cmd, cores), capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"{DRIVER} failed: {res.stderr.strip()[-300:]}")
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def _entries_per_node(path: Path) -> float | None:
+    if not path.is_file():
+        return None
+    return read_record(path, RenderMeta, "a cosine render.json").entries_per_node
+
+
+def bench_served(
+    spec: Spec,
+    workspace: Path,
+    *,
+    records: int | None = None,
+    operations: int | None = None,
+    pipeline: int = 1,
+    clients: int = DEFAULT_CLIENTS,
+    nodes: int = 1,
+    proxy_config: Callable[[int, list[tuple[str, int]]], str] | None = None,
+    data_root: Path | None = None,
+) -> ServedResult:
+    """Serve the workspace's design and drive the spec's mix over RESP (module docstring).
+    ``proxy_config``: nutcracker's YAML for a listen port and the shards (deploy.twemproxy), needed
+    for ``nodes`` > 1."""
+    check_options(pipeline, clients, nodes)
+    if not workspace.is_dir() or not (workspace / "engine.toml").is_file():
+        raise InputError(f"--engine {workspace}: no engine.toml; run `cosine render` first")
+    if spec.workload.key_bytes < 16:
+        raise InputError(
+            f"--served needs keys of at least 16 bytes (the driver's keys), the spec has {spec.workload.key_bytes}"
+        )
+    if nodes > 1 and proxy_config is None:
+        raise InputError("--nodes > 1 needs nutcracker's configuration (deploy.twemproxy)")
+    if nodes > 1:
+        need("nutcracker", "nutcracker")
+    need("taskset", "util-linux")
+    n = records if records is not None else int(min(spec.workload.entries, DEFAULT_RECORDS))
+    check_range("--records", n, 1, 100_000_000, integer=True)
+    ops = n if operations is None else operations
+    check_range("--ops", ops, 1, 1_000_000_000, integer=True)
+    server_cores, client_cores = core_split()
+    notes = [
+        f"server on cores {','.join(map(str, server_cores))}, client (and nutcracker) on cores "
+        f"{','.join(map(str, client_cores))} of {cpu_count()}"
+    ]
+    text = (workspace / "engine.toml").read_text()
+    try:
+        engine_keys = int(tomllib.loads(text)["layout"]["key_bytes"])
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
+        raise InputError(f"--engine {workspace}: engine.toml has no [layout] key_bytes") from None
+    if engine_keys < spec.workload.key_bytes:
+        raise InputError(
+            f"--engine {workspace}: the engine's keys are {engine_keys} bytes, the spec's {spec.workload.key_bytes}: "
+            "render the spec's own design (cosine render)"
+        )
+    per_node = _entries_per_node(workspace / RENDER_META)
+    if per_node is not None:
+        text = scaled_config(text, (n / nodes) / float(per_node))
+    cores_per_node = len(server_cores) / nodes
+    threads = max(1, int(math.ceil(cores_per_node)))
+    config = node_config(text, threads)
+    wl = workload_json(spec, n, ops, threads)
+    # the engine template's release build, as `cosine deploy` runs it: the same code serves every
+    # design, all that is the design's is its engine.toml (docs/engine-contract.md)
+    server_bin = build(TEMPLATE, "cosine-server")
+    driver = build(TEMPLATE, DRIVER)
+    root = (data_root or scratch_root()) / f"cosine-served-{os.getpid()}-{int(time.time())}"
+    servers: list[Server] = []
+    try:
+        root.mkdir(parents=True)
+        conf = root / "engine.toml"
+        conf.write_text(config)
+        for i in range(nodes):
+            servers.append(cosine_server(server_bin, conf, root / f"node-{i}", server_cores, root / f"node-{i}.log"))
+        host_port = servers[0].port
+        if nodes > 1:
+            assert proxy_config is not None
+            host_port = free_port()
+            yml = root / "nutcracker.yml"
+            yml.write_text(proxy_config(host_port, [(f"node-{i}", s.port) for i, s in enumerate(servers)]))
+            cmd = [
+                need("nutcracker", "nutcracker"),
+                "-c",
+                str(yml),
+                "-o",
+                str(root / "nutcracker.log"),
+                "-s",
+                str(free_port()),
+            ]
+            servers.append(start(cmd, host_port, root / "nutcracker.out", client_cores))
+        rtt = probe_rtt(servers[0].port)
+        sync = probe_sync(root)
+        warm = int(ops * WARMUP_SHARE)
+        # the load and an unmeasured warm-up first, then the measured run with the servers' CPU read
+        # around it (a shared machine may take a pinned server's core: the busy share says how much)
+        drive(
+            driver,
+            root,
+            {**wl, "operations": max(warm, 1)},
+            HOST,
+            host_port,
+            servers[:nodes],
+            clients,
+            pipeline,
+            client_cores,
+            load=True,
+        )
+        cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
+        measured = drive(
+            driver, root, wl, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=False
+        )
+        cpu1, t1 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
+        done = max(int(measured["run"]["operations"]), 1)
+        measured["server"] = {
+            "cpu_seconds": cpu1 - cpu0,
+            "cpu_us_per_op": (cpu1 - cpu0) / done * 1e6,
+            "busy_share": (cpu1 - cpu0) / max((t1 - t0) * len(server_cores), 1e-9),
+        }
+    finally:
+        for s in reversed(servers):
+            s.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    predicted = predict(spec, config, wl, nodes, cores_per_node, pipeline, clients, rtt, sync)
+    if measured["run"]["errors"]:
+        notes.append(f"{measured['run']['errors']} error replies in the measured run")
+    return ServedResult(
+        config={
+            "nodes": nodes,
+            "pipeline": pipeline,
+            "clients": clients,
+            "records": n,
+            "operations": ops,
+            "server_cores": list(server_cores),
+            "client_cores": list(client_cores),
+            "threads_per_node": threads,
+            "data": str(data_root or scratch_root()),
+            "mix": {k: v for k, v in served_mix(spec.workload.operations, 1.0)[0].items()},
+        },
+        measured=measured,
+        predicted=predicted,
+        notes=notes,
+    )

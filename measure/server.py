@@ -1,0 +1,134 @@
+"""A cosine-server (or redis-server) process to measure: started on a free loopback port, pinned
+to a set of cores with ``taskset``, its CPU seconds read from /proc, stopped by its pid.
+
+The served measurements (``cosine calibrate serving``, ``cosine bench --served``, the redis
+comparison in bench/redis_peer.py) pin the server to some cores and the client to the others, so
+that the client's CPU is not the server's (issue 48: "server pinned to one core, client on the
+other").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from specs.errors import InputError
+
+HOST = "127.0.0.1"
+#: Seconds a server has to answer PING after it starts.
+READY_TIMEOUT_S = 30.0
+#: Seconds a stopped server has to exit after SIGTERM (it flushes its memtable) before SIGKILL.
+STOP_TIMEOUT_S = 60.0
+
+
+def need(tool: str, package: str) -> str:
+    """The path of ``tool``; a one-line error naming the Debian package when it is missing."""
+    path = shutil.which(tool)
+    if path is None:
+        raise InputError(f"{tool} is not installed: apt-get install {package} (make setup does it as root)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def ping(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as s:
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def cpu_list(cores: tuple[int, ...]) -> str:
+    return ",".join(str(c) for c in cores)
+
+
+def pinned(cmd: list[str], cores: tuple[int, ...] | None) -> list[str]:
+    """``cmd`` under ``taskset -c CORES`` (as it is when ``cores`` is None)."""
+    if cores is None:
+        return cmd
+    return [need("taskset", "util-linux"), "-c", cpu_list(cores), *cmd]
+
+
+@dataclass
+class Server:
+    """A running server process."""
+
+    pid: int
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the process (every thread) so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM (cosine-server flushes and closes), SIGKILL after :data:`STOP_TIMEOUT_S`."""
+        if self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start(cmd: list[str], port: int, log: Path, cores: tuple[int, ...] | None) -> Server:
+    """Start ``cmd`` (listening on ``port``) pinned to ``cores``; returns once it answers PING."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen(pinned(cmd, cores), stdout=fh, stderr=fh, stdin=subprocess.DEVNULL)
+    srv = Server(proc.pid, port, log, proc)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if ping(port):
+            return srv
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty log)"]
+            raise RuntimeError(f"{cmd[0]} exited before answering: {tail[0]}")
+        time.sleep(0.05)
+    srv.stop()
+    raise RuntimeError(f"{cmd[0]} did not answer PING on port {port} within {READY_TIMEOUT_S:.0f} s")
+
+
+def cosine_server(binary: Path, config: Path, data_dir: Path, cores: tuple[int, ...] | None, log: Path) -> Server:
+    """cosine-server on ``config`` and ``data_dir`` (emptied first), on a free port."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(parents=True)
+    port = free_port()
+    cmd = [str(binary), "--config", str(config), "--dir", str(data_dir), "--bind", HOST, "--port", str(port)]
+    return start(cmd, port, log, cores)
+
+
+def core_split(cores: int | None = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(server cores, client cores) of this machine: the server gets the first half (at least one),
+    the client the rest. One core: both get it (the split then measures a shared core)."""
+    n = cores if cores is not None else (os.cpu_count() or 1)
+    if n < 2:
+        return (0,), (0,)
+    half = n // 2
+    return tuple(range(half)), tuple(range(half, n))

@@ -1,0 +1,387 @@
+"""The served node's model (issue 48): bytes on the wire, scan fan-out, the VM's network bound, the
+serving CPU table and its fit, the M/M/c latency model, and the solver's use of them."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cost_models.cpu import Demands, throughput
+from cost_models.latency import LatencyTerms, Operating, erlang_c, latency_at, throughput_within
+from cost_models.network import WireLoad, command, network_cap, served_mix, wire
+from cost_models.pricing.catalog import GBIT_BYTES, VmType, load_catalog
+from cost_models.serving import (
+    GROUP_COMMIT_INTERVAL_S,
+    ServingTableError,
+    check_table,
+    load_serving,
+    per_cluster_op,
+)
+from deploy.resp import encode
+from specs.vocab import Operation
+
+
+def test_request_bytes_are_those_the_resp_client_sends() -> None:
+    """The model's request framing is the byte count of deploy/resp.py's encoder for the same command."""
+    key, value = b"k" * 24, b"v" * 1000
+    assert command(3, 24) == len(encode("GET", key))
+    assert command(3, 24, 1000) == len(encode("SET", key, value))
+    assert command(5, 24, 2) == len(encode("RANGE", key, 50))
+    w = wire(24, 1000, 50)
+    assert w.reply[Operation.GET] == len(b"$1000\r\n") + 1000 + 2
+    # a RANGE of 50 entries answers a flat array of 100 bulk strings
+    assert w.reply[Operation.RANGE] == len(b"*100\r\n") + 50 * (len(b"$24\r\n") + 24 + 2 + len(b"$1000\r\n") + 1002)
+    assert w.requests[Operation.RMW] == 2
+
+
+def test_framing_is_shared_by_a_pipelined_batch() -> None:
+    w = wire(16, 64, 1)
+    one = w.framed(Operation.GET, 1)
+    deep = w.framed(Operation.GET, 16)
+    assert one[0] - deep[0] > 50, "a batch of 16 small requests shares one segment's headers"
+    assert deep[1] < one[1]
+
+
+def test_every_scan_reaches_every_shard() -> None:
+    """deploy/scatter.py sends each RANGE to all k shards: a node serves 1/k of the point operations
+    and every scan, 1 + (k - 1) x scan share operations per (cluster operation / k)."""
+    mix, scale = served_mix({"get": 0.95, "range": 0.05}, 10)
+    assert scale == pytest.approx(1 + 9 * 0.05)
+    assert mix["range"] == pytest.approx(0.5 / 1.45)
+    same, one = served_mix({"get": 0.95, "range": 0.05}, 1)
+    assert one == 1.0 and same["range"] == pytest.approx(0.05)
+
+
+def test_demands_per_cluster_operation_divide_the_throughput() -> None:
+    """per_cluster_op multiplies every per-operation demand by the fan-out scale: the throughput on the
+    result is the throughput on the node's mix over the scale (stall term included)."""
+    d = Demands(
+        serial=np.array([2e-6]),
+        parallel=np.array([5e-6]),
+        wait=np.array([0.0]),
+        background=np.array([1e-6]),
+        io=np.array([0.3]),
+        io_bytes=np.array([1200.0]),
+        stall_rate=np.array([[1e-4]]),
+        stall_seconds=np.array([[2e-3]]),
+        stall_slack=np.array([500.0]),
+    )
+    x = throughput(d, 50_000.0, 2)
+    for s in (1.0, 1.7, 12.0):
+        assert throughput(per_cluster_op(d, s), 50_000.0, 2) == pytest.approx(x / s, rel=1e-9)
+
+
+def test_the_catalog_carries_each_vm_s_network() -> None:
+    cat = load_catalog("ondemand")
+    r5 = next(v for v in cat.vms["aws"] if v.name == "r5d.large")
+    assert r5.network_bytes_per_s == pytest.approx(0.75 * GBIT_BYTES)
+    assert r5.network_burst_bytes_per_s == pytest.approx(10 * GBIT_BYTES)
+    assert r5.network_ingress_limited and r5.rtt_s > 0
+    for p, vms in cat.vms.items():
+        for v in vms:
+            assert math.isfinite(v.network_bytes_per_s), f"{p}:{v.name} has no network figure"
+
+
+def test_network_bound_and_burst_duty_cycle() -> None:
+    """ycsb_c's 1 KB gets on an r5d.large: the baseline carries ~0.75 Gbit/s of replies; a node at its
+    peak a tenth of the time may use min(burst, baseline / 0.1)."""
+    vm = VmType("aws", "r5d.large", 2, 16, 0.144, 0.75 * GBIT_BYTES, 10 * GBIT_BYTES, True, 2.6e-4)
+    load = WireLoad(inbound=200.0, outbound=1100.0)
+    base = network_cap(load, vm.network_bytes_per_s, vm.network_burst_bytes_per_s, True)
+    assert base == pytest.approx(0.75e9 / 8 / 1100)
+    assert network_cap(load, vm.network_bytes_per_s, vm.network_burst_bytes_per_s, True, 0.1) == pytest.approx(
+        7.5e9 / 8 / 1100
+    )
+    assert network_cap(load, vm.network_bytes_per_s, vm.network_burst_bytes_per_s, True, 0.01) == pytest.approx(
+        10e9 / 8 / 1100
+    )
+    writes = WireLoad(inbound=1100.0, outbound=5.0)
+    assert network_cap(writes, 1e9, 1e9, ingress_limited=True) == pytest.approx(1e9 / 1100)
+    assert network_cap(writes, 1e9, 1e9, ingress_limited=False) == pytest.approx(1e9 / 5)
+
+
+def test_mm1_quantiles_are_exponential() -> None:
+    """c = 1: the response time of M/M/1 is exponential with rate mu - lambda."""
+    t = LatencyTerms(0.0, 0.0, 0.0)
+    for lam in (0.1, 0.5, 0.9):
+        for q in (0.5, 0.99):
+            got = latency_at(np.array([lam]), np.array([1.0]), 1, 1, t, q)[0]
+            assert got == pytest.approx(-math.log(1 - q) / (1 - lam), rel=1e-6)
+
+
+def test_mmc_quantiles_against_a_simulation() -> None:
+    """M/M/3 at 80 % and a uniform commit wait: the closed-form quantiles against a FCFS simulation."""
+    rng = np.random.default_rng(7)
+    c, mu, lam, n = 3, 1.0, 2.4, 200_000
+    arrivals = np.cumsum(rng.exponential(1 / lam, n))
+    service = rng.exponential(1 / mu, n)
+    free = np.zeros(c)
+    resp = np.empty(n)
+    for i in range(n):
+        k = int(np.argmin(free))
+        start = max(arrivals[i], free[k])
+        free[k] = start + service[i]
+        resp[i] = free[k] - arrivals[i]
+    resp = resp[n // 10 :]
+    window = 2.0
+    with_commit = resp + rng.uniform(0, window, resp.size)
+    for q in (0.5, 0.99):
+        plain = latency_at(np.array([lam]), np.array([c * mu]), c, 1, LatencyTerms(0.0, 0.0, 0.0), q)[0]
+        assert plain == pytest.approx(np.quantile(resp, q), rel=0.05)
+        commit = latency_at(np.array([lam]), np.array([c * mu]), c, 1, LatencyTerms(0.0, 1.0, window), q)[0]
+        assert commit == pytest.approx(np.quantile(with_commit, q), rel=0.05)
+
+
+def test_erlang_c_is_the_probability_of_waiting() -> None:
+    # M/M/2 at a = 1: C = (1/2 * 2) / (1 + 1 + 1) = 1/3
+    assert erlang_c(np.array([2.0]), np.array([1.0]))[0] == pytest.approx(1 / 3)
+
+
+def test_a_latency_bound_holds_a_node_below_its_capacity() -> None:
+    terms = LatencyTerms(100e-6, 0.0, 0.0)
+    cap = np.array([100_000.0, 200_000.0])
+    x = throughput_within(cap, 2, 1, terms, 500e-6)
+    assert np.all(x < cap) and np.all(x > 0)
+    p99 = latency_at(x, cap, 2, 1, terms, 0.99)
+    assert np.all(p99 <= 500e-6 * (1 + 1e-6))
+    assert np.all(latency_at(x * 1.01, cap, 2, 1, terms, 0.99) > 500e-6), "it is the highest such throughput"
+    # a bound below an idle node's round trip and service: no throughput meets it
+    assert throughput_within(cap, 2, 1, terms, 50e-6)[0] == 0.0
+    op = Operating(x, cap, 2, 1)
+    assert np.all(op.queue().rho < 1)
+
+
+def test_the_serving_table_is_checked() -> None:
+    t = load_serving()
+    for kind in ("read", "scan", "write"):
+        assert t.batch_seconds(kind) > 0 and t.byte_seconds(kind) > 0
+        assert t.request_seconds(kind) > 0 or kind == "scan"
+    bad = json.loads(json.dumps(dict(t.raw)))
+    bad["kinds"]["write"]["batch_seconds"] = 0.0
+    with pytest.raises(ServingTableError, match="write.batch_seconds"):
+        check_table(bad, "serving.yaml")
+
+
+def test_a_serving_fit_at_a_bound_is_refused() -> None:
+    from measure.calibrate import CalibrationError
+    from measure.served_calibration import ServingPoint, fit
+
+    pts = []
+    for kind in ("read", "scan", "write"):
+        for p in (1, 4, 16):
+            for b in (100.0, 5000.0):
+                # the per-batch CPU grows with depth: a fit wants a negative c_batch
+                pts.append(ServingPoint(kind, kind, p, 64, 0, 1000, 1.0, 1000 * (1e-6 * p + 1e-9 * b), 0.0, b))
+    with pytest.raises(CalibrationError, match="batch_seconds"):
+        fit(pts)
+    good = [
+        ServingPoint(
+            p.kind,
+            p.kind,
+            p.pipeline,
+            64,
+            0,
+            1000,
+            1.0,
+            # a scan has no per-request term (cost_models.serving.KIND_TERMS)
+            1000 * ((0.0 if p.kind == "scan" else 1e-6) + 8e-6 / p.pipeline + 1e-9 * p.wire_bytes),
+            0.0,
+            p.wire_bytes,
+        )
+        for p in pts
+    ]
+    f = fit(good)
+    assert f["kinds"]["read"]["batch_seconds"] == pytest.approx(8e-6, rel=1e-3)
+    assert f["fit_accuracy"] == pytest.approx(1.0)
+
+
+def test_the_group_commit_interval_is_the_rendered_one() -> None:
+    from render.config import engine_sections
+
+    src = Path(__file__).resolve().parent.parent / "render" / "config.py"
+    assert '"group_commit_interval_us": 1000' in src.read_text()
+    assert GROUP_COMMIT_INTERVAL_S == pytest.approx(1000e-6)
+    assert callable(engine_sections)
+
+
+SERVED_SPEC = """
+name: served-tiny
+workload:
+  entries: 2000
+  key_bytes: 16
+  value_bytes: 100
+  operations: {get: 0.9, update: 0.05, range: 0.05}
+  scan_length: 5
+  distribution:
+    get: {kind: zipfian, theta: 0.99}
+    put: {kind: uniform}
+budget: {monthly_usd: 800}
+"""
+
+
+def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
+    """`cosine bench --served --json` on the template's engine: cosine-server and the RESP driver run,
+    every operation is answered without an error, and the report carries the model's throughput,
+    server CPU and p50/p99 per operation beside the measured ones."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from measure.engine import TEMPLATE
+
+    spec = tmp_path / "served.yaml"
+    spec.write_text(SERVED_SPEC)
+    res = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            str(spec),
+            "--engine",
+            str(TEMPLATE),
+            "--served",
+            "--records",
+            "2000",
+            "--ops",
+            "3000",
+            "--pipeline",
+            "4",
+            "--clients",
+            "8",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output + res.stderr
+    doc = json.loads(res.stdout)
+    m, p = doc["measured"], doc["predicted"]
+    assert m["run"]["operations"] == 3000 and m["run"]["errors"] == 0 and m["run"]["misses"] == 0
+    assert set(m["per_op"]) == {"get", "update", "range"} == set(p["per_op"])
+    assert m["run"]["throughput_ops"] > 0 and p["throughput_ops"] > 0 and p["capacity_ops"] >= p["throughput_ops"]
+    assert m["server"]["cpu_us_per_op"] > 0 and p["server_cpu_us_per_op"] > 0
+    for op in p["per_op"].values():
+        assert 0 < op["p50_us"] <= op["p99_us"]
+    assert p["wire_bytes_per_op"] > 100
+
+
+def test_served_options_are_refused_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    spec = tmp_path / "served.yaml"
+    spec.write_text(SERVED_SPEC)
+    for flag, value in (("--pipeline", "0"), ("--clients", "0"), ("--nodes", "99")):
+        res = CliRunner().invoke(app, ["bench", str(spec), "--engine", str(tmp_path), "--served", flag, value])
+        assert res.exit_code == 2, res.output
+        assert flag in res.output + res.stderr
+    # an engine whose keys are shorter than the spec's
+    from measure.engine import TEMPLATE
+
+    spec.write_text(SERVED_SPEC.replace("key_bytes: 16", "key_bytes: 40"))
+    res = CliRunner().invoke(app, ["bench", str(spec), "--engine", str(TEMPLATE), "--served"])
+    assert res.exit_code == 2 and "key" in res.output + res.stderr
+
+
+def test_the_solution_respects_each_vm_s_network_and_reports_latency(solved) -> None:  # type: ignore[no-untyped-def]
+    """Every node of a solved answer runs at most at its VM's network bound and carries its served
+    figures; the in-process engine's throughput is kept beside it."""
+    _, run, _ = solved
+    sol = json.loads((run / "solution.json").read_text())
+    for d in sol["designs"]:
+        assert d["network_ops"] is not None and d["node_throughput_ops"] <= d["network_ops"] * (1 + 1e-9)
+        assert d["wire_bytes_per_op"] > 0
+        assert d["engine_throughput_ops"] >= d["node_throughput_ops"] * (1 - 1e-9)
+        assert 0 < d["latency_p50_s"] <= d["latency_p99_s"]
+    assert sol["predicted"]["latency_p99_s"] >= sol["predicted"]["latency_p50_s"] > 0
+
+
+def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) -> None:
+    """performance.max_latency_s bounds every node's predicted p99 at the answer's operating point;
+    it is no longer turned into a throughput target of 1 / max_latency_s (Eq. 3)."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from tests.conftest import TINY_SPEC
+
+    spec = tmp_path / "lat.yaml"
+    spec.write_text(
+        TINY_SPEC.replace("name: tiny", "name: lat").replace(
+            "performance: {min_throughput: 1000}", "performance: {max_latency_s: 0.002, max_latency_p50_s: 0.001}"
+        )
+    )
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "6", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    sol = json.loads((out / "solution.json").read_text())
+    assert sol["target"]["min_throughput"] is None, "no throughput floor of 1 / max_latency_s"
+    assert sol["target"]["max_latency_s"] == 0.002
+    for d in sol["designs"]:
+        assert d["latency_p99_s"] <= 0.002 and d["latency_p50_s"] <= 0.001
+
+
+def test_the_envelope_guard_checks_the_served_path() -> None:
+    """A served node predicted above what cosine-server was measured to serve per core over RESP is
+    outside the envelope, though the engine in process was measured faster (issue 48.1)."""
+    from dataclasses import dataclass
+
+    from cost_models.envelope import bound, check_nodes
+    from cost_models.serving import served_envelope
+    from specs.vocab import DesignClass
+
+    @dataclass
+    class Node:
+        vm_type: str
+        design_class: DesignClass
+        threads: int
+        node_throughput_ops: float
+
+    mix = {"get": 0.5, "update": 0.5}
+    served = served_envelope(mix)
+    assert served is not None
+    in_process = bound("lsm", mix).per_core_ops
+    assert in_process is not None and in_process > served * 1.05
+    between = (served + in_process) / 2
+    chk = check_nodes([Node("n1-highmem-2", DesignClass.LSM, 2, 2 * between)], mix)
+    assert not chk.inside
+    assert chk.nodes[0].calibration_workload is not None and "RESP" in chk.nodes[0].calibration_workload
+    ok = check_nodes([Node("n1-highmem-2", DesignClass.LSM, 2, 2 * served * 0.9)], mix)
+    assert ok.inside
+
+
+def test_a_duty_cycle_lets_a_node_burst_and_says_so(tmp_path: Path) -> None:
+    """ycsb_c-like 1 KB gets on AWS only: at the baseline every node stays within it; with
+    performance.network_duty_cycle 0.1 a node may run past it on burst credits, and says so."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    spec = """
+name: burst
+workload:
+  entries: 2000000
+  key_bytes: 24
+  value_bytes: 1000
+  operations: {get: 1.0}
+  distribution: {get: {kind: zipfian, theta: 0.99}, put: {kind: uniform}}
+budget: {monthly_usd: 400}
+performance: {network_duty_cycle: DUTY}
+providers: [aws]
+design: {max_cluster_size: 4}
+"""
+    sols = {}
+    for duty in ("1.0", "0.1"):
+        p = tmp_path / f"burst-{duty}.yaml"
+        p.write_text(spec.replace("DUTY", duty))
+        out = tmp_path / f"out-{duty}"
+        res = CliRunner().invoke(app, ["solve", str(p), "--out", str(out), "--bands", "6", "--json"])
+        assert res.exit_code == 0, res.output + res.stderr
+        sols[duty] = json.loads((out / "solution.json").read_text())
+    cat = load_catalog("ondemand")
+    for d in sols["1.0"]["designs"]:
+        vm = next(v for v in cat.vms["aws"] if v.name == d["vm_type"])
+        assert d["burst_duty_cycle"] is None
+        assert d["node_throughput_ops"] * d["wire_bytes_per_op"] <= vm.network_bytes_per_s * 1.5
+    assert sols["0.1"]["predicted"]["throughput_ops"] >= sols["1.0"]["predicted"]["throughput_ops"]
+    assert any(d["burst_duty_cycle"] == 0.1 for d in sols["0.1"]["designs"])
