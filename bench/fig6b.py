@@ -49,8 +49,11 @@ def main() -> None:
         run = run_solve(spec, cat, be, budget=a.budget, bands=4, out_dir=Path(tmp))
     assert run.answer.chosen is not None, "the budget buys no configuration"
     chosen = run.answer.chosen.nodes
+    assert run.answer.plan is not None and run.answer.plan.rf == 1, "Fig. 6B drifts an unreplicated node's mix"
+    planned = run.plans.tables_of(run.answer.plan)
+    spec = planned.spec  # the node's spec: the data at the horizon (its mix is the workload's at RF 1)
     presets = {}
-    for name, per_p in run.tables.presets.items():  # the presets' best homogeneous cluster for the expected mix
+    for name, per_p in planned.tables.presets.items():  # the presets' best homogeneous cluster for the expected mix
         best = None
         for c in per_p.get("aws", []):
             k = round(spec.workload.entries / c.entries)

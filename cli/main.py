@@ -175,13 +175,17 @@ def audit(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
     max_gap: Annotated[float, typer.Option(help="Largest acceptable MIP gap.")] = 0.001,
     max_approx_error: Annotated[float, typer.Option(help="Largest acceptable approximation error.")] = 0.01,
+    max_grid_gap: Annotated[
+        float, typer.Option(help="Largest acceptable grid gap (another count of the answer's nodes beating it).")
+    ] = 0.01,
 ) -> None:
     """Check every band's certificate; exit 1 if any is over the thresholds."""
     with cli_errors():
         from report.solve import print_audit
         from solver.audit import audit as do_audit
 
-        flagged = print_audit(do_audit(run_dir, max_gap, max_approx_error), str(run_dir), max_gap, max_approx_error)
+        rows = do_audit(run_dir, max_gap, max_approx_error, max_grid_gap)
+        flagged = print_audit(rows, str(run_dir), max_gap, max_approx_error, max_grid_gap)
         if flagged:
             raise typer.Exit(ExitCode.FLAGGED)
 
@@ -191,13 +195,17 @@ def whatif(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
     budget: Annotated[float | None, typer.Option(help="Best configuration within this monthly budget.")] = None,
     throughput: Annotated[float | None, typer.Option(help="Cheapest configuration reaching this ops/s.")] = None,
+    providers: Annotated[str | None, typer.Option(help="Comma-separated subset of the run's providers.")] = None,
+    saved: Annotated[
+        bool, typer.Option("--saved", help="Answer from the saved bands (instant, no re-solve) instead of re-solving.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Answer instantly from the saved frontier (no re-solve)."""
+    """The answer at the asked budget or throughput, re-solved from the cached tables (= `cosine solve --budget`)."""
     with cli_errors():
         from solver.whatif import whatif as do_whatif
 
-        ans = do_whatif(run_dir, budget, throughput)
+        ans = do_whatif(run_dir, budget, throughput, saved=saved, providers=providers)
         if as_json:
             echo_json(ans)
         else:

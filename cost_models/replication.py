@@ -63,6 +63,12 @@ def stated_operations_per_second(spec: Spec) -> float | None:
     return spec.min_throughput
 
 
+def horizon_days(spec: Spec) -> float:
+    """The days of inserts the answer provisions for: the growth horizon, at most the retention."""
+    wl = spec.workload
+    return wl.growth_horizon_days if wl.retention_days is None else min(wl.growth_horizon_days, wl.retention_days)
+
+
 def horizon_entries(spec: Spec) -> float:
     """The entries at the end of the growth horizon: today's plus the inserts of
     ``growth_horizon_days`` (at most ``retention_days`` of them: older inserts are gone), at the
@@ -71,8 +77,7 @@ def horizon_entries(spec: Spec) -> float:
     rate = stated_operations_per_second(spec)
     if rate is None:
         return float(wl.entries)
-    days = wl.growth_horizon_days if wl.retention_days is None else min(wl.growth_horizon_days, wl.retention_days)
-    inserts = rate * logical_operations(spec).get(Operation.INSERT, 0.0) * days * 86400.0
+    inserts = rate * logical_operations(spec).get(Operation.INSERT, 0.0) * horizon_days(spec) * 86400.0
     return float(wl.entries) + inserts
 
 

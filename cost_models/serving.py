@@ -310,7 +310,12 @@ def node_caps(
 
 
 def spec_served(spec: Any, workload: Any, shards: float) -> ServedMix:
-    """A node's :class:`ServedMix` under ``spec`` (its pipeline) for ``workload`` on ``shards`` shards."""
+    """A node's :class:`ServedMix` under ``spec`` (its pipeline) for ``workload`` on ``shards`` nodes
+    holding ``workload``'s keys. A replicated node's spec (its node view) holds RF copies: a scan
+    reaches one replica of every shard, ``shards`` / RF of them."""
+    from cost_models.replication import replica_nodes
+
+    shards = max(1.0, shards / replica_nodes(spec))
     return served(
         workload.operations,
         workload.key_bytes,

@@ -2,7 +2,8 @@
 
 The page (``report/templates/whatif.html``) shows the frontier per provider and
 the presets' frontiers, a budget slider with the configuration ``cosine whatif
---budget`` would answer (design, bill, certificate, each provider's best), the
+--budget --saved`` answers from the saved bands (design, bill, certificate, each provider's
+best; ``cosine whatif`` without ``--saved`` re-solves any budget exactly), the
 robust-vs-nominal comparison and the binding resource when solution.json has
 them. Everything is in the one file: plotly.js is read from the ``plotly``
 package and embedded, the run's data is embedded as JSON; nothing is fetched.
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from report.plots import COLOURS, PRESET_STYLE, preset_frontier
-from solver.rundir import load_run
+from solver.rundir import Bill, load_run
 from solver.whatif import budget_steps, row_dict
 from specs.errors import InputError
 from specs.io import check_output_file, to_json, to_record, write_text
@@ -71,6 +72,7 @@ def page_data(run_dir: Path) -> dict[str, Any]:
             "monthly_cost": to_record(sol.monthly_cost),
             "throughput_ops": sol.predicted.throughput_ops,
         },
+        "bill_lines": list(Bill.LINES),
         "budget_range": [min(budgets), max(budgets)],
         "providers": sorted({r.provider for r in run.frontier}),
         "colours": COLOURS,
@@ -79,6 +81,8 @@ def page_data(run_dir: Path) -> dict[str, Any]:
         "steps": [{"cost": c, **a} for c, a in steps],
         "robustness": to_record(sol.robustness),
         "binding": to_record(sol.binding),
+        "certificate": to_record(sol.certificate),
+        "cheapest_meeting_need": to_record(sol.cheapest_meeting_need),
     }
 
 

@@ -136,18 +136,23 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
     p.add_row("I/O per op", ", ".join(f"{k} {v:.3g}" for k, v in pred.io_per_op.items()))
     if pred.operations_per_month:
         p.add_row("monthly capacity / workload", f"{pred.monthly_capacity_ops / pred.operations_per_month:,.2f}x")
-    p.add_row("compute / storage / SLAs", f"{money(mc.compute)} / {money(mc.storage)} / {money(mc.sla)}")
+    rep = sol.replication
+    p.add_row("replication", f"{rep.label}; {rep.amplification:.3g} node operations per operation")
+    for line in mc.LINES:
+        p.add_row(f"  {line}", money(getattr(mc, line)))
     p.add_row("[bold]total per month[/]", f"[bold]{money(mc.total)}[/]")
-    gap, err = cert.mip_gap, cert.approx_error
+    gap, err, grid = cert.mip_gap, cert.approx_error, cert.grid_gap
     how = {
-        Method.THRESHOLD: f"by the threshold algorithm (back end {cert.backend} for covering MIPs it cannot close)",
+        Method.THRESHOLD: "by the threshold algorithm (exact knapsacks per threshold)",
         Method.MIP: f"by {cert.backend} (whole band MIP)",
         Method.EXHAUSTIVE: "by enumeration",
     }[cert.method]
     p.add_row(
         "certificate",
         f"{cert.status} {how}: MIP gap {'-' if gap is None else f'{gap:.2e}'}, approximation error "
-        f"{'-' if err is None else f'{err:.2e}'}",
+        f"{'-' if err is None else f'{err:.2e}'}, grid gap {'-' if grid is None else f'{grid:.2e}'} "
+        "(every other count of these nodes the budget buys, evaluated exactly"
+        + ("; this count beat the band model's)" if cert.polished else ")"),
     )
     fc = sol.frontier_check
     if fc is not None:
@@ -157,6 +162,7 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
             f"{'yes' if fc.monotone else f'repaired {fc.repaired_bands} bands'}",
         )
     con.print(p)
+    print_two_answers(sol, con)
     if sol.binding:
         con.print(f"[bold]binding:[/] {sol.binding.detail}")
     if rob:
@@ -200,11 +206,58 @@ def print_solution(sol: Solution, console: Console | None = None) -> None:
         )
 
 
-def print_audit(rows: list[Any], run_dir: str, max_gap: float, max_approx_error: float) -> int:
+def print_two_answers(sol: Solution, con: Console) -> None:
+    """The solve's two answers side by side: the best at the budget and the cheapest that meets the
+    spec's need (performance.min_throughput, operations_per_month at its peak factor)."""
+    t = Table(title="two answers")
+    for c in ("answer", "provider", "VMs", "per month", "throughput"):
+        t.add_column(c)
+    vms = ", ".join(f"{v.count} x {v.type}" for v in sol.vms)
+    t.add_row(
+        f"best within {money(sol.budget)}",
+        str(sol.provider),
+        vms,
+        money(sol.monthly_cost.total),
+        f"{si(sol.predicted.throughput_ops)} ops/s",
+    )
+    na = sol.cheapest_meeting_need
+    if na is not None:
+        label = f"cheapest meeting the need ({si(na.need.throughput_ops)} ops/s)"
+        conf = na.configuration
+        if conf is None:
+            t.add_row(label, "-", na.note or "none", "-", "-")
+        else:
+            t.add_row(
+                label,
+                str(conf.provider),
+                ", ".join(f"{v.count} x {v.type}" for v in conf.vms),
+                money(conf.monthly_cost.total),
+                f"{si(conf.predicted.throughput_ops)} ops/s",
+            )
+    con.print(t)
+    if na is not None:
+        con.print(f"need: {na.need.rule}" + (f"; {na.note}" if na.note and na.configuration else ""))
+
+
+def print_audit(
+    rows: list[Any], run_dir: str, max_gap: float, max_approx_error: float, max_grid_gap: float | None = None
+) -> int:
     """The audit table (``solver.audit.AuditRow`` each); returns how many bands are flagged."""
     con = Console()
-    t = Table(title=f"audit of {run_dir} (max gap {max_gap:g}, max approximation error {max_approx_error:g})")
-    for c in ("band", "provider", "budget", "status", "MIP gap", "approx error", "nodes", "wall s", "flags"):
+    grid = "" if max_grid_gap is None else f", max grid gap {max_grid_gap:g}"
+    t = Table(title=f"audit of {run_dir} (max gap {max_gap:g}, max approximation error {max_approx_error:g}{grid})")
+    for c in (
+        "band",
+        "provider",
+        "budget",
+        "status",
+        "MIP gap",
+        "approx error",
+        "grid gap",
+        "nodes",
+        "wall s",
+        "flags",
+    ):
         t.add_column(c)
 
     def f(v: object, fmt: str) -> str:
@@ -219,9 +272,10 @@ def print_audit(rows: list[Any], run_dir: str, max_gap: float, max_approx_error:
             rec.status,
             f(rec.mip_gap, ".1e"),
             f(rec.approx_error, ".1e"),
+            f(rec.grid_gap, ".1e"),
             f(rec.nodes, "d"),
             f(rec.wall_s, ".3f"),
-            ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else "ok",
+            ("[red]" + "; ".join(r.flags) + "[/]") if r.flags else (f"excluded by {rec.rule}" if rec.rule else "ok"),
         )
     con.print(t)
     flagged = sum(bool(r.flags) for r in rows)
@@ -238,12 +292,17 @@ def print_whatif(ans: dict[str, Any]) -> None:
         return
     cfg = a["configuration"]
     vms = ", ".join(f"{v['count']} x {v['type']}" for v in cfg.get("vms", []))
+    where = ans.get("solved") or f"saved band {a['band']}, budget ${a['budget']:,.0f}"
+    grid = a.get("grid_gap")
     con.print(
         f"{a['provider']}: {vms} ({a['class']}) -> {a['throughput_ops']:,.0f} ops/s for "
-        f"{money(a['monthly_cost'])}/month (saved band {a['band']}, budget ${a['budget']:,.0f})"
+        f"{money(a['monthly_cost'])}/month ({where}" + ("" if grid is None else f"; grid gap {grid:.2e}") + ")"
     )
     for p, v in ans["per_provider"].items():
-        con.print(f"  {p}: {v['throughput_ops']:,.0f} ops/s for {money(v['monthly_cost'])}/month")
+        if v.get("monthly_cost") is None:
+            con.print(f"  {p}: {v.get('status')}" + (f" ({v['rule']})" if v.get("rule") else ""))
+        else:
+            con.print(f"  {p}: {v['throughput_ops']:,.0f} ops/s for {money(v['monthly_cost'])}/month")
 
 
 def print_envelope_warning(sol: Solution) -> None:

@@ -24,25 +24,38 @@ class AuditRow:
     flags: list[str]
 
 
-def audit(run_dir: Path, max_gap: float, max_approx_error: float) -> list[AuditRow]:
-    """Flag bands whose certificate is missing or over the thresholds, or whose prediction lies
-    outside the calibrated envelope (cost_models.envelope)."""
+#: Default --max-grid-gap: the most any other count of the answer's nodes may beat it by (solver.grid).
+DEFAULT_MAX_GRID_GAP = 0.01
+
+
+def audit(
+    run_dir: Path, max_gap: float, max_approx_error: float, max_grid_gap: float = DEFAULT_MAX_GRID_GAP
+) -> list[AuditRow]:
+    """Flag bands whose certificate is missing or over the thresholds (MIP gap, approximation
+    error, grid gap), or whose prediction lies outside the calibrated envelope (cost_models.envelope);
+    a band a rule excludes is not flagged (its record names the rule)."""
     check_range("--max-gap", max_gap, 0.0, MAX_THRESHOLD)
     check_range("--max-approx-error", max_approx_error, 0.0, MAX_THRESHOLD)
+    check_range("--max-grid-gap", max_grid_gap, 0.0, MAX_THRESHOLD)
     run = load_run(run_dir)
     rows = []
     for r in run.log:
         flags = []
         status = r.status
         if status.has_solution:
-            for label, v, limit in (("gap", r.mip_gap, max_gap), ("approx error", r.approx_error, max_approx_error)):
+            checks = (
+                ("gap", r.mip_gap, max_gap),
+                ("approx error", r.approx_error, max_approx_error),
+                ("grid gap", r.grid_gap, max_grid_gap),
+            )
+            for label, v, limit in checks:
                 if v is None or v > limit:
                     flags.append(f"{label} {v if v is None else f'{v:.2e}'} > {limit:g}")
             if status == SolverStatus.FEASIBLE:
                 flags.append("not proven optimal")
             if r.envelope_inside is False:
                 flags += [f"outside the calibrated envelope: {d}" for d in describe_outside(r.envelope or [])]
-        elif status != SolverStatus.INFEASIBLE:
+        elif status not in (SolverStatus.INFEASIBLE, SolverStatus.EXCLUDED):
             flags.append(f"status {status}")
         rows.append(AuditRow(r, flags))
     return rows

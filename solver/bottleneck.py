@@ -1,49 +1,47 @@
-"""The band MIP solved by branching on its bottleneck (the threshold algorithm).
+"""The band problem solved by branching on its bottleneck (the threshold algorithm).
 
-The MIP of :mod:`solver.model` maximizes X, the minimum over the used columns of
-v_c = N x_c / s_c: a *bottleneck* objective. Branching on X at a threshold t
-leaves, in the branch X >= t, only the columns with v_c >= t, and the question
-whether they hold the data within the budget: a covering problem (the least
-bill subject to the same data, node-count and SLA rows). That is the threshold
-algorithm for bottleneck problems (Edmonds and Fulkerson, "Bottleneck extrema",
-1970): the optimum is the highest threshold whose covering problem fits the
-budget, and the tie-break (the cheapest of equally fast clusters) is that
-covering problem's optimum at it.
+A cluster of columns c with n_c nodes holds Q = sum_c n_c / k_c copies of the data (a node of column
+c is tabled holding N / k_c entries; keys are spread in proportion to that capacity, so each node
+holds at most its column's share). A node then serves at least its column's tabled rate x_c, and
+the cluster's throughput is valued at
 
-The covering problem is solved in closed form when the bill is linear in the
-nodes (SLA terms flat, per node and per GB; a percent-of-spend term only without
-a per-node one, the bill then growing with the spend alone) and the SLA asks for
-at most two nodes. Shard sizes are N/k with k an integer, so the LP over the
-data row alone is attained by a homogeneous cluster: k_c nodes of the column of
-least k_c w_c (w_c: a node's bill). A cluster that meets a two-node minimum either
-has no node of a one-node shard (then a homogeneous cluster of k_c >= 2 nodes is
-optimal, by the same LP) or has one, holding all the data, and one more node:
-the cheapest node of any column. So the least bill of every threshold is known
-exactly (:func:`threshold_bills`), the band's answer is read off, and the
-certificate is exact: the next threshold's least bill exceeds the budget.
+    X = min over the used columns of T_c * Q,   T_c = k_c x_c  (kops: N x_c / s_c),
 
-Otherwise (three or more nodes, or a percent-of-spend term beside a per-node
-one) the same function gives the covering LP's bound, branches whose bound
-exceeds the budget are pruned, and the rest are decided by bisection, each
-covering problem (a MIP of at most one column per shard size) solved by the back
-end, whose gap then enters the certificate. tests/test_threshold.py checks
-both paths against enumeration (solver.exhaustive).
+(solver.model's bottleneck rows, and solver.exhaustive's): a homogeneous cluster of n nodes of c is
+n x_c, whatever n, so every node count from the column's k_c to the cluster cap is a cluster. The
+same holds for the perturbed workload's P with T^p_c.
+
+X is a bottleneck objective times a knapsack's value. Branching on a threshold t of T leaves the
+columns at or above it and the question how many copies of the data the budget buys of them: the
+largest Q is an integer knapsack (solver.knapsack.max_capacity), and X* = max_t t * Q*(t) (the
+cluster of Q*(t) is worth at least t * Q*(t); the optimum's own threshold reaches it). Thresholds
+are taken in decreasing order of their bound t * (the LP bound of Q*(t)), from an incumbent (the
+best homogeneous cluster, in closed form); the search stops at the first bound below it. A floor
+on the other throughput (the robust rule's P >= floor, or a latency target's X >= target under the
+perturbed objective) is a second threshold tau: with the columns at or above both,
+tau * Q >= floor; for each t the least tau whose Q*(t, tau) meets it is the best (Q* falls as tau
+rises). Of equally fast clusters the cheapest is taken (solver.knapsack.min_bill at each threshold
+that reaches X*). tests/test_threshold.py and tests/test_differential.py check it against
+enumeration (solver.exhaustive) and the whole MIP (solver.model).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from cost_models.bill import bill_terms
 from cost_models.cloud import SlaTerms, sla_cost
 from cost_models.pricing.catalog import Catalog
-from solver.backends import Backend, Result
-from solver.model import DATA_SLACK, X_SCALE, Chosen, LinearModel, build_mip, read_solution
+from cost_models.replication import replica_nodes
+from solver.backends import Result
+from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_by_group
+from solver.model import DATA_SLACK, X_SCALE, Chosen
 from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import Objective, SolverStatus
@@ -51,203 +49,215 @@ from specs.vocab import Objective, SolverStatus
 #: Relative slack of a budget comparison (a bill this close above the budget fits), as the
 #: exhaustive oracle's.
 BUDGET_TOL = 1e-12
-#: Relative MIP gap asked of a covering problem (at most one column per shard size).
-SUBPROBLEM_GAP = 1e-9
-#: The largest SLA node minimum the closed form covers (availability asks for two).
-CLOSED_FORM_MIN_NODES = 2
+#: Relative tolerance of "as fast": clusters within it of the best are ties, and the cheapest wins.
+TIE_TOL = 1e-12
+#: The least capacity a cluster needs: the data row with its slack (solver.model.DATA_SLACK).
+Q_MIN = 1.0 - DATA_SLACK
 
 
 @dataclass
 class ColumnTable:
-    """One provider's columns as arrays: what the covering problems need."""
+    """One provider's columns as arrays: what the knapsacks need."""
 
     provider: str
     contexts: list[Context]
     terms: SlaTerms
     max_cluster: int
-    cost: np.ndarray  # monthly compute + storage of one node
-    x: np.ndarray  # N x_c / s_c, kops (expected workload)
-    p: np.ndarray  # N p_c / s_c, kops (perturbed workload)
-    share: np.ndarray  # N / s_c: nodes of this column per copy of the data (fractional)
-    fixed: float  # SLA terms that do not depend on the cluster (flat, per GB of data)
+    cost: np.ndarray  # monthly compute + storage of one unit
+    x: np.ndarray  # T_c = N x_c / s_c, kops (expected workload): a copy of the data's worth
+    p: np.ndarray  # the same on the perturbed workload
+    share: np.ndarray  # k_c / unit = N / (s_c unit): units of this column per copy of the data (fractional)
+    fixed: float  # SLA terms that do not depend on the cluster (flat, per GB of data, transfer)
+    group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM type, a label per column
+    #: nodes a count counts: a replicated spec's replica group (RF nodes of one column, a Raft group
+    #: of cosine-raft; cost_models.replication.replica_nodes), else 1. Every count, cost, share,
+    #: cap and SLA node term of the table is per unit; chosen_of hands back nodes.
+    unit: int = 1
 
     @property
-    def k(self) -> np.ndarray:
-        """Nodes of each column that hold the data alone (the MIP's data row, its slack included)."""
-        return np.ceil(self.share * (1 - DATA_SLACK))
+    def bill_model(self) -> BillModel:
+        return BillModel(self.fixed, self.terms.per_node, self.terms.percent_terms, self.terms.transfer)
+
+    _cache: dict[Any, Any] = field(default_factory=dict)  # derived arrays (w, key columns)
 
     @property
     def w(self) -> np.ndarray:
         """A node's bill: compute, storage and the SLA's per-node terms."""
-        return self.cost + self.terms.per_node
+        if "w" not in self._cache:
+            self._cache["w"] = self.cost + self.terms.per_node
+        return np.asarray(self._cache["w"])
 
     @property
-    def exact(self) -> bool:
-        """Whether :func:`threshold_bills` is the covering problem's optimum (else its LP bound)."""
-        t = self.terms
-        return t.min_nodes <= CLOSED_FORM_MIN_NODES and not (t.percent_terms and t.per_node > 0)
+    def node_x(self) -> np.ndarray:
+        """Each column's node throughput (kops), expected workload."""
+        return self.x / self.share
+
+    @property
+    def node_p(self) -> np.ndarray:
+        return self.p / self.share
+
+    def by_value(self, value: np.ndarray) -> np.ndarray:
+        """Every column by decreasing ``value`` (stable), sorted once per value array."""
+        key = ("by_value", value.tobytes())
+        if key not in self._cache:
+            self._cache[key] = np.argsort(-value, kind="stable")
+        return np.asarray(self._cache[key])
+
+    def items(self, cols: np.ndarray) -> np.ndarray:
+        """The knapsack's items of the columns ``cols``: :func:`solver.knapsack.staircase` per VM
+        type (a cluster runs one column of each; by one sort of all columns)."""
+        if "by_k" not in self._cache:
+            n = self.share.size
+            self._cache["by_k"] = np.lexsort((np.arange(n), self.cost, self.share))
+        by_k = np.asarray(self._cache["by_k"])
+        member = np.zeros(self.share.size, dtype=bool)
+        member[cols] = True
+        return staircase_by_group(self.share, self.cost, by_k[member[by_k]], self.group)
 
     def value(self, objective: Objective) -> np.ndarray:
-        """The objective's throughput per column: perturbed for PERTURBED, else expected."""
+        """The objective's throughput per copy: perturbed for PERTURBED, else expected."""
         return self.p if objective == Objective.PERTURBED else self.x
 
-    def bill(self, nodes_bill: np.ndarray, spend: np.ndarray) -> np.ndarray:
-        """The whole bill of clusters whose nodes cost ``nodes_bill`` (compute, storage,
-        SLA per node), of which ``spend`` is compute and storage."""
-        return np.asarray(self.fixed + nodes_bill + self.terms.support(spend), dtype=float)
+    def need(self) -> np.ndarray:
+        """Nodes of each column alone that hold the data and meet the SLA's node minimum."""
+        return np.maximum(np.ceil(self.share * Q_MIN), self.terms.min_nodes)
 
 
 def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider: str, max_cluster: int) -> ColumnTable:
     """The columns of ``provider`` (none when it cannot price the spec's SLAs)."""
     N = spec.workload.entries
-    terms = bill_terms(spec, catalog, provider)
+    unit = replica_nodes(spec)
+    terms = unit_terms(bill_terms(spec, catalog, provider), unit)
     ctx = [] if terms.unavailable else [c for c in contexts if c.provider == provider]
+    vm_names = sorted({c.vm.name for c in ctx})
     return ColumnTable(
         provider=provider,
         contexts=ctx,
         terms=terms,
-        max_cluster=max_cluster,
-        cost=np.array([c.cost_month for c in ctx], dtype=float),
+        max_cluster=max_cluster // unit,
+        cost=np.array([c.cost_month * unit for c in ctx], dtype=float),
         x=np.array([N * c.throughput / c.entries * X_SCALE for c in ctx], dtype=float),
         p=np.array([N * c.perturbed / c.entries * X_SCALE for c in ctx], dtype=float),
-        share=np.array([N / c.entries for c in ctx], dtype=float),
+        share=np.array([N / (c.entries * unit) for c in ctx], dtype=float),
         fixed=terms.fixed,
+        group=np.array([vm_names.index(c.vm.name) for c in ctx], dtype=np.int64),
+        unit=unit,
     )
 
 
-def threshold_bills(tab: ColumnTable, value: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every threshold of ``value`` among the columns in ``mask`` (descending) and
-    the least bill of a cluster of the columns at or above it: exact when
-    ``tab.exact``, else the covering LP's bound. Non-decreasing in the threshold."""
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return np.zeros(0), np.zeros(0)
-    order = idx[np.argsort(-value[idx], kind="stable")]  # fastest first
-    v, k, w = value[order], tab.k[order], tab.w[order]
-    last = np.flatnonzero(np.append(v[1:] != v[:-1], True))  # a threshold's branch: every column up to its last
-    if tab.exact:
-        m, cap = tab.terms.min_nodes, tab.max_cluster
-        nodes = np.minimum.accumulate(np.where((k >= m) & (k <= cap), k * w, np.inf))
-        if m == CLOSED_FORM_MIN_NODES and cap >= m:  # one node holds the data, one more meets the minimum
-            lone = np.minimum.accumulate(np.where(k == 1, w, np.inf))
-            nodes = np.minimum(nodes, lone + np.minimum.accumulate(w))
-        # a percent-of-spend term comes without a per-node one here: the nodes' bill is the spend
-        return v[last], tab.bill(nodes[last], nodes[last])
-    share = tab.share[order] * (1 - DATA_SLACK)
-    lp = np.minimum.accumulate(share * w)
-    spend = np.minimum.accumulate(share * tab.cost[order])
-    return v[last], tab.bill(lp[last], spend[last])
+def unit_terms(terms: SlaTerms, unit: int) -> SlaTerms:
+    """``terms`` per unit of ``unit`` nodes: the per-node fees times ``unit``, the least node count in
+    units (rounded up)."""
+    if unit == 1:
+        return terms
+    return dataclasses.replace(terms, per_node=terms.per_node * unit, min_nodes=-(-terms.min_nodes // unit))
 
 
-def cluster_at(spec: Spec, tab: ColumnTable, value: np.ndarray, mask: np.ndarray) -> Chosen:
-    """The cheapest cluster of the columns in ``mask`` when ``tab.exact`` (of
-    equal bills, the one whose slowest column is fastest in ``value``)."""
-    idx = np.flatnonzero(mask)
-    order = idx[np.argsort(-value[idx], kind="stable")]
-    k, w = tab.k[order], tab.w[order]
-    m = tab.terms.min_nodes
-    homog = np.where((k >= m) & (k <= tab.max_cluster), k * w, np.inf)
-    j = int(np.argmin(homog))
-    nodes = [(int(order[j]), int(k[j]))]
-    if m == CLOSED_FORM_MIN_NODES and tab.max_cluster >= m and (k == 1).any():
-        a = int(np.argmin(np.where(k == 1, w, np.inf)))
-        d = int(np.argmin(w))
-        if w[a] + w[d] < homog[j]:
-            nodes = [(int(order[a]), 2)] if a == d else [(int(order[a]), 1), (int(order[d]), 1)]
-    return chosen_of(spec, tab, nodes)
+#: A cluster as (column index, count) pairs.
+Nodes = list[tuple[int, int]]
 
 
-def chosen_of(spec: Spec, tab: ColumnTable, nodes: list[tuple[int, int]]) -> Chosen:
-    """A cluster of (column, count), billed as solver.model.read_solution bills it."""
-    used = [(tab.contexts[i], k) for i, k in nodes]
+def capacity(tab: ColumnTable, nodes: Nodes) -> float:
+    """Q: copies of the data the cluster's nodes hold."""
+    return float(sum(k / tab.share[i] for i, k in nodes))
+
+
+def cluster_value(tab: ColumnTable, per_copy: np.ndarray, nodes: Nodes) -> float:
+    """min over the used columns of ``per_copy`` times Q (kops)."""
+    return min(float(per_copy[i]) for i, _ in nodes) * capacity(tab, nodes) if nodes else 0.0
+
+
+def chosen_of(spec: Spec, tab: ColumnTable, nodes: Nodes) -> Chosen:
+    """A cluster of (column, count of units), billed as solver.model.read_solution bills it; its
+    nodes are counted in nodes."""
+    used = [(tab.contexts[i], k * tab.unit) for i, k in nodes]
     compute = sum(c.vm.usd_per_month * k for c, k in used)
     storage = sum(c.storage.usd_month * k for c, k in used)
-    sla = sla_cost(tab.terms, sum(k for _, k in used), compute + storage)
+    sla = sla_cost(tab.terms, sum(k for _, k in nodes), compute + storage)
     return Chosen(
         tab.provider,
         used,
-        min(float(tab.x[i]) for i, _ in nodes),
+        cluster_value(tab, tab.x, nodes),
         compute + storage + sla,
         compute,
         storage,
         sla,
-        min(float(tab.p[i]) for i, _ in nodes),
+        cluster_value(tab, tab.p, nodes),
     )
-
-
-@dataclass
-class Covering:
-    """The cheapest cluster of a set of columns, with a proven lower bound on its bill."""
-
-    chosen: Chosen | None
-    bound: float  # no cluster of these columns costs less
-    nodes: int = 0  # branch-and-bound nodes (1 when the closed form decides it)
-    seconds: float = 0.0
-    scaling_error: float = 0.0
-    status: SolverStatus = SolverStatus.OPTIMAL
-    mip: bool = False  # solved by the back end
-
-    @property
-    def bill(self) -> float:
-        return self.chosen.monthly_cost if self.chosen else math.inf
-
-
-def cheapest_cluster(
-    spec: Spec,
-    catalog: Catalog,
-    tab: ColumnTable,
-    mask: np.ndarray,
-    backend: Backend,
-    objective: Objective = Objective.EXPECTED,
-    log_path: Path | None = None,
-) -> Covering:
-    """The covering problem over the columns in ``mask``: the cheapest cluster (of
-    equal bills, the fastest in the objective's throughput), in closed form when
-    ``tab.exact``, else by the MIP over the cheapest column of each shard size
-    (columns of one shard size add the same data and nodes: the least bill wins)."""
-    t0 = time.perf_counter()
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return Covering(None, math.inf, 0, 0.0, status=SolverStatus.INFEASIBLE)
-    value = tab.value(objective)
-    _, bills = threshold_bills(tab, value, mask)
-    lb = float(bills[-1])
-    if tab.exact:
-        if not math.isfinite(lb):
-            return Covering(None, math.inf, 1, time.perf_counter() - t0, status=SolverStatus.INFEASIBLE)
-        ch = cluster_at(spec, tab, value, mask)
-        return Covering(ch, min(lb, ch.monthly_cost), 1, time.perf_counter() - t0)
-    keep: dict[float, int] = {}
-    for i in idx[np.lexsort((-value[idx], tab.cost[idx]))]:
-        keep.setdefault(float(tab.share[i]), int(i))
-    cols = [tab.contexts[i] for i in sorted(keep.values())]
-    kind = Objective.PERTURBED if objective == Objective.PERTURBED else Objective.EXPECTED
-    m, meta = build_mip(spec, catalog, cols, 1e12, tab.max_cluster, providers=[tab.provider], objective=kind)
-    minimize_bill(m)
-    res = backend.solve(m, gap=SUBPROBLEM_GAP, log_path=log_path)
-    secs = time.perf_counter() - t0
-    if res.x is None:
-        proven = res.status == SolverStatus.INFEASIBLE
-        return Covering(None, math.inf if proven else lb, res.nodes, secs, res.scaling_error, res.status, True)
-    ch = read_solution(m, meta, res.x, spec, catalog)
-    # the MIP's objective is the bill less 1e-9 X: its bound plus that term's largest value bounds the bill
-    bound = max(lb, res.bound + 1e-9 * meta.big_m) if math.isfinite(res.bound) else lb
-    return Covering(ch, min(bound, ch.monthly_cost), max(res.nodes, 1), secs, res.scaling_error, res.status, True)
-
-
-def minimize_bill(m: LinearModel) -> None:
-    """Turn a declared band MIP into its covering problem: minimize the budget
-    row (the bill); of equal bills prefer the larger X (a 1e-9 weight)."""
-    row = m.cons["budget"]
-    cost = np.zeros(m.n_vars)
-    cost[row.indices] = row.data
-    cost[m.vars["X"].start] = -1e-9
-    m.cost = cost
 
 
 def fits(bill: float, budget: float) -> bool:
     """Whether a bill fits a budget (relative slack :data:`BUDGET_TOL`)."""
     return bill <= budget * (1 + BUDGET_TOL)
+
+
+@dataclass
+class Floor:
+    """A lower bound on the other throughput of the cluster: min over used columns of ``per_copy``
+    times Q must reach ``at_least`` (kops)."""
+
+    per_copy: np.ndarray
+    at_least: float
+
+
+def _nodes(idx: np.ndarray, counts: np.ndarray) -> Nodes:
+    return [(int(idx[j]), int(n)) for j, n in enumerate(counts) if n > 0]
+
+
+def _q_bound(tab: ColumnTable, idx: np.ndarray, rhs0: float) -> float:
+    """An upper bound on Q of clusters of columns ``idx``: the budget row alone (the percent terms at
+    their minimum) and the cluster cap alone, each as an LP."""
+    if idx.size == 0 or rhs0 < 0:
+        return 0.0
+    per_copy_cost = tab.share[idx] * tab.w[idx]
+    return min(rhs0 / float(per_copy_cost.min()), tab.max_cluster / float(tab.share[idx].min()))
+
+
+def homogeneous(tab: ColumnTable, mask: np.ndarray, budget: float) -> np.ndarray:
+    """Per column, the most nodes of it alone the budget buys within the cap, 0 where that does not
+    hold the data or meet the node minimum (or the column is not in ``mask``)."""
+    n = np.minimum(tab.bill_model.most_nodes(tab.cost, budget), tab.max_cluster)
+    return np.where(mask & (n >= tab.need()), n, 0).astype(np.int64)
+
+
+def entering(tab: ColumnTable, per_copy: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Per column, whether it enters the knapsack's items (the staircase of its VM type,
+    :meth:`ColumnTable.items`) of the ``usable`` columns at or above its level of ``per_copy`` when
+    its level is added (columns by ``per_copy`` descending): it is cheaper than every column of its
+    VM type and of its shard size or a larger one already there. A level none of whose columns
+    enters has the items of the level above, which is worth more (a higher threshold, the same
+    capacity): only the others need a search.
+    Whether a column enters does not change when columns dearer than it are left out (they never
+    block it), so one pass over the usable columns serves every budget."""
+    key = (per_copy.tobytes(), usable.tobytes())
+    if key in tab._cache:
+        return np.asarray(tab._cache[key])
+    out = np.zeros(per_copy.size, dtype=bool)
+    idx = np.flatnonzero(usable)
+    if idx.size:
+        order = idx[np.argsort(-per_copy[idx], kind="stable")]
+        vs = per_copy[order]
+        levels_end = np.append(np.flatnonzero(vs[1:] != vs[:-1]), vs.size - 1)
+        ks, rank = np.unique(tab.share[order], return_inverse=True)
+        prefix: dict[int, list[float]] = {}  # per VM type, the least cost of any shard size up to each rank
+        ranks, costs, groups = rank.tolist(), tab.cost[order].tolist(), tab.group[order].tolist()
+        start = 0
+        for end in levels_end.tolist():
+            for j in range(start, end + 1):  # a level's columns are compared with the levels above
+                pm = prefix.get(groups[j])
+                if pm is None or costs[j] < pm[ranks[j]] * (1 - 1e-12):
+                    out[order[j]] = True
+            for j in range(start, end + 1):
+                pm = prefix.setdefault(groups[j], [math.inf] * ks.size)
+                r, c = ranks[j], costs[j]
+                for rr in range(r, ks.size):
+                    if c < pm[rr]:
+                        pm[rr] = c
+                    else:
+                        break
+            start = end + 1
+    tab._cache[key] = out
+    return out
 
 
 @dataclass
@@ -257,86 +267,368 @@ class BandAnswer:
     chosen: Chosen | None
     result: Result
     note: str = ""
-    mip_solves: int = 0  # covering problems the back end solved
+    mip_solves: int = 0  # kept for the frontier's count: the threshold method solves no MIP
+    nodes: Nodes | None = None  # the answer as (column index, count)
 
 
 def best_within(
     spec: Spec,
-    catalog: Catalog,
     tab: ColumnTable,
     objective: Objective,
     mask: np.ndarray,
     budget: float,
-    backend: Backend,
-    log_path: Path | None = None,
+    *,
+    floor: Floor | None = None,
+    start: Nodes | None = None,
+    backend: str = "highs",
 ) -> BandAnswer:
-    """The band's optimum over the columns in ``mask``: the highest threshold of
-    the objective's throughput whose covering problem fits ``budget``, then the
-    cheapest cluster at it. The certificate's objective is -X* and its bound
-    -(the highest threshold not proven out of the budget): the gap is 0 once the
-    branch just above X* is pruned."""
+    """The band's optimum over the columns in ``mask``: max of the objective's min T * Q (expected
+    for EXPECTED and ROBUST, perturbed for PERTURBED) within ``budget``, subject to ``floor``; of
+    equally fast clusters the cheapest. ``start``: a cluster known to be feasible here (a cheaper
+    band's answer), the first incumbent. The certificate's objective is -X* and its bound -(the
+    highest bound of a threshold not searched to the end)."""
     t0 = time.perf_counter()
     value = tab.value(objective)
-    levels, bills = threshold_bills(tab, value, mask)  # descending thresholds, non-increasing bills
-    # ascending thresholds, non-decreasing bills: the branches that fit are a prefix
-    asc_levels, asc_bills = levels[::-1], bills[::-1]
-    n_fit = int(np.searchsorted(asc_bills, budget * (1 + BUDGET_TOL), side="right"))
-    nodes, scaling, probes, mips = 1, 0.0, 0, 0
-    unproven = False
+    bill = tab.bill_model
+    coefs_all, rhs = bill.rows(tab.cost, budget)
+    rhs0 = float(rhs[0])
+    cand = mask & (bill.most_nodes(tab.cost, budget) >= 1)
+    if floor is not None:
+        cand &= floor.per_copy > 0
+    idx_all = np.flatnonzero(cand)
+    visited, unproven = 0, -math.inf
+    best_x, best_nodes = -math.inf, None
+    if floor is not None and idx_all.size:
+        # the floor's throughput is at most the sum of the nodes' rates: as many of the best per
+        # dollar as the budget buys, or of the best per node as the cap allows
+        node_w = floor.per_copy[idx_all] / tab.share[idx_all]
+        reach = min(max(rhs0, 0.0) * float((node_w / tab.w[idx_all]).max()), tab.max_cluster * float(node_w.max()))
+        if reach < floor.at_least * (1 - TIE_TOL):
+            res = Result.infeasible(backend, 0, time.perf_counter() - t0)
+            return BandAnswer(None, res, "no cluster within the budget reaches the floor")
 
-    def cover(t: float) -> Covering:
-        nonlocal nodes, scaling, probes, mips
-        probes += 1
-        path = None if log_path is None else log_path.with_name(f"{log_path.stem}_t{probes}{log_path.suffix}")
-        cov = cheapest_cluster(spec, catalog, tab, mask & (value >= t), backend, objective, path)
-        nodes += cov.nodes
-        mips += int(cov.mip)
-        scaling = max(scaling, cov.scaling_error)
-        return cov
+    def consider(nodes: Nodes) -> None:
+        nonlocal best_x, best_nodes
+        if not nodes:
+            return
+        if floor is not None and cluster_value(tab, floor.per_copy, nodes) < floor.at_least * (1 - TIE_TOL):
+            return
+        v = cluster_value(tab, value, nodes)
+        if v > best_x * (1 + TIE_TOL):
+            best_x, best_nodes = v, nodes
 
-    if tab.exact:
-        x_star = float(asc_levels[n_fit - 1]) if n_fit else -math.inf
-        hi = n_fit
-        best = cover(x_star) if n_fit else None
-    else:
-        # thresholds whose LP bound fits are open; bisection decides them (feasibility falls as t rises)
-        best = None
-        x_star = -math.inf
-        lo, hi = -1, n_fit
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            cov = cover(float(asc_levels[mid]))
-            if cov.chosen is not None and fits(cov.bill, budget):
-                reached = cov.chosen.value(objective)
-                lo = max(mid, int(np.searchsorted(asc_levels, reached, side="right")) - 1)
-                best, x_star = cov, max(x_star, reached)
-            else:
-                proven = cov.status in (SolverStatus.OPTIMAL, SolverStatus.INFEASIBLE) and not fits(cov.bound, budget)
-                unproven |= not proven
-                hi = mid
-    if best is None or best.chosen is None:
-        res = Result.infeasible(backend.name, nodes, time.perf_counter() - t0)
-        res.scaling_error = scaling
-        return BandAnswer(None, res, "no cluster of these columns fits the budget", mips)
-    upper = float(asc_levels[n_fit - 1]) if unproven else x_star
-    pruned = (
-        f"the next threshold {float(asc_levels[hi]):,.6g} kops needs ${float(asc_bills[hi]):,.2f}"
-        if hi < asc_levels.size
-        else "no column is faster"
-    )
+    # incumbents: the start, and every column alone at the most nodes the budget buys
+    if start is not None and all(cand[i] for i, _ in start):
+        consider(start)
+    homog = homogeneous(tab, cand, budget)
+    hv = np.where(homog > 0, value * homog / tab.share, -math.inf)
+    if floor is not None:
+        hv = np.where(floor.per_copy * homog / tab.share >= floor.at_least * (1 - TIE_TOL), hv, -math.inf)
+    if idx_all.size and np.isfinite(hv).any():
+        j = int(np.argmax(hv))
+        consider([(j, int(homog[j]))])
+
+    # thresholds by decreasing bound; only the levels that change the knapsack's items
+    order = tab.by_value(value)
+    order = order[cand[order]]  # the candidates by decreasing value (one sort per table and value)
+    vs = value[order]
+    levels = vs[np.append(True, vs[1:] != vs[:-1])] if order.size else np.zeros(0)
+    per_copy_cost = tab.share[order] * tab.w[order]
+    cheapest_copy = np.minimum.accumulate(per_copy_cost) if order.size else per_copy_cost
+    least_k = np.minimum.accumulate(tab.share[order]) if order.size else per_copy_cost
+    last = np.searchsorted(-vs, -levels, side="right") - 1  # each level's branch: columns up to here
+    qub = np.minimum(np.maximum(rhs0, 0.0) / cheapest_copy[last], tab.max_cluster / least_k[last])
+    by_w_all = idx_all[np.argsort(floor.per_copy[idx_all], kind="stable")] if floor is not None else idx_all
+    usable = value > 0 if floor is None else (value > 0) & (floor.per_copy > 0)
+    left_out = usable & ~cand
+    if left_out.any() and order.size and tab.cost[left_out].min() <= tab.cost[order].max():
+        usable = usable & cand  # a mask that leaves out cheaper columns: no shared pass
+    enters = entering(tab, value, usable)[order]
+    level_of = np.searchsorted(-levels, -vs)  # each column's level
+    keys = np.zeros(levels.size, dtype=bool)
+    keys[level_of[enters]] = True
+    ub = np.where(keys & (qub >= Q_MIN * (1 - TIE_TOL)), levels * qub, -math.inf)
+    if floor is not None:
+        # with a floor, only the columns a cluster of the level's largest capacity could use count:
+        # one round of the elimination below, per level (a valid, tighter bound)
+        w_order = floor.per_copy[order]
+        copy_order = tab.share[order] * tab.w[order]
+        k_order = tab.share[order]
+        for li in np.flatnonzero(np.isfinite(ub)).tolist():
+            n = last[li] + 1
+            ok = w_order[:n] * qub[li] >= floor.at_least * (1 - TIE_TOL)
+            if not ok.any():
+                ub[li] = -math.inf
+                continue
+            q2 = min(max(rhs0, 0.0) / float(copy_order[:n][ok].min()), tab.max_cluster / float(k_order[:n][ok].min()))
+            ub[li] = levels[li] * q2 if q2 >= Q_MIN * (1 - TIE_TOL) else -math.inf
+    searched = 0
+    packs: dict[bytes, tuple[float, _Pack]] = {}  # an item set's largest capacity above a beat
+    for li in np.argsort(-ub, kind="stable"):
+        t = float(levels[li])
+        if ub[li] <= best_x * (1 + TIE_TOL):
+            break
+        branch = order[: last[li] + 1]
+        if t * _integer_bound(tab, branch, rhs0) <= best_x * (1 + TIE_TOL):
+            continue  # the integer bound of its budget row rules it out
+        searched += 1
+        if floor is None:
+            pack = _max_q(tab, branch, coefs_all, rhs, Q_MIN, best_x / t)
+            visited += pack.nodes
+            if not pack.proven:
+                unproven = max(unproven, t * pack.bound)
+            if pack.counts is not None:
+                consider(_nodes(pack.idx, pack.counts))
+            continue
+        # the floor: a column c can be used only in a cluster of capacity Q >= floor / W_c. Drop
+        # the columns that need more than the largest capacity of the columns left, until none
+        # does: every cluster meeting the floor keeps its columns throughout (its capacity is at
+        # most each round's largest), and the last round's largest packing meets the floor
+        cols = _floor_columns(tab, by_w_all[value[by_w_all] >= t], floor, rhs0, (best_x / t) * (1 + TIE_TOL))
+        while cols.size:
+            items = tab.items(cols)
+            key = items.tobytes()
+            beat = best_x / t
+            if key not in packs or packs[key][0] > beat:  # a search above a higher beat may miss
+                found = _max_q(tab, items, coefs_all, rhs, Q_MIN, beat, items_given=True)
+                visited += found.nodes
+                if not found.proven:
+                    unproven = max(unproven, t * found.bound)
+                packs[key] = (beat, found)
+            pack = packs[key][1]
+            if pack.counts is None:
+                break  # no packing of these columns beats the incumbent, nor of fewer
+            keep = floor.per_copy[cols] * pack.value >= floor.at_least * (1 - TIE_TOL)
+            if keep.all():
+                consider(_nodes(pack.idx, pack.counts))
+                break
+            cols = cols[keep]
+
+    secs = time.perf_counter() - t0
+    if best_nodes is None:
+        res = Result.infeasible(backend, visited, secs)
+        return BandAnswer(None, res, "no cluster of these columns fits the budget")
+    # of equally fast clusters, the cheapest
+    ties = [float(t) for t in levels[keys & (levels * qub >= best_x * (1 - TIE_TOL))]]
+    best_nodes = _cheapest_as_fast(tab, value, floor, best_nodes, best_x, ties, budget, cand)
+    best_nodes = _reseat(tab, value, floor, best_nodes, cand)
+    x_star = cluster_value(tab, value, best_nodes)
+    upper = max(x_star, unproven)
+    chosen = chosen_of(spec, tab, best_nodes)
     note = (
-        f"X* = {x_star:,.6g} kops; the cheapest cluster at it ${best.bill:,.2f}/month (bound ${best.bound:,.2f}); "
-        f"{pruned}; {probes} covering problems, {mips} by the back end"
+        f"X* = {x_star:,.6g} kops: {' + '.join(f'{k} x {tab.contexts[i].vm.name}' for i, k in best_nodes)} "
+        f"(Q = {capacity(tab, best_nodes):.6g} copies), ${chosen.monthly_cost:,.2f}/month; "
+        f"{searched} thresholds searched, {visited} knapsack nodes"
     )
     res = Result(
-        SolverStatus.FEASIBLE if unproven else SolverStatus.OPTIMAL,
+        SolverStatus.OPTIMAL if upper <= x_star else SolverStatus.FEASIBLE,
         -x_star,
         -upper,
         (upper - x_star) / max(x_star, 1e-9),
-        nodes,
+        max(visited, 1),
         time.perf_counter() - t0,
         None,
-        backend.name,
-        scaling,
+        backend,
+        0.0,
     )
-    return BandAnswer(best.chosen, res, note, mips)
+    return BandAnswer(chosen, res, note, 0, best_nodes)
+
+
+def _integer_bound(tab: ColumnTable, cols: np.ndarray, rhs0: float) -> float:
+    """A bound on the capacity the columns ``cols`` buy within the budget row ``rhs0`` (the percent
+    terms at their minimum), tighter than the LP's: as many nodes of the best column per dollar as
+    fit, and what is left at the next best rate (Martello and Toth's U2: the first column's count
+    only lowers it below that). At most the cluster cap's bound too."""
+    rate = 1.0 / (tab.share[cols] * tab.w[cols])  # copies per dollar
+    j = int(np.argmax(rate))
+    budget = max(rhs0, 0.0)
+    n1 = math.floor(budget / float(tab.w[cols[j]]) * (1 + 1e-12))
+    second = float(np.partition(rate, -2)[-2]) if rate.size > 1 else 0.0
+    u2 = n1 / float(tab.share[cols[j]]) + max(budget - n1 * float(tab.w[cols[j]]), 0.0) * second
+    return min(u2, tab.max_cluster / float(tab.share[cols].min()))
+
+
+def _floor_columns(tab: ColumnTable, cols: np.ndarray, floor: Floor, rhs0: float, beat: float) -> np.ndarray:
+    """The columns of ``cols`` (in ascending floor throughput) a cluster meeting ``floor`` can use,
+    as far as capacity bounds tell:
+    a column c needs a capacity of at least floor / W_c, and no cluster of a set of columns has
+    more than its LP bound; dropping the columns that need more leaves the set of the columns
+    with W at or above the least W whose set's bound covers its need (the lowest W drop first).
+    Empty when that bound is below the data's need or at most ``beat`` (no better than known)."""
+    if cols.size == 0:
+        return cols
+    by_w = cols
+    w = floor.per_copy[by_w]
+    copy = np.minimum.accumulate((tab.share[by_w] * tab.w[by_w])[::-1])[::-1]
+    least_k = np.minimum.accumulate(tab.share[by_w][::-1])[::-1]
+    q_lp = np.minimum(max(rhs0, 0.0) / copy, tab.max_cluster / least_k)
+    ok = np.flatnonzero(w * q_lp >= floor.at_least * (1 - TIE_TOL))
+    if ok.size == 0:
+        return cols[:0]
+    first = int(ok[0])
+    if q_lp[first] < Q_MIN * (1 - TIE_TOL) or q_lp[first] <= beat:
+        return cols[:0]
+    return by_w[first:]
+
+
+@dataclass
+class _Pack(Packing):
+    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # the items' columns
+
+
+def _max_q(
+    tab: ColumnTable,
+    idx: np.ndarray,
+    coefs_all: np.ndarray,
+    rhs: np.ndarray,
+    q_min: float,
+    beat: float,
+    items_given: bool = False,
+) -> _Pack:
+    """max Q over the columns ``idx`` (their staircase; ``items_given``: ``idx`` is one) within the
+    rows, above ``beat`` copies."""
+    items = idx if items_given else tab.items(idx)
+    p = max_capacity(
+        1.0 / tab.share[items],
+        coefs_all[:, items],
+        rhs,
+        tab.max_cluster,
+        tab.terms.min_nodes,
+        q_min,
+        floor_value=beat,
+        groups=tab.group[items],
+    )
+    return _Pack(p.counts, p.value, p.proven, p.bound, p.nodes, items)
+
+
+def _cheapest_as_fast(
+    tab: ColumnTable,
+    value: np.ndarray,
+    floor: Floor | None,
+    nodes: Nodes,
+    x_star: float,
+    thresholds: list[float],
+    budget: float,
+    cand: np.ndarray,
+) -> Nodes:
+    """The cheapest cluster of the columns in ``cand`` as fast as ``nodes`` (within
+    :data:`TIE_TOL`), over ``thresholds`` (every one whose bound reaches it) and the answer's own."""
+    bill = tab.bill_model
+    best_bill = bill.bill(tab.cost[[i for i, _ in nodes]], np.array([k for _, k in nodes]))
+    best = nodes
+    target = x_star * (1 - TIE_TOL)
+    own = min(float(value[i]) for i, _ in nodes)
+    for t in sorted(set(thresholds) | {own}, reverse=True):
+        branch = np.flatnonzero(cand & (value >= t))
+        if branch.size == 0:
+            continue
+        base = max(Q_MIN, target / t)
+        if bill.fixed + base * float((tab.share[branch] * tab.w[branch]).min()) >= best_bill * (1 - TIE_TOL):
+            continue  # no cluster of these columns as fast is cheaper
+        if floor is None:
+            subs = [(branch, base)]
+        else:
+            # per item set of the suffixes by floor throughput (as best_within), its least tau's need
+            ws = branch[np.argsort(floor.per_copy[branch], kind="stable")]
+            w_of = floor.per_copy[ws]
+            suffix_copy = np.minimum.accumulate((tab.share[ws] * tab.w[ws])[::-1])[::-1]
+            subs, pos = [], 0
+            while pos < ws.size:
+                if bill.fixed + base * float(suffix_copy[pos]) >= best_bill * (1 - TIE_TOL):
+                    break  # fewer columns cost no less
+                sub = ws[pos:]
+                lead = tab.items(sub)
+                tau = float(floor.per_copy[lead].min())
+                subs.append((sub, max(base, floor.at_least / tau * (1 - TIE_TOL))))
+                pos = int(np.searchsorted(w_of, tau, side="right"))
+        for sub, q_need in subs:
+            items = tab.items(sub)
+            if items.size == 0:
+                continue
+            lower = bill.fixed + q_need * float((tab.share[items] * tab.w[items]).min())
+            if lower >= best_bill * (1 - TIE_TOL):
+                continue
+            p = min_bill(
+                1.0 / tab.share[items],
+                tab.cost[items],
+                bill,
+                tab.max_cluster,
+                tab.terms.min_nodes,
+                q_need,
+                ceiling=best_bill * (1 - TIE_TOL),
+                groups=tab.group[items],
+            )
+            if p.counts is not None and fits(p.value, budget):
+                found = _nodes(items, p.counts)
+                if cluster_value(tab, value, found) >= target and (
+                    floor is None or cluster_value(tab, floor.per_copy, found) >= floor.at_least * (1 - TIE_TOL)
+                ):
+                    best, best_bill = found, p.value
+    return best
+
+
+def _reseat(tab: ColumnTable, value: np.ndarray, floor: Floor | None, nodes: Nodes, cand: np.ndarray) -> Nodes:
+    """Of the columns a one-group answer's n nodes could equally be (as cheap, holding the data at n
+    nodes, each node at least as fast on the objective's workload: the same value and bill), the
+    one whose nodes are fastest on the other workload, then the one tabled nearest the keys its
+    nodes hold (the largest k at most n): the band model values a node at its column's rate, so
+    this is the least pessimistic of equals (a tie-break: value and bill do not change)."""
+    if len(nodes) != 1:
+        return nodes
+    i, n = nodes[0]
+    other = tab.x if value is tab.p else tab.p
+    node_v, node_o = value / tab.share, other / tab.share
+    ok = (
+        cand
+        & (tab.cost <= tab.cost[i] * (1 + TIE_TOL))
+        & (tab.share <= n * (1 + 1e-9))
+        & (node_v >= node_v[i] * (1 - TIE_TOL))
+    )
+    if floor is not None:
+        ok &= floor.per_copy / tab.share * n >= floor.at_least * (1 - TIE_TOL)
+    js = np.flatnonzero(ok)
+    if js.size == 0:
+        return nodes
+    j = int(js[np.lexsort((-tab.share[js], -node_o[js]))[0]])
+    return [(j, n)] if node_o[j] > node_o[i] * (1 + TIE_TOL) or tab.share[j] > tab.share[i] else nodes
+
+
+def cheapest_reaching(tab: ColumnTable, mask: np.ndarray, at_least: float) -> tuple[Nodes | None, float, bool]:
+    """The cheapest cluster of the columns in ``mask`` whose expected throughput (min T * Q) is at
+    least ``at_least`` kops (0: the cheapest that holds the data): (nodes, bill, proven)."""
+    bill = tab.bill_model
+    idx = np.flatnonzero(mask & (tab.x > 0))
+    if idx.size == 0:
+        return None, math.inf, True
+    best_nodes: Nodes | None = None
+    best_bill, proven = math.inf, True
+    levels = np.unique(tab.x[idx])
+    if at_least <= 0:
+        levels = levels[:1]  # every column: the largest branch
+    # a branch's LP bound: its q need times its cheapest copy
+    bounds = []
+    for t in levels:
+        branch = idx[tab.x[idx] >= t]
+        q_need = max(Q_MIN, at_least / float(t))
+        bounds.append(bill.fixed + q_need * float((tab.share[branch] * tab.w[branch]).min()))
+    for li in np.argsort(bounds, kind="stable"):
+        if bounds[li] >= best_bill * (1 - TIE_TOL):
+            break
+        t = float(levels[li])
+        branch = idx[tab.x[idx] >= t]
+        items = tab.items(branch)
+        q_need = max(Q_MIN, at_least / t)
+        p = min_bill(
+            1.0 / tab.share[items],
+            tab.cost[items],
+            bill,
+            tab.max_cluster,
+            tab.terms.min_nodes,
+            q_need,
+            best_bill,
+            groups=tab.group[items],
+        )
+        proven &= p.proven
+        if p.counts is not None and p.value < best_bill:
+            best_nodes, best_bill = _nodes(items, p.counts), p.value
+    return best_nodes, best_bill, proven

@@ -103,12 +103,14 @@ class _NodeFigures:
 
 
 def demand_ops(spec: Spec) -> float | None:
-    """The cluster's demanded operations per second: performance.min_throughput, else the workload's
-    operations a month spread evenly; None when the spec states neither."""
+    """The cluster's demanded node operations per second: performance.min_throughput, else the
+    workload's operations a month spread evenly, times A (a replicated node's spec serves A node
+    operations per operation of the workload); None when the spec states neither."""
+    a = amplification(spec)
     if spec.min_throughput is not None:
-        return float(spec.min_throughput)
+        return float(spec.min_throughput) * a
     opm = spec.workload.operations_per_month
-    return float(opm) / (HOURS_PER_MONTH * 3600) if opm else None
+    return float(opm) / (HOURS_PER_MONTH * 3600) * a if opm else None
 
 
 def operating_point(spec: Spec, f: _NodeFigures, share: float) -> float:
@@ -304,6 +306,20 @@ def _evaluate_nodes(
     return out
 
 
+@dataclass(frozen=True)
+class NodeRate:
+    """One node's exact figures at a key count (:meth:`Reevaluations.node_rate`)."""
+
+    x: float  # operations of the workload per second (a node operation is 1 / A of one), expected
+    xp: float  # ops/s, perturbed workload (= x without robustness)
+    levels: int  # L
+    cold_levels: int  # Y
+
+    @property
+    def layout(self) -> tuple[int, int]:
+        return self.levels, self.cold_levels
+
+
 def _rel(a: float, b: float) -> float:
     return abs(a - b) / b if b > 0 else (0.0 if a == b else math.inf)
 
@@ -338,6 +354,30 @@ class Reevaluations:
     store: ReevalCache | None = None
     workers: int = 1
     pending: dict[ClusterKey, list[tuple[Context, int]]] = field(default_factory=dict)
+    nodes: dict[tuple[int, float, int], NodeRate] = field(default_factory=dict)  # :meth:`node_rate`'s
+
+    def node_rate(self, c: Context, keys: float) -> NodeRate:
+        """One node of column ``c`` holding ``keys`` entries (at least one), exactly: its expected
+        and perturbed throughput (ops/s) and its layout (levels L, cold levels Y). Memoized."""
+        s = max(float(keys), 1.0)
+        # of a cluster of such nodes: every scan reaches all of them (cost_models.network)
+        key = (id(c), s, max(1, round(self.spec.workload.entries / s)))
+        if key not in self.nodes:
+            row = self.store.get_node(c, s) if self.store is not None else None
+            if row is not None:
+                self.nodes[key] = NodeRate(row[0], row[1], int(row[2]), int(row[3]))
+                return self.nodes[key]
+            if self.parts is None:
+                self.parts = workload_partitions(self.spec.workload)
+            f = _evaluate_nodes(self.spec, {key: c}, self.parts)[key]
+            lay = f.ne.layout
+            # in operations of the workload, as the cluster throughputs it is compared with
+            # (a replicated node serves A node operations per operation: cost_models.replication)
+            x, xp = f.x / amplification(self.spec), f.xp / perturbed_amplification(self.spec)
+            self.nodes[key] = rate = NodeRate(x, xp, int(lay.L[0]), int(lay.Y[0]))
+            if self.store is not None:
+                self.store.put_node(c, s, [rate.x, rate.xp, float(rate.levels), float(rate.cold_levels)])
+        return self.nodes[key]
 
     @staticmethod
     def key(nodes: list[tuple[Context, int]]) -> ClusterKey:

@@ -36,12 +36,13 @@ import numpy as np
 from cost_models.bill import bill_terms
 from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
-from cost_models.robust import is_robust
+from cost_models.replication import amplification, replica_nodes
+from cost_models.robust import is_robust, perturbed_amplification
 from solver.backends import Backend, Result
-from solver.backends.base import rel_gap
-from solver.bottleneck import ColumnTable, best_within, cheapest_cluster, column_table
-from solver.exact import Exact, Reevaluations, approx_error_of, reevaluate
+from solver.bottleneck import ColumnTable, Floor, best_within, cheapest_reaching, chosen_of, column_table
+from solver.exact import Exact, NodeRate, Reevaluations, approx_error_of, reevaluate
 from solver.exhaustive import exhaustive
+from solver.grid import GridCheck, check_counts
 from solver.model import (
     X_SCALE,
     Chosen,
@@ -56,7 +57,7 @@ from solver.model import (
 from solver.rundir import LogRecord, NeighbourDown, Neighbours, NeighbourUp
 from solver.tables.context import Context, Tables
 from specs.io import to_record
-from specs.schema import Spec
+from specs.schema import ReplicaPlan, Spec
 from specs.vocab import Method, Provider, SolverStatus
 
 if TYPE_CHECKING:
@@ -90,6 +91,12 @@ class Point:
     carried: bool = False  # no configuration beats a cheaper band's: its answer, carried forward
     chosen_band: int | None = None  # for a carried point, the band whose solve chose it
     floor_ops: float | None = None  # the robust rule's floor on the perturbed throughput (ops/s, MIP values)
+    rule: str | None = None  # EXCLUDED: the spec's rule no configuration within the budget meets
+    grid_gap: float = math.nan  # (the bound over node counts - the exact throughput) / the exact one
+    grid_bound: float = math.nan  # that bound, ops/s (solver.grid)
+    polished: bool = False  # solver.grid moved the answer to another count of its own nodes
+    columns: list[tuple[int, int]] | None = None  # the answer as (column of its provider's table, count)
+    plan: ReplicaPlan | None = None  # the replication plan whose frontier chose it (solver.replicas)
 
     @property
     def throughput(self) -> float:
@@ -102,6 +109,11 @@ class Point:
     @property
     def cost(self) -> float:
         return self.chosen.monthly_cost if self.chosen else math.nan
+
+    @property
+    def perturbed_kops_or_zero(self) -> float:
+        """The band model's perturbed throughput (kops), 0 without a configuration."""
+        return self.chosen.perturbed_kops if self.chosen else 0.0
 
     @property
     def nodes(self) -> int:
@@ -156,6 +168,10 @@ class Point:
             method=method,
             scaling_error=None if r is None else r.scaling_error,
             solver_log=log_file,
+            grid_gap=self.grid_gap if self.chosen and math.isfinite(self.grid_gap) else None,
+            grid_bound_ops=self.grid_bound if self.chosen and math.isfinite(self.grid_bound) else None,
+            polished=self.polished,
+            rule=self.rule,
         )
 
 
@@ -192,6 +208,7 @@ def _exhaustive_point(
     max_cluster: int,
     objective: Objective = Objective.EXPECTED,
     floor_kops: float = 0.0,
+    exact: Reevaluations | None = None,
 ) -> Point:
     t0 = time.perf_counter()
     b = exhaustive(spec, catalog, contexts, budget, max_cluster, objective=objective, floor_kops=floor_kops)
@@ -210,7 +227,11 @@ def _exhaustive_point(
     value = b.perturbed_kops if objective == Objective.PERTURBED else b.throughput_kops
     obj = -value  # enumeration proves optimality: bound = objective
     res = Result(SolverStatus.OPTIMAL, obj, obj, 0.0, b.visited, secs, None, Method.EXHAUSTIVE)
-    return _certify(spec, chosen, res, band, budget, provider, objective)
+    pt = _certify(spec, chosen, res, band, budget, provider, objective, exact, defer=exact is not None)
+    # the contexts are the provider's table's, in its order; counts in its units (replica groups)
+    unit = replica_nodes(spec)
+    pt.columns = [(i, k // unit) for i, k in b.nodes]
+    return pt
 
 
 @dataclass
@@ -240,6 +261,11 @@ class Frontier:
     n_solves: int = 0
     max_cluster: int = 0
     exact: Reevaluations | None = None  # the solve's exact re-evaluations, each cluster once
+    #: with robustness, per provider the robust rule under the best provider's floor (the
+    #: headline picks from these); else ``points``
+    headline: dict[str, list[Point]] = field(default_factory=dict)
+    floors: dict[str, np.ndarray] = field(default_factory=dict)  # per provider, its own robust floor (kops)
+    tables: dict[str, ColumnTable | None] = field(default_factory=dict)  # per provider, its columns
 
     @property
     def robust(self) -> bool:
@@ -281,25 +307,12 @@ class _Bands:
     floor: float = -math.inf
     models: dict[tuple[Any, ...], tuple[LinearModel, MipMeta]] = field(default_factory=dict)
 
-    def mask(
-        self, spec: Spec, objective: Objective, floor_kops: float, incumbent_kops: float, budget: float
-    ) -> np.ndarray:
-        """The columns one band can use. Lower bounds on X and P are column filters
-        (each is a minimum over the used columns): the latency target, the robust
-        rule's floor on P, and the previous band's value (a cheaper band already
-        reached it, so this band's optimum is at least it); and a column one node of
-        which costs more than the budget cannot be bought."""
+    def mask(self, budget: float) -> np.ndarray:
+        """The columns one band can use: one node of which fits the budget. (Lower bounds on X
+        and P are not column filters: a column below one reaches it with more nodes.)"""
         tab = self.table
         assert tab is not None
-        target = latency_target_kops(spec)
-        if objective != Objective.PERTURBED:
-            target = max(target, incumbent_kops * (1 - 1e-9))
-        mask = (tab.x >= target * (1 - 1e-12)) & (tab.cost <= budget)
-        if objective == Objective.ROBUST:
-            mask &= tab.p >= floor_kops
-        elif objective == Objective.PERTURBED and incumbent_kops > 0:
-            mask &= tab.p >= incumbent_kops * (1 - 1e-9)
-        return mask
+        return np.asarray(tab.w + tab.fixed <= budget * (1 + 1e-12))
 
     def model(
         self,
@@ -308,26 +321,32 @@ class _Bands:
         fr: Frontier,
         objective: Objective,
         mask: np.ndarray,
+        floor_kops: float,
+        target_kops: float,
     ) -> tuple[LinearModel, MipMeta] | None:
-        """The band's whole MIP (``Method.MIP``) over the columns in ``mask``
-        (:meth:`mask`: the same exact column filters the threshold algorithm uses);
-        one model per objective and column set, re-solved at each band's budget."""
+        """The band's whole MIP (``Method.MIP``) over the columns in ``mask``; one model per
+        objective, floor and column set, re-solved at each band's budget."""
         tab = self.table
         assert tab is not None
         cols = [tab.contexts[i] for i in np.flatnonzero(mask)]
         if not cols:
             return None
-        kind = Objective.PERTURBED if objective == Objective.PERTURBED else Objective.EXPECTED
-        key = (kind, *map(id, cols))
+        key = (objective, floor_kops, target_kops, *map(id, cols))
         if key not in self.models:
             t0 = time.perf_counter()
             self.models[key] = build_mip(
-                spec, catalog, cols, float(fr.budgets[0]), fr.max_cluster, providers=[self.provider], objective=kind
+                spec,
+                catalog,
+                cols,
+                float(fr.budgets[0]),
+                fr.max_cluster,
+                providers=[self.provider],
+                objective=objective,
+                floor_kops=floor_kops,
+                target_kops=target_kops,
             )
             fr.build_seconds += time.perf_counter() - t0
-        m, meta = self.models[key]
-        meta.objective = objective
-        return m, meta
+        return self.models[key]
 
 
 def _carry(prev: Point, i: int, b: float) -> Point:
@@ -344,6 +363,10 @@ def _carry(prev: Point, i: int, b: float) -> Point:
         carried=True,
         floor_ops=prev.floor_ops,
         chosen_band=prev.chosen_band if prev.carried else prev.band,
+        grid_gap=prev.grid_gap,
+        grid_bound=prev.grid_bound,
+        polished=prev.polished,
+        columns=prev.columns,
     )
 
 
@@ -356,12 +379,14 @@ def _solve_band_mip(
     objective: Objective,
     mask: np.ndarray,
     budget: float,
+    floor_kops: float,
+    target_kops: float,
     gap: float,
     time_limit: float,
     log: Path | None,
 ) -> tuple[Chosen | None, Result]:
     """One band solved as one MIP by the back end (``Method.MIP``)."""
-    mm = pb.model(spec, catalog, fr, objective, mask)
+    mm = pb.model(spec, catalog, fr, objective, mask, floor_kops, target_kops)
     if mm is None:
         return None, Result.infeasible(backend.name)
     m, meta = mm
@@ -372,6 +397,12 @@ def _solve_band_mip(
     if res.x is None:
         return None, res
     return read_solution(m, meta, res.x, spec, catalog), res
+
+
+def _columns_of(tab: ColumnTable, chosen: Chosen) -> list[tuple[int, int]]:
+    """A chosen cluster as (column index of ``tab``, count of the table's units)."""
+    where = {id(c): i for i, c in enumerate(tab.contexts)}
+    return [(where[id(c)], k // tab.unit) for c, k in chosen.nodes]
 
 
 def _solve_objective(
@@ -388,60 +419,107 @@ def _solve_objective(
     gap: float,
     time_limit: float,
     progress: Callable[[str], None] | None,
+    tag: str | None = None,
 ) -> list[Point]:
-    """Every band of one provider for one objective (``floors_kops``: the robust
-    rule's floor per band), in increasing budget. A band's model keeps only the
-    columns that can beat the previous band's answer (``_Bands.model``); when
-    none can, that answer is carried forward (``carried``): for the expected and
-    perturbed objectives this proves it optimal here, for the robust rule it is
-    the rule's envelope (a configuration that was within the tolerance at its
-    own price stays available at higher budgets; docs/solver.md)."""
+    """Every band of one provider for one objective (``floors_kops``: the robust rule's floor per
+    band), in increasing budget. A cheaper band's answer is each band's first incumbent (it fits
+    here too). With the robust rule, whose floor rises with the budget, a cheaper band's answer
+    that is faster is carried forward (``carried``: the rule's envelope, a configuration that was
+    within the tolerance at its own price stays available at higher budgets; docs/solver.md)."""
     p, budgets = pb.provider, fr.budgets
-    tag = f"_{objective}" if fr.robust or objective != Objective.EXPECTED else ""
+    if tag is None:
+        tag = f"_{objective}" if fr.robust or objective != Objective.EXPECTED else ""
+    target = latency_target_kops(spec)
     pts: list[Point] = []
     prev: Point | None = None
     for i, b in enumerate(budgets):
         log = logdir / f"band{i:02d}_{p}{tag}.log" if logdir else None
         floor_k = float(floors_kops[i]) if floors_kops is not None else 0.0
         note = ""
+        rule: str | None = None
+        pt: Point | None = None
         if method == Method.EXHAUSTIVE:
             pt = _exhaustive_point(
-                spec, catalog, pb.contexts, float(b), i, p, fr.max_cluster, objective=objective, floor_kops=floor_k
+                spec,
+                catalog,
+                pb.contexts,
+                float(b),
+                i,
+                p,
+                fr.max_cluster,
+                objective=objective,
+                floor_kops=floor_k,
+                exact=fr.exact,
             )
             fr.solve_seconds += pt.result.seconds if pt.result else 0.0
             note = f"exhaustive enumeration: {pt.result.nodes if pt.result else 0} clusters"
+            if pt.chosen is None:
+                pt = None
         elif not pb.contexts or b < pb.floor * (1 - 1e-9):
             pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, Result.infeasible(backend.name), None, None)
             pt.objective = objective
             note = (
-                f"infeasible: below the cheapest configuration (${pb.floor:,.2f}/month, a min-cost MIP)"
+                f"infeasible: below the cheapest configuration (${pb.floor:,.2f}/month)"
                 if math.isfinite(pb.floor)
                 else "infeasible: no configuration at any budget"
             )
         else:
-            inc = 0.0
-            if prev is not None and prev.chosen is not None:
-                inc = prev.chosen.value(objective)
-            assert pb.table is not None
-            mask = pb.mask(spec, objective, floor_k, inc, float(b))
+            tab = pb.table
+            assert tab is not None
+            mask = pb.mask(float(b))
+            flo: Floor | None = None
+            if objective == Objective.ROBUST and floor_k > 0:
+                flo = Floor(tab.p, floor_k)
+            elif objective == Objective.PERTURBED and target > 0:
+                flo = Floor(tab.x, target)
             if method == Method.MIP:
                 chosen, result = _solve_band_mip(
-                    spec, catalog, fr, pb, backend, objective, mask, float(b), gap, time_limit, log
+                    spec,
+                    catalog,
+                    fr,
+                    pb,
+                    backend,
+                    objective,
+                    mask,
+                    float(b),
+                    floor_k if objective == Objective.ROBUST else 0.0,
+                    target,
+                    gap,
+                    time_limit,
+                    log,
                 )
+                note = f"{backend.name}: {result.status}"
             else:
-                ans = best_within(spec, catalog, pb.table, objective, mask, float(b), backend, log)
+                start = prev.columns if prev is not None and prev.columns is not None and not prev.carried else None
+                ans = best_within(spec, tab, objective, mask, float(b), floor=flo, start=start, backend=backend.name)
                 fr.solve_seconds += ans.result.seconds
-                fr.n_solves += ans.mip_solves
                 chosen, result, note = ans.chosen, ans.result, ans.note
+            slow = chosen is not None and chosen.throughput_kops < target * (1 - 1e-12)
+            if slow and objective != Objective.PERTURBED:
+                chosen, rule = None, "performance.max_latency_s"
             if chosen is not None:
                 pt = _certify(spec, chosen, result, i, float(b), p, objective, fr.exact, defer=True)
-            elif prev is not None:
+                pt.columns = _columns_of(tab, chosen)
+            elif rule is None:
+                rule = "the robust rule" if flo is not None and objective == Objective.ROBUST else None
+        if (
+            pt is not None
+            and pt.chosen is not None
+            and objective == Objective.ROBUST
+            and prev is not None
+            and prev.chosen is not None
+            and prev.chosen.throughput_kops > pt.chosen.throughput_kops * (1 + 1e-9)
+        ):
+            pt = None  # the envelope: the cheaper band's answer is faster
+        if pt is None:
+            if prev is not None and objective == Objective.ROBUST:
                 pt = _carry(prev, i, float(b))
-                note = f"no cluster within this budget beats band {prev.band}'s answer: carried forward"
+                note = f"no cluster within this budget beats band {prev.band}'s answer under the rule: carried forward"
             else:
-                pt = Point(i, float(b), p, SolverStatus.INFEASIBLE, result, None, None)
+                status = SolverStatus.EXCLUDED if rule else SolverStatus.INFEASIBLE
+                pt = Point(i, float(b), p, status, Result.infeasible(backend.name), None, None, rule=rule)
                 pt.objective = objective
-                note = "infeasible: no configuration meets the robust rule's floor within this budget"
+                note = f"excluded by {rule}" if rule else "infeasible: no configuration fits this budget"
         if log is not None and note:
             log.write_text(note + "\n")
         if objective == Objective.ROBUST and not pt.carried:
@@ -478,6 +556,70 @@ def solve_frontier(
     ``reevals``: the persistent cache of exact re-evaluations (read, then added to);
     ``workers``: most processes re-evaluating the chosen clusters (after every band is solved:
     :class:`Reevaluations`)."""
+    run = start_frontier(
+        spec,
+        catalog,
+        tables,
+        backend,
+        method=method,
+        bands=bands,
+        budget=budget,
+        providers=providers,
+        out_dir=out_dir,
+        gap=gap,
+        time_limit=time_limit,
+        progress=progress,
+        budgets=budgets,
+        reevals=reevals,
+        workers=workers,
+    )
+    return finish_frontier(run)
+
+
+@dataclass
+class FrontierRun:
+    """A frontier begun (:func:`start_frontier`: its nominal and perturbed objectives solved), to be
+    finished by :func:`finish_frontier` (the robust rule, the exact re-evaluations)."""
+
+    spec: Spec
+    catalog: Catalog
+    backend: Backend
+    frontier: Frontier
+    per: list[_Bands]
+    kw: dict[str, Any]
+    reevals: ReevalCache | None
+
+    def pstar(self) -> dict[str, np.ndarray]:
+        """P*_p(b): each provider's best perturbed throughput at each band (MIP values, kops); empty
+        without robustness."""
+        return {
+            p: np.array([pt.chosen.perturbed_kops if pt.chosen else 0.0 for pt in pts])
+            for p, pts in self.frontier.perturbed.items()
+        }
+
+
+def start_frontier(
+    spec: Spec,
+    catalog: Catalog,
+    tables: Tables,
+    backend: Backend,
+    *,
+    method: Method = Method.THRESHOLD,
+    bands: int = DEFAULT_BANDS,
+    budget: float | None = None,
+    providers: tuple[str, ...] = (),
+    out_dir: Path | None = None,
+    gap: float = 1e-4,
+    time_limit: float = 30.0,
+    progress: Callable[[str], None] | None = None,
+    budgets: np.ndarray | None = None,
+    reevals: ReevalCache | None = None,
+    workers: int = 1,
+    logdir: Path | None = None,
+) -> FrontierRun:
+    """:func:`solve_frontier` up to the robust rule: the bands' nominal answers and, with
+    robustness, their perturbed ones. ``logdir``: where the bands' solver logs go (default
+    ``out_dir``/solver)."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -498,18 +640,20 @@ def solve_frontier(
     )
     if reevals is not None:
         reevals.load(spec)
-    logdir = None
-    if out_dir is not None:
+    if logdir is None and out_dir is not None:
         logdir = out_dir / "solver"
+    if logdir is not None:
         logdir.mkdir(parents=True, exist_ok=True)
     per: list[_Bands] = []
     for p in provs:
         pb = _Bands(p, tables.contexts.get(p, []))
-        if method != Method.EXHAUSTIVE and pb.contexts:
+        if pb.contexts:
             pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
+        if method != Method.EXHAUSTIVE and pb.table is not None:
             low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact, defer=True)
             pb.floor = low.cost if low else math.inf
         per.append(pb)
+        fr.tables[p] = pb.table
     kw: dict[str, Any] = {
         "method": method,
         "logdir": logdir,
@@ -517,37 +661,117 @@ def solve_frontier(
         "time_limit": time_limit,
         "progress": progress,
     }
-    robust = is_robust(spec)
     for pb in per:
         fr.nominal[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.EXPECTED, None, **kw)
     _make_monotone(fr, fr.nominal)
-    if robust:
+    if is_robust(spec):
         for pb in per:
             fr.perturbed[pb.provider] = _solve_objective(
                 spec, catalog, fr, pb, backend, Objective.PERTURBED, None, **kw
             )
         _make_monotone(fr, fr.perturbed, key=lambda q: q.chosen.perturbed_kops if q.chosen else 0.0)
-        # P*(b): the best perturbed throughput any provider reaches at each budget (MIP values)
-        pstar = np.array(
-            [
-                max((pt.chosen.perturbed_kops for pt in col if pt.chosen), default=0.0)
-                for col in zip(*fr.perturbed.values(), strict=True)
-            ]
-        )
-        floors = (1.0 - spec.tolerance) * pstar * (1 - 1e-9)
+    return FrontierRun(spec, catalog, backend, fr, per, kw, reevals)
+
+
+def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | None = None) -> Frontier:
+    """:func:`solve_frontier` from its :func:`start_frontier`: the robust rule's answers, each
+    answer re-evaluated exactly. ``pstar_elsewhere``: per provider the best perturbed throughput
+    configurations outside these tables reach at each band (MIP values, kops: another replication
+    plan's, solver.replicas), which the robust rule's floors compare with too."""
+    spec, catalog, backend, fr, per, kw = run.spec, run.catalog, run.backend, run.frontier, run.per, run.kw
+    exact, reevals = fr.exact, run.reevals
+    assert exact is not None
+    budgets = fr.budgets
+    if is_robust(spec):
+        # P*_p(b): the best perturbed throughput each provider reaches at each budget (MIP values),
+        # over every replication plan; each provider's rows meet its own floor, the headline the
+        # best provider's
+        pstar = run.pstar()
+        for p, other in (pstar_elsewhere or {}).items():
+            if p in pstar:
+                pstar[p] = np.maximum(pstar[p], other)
+        scale = (1.0 - spec.tolerance) * (1 - 1e-9)
+        tops = [*pstar.values(), *(pstar_elsewhere or {}).values()]
+        overall = np.max(np.stack(tops), axis=0) if tops else np.zeros(len(budgets))
         for pb in per:
-            fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, floors, **kw)
+            own = scale * pstar[pb.provider]
+            fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, own, **kw)
+            fr.floors[pb.provider] = own
+            if np.array_equal(own, scale * overall):
+                fr.headline[pb.provider] = fr.points[pb.provider]
+            else:
+                fr.headline[pb.provider] = _solve_objective(
+                    spec, catalog, fr, pb, backend, Objective.ROBUST, scale * overall, **kw, tag="_robust_headline"
+                )
     else:
         fr.points = fr.nominal
+        fr.headline = fr.nominal
     exact.resolve()
-    for pts_of in (fr.nominal, fr.perturbed, fr.points):
+    for pts_of in (fr.nominal, fr.perturbed, fr.points, fr.headline):
         for pts in pts_of.values():
             for pt in pts:
                 exact.certify(pt)
-    fr.best = fr.best_of(fr.points)
+    _check_counts(spec, fr)
+    fr.best = fr.best_of(fr.headline)
     if reevals is not None:
         reevals.save(spec)
     return fr
+
+
+def _check_counts(spec: Spec, fr: Frontier) -> None:
+    """Each answer against every other count of its own nodes within its band's budget
+    (solver.grid): the certificate's grid gap, and a faster count of the same nodes replaces the
+    answer (``polished``, re-evaluated). Carried and repaired points take their source's."""
+    exact = fr.exact
+    assert exact is not None
+    done: dict[tuple[Any, ...], GridCheck] = {}
+    polished: list[Point] = []
+    lists = [pts for pts_of in (fr.nominal, fr.perturbed, fr.points, fr.headline) for pts in pts_of.values()]
+    for pts in lists:
+        for pt in pts:
+            tab = fr.tables.get(pt.provider)
+            if pt.chosen is None or pt.exact is None or pt.columns is None or tab is None:
+                continue
+            if pt.carried or pt.repaired:
+                continue
+            perturbed = pt.objective == Objective.PERTURBED
+            key = (pt.provider, tuple(pt.columns), pt.budget, perturbed)
+            if key not in done:
+                value = pt.exact.perturbed if perturbed else pt.exact.throughput
+                own = None
+                if len(pt.columns) == 1:
+                    d = pt.exact.per_node[0].design
+                    # in operations of the workload, as node_rate's (a replicated node serves A node
+                    # operations per operation: cost_models.replication)
+                    a, a_p = amplification(spec), perturbed_amplification(spec)
+                    own = NodeRate(d.node_throughput_ops / a, d.node_perturbed_ops / a_p, d.L, d.Y)
+                done[key] = check_counts(
+                    tab, pt.columns, pt.budget, value, exact.node_rate, perturbed=perturbed, answer_rate=own
+                )
+            chk = done[key]
+            pt.grid_gap, pt.grid_bound = chk.gap, chk.bound
+            if chk.better is not None:
+                pt.chosen = chosen_of(spec, tab, chk.better)
+                pt.columns = chk.better
+                pt.exact, pt.polished = None, True
+                exact.defer(pt.chosen.nodes)
+                polished.append(pt)
+    exact.resolve()
+    for pt in polished:
+        exact.certify(pt)
+        pt.grid_gap = 0.0  # the best count of its nodes, exactly
+    for pts in lists:
+        for pt in pts:
+            src = pt.chosen_band
+            if (pt.carried or pt.repaired) and src is not None and pts[src].chosen is not None:
+                s_pt = pts[src]
+                pt.chosen, pt.exact, pt.approx_error = s_pt.chosen, s_pt.exact, s_pt.approx_error
+                pt.grid_gap, pt.grid_bound, pt.polished, pt.columns = (
+                    s_pt.grid_gap,
+                    s_pt.grid_bound,
+                    s_pt.polished,
+                    s_pt.columns,
+                )
 
 
 def _make_monotone(fr: Frontier, points: dict[str, list[Point]], key: Callable[[Point], float] | None = None) -> None:
@@ -578,6 +802,8 @@ def _make_monotone(fr: Frontier, points: dict[str, list[Point]], key: Callable[[
                         repaired=True,
                         objective=pt.objective,
                         floor_ops=pt.floor_ops,
+                        columns=best.columns,
+                        chosen_band=best.band,
                     )
                     continue
             if pt.chosen is not None:
@@ -596,8 +822,8 @@ def cheapest(
     exact: Reevaluations | None = None,
     defer: bool = False,
 ) -> Point | None:
-    """The cheapest configuration overall (or meeting ``min_throughput``): the
-    covering problem over every column fast enough (solver.bottleneck);
+    """The cheapest configuration overall (or reaching ``min_throughput`` ops/s on the expected
+    workload, and the latency target): solver.bottleneck.cheapest_reaching per provider;
     ``exact``: the solve's re-evaluations, when the caller has them (each provider's
     cluster is asked for first and all are re-evaluated at once; with ``defer`` only asked for:
     the point returned is then completed by ``exact.certify`` after ``exact.resolve()``)."""
@@ -610,13 +836,15 @@ def cheapest(
             continue
         tab = table if table is not None and table.provider == p else None
         tab = tab or column_table(spec, catalog, ctx, p, tables.max_cluster)
-        cov = cheapest_cluster(spec, catalog, tab, tab.x >= target * (1 - 1e-12), backend)
-        if cov.chosen is None:
+        t0 = time.perf_counter()
+        nodes, bill, proven = cheapest_reaching(tab, np.ones(len(tab.contexts), dtype=bool), target)
+        if nodes is None:
             continue
-        res = Result(
-            cov.status, cov.bill, cov.bound, rel_gap(cov.bill, cov.bound), cov.nodes, cov.seconds, None, backend.name
-        )
-        pt = _certify(spec, cov.chosen, res, -1, math.inf, p, Objective.EXPECTED, exact, defer=exact is not None)
+        ch = chosen_of(spec, tab, nodes)
+        status = SolverStatus.OPTIMAL if proven else SolverStatus.FEASIBLE
+        res = Result(status, ch.monthly_cost, bill, 0.0, 1, time.perf_counter() - t0, None, backend.name)
+        pt = _certify(spec, ch, res, -1, math.inf, p, Objective.EXPECTED, exact, defer=exact is not None)
+        pt.columns = nodes
         if best is None or pt.cost < best.cost:
             best = pt
     if exact is not None and best is not None and not defer:

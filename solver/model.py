@@ -7,28 +7,28 @@ problem over the precomputed contexts (``solver.tables``):
 
 * ``n[c]`` integer: nodes of column c (VM type x entries per node x volume x
   design); ``y[c]`` binary: column c is used; ``z[p]`` binary: provider p is chosen.
-* ``X`` continuous: the cluster's throughput (kops/s) on the expected workload.
-  Operations are routed to nodes in proportion to the keys they hold, so a node
-  of column c with s_c of the N keys limits X to N x_c / s_c (x_c: its
-  design's throughput); ``X <= N x_c / s_c + M (1 - y_c)`` is the epigraph of
-  that minimum.
-* data: ``sum_c s_c n_c >= N``; size: ``sum_c n_c <= max cluster`` and
-  ``>= min nodes`` of the required SLAs (availability wants two VMs). A column
-  never needs more nodes than it takes to hold the data alone (k_c = N/s_c, or
-  the SLA's minimum): dropping the extra ones keeps the data held, the
-  throughput and lowers the bill, so ``n_c <= k_c y_c`` is exact and keeps the
-  relaxation tight however large the cluster cap.
+* ``Q`` continuous: the cluster's capacity, ``sum_c n_c / k_c`` copies of the data (in
+  units of 1/:data:`Q_UNITS` copy)
+  (a node of column c is tabled holding s_c = N / k_c entries). Keys are spread in
+  proportion to capacity (solver.exact), so a node of column c holds s_c / Q <= s_c
+  entries and serves a share s_c / (N Q) of the operations.
+* ``X`` continuous: the cluster's throughput (kops) on the expected workload. A node of
+  column c serves at least its tabled rate x_c (it holds no more than s_c entries), so it
+  limits X to x_c N Q / s_c = T_c Q (T_c = N x_c / s_c); ``X <= T_c Q + M (1 - y_c)`` is
+  the epigraph of the minimum over the used columns. A homogeneous cluster of n nodes
+  is worth n x_c: every node count from k_c up is a cluster, more nodes more throughput.
+* data: ``Q >= 1``; size: ``sum_c n_c <= max cluster`` and ``>= min nodes`` of the
+  required SLAs (availability wants two VMs); at most one column of each VM type
+  (``sum_{c of type v} y_c <= 1``: a configuration runs one design per VM type).
 * bill: ``sum_c cost_c n_c + SLA(n, z) <= budget`` where the SLA bundle is
   linear (per node, per GB, flat) plus, for percent-of-spend support plans, a
   variable ``sup >= max(minimum z_p, percent * spend_p)`` (epigraph).
 
-Objectives (:class:`Objective`): maximize X (expected), maximize P
-(perturbed: the bottleneck rows then hold N x_p / s_c), or maximize X subject
-to ``P >= floor`` (the robust rule: floor = (1 - tolerance) x the best P at that
-budget). Lower bounds on a minimum over the used columns are column filters
-(:func:`columns_for`), so every model has one bottleneck family. A tie-break
-of at most 1e-6 of the objective's scale prefers the cheaper of two equally
-fast configurations.
+Objectives (:class:`Objective`): maximize X (expected), maximize P (perturbed: the
+bottleneck rows then hold T^p_c), or maximize X subject to ``P >= floor`` (the robust
+rule). A floor on the other throughput is ``T'_c Q >= floor y_c`` for every column (linear:
+it binds only the used ones). A tie-break of at most 1e-6 of the objective's scale
+prefers the cheaper of two equally fast configurations.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cost_models.bill import bill_terms
-from cost_models.cloud import sla_terms
 from cost_models.pricing.catalog import Catalog
+from cost_models.replication import replica_nodes
 from solver.space import cluster_cap
 from solver.tables.context import Context
 from specs.schema import Spec
@@ -53,6 +53,10 @@ TIE_BREAK = 1e-6
 #: Relative slack of the data row: shard sizes are N/k, so k shards of N/k must cover N
 #: after rounding.
 DATA_SLACK = 1e-9
+#: The capacity variable counts 1/Q_UNITS copies of the data: the CP-SAT back end resolves a
+#: continuous variable to 10^-3 of its unit (solver.backends.ortools), so Q is resolved to 10^-7
+#: copies and X to 10^-7 of a column's worth.
+Q_UNITS = 1e4
 
 
 @dataclass
@@ -183,7 +187,7 @@ class MipMeta:
     contexts: list[Context]
     providers: list[str]
     entries: int
-    x_hat: np.ndarray  # per column: N x_c / s_c in kops (expected workload)
+    x_hat: np.ndarray  # per column: T_c = N x_c / s_c in kops (expected workload), a copy's worth
     p_hat: np.ndarray  # per column: the same on the perturbed workload
     fixed_cost: np.ndarray  # per provider: flat + per-GB SLA terms
     per_node_sla: np.ndarray  # per column
@@ -192,6 +196,8 @@ class MipMeta:
     tie: float
     objective: Objective = Objective.EXPECTED
     max_cluster: int = 1
+    share: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per column: k_c / unit = N / (s_c unit)
+    unit: int = 1  # nodes a count of ``n`` counts (a replica group's RF, else 1)
 
 
 def latency_target_kops(spec: Spec) -> float:
@@ -203,42 +209,31 @@ def latency_target_kops(spec: Spec) -> float:
     return 0.0
 
 
-def columns_for(
-    contexts: list[Context],
-    entries: int,
-    objective: Objective,
-    floor_kops: float = 0.0,
-    target_kops: float = 0.0,
-    max_node_cost: float = math.inf,
-) -> list[Context]:
-    """The columns one solve can need, of the tables' (Pareto in cost and both
-    throughputs). Lower bounds on a cluster's throughput are column filters: X
-    and P are minima over the used columns, so ``X >= target`` (a latency or
-    throughput target) holds exactly when every used column has N x_c / s_c >=
-    target, and the robust rule's ``P >= floor`` when every used column has
-    N x_p / s_c >= floor. Then, per provider and shard size, only the columns no
-    cheaper column beats in the objective's throughput (expected, or perturbed):
-    swapping a column for one of the same shard that is as cheap and as fast
-    keeps every constraint and the objective, so the restriction is exact.
-    ``max_node_cost``: columns of which one node costs more can never be bought."""
+def columns_for(contexts: list[Context], objective: Objective, max_node_cost: float = math.inf) -> list[Context]:
+    """The columns one solve can need, of the tables': per provider and shard size only the
+    columns no cheaper one beats in the throughputs the objective sees (the expected one for
+    EXPECTED, the perturbed one for PERTURBED, both for ROBUST): swapping a column for one of the
+    same shard that is as cheap and as fast there keeps every constraint and the objective, so
+    the restriction is exact. ``max_node_cost``: columns of which one node costs more can never
+    be bought. (Lower bounds on a cluster's throughput are no longer column filters: a column
+    slower than a bound reaches it with more nodes.)"""
 
-    def hat(v: float, c: Context) -> float:
-        return entries * v / c.entries * X_SCALE
+    def seen(c: Context) -> tuple[float, ...]:
+        if objective == Objective.PERTURBED:
+            return (c.perturbed,)
+        return (c.throughput, c.perturbed) if objective == Objective.ROBUST else (c.throughput,)
 
-    sel = [c for c in contexts if hat(c.throughput, c) >= target_kops * (1 - 1e-12) and c.cost_month <= max_node_cost]
-    if objective == Objective.ROBUST:
-        sel = [c for c in sel if hat(c.perturbed, c) >= floor_kops]
-    key = (lambda c: c.perturbed) if objective == Objective.PERTURBED else (lambda c: c.throughput)
     groups: dict[tuple[str, float], list[Context]] = {}
-    for c in sel:
-        groups.setdefault((c.provider, c.entries), []).append(c)
+    for c in contexts:
+        if c.cost_month <= max_node_cost:
+            groups.setdefault((c.provider, c.entries), []).append(c)
     out: list[Context] = []
     for _, cs in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
-        best = -1.0
-        for c in sorted(cs, key=lambda c: (c.cost_month, -key(c))):
-            if key(c) > best * (1 + 1e-12):
-                out.append(c)
-                best = key(c)
+        kept: list[Context] = []
+        for c in sorted(cs, key=lambda c: (c.cost_month, tuple(-v for v in seen(c)))):
+            if not any(all(a >= b for a, b in zip(seen(d), seen(c), strict=True)) for d in kept):
+                kept.append(c)
+        out += kept
     return out
 
 
@@ -250,34 +245,40 @@ def build_mip(
     max_cluster: int | None = None,
     providers: list[str] | None = None,
     objective: Objective = Objective.EXPECTED,
+    floor_kops: float = 0.0,
+    target_kops: float = 0.0,
 ) -> tuple[LinearModel, MipMeta]:
-    """Declare the MIP for one budget over the given columns (already filtered
-    for any throughput bound by :func:`columns_for`); ``X`` is the expected
-    throughput, or the perturbed one for ``Objective.PERTURBED``."""
+    """Declare the MIP for one budget over the given columns; ``X`` is the expected throughput,
+    or the perturbed one for ``Objective.PERTURBED``. ``floor_kops``: with ``Objective.ROBUST``,
+    the floor on the perturbed throughput; ``target_kops``: a floor on the expected throughput
+    (a latency target; with the expected objectives the bound of X itself)."""
     provs = providers or sorted({c.provider for c in contexts})
     N = spec.workload.entries
-    mc = cluster_cap(spec, catalog, provs) if max_cluster is None else max_cluster
+    # n counts units: a replicated spec's replica groups of RF nodes of one column (RF copies of
+    # a shard, one Raft group), else nodes; a unit costs its nodes and holds their keys
+    unit = replica_nodes(spec)
+    mc = (cluster_cap(spec, catalog, provs) if max_cluster is None else max_cluster) // unit
     terms = {p: bill_terms(spec, catalog, p) for p in provs}
     ctx = [c for c in contexts if c.provider in provs and not terms[c.provider].unavailable]
     C = len(ctx)
     pidx = np.array([provs.index(c.provider) for c in ctx], dtype=np.int64)
-    s = np.array([c.entries for c in ctx])
+    share = np.array([N / (c.entries * unit) for c in ctx])
     x_hat = np.array([N * c.throughput / c.entries * X_SCALE for c in ctx])
     p_hat = np.array([N * c.perturbed / c.entries * X_SCALE for c in ctx])
     v_hat = p_hat if objective == Objective.PERTURBED else x_hat
-    cost = np.array([c.cost_month for c in ctx])
-    per_node = np.array([terms[c.provider].per_node for c in ctx])
+    cost = np.array([c.cost_month * unit for c in ctx])
+    per_node = np.array([terms[c.provider].per_node * unit for c in ctx])
     fixed = np.array([terms[p].fixed for p in provs])
-    big_m = float(v_hat.max()) if C else 1.0
-    # nodes a column may need: enough to hold the data alone, or the SLA's minimum
-    need = np.array([max(math.ceil(N / c.entries * (1 - DATA_SLACK)), terms[c.provider].min_nodes) for c in ctx])
-    ub = np.minimum(need, mc).astype(float) if C else np.zeros(0)
+    # X is at most the sum of its nodes' rates (each operation is served by one node)
+    big_m = float(mc * (v_hat / share).max()) if C else 1.0
+    q_max = float(mc / share.min()) * Q_UNITS if C else 1.0
 
     m = LinearModel()
-    n = m.add_vars("n", C, 0, ub, integer=True)
+    n = m.add_vars("n", C, 0, float(mc), integer=True)
     y = m.add_vars("y", C, 0, 1, integer=True)
     z = m.add_vars("z", len(provs), 0, 1, integer=True)
     X = m.add_vars("X", 1, 0, big_m)
+    Q = m.add_vars("Q", 1, 0, q_max)
     pct = [(i, pc, mn) for i, p in enumerate(provs) for pc, mn in terms[p].percent_terms]
     sup = m.add_vars("sup", len(pct), 0, np.inf)
     for i, p in enumerate(provs):
@@ -285,10 +286,29 @@ def build_mip(
             z.ub[i] = 0.0
 
     one = np.ones(1)
-    m.add_cons("data", [(n.idx(), s / N)], 1.0 - DATA_SLACK, np.inf)
+    # Q <= the capacity (it is worth the most at equality; an inequality, so that a back end that
+    # rounds coefficients keeps every cluster feasible)
+    m.add_cons(
+        "capacity", [(np.concatenate([Q.idx(), n.idx()]), np.concatenate([one, -Q_UNITS / share]))], -np.inf, 0.0
+    )
+    m.add_cons("data", [(Q.idx(), one)], Q_UNITS * (1.0 - DATA_SLACK), np.inf)
     m.add_cons("cluster_size", [(n.idx(), np.ones(C))], -np.inf, mc)
     m.add_cons("one_provider", [(z.idx(), np.ones(len(provs)))], 1.0, 1.0)
-    m.add_cons("use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -ub[c]])) for c in range(C)], -np.inf, 0.0)
+    m.add_cons(
+        "use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -float(mc)])) for c in range(C)], -np.inf, 0.0
+    )
+    # one column per VM type (solution.json lists one design per VM type)
+    by_vm: dict[tuple[str, str], list[int]] = {}
+    for c, cx in enumerate(ctx):
+        by_vm.setdefault((cx.provider, cx.vm.name), []).append(c)
+    shared = [cs for cs in by_vm.values() if len(cs) > 1]
+    if shared:
+        m.add_cons(
+            "one_column_per_vm",
+            [(np.array([y.start + c for c in cs]), np.ones(len(cs))) for cs in shared],
+            -np.inf,
+            1.0,
+        )
     if len(provs) > 1:  # with one provider z = 1 and the link is void
         m.add_cons(
             "provider_link",
@@ -301,25 +321,54 @@ def build_mip(
         [
             (
                 np.concatenate([n.idx()[pidx == i], [z.start + i]]),
-                np.concatenate([np.ones(int((pidx == i).sum())), [-float(terms[p].min_nodes)]]),
+                np.concatenate([np.ones(int((pidx == i).sum())), [-float(-(-terms[p].min_nodes // unit))]]),
             )
             for i, p in enumerate(provs)
         ],
         0.0,
         np.inf,
     )
+    # X <= T_c Q for the used columns: X - T_c Q <= u_c and u_c <= M (1 - y_c), the binary apart
+    # from Q in a row of its own (a back end that scales rows to integers keeps both well resolved)
+    u = m.add_vars("slack_x", C, 0, big_m)
     m.add_cons(
         "bottleneck",
-        [(np.array([X.start, y.start + c]), np.array([1.0, big_m - v_hat[c]])) for c in range(C)],
+        [(np.array([X.start, Q.start, u.start + c]), np.array([1.0, -v_hat[c] / Q_UNITS, -1.0])) for c in range(C)],
+        -np.inf,
+        0.0,
+    )
+    m.add_cons(
+        "bottleneck_use",
+        [(np.array([u.start + c, y.start + c]), np.array([1.0, big_m])) for c in range(C)],
         -np.inf,
         big_m,
     )
+    floors = []
+    if objective == Objective.ROBUST and floor_kops > 0:
+        floors.append(("robust_floor", p_hat, floor_kops))
+    if target_kops > 0:
+        floors.append(("target", x_hat, target_kops))
+    for name, per_copy, at_least in floors:
+        # T'_c Q >= at_least for the used columns: T'_c Q + v_c >= at_least, v_c <= at_least (1 - y_c)
+        v = m.add_vars(f"slack_{name}", C, 0, at_least)
+        m.add_cons(
+            name,
+            [(np.array([Q.start, v.start + c]), np.array([per_copy[c] / Q_UNITS, 1.0])) for c in range(C)],
+            at_least,
+            np.inf,
+        )
+        m.add_cons(
+            f"{name}_use",
+            [(np.array([v.start + c, y.start + c]), np.array([1.0, at_least])) for c in range(C)],
+            -np.inf,
+            at_least,
+        )
     for k, (i, pc, mn) in enumerate(pct):
         sel = pidx == i
         m.add_cons(f"support_min_{k}", [(np.array([sup.start + k, z.start + i]), np.array([1.0, -mn]))], 0.0, np.inf)
-        # a support plan's percent is of the whole bill: the nodes' and the provider's transfer
         m.add_cons(
             f"support_pct_{k}",
+            # a support plan's percent is of the whole bill: the nodes' and the provider's transfer
             [
                 (
                     np.concatenate([[sup.start + k, z.start + i], n.idx()[sel]]),
@@ -348,6 +397,8 @@ def build_mip(
         tie=0.0,
         objective=objective,
         max_cluster=mc,
+        share=share,
+        unit=unit,
     )
     set_budget(m, meta, budget)
     return m, meta
@@ -383,40 +434,28 @@ class Chosen:
         return self.perturbed_kops if objective == Objective.PERTURBED else self.throughput_kops
 
 
-def drop_redundant_nodes(meta: MipMeta, n: np.ndarray, spec: Spec, catalog: Catalog) -> np.ndarray:
-    """Remove nodes the data does not need (a solve within its gap may keep a
-    node that only adds cost): slowest columns first, while the rest still holds
-    the data and the SLA's node minimum. Throughput can only rise (it is a
-    minimum over the used columns) and the bill only fall."""
-    n = n.copy()
-    s = np.array([c.entries for c in meta.contexts])
-    need = meta.entries * (1 - DATA_SLACK)
-    least = max((sla_terms(catalog, p, spec.slas).min_nodes for p in meta.providers), default=1)
-    for c in sorted(np.flatnonzero(n > 0), key=lambda c: meta.x_hat[c]):
-        while n[c] > 0 and float(n @ s) - s[c] >= need and int(n.sum()) - 1 >= least:
-            n[c] -= 1
-    return n
-
-
 def read_solution(m: LinearModel, meta: MipMeta, x: np.ndarray, spec: Spec, catalog: Catalog) -> Chosen:
-    """Decode counts, provider and the bill (recomputed from the catalog)."""
+    """Decode counts, provider and the bill (recomputed from the catalog); the throughputs are the
+    model's (min over the used columns of T_c, times the capacity)."""
     from cost_models.cloud import sla_cost
 
-    n = drop_redundant_nodes(meta, np.rint(x[m.vars["n"].idx()]).astype(int), spec, catalog)
-    used = [(meta.contexts[c], int(n[c])) for c in np.flatnonzero(n > 0)]
+    n = np.rint(x[m.vars["n"].idx()]).astype(int)
+    used = [(meta.contexts[c], int(n[c]) * meta.unit) for c in np.flatnonzero(n > 0)]
     zs = x[m.vars["z"].idx()]
     provider = meta.providers[int(np.argmax(zs))] if len(meta.providers) else ""
     compute = sum(c.vm.usd_per_month * k for c, k in used)
     storage = sum(c.storage.usd_month * k for c, k in used)
     terms = bill_terms(spec, catalog, provider)
     sla = sla_cost(terms, sum(k for _, k in used), compute + storage)
+    idx = np.flatnonzero(n > 0)
+    q = float((n[idx] / meta.share[idx]).sum()) if used else 0.0
     return Chosen(
         provider,
         used,
-        min(meta.x_hat[c] for c in np.flatnonzero(n > 0)) if used else 0.0,
+        float(meta.x_hat[idx].min()) * q if used else 0.0,
         compute + storage + sla,
         compute,
         storage,
         sla,
-        min(meta.p_hat[c] for c in np.flatnonzero(n > 0)) if used else 0.0,
+        float(meta.p_hat[idx].min()) * q if used else 0.0,
     )

@@ -16,7 +16,9 @@ a SHA-256 of every field of every node: the VM type (name, vCPUs, memory, price)
 design, the entries it holds and the node count. Any change to any of them is another key.
 
 **Content.** JSON data only, no code: ``{"version", "key", "sha256", "clusters": {cluster key:
-{"throughput", "perturbed", "io_per_op", "per_node"}}}`` (:class:`CachedReevaluation`, plain
+{"throughput", "perturbed", "io_per_op", "per_node"}}, "nodes": {node key: [throughput,
+perturbed, L, Y]}}`` (one node of a column at a key count: solver.grid's count check reads them
+back; :class:`CachedReevaluation`, plain
 values: solver.exact converts its ``Exact`` from and to it, and this module imports neither
 solver.exact nor solver.frontier), written atomically by specs.io. ``sha256`` is the content
 hash of the rest (:func:`payload_digest`: its canonical JSON), checked on every read, so a
@@ -45,7 +47,7 @@ from specs.schema import Spec
 if TYPE_CHECKING:
     from solver.tables.context import Context
 
-VERSION = 3  # 2: a content hash ("sha256"); 3: per_node is NodeGroup records (design, storage)
+VERSION = 4  # 2: a content hash ("sha256"); 3: per_node is NodeGroup records (design, storage); 4: "nodes"
 #: The modules besides cost_models/ whose code decides a re-evaluation: the one defining
 #: solver.exact.reevaluate (tests/test_reeval_cache.py checks it is named), the model's scale
 #: (X_SCALE) it reports in, and this module.
@@ -92,6 +94,12 @@ def cluster_key(nodes: list[tuple[Context, int]]) -> str:
     return hashlib.sha256(to_json(rows, indent=None).encode()).hexdigest()
 
 
+def node_key(c: Context, keys: float) -> str:
+    """The key of one node of a column holding ``keys`` entries (:func:`cluster_key`'s fields)."""
+    row = [dataclasses.asdict(c.vm), dataclasses.asdict(c.storage), dataclasses.asdict(c.design), c.entries, keys]
+    return hashlib.sha256(to_json(["node", row], indent=None).encode()).hexdigest()
+
+
 @dataclass
 class ReevalCache:
     """A directory of cached re-evaluations; ``notes`` collects one-line reports of refused files."""
@@ -102,6 +110,7 @@ class ReevalCache:
     misses: int = 0
     _key: str = ""
     _entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _nodes: dict[str, list[float]] = field(default_factory=dict)
     _new: int = 0
 
     def path(self, spec: Spec) -> Path:
@@ -119,12 +128,16 @@ class ReevalCache:
             _check_digest(path, doc)
             ok = doc.get("version") == VERSION and doc.get("key") == self._key
             clusters = doc.get("clusters") if ok else None
+            nodes = doc.get("nodes") if ok else None
             if not isinstance(clusters, dict) or not all(_valid(e) for e in clusters.values()):
+                raise InputError(f"{path}: not a re-evaluation cache of this version and key")
+            if not isinstance(nodes, dict) or not all(_valid_node(e) for e in nodes.values()):
                 raise InputError(f"{path}: not a re-evaluation cache of this version and key")
         except InputError as exc:
             self.notes.append(f"re-evaluation cache ignored and rebuilt: {exc}")
             return
         self._entries = clusters
+        self._nodes = nodes
 
     def get(self, nodes: list[tuple[Context, int]]) -> CachedReevaluation | None:
         e = self._entries.get(cluster_key(nodes))
@@ -141,12 +154,27 @@ class ReevalCache:
             self._entries[cluster_key(nodes)] = entry
             self._new += 1
 
+    def get_node(self, c: Context, keys: float) -> list[float] | None:
+        """One node of column ``c`` holding ``keys`` entries: [throughput, perturbed, L, Y] or None."""
+        e = self._nodes.get(node_key(c, keys))
+        if e is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return list(e)
+
+    def put_node(self, c: Context, keys: float, figures: list[float]) -> None:
+        entry = json.loads(to_json(figures, indent=None))
+        if entry == figures:
+            self._nodes[node_key(c, keys)] = entry
+            self._new += 1
+
     def save(self, spec: Spec) -> None:
         """Write the file when this solve added entries (atomically; a failed write is reported)."""
         if not self._new:
             return
         path = self.path(spec)
-        payload = {"version": VERSION, "key": self._key, "clusters": self._entries}
+        payload = {"version": VERSION, "key": self._key, "clusters": self._entries, "nodes": self._nodes}
         doc = {**payload, "sha256": payload_digest(payload)}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +197,16 @@ def _check_digest(path: Path, doc: Any) -> None:
         raise InputError(
             f"{path}: the content hash does not match the data (re-evaluation cache; altered since it was written)"
         )
+
+
+def _valid_node(e: Any) -> bool:
+    """[throughput, perturbed, L, Y]: non-negative numbers, the last two whole."""
+    return (
+        isinstance(e, list)
+        and len(e) == 4
+        and all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in e)
+        and all(float(x).is_integer() for x in e[2:])
+    )
 
 
 def _valid(e: Any) -> bool:

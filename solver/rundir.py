@@ -26,7 +26,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cost_models.design import DESIGN_KNOBS, DesignEntry
 from cost_models.envelope import EnvelopeCheck, NodeEnvelope
@@ -44,13 +44,14 @@ from specs.io import (
     write_rows,
     write_text,
 )
-from specs.limits import MAX_CLUSTER_SIZE
+from specs.limits import MAX_CLUSTER_SIZE, MAX_REPLICATION_FACTOR
 from specs.vocab import (
     DESIGN_CLASSES,
     PRESETS,
     PROVIDERS,
     BackendName,
     BindingResource,
+    Consistency,
     DesignClass,
     Method,
     Objective,
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     from solver.frontier import Frontier, Point
 
 #: solution.json's format version (bumped when a field changes meaning).
-SOLUTION_VERSION = 1
+SOLUTION_VERSION = 2  # 2: the bill's lines, replication
 #: solver.log.jsonl's format version (every record carries it).
 LOG_VERSION = 1
 SOLUTION = "solution.json"
@@ -95,6 +96,11 @@ class PointColumns:
     configuration: str = ""
     perturbed_ops: float | None = None  # the perturbed workload's throughput (robust solves)
     nodes: int | None = None
+    #: (the most any count of the answer's own nodes reaches within the budget - its throughput) /
+    #: its throughput (solver.grid)
+    grid_gap: float | None = None
+    replicas: int | None = None  # the replication factor: copies of every entry (cost_models.replication)
+    zones: int | None = None  # the zones the copies sit in
 
     @classmethod
     def of(cls, pt: Point) -> dict[str, Any]:
@@ -114,6 +120,9 @@ class PointColumns:
             "configuration": to_json(pt.configuration(), indent=None),
             "perturbed_ops": pt.perturbed if pt.chosen else None,
             "nodes": pt.nodes if pt.chosen else None,
+            "grid_gap": pt.grid_gap if pt.chosen and math.isfinite(pt.grid_gap) else None,
+            "replicas": pt.plan.rf if pt.chosen and pt.plan else None,
+            "zones": pt.plan.zones if pt.chosen and pt.plan else None,
         }
 
     def configuration_dict(self) -> dict[str, Any]:
@@ -124,7 +133,7 @@ class PointColumns:
         require(finite(self.budget) and self.budget > 0, f"budget {self.budget} is not a positive number")
         require(self.provider in PROVIDERS, f"unknown provider {self.provider!r}")
         require(self.status in SOLVER_STATUSES, f"unknown status {self.status!r}")
-        for name in ("monthly_cost", "throughput_ops", "latency_s", "gap", "approx_error"):
+        for name in ("monthly_cost", "throughput_ops", "latency_s", "gap", "approx_error", "grid_gap"):
             v = getattr(self, name)
             require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
         found = self.monthly_cost is not None
@@ -152,6 +161,8 @@ class FrontierRow(PointColumns):
     nominal_perturbed_ops: float | None = None
     best_perturbed_ops: float | None = None
     perturbed_floor_ops: float | None = None
+    polished: bool = False  # solver.grid moved the answer to a faster count of its own nodes
+    rule: str | None = None  # status excluded: the spec's rule that no configuration meets
 
     def check(self) -> None:
         super().check()
@@ -180,6 +191,7 @@ class BaselineRow:
     vm: str
     count: int
     design_class: str = _class_column()
+    replication: str = ""  # the plan's label (RF and zones)
 
     def check(self) -> None:
         require(self.preset in PRESETS, f"unknown preset {self.preset!r}")
@@ -245,13 +257,17 @@ class LogRecord:
     companions: dict[Objective, Companion] | None = field(default=None, metadata=omit_none())
     envelope_inside: bool | None = None
     envelope: list[NodeEnvelope] | None = None
+    grid_gap: float | None = None  # solver.grid: (the best count of the answer's nodes - it) / it
+    grid_bound_ops: float | None = None  # that best count's throughput (ops/s)
+    polished: bool = False  # the answer is a faster count of the band model's answer's nodes
+    rule: str | None = None  # status excluded: the spec's rule that no configuration meets
 
     def check(self) -> None:
         require(self.version == LOG_VERSION, f"solver log version {self.version}, this cosine reads {LOG_VERSION}")
         _certifier(self.backend)
         require(self.band >= 0, f"band {self.band} is negative")
         require(finite(self.budget) and self.budget > 0, f"budget {self.budget} is not a positive number")
-        for name in ("mip_gap", "approx_error", "monthly_cost"):
+        for name in ("mip_gap", "approx_error", "monthly_cost", "grid_gap", "grid_bound_ops"):
             v = getattr(self, name)
             require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
 
@@ -344,15 +360,51 @@ class NodeGroup:
 
 @dataclass
 class Bill:
-    """The monthly bill (solution.json ``monthly_cost``), USD."""
+    """The monthly bill (solution.json ``monthly_cost``), USD, line by line (cost_models.bill): the
+    lines add up to ``total``."""
 
-    compute: float
-    storage: float
-    sla: float
+    compute: float  # one copy's share of the VMs
+    storage: float  # one copy's share of the volumes (their backup apart)
+    replicas: float  # the other copies' share of the VMs and volumes
+    transfer: float  # cross-zone transfer (replication, and clients in other zones)
+    backup: float  # snapshots of block volumes, object storage for an instance store
+    sla: float  # the SLA bundle's fees
+    support: float  # percent-of-spend support plans
     total: float
 
+    LINES: ClassVar[tuple[str, ...]] = ("compute", "storage", "replicas", "transfer", "backup", "sla", "support")
+
     def check(self) -> None:
-        for name in ("compute", "storage", "sla", "total"):
+        for name in (*self.LINES, "total"):
+            require(finite(getattr(self, name)), f"{name} {getattr(self, name)} is not a finite non-negative number")
+        lines = sum(getattr(self, name) for name in self.LINES)
+        near = abs(lines - self.total) <= 1e-6 * max(self.total, 1.0)
+        require(near, f"the lines add up to {lines}, not {self.total}")
+
+
+@dataclass
+class Replication:
+    """How the configuration keeps its data (solution.json ``replication``; cost_models.replication):
+    ``factor`` copies of every entry on as many nodes in ``zones`` zones, reads asking
+    ``read_replicas`` of them; the nodes serve ``amplification`` node operations per operation of
+    the workload; the volumes hold ``data_gib`` (one copy) at the end of ``horizon_days``."""
+
+    factor: int
+    zones: int
+    consistency: Consistency
+    read_replicas: int
+    amplification: float
+    clients_across_zones: bool
+    cross_zone_gib_month: float
+    horizon_days: float
+    data_gib: float
+    label: str
+
+    def check(self) -> None:
+        require(1 <= self.factor <= MAX_REPLICATION_FACTOR, f"factor {self.factor} outside 1..{MAX_REPLICATION_FACTOR}")
+        require(1 <= self.zones <= self.factor, f"zones {self.zones} outside 1..factor ({self.factor})")
+        require(1 <= self.read_replicas <= self.factor, f"read_replicas {self.read_replicas} outside 1..factor")
+        for name in ("amplification", "cross_zone_gib_month", "horizon_days", "data_gib"):
             require(finite(getattr(self, name)), f"{name} {getattr(self, name)} is not a finite non-negative number")
 
 
@@ -390,10 +442,16 @@ class Certificate:
     wall_s: float | None
     scaling_error: float | None
     envelope: EnvelopeCheck | None = field(default=None, metadata=omit_none())
+    #: (the most any count of the answer's own nodes reaches within the budget, exactly - the
+    #: answer's throughput) / the answer's throughput (solver.grid); with mip_gap and approx_error
+    #: the three say how far the answer is from the best of the question asked
+    grid_gap: float | None = None
+    grid_bound_ops: float | None = None  # that most, ops/s
+    polished: bool = False  # the answer is a faster count of the band model's answer's nodes
 
     def check(self) -> None:
         _certifier(self.backend)
-        for name in ("mip_gap", "approx_error"):
+        for name in ("mip_gap", "approx_error", "grid_gap", "grid_bound_ops"):
             v = getattr(self, name)
             require(finite(v, nullable=True), f"{name} {v} is not a finite non-negative number")
 
@@ -415,6 +473,7 @@ class Configuration:
     slas: list[SlaFeature]
     designs: list[NodeDesign]
     monthly_cost: Bill
+    replication: Replication
     predicted: Prediction
     certificate: Certificate
 
@@ -461,6 +520,30 @@ class Target:
     fastest_within_budget: TargetMiss | None = field(default=None, metadata=omit_none())
     #: the cheapest configuration that meets the target (None: it is met, or nothing meets it)
     cheapest_meeting_target: Configuration | None = field(default=None, metadata=omit_none())
+
+
+@dataclass
+class Need:
+    """The rate the spec asks for: ``performance.min_throughput`` and ``operations_per_month`` as its
+    average rate times ``performance.peak_factor``, the larger of those the spec states."""
+
+    throughput_ops: float
+    min_throughput_ops: float | None
+    operations_per_month: float | None
+    average_ops: float | None  # operations_per_month over the month's seconds
+    peak_factor: float
+    peak_factor_source: str  # "spec" or "default"
+    rule: str  # in words, which of them sets it
+
+
+@dataclass
+class NeedAnswer:
+    """The cheapest configuration that meets the spec's :class:`Need` (the second answer of a solve)."""
+
+    need: Need
+    #: None: no configuration of the search space reaches it (``note`` says so)
+    configuration: Configuration | None = field(default=None, metadata=omit_none())
+    note: str | None = None
 
 
 @dataclass
@@ -514,12 +597,18 @@ class Binding:
     device_bound_nodes: int
     capacity_per_month: float
     operations_per_month: float | None
+    unspent_usd: float | None = None  # the budget less the answer's bill
+    next_node_usd: float | None = None  # what one more node of the answer's cheapest group adds to the bill
 
 
 @dataclass
 class ProviderAtBudget:
+    """A provider's own answer at the budget (its own robust floor), and whether the headline's rule
+    (across providers) excludes it."""
+
     throughput_ops: float
     monthly_cost: float | None
+    excluded_by: str | None = None
 
 
 @dataclass
@@ -571,6 +660,7 @@ class Search:
     contexts: dict[Provider, int]
     designs_per_vm: dict[str, int]
     timings_s: dict[str, float]
+    band_count: int | None = None  # --bands: the geometric grid `cosine whatif` re-solves on (solver.resolve)
 
 
 @dataclass
@@ -587,6 +677,8 @@ class Solution(Configuration):
     robustness: Robustness | None = field(default=None, metadata=omit_none())
     objective: str | None = None
     search: Search | None = None
+    #: the cheapest configuration meeting the spec's need (None: the spec states none)
+    cheapest_meeting_need: NeedAnswer | None = field(default=None, metadata=omit_none())
 
 
 # ----------------------------------------------------------------------------- the run directory
@@ -638,7 +730,16 @@ def write_run(run_dir: Path, fr: Frontier, solution: Solution, mix: dict[str, fl
             rec.envelope_inside = None if env is None else env.inside
             rec.envelope = None if env is None else env.nodes
             rec.version = LOG_VERSION
-            rows.append(FrontierRow(**PointColumns.of(pt), band=pt.band, repaired=pt.repaired, **extra))
+            rows.append(
+                FrontierRow(
+                    **PointColumns.of(pt),
+                    band=pt.band,
+                    repaired=pt.repaired,
+                    polished=pt.polished,
+                    rule=pt.rule,
+                    **extra,
+                )
+            )
             recs.append(rec)
     write_rows(run_dir / FRONTIER, rows, FrontierRow)
     write_rows(run_dir / BASELINES, [r for rs in fr.baselines.values() for r in rs], BaselineRow)
@@ -717,6 +818,7 @@ def cross_check(run_dir: Path, sol: Solution, log: list[LogRecord], rows: list[F
             ("monthly_cost", _same(r.monthly_cost, rec.monthly_cost)),
             ("gap", _same(r.gap, rec.mip_gap)),
             ("approx_error", _same(r.approx_error, rec.approx_error)),
+            ("grid_gap", _same(r.grid_gap, rec.grid_gap)),
         )
         bad = [name for name, ok in pairs if not ok]
         if bad:

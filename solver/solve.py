@@ -16,22 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cost_models import cpu_count
+from cost_models.bill import bill_terms, itemize
 from cost_models.cloud import sla_cost, sla_terms
 from cost_models.envelope import check_nodes
 from cost_models.pricing.catalog import HOURS_PER_MONTH, Catalog
-from cost_models.replication import logical_data_gib
+from cost_models.replication import horizon_days, logical_data_gib, replica_nodes, replication_gib_month
 from cost_models.robust import is_robust, perturbed_workload
 from solver.backends import Backend
 from solver.frontier import (
     DEFAULT_BANDS,
     Frontier,
     Point,
-    baselines,
-    cheapest,
     neighbours,
-    solve_frontier,
 )
-from solver.reeval_cache import ReevalCache
+from solver.replicas import PlanFrontiers, baselines_of_plans, cheapest_of_plans, plan_tables, solve_plans
 from solver.rundir import (
     SOLUTION_VERSION,
     Bill,
@@ -40,10 +38,13 @@ from solver.rundir import (
     Choice,
     Configuration,
     FrontierCheck,
+    Need,
+    NeedAnswer,
     NodeDesign,
     NodeStorage,
     Prediction,
     ProviderAtBudget,
+    Replication,
     Robustness,
     ScanLength,
     Search,
@@ -54,8 +55,7 @@ from solver.rundir import (
     write_run,
 )
 from solver.table_cache import TableCache
-from solver.tables.build import build_tables, check_workers
-from solver.tables.context import Tables
+from solver.tables.build import check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import check_output_file
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
@@ -81,7 +81,7 @@ class SolveRun:
     answer: Point
     solution: Solution
     out_dir: Path
-    tables: Tables
+    plans: PlanFrontiers
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -91,10 +91,42 @@ def _node_designs(pt: Point) -> tuple[list[NodeDesign], list[NodeStorage]]:
     return [g.design for g in pt.exact.per_node], [g.storage for g in pt.exact.per_node]
 
 
-def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: float) -> Configuration:
-    """The contract's :class:`~solver.rundir.Configuration` of one frontier point."""
-    assert pt.chosen is not None and pt.exact is not None
+def bill(node: Spec, catalog: Catalog, pt: Point) -> Bill:
+    """The point's bill line by line (cost_models.bill), ``node`` the spec its nodes serve."""
+    assert pt.chosen is not None
+    ch = pt.chosen
+    terms = bill_terms(node, catalog, ch.provider)
+    backup = sum(c.storage.backup_usd_month * k for c, k in ch.nodes)
+    lines = itemize(terms, replica_nodes(node), pt.nodes, ch.compute, ch.storage, backup)
+    return Bill(**vars(lines))
+
+
+def replication(spec: Spec, node: Spec, catalog: Catalog) -> Replication:
+    """How a configuration of ``node`` (cost_models.replication.node_spec of ``spec``) keeps its data."""
+    view = node.node_view
+    assert view is not None, "a solve's nodes serve a replication plan's node view"
+    plan = view.plan
+    return Replication(
+        factor=plan.rf,
+        zones=plan.zones,
+        consistency=plan.consistency,
+        read_replicas=plan.read_replicas,
+        amplification=view.amplification,
+        clients_across_zones=spec.replication.clients_across_zones,
+        cross_zone_gib_month=replication_gib_month(node, plan),
+        horizon_days=horizon_days(spec),
+        data_gib=logical_data_gib(node),
+        label=plan.label,
+    )
+
+
+def configuration(
+    spec: Spec, pf: PlanFrontiers, catalog: Catalog, pt: Point, backend: str, method: Method, budget: float
+) -> Configuration:
+    """The contract's :class:`~solver.rundir.Configuration` of one point of ``pf``'s plans."""
+    assert pt.chosen is not None and pt.exact is not None and pt.plan is not None
     ex, ch = pt.exact, pt.chosen
+    node = pf.node_spec(pt.plan)
     r = pt.result
     x = ex.throughput
     designs, storage = _node_designs(pt)
@@ -110,7 +142,8 @@ def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: f
         storage=storage,
         slas=[SlaFeature(f) for f in spec.slas],
         designs=designs,
-        monthly_cost=Bill(compute=ch.compute, storage=ch.storage, sla=ch.sla, total=ch.monthly_cost),
+        monthly_cost=bill(node, catalog, pt),
+        replication=replication(spec, node, catalog),
         predicted=Prediction(
             latency_s=(1.0 / x) if x > 0 else None,
             latency_p50_s=_worst([g.design.latency_p50_s for g in ex.per_node]),
@@ -132,6 +165,9 @@ def configuration(spec: Spec, pt: Point, backend: str, method: Method, budget: f
             nodes=None if r is None else r.nodes,
             wall_s=None if r is None else r.seconds,
             scaling_error=None if r is None else r.scaling_error,
+            grid_gap=pt.grid_gap if math.isfinite(pt.grid_gap) else None,
+            grid_bound_ops=pt.grid_bound if math.isfinite(pt.grid_bound) else None,
+            polished=pt.polished,
         ),
     )
 
@@ -212,12 +248,28 @@ def robustness_report(spec: Spec, fr: Frontier, idx: int) -> Robustness:
     )
 
 
-def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) -> Binding:
-    """What stops the answer from being faster, in words: the budget (a dearer
-    configuration on the frontier is faster), else the cluster cap (every node
-    the cap allows is used), else the nodes' IOPS (every node is bound by its
-    device at the most IOPS its VM can drive); plus the answer's capacity against
-    the workload's own operations per month."""
+def next_node_usd(spec: Spec, catalog: Catalog, answer: Point) -> float:
+    """What one more unit of the answer's cheapest group adds to its bill (SLA terms included): a
+    node, or a replicated spec's replica group of RF nodes (solver.bottleneck.ColumnTable.unit)."""
+    assert answer.chosen is not None
+    ch = answer.chosen
+    terms = bill_terms(spec, catalog, ch.provider)
+    nodes = sum(k for _, k in ch.nodes)
+    spend = ch.compute + ch.storage
+    now = sla_cost(terms, nodes, spend)
+    c = min((c for c, _ in ch.nodes), key=lambda c: c.cost_month)
+    unit = replica_nodes(spec)
+    return c.cost_month * unit + sla_cost(terms, nodes + unit, spend + c.cost_month * unit) - now
+
+
+def binding(spec: Spec, catalog: Catalog, fr: Frontier, idx: int, answer: Point, budget: float) -> Binding:
+    """What stops the answer from being faster, in words: the robust rule (a faster configuration
+    within the budget is not within the tolerance of the best perturbed one), the cluster cap
+    (every node it allows is used), the engine's layout (more nodes of the answer's design would
+    each hold fewer keys in a slower layout: solver.grid), else the budget (the answer leaves less
+    than one more node's price unspent, and a dearer configuration on the frontier is faster), else
+    the nodes' IOPS; plus what it leaves unspent against one more node's price, and the answer's
+    capacity against the workload's own operations per month."""
     assert answer.chosen is not None and answer.exact is not None
     top = max((p for p in fr.best if p.chosen), key=lambda p: (p.throughput, -p.cost))
     nodes = answer.nodes
@@ -225,24 +277,23 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
     network_bound = all(g.design.network_bound for g in answer.exact.per_node)
     opm = spec.workload.operations_per_month
     capacity = answer.throughput * HOURS_PER_MONTH * 3600
+    unspent = budget - answer.cost
+    one_more = next_node_usd(spec, catalog, answer)
+    left = f"it leaves {_usd(unspent)} of {_usd(budget)} unspent ({answer.cost / budget:.1%} spent)"
     if answer.carried and answer.objective == Objective.ROBUST:
         res, detail = (
             BindingResource.ROBUST_RULE,
-            f"the robust rule: the answer spends {answer.cost / budget:.1%} of {_usd(budget)}; every "
-            f"configuration that costs more and is faster on the expected workload is more than "
-            f"{spec.tolerance:.0%} below the best perturbed throughput at its price",
+            f"the robust rule: {left}; every configuration that costs more and is faster on the expected "
+            f"workload is more than {spec.tolerance:.0%} below the best perturbed throughput at its price",
         )
-    elif top.throughput > answer.throughput * (1 + 1e-6):
-        up = min(
-            (p for p in fr.best if p.chosen and p.throughput > answer.throughput * (1 + 1e-6)), key=lambda p: p.cost
-        )
+    elif answer.polished and unspent >= one_more:
         res, detail = (
-            BindingResource.BUDGET,
-            f"the budget: the answer spends {answer.cost / budget:.1%} of {_usd(budget)}; "
-            f"{_usd(up.cost - answer.cost)} more a month buys "
-            f"{up.throughput / answer.throughput - 1:.1%} more throughput",
+            BindingResource.ENGINE_LAYOUT,
+            f"the engine's layout: {left}, more than one more node ({_usd(one_more)}); with more nodes of this "
+            "design each would hold fewer keys in a tree of fewer levels, which this workload runs slower "
+            "(the certificate's count check evaluated every such count)",
         )
-    elif nodes >= fr.max_cluster:
+    elif nodes >= fr.max_cluster and (unspent >= one_more or top.throughput <= answer.throughput * (1 + 1e-6)):
         res, detail = (
             BindingResource.CLUSTER_CAP,
             f"the cluster cap: all {fr.max_cluster:,} nodes it allows are used"
@@ -253,24 +304,35 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
                 else "; each node is bound by its VM's network"
                 if network_bound
                 else "; each node is bound by its CPU"
-            ),
+            )
+            + f"; {left}",
+        )
+    elif top.throughput > answer.throughput * (1 + 1e-6):
+        up = min(
+            (p for p in fr.best if p.chosen and p.throughput > answer.throughput * (1 + 1e-6)), key=lambda p: p.cost
+        )
+        at_cap = f"; all {fr.max_cluster:,} nodes the cluster cap allows are used" if nodes >= fr.max_cluster else ""
+        res, detail = (
+            BindingResource.BUDGET,
+            f"the budget: {left}, less than one more node ({_usd(one_more)}){at_cap}; {_usd(up.cost - answer.cost)} "
+            f"more a month buys {up.throughput / answer.throughput - 1:.1%} more throughput",
         )
     elif network_bound:
         res, detail = (
             BindingResource.NETWORK,
             "the network: every node runs at its VM's baseline bandwidth (bytes on the wire per operation x "
-            "throughput), and no larger cluster is in the search space",
+            f"throughput), and no larger cluster is in the search space; {left}",
         )
     elif device_bound:
         res, detail = (
             BindingResource.NODE_IOPS,
             "per-node IOPS: every node is bound by its device at the most IOPS its VM drives, "
-            "and no larger cluster is in the search space",
+            f"and no larger cluster is in the search space; {left}",
         )
     else:
         res, detail = (
             BindingResource.NONE,
-            "nothing in the search space: this is the fastest configuration at any budget",
+            f"nothing in the search space: this is the fastest configuration at any budget; {left}",
         )
     if opm:
         if capacity < opm:
@@ -291,6 +353,60 @@ def binding(spec: Spec, fr: Frontier, idx: int, answer: Point, budget: float) ->
         device_bound_nodes=sum(g.design.count for g in answer.exact.per_node if g.design.device_bound),
         capacity_per_month=capacity,
         operations_per_month=opm,
+        unspent_usd=unspent,
+        next_node_usd=one_more,
+    )
+
+
+def excluded_by(fr: Frontier, provider: str, idx: int) -> str | None:
+    """Why the headline does not consider ``provider``'s own answer at band ``idx``: its rows meet
+    its own robust floor, the headline the best provider's (None: it does not exclude it)."""
+    own, head = fr.points[provider][idx], fr.headline.get(provider, fr.points[provider])[idx]
+    if own.chosen is None or (head.chosen is not None and head.chosen.nodes == own.chosen.nodes):
+        return None
+    best = max(fr.perturbed, key=lambda p: fr.perturbed[p][idx].perturbed_kops_or_zero)
+    if head.chosen is None:
+        return (
+            f"the robust rule: no {provider} configuration within the budget is within the tolerance "
+            f"of {best}'s perturbed throughput"
+        )
+    return f"the robust rule: under {best}'s perturbed throughput the headline takes another {provider} configuration"
+
+
+def need_of(spec: Spec) -> Need | None:
+    """The rate the spec asks for (solution.json ``cheapest_meeting_need.need``): the larger of
+    ``performance.min_throughput`` and ``operations_per_month``'s average rate times
+    ``performance.peak_factor``, of those it states; None when it states neither."""
+    opm = spec.workload.operations_per_month
+    avg = opm / (HOURS_PER_MONTH * 3600) if opm else None
+    peak_src = "spec" if "peak_factor" in ((spec.raw.get("performance") or {}) if spec.raw else {}) else "default"
+    parts = []
+    if spec.min_throughput:
+        parts.append((spec.min_throughput, f"performance.min_throughput {spec.min_throughput:,.0f} ops/s"))
+    if avg:
+        parts.append(
+            (
+                avg * spec.peak_factor,
+                f"operations_per_month {opm:.3g} = {avg:,.0f} ops/s on average x peak factor {spec.peak_factor:g}"
+                + (
+                    " (performance.peak_factor)"
+                    if peak_src == "spec"
+                    else " (the default; performance.peak_factor sets it)"
+                ),
+            )
+        )
+    if not parts:
+        return None
+    rate, why = max(parts)
+    rule = why if len(parts) == 1 else f"{why}, the larger of the two stated needs"
+    return Need(
+        throughput_ops=rate,
+        min_throughput_ops=spec.min_throughput,
+        operations_per_month=opm,
+        average_ops=avg,
+        peak_factor=spec.peak_factor,
+        peak_factor_source=peak_src,
+        rule=rule,
     )
 
 
@@ -382,12 +498,12 @@ def run_solve(
     t0 = time.perf_counter()
     if progress:
         progress("tables", 0, 1)
-    tables = build_tables(spec, catalog, provs, workers=workers, presets=PRESETS, cache=cache)
+    runs = plan_tables(spec, catalog, provs, workers=workers, presets=PRESETS, cache=cache)
     timings["tables_s"] = time.perf_counter() - t0
-    if not any(tables.contexts.values()):
+    if not any(any(r.tables.contexts.values()) for r in runs):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
     robust = is_robust(spec)
-    bands_total = (bands + 1) * len(provs) * (3 if robust else 1)
+    bands_total = (bands + 1) * sum(len(r.providers) for r in runs) * (3 if robust else 1)
     done = 0
 
     def tick(_p: str) -> None:
@@ -397,27 +513,26 @@ def run_solve(
             progress("bands", done, bands_total)
 
     t1 = time.perf_counter()
-    reevals = ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None
-    fr = solve_frontier(
+    pf = solve_plans(
         spec,
         catalog,
-        tables,
+        runs,
         backend,
         method=method,
         bands=bands,
         budget=b0,
-        providers=tuple(p for p in provs if p in tables.contexts),
         out_dir=out_dir,
         progress=tick,
         time_limit=time_limit,
-        reevals=reevals,
+        cache=cache,
         workers=workers if workers is not None else cpu_count(),
     )
+    fr = pf.merged
     timings["frontier_s"] = time.perf_counter() - t1
-    fr.baselines = baselines(spec, catalog, tables, fr.budgets)
+    fr.baselines = baselines_of_plans(catalog, runs, fr.budgets)
     idx = int(abs(fr.budgets - b0).argmin())
     answer = fr.best[idx]
-    lowest = cheapest(spec, catalog, tables, backend, exact=fr.exact) if method != Method.EXHAUSTIVE else None
+    lowest = cheapest_of_plans(catalog, runs, backend, frontiers=pf) if method != Method.EXHAUSTIVE else None
     if answer.chosen is None:
         cheapest_cost = lowest.cost if lowest else None
         if lowest is None:
@@ -425,7 +540,7 @@ def run_solve(
             why = "; ".join(f"{p} cannot price SLA {', '.join(u)}" for p, u in unavailable.items() if u)
             raise BudgetTooLow(b0, None, why or "no feasible configuration")
         raise BudgetTooLow(b0, cheapest_cost)
-    core = configuration(spec, answer, fr.backend, method, b0)
+    core = configuration(spec, pf, catalog, answer, fr.backend, method, b0)
     target = 0.0 if spec.min_throughput is None else spec.min_throughput
     met = answer.throughput >= target * (1 - 1e-9)
     tgt = Target(
@@ -435,23 +550,39 @@ def run_solve(
         max_latency_p50_s=spec.max_latency_p50_s,
     )
     if target > 0 and not met:
-        meets = cheapest(spec, catalog, tables, backend, min_throughput=target, exact=fr.exact)
+        meets = cheapest_of_plans(catalog, runs, backend, min_throughput=target, frontiers=pf)
         tgt.fastest_within_budget = TargetMiss(throughput_ops=answer.throughput, monthly_cost=answer.cost)
         if meets is not None and meets.chosen is not None:
-            tgt.cheapest_meeting_target = configuration(spec, meets, fr.backend, method, meets.cost)
+            tgt.cheapest_meeting_target = configuration(spec, pf, catalog, meets, fr.backend, method, meets.cost)
+    need = need_of(spec)
+    need_answer = None
+    if need is not None:
+        meets_need = cheapest_of_plans(catalog, runs, backend, min_throughput=need.throughput_ops, frontiers=pf)
+        if meets_need is not None and meets_need.chosen is not None:
+            conf = configuration(spec, pf, catalog, meets_need, fr.backend, method, meets_need.cost)
+            note = None
+            if meets_need.throughput < need.throughput_ops * (1 - 1e-9):
+                note = (
+                    f"the tables value it at {meets_need.chosen.throughput_kops / 1e-3:,.0f} ops/s; the exact model "
+                    f"{meets_need.throughput:,.0f}, below the need by its approximation error"
+                )
+            need_answer = NeedAnswer(need=need, configuration=conf, note=note)
+        else:
+            need_answer = NeedAnswer(need=need, note=f"no configuration reaches {need.throughput_ops:,.0f} ops/s")
     robust_text = (
         f"robust: noise {spec.noise:g}"
         + (f", KL radius {spec.kl_radius:g}" if spec.kl_radius else "")
         + f", tolerance {spec.tolerance:g}"
     )
     # The guard: is every chosen node's prediction inside what the engine was measured to do?
-    core.certificate.envelope = check_nodes(core.designs, spec.workload.operations)
+    node = pf.node_spec(answer.plan) if answer.plan is not None else spec
+    core.certificate.envelope = check_nodes(core.designs, node.workload.operations)
     solution = Solution(
         **{f.name: getattr(core, f.name) for f in dataclasses.fields(Configuration)},
         target=tgt,
         cheapest_possible_usd=lowest.cost if lowest else None,
         neighbours=neighbours(fr.best, b0),
-        optional_slas_usd=optional_slas(spec, catalog, answer),
+        optional_slas_usd=optional_slas(node, catalog, answer),
         frontier_check=FrontierCheck(
             monotone=fr.monotone,
             repaired_bands=fr.repaired,
@@ -459,27 +590,33 @@ def run_solve(
             bands=len(fr.budgets),
             providers=[Provider(p) for p in fr.points],
         ),
-        binding=binding(spec, fr, idx, answer, b0),
+        binding=binding(node, catalog, fr, idx, answer, b0),
         providers_at_budget={
             Provider(p): ProviderAtBudget(
-                throughput_ops=pts[idx].throughput, monthly_cost=pts[idx].cost if pts[idx].chosen else None
+                throughput_ops=pts[idx].throughput,
+                monthly_cost=pts[idx].cost if pts[idx].chosen else None,
+                excluded_by=excluded_by(fr, p, idx),
             )
             for p, pts in fr.points.items()
         },
         robustness=robustness_report(spec, fr, idx) if robust else None,
+        cheapest_meeting_need=need_answer,
         objective=robust_text if robust else "nominal",
         search=Search(
             max_cluster=fr.max_cluster,
             max_cluster_source="spec" if spec.design.max_cluster_size else "derived from data and budget",
-            contexts={Provider(p): len(c) for p, c in tables.contexts.items()},
-            designs_per_vm=tables.grid_size,
+            contexts={
+                Provider(p): sum(len(r.tables.contexts.get(p, [])) for r in runs)
+                for p in sorted({p for r in runs for p in r.tables.contexts})
+            },
+            designs_per_vm=runs[0].tables.grid_size,
             timings_s=timings,
+            band_count=bands,
         ),
     )
-    if reevals is not None:
-        reevals.save(spec)  # the re-evaluations of the cheapest clusters found after the frontier
+    pf.save()  # the re-evaluations of the cheapest clusters found after the frontier
     write_run(out_dir, fr, solution, spec.workload.operations)
-    return SolveRun(spec, fr, answer, solution, out_dir, tables, timings)
+    return SolveRun(spec, fr, answer, solution, out_dir, pf, timings)
 
 
 #: File types `--write-model` can write (Pyomo's writers, by suffix).
@@ -503,12 +640,18 @@ def write_model(run: SolveRun, catalog: Catalog, path: Path) -> Path:
     objective, floor = Objective.EXPECTED, 0.0
     if run.answer.objective == Objective.ROBUST and run.answer.floor_ops is not None:
         objective, floor = Objective.ROBUST, run.answer.floor_ops * X_SCALE
-    ctx = columns_for(
-        run.tables.contexts.get(provider, []),
-        run.spec.workload.entries,
-        objective,
-        floor,
-        latency_target_kops(run.spec),
+    assert run.answer.plan is not None
+    plan = run.plans.tables_of(run.answer.plan)  # the answer's replication plan: its node view and tables
+    ctx = columns_for(plan.tables.contexts.get(provider, []), objective, max_node_cost=run.solution.budget)
+    m, _ = build_mip(
+        plan.spec,
+        catalog,
+        ctx,
+        run.solution.budget,
+        plan.tables.max_cluster,
+        providers=[provider],
+        objective=objective,
+        floor_kops=floor,
+        target_kops=latency_target_kops(plan.spec),
     )
-    m, _ = build_mip(run.spec, catalog, ctx, run.solution.budget, run.tables.max_cluster, providers=[provider])
     return PyomoBackend().write(m, path)

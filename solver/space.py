@@ -11,10 +11,12 @@ and the log-structured hash-table family (buffer only). Threads eta are set to
 the VM's vCPUs: the Amdahl speed-up is increasing in eta for every phi >= 0,
 so fewer threads never help in the model.
 
-Shard sizes: a node of a cluster holds N / k entries for k in :data:`SHARD_DIVISORS`
+Shard sizes: the tables evaluate a node holding N / k entries for k in :data:`SHARD_DIVISORS`
 (every homogeneous cluster of up to 6 nodes and a ladder to 100), then k grows
-by :data:`SHARD_STEP` up to the cluster cap, so the MIP can mix VM types with
-different shard sizes (docs/solver.md).
+by :data:`SHARD_STEP` up to the cluster cap. These are breakpoints, not node counts: a column
+tabled at N / k serves any count from k up (its nodes then hold fewer keys, at least its rate:
+solver.bottleneck), and solver.grid checks the answer's own nodes at every count exactly
+(docs/solver.md).
 
 Cluster cap: the spec's ``design.max_cluster_size`` when it sets one; else
 :func:`cluster_cap` derives it from the data and the budget: as many of the
@@ -45,9 +47,10 @@ SHARD_DIVISORS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 50, 60, 80, 1
 #: three minutes of tables on 2 cores; the grid grows with design.memory_step, size_ratio and
 #: block_bytes, and this bounds their product.
 MAX_DESIGNS_PER_VM = 200_000
-#: Growth of the node count k between shard sizes beyond the last divisor. The
-#: MIP mixes neighbouring shard sizes to reach counts in between, and the exact
-#: re-evaluation measures what the breakpoints cost (approximation error).
+#: Growth of the node count k between shard sizes beyond the last divisor. A column serves
+#: every count from its k up at its tabled rate (a lower bound: its nodes hold fewer keys); the
+#: exact re-evaluation measures what that costs (approximation error) and solver.grid checks the
+#: answer's nodes at every count (grid gap).
 SHARD_STEP = 1.25
 #: The least default cluster cap (issue 13: clusters of any size).
 MIN_DEFAULT_CLUSTER_CAP = 1000

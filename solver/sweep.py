@@ -72,28 +72,22 @@ class TaskResult:
 
 
 def solve_spec(task: SpecTask, backend_name: str) -> TaskResult:
-    """One task: the spec's design tables, built once (or read from the table cache), shared by
-    every budget it solves; its exact re-evaluations read from and added to their cache."""
+    """One task: the design tables of each of the spec's replication plans, built once (or read
+    from the table cache), shared by every budget it solves, and the plans' frontiers merged as
+    ``cosine solve`` merges them (solver.replicas); exact re-evaluations read from and added to
+    their cache."""
     from cost_models.pricing.catalog import load_catalog
     from solver.backends import get_backend
-    from solver.frontier import solve_frontier
-    from solver.reeval_cache import ReevalCache
+    from solver.replicas import plan_tables, solve_plans
     from solver.table_cache import TableCache
-    from solver.tables.build import build_tables
 
     spec = task.spec
     cat = load_catalog(spec.pricing)
     cache = TableCache(Path(task.cache_dir)) if task.cache_dir is not None else None
-    tables = build_tables(spec, cat, task.providers, workers=1, cache=cache)
-    fr = solve_frontier(
-        spec,
-        cat,
-        tables,
-        get_backend(backend_name),
-        budgets=np.array(task.budgets),
-        providers=tuple(p for p in task.providers if p in tables.contexts),
-        reevals=ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None,
-    )
+    runs = plan_tables(spec, cat, task.providers, workers=1, cache=cache)
+    pf = solve_plans(spec, cat, runs, get_backend(backend_name), cache=cache, budgets=np.array(task.budgets))
+    pf.save()
+    fr = pf.merged
     rows = [
         SweepRow(**PointColumns.of(pt), spec=spec.name, spec_path=task.spec_path, backend=fr.backend)
         for pts in fr.points.values()

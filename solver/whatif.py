@@ -1,6 +1,10 @@
-"""`cosine whatif`: the best saved configuration within a budget, or the cheapest reaching a
-throughput, read from a run directory's frontier (never a re-solve). It imports only the run
-directory's reader: an answer takes the process start, not the cost model's import."""
+"""`cosine whatif`: the best configuration within a budget, or the cheapest reaching a throughput.
+
+By default the asked value is re-solved from the cached tables (solver.resolve: the answer `cosine
+solve --budget` gives). With ``saved`` the answer is read from the run directory's frontier, never
+a re-solve: the best saved band within the budget (what the report page's slider shows); that path
+imports only the run directory's reader, so an answer takes the process start, not the cost
+model's import."""
 
 from __future__ import annotations
 
@@ -37,16 +41,35 @@ def _summary(r: FrontierRow) -> dict[str, Any]:
     return {"throughput_ops": r.throughput_ops, "monthly_cost": r.monthly_cost}
 
 
-def whatif(run_dir: Path, budget: float | None, throughput: float | None) -> dict[str, Any]:
-    """Answer from the saved frontier: best point within a budget, or the
-    cheapest point reaching a throughput (across providers)."""
+def whatif(
+    run_dir: Path,
+    budget: float | None,
+    throughput: float | None,
+    *,
+    saved: bool = False,
+    providers: str | None = None,
+) -> dict[str, Any]:
+    """The best configuration within a budget, or the cheapest reaching a throughput (across the
+    providers, or those of ``providers``): re-solved (solver.resolve), or with ``saved`` from the
+    saved frontier's bands."""
     if (budget is None) == (throughput is None):
         raise InputError("give exactly one of --budget or --throughput")
     if budget is not None:
         check_range("--budget", budget, 0.0, MAX_BUDGET_USD, lo_open=True)
     if throughput is not None:
         check_range("--throughput", throughput, 0.0, MAX_THROUGHPUT_OPS, lo_open=True)
+    if not saved:
+        from solver.resolve import parse_providers, resolve_budget, resolve_throughput
+
+        provs = parse_providers(providers)
+        if budget is not None:
+            return resolve_budget(run_dir, budget, provs)
+        assert throughput is not None
+        return resolve_throughput(run_dir, throughput, provs)
     rows = feasible_rows(load_run(run_dir).frontier)
+    if providers is not None:
+        keep = {p.strip() for p in providers.split(",")}
+        rows = [r for r in rows if r.provider in keep]
     query = budget if budget is not None else 0.0
     if not rows:
         raise BudgetTooLow(query, None, f"{run_dir}: the saved frontier has no feasible point")
@@ -109,6 +132,8 @@ def row_dict(r: FrontierRow) -> dict[str, Any]:
         "class": r.design_class,
         "gap": r.gap,
         "approx_error": r.approx_error,
+        "grid_gap": r.grid_gap,
         "repaired": r.repaired,
+        "polished": r.polished,
         "configuration": r.configuration_dict(),
     }

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 import math
@@ -561,10 +562,16 @@ def _has_default(f: dataclasses.Field[Any]) -> bool:
     return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A record class's field types (resolved once per class: a run's log has a record per band)."""
+    return typing.get_type_hints(cls)
+
+
 def _dataclass_from_record(cls: type[R], value: Any, where: str) -> R:
     if not isinstance(value, dict):
         raise InputError(f"{where}: not a JSON object")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(typing.cast(type, cls))
     known, kwargs = set(), {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         key = column_name(f)

@@ -88,6 +88,12 @@ DEFAULT_GROWTH_HORIZON_DAYS = 90.0
 #: tolerance: the robust choice keeps within 10% of the best perturbed-workload
 #: throughput at its budget (docs/solver.md).
 DEFAULT_ROBUST_TOLERANCE = 0.1
+#: ``performance.peak_factor`` when the spec sets none: the rate ``operations_per_month`` must be
+#: served at is twice its monthly average (issue 47: "a peak factor the spec can set (default 2,
+#: stated)"; a stated default, not a measured one: a workload with a known diurnal peak sets its own).
+DEFAULT_PEAK_FACTOR = 2.0
+#: The largest ``performance.peak_factor``: a peak 100x the monthly average is a burst, not a rate.
+MAX_PEAK_FACTOR = 100.0
 #: Key values an empty range spans when the spec names none: the engine driver's
 #: default (cosine-bench ``DEFAULT_EMPTY_RANGE_WIDTH``), a short range of the paper's Fig. 5H.
 DEFAULT_EMPTY_RANGE_WIDTH = 64
@@ -260,6 +266,9 @@ class Spec:
     pipeline: int = 1
     max_latency_p50_s: float | None = None
     network_duty_cycle: float = 1.0
+    #: performance.peak_factor: the peak rate over the monthly average that operations_per_month
+    #: must be served at (solver.solve's cheapest configuration meeting the need)
+    peak_factor: float = DEFAULT_PEAK_FACTOR
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -683,12 +692,13 @@ def validate(data: dict[str, Any]) -> Spec:
 
     min_tp = max_lat = max_p50 = None
     pipeline, duty = 1, 1.0
+    peak = DEFAULT_PEAK_FACTOR
     if "performance" in data and data["performance"] is not None:
         perf = _mapping("performance", data["performance"])
         _check_keys(
             "performance",
             perf,
-            ["min_throughput", "max_latency_s", "max_latency_p50_s", "pipeline", "network_duty_cycle"],
+            ["min_throughput", "max_latency_s", "max_latency_p50_s", "pipeline", "network_duty_cycle", "peak_factor"],
             [],
         )
         if "max_latency_p50_s" in perf:
@@ -697,6 +707,8 @@ def validate(data: dict[str, Any]) -> Spec:
             pipeline = int(_number("performance.pipeline", perf["pipeline"], lo=1, hi=MAX_PIPELINE, integer=True))
         if "network_duty_cycle" in perf:
             duty = _number("performance.network_duty_cycle", perf["network_duty_cycle"], lo=0.0, lo_open=True, hi=1.0)
+        if "peak_factor" in perf:
+            peak = _number("performance.peak_factor", perf["peak_factor"], lo=1.0, hi=MAX_PEAK_FACTOR)
         if "min_throughput" in perf:
             min_tp = _number(
                 "performance.min_throughput", perf["min_throughput"], lo=0.0, lo_open=True, hi=MAX_THROUGHPUT_OPS
@@ -756,6 +768,7 @@ def validate(data: dict[str, Any]) -> Spec:
         pipeline=pipeline,
         max_latency_p50_s=max_p50,
         network_duty_cycle=duty,
+        peak_factor=peak,
         raw=data,
     )
 

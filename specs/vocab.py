@@ -167,6 +167,7 @@ class BindingResource(StrEnum):
     BUDGET = "budget"
     ROBUST_RULE = "robust_rule"  # dearer configurations are not within the tolerance of the best perturbed one
     CLUSTER_CAP = "cluster_cap"
+    ENGINE_LAYOUT = "engine_layout"  # more nodes would each hold fewer keys, in a slower layout (fewer levels)
     NODE_IOPS = "node_iops"
     NETWORK = "network"  # every node runs at its VM's network bandwidth (issue 48)
     OPERATIONS_PER_MONTH = "operations_per_month"
@@ -223,7 +224,8 @@ class SolverStatus(StrEnum):
 
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"  # a solution, not proven optimal
-    INFEASIBLE = "infeasible"
+    INFEASIBLE = "infeasible"  # nothing fits the budget
+    EXCLUDED = "excluded"  # configurations fit, but a rule of the spec excludes every one (the row names it)
     TIMEOUT = "timeout"  # the time limit, without a solution
     ERROR = "error"
 

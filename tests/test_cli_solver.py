@@ -69,7 +69,7 @@ def test_binding_resource_is_named(solved, tmp_path):
     assert b["resource"] == BindingResource.BUDGET
     res = runner.invoke(app, ["solve", str(spec), "--bands", "3", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.stderr
-    assert "binding: the budget: the answer spends" in " ".join(res.stdout.split())
+    assert "binding: the budget: it leaves $" in " ".join(res.stdout.split())
     # far more money than 4 nodes can use: the cluster cap binds
     res = runner.invoke(
         app, ["solve", str(spec), "--budget", "200000", "--bands", "3", "--out", str(tmp_path / "c"), "--json"]
@@ -162,10 +162,10 @@ def test_whatif(solved, tmp_path):
     assert res.exit_code == 2 and "corrupt" in res.stderr
 
 
-def test_whatif_answers_without_the_cost_model_or_the_solver(solved):
-    """`cosine whatif` reads the saved frontier in a fresh process that never imports the cost
-    model (cost_models.cpu, io_model), the solver or pydantic: its answer costs the process start
-    only (docs/journal/s31-s42.md §42.4)."""
+def test_whatif_saved_answers_without_the_cost_model_or_the_solver(solved):
+    """`cosine whatif --saved` reads the saved frontier in a fresh process that never imports the
+    cost model (cost_models.cpu, io_model), the solver or pydantic: its answer costs the process
+    start only (docs/journal/s31-s42.md §42.4)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -174,7 +174,7 @@ def test_whatif_answers_without_the_cost_model_or_the_solver(solved):
     code = (
         "import sys, json\n"
         "from cli.main import app\n"
-        f"sys.argv = ['cosine', 'whatif', {str(out)!r}, '--budget', '800', '--json']\n"
+        f"sys.argv = ['cosine', 'whatif', {str(out)!r}, '--budget', '800', '--saved', '--json']\n"
         "try:\n    app()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
         "heavy = ('cost_models.cpu', 'cost_models.io_model', 'solver.frontier', 'solver.tables',\n"
         "         'highspy', 'pydantic')\n"

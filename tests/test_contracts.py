@@ -40,6 +40,9 @@ def test_the_golden_answer_validates_against_the_schema() -> None:
     doc = json.loads(GOLDEN.read_text())
     doc["certificate"]["wall_s"] = None
     doc["search"]["timings_s"] = {}
+    need = (doc.get("cheapest_meeting_need") or {}).get("configuration")
+    if need is not None:  # the second answer is a configuration too: its timing was removed as well
+        need["certificate"]["wall_s"] = None
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
     sol = from_record(Solution, doc, "golden")
     assert isinstance(sol.provider, Provider)

@@ -29,8 +29,8 @@ def test_plan_renders_each_node_scaled(solved: tuple[Path, Path, dict[str, Any]]
     _, run_dir, sol = solved
     plan = plan_cluster(run_dir, nodes=2, scale=0.25, wal_sync=WalSync.EVERY_WRITE)
     assert len(plan.nodes) == 2 and plan.recommended_nodes == sum(v["count"] for v in sol["vms"])
-    d = sol["designs"][0]
     for n in plan.nodes:
+        d = next(x for x in sol["designs"] if x["vm_type"] == n.vm_type)  # each node renders its own VM type's
         toml = tomllib.loads(n.engine_toml)
         assert toml["durability"]["wal_sync"] == "every_write"
         assert toml["design"]["class"] == d["class"]

@@ -2,7 +2,7 @@
 
 Debian's chromium and chromium-driver (installed by `make setup`) through
 selenium: the page must load offline, draw the frontier, and the budget slider
-must show what `cosine whatif --budget` answers at the budget it displays. A
+must show what `cosine whatif --budget --saved` (the saved bands) answers at the budget it displays. A
 missing browser fails the test (it is part of the project's setup).
 """
 
@@ -127,7 +127,7 @@ def _shown(drv: Any) -> dict[str, Any]:
 
 
 def _check_against_whatif(runner: Any, run_dir: Path, shown: dict[str, Any]) -> None:
-    res = runner.invoke(app, ["whatif", str(run_dir), "--budget", repr(shown["budget"]), "--json"])
+    res = runner.invoke(app, ["whatif", str(run_dir), "--budget", repr(shown["budget"]), "--saved", "--json"])
     if res.exit_code == 3:  # below the cheapest saved point
         assert shown["answer"] is None, f"the page shows a configuration at ${shown['budget']:.2f}, whatif none"
         return

@@ -1,7 +1,7 @@
 """The band problem solved by its bottleneck (solver.bottleneck, the threshold
 algorithm) against enumeration of every cluster (solver.exhaustive), and the
 Pareto pruning (cost_models.pareto) against the definition, row by row.
-Small instances: two VM types per provider, clusters of at most three nodes."""
+Small instances: two VM types per provider, clusters of at most four nodes."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from cost_models import pareto
 from cost_models.pareto import pareto_mask
-from solver.backends import HighsBackend
-from solver.bottleneck import best_within, cheapest_cluster, column_table
+from solver.bottleneck import Floor, best_within, cheapest_reaching, cluster_value, column_table
 from solver.exhaustive import exhaustive
+from solver.model import X_SCALE
 from specs.vocab import Objective
 from tests.test_solver import make_spec, small_catalog, tables_for
 
@@ -22,25 +22,31 @@ MIX = (0.5, 0.0, 0.0, 0.0, 0.5, 0.0)
 ZIPF = "{kind: zipfian, theta: 0.99}"
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     budget=st.floats(60, 3000),
     provider=st.sampled_from(["aws", "gcp", "azure"]),
     slas=st.sampled_from(["", "availability", "backup, support", "availability, support"]),
-    mc=st.integers(2, 3),
-    objective=st.sampled_from([Objective.EXPECTED, Objective.PERTURBED]),
+    mc=st.integers(2, 4),
+    objective=st.sampled_from([Objective.EXPECTED, Objective.PERTURBED, Objective.ROBUST]),
+    tolerance=st.sampled_from([0.05, 0.3]),
 )
-def test_threshold_algorithm_matches_exhaustive(budget, provider, slas, mc, objective):
-    """The highest throughput within the budget, and its bill, equal enumeration's:
-    in closed form (SLA minimum <= 2 nodes, linear bill) and through the back end
-    (a percent-of-spend support plan beside per-node terms)."""
+def test_threshold_algorithm_matches_exhaustive(budget, provider, slas, mc, objective, tolerance):
+    """The highest throughput within the budget (any count of every column: capacity credited),
+    and its bill, equal enumeration's: with a linear bill, a percent-of-spend support plan, the
+    availability SLA's two-node minimum, and the robust rule's floor."""
     cat = small_catalog("ondemand")
     spec = make_spec(3_000_000, MIX, ZIPF, budget, provider, slas, mc, "{noise: 0.1}")
     ctx = tables_for(spec, cat).contexts.get(provider, [])
-    oracle = exhaustive(spec, cat, ctx, budget, mc, objective=objective)
     tab = column_table(spec, cat, ctx, provider, mc)
+    floor_kops, flo = 0.0, None
+    if objective == Objective.ROBUST:
+        best_p = exhaustive(spec, cat, ctx, budget, mc, objective=Objective.PERTURBED)
+        floor_kops = (1 - tolerance) * max(best_p.perturbed_kops, 0.0)
+        flo = Floor(tab.p, floor_kops)
+    oracle = exhaustive(spec, cat, ctx, budget, mc, objective=objective, floor_kops=floor_kops)
     mask = tab.cost <= budget
-    ans = best_within(spec, cat, tab, objective, mask, budget, HighsBackend())
+    ans = best_within(spec, tab, objective, mask, budget, floor=flo)
     if not oracle.nodes:
         assert ans.chosen is None
         return
@@ -53,19 +59,22 @@ def test_threshold_algorithm_matches_exhaustive(budget, provider, slas, mc, obje
 
 
 @pytest.mark.parametrize("slas", ["", "availability", "availability, support"])
-def test_cheapest_cluster_matches_exhaustive(slas):
-    """The covering problem's bill is the least of any cluster: enumeration finds none below it."""
+def test_cheapest_reaching_matches_exhaustive(slas):
+    """The cheapest cluster that holds the data, and the cheapest reaching a throughput, cost the
+    least of any cluster: enumeration finds none below either."""
     cat = small_catalog("ondemand")
     spec = make_spec(3_000_000, MIX, ZIPF, 1e6, "gcp", slas, 3, "{noise: 0.1}")
     ctx = tables_for(spec, cat).contexts["gcp"]
     tab = column_table(spec, cat, ctx, "gcp", 3)
-    cov = cheapest_cluster(spec, cat, tab, np.ones(len(tab.contexts), dtype=bool), HighsBackend())
-    assert cov.chosen is not None
-    below = exhaustive(spec, cat, ctx, cov.bill * (1 - 1e-9), 3)
-    assert not below.nodes, f"a cluster of ${below.cost:,.2f} is cheaper than the covering optimum ${cov.bill:,.2f}"
-    at = exhaustive(spec, cat, ctx, cov.bill * (1 + 1e-9), 3)
-    assert at.nodes and at.cost == pytest.approx(cov.bill, rel=1e-9)
-    assert cov.bound <= cov.bill * (1 + 1e-12)
+    everything = np.ones(len(tab.contexts), dtype=bool)
+    for at_least in (0.0, 0.5 * float(tab.node_x.max()), 2.0 * float(tab.node_x.max())):
+        nodes, bill, proven = cheapest_reaching(tab, everything, at_least)
+        assert nodes is not None and proven
+        assert cluster_value(tab, tab.x, nodes) >= at_least * (1 - 1e-12)
+        below = exhaustive(spec, cat, ctx, bill * (1 - 1e-9), 3, min_throughput=at_least / X_SCALE)
+        assert not below.nodes, f"a cluster of ${below.cost:,.2f} is cheaper than ${bill:,.2f}"
+        at = exhaustive(spec, cat, ctx, bill * (1 + 1e-9), 3, min_throughput=at_least / X_SCALE)
+        assert at.nodes and at.cost == pytest.approx(bill, rel=1e-9)
 
 
 def _dominated_brute(c: np.ndarray) -> np.ndarray:

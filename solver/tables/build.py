@@ -189,8 +189,11 @@ def build_tables(
     if vms:
         grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
     N = spec.workload.entries
-    # a replicated cluster's node holds at most one copy of a key: RF nodes or more
-    counts = [k for k in shard_counts(min(mc, N)) if k >= replica_nodes(spec)]
+    # a replicated cluster is replica groups of RF nodes (a node holds one copy of a key at most):
+    # its shard counts are whole groups, up to the most groups the cap holds
+    rf = replica_nodes(spec)
+    top = min(mc, N) // rf * rf
+    counts = sorted({min(top, rf * -(-k // rf)) for k in shard_counts(min(mc, N))} - {0})
     provs = sorted(set(providers))
     found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
     kinds = (COSINE, *presets)

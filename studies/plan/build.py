@@ -96,21 +96,19 @@ def with_mix(spec: Spec, mix: np.ndarray) -> Spec:
 
 def _solver_candidate(spec: Spec, catalog: Catalog, provider: str, backend: str) -> Candidate | None:
     """The solver's optimum for ``spec`` at its budget on one provider (None if nothing fits)."""
+    from cost_models.replication import node_spec
     from solver.backends import get_backend
     from solver.exact import reevaluate
-    from solver.frontier import solve_frontier
-    from solver.tables.build import build_tables
+    from solver.replicas import plan_tables, solve_plans
 
-    tables = build_tables(spec, catalog, (provider,))
-    if not tables.contexts.get(provider):
+    runs = [r for r in plan_tables(spec, catalog, (provider,)) if r.tables.contexts.get(provider)]
+    if not runs:
         return None
-    fr = solve_frontier(
-        spec, catalog, tables, get_backend(backend), budgets=np.array([spec.budget_usd]), providers=(provider,)
-    )
+    fr = solve_plans(spec, catalog, runs, get_backend(backend), budgets=np.array([spec.budget_usd])).merged
     pt = fr.best[0]
-    if pt.chosen is None or pt.exact is None:
+    if pt.chosen is None or pt.exact is None or pt.plan is None:
         return None
-    nodes = pt.chosen.nodes
+    nodes, plan = pt.chosen.nodes, pt.plan
     # what identifies the configuration (not what it achieves on this workload)
     per = [g.identity() for g in pt.exact.per_node]
     count = sum(n["count"] for n in per)
@@ -122,7 +120,8 @@ def _solver_candidate(spec: Spec, catalog: Catalog, provider: str, backend: str)
         shard_bytes=max(g.design.entries_per_node for g in pt.exact.per_node) * spec.workload.entry_bytes,
     )
     desc = {"provider": provider, "vms": [{"type": n["vm_type"], "count": n["count"]} for n in per], "designs": per}
-    return Candidate(info, "", pt.cost, desc, lambda s: reevaluate(s, nodes).throughput)
+    # a drifted mix is the workload's: its replicated nodes serve it through the plan (node_spec)
+    return Candidate(info, "", pt.cost, desc, lambda s: reevaluate(node_spec(s, plan)[0], nodes).throughput)
 
 
 def _design_text(n: dict[str, Any]) -> str:

@@ -1,0 +1,361 @@
+"""The two small integer programs a band's threshold problem reduces to, solved exactly.
+
+A cluster's capacity is Q = sum_c n_c / k_c: copies of the data its nodes could hold (a node of
+column c is tabled holding N / k_c entries). solver.bottleneck values a cluster of columns at or
+above a threshold t at t * Q, so per threshold it needs the largest Q the budget buys
+(:func:`max_capacity`), and for the cheapest of equally fast clusters, or the cheapest reaching a
+throughput, the least bill of a given Q (:func:`min_bill`).
+
+Both are unbounded knapsacks over *items* with a cardinality row (the cluster cap) and the SLA's node
+minimum. Of columns of one shard size (one k) only the cheapest can be needed (same Q per node,
+and every row of the bill grows with a node's cost), and of two shard sizes the larger shard is
+worth a node only if it is cheaper: :func:`staircase` keeps those. Both are solved by depth-first
+branch and bound over the items (at most one per shard size, a few dozen), counts largest first,
+pruned by the LP bound of each row alone (exact: a bound is never below what the branch holds), up
+to :data:`NODE_LIMIT` nodes; a search stopped there says so (``proven`` False) and reports its bound.
+tests/test_knapsack.py checks both against enumeration.
+
+The bill (:class:`BillModel`) is linear in the nodes but for the percent-of-spend support plans
+(``max(minimum, percent * spend)``): bill <= budget holds exactly when one linear row per subset
+of those terms does (:meth:`BillModel.rows`).
+
+A cluster runs at most one column per VM type (solution.json lists one design per VM type): both
+searches take a group label per item and put nodes in at most one item of each group.
+
+Plain numpy: `cosine whatif` may use it without the cost model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Most branch-and-bound nodes one search visits before it stops unproven (a few ms each 1,000).
+NODE_LIMIT = 200_000
+#: Relative tolerance of comparisons of capacities and bills (as the oracle's).
+REL_TOL = 1e-12
+#: Below this many counts of an item a branch's bounds are computed one by one (numpy's overhead
+#: per call is larger than the loop's).
+SCALAR_COUNTS = 16
+
+
+@dataclass(frozen=True)
+class BillModel:
+    """A provider's monthly bill of a cluster: ``fixed`` (flat SLA terms and those per GB of
+    data) + each node's ``cost`` (compute and storage) + ``per_node`` SLA terms + for each
+    ``(percent, minimum)`` of ``percent_terms`` the larger of the minimum and the percent of the
+    spend (compute and storage) and the ``transfer`` (a support plan is a percent of the
+    provider's whole bill; cost_models.cloud.SlaTerms.support). ``fixed`` includes the transfer."""
+
+    fixed: float
+    per_node: float
+    percent_terms: tuple[tuple[float, float], ...]
+    transfer: float = 0.0
+
+    def support(self, spend: Any) -> Any:
+        """The percent-of-spend terms on the nodes' ``spend`` (a float or an array) and the transfer."""
+        return sum((np.maximum(mn, pc * (spend + self.transfer)) for pc, mn in self.percent_terms), 0.0)
+
+    def bill(self, cost: np.ndarray, counts: np.ndarray) -> float:
+        """The bill of ``counts`` nodes of items costing ``cost`` each."""
+        n = np.asarray(counts, dtype=float)
+        spend = float(np.asarray(cost, dtype=float) @ n)
+        return self.fixed + spend + self.per_node * float(n.sum()) + float(self.support(spend))
+
+    def rows(self, cost: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
+        """(coefficients R x items, right-hand sides R): bill <= ``budget`` exactly when every row
+        holds (one row per subset J of the percent terms: the terms in J at their percent, the
+        others at their minimum)."""
+        cost = np.asarray(cost, dtype=float)
+        coefs, rhs = [], []
+        terms = self.percent_terms
+        for mask in itertools.product((False, True), repeat=len(terms)):
+            pct = sum(pc for (pc, _), on in zip(terms, mask, strict=True) if on)
+            mins = sum(mn for (_, mn), on in zip(terms, mask, strict=True) if not on)
+            coefs.append(cost * (1.0 + pct) + self.per_node)
+            rhs.append(budget - self.fixed - mins - pct * self.transfer)
+        return np.array(coefs).reshape(len(coefs), cost.size), np.array(rhs, dtype=float)
+
+    def most_nodes(self, cost: np.ndarray, budget: float) -> np.ndarray:
+        """Per item, the most nodes of it alone whose bill fits ``budget`` (-1: not even none)."""
+        coefs, rhs = self.rows(cost, budget)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.floor(rhs[:, None] * (1 + REL_TOL) / coefs)
+        per = np.where(rhs[:, None] < 0, -1.0, per)
+        return per.min(axis=0) if per.size else np.zeros(0)
+
+
+def staircase(share: np.ndarray, cost: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Of the columns ``idx`` (``share`` = k: nodes per copy of the data; ``cost`` per node), the
+    ones a capacity knapsack can need: per shard size the cheapest (the first of equal ones), then
+    only shard sizes cheaper than every larger shard. Returned largest shard (least k) first."""
+    if idx.size == 0:
+        return idx
+    order = idx[np.lexsort((idx, cost[idx], share[idx]))]  # k ascending, then cost, then position
+    return staircase_of_sorted(share, cost, order)
+
+
+def staircase_of_sorted(share: np.ndarray, cost: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """:func:`staircase` of columns already in its order (shard size, then cost, then position): a
+    subset of a sorted list keeps the order, so a caller sorts once."""
+    if order.size == 0:
+        return order
+    k = share[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    cand = order[first]  # the cheapest of each shard size
+    c = cost[cand]
+    before = np.concatenate([[math.inf], np.minimum.accumulate(c)[:-1]])
+    return np.asarray(cand[c < before * (1 - REL_TOL)], dtype=np.int64)
+
+
+def staircase_by_group(share: np.ndarray, cost: np.ndarray, order: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """:func:`staircase_of_sorted` within each of ``group`` (a label per column), the union: when a
+    packing may use one item of a group (one column per VM type), a column is dominated only by one
+    of its own group (replacing it by one of another group could put two of that group in)."""
+    if order.size == 0:
+        return order
+    g = group[order]
+    out = [staircase_of_sorted(share, cost, order[g == label]) for label in np.unique(g)]
+    return np.sort(np.concatenate(out)) if out else order[:0]
+
+
+@dataclass
+class Packing:
+    """A search's answer: counts per item (None: nothing feasible), its value, whether the search
+    finished (else ``bound`` is the most any unexplored branch could hold) and nodes visited."""
+
+    counts: np.ndarray | None
+    value: float
+    proven: bool
+    bound: float
+    nodes: int
+
+
+def max_capacity(
+    q: np.ndarray,
+    coefs: np.ndarray,
+    rhs: np.ndarray,
+    cap: int,
+    min_nodes: int,
+    q_min: float,
+    floor_value: float = -math.inf,
+    node_limit: int = NODE_LIMIT,
+    groups: np.ndarray | None = None,
+) -> Packing:
+    """max sum q_i n_i  s.t.  coefs n <= rhs (every row), sum n <= cap, sum n >= min_nodes,
+    sum q n >= q_min, n integer >= 0, and at most one item of each of ``groups`` (a label per
+    item; None: no such rule). ``floor_value``: only packings worth more are of interest (a known
+    incumbent): the search prunes at it and returns None when none beats it."""
+    q = np.asarray(q, dtype=float)
+    n_items = q.size
+    group_of = (np.zeros(n_items, dtype=np.int64) - np.arange(1, n_items + 1)) if groups is None else groups
+    if n_items == 0 or (rhs < -1e-9 * np.maximum(np.abs(rhs), 1.0)).any() or cap < max(min_nodes, 1):
+        return Packing(None, -math.inf, True, -math.inf, 0)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(coefs > 0, q[None, :] / coefs, np.inf)
+    order = np.lexsort((-q, -ratio[0]))  # best value per dollar of the first row, then per node
+    q, coefs, ratio = q[order], coefs[:, order], ratio[:, order]
+    grp = np.asarray(group_of)[order].tolist()
+    taken: set[Any] = set()  # the groups of the items with nodes on the current branch
+    # suffix maxima: the best any item from i on gives per dollar of each row, and per node
+    suf_ratio = np.maximum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1]
+    suf_q = np.maximum.accumulate(q[::-1])[::-1]
+    # whether the bound of what follows an item falls as fewer of it are taken (every row's and the
+    # cardinality's: then the counts below one the bound prunes are pruned too)
+    nxt_ratio = np.concatenate([suf_ratio[:, 1:], np.zeros((suf_ratio.shape[0], 1))], axis=1)
+    nxt_q = np.append(suf_q[1:], 0.0)
+    monotone = (q[None, :] >= coefs * nxt_ratio * (1 - 1e-12)).all(axis=0) & (q >= nxt_q)
+    best = [floor_value]
+    best_counts: list[np.ndarray | None] = [None]
+    counts = np.zeros(n_items, dtype=np.int64)
+    visited = [0]
+    open_bound = [-math.inf]
+    tol = REL_TOL
+
+    suf_ratio_rows = [row.tolist() for row in suf_ratio.T]  # per item, each row's ratio (scalars)
+    suf_q_list = suf_q.tolist()
+
+    def bound_at(i: int, left: np.ndarray, slots: int, value: float) -> float:
+        per_row = min(
+            (max(lr, 0.0) * rt for lr, rt in zip(left.tolist(), suf_ratio_rows[i], strict=True)), default=math.inf
+        )
+        return value + min(per_row, slots * suf_q_list[i])
+
+    def rec(i: int, left: np.ndarray, slots: int, value: float, used: int) -> None:
+        visited[0] += 1
+        if i == n_items:
+            if value >= q_min * (1 - tol) and used >= min_nodes and value > best[0] * (1 + tol):
+                best[0] = value
+                best_counts[0] = counts.copy()
+            return
+        if visited[0] > node_limit:
+            open_bound[0] = max(open_bound[0], bound_at(i, left, slots, value))
+            return
+        bound = bound_at(i, left, slots, value)
+        if bound <= best[0] * (1 + tol) or bound < q_min * (1 - tol):
+            return
+        a = coefs[:, i]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fit = np.where(a > 0, np.floor(left * (1 + tol) / a), np.inf)
+        hi = int(min(slots, float(fit.min()) if fit.size else slots))
+        if hi < 0:
+            return
+        if grp[i] in taken:
+            hi = 0  # another item of its group has nodes
+        nxt = i + 1
+        if nxt >= n_items:
+            # the last item: the most of it that fits is best (every count only adds value and nodes)
+            counts[i] = hi
+            rec(nxt, left - hi * a, slots - hi, value + hi * q[i], used + hi)
+            counts[i] = 0
+            return
+        if hi < SCALAR_COUNTS:
+            rows_left, rates, qi = left.tolist(), suf_ratio[:, nxt].tolist(), float(q[i])
+            ai, sq = a.tolist(), float(suf_q[nxt])
+            bounds = [
+                value
+                + n * qi
+                + min(
+                    min(max(lr - ar * n, 0.0) * rt for lr, ar, rt in zip(rows_left, ai, rates, strict=True)),
+                    (slots - n) * sq,
+                )
+                for n in range(hi, -1, -1)
+            ]
+        else:
+            # every count's bound at once (the counts the bound prunes are skipped)
+            ns = np.arange(hi, -1, -1)
+            lefts = np.maximum(left[:, None] - a[:, None] * ns[None, :], 0.0)
+            per_row = (lefts * suf_ratio[:, nxt][:, None]).min(axis=0)
+            bounds = (value + ns * q[i] + np.minimum(per_row, (slots - ns) * suf_q[nxt])).tolist()
+        for n, nb in zip(range(hi, -1, -1), bounds, strict=True):
+            if nb <= best[0] * (1 + tol) or nb < q_min * (1 - tol):
+                if monotone[i]:  # so is every smaller count's
+                    break
+                continue
+            counts[i] = n
+            fresh = n > 0 and grp[i] not in taken
+            if fresh:
+                taken.add(grp[i])
+            rec(nxt, left - n * a, slots - n, value + n * q[i], used + n)
+            if fresh:
+                taken.discard(grp[i])
+        counts[i] = 0
+
+    rec(0, np.asarray(rhs, dtype=float).copy(), int(cap), 0.0, 0)
+    proven = visited[0] <= node_limit
+    out = best_counts[0]
+    if out is not None:
+        undo = np.empty_like(out)
+        undo[order] = out
+        out = undo
+    value = best[0] if out is not None else -math.inf
+    bound = value if proven else max(value, open_bound[0])
+    return Packing(out, value, proven, bound, visited[0])
+
+
+def min_bill(
+    q: np.ndarray,
+    cost: np.ndarray,
+    bill: BillModel,
+    cap: int,
+    min_nodes: int,
+    q_min: float,
+    ceiling: float = math.inf,
+    node_limit: int = NODE_LIMIT,
+    groups: np.ndarray | None = None,
+) -> Packing:
+    """The least bill of a cluster with sum q n >= ``q_min``, sum n in [min_nodes, cap], n integer
+    >= 0, at most one item of each of ``groups`` (``Packing.value``: that bill). ``ceiling``: only
+    bills below it are of interest."""
+    q = np.asarray(q, dtype=float)
+    cost = np.asarray(cost, dtype=float)
+    n_items = q.size
+    group_of = (np.zeros(n_items, dtype=np.int64) - np.arange(1, n_items + 1)) if groups is None else groups
+    if n_items == 0 or cap < max(min_nodes, 1):
+        return Packing(None, math.inf, True, math.inf, 0)
+    w = cost + bill.per_node
+    per_q = w / q  # bill per copy of the data, the percent terms left out (they only add)
+    order = np.lexsort((-q, per_q))
+    q, cost, w, per_q = q[order], cost[order], w[order], per_q[order]
+    grp = np.asarray(group_of)[order].tolist()
+    taken: set[Any] = set()
+    suf_per_q = np.minimum.accumulate(per_q[::-1])[::-1]
+    suf_w = np.minimum.accumulate(w[::-1])[::-1]
+    best = [ceiling]
+    best_counts: list[np.ndarray | None] = [None]
+    counts = np.zeros(n_items, dtype=np.int64)
+    visited = [0]
+    open_bound = [math.inf]
+    tol = REL_TOL
+
+    def lower(i: int, value: float, used: int, wsum: float, spend: float) -> float:
+        pct = float(bill.support(spend))
+        rest = max(0.0, q_min - value) * float(suf_per_q[i]) if i < n_items else (0.0 if value >= q_min else math.inf)
+        extra_nodes = max(0, min_nodes - used)
+        if i < n_items:
+            rest = max(rest, extra_nodes * float(suf_w[i]))
+        elif extra_nodes:
+            rest = math.inf
+        return bill.fixed + wsum + pct + rest
+
+    def rec(i: int, value: float, used: int, wsum: float, spend: float) -> None:
+        visited[0] += 1
+        if i == n_items:
+            if value >= q_min * (1 - tol) and used >= min_nodes:
+                b = bill.fixed + wsum + float(bill.support(spend))
+                if b < best[0] * (1 - tol):
+                    best[0] = b
+                    best_counts[0] = counts.copy()
+            return
+        lb = lower(i, value, used, wsum, spend)
+        if visited[0] > node_limit:
+            open_bound[0] = min(open_bound[0], lb)
+            return
+        if lb >= best[0] * (1 - tol):
+            return
+        need = max(0.0, q_min - value)
+        hi = max(math.ceil(need / q[i] * (1 - tol)) if need > 0 else 0, min_nodes - used)
+        hi = min(hi, cap - used)
+        if hi < 0:
+            return
+        if grp[i] in taken:
+            hi = 0
+        ns = np.arange(hi, -1, -1)
+        nxt = i + 1
+        # every count's lower bound at once (lower(), vectorized); the ones it prunes are skipped
+        sp = spend + ns * cost[i]
+        pct = np.zeros(ns.size) + bill.support(sp)
+        short = np.maximum(0.0, q_min - (value + ns * q[i]))
+        extra = np.maximum(0, min_nodes - (used + ns))
+        if nxt < n_items:
+            rest = np.maximum(short * float(suf_per_q[nxt]), extra * float(suf_w[nxt]))
+        else:
+            rest = np.where((short > q_min * tol) | (extra > 0), math.inf, 0.0)
+        lbs = bill.fixed + wsum + ns * w[i] + pct + rest
+        for n, lb_n in zip(ns.tolist(), lbs.tolist(), strict=True):
+            if lb_n >= best[0] * (1 - tol):
+                continue
+            counts[i] = n
+            fresh = n > 0 and grp[i] not in taken
+            if fresh:
+                taken.add(grp[i])
+            rec(nxt, value + n * q[i], used + n, wsum + n * w[i], spend + n * cost[i])
+            if fresh:
+                taken.discard(grp[i])
+        counts[i] = 0
+
+    rec(0, 0.0, 0, 0.0, 0.0)
+    proven = visited[0] <= node_limit
+    out = best_counts[0]
+    if out is not None:
+        undo = np.empty_like(out)
+        undo[order] = out
+        out = undo
+    value = best[0] if out is not None else math.inf
+    bound = value if proven else min(value, open_bound[0])
+    return Packing(out, value, proven, bound, visited[0])

@@ -1,0 +1,123 @@
+"""solver.knapsack's two searches against enumeration of every count vector, on random small
+instances with and without percent-of-spend terms, node minimums and cluster caps."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from solver.knapsack import BillModel, max_capacity, min_bill, staircase
+
+
+def _instances(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        items = int(rng.integers(1, 5))
+        k = rng.choice([1, 2, 3, 4, 5, 6, 8], size=items, replace=False).astype(float)
+        cost = np.round(rng.uniform(5, 60, size=items), 2)
+        terms = [(), ((0.03, 29.0),), ((0.1, 5.0), (0.02, 40.0))][int(rng.integers(0, 3))]
+        bill = BillModel(float(rng.choice([0.0, 12.5])), float(rng.choice([0.0, 3.0])), terms)
+        cap = int(rng.integers(1, 7))
+        min_nodes = int(rng.integers(1, 3))
+        budget = float(rng.uniform(10, 300))
+        yield k, cost, bill, cap, min_nodes, budget
+
+
+def _vectors(items: int, cap: int):
+    for v in itertools.product(range(cap + 1), repeat=items):
+        if sum(v) <= cap:
+            yield np.array(v)
+
+
+def test_max_capacity_is_the_enumerated_optimum():
+    seen = 0
+    for k, cost, bill, cap, m, budget in _instances(1, 300):
+        q = 1.0 / k
+        coefs, rhs = bill.rows(cost, budget)
+        got = max_capacity(q, coefs, rhs, cap, m, 1.0 - 1e-9)
+        best = -math.inf
+        for v in _vectors(k.size, cap):
+            if v.sum() >= m and q @ v >= 1 - 1e-9 and bill.bill(cost, v) <= budget * (1 + 1e-12):
+                best = max(best, float(q @ v))
+        assert got.proven
+        if best == -math.inf:
+            assert got.counts is None
+            continue
+        seen += 1
+        assert got.counts is not None and got.value == pytest.approx(best, rel=1e-12)
+        assert bill.bill(cost, got.counts) <= budget * (1 + 1e-9) and got.counts.sum() <= cap
+    assert seen > 100, "enough instances had a feasible cluster"
+
+
+def test_min_bill_is_the_enumerated_optimum():
+    seen = 0
+    for k, cost, bill, cap, m, _ in _instances(2, 300):
+        q = 1.0 / k
+        q_min = float(np.random.default_rng(int(cost[0] * 100)).uniform(0.5, 2.0))
+        got = min_bill(q, cost, bill, cap, m, q_min)
+        best = math.inf
+        for v in _vectors(k.size, cap):
+            if v.sum() >= m and q @ v >= q_min * (1 - 1e-12):
+                best = min(best, bill.bill(cost, v))
+        assert got.proven
+        if best == math.inf:
+            assert got.counts is None
+            continue
+        seen += 1
+        assert got.counts is not None and got.value == pytest.approx(best, rel=1e-12)
+    assert seen > 100
+
+
+def test_one_item_per_group_is_the_enumerated_optimum():
+    """With group labels (one column per VM type) both searches equal enumeration of the count
+    vectors that put nodes in at most one item of each group."""
+    rng = np.random.default_rng(5)
+    seen = 0
+    for k, cost, bill, cap, m, budget in _instances(6, 300):
+        groups = rng.integers(0, 2, size=k.size)
+        q = 1.0 / k
+        coefs, rhs = bill.rows(cost, budget)
+        q_min = float(rng.uniform(0.5, 1.5))
+        got = max_capacity(q, coefs, rhs, cap, m, 1.0 - 1e-9, groups=groups)
+        cheap = min_bill(q, cost, bill, cap, m, q_min, groups=groups)
+        best, least = -math.inf, math.inf
+        for v in _vectors(k.size, cap):
+            used = groups[v > 0]
+            if len(set(used.tolist())) != used.size or v.sum() < m:
+                continue
+            if q @ v >= 1 - 1e-9 and bill.bill(cost, v) <= budget * (1 + 1e-12):
+                best = max(best, float(q @ v))
+            if q @ v >= q_min * (1 - 1e-12):
+                least = min(least, bill.bill(cost, v))
+        assert (got.counts is None) == (best == -math.inf)
+        if got.counts is not None:
+            seen += 1
+            assert got.value == pytest.approx(best, rel=1e-12)
+            picked = groups[got.counts > 0]
+            assert len(set(picked.tolist())) == picked.size
+        assert (cheap.counts is None) == (least == math.inf)
+        if cheap.counts is not None:
+            assert cheap.value == pytest.approx(least, rel=1e-12)
+    assert seen > 100
+
+
+def test_rows_are_the_bill():
+    """bill <= budget exactly when every row of BillModel.rows holds."""
+    rng = np.random.default_rng(3)
+    bill = BillModel(7.0, 2.0, ((0.03, 29.0), (0.1, 5.0)))
+    cost = np.array([10.0, 33.0, 71.0])
+    for _ in range(500):
+        v = rng.integers(0, 6, size=3)
+        budget = float(rng.uniform(0, 600))
+        coefs, rhs = bill.rows(cost, budget)
+        assert (bill.bill(cost, v) <= budget) == bool((coefs @ v <= rhs + 1e-9).all())
+
+
+def test_staircase_keeps_what_a_capacity_knapsack_needs():
+    share = np.array([1.0, 1.0, 2.0, 2.0, 4.0, 3.0])
+    cost = np.array([50.0, 40.0, 45.0, 20.0, 30.0, 25.0])
+    # k=1: 40 (index 1); k=2: 20 (index 3); k=3 (25) and k=4 (30) cost more than k=2: dropped
+    assert staircase(share, cost, np.arange(6)).tolist() == [1, 3]
