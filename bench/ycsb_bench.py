@@ -83,7 +83,9 @@ def deploy(run: Path, out: Path, nodes: int, records: int) -> cluster.DeployStat
     scale = min(1.0, data_scale(sol.designs, records, nodes))
     if out.exists():
         shutil.rmtree(out)
-    sh([*COSINE, "deploy", str(run), "--local", "--nodes", str(nodes), "--scale", f"{scale:.6g}", "--out", str(out)])
+    # today's deployment: one server per shard behind nutcracker, whatever the answer's replication factor
+    cmd = [*COSINE, "deploy", str(run), "--local", "--nodes", str(nodes), "--scale", f"{scale:.6g}", "--replicas", "1"]
+    sh([*cmd, "--out", str(out)])
     return cluster.read_state(out)
 
 

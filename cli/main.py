@@ -387,7 +387,7 @@ def deploy(
     wal_sync: Annotated[WalSync, typer.Option(help="The engines' WAL policy.")] = WalSync.GROUP_COMMIT,
     replicas: Annotated[
         int | None,
-        typer.Option(help="Replicas per shard, 1..3, each shard a Raft group (default: the solution's RF, else 1)."),
+        typer.Option(help="Replicas per shard, 1..3, each a Raft group (default: the answer's replication factor)."),
     ] = None,
     routing: Annotated[
         Routing | None,

@@ -1,7 +1,8 @@
 """The solution's cluster scaled to this machine.
 
 A solution recommends ``count`` nodes of each VM type, each running its design
-(``designs[i]`` of solution.json). A local deployment runs:
+(``designs[i]`` of solution.json); with a replication factor RF they are RF copies of
+``count / RF`` shards, and a node of the plan is a shard. A local deployment runs:
 
 * **nodes**: ``--nodes N``, default ``min(recommended, this machine's cores)``
   (one server per core; more would only time-share the cores). VM types keep
@@ -139,8 +140,9 @@ def plan_cluster(
     wal_sync: WalSync = WalSync.GROUP_COMMIT,
     replicas: int = 1,
 ) -> ClusterPlan:
-    """The local cluster for RUN_DIR's solution (validated; nothing is started). Each node may run
-    as ``replicas`` servers (a shard's Raft group): they share this machine's memory and cores."""
+    """The local cluster for RUN_DIR's solution (validated; nothing is started): its shards (the
+    answer's VMs over its replication factor), each node of the plan a shard that may run as
+    ``replicas`` servers (a Raft group): they share this machine's memory and cores."""
     from solver.rundir import SOLUTION, read_solution
     from specs.schema import validate
 
@@ -148,7 +150,10 @@ def plan_cluster(
     sol = read_solution(path)  # version, spec, every design entry checked
     wl = validate(sol.spec_raw).workload
     designs = sol.designs
-    counts = [d.count for d in designs]
+    # a replicated answer's VMs are RF copies of each shard (docs/model.md, "Replication"): its
+    # shards are its VMs over RF, each deployed as ``replicas`` servers
+    factor = sol.replication.factor
+    counts = [max(1, d.count // factor) for d in designs]
     recommended = sum(counts)
     check_options(recommended, nodes, scale)
     n = nodes if nodes is not None else min(recommended, machine_cores(), MAX_NODES)

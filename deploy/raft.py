@@ -60,13 +60,10 @@ class RaftTiming:
 
 
 def default_replicas(sol: Solution) -> tuple[int, str]:
-    """The solution's replication factor and where it comes from.
-
-    solution.json does not carry a replication factor yet (solver/rundir.py's ``Solution`` has
-    no such field on this branch): until it does, the default is 1. When the field lands, read
-    it here (typed, no ``getattr``)."""
-    del sol
-    return 1, "solution.json has no replication factor yet: 1"
+    """The solution's replication factor (solution.json ``replication.factor``: the copies of every
+    entry the answer pays for) and where it comes from."""
+    r = sol.replication
+    return r.factor, f"the solution's replication factor ({r.label})"
 
 
 def check_replicas(replicas: int, routing: Routing) -> None:

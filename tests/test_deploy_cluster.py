@@ -45,7 +45,7 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
     require("nutcracker", "nutcracker")
     _, run_dir, _ = solved
     out = tmp_path / "cluster"
-    res = runner.invoke(app, ["deploy", str(run_dir), "--local", "--nodes", "2", "--out", str(out)])
+    res = runner.invoke(app, ["deploy", str(run_dir), "--local", "--nodes", "2", "--replicas", "1", "--out", str(out)])
     assert res.exit_code == 0, res.output + res.stderr
     try:
         st = cluster.read_state(out)
