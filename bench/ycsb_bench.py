@@ -83,7 +83,9 @@ def deploy(run: Path, out: Path, nodes: int, records: int) -> cluster.DeployStat
     scale = min(1.0, data_scale(sol.designs, records, nodes))
     if out.exists():
         shutil.rmtree(out)
-    sh([*COSINE, "deploy", str(run), "--local", "--nodes", str(nodes), "--scale", f"{scale:.6g}", "--out", str(out)])
+    # today's deployment: one server per shard behind nutcracker, whatever the answer's replication factor
+    cmd = [*COSINE, "deploy", str(run), "--local", "--nodes", str(nodes), "--scale", f"{scale:.6g}", "--replicas", "1"]
+    sh([*cmd, "--out", str(out)])
     return cluster.read_state(out)
 
 
@@ -155,7 +157,7 @@ def parse_ycsb(text: str) -> dict[str, Any]:
 
 def cosine_props(st: cluster.DeployState, through_proxy: bool) -> dict[str, str]:
     shards = ",".join(f"127.0.0.1:{p}" for p in st.shard_ports())
-    host = f"127.0.0.1:{st.proxy.port}" if through_proxy else f"127.0.0.1:{st.nodes[0].port}"
+    host = f"127.0.0.1:{st.proxy_port}" if through_proxy else f"127.0.0.1:{st.nodes[0].port}"
     return {"cosine.host": host, "cosine.shards": shards, "cosine.scan": "range"}
 
 
@@ -269,10 +271,10 @@ def part_faults(a: argparse.Namespace) -> dict[str, Any]:
         props = {"recordcount": str(a.records), "operationcount": str(10**9), **cosine_props(st, True)}
         ycsb("load", "a", props, a.threads)
         keys = [b"fault:%06d" % i for i in range(5000)]
-        with Connection("127.0.0.1", st.proxy.port) as c:
+        with Connection("127.0.0.1", st.proxy_port) as c:
             assert c.pipeline([("SET", k, b"init") for k in keys]) == ["OK"] * len(keys)
         owner = owners(st.shard_ports(), keys)
-        ledger = AckLedger(st.proxy.port)
+        ledger = AckLedger(st.proxy_port)
         ledger.acked = dict.fromkeys(keys, b"init")
         result: dict[str, Any] = {}
         run_s = 30
@@ -289,6 +291,7 @@ def part_faults(a: argparse.Namespace) -> dict[str, Any]:
         ledger.run(SERVER_RETRY_TIMEOUT_MS / 1000 + 4, pick)
         t.join()
         au = audit(ledger, st.shard_ports(), owner, killed=1)
+        assert st.proxy is not None
         pool = twemproxy.stats(st.proxy.stats_port)[twemproxy.POOL]
         proxy = {"server_ejects": pool["server_ejects"], "client_err": pool["client_err"]}
         proxy |= {f"{n}_server_err": pool[n]["server_err"] for n in ("node-0", "node-1", "node-2")}

@@ -18,6 +18,7 @@ import typer
 
 from cli import calibrate, pricing, validate
 from cli.common import OneLineErrors, cli_errors, echo_json
+from deploy.raft import Consistency, Routing
 from specs.errors import ExitCode, InputError, unwind_on_termination
 from specs.vocab import (
     BackendName,
@@ -384,9 +385,21 @@ def deploy(
     out: Annotated[Path | None, typer.Option(help="Deployment directory (default RUN_DIR/deploy).")] = None,
     port: Annotated[int | None, typer.Option(help="The proxy's loopback port (default: a free one).")] = None,
     wal_sync: Annotated[WalSync, typer.Option(help="The engines' WAL policy.")] = WalSync.GROUP_COMMIT,
+    replicas: Annotated[
+        int | None,
+        typer.Option(help="Replicas per shard, 1..3, each a Raft group (default: the answer's replication factor)."),
+    ] = None,
+    routing: Annotated[
+        Routing | None,
+        typer.Option(help="proxy (nutcracker) or cluster (the Redis Cluster protocol); default: proxy iff RF 1."),
+    ] = None,
+    consistency: Annotated[
+        Consistency, typer.Option(help="strong: reads through leaders; eventual: READONLY reads any replica.")
+    ] = Consistency.STRONG,
     as_json: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
 ) -> None:
-    """Run RUN_DIR's recommended cluster locally: one cosine-server per node behind twemproxy."""
+    """Run RUN_DIR's recommended cluster locally: one cosine-server per node behind twemproxy, or per shard
+    a Raft group of --replicas cosine-servers that clients reach with the Redis Cluster protocol."""
     with cli_errors():
         from deploy.cluster import deploy_dir_of, health
         from deploy.cluster import down as stop_cluster
@@ -398,19 +411,29 @@ def deploy(
             raise InputError("give exactly one of --local (start), --status or --down")
         d = deploy_dir_of(run_dir, out)
         if local:
-            st = start_cluster(run_dir, out=out, nodes=nodes, scale=scale, wal_sync=wal_sync, proxy_port=port)
+            st = start_cluster(
+                run_dir,
+                out=out,
+                nodes=nodes,
+                scale=scale,
+                wal_sync=wal_sync,
+                proxy_port=port,
+                replicas=replicas,
+                routing=routing,
+                consistency=consistency,
+            )
             if as_json:
                 echo_json(st)
             else:
                 print_up(st)
         elif status:
             st, rows = cluster_status(d)
-            state, gone = health(st, rows)
+            h = health(st, rows)
             if as_json:
-                echo_json({"state": st, "health": {"status": state, "down": gone}, "processes": rows})
+                echo_json({"state": st, "health": {**vars(h), "leaderless": h.leaderless}, "processes": rows})
             else:
-                print_status(st, rows, state, gone)
-            if state == DeploymentStatus.DEGRADED:
+                print_status(st, rows, h)
+            if h.status == DeploymentStatus.DEGRADED:
                 raise typer.Exit(ExitCode.FLAGGED)
         else:
             done = stop_cluster(d)

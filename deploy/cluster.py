@@ -1,5 +1,6 @@
 """Start, inspect and stop a local cluster: one cosine-server per node on a
-loopback port, nutcracker in front.
+loopback port, nutcracker in front; or, with replicas, each node a shard of
+RF cosine-server replicas (a Raft group) speaking the Redis Cluster protocol.
 
 Everything lives in the deployment directory (default ``RUN_DIR/deploy/``)::
 
@@ -8,6 +9,11 @@ Everything lives in the deployment directory (default ``RUN_DIR/deploy/``)::
     node-i/engine.toml  node i's rendered design (memory scaled by S)
     node-i/db/          its engine directory; node-i/server.log its output
 
+and with ``--replicas RF`` (or ``--routing cluster``), no proxy::
+
+    cluster.json        the shards, their slots, every replica's ports (deploy/raft.py)
+    node-i.r/           replica r of shard i: engine.toml, db/ (engine, Raft log, snapshots), server.log
+
 Processes run in their own sessions, so they outlive the ``cosine deploy`` that
 started them; ``--down`` sends SIGTERM (a cosine-server then flushes and closes
 its engine) and waits. A stopped deployment starts again on the same data.
@@ -15,6 +21,7 @@ its engine) and waits. A stopped deployment starts again on the same data.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -25,16 +32,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deploy import twemproxy
+from deploy import raft, twemproxy
 from deploy.plan import ClusterPlan, plan_cluster
+from deploy.raft import Consistency, Routing
 from deploy.resp import info, ping
 from specs.errors import InputError, check_range
 from specs.io import check_output_dir, read_record, write_record, write_text
 from specs.vocab import DeploymentStatus, WalSync
 
 STATE = "state.json"
-#: state.json's format version.
-STATE_VERSION = 1
+#: state.json's format version (2 added replicas; version 1 files read as unreplicated).
+STATE_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 #: Default deployment directory, under the run directory.
 DEPLOY_DIR = "deploy"
 #: Seconds a server or the proxy may take to answer its first PING.
@@ -60,6 +69,10 @@ class NodeState:
     config: str
     log: str
     memory_bytes: float
+    shard: int = 0  # the plan's node this server holds a replica of
+    replica: int = 0
+    raft_id: int | None = None  # its id in its shard's Raft group (replicated deployments)
+    bus_port: int | None = None  # its Raft bus port
 
 
 @dataclass
@@ -88,15 +101,39 @@ class DeployState:
     predicted_scaled_ops: float
     server_binary: str
     auto_eject: bool
-    proxy: ProxyState
+    proxy: ProxyState | None  # None when clients route themselves (Redis Cluster)
     nodes: list[NodeState]
+    replicas: int = 1
+    routing: Routing = Routing.PROXY
+    consistency: Consistency = Consistency.STRONG
+    cluster_file: str | None = None
 
     @property
     def path(self) -> Path:
         return Path(self.deploy_dir)
 
+    @property
+    def proxy_port(self) -> int:
+        """The proxy's port; an error for a deployment without one."""
+        if self.proxy is None:
+            raise InputError(f"{self.deploy_dir}: no proxy (clients reach its shards with the Redis Cluster protocol)")
+        return self.proxy.port
+
+    @property
+    def shards(self) -> int:
+        return len({n.shard for n in self.nodes})
+
     def shard_ports(self) -> list[int]:
+        """The servers' ports (with replicas: every replica's)."""
         return [n.port for n in self.nodes]
+
+    def members(self, shard: int) -> list[int]:
+        """Indexes (in ``nodes``) of the replicas of ``shard``."""
+        return [i for i, n in enumerate(self.nodes) if n.shard == shard]
+
+    def seeds(self) -> list[tuple[str, int]]:
+        """Where a cluster client learns the slots (every server)."""
+        return [(HOST, n.port) for n in self.nodes]
 
 
 def write_state(st: DeployState) -> None:
@@ -107,8 +144,8 @@ def read_state(deploy_dir: Path) -> DeployState:
     """A deployment's state.json, checked (every field's type; its version)."""
     path = deploy_dir / STATE
     st = read_record(path, DeployState, "a cosine deployment's state.json")
-    if st.version != STATE_VERSION:
-        raise InputError(f"{path}: state version {st.version!r}, this cosine reads {STATE_VERSION}")
+    if st.version not in READABLE_VERSIONS:
+        raise InputError(f"{path}: state version {st.version!r}, this cosine reads {READABLE_VERSIONS}")
     if Path(st.deploy_dir).resolve() != deploy_dir.resolve():
         raise InputError(f"{path}: records deployment {st.deploy_dir}, not this directory (was it moved?)")
     return st
@@ -197,6 +234,9 @@ def start_node(st: DeployState, i: int) -> None:
     if alive(n.pid, SERVER):
         raise InputError(f"{n.name} is already running (pid {n.pid})")
     cmd = [st.server_binary, "--config", n.config, "--dir", n.dir, "--bind", HOST, "--port", str(n.port)]
+    if st.routing == Routing.CLUSTER:
+        assert st.cluster_file is not None and n.raft_id is not None
+        cmd += ["--cluster", st.cluster_file, "--node-id", str(n.raft_id)]
     n.pid = _spawn(cmd, Path(n.log))
     write_state(st)
     _wait_ready(n.pid, SERVER, n.port, Path(n.log))
@@ -204,6 +244,7 @@ def start_node(st: DeployState, i: int) -> None:
 
 def _start_proxy(st: DeployState) -> None:
     p = st.proxy
+    assert p is not None
     p.pid = _spawn(twemproxy.command(Path(p.config), p.stats_port, Path(p.log), Path(p.pid_file)), Path(p.log))
     write_state(st)
     _wait_ready(p.pid, PROXY, p.port, Path(p.log))
@@ -224,26 +265,96 @@ def _stop(pid: int | None, name: str, sig: int = signal.SIGTERM, timeout: float 
     return f"killed (no exit {timeout:.0f} s after SIGTERM)"
 
 
+def _stop_all(pids: list[int | None], name: str, timeout: float = STOP_TIMEOUT_S) -> list[str]:
+    """SIGTERM every process of ``pids`` at once, then wait for them all (SIGKILL after ``timeout``);
+    what happened to each. (One at a time, a replicated shard would elect a new leader after each.)"""
+    running = [alive(p, name) for p in pids]
+    for p, up in zip(pids, running, strict=True):
+        if up:
+            assert p is not None
+            os.kill(p, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(alive(p, name) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out = []
+    for p, up in zip(pids, running, strict=True):
+        if not up:
+            out.append("not running")
+        elif alive(p, name):
+            assert p is not None
+            os.kill(p, signal.SIGKILL)
+            out.append(f"killed (no exit {timeout:.0f} s after SIGTERM)")
+        else:
+            out.append("stopped")
+    return out
+
+
 def kill_node(st: DeployState, i: int) -> None:
     """SIGKILL node ``i`` (a crash, for fault tests); its state keeps the pid until restarted."""
     _stop(st.nodes[i].pid, SERVER, signal.SIGKILL, timeout=10.0)
 
 
-def _prepare_dir(d: Path, plan: ClusterPlan) -> DeployState | None:
-    """The previous (stopped) state to reuse, or None for a fresh directory; refuses anything else."""
+def kill_all(st: DeployState) -> None:
+    """SIGKILL every server at once (a power cut of the whole cluster, for fault tests), then reap them."""
+    for n in st.nodes:
+        if alive(n.pid, SERVER):
+            assert n.pid is not None
+            os.kill(n.pid, signal.SIGKILL)
+    for i in range(len(st.nodes)):
+        kill_node(st, i)
+
+
+def stop_node(st: DeployState, i: int) -> str:
+    """SIGTERM node ``i`` (it flushes and closes) and waits; says what happened."""
+    return _stop(st.nodes[i].pid, SERVER)
+
+
+def signal_node(st: DeployState, i: int, sig: signal.Signals) -> None:
+    """Sends ``sig`` (SIGSTOP, SIGCONT) to node ``i``, a process this deployment started."""
+    pid = st.nodes[i].pid
+    if not alive(pid, SERVER):
+        raise RuntimeError(f"{st.nodes[i].name} is not running")
+    assert pid is not None
+    os.kill(pid, sig)
+
+
+def _prepare_dir(d: Path, plan: ClusterPlan, replicas: int, routing: Routing) -> tuple[DeployState | None, bool]:
+    """The previous deployment to reuse (None for a fresh directory) and whether some of its servers
+    still run (a replicated deployment with replicas down: :func:`repair` starts them); refuses
+    anything else."""
     if (d / STATE).is_file():
         old = read_state(d)
-        if any(alive(n.pid, SERVER) for n in old.nodes) or alive(old.proxy.pid, PROXY):
+        up = [alive(n.pid, SERVER) for n in old.nodes]
+        proxy_up = old.proxy is not None and alive(old.proxy.pid, PROXY)
+        if all(up) or proxy_up or (any(up) and (old.routing == Routing.PROXY or old.status == STOPPED)):
             raise InputError(f"{d}: a cluster is already running there (stop it with --down first)")
-        if len(old.nodes) != len(plan.nodes):
+        if old.shards != len(plan.nodes):
             raise InputError(
-                f"{d}: the stopped deployment there holds {len(old.nodes)} shards, this plan has "
-                f"{len(plan.nodes)}; its data would map to other shards (use --nodes {len(old.nodes)} or --out)"
+                f"{d}: the {'running' if any(up) else 'stopped'} deployment there holds {old.shards} shards, this "
+                f"plan has {len(plan.nodes)}; its data would map to other shards (use --nodes {old.shards} or --out)"
             )
-        return old
+        if (old.replicas, old.routing) != (replicas, routing):
+            raise InputError(
+                f"{d}: the deployment there has {old.replicas} replica(s) per shard, routed by {old.routing}; "
+                f"start it with --replicas {old.replicas} --routing {old.routing}, or use another --out"
+            )
+        return old, any(up)
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise InputError(f"{d}: exists and is not a cosine deployment; refusing to write into it")
-    return None
+    return None, False
+
+
+def repair(st: DeployState) -> list[str]:
+    """Starts the replicas of a running replicated deployment that are down, each on its own data
+    and configuration (it catches up from its shard's leader: the log, or a snapshot); waits until
+    every shard has a leader. The names of the replicas started."""
+    started = []
+    for i, n in enumerate(st.nodes):
+        if not alive(n.pid, SERVER):
+            start_node(st, i)
+            started.append(n.name)
+    raft.wait_leaders(st)
+    return started
 
 
 def up(
@@ -255,53 +366,98 @@ def up(
     wal_sync: WalSync = WalSync.GROUP_COMMIT,
     proxy_port: int | None = None,
     auto_eject: bool = True,
+    replicas: int | None = None,
+    routing: Routing | None = None,
+    consistency: Consistency = Consistency.STRONG,
+    timing: raft.RaftTiming | None = None,
 ) -> DeployState:
-    """Start the local cluster of RUN_DIR's solution; returns its state (also in state.json)."""
+    """Start the local cluster of RUN_DIR's solution; returns its state (also in state.json).
+    A stopped deployment starts again on its data; a replicated one with replicas down has
+    them started (:func:`repair`).
+
+    ``replicas`` per shard (default: the solution's replication factor, :func:`raft.default_replicas`);
+    ``routing`` defaults to the proxy for one replica and to the Redis Cluster protocol otherwise."""
     if proxy_port is not None:
         check_range("--port", proxy_port, 1024, 65535, integer=True)
     check_output_dir(deploy_dir_of(run_dir, out), "--out" if out is not None else "the deployment directory")
-    plan = plan_cluster(run_dir, nodes=nodes, scale=scale, wal_sync=wal_sync)
-    twemproxy.nutcracker_binary()
+    if replicas is None:
+        from solver.rundir import SOLUTION, read_solution
+
+        replicas, _ = raft.default_replicas(read_solution(run_dir / SOLUTION))
+    routing = routing or (Routing.PROXY if replicas == 1 else Routing.CLUSTER)
+    raft.check_replicas(replicas, routing)
+    plan = plan_cluster(run_dir, nodes=nodes, scale=scale, wal_sync=wal_sync, replicas=replicas)
+    if routing == Routing.CLUSTER and proxy_port is not None:
+        raise InputError("--port is the proxy's port; a cluster-routed deployment has no proxy")
+    if routing == Routing.PROXY:
+        twemproxy.nutcracker_binary()
     run_dir = run_dir.absolute()  # the state holds absolute paths: --status/--down work from anywhere
     d = deploy_dir_of(run_dir, out.absolute() if out is not None else None)
-    old = _prepare_dir(d, plan)
+    old, partly_up = _prepare_dir(d, plan, replicas, routing)
+    if old is not None and partly_up:
+        # a replicated deployment with replicas down: start them as they were configured
+        if (old.wal_sync, old.consistency) != (plan.wal_sync, consistency):
+            raise InputError(
+                f"{d}: its running replicas have wal_sync {old.wal_sync}, {old.consistency} reads; the replicas "
+                f"that are down restart the same (give --wal-sync {old.wal_sync} --consistency {old.consistency})"
+            )
+        repair(old)
+        return old
+    per_shard = replicas if routing == Routing.CLUSTER else 1
     ports = old.shard_ports() if old else []
+    buses = [n.bus_port for n in old.nodes if n.bus_port is not None] if old else []
     if proxy_port is not None and proxy_port in ports:
         raise InputError(f"--port {proxy_port}: a shard of this deployment listens there")
-    if proxy_port is not None and (old is None or old.proxy.port != proxy_port):
+    if proxy_port is not None and (old is None or old.proxy is None or old.proxy.port != proxy_port):
         check_port_free(proxy_port)
     exe = server_binary()
     d.mkdir(parents=True, exist_ok=True)
     reserved = [] if proxy_port is None else [proxy_port]
-    while len(ports) < len(plan.nodes):
-        ports.append(free_port([*ports, *reserved]))
-    node_states = []
-    for n, port in zip(plan.nodes, ports, strict=True):
-        nd = d / n.name
-        (nd / "db").mkdir(parents=True, exist_ok=True)
-        write_text(nd / "engine.toml", n.engine_toml)
-        node_states.append(
-            NodeState(
-                n.index,
-                n.name,
-                n.vm_type,
-                n.design_class,
-                port,
-                None,
-                str(nd / "db"),
-                str(nd / "engine.toml"),
-                str(nd / "server.log"),
-                n.memory_bytes,
+    count = len(plan.nodes) * per_shard
+    while len(ports) < count:
+        ports.append(free_port([*ports, *buses, *reserved]))
+    if routing == Routing.CLUSTER:
+        while len(buses) < count:
+            buses.append(free_port([*ports, *buses, *reserved]))
+    node_states: list[NodeState] = []
+    for n in plan.nodes:
+        for r in range(per_shard):
+            i = len(node_states)
+            name = n.name if routing == Routing.PROXY else f"{n.name}.{r}"
+            nd = d / name
+            (nd / "db").mkdir(parents=True, exist_ok=True)
+            write_text(nd / "engine.toml", n.engine_toml)
+            node_states.append(
+                NodeState(
+                    n.index,
+                    name,
+                    n.vm_type,
+                    n.design_class,
+                    ports[i],
+                    None,
+                    str(nd / "db"),
+                    str(nd / "engine.toml"),
+                    str(nd / "server.log"),
+                    n.memory_bytes,
+                    shard=n.index,
+                    replica=r,
+                    raft_id=i + 1 if routing == Routing.CLUSTER else None,
+                    bus_port=buses[i] if routing == Routing.CLUSTER else None,
+                )
             )
+    proxy, cluster_file = None, None
+    if routing == Routing.PROXY:
+        pport = proxy_port if proxy_port is not None else (old.proxy.port if old and old.proxy else free_port(ports))
+        conf = write_text(
+            d / "nutcracker.yml",
+            twemproxy.config_yaml(pport, [(n.name, n.port) for n in node_states], auto_eject=auto_eject),
         )
-    pport = proxy_port if proxy_port is not None else (old.proxy.port if old else free_port(ports))
-    conf = write_text(
-        d / "nutcracker.yml",
-        twemproxy.config_yaml(pport, [(n.name, n.port) for n in node_states], auto_eject=auto_eject),
-    )
-    twemproxy.check_config(conf)
-    stats_port = free_port([*ports, pport])  # distinct from every port of the deployment (a clash stops nutcracker)
-    proxy = ProxyState(pport, stats_port, None, str(conf), str(d / "nutcracker.log"), str(d / "nutcracker.pid"))
+        twemproxy.check_config(conf)
+        stats_port = free_port([*ports, pport])  # distinct from every port of the deployment (a clash stops nutcracker)
+        proxy = ProxyState(pport, stats_port, None, str(conf), str(d / "nutcracker.log"), str(d / "nutcracker.pid"))
+    else:
+        topo = raft.topology(node_states, consistency, timing or raft.RaftTiming())
+        cluster_file = str(write_text(d / "cluster.json", json.dumps(topo, indent=1) + "\n"))
     st = DeployState(
         version=STATE_VERSION,
         status=RUNNING,
@@ -319,12 +475,19 @@ def up(
         auto_eject=auto_eject,
         proxy=proxy,
         nodes=node_states,
+        replicas=replicas,
+        routing=routing,
+        consistency=consistency,
+        cluster_file=cluster_file,
     )
     write_state(st)
     try:
         for i in range(len(st.nodes)):
             start_node(st, i)
-        _start_proxy(st)
+        if st.proxy is not None:
+            _start_proxy(st)
+        else:
+            raft.wait_leaders(st)
     except BaseException:
         down(d)
         raise
@@ -332,40 +495,66 @@ def up(
 
 
 def down(deploy_dir: Path) -> list[tuple[str, str]]:
-    """Stop the proxy, then every server (SIGTERM: each flushes and closes its engine)."""
+    """Stop the proxy, then every server at once (SIGTERM: each flushes and closes its engine)."""
     st = read_state(deploy_dir)
-    done = [(PROXY, _stop(st.proxy.pid, PROXY))]
-    st.proxy.pid = None
+    done = []
+    if st.proxy is not None:
+        done.append((PROXY, _stop(st.proxy.pid, PROXY)))
+        st.proxy.pid = None
+    done += zip([n.name for n in st.nodes], _stop_all([n.pid for n in st.nodes], SERVER), strict=True)
     for n in st.nodes:
-        done.append((n.name, _stop(n.pid, SERVER)))
         n.pid = None
     st.status = STOPPED
     write_state(st)
-    Path(st.proxy.pid_file).unlink(missing_ok=True)
+    if st.proxy is not None:
+        Path(st.proxy.pid_file).unlink(missing_ok=True)
     return done
 
 
-def health(st: DeployState, rows: list[dict[str, Any]]) -> tuple[DeploymentStatus, list[str]]:
-    """A started deployment is degraded while any of its processes is down or does not answer;
-    (the status, the processes down)."""
+@dataclass(frozen=True)
+class Health:
+    """A deployment's health (``cosine deploy --status``)."""
+
+    status: DeploymentStatus
+    down: list[str]  # processes down or not answering
+    shards: list[raft.ShardView]  # a replicated deployment's shards ([] behind a proxy)
+
+    @property
+    def leaderless(self) -> list[int]:
+        """Shards without a leader (they take no writes)."""
+        return [v.shard for v in self.shards if v.leader is None]
+
+
+def health(st: DeployState, rows: list[dict[str, Any]]) -> Health:
+    """A started deployment is degraded while any of its processes is down or does not answer, or
+    a shard has no leader."""
+    shards = []
+    if st.routing == Routing.CLUSTER:
+        by_name = {r["name"]: r for r in rows}
+        views = {i: by_name[n.name].get("info") if by_name[n.name]["answers"] else None for i, n in enumerate(st.nodes)}
+        shards = raft.shard_views(st, views)
     if st.status == STOPPED:
-        return STOPPED, []
+        return Health(STOPPED, [], shards)
     down = [r["name"] for r in rows if not (r["alive"] and r["answers"])]
-    return (DeploymentStatus.DEGRADED if down else RUNNING), down
+    bad = down or any(v.leader is None for v in shards)
+    return Health(DeploymentStatus.DEGRADED if bad else RUNNING, down, shards)
 
 
 def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:
-    """The state and one row per process: alive, answering, and each server's INFO counters."""
+    """The state and one row per process: alive, answering, and each server's INFO counters (with
+    replicas: its shard and its role, ``leader``, ``follower``, ``candidate`` or ``down``)."""
     st = read_state(deploy_dir)
-    rows: list[dict[str, Any]] = [
-        {
-            "name": PROXY,
-            "port": st.proxy.port,
-            "pid": st.proxy.pid,
-            "alive": alive(st.proxy.pid, PROXY),
-            "answers": ping(HOST, st.proxy.port),
-        }
-    ]
+    rows: list[dict[str, Any]] = []
+    if st.proxy is not None:
+        rows.append(
+            {
+                "name": PROXY,
+                "port": st.proxy.port,
+                "pid": st.proxy.pid,
+                "alive": alive(st.proxy.pid, PROXY),
+                "answers": ping(HOST, st.proxy.port),
+            }
+        )
     for n in st.nodes:
         row: dict[str, Any] = {
             "name": n.name,
@@ -382,5 +571,8 @@ def status(deploy_dir: Path) -> tuple[DeployState, list[dict[str, Any]]]:
                 row["info"] = info(HOST, n.port)
             except (OSError, ConnectionError):
                 row["answers"] = False
+        if st.routing == Routing.CLUSTER:
+            row["shard"] = n.shard
+            row["role"] = row["info"].get("raft_state", "unknown") if row["answers"] else "down"
         rows.append(row)
     return st, rows

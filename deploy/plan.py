@@ -1,7 +1,8 @@
 """The solution's cluster scaled to this machine.
 
 A solution recommends ``count`` nodes of each VM type, each running its design
-(``designs[i]`` of solution.json). A local deployment runs:
+(``designs[i]`` of solution.json); with a replication factor RF they are RF copies of
+``count / RF`` shards, and a node of the plan is a shard. A local deployment runs:
 
 * **nodes**: ``--nodes N``, default ``min(recommended, this machine's cores)``
   (one server per core; more would only time-share the cores). VM types keep
@@ -116,24 +117,32 @@ def data_scale(designs: Sequence[DesignEntry], records: int, n_nodes: int) -> fl
     return (records / n_nodes) / max(keys, 1.0)
 
 
-def default_scale(designs: Sequence[DesignEntry], n_nodes: int) -> tuple[float, str]:
+def default_scale(designs: Sequence[DesignEntry], n_nodes: int, replicas: int = 1) -> tuple[float, str]:
     """S and why: the design's memory per key for :data:`DEFAULT_RECORDS` local records,
-    capped by :data:`MEMORY_SHARE` of this machine's memory."""
+    capped by :data:`MEMORY_SHARE` of this machine's memory (for every replica of every node)."""
     keys = min(d.entries_per_node for d in designs)
     by_data = data_scale(designs, DEFAULT_RECORDS, n_nodes)
-    total = sum(d.memory_bytes for d in designs)
+    total = sum(d.memory_bytes for d in designs) * replicas
     by_memory = MEMORY_SHARE * machine_memory() / max(total, 1.0)
     if min(by_data, by_memory) >= 1.0:
         return 1.0, "the design fits unscaled"
     if by_data <= by_memory:
         return by_data, f"{DEFAULT_RECORDS:,} records over {n_nodes} nodes, designed for {keys:,.0f} keys per node"
-    return by_memory, f"{MEMORY_SHARE:.0%} of this machine's memory"
+    each = f" over {replicas} replicas of each node" if replicas > 1 else ""
+    return by_memory, f"{MEMORY_SHARE:.0%} of this machine's memory{each}"
 
 
 def plan_cluster(
-    run_dir: Path, *, nodes: int | None = None, scale: float | None = None, wal_sync: WalSync = WalSync.GROUP_COMMIT
+    run_dir: Path,
+    *,
+    nodes: int | None = None,
+    scale: float | None = None,
+    wal_sync: WalSync = WalSync.GROUP_COMMIT,
+    replicas: int = 1,
 ) -> ClusterPlan:
-    """The local cluster for RUN_DIR's solution (validated; nothing is started)."""
+    """The local cluster for RUN_DIR's solution (validated; nothing is started): its shards (the
+    answer's VMs over its replication factor), each node of the plan a shard that may run as
+    ``replicas`` servers (a Raft group): they share this machine's memory and cores."""
     from solver.rundir import SOLUTION, read_solution
     from specs.schema import validate
 
@@ -141,14 +150,17 @@ def plan_cluster(
     sol = read_solution(path)  # version, spec, every design entry checked
     wl = validate(sol.spec_raw).workload
     designs = sol.designs
-    counts = [d.count for d in designs]
+    # a replicated answer's VMs are RF copies of each shard (docs/model.md, "Replication"): its
+    # shards are its VMs over RF, each deployed as ``replicas`` servers
+    factor = sol.replication.factor
+    counts = [max(1, d.count // factor) for d in designs]
     recommended = sum(counts)
     check_options(recommended, nodes, scale)
     n = nodes if nodes is not None else min(recommended, machine_cores(), MAX_NODES)
     per_type = allocate(counts, n)
     chosen = [d for d, k in zip(designs, per_type, strict=True) for _ in range(k)]
-    s, why = (scale, "--scale") if scale is not None else default_scale(chosen, n)
-    vcpu = max(1, machine_cores() // n)
+    s, why = (scale, "--scale") if scale is not None else default_scale(chosen, n, replicas)
+    vcpu = max(1, machine_cores() // (n * replicas))
     plans = []
     for i, d in enumerate(chosen):
         name = f"{sol.spec} on {sol.provider}:{d.vm_type} (node {i} of {n}, memory x{s:.4g})"

@@ -178,7 +178,12 @@ ROWS = [
     Row("plan", "range", ("plan", "{far_time_trace}"), "time_s"),
     Row("pricing-build", "malformed", ("pricing", "build"), "priced twice", patch="duplicate"),
     Row("deploy", "output", ("deploy", "{run}", "--local", "--out", "{file}/x"), "is a file", SUB),
-    Row("deploy", "range", ("deploy", "{run}", "--local", "--out", "{dir}/dep", "--port", "{busy_port}"), "in use"),
+    Row(
+        "deploy",
+        "range",
+        ("deploy", "{run}", "--local", "--replicas", "1", "--out", "{dir}/dep", "--port", "{busy_port}"),
+        "in use",
+    ),
     Row("pricing-show", "corrupt", ("pricing", "show"), "not a readable parquet", patch="parquet"),
 ]
 

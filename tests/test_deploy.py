@@ -13,7 +13,9 @@ import pytest
 
 from cli.main import app
 from deploy.plan import allocate, plan_cluster
+from deploy.raft import default_replicas
 from deploy.twemproxy import check_config, config_yaml
+from solver.rundir import SOLUTION, read_solution
 from specs.vocab import WalSync
 
 
@@ -28,7 +30,11 @@ def test_nodes_keep_the_vm_types_shares() -> None:
 def test_plan_renders_each_node_scaled(solved: tuple[Path, Path, dict[str, Any]]) -> None:
     _, run_dir, sol = solved
     plan = plan_cluster(run_dir, nodes=2, scale=0.25, wal_sync=WalSync.EVERY_WRITE)
-    assert len(plan.nodes) == 2 and plan.recommended_nodes == sum(v["count"] for v in sol["vms"])
+    # the answer's VMs are RF copies of its shards; a deployment's default RF is the answer's
+    factor = sol["replication"]["factor"]
+    assert factor >= 2, "the tiny spec's availability SLA asks for copies in two zones"
+    assert len(plan.nodes) == 2 and plan.recommended_nodes == sum(v["count"] for v in sol["vms"]) // factor
+    assert default_replicas(read_solution(run_dir / SOLUTION))[0] == factor
     for n in plan.nodes:
         d = next(x for x in sol["designs"] if x["vm_type"] == n.vm_type)  # each node renders its own VM type's
         toml = tomllib.loads(n.engine_toml)

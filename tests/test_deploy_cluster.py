@@ -45,7 +45,7 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
     require("nutcracker", "nutcracker")
     _, run_dir, _ = solved
     out = tmp_path / "cluster"
-    res = runner.invoke(app, ["deploy", str(run_dir), "--local", "--nodes", "2", "--out", str(out)])
+    res = runner.invoke(app, ["deploy", str(run_dir), "--local", "--nodes", "2", "--replicas", "1", "--out", str(out)])
     assert res.exit_code == 0, res.output + res.stderr
     try:
         st = cluster.read_state(out)
@@ -92,7 +92,7 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
         assert not mismatch, f"{len(mismatch)} keys read through the proxy differ from their shard"
         status = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out), "--json"])
         assert status.exit_code == 0, status.output
-        assert json.loads(status.stdout)["health"] == {"status": "running", "down": []}
+        assert json.loads(status.stdout)["health"] == {"status": "running", "down": [], "leaderless": [], "shards": []}
         # issue 46.5: the proxy killed, the cluster is degraded (on 18f96a3: "running", exit 0)
         assert st.proxy.pid is not None
         os.kill(st.proxy.pid, signal.SIGKILL)
@@ -101,7 +101,12 @@ def test_cluster_survives_a_shard_crash(solved: tuple[Path, Path, dict[str, Any]
             time.sleep(0.05)
         status = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out), "--json"])
         assert status.exit_code == 1, status.output
-        assert json.loads(status.stdout)["health"] == {"status": "degraded", "down": ["nutcracker"]}
+        assert json.loads(status.stdout)["health"] == {
+            "status": "degraded",
+            "down": ["nutcracker"],
+            "leaderless": [],
+            "shards": [],
+        }
         plain = runner.invoke(app, ["deploy", str(run_dir), "--status", "--out", str(out)])
         assert plain.exit_code == 1 and "degraded (nutcracker down)" in " ".join(plain.stdout.split())
     finally:

@@ -14,6 +14,7 @@
 //!   compaction I/O to background counters ([`StatsSnapshot`]).
 #![deny(unsafe_code, clippy::unwrap_used)]
 
+mod checkpoint;
 mod recovery;
 mod scan;
 mod stats;
@@ -489,6 +490,16 @@ impl Engine {
             Some(e) => Err(e.clone()),
             None => Ok(()),
         }
+    }
+
+    /// Writes a consistent copy of the database into `dest`, a new directory on the same
+    /// file system (files are hard-linked where they cannot change; copied otherwise):
+    /// every write appended before the call, nothing after it. Writes and background work
+    /// go on meanwhile; they wait only while the files are linked. `Engine::open(dest)`
+    /// opens the copy. Used for Raft snapshots (cosine-raft).
+    pub fn checkpoint(&self, dest: &Path) -> Result<()> {
+        self.check_bg()?;
+        checkpoint::checkpoint(&self.inner, dest)
     }
 
     /// Counters and shape.

@@ -32,6 +32,12 @@ impl VersionSet {
         *cur = next;
         Ok(())
     }
+
+    /// Runs `f` on the current manifest while holding the commit lock: no change is
+    /// committed (and so no file it names is deleted) until `f` returns.
+    pub(crate) fn with_current<R>(&self, f: impl FnOnce(&Manifest) -> R) -> R {
+        f(&self.current.lock())
+    }
 }
 
 /// Records that WAL segment `id` was sealed at `len` bytes.

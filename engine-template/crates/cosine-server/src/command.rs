@@ -13,6 +13,7 @@
 //! | `PING [message]` | `+PONG`, or the message |
 //! | `INFO [section]` | the server's and the engine's counters (`server`, `engine`, `keyspace`) |
 //! | `QUIT` | `+OK`, then the server closes the connection |
+//! | `CLUSTER ...`, `READONLY`, `READWRITE`, `ASKING` | the Redis Cluster protocol of a replicated deployment ([`crate::cluster`]); a server without `--cluster` answers Redis' "cluster support disabled" |
 //!
 //! Keys are fixed-width in the engine (`key_bytes` of the design); shorter keys are
 //! padded with NUL bytes. So a key may be at most `key_bytes` long and may not end
@@ -51,6 +52,14 @@ pub enum Command {
     Info(Option<String>),
     /// `QUIT`
     Quit,
+    /// `CLUSTER subcommand [args]` (the subcommand upper-cased, then its arguments).
+    Cluster(String, Vec<Vec<u8>>),
+    /// `READONLY`: this connection may read from replicas (where the consistency level allows it).
+    ReadOnly,
+    /// `READWRITE`: back to reading from leaders only.
+    ReadWrite,
+    /// `ASKING` (slot migration; accepted, slots never migrate here).
+    Asking,
 }
 
 impl Command {
@@ -60,10 +69,10 @@ impl Command {
     }
 
     /// True for the commands cheap enough to run on the network task: point reads (a snapshot
-    /// lookup: memtables, then at most a few block reads), PING, QUIT, and point writes (a WAL
-    /// append and a memtable insert; the sync is waited for by the durability waiter, not
-    /// here). RANGE (a hash log scans its whole index) and INFO (walks the levels) go to the
-    /// blocking pool.
+    /// lookup: memtables, then at most a few block reads), PING, QUIT, the cluster commands (no
+    /// engine call), and point writes (a WAL append and a memtable insert; the sync is waited
+    /// for by the durability waiter, not here). RANGE (a hash log scans its whole index) and
+    /// INFO (walks the levels) go to the blocking pool.
     ///
     /// Writes ran on the blocking pool until issue 48: perf on a depth-1 SET load (50
     /// connections, server on one core) put 53 % of the server's CPU in context switches — the
@@ -85,7 +94,21 @@ impl Command {
                 | Command::Set(..)
                 | Command::Del(_)
                 | Command::MSet(_)
+                | Command::Cluster(..)
+                | Command::ReadOnly
+                | Command::ReadWrite
+                | Command::Asking
         )
+    }
+
+    /// The keys a command names (what a cluster routes it by).
+    pub fn keys(&self) -> Vec<&[u8]> {
+        match self {
+            Command::Get(k) | Command::Set(k, _) => vec![k.as_slice()],
+            Command::Del(ks) | Command::Exists(ks) | Command::MGet(ks) => ks.iter().map(Vec::as_slice).collect(),
+            Command::MSet(pairs) => pairs.iter().map(|(k, _)| k.as_slice()).collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Parses a request's arguments; the error is what the client is answered.
@@ -160,6 +183,14 @@ impl Command {
                 Command::Info(it.next().map(|s| String::from_utf8_lossy(&s).to_ascii_lowercase()))
             }
             "QUIT" => Command::Quit,
+            "CLUSTER" => {
+                arity(n >= 1)?;
+                let sub = String::from_utf8_lossy(&it.next().unwrap_or_default()).to_ascii_uppercase();
+                Command::Cluster(sub, it.collect())
+            }
+            "READONLY" => Command::ReadOnly,
+            "READWRITE" => Command::ReadWrite,
+            "ASKING" => Command::Asking,
             _ => return Err(ServerError::UnknownCommand(name)),
         })
     }
@@ -226,6 +257,7 @@ impl Command {
                 None => Reply::error(&ServerError::UnknownInfoSection),
             },
             Command::Quit => Reply::ok(),
+            Command::Cluster(..) | Command::ReadOnly | Command::ReadWrite | Command::Asking => Reply::error(&ServerError::ClusterDisabled),
         }
     }
 }
@@ -240,7 +272,8 @@ fn check_key(k: Vec<u8>, key_bytes: usize) -> Result<Vec<u8>, ServerError> {
     Ok(k)
 }
 
-fn strip_padding(mut k: Vec<u8>) -> Vec<u8> {
+/// A key as the engine returns it without its NUL padding.
+pub(crate) fn strip_padding(mut k: Vec<u8>) -> Vec<u8> {
     while k.last() == Some(&0) {
         k.pop();
     }
@@ -268,6 +301,8 @@ mod tests {
         assert!(says(args(&["RANGE", "a", "0"]), "count"));
         assert!(says(args(&["RANGE", "a", "x"]), "count"));
         assert!(says(args(&["FLUSHALL"]), "unknown command"));
+        assert_eq!(Command::parse(args(&["cluster", "slots"]), 8).ok(), Some(Command::Cluster("SLOTS".into(), vec![])));
+        assert!(says(args(&["CLUSTER"]), "wrong number"));
         assert_eq!(strip_padding(b"ab\0\0".to_vec()), b"ab".to_vec());
     }
 }

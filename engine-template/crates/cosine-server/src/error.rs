@@ -105,6 +105,14 @@ pub enum ServerError {
     },
     /// The client's connection closed while its replies were being produced.
     ClientGone,
+    /// A cluster command to a server started without `--cluster`.
+    ClusterDisabled,
+    /// A cluster's settings (`--cluster` file, `--node-id`) are wrong (what is wrong).
+    Cluster(String),
+    /// The replica cannot start (its log, engine or Raft node).
+    Replica(String),
+    /// The replica stopped while serving: its log or engine failed.
+    ReplicaStopped(String),
     /// A reply the client side cannot decode.
     BadReply(String),
     /// A bad command-line argument (what is wrong with it).
@@ -155,7 +163,7 @@ impl ServerError {
     /// passed (arguments, settings, `engine.toml`), 1 for a failure of the engine or the system.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ServerError::Usage(_) | ServerError::Settings(_) | ServerError::Config { .. } => 2,
+            ServerError::Usage(_) | ServerError::Settings(_) | ServerError::Config { .. } | ServerError::Cluster(_) => 2,
             _ => 1,
         }
     }
@@ -205,6 +213,10 @@ impl fmt::Display for ServerError {
                  --client-output-buffer-soft-seconds, or [server] client_output_buffer_soft_bytes / _soft_seconds)"
             ),
             ServerError::ClientGone => write!(f, "the client closed the connection"),
+            ServerError::ClusterDisabled => write!(f, "This instance has cluster support disabled"),
+            ServerError::Cluster(m) => write!(f, "{m}"),
+            ServerError::Replica(m) => write!(f, "the replica cannot start: {m}"),
+            ServerError::ReplicaStopped(m) => write!(f, "the replica stopped: {m}"),
             ServerError::BadReply(m) => write!(f, "{m}"),
             ServerError::Usage(m) | ServerError::Settings(m) => write!(f, "{m}"),
             ServerError::Config { path, source } => write!(f, "{}: {source}", path.display()),

@@ -11,7 +11,10 @@
 //!   than the limit for it (defaults: hard 256 MiB, soft 64 MiB for 60 s);
 //! * [`stats`]: the `INFO` counters;
 //! * [`error`]: [`ServerError`], what clients are answered and what the process reports;
-//! * [`client`]: a blocking client for tests and drivers.
+//! * [`client`]: a blocking client for tests and drivers;
+//! * [`cluster`], [`topology`]: a replica of a replicated shard (`--cluster`): the Redis
+//!   Cluster protocol (slots, `CLUSTER SLOTS`/`SHARDS`/`NODES`, `-MOVED`) over a Raft
+//!   group of cosine-servers (cosine-raft).
 //!
 //! Durability: a write is acknowledged only after [`cosine_engine::Engine::wait_durable`]
 //! returns, i.e. when the design's WAL policy says it is durable (`every_write`: its
@@ -20,16 +23,18 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod error;
 pub mod output;
 pub mod resp;
 pub mod server;
 pub mod stats;
+pub mod topology;
 
 pub use command::Command;
 pub use error::ServerError;
 pub use output::OutputLimit;
 pub use resp::{Limits, Reply};
-pub use server::{serve, ServerConfig};
+pub use server::{serve, serve_backend, Backend, ServerConfig};
 pub use stats::ServerStats;

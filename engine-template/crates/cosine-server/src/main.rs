@@ -1,6 +1,12 @@
 //! `cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379]
+//! [--cluster cluster.json --node-id N]
 //! [--max-bulk-bytes N] [--max-clients N] [--client-output-buffer-hard-bytes N]
 //! [--client-output-buffer-soft-bytes N] [--client-output-buffer-soft-seconds N]`
+//!
+//! With `--cluster`, the server is replica N of a replicated shard (cosine_server::cluster):
+//! DATA_DIR holds its engine, Raft log and snapshots; it binds the RESP port and the bus
+//! port the cluster file gives it (`--bind`/`--port` override the RESP side) and speaks the
+//! Redis Cluster protocol. If its Raft node stops on a storage failure it exits 1.
 //!
 //! Opens the engine in DATA_DIR with the design of engine.toml and serves it over
 //! RESP2. Prints `ready HOST:PORT` on stdout once it accepts connections (`--port 0`
@@ -16,14 +22,18 @@
 
 use cosine_config::Config;
 use cosine_engine::Engine;
+use cosine_raft::{Replica, ReplicaSpec};
+use cosine_server::cluster::ClusterNode;
 use cosine_server::stats::wal_sync_name;
-use cosine_server::{serve, ServerConfig, ServerError, ServerStats};
+use cosine_server::topology::Topology;
+use cosine_server::{serve, serve_backend, Backend, ServerConfig, ServerError, ServerStats};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 
 const USAGE: &str = "usage: cosine-server --config engine.toml --dir DATA_DIR [--bind 127.0.0.1] [--port 6379] \
+[--cluster cluster.json --node-id N] \
 [--max-bulk-bytes N] [--max-clients N] [--client-output-buffer-hard-bytes N] [--client-output-buffer-soft-bytes N] \
 [--client-output-buffer-soft-seconds N]";
 
@@ -32,6 +42,10 @@ struct Args {
     dir: PathBuf,
     bind: String,
     port: u16,
+    /// `--bind` / `--port` were given (a cluster file's addresses apply otherwise).
+    addr_given: (bool, bool),
+    /// `--cluster FILE --node-id N`.
+    cluster: Option<(PathBuf, u64)>,
     server: ServerConfig,
     /// `--client-output-buffer-*`: hard bytes, soft bytes, soft seconds (over engine.toml's `[server]`).
     output: [Option<u64>; 3],
@@ -44,6 +58,8 @@ fn parse_args() -> Result<Option<Args>, ServerError> {
     let mut port: u16 = 6379;
     let mut server = ServerConfig::default();
     let mut output = [None; 3];
+    let mut addr_given = (false, false);
+    let (mut cluster, mut node_id) = (None, None);
     let mut i = 0;
     while i < args.len() {
         if matches!(args[i].as_str(), "-h" | "--help") {
@@ -60,8 +76,16 @@ fn parse_args() -> Result<Option<Args>, ServerError> {
         match args[i].as_str() {
             "--config" => config = Some(PathBuf::from(&val)),
             "--dir" => dir = Some(PathBuf::from(&val)),
-            "--bind" => bind = val.clone(),
-            "--port" => port = num(0, 65535)? as u16,
+            "--bind" => {
+                bind = val.clone();
+                addr_given.0 = true;
+            }
+            "--port" => {
+                port = num(0, 65535)? as u16;
+                addr_given.1 = true;
+            }
+            "--cluster" => cluster = Some(PathBuf::from(&val)),
+            "--node-id" => node_id = Some(num(1, u64::MAX)?),
             "--max-bulk-bytes" => server.limits.max_bulk = num(1, 512 << 20)? as usize,
             "--max-clients" => server.max_clients = num(1, 1_000_000)?,
             "--client-output-buffer-hard-bytes" => output[0] = Some(num(0, 1 << 50)?),
@@ -73,7 +97,12 @@ fn parse_args() -> Result<Option<Args>, ServerError> {
     }
     let config = config.ok_or_else(|| ServerError::Usage("--config is required".into()))?;
     let dir = dir.ok_or_else(|| ServerError::Usage("--dir is required".into()))?;
-    Ok(Some(Args { config, dir, bind, port, server, output }))
+    let cluster = match (cluster, node_id) {
+        (Some(c), Some(n)) => Some((c, n)),
+        (None, None) => None,
+        _ => return Err(ServerError::Usage("--cluster and --node-id go together".into())),
+    };
+    Ok(Some(Args { config, dir, bind, port, addr_given, cluster, server, output }))
 }
 
 /// The server's settings: the defaults, then engine.toml's `[server]`, then the flags.
@@ -122,7 +151,78 @@ fn report(e: &ServerError) -> i32 {
 fn start(args: Args) -> Result<(), ServerError> {
     let cfg = Config::from_toml_file(&args.config).map_err(|source| ServerError::Config { path: args.config.clone(), source })?;
     let server = settings(&args, &cfg)?;
-    run(args, cfg, server)
+    match args.cluster.clone() {
+        Some((file, id)) => run_cluster(args, cfg, server, &file, id),
+        None => run(args, cfg, server),
+    }
+}
+
+/// Serves as replica `id` of the cluster in `file` until SIGTERM/SIGINT (exit 0 after the
+/// engine is flushed and closed) or until the Raft node stops on a failure (exit 1).
+fn run_cluster(args: Args, cfg: Config, server: ServerConfig, file: &std::path::Path, id: u64) -> Result<(), ServerError> {
+    let topo = Topology::load(file)?;
+    let (shard, me) = topo.replica(id).ok_or_else(|| ServerError::Cluster(format!("{}: no replica {id}", file.display())))?;
+    let me = me.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.algorithms.threads.max(2))
+        .enable_all()
+        .build()
+        .map_err(|source| ServerError::Io { what: "cannot start the runtime", source })?;
+    let res = rt.block_on(async {
+        let bind = if args.addr_given.0 { args.bind.clone() } else { me.host.clone() };
+        let port = if args.addr_given.1 { args.port } else { me.port };
+        let addr = format!("{bind}:{port}");
+        let listener = tokio::net::TcpListener::bind((bind.as_str(), port))
+            .await
+            .map_err(|source| ServerError::Listen { addr: addr.clone(), source })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Listen { addr, source })?;
+        let bus_addr = format!("{bind}:{}", me.bus_port);
+        let bus = tokio::net::TcpListener::bind((bind.as_str(), me.bus_port))
+            .await
+            .map_err(|source| ServerError::Listen { addr: bus_addr, source })?;
+        let signal_handler = |source| ServerError::Io { what: "cannot install the SIGTERM/SIGINT handler", source };
+        let mut term = signal(SignalKind::terminate()).map_err(signal_handler)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(signal_handler)?;
+        let spec = ReplicaSpec { id, members: topo.members(shard), dir: args.dir.clone(), timing: topo.timing };
+        let replica = Replica::start(spec, &cfg, bus).await.map_err(|e| ServerError::Replica(e.to_string()))?;
+        let consistency = topo.consistency;
+        let node = Arc::new(ClusterNode::new(topo, id, replica, cfg.layout.key_bytes)?);
+        node.spawn_poller();
+        eprintln!(
+            "cosine-server: replica {id} of shard {shard}, {} ({}, raft log wal_sync = {}, {consistency:?} reads) on {addr}, bus {}",
+            args.dir.display(),
+            cfg.design.name,
+            wal_sync_name(cfg.durability.wal_sync),
+            me.bus_port
+        );
+        println!("ready {addr}");
+        let _ = std::io::stdout().flush();
+        let stats = Arc::new(ServerStats::new(addr.port()));
+        let fatal = Arc::new(std::sync::Mutex::new(None::<String>));
+        let (n, f) = (node.clone(), fatal.clone());
+        let stop = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                m = n.replica().stopped() => {
+                    if let Ok(mut g) = f.lock() {
+                        *g = Some(m);
+                    }
+                }
+            }
+        };
+        serve_backend(listener, Backend::Cluster(node.clone()), stats, server, stop).await;
+        let stopped = fatal.lock().ok().and_then(|mut g| g.take());
+        if let Some(m) = stopped {
+            return Err(ServerError::ReplicaStopped(m));
+        }
+        node.replica().shutdown().await.map_err(|source| ServerError::Io { what: "closing the replica", source })?;
+        Ok::<(), ServerError>(())
+    });
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    res?;
+    eprintln!("cosine-server: flushed and closed");
+    Ok(())
 }
 
 fn run(args: Args, cfg: Config, server: ServerConfig) -> Result<(), ServerError> {

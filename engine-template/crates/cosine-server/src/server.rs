@@ -21,6 +21,7 @@
 //! is closed, its queued replies dropped. The limit is what bounds large replies
 //! (values up to 64 MiB, MGET, RANGE): 16 pieces of one 64 MiB value each would be 1 GiB.
 
+use crate::cluster::{ClusterNode, Session};
 use crate::command::Command;
 use crate::error::ServerError;
 use crate::output::{OutputBuffer, OutputLimit};
@@ -70,6 +71,23 @@ impl Default for ServerConfig {
             output: OutputLimit::default(),
         }
     }
+}
+
+/// What a server serves: one engine, or one replica of a replicated shard.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// An engine of its own (`--dir`): every command runs on it.
+    Engine(Arc<Engine>),
+    /// A replica of a shard (`--cluster`): the Redis Cluster protocol ([`crate::cluster`]).
+    Cluster(Arc<ClusterNode>),
+}
+
+/// A backend as its connections serve it: an engine with the server's durability waiter, or
+/// a replica (its writes are acknowledged once committed, so it needs no waiter).
+#[derive(Clone)]
+enum Served {
+    Engine(Arc<Engine>, DurabilityWaiter),
+    Cluster(Arc<ClusterNode>),
 }
 
 /// The requests of a batch still to run (or refused at parsing), in order.
@@ -259,14 +277,29 @@ pub async fn serve(
     cfg: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) {
+    serve_backend(listener, Backend::Engine(engine), stats, cfg, shutdown).await
+}
+
+/// [`serve`] for either backend.
+pub async fn serve_backend(
+    listener: TcpListener,
+    backend: Backend,
+    stats: Arc<ServerStats>,
+    cfg: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
-    let (durable, waiter) = match DurabilityWaiter::start(engine.clone()) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("cosine-server: cannot start the durability waiter: {e}");
-            return;
-        }
+    let (served, waiter) = match backend {
+        Backend::Engine(engine) => match DurabilityWaiter::start(engine.clone()) {
+            Ok((durable, waiter)) => (Served::Engine(engine, durable), Some(waiter)),
+            Err(e) => {
+                eprintln!("cosine-server: cannot start the durability waiter: {e}");
+                return;
+            }
+        },
+        // (a replica's writes are durable when committed: the Raft log's policy)
+        Backend::Cluster(node) => (Served::Cluster(node), None),
     };
     tokio::pin!(shutdown);
     loop {
@@ -285,10 +318,10 @@ pub async fn serve(
                     });
                     continue;
                 }
-                let (engine, stats, stop, durable) = (engine.clone(), stats.clone(), stop_rx.clone(), durable.clone());
+                let (served, stats, stop) = (served.clone(), stats.clone(), stop_rx.clone());
                 stats.connected.fetch_add(1, Ordering::Relaxed);
                 conns.spawn(async move {
-                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, engine, &stats, cfg, stop, durable).await {
+                    if let Err(e @ ServerError::OutputBufferLimit { .. }) = connection(sock, served, &stats, cfg, stop).await {
                         ServerStats::bump(&stats.output_limit_disconnections);
                         eprintln!("cosine-server: closed the connection of {peer}: {e}");
                     }
@@ -307,8 +340,10 @@ pub async fn serve(
         while conns.join_next().await.is_some() {}
     }
     // the waiter ends once the last connection's clone is gone; it holds the engine until then
-    drop(durable);
-    let _ = tokio::task::spawn_blocking(move || waiter.join()).await;
+    drop(served);
+    if let Some(waiter) = waiter {
+        let _ = tokio::task::spawn_blocking(move || waiter.join()).await;
+    }
 }
 
 /// One client: the reader parses and executes batches; the reply writer sends each
@@ -320,18 +355,17 @@ pub async fn serve(
 /// limit and was closed, its queued replies dropped.
 async fn connection(
     sock: TcpStream,
-    engine: Arc<Engine>,
+    served: Served,
     stats: &Arc<ServerStats>,
     cfg: ServerConfig,
     stop: watch::Receiver<bool>,
-    durable: DurabilityWaiter,
 ) -> Result<(), ServerError> {
     let _ = sock.set_nodelay(true);
     let (mut rd, wr) = sock.into_split();
     let output = Arc::new(OutputBuffer::new(cfg.output));
     let (tx, rx) = mpsc::channel::<Outgoing>(REPLY_QUEUE);
     let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone()));
-    let mut result = requests(&mut rd, &tx, &output, engine, stats, cfg, stop, &durable).await;
+    let mut result = requests(&mut rd, &tx, &output, served, stats, cfg, stop).await;
     drop(tx);
     if result.is_ok() {
         // every reply already queued is sent (after its durability wait), within the limit
@@ -351,19 +385,20 @@ async fn connection(
 /// The reader's side of a connection: parses the pipelined requests, executes them in
 /// batches, hands each batch's replies to the writer. `Ok` when the client is done
 /// (EOF, QUIT, a protocol error answered, the server stopping).
-#[allow(clippy::too_many_arguments)] // the connection's halves, its limits and the server's shared parts
 async fn requests(
     rd: &mut OwnedReadHalf,
     tx: &mpsc::Sender<Outgoing>,
     output: &Arc<OutputBuffer>,
-    engine: Arc<Engine>,
+    served: Served,
     stats: &Arc<ServerStats>,
     cfg: ServerConfig,
     mut stop: watch::Receiver<bool>,
-    durable: &DurabilityWaiter,
 ) -> Result<(), ServerError> {
-    let key_bytes = engine.config().layout.key_bytes;
-    let syncs_in_put = engine.config().durability.wal_sync == WalSync::EveryWrite;
+    let (key_bytes, syncs_in_put) = match &served {
+        Served::Engine(engine, _) => (engine.config().layout.key_bytes, engine.config().durability.wal_sync == WalSync::EveryWrite),
+        Served::Cluster(node) => (node.key_bytes(), false),
+    };
+    let mut session = Session::default();
     let mut parser = Parser::new(cfg.limits);
     let mut buf = BytesMut::with_capacity(16 << 10);
     loop {
@@ -392,10 +427,17 @@ async fn requests(
             // pool, where concurrent connections' puts form one group and share a sync.
             let quick = batch.iter().all(|c| c.as_ref().map_or(true, |c| c.is_quick() && !(c.writes() && syncs_in_put)));
             let close = quit.is_some();
+            if let Served::Cluster(node) = &served {
+                // replicated: each reply is final when produced (writes committed, reads checked)
+                let replies = node.execute(std::mem::take(&mut batch), &mut session, stats, output).await?;
+                let out = Outgoing { replies, wrote: Vec::new(), durable: None, close };
+                guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
+            }
             while !batch.is_empty() {
+                let Served::Engine(engine, durable) = &served else { break }; // (a cluster ran it above)
                 let n = batch.len();
                 let Executed { replies, wrote, rest } = if quick {
-                    execute_batch(&engine, stats, output, batch, cfg.max_batch_bytes)?
+                    execute_batch(engine, stats, output, batch, cfg.max_batch_bytes)?
                 } else {
                     let (e, s, o, max) = (engine.clone(), stats.clone(), output.clone(), cfg.max_batch_bytes);
                     match tokio::task::spawn_blocking(move || execute_batch(&e, &s, &o, batch, max)).await {

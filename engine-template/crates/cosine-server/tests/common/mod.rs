@@ -2,6 +2,9 @@
 //! server on a free loopback port, and the `cosine-server` binary as a child.
 #![allow(dead_code)]
 
+pub mod linearizability;
+pub mod raft;
+
 use cosine_config::presets::{tiny, to_toml, Preset};
 use cosine_config::{Config, WalSync};
 use cosine_engine::Engine;

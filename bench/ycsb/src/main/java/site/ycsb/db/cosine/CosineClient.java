@@ -2,9 +2,11 @@ package site.ycsb.db.cosine;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
@@ -17,7 +19,10 @@ import redis.clients.jedis.ClientSetInfoConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisCluster;
+import redis.clients.jedis.commands.JedisBinaryCommands;
 import redis.clients.jedis.commands.ProtocolCommand;
+import redis.clients.jedis.util.JedisClusterCRC16;
 import site.ycsb.ByteArrayByteIterator;
 import site.ycsb.ByteIterator;
 import site.ycsb.DB;
@@ -37,7 +42,14 @@ import site.ycsb.Status;
  *   <li>{@code cosine.scan} ({@code range} or {@code zset}, default {@code range}): {@code zset} keeps a sorted-set
  *       index of the keys as YCSB's own Redis binding does (ZADD on insert, ZRANGEBYLEX on scan), for servers
  *       without RANGE (redis-server);</li>
- *   <li>{@code cosine.timeout.ms} (default 2000).</li>
+ *   <li>{@code cosine.timeout.ms} (default 2000);</li>
+ *   <li>{@code cosine.cluster} ({@code true} or {@code false}, default {@code false}): the servers speak the Redis
+ *       Cluster protocol (a deployment with replicas: each shard a Raft group). Point operations then go through
+ *       JedisCluster, which learns the slots with {@code CLUSTER SLOTS} from the seeds in {@code cosine.host}
+ *       (host:port,host:port...) and follows {@code -MOVED} to each shard's leader; a scan sends {@code RANGE} to every
+ *       shard's leader (routed by a key of one of the shard's slots) and merges. {@code cosine.cluster.attempts}
+ *       (default 10) and {@code cosine.cluster.retry.ms} (default 10000): JedisCluster's retries of a request whose
+ *       node failed or redirected it (a leader killed: until a new one is elected).</li>
  * </ul>
  *
  * <p>{@code update} of some fields is a read-modify-write of the record (GET, merge, SET): not atomic against a
@@ -50,18 +62,69 @@ public class CosineClient extends DB {
   private Jedis point;
   private final List<Jedis> shards = new ArrayList<>();
   private boolean zsetIndex;
+  /** Cluster mode: the cluster, and one key per shard (its first slot's) that routes RANGE there. */
+  private JedisCluster cluster;
+  private final List<byte[]> shardKeys = new ArrayList<>();
 
-  private static Jedis connect(String hostPort, int timeoutMs) throws DBException {
+  private static HostAndPort hostPort(String hostPort) throws DBException {
     String[] hp = hostPort.trim().split(":");
     if (hp.length != 2) {
       throw new DBException("expected host:port, got " + hostPort);
     }
-    DefaultJedisClientConfig cfg = DefaultJedisClientConfig.builder()
+    return new HostAndPort(hp[0], Integer.parseInt(hp[1]));
+  }
+
+  private static DefaultJedisClientConfig config(int timeoutMs) {
+    return DefaultJedisClientConfig.builder()
         .timeoutMillis(timeoutMs)
         // twemproxy closes a connection on a command it does not know (CLIENT SETINFO)
         .clientSetInfoConfig(ClientSetInfoConfig.DISABLED)
         .build();
-    return new Jedis(new HostAndPort(hp[0], Integer.parseInt(hp[1])), cfg);
+  }
+
+  /** Where point operations go: the cluster, or the one server/proxy. */
+  private JedisBinaryCommands ops() {
+    return cluster != null ? cluster : point;
+  }
+
+  private static Jedis connect(String hostPort, int timeoutMs) throws DBException {
+    return new Jedis(hostPort(hostPort), config(timeoutMs));
+  }
+
+  /** Cluster mode: JedisCluster over the seeds, and a routing key for each shard's slot ranges. */
+  private void initCluster(String seeds, int timeout, Properties p) throws DBException {
+    Set<HostAndPort> nodes = new LinkedHashSet<>();
+    for (String s : seeds.split(",")) {
+      nodes.add(hostPort(s));
+    }
+    int attempts = Integer.parseInt(p.getProperty("cosine.cluster.attempts", "10"));
+    Duration retry = Duration.ofMillis(Long.parseLong(p.getProperty("cosine.cluster.retry.ms", "10000")));
+    cluster = new JedisCluster(nodes, config(timeout), attempts, retry);
+    List<Object> ranges = null;
+    for (HostAndPort n : nodes) {
+      try (Jedis j = new Jedis(n, config(timeout))) {
+        ranges = j.clusterSlots();
+        break;
+      } catch (RuntimeException e) {
+        // try the next seed
+      }
+    }
+    if (ranges == null) {
+      throw new DBException("no seed of " + seeds + " answers CLUSTER SLOTS");
+    }
+    for (Object r : ranges) {
+      List<?> range = (List<?>) r;
+      long lo = (Long) range.get(0);
+      long hi = (Long) range.get(1);
+      for (int tag = 0; ; tag++) {
+        byte[] k = ("{" + tag + "}").getBytes(StandardCharsets.US_ASCII);
+        int slot = JedisClusterCRC16.getSlot(k);
+        if (slot >= lo && slot <= hi) {
+          shardKeys.add(k);
+          break;
+        }
+      }
+    }
   }
 
   @Override
@@ -69,19 +132,30 @@ public class CosineClient extends DB {
     Properties p = getProperties();
     int timeout = Integer.parseInt(p.getProperty("cosine.timeout.ms", "2000"));
     String host = p.getProperty("cosine.host", "127.0.0.1:6379");
-    point = connect(host, timeout);
-    for (String s : p.getProperty("cosine.shards", host).split(",")) {
-      shards.add(connect(s, timeout));
-    }
     String scan = p.getProperty("cosine.scan", "range");
     if (!scan.equals("range") && !scan.equals("zset")) {
       throw new DBException("cosine.scan must be range or zset, got " + scan);
     }
     zsetIndex = scan.equals("zset");
+    if (Boolean.parseBoolean(p.getProperty("cosine.cluster", "false"))) {
+      if (zsetIndex) {
+        throw new DBException("cosine.scan=zset needs one server (its index is one key); use range with cosine.cluster");
+      }
+      initCluster(host, timeout, p);
+      return;
+    }
+    point = connect(host, timeout);
+    for (String s : p.getProperty("cosine.shards", host).split(",")) {
+      shards.add(connect(s, timeout));
+    }
   }
 
   @Override
   public void cleanup() throws DBException {
+    if (cluster != null) {
+      cluster.close();
+      return;
+    }
     point.close();
     for (Jedis j : shards) {
       j.close();
@@ -147,7 +221,7 @@ public class CosineClient extends DB {
   @Override
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
     return guarded(() -> {
-      byte[] raw = point.get(utf8(key));
+      byte[] raw = ops().get(utf8(key));
       if (raw == null) {
         return Status.NOT_FOUND;
       }
@@ -159,7 +233,7 @@ public class CosineClient extends DB {
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
     return guarded(() -> {
-      point.set(utf8(key), encode(bytesOf(values)));
+      ops().set(utf8(key), encode(bytesOf(values)));
       if (zsetIndex) {
         point.zadd(INDEX, 0.0, key);
       }
@@ -171,10 +245,10 @@ public class CosineClient extends DB {
   public Status update(String table, String key, Map<String, ByteIterator> values) {
     return guarded(() -> {
       byte[] k = utf8(key);
-      byte[] raw = point.get(k);
+      byte[] raw = ops().get(k);
       Map<String, byte[]> rec = raw == null ? new HashMap<>() : decode(raw);
       rec.putAll(bytesOf(values));
-      point.set(k, encode(rec));
+      ops().set(k, encode(rec));
       return Status.OK;
     });
   }
@@ -182,7 +256,7 @@ public class CosineClient extends DB {
   @Override
   public Status delete(String table, String key) {
     return guarded(() -> {
-      point.del(utf8(key));
+      ops().del(utf8(key));
       if (zsetIndex) {
         point.zrem(INDEX, key);
       }
@@ -208,8 +282,19 @@ public class CosineClient extends DB {
   @SuppressWarnings("unchecked")
   private List<byte[][]> scanShards(String start, int count) {
     PriorityQueue<byte[][]> heap = new PriorityQueue<>((a, b) -> Arrays.compareUnsigned(a[0], b[0]));
-    for (Jedis s : shards) {
-      List<byte[]> flat = (List<byte[]>) s.sendCommand(RANGE, utf8(start), utf8(Integer.toString(count)));
+    List<List<byte[]>> answers = new ArrayList<>();
+    byte[] from = utf8(start);
+    byte[] n = utf8(Integer.toString(count));
+    if (cluster != null) {
+      for (byte[] k : shardKeys) {
+        answers.add((List<byte[]>) cluster.sendCommand(k, RANGE, from, n));
+      }
+    } else {
+      for (Jedis s : shards) {
+        answers.add((List<byte[]>) s.sendCommand(RANGE, from, n));
+      }
+    }
+    for (List<byte[]> flat : answers) {
       for (int i = 0; i + 1 < flat.size(); i += 2) {
         heap.add(new byte[][] {flat.get(i), flat.get(i + 1)});
       }
