@@ -90,6 +90,7 @@ ROWS = [
     Row("audit", "corrupt", ("audit", "{truncated_run}"), "truncated"),
     Row("audit", "corrupt", ("audit", "{empty_log_run}"), "log is empty"),
     Row("audit", "tampered", ("audit", "{edited_solution_run}"), "not a point of frontier.parquet", SUB),
+    Row("audit", "tampered", ("audit", "{unbalanced_bill_run}"), "the lines add up to", SUB),
     Row("audit", "tampered", ("audit", "{foreign_frontier_run}"), "no cosine row type"),
     Row("audit", "tampered", ("audit", "{swapped_frontier_run}"), "holds BaselineRow rows"),
     Row("audit", "tampered", ("audit", "{old_log_run}"), "solver log version"),
@@ -237,8 +238,12 @@ def files(solved, tmp_path_factory) -> dict[str, str]:
     (f["truncated_run"] / "frontier.parquet").write_bytes(data[: len(data) // 2])
     f["empty_log_run"] = _copy_run(run, d / "empty-log")
     (f["empty_log_run"] / "solver.log.jsonl").write_text("")
-    f["edited_solution_run"] = _edit_solution(
-        _copy_run(run, d / "edited"), lambda s: s["monthly_cost"].__setitem__("total", 1.0)
+    f["edited_solution_run"] = _edit_solution(  # a bill whose lines still add up, but half of the point's
+        _copy_run(run, d / "edited"),
+        lambda s: s["monthly_cost"].update({k: v / 2 for k, v in s["monthly_cost"].items()}),
+    )
+    f["unbalanced_bill_run"] = _edit_solution(
+        _copy_run(run, d / "unbalanced"), lambda s: s["monthly_cost"].__setitem__("total", 1.0)
     )
     f["foreign_frontier_run"] = _copy_run(run, d / "foreign")
     table = pq.ParquetFile(run / "frontier.parquet").read()
