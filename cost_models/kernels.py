@@ -1,0 +1,55 @@
+"""Which evaluator the design tables use: the fused kernels compiled by numba
+(cost_models.kernels_numba, built from the generated scalar model cost_models.symbolic_scalar) or
+the numpy path, which stays the reference (tests/test_kernels.py checks every column of the
+tables built both ways equal to 1e-9 relative).
+
+numba is imported on the first call of :func:`numba_kernels` only, so a command that builds no
+table (``cosine whatif``, ``cosine render``) never loads it. Its compiled code is cached by numba
+itself beside the package (``__pycache__``, ``cache=True``); nothing is read from the user's cache
+directory. ``COSINE_KERNELS=numpy`` (or numba missing) selects the numpy path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from types import ModuleType
+
+#: Forced off by :func:`reference` (the tests' numpy path); None: as the environment says.
+_FORCED: bool | None = None
+
+
+@lru_cache(maxsize=1)
+def _load() -> ModuleType | None:
+    if os.environ.get("COSINE_KERNELS", "numba") == "numpy":
+        return None
+    try:
+        from cost_models import kernels_numba
+    except ImportError:  # numba not installed: the numpy path
+        return None
+    return kernels_numba
+
+
+def numba_kernels() -> ModuleType | None:
+    """The compiled kernels' module, or None where the numpy path is to run."""
+    if _FORCED is False:
+        return None
+    return _load()
+
+
+@contextmanager
+def reference() -> Iterator[None]:
+    """Within it, the numpy path runs (the reference the kernels are checked against)."""
+    global _FORCED
+    before, _FORCED = _FORCED, False
+    try:
+        yield
+    finally:
+        _FORCED = before
+
+
+def load() -> None:
+    """Load the kernels now (before a process pool forks, so its workers inherit them)."""
+    numba_kernels()
