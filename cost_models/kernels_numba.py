@@ -16,7 +16,15 @@ from math import exp, expm1, inf, isfinite, isinf, log, log1p
 import numpy as np
 from numba import njit
 
-from cost_models.symbolic_scalar import distinct_new, distinct_part, run_sum
+from cost_models.symbolic_scalar import (
+    distinct_new,
+    distinct_part,
+    run_sum,
+    stall_seconds,
+    throughput_shared_cores,
+    throughput_stalled,
+    throughput_threads,
+)
 
 _MAX = float(np.finfo(float).max)
 
@@ -167,3 +175,49 @@ def lookup_terms(
                 passed = _maximum(passed - final, 0.0)
             fp[d, lv, j] = _nan_to_num(passed, 0.0, _MAX, -_MAX)
             reach[d, lv, j] = _nan_to_num(reached, 0.0, _MAX, -_MAX)
+
+
+@njit(cache=True, error_model="numpy")
+def _minimum(a: float, b: float) -> float:  # pragma: no cover - compiled
+    """np.minimum of two elements (a nan wins)."""
+    if a != a or b != b:
+        return a + b
+    return a if a <= b else b
+
+
+@njit(cache=True, error_model="numpy")
+def cpu_throughput(
+    serial: np.ndarray,
+    parallel: np.ndarray,
+    wait: np.ndarray,
+    background: np.ndarray,
+    serial_conc: np.ndarray,
+    parallel_conc: np.ndarray,
+    stall_rate: np.ndarray,
+    stall_seconds_: np.ndarray,
+    stall_slack: np.ndarray,
+    stalls: bool,
+    n: float,
+    eta: float,
+    workers: float,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """cost_models.cpu.cpu_throughput of every design (rows) on ``n`` client threads and ``eta``
+    cores: the threads' and shared cores' bounds, the write stalls over the levels (columns of the
+    stall arrays, read only when ``stalls``) and the background thread's cap, one design at a time.
+    ``serial_conc``/``parallel_conc``: the concurrent seconds (zeros where there are none)."""
+    out = np.empty(serial.size)
+    many = n >= 2
+    for i in range(serial.size):
+        S = serial[i] + (serial_conc[i] if many else 0.0)
+        P = parallel[i] + (parallel_conc[i] if many else 0.0)
+        G = background[i]
+        x = _minimum(throughput_threads(S, P, wait[i], n), throughput_shared_cores(S, P, G, eta))
+        if stalls and isfinite(x):
+            t = 0.0
+            for lv in range(stall_rate.shape[1]):
+                per = stall_seconds(x, stall_rate[i, lv], stall_seconds_[i, lv], stall_slack[i])
+                t += _nan_to_num(per, 0.0, _MAX, -_MAX)
+            x = throughput_stalled(x, t)
+        cap = workers / G if G > 0 else inf
+        out[i] = _minimum(x, cap)
+    return out
