@@ -3,10 +3,12 @@
 the numpy path, which stays the reference (tests/test_kernels.py checks every column of the
 tables built both ways equal to 1e-9 relative).
 
-numba is imported on the first call of :func:`numba_kernels` only, so a command that builds no
-table (``cosine whatif``, ``cosine render``) never loads it. Its compiled code is cached by numba
-itself beside the package (``__pycache__``, ``cache=True``); nothing is read from the user's cache
-directory. ``COSINE_KERNELS=numpy`` (or numba missing) selects the numpy path.
+numba is imported by :func:`load` only, which the design tables call before they compute a shard
+(solver.tables.build): until then :func:`numba_kernels` answers None and the numpy path runs, so a
+command that computes no table (``cosine whatif``, a warm solve from the table cache, whose exact
+re-evaluation of a few designs is quicker in numpy than numba's ~0.5 s start) never loads it. Its
+compiled code is cached by numba itself beside the package (``__pycache__``, ``cache=True``);
+nothing is read from the user's cache directory. ``COSINE_KERNELS=numpy`` (or numba missing) selects the numpy path.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ def _load() -> ModuleType | None:
     return kernels_numba
 
 
+#: Whether :func:`load` ran in this process (or the one it was forked from).
+_LOADED = False
+
+
 def numba_kernels() -> ModuleType | None:
-    """The compiled kernels' module, or None where the numpy path is to run."""
-    if _FORCED is False:
+    """The compiled kernels' module once :func:`load` loaded it, or None where the numpy path is to run."""
+    if _FORCED is False or not _LOADED:
         return None
     return _load()
 
@@ -56,10 +62,12 @@ def load() -> float:
     so that its workers inherit them. Returns the seconds it took (0 on the numpy path)."""
     import time
 
+    global _LOADED
     t0 = time.perf_counter()
-    k = numba_kernels()
-    if k is None:
+    k = _load()
+    if k is None or _FORCED is False:
         return 0.0
+    _LOADED = True
     _first_calls(k)
     return time.perf_counter() - t0
 

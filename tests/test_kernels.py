@@ -74,6 +74,7 @@ def _shards(spec_name: str) -> list[int]:
 
 @pytest.mark.parametrize("spec_name", ["ycsb_a", "demo_ycsb_a", "ycsb_e"])
 def test_every_column_matches_the_numpy_path(spec_name: str) -> None:
+    kernels.load()
     assert kernels.numba_kernels() is not None, "numba is a dependency: the kernels must load"
     for k in _shards(spec_name):
         fast = _job(spec_name, k)
@@ -101,6 +102,7 @@ def test_window_kernels_match_the_numpy_path() -> None:
     put = workload_partitions(spec.workload).put
     counts = np.array([0.5, 1.0, 7.0, 1e3, 123456.7, 9.99e6, 1e7, 2e7, np.inf])
     puts = np.array([0.0, 1.0, 1e3, 1e7, 1e12, np.inf])
+    kernels.load()
     for iota in (0.0, 0.05, 1.0):
         fast_w, fast_d = window(counts, put, 1e7, iota), distinct_keys(puts, put, 1e7, iota)
         with kernels.reference():
@@ -116,3 +118,21 @@ def test_generated_scalar_model_is_current() -> None:
     assert symbolic.GENERATED_SCALAR.read_text() == symbolic.generate_scalar_source(), (
         "regenerate it: python -m cost_models.symbolic"
     )
+
+
+def test_numba_is_loaded_only_to_build_tables() -> None:
+    """A process that builds no table (a warm solve's exact re-evaluation, ``cosine whatif``)
+    runs the numpy path and never pays numba's start-up."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from cost_models.evaluate import workload_partitions\n"
+        "from cost_models.windows import window\n"
+        "from specs.schema import load_spec\n"
+        f"spec = load_spec({str(SPECS / 'ycsb_a.yaml')!r})\n"
+        "window(np.array([10.0, 1e4]), workload_partitions(spec.workload).put, 1e6, 0.0)\n"
+        "assert 'numba' not in sys.modules, 'numba was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=SPECS.parent)
