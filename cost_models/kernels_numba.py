@@ -221,3 +221,80 @@ def cpu_throughput(
         cap = workers / G if G > 0 else inf
         out[i] = _minimum(x, cap)
     return out
+
+
+@njit(cache=True, error_model="numpy")
+def pareto_sorted(c: np.ndarray, order: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """cost_models.pareto.pareto_mask's rows kept, of the rows ``order`` of ``c`` (n x d, no nan)
+    in lexicographic order (identical rows in their order): a row is kept iff no row kept before it
+    weakly dominates it (an earlier dropped row is dominated by a kept one, which then dominates
+    this row too; a later row weakly dominates it only if identical, and the first of those is
+    kept). Returns a mask over ``c``'s rows."""
+    n, d = c.shape
+    keep = np.zeros(n, dtype=np.bool_)
+    front = np.empty((order.size, d))
+    m = 0
+    for i in order:
+        dominated = False
+        for f in range(m):
+            below = True
+            for j in range(d):
+                if front[f, j] > c[i, j]:
+                    below = False
+                    break
+            if below:
+                dominated = True
+                break
+        if not dominated:
+            keep[i] = True
+            for j in range(d):
+                front[m, j] = c[i, j]
+            m += 1
+    return keep
+
+
+@njit(cache=True, error_model="numpy")
+def combine_lookups(
+    rows: np.ndarray,
+    cold: np.ndarray,
+    probe: np.ndarray,
+    reach: np.ndarray,
+    fp: np.ndarray,
+    base: np.ndarray,
+    alpha_bc: np.ndarray,
+    idx_miss: np.ndarray,
+    by_index: bool,
+    p_get: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """io_model.combine's lookups without 'latest' gets, one (design, split) at a time: per partition
+    the key's own block, the runs passed (``probe`` x ``fp``) and the cold runs' index blocks
+    (``cold`` x ``reach``), each missing the block cache, weighted by ``p_get``. Returns sigma_l and
+    its index blocks (n, m), and the buffered share of the lookups (n,). ``by_index``: the index
+    blocks miss with ``idx_miss`` (else with the data blocks' 1 - alpha_bc)."""
+    n, m, L = cold.shape
+    P = p_get.size
+    sigma = np.empty((n, m))
+    index = np.empty((n, m))
+    buffered = np.empty(n)
+    for a in range(n):
+        r = rows[a]
+        b = 0.0
+        for p in range(P):
+            b += (1.0 - base[r, p]) * p_get[p]
+        buffered[a] = b
+        for s in range(m):
+            tot = 0.0
+            idx = 0.0
+            for p in range(P):
+                il = 0.0
+                dl = 0.0
+                for lv in range(L):
+                    il += cold[a, s, lv] * reach[r, lv, p]
+                    dl += probe[a, s, lv] * fp[r, lv, p]
+                miss = 1.0 - alpha_bc[a, s, p]
+                ilp = (idx_miss[a, s] if by_index else miss) * il
+                tot += ((1.0 - alpha_bc[a, s, p]) * base[r, p] + miss * dl + ilp) * p_get[p]
+                idx += ilp * p_get[p]
+            sigma[a, s] = tot
+            index[a, s] = idx
+    return sigma, index, buffered

@@ -136,3 +136,19 @@ def test_numba_is_loaded_only_to_build_tables() -> None:
         "assert 'numba' not in sys.modules, 'numba was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=SPECS.parent)
+
+
+@pytest.mark.parametrize("d", [3, 4, 6])
+def test_pareto_kernel_matches_the_numpy_path(d: int) -> None:
+    from cost_models.pareto import pareto_mask
+
+    kernels.load()
+    rng = np.random.default_rng(d)
+    for n in (1, 5, 300, 3000):
+        c = rng.integers(0, 6, size=(n, d)).astype(float)  # many ties and identical rows
+        c[rng.random(n) < 0.05, rng.integers(0, d)] = np.nan
+        c[rng.random(n) < 0.05, rng.integers(0, d)] = np.inf
+        fast = pareto_mask(c)
+        with kernels.reference():
+            ref = pareto_mask(c)
+        assert np.array_equal(fast, ref)
