@@ -837,31 +837,24 @@ def combine(
     t = terms
     if t is None:
         t = split_terms(st, rows, fpr, hot, alpha_bc, p_get, range_fpr, alpha_range, alpha_index)
-    latest = st.found is not None and st.level_blocks is not None and cache_blocks is not None
-    kern = numba_kernels()
-    if kern is not None and not latest and np.ndim(rows) == 1:
-        # the fused kernel (cost_models.kernels_numba.combine_lookups): the same sums, per design
-        f64 = np.ascontiguousarray
-        shape = (np.size(rows), t.cold.shape[1], t.cold.shape[2])
-        sigma_l, idx_l, buf = kern.combine_lookups(
-            f64(rows, dtype=np.int64),
-            f64(np.broadcast_to(t.cold, shape), dtype=float),
-            f64(np.broadcast_to(t.probe, shape), dtype=float),
-            f64(st.reach, dtype=float),
-            f64(st.fp, dtype=float),
-            f64(st.base, dtype=float),
-            f64(np.broadcast_to(alpha_bc, (*shape[:2], st.base.shape[1])), dtype=float),
-            f64(np.broadcast_to(t.idx_miss, shape[:2]), dtype=float),
-            alpha_index is not None,
-            f64(p_get, dtype=float),
-        )
-        buffered = np.broadcast_to(buf[:, None], sigma_l.shape).copy()
-    else:
-        sigma_l, idx_l, buffered = _combine_lookups_numpy(st, rows, t, alpha_bc, p_get, alpha_index, cache_blocks)
+    # sum over levels as a batched matrix product: (n, m, L) @ (n, L, P) -> (n, m, P)
+    index_level = np.matmul(t.cold, st.reach[rows])  # a cold run reached reads its index block
+    data_level = np.matmul(t.probe, st.fp[rows])
+    # 'latest' gets: the key's own block at least at its level's rate (level_cache_alpha)
+    alpha_own = alpha_bc
+    if st.found is not None and st.level_blocks is not None and cache_blocks is not None:
+        lv = level_cache_alpha(st.found[rows], st.level_blocks[rows], st.fp[rows], t.probe, p_get, cache_blocks)
+        alpha_own = np.maximum(alpha_bc, lv)
+    idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else t.idx_miss[..., None] * index_level
+    cost = (1 - alpha_own) * st.base[rows][:, None, :] + (1 - alpha_bc) * data_level + idx_l_p
+    sigma_l = cost @ p_get
     sigma_p = np.broadcast_to(st.put[rows][:, None], sigma_l.shape).copy()
     # Our template writes every update out of place through the buffer, so a
     # blind update costs a put and a rmw costs a lookup plus a put (paper: "for
     # LSMs, the cost of an rmw is the summation of a lookup and an insert").
+    buffered = np.broadcast_to(((1.0 - st.base[rows]) @ p_get)[:, None], sigma_l.shape).copy()
+    # the index blocks among those reads: the cold runs' terms above
+    idx_l = idx_l_p @ p_get
     idx_s = np.where(t.lsh, 0.0, t.idx_range)
     zero = np.zeros(sigma_l.shape)
     index = IOCost(
@@ -889,33 +882,6 @@ def combine(
             np.broadcast_to(st.cascades.slack_puts[rows][:, None], sigma_l.shape),
         ),
     )
-
-
-def _combine_lookups_numpy(
-    st: Structure,
-    rows: np.ndarray,
-    t: SplitTerms,
-    alpha_bc: np.ndarray,
-    p_get: np.ndarray,
-    alpha_index: np.ndarray | None,
-    cache_blocks: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`combine`'s lookups (sigma_l, its index blocks, the buffered share), the numpy reference
-    of cost_models.kernels_numba.combine_lookups (and the path of 'latest' gets)."""
-    # sum over levels as a batched matrix product: (n, m, L) @ (n, L, P) -> (n, m, P)
-    index_level = np.matmul(t.cold, st.reach[rows])  # a cold run reached reads its index block
-    data_level = np.matmul(t.probe, st.fp[rows])
-    # 'latest' gets: the key's own block at least at its level's rate (level_cache_alpha)
-    alpha_own = alpha_bc
-    if st.found is not None and st.level_blocks is not None and cache_blocks is not None:
-        lv = level_cache_alpha(st.found[rows], st.level_blocks[rows], st.fp[rows], t.probe, p_get, cache_blocks)
-        alpha_own = np.maximum(alpha_bc, lv)
-    idx_l_p = (1 - alpha_bc) * index_level if alpha_index is None else t.idx_miss[..., None] * index_level
-    cost = (1 - alpha_own) * st.base[rows][:, None, :] + (1 - alpha_bc) * data_level + idx_l_p
-    sigma_l = cost @ p_get
-    buffered = np.broadcast_to(((1.0 - st.base[rows]) @ p_get)[:, None], sigma_l.shape).copy()
-    # the index blocks among those reads: the cold runs' terms above
-    return sigma_l, idx_l_p @ p_get, buffered
 
 
 def io_costs(
