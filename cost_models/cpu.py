@@ -27,11 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from cost_models.io_model import IOCost, wal_pages
+from cost_models.kernels import numba_kernels
 from cost_models.phi import FLAT_SEARCHES, INDEX_WALKS, PhiTable
 from cost_models.symbolic import compiled
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
@@ -526,6 +528,9 @@ def cpu_throughput(d: Demands, threads: float | np.ndarray, cores: float | np.nd
     """What :func:`throughput` is before the device's caps: the client threads' and the shared
     cores' bounds, the write stalls and the background thread's cap. It does not depend on the
     volume, so one serves every volume of a node (:func:`device_capped`)."""
+    k = numba_kernels()
+    if k is not None and np.ndim(threads) == 0 and (cores is None or np.ndim(cores) == 0) and np.ndim(d.serial) == 1:
+        return _cpu_throughput_kernel(k, d, float(threads), float(threads if cores is None else cores))
     c = compiled()
     n = np.asarray(threads, dtype=float)
     eta = n if cores is None else np.asarray(cores, dtype=float)
@@ -537,6 +542,30 @@ def cpu_throughput(d: Demands, threads: float | np.ndarray, cores: float | np.nd
     x = stalled(np.asarray(x, dtype=float), d)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.minimum(x, np.where(d.background > 0, background_workers() / d.background, np.inf))
+
+
+def _cpu_throughput_kernel(k: ModuleType, d: Demands, threads: float, cores: float) -> np.ndarray:
+    """:func:`cpu_throughput` of 1-D demands on scalar threads and cores, by the fused kernel
+    (cost_models.kernels_numba.cpu_throughput; the numpy path above is its reference)."""
+    f64 = np.ascontiguousarray
+    n = d.serial.size
+    vec = [f64(np.broadcast_to(np.asarray(v, dtype=float), (n,))) for v in (d.serial, d.parallel, d.wait, d.background)]
+    zeros = np.zeros(n)
+    conc = [
+        zeros if v is None else f64(np.broadcast_to(np.asarray(v, dtype=float), (n,)))
+        for v in (d.serial_concurrent, d.parallel_concurrent)
+    ]
+    stalls = d.stall_rate is not None and d.stall_seconds is not None and d.stall_slack is not None
+    if stalls:
+        r = np.asarray(d.stall_rate, dtype=float)
+        rate = f64(np.broadcast_to(r, (n, r.shape[-1])))
+        secs = f64(np.broadcast_to(np.asarray(d.stall_seconds, dtype=float), rate.shape))
+        slack = f64(np.broadcast_to(np.asarray(d.stall_slack, dtype=float), (n,)))
+    else:
+        rate = secs = np.zeros((n, 0))
+        slack = zeros
+    out = k.cpu_throughput(*vec, *conc, rate, secs, slack, stalls, threads, cores, float(background_workers()))
+    return np.asarray(out, dtype=float)
 
 
 def device_capped(

@@ -17,6 +17,7 @@ import numpy as np
 
 from cost_models.design import model_constants
 from cost_models.distributions import Marginal, Partitions
+from cost_models.kernels import numba_kernels
 from cost_models.layout import Layout, PutStream, index_fanout, runs_taken
 from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
@@ -397,44 +398,46 @@ def structure(
     di, li = np.nonzero(lay.exists)
     m = di.size
     t_at, w_at = t_start[di, li], w_run[di, li]
-    with np.errstate(invalid="ignore", over="ignore"):
-        decay = rate[None, :] * w_at[:, None]  # per run, (m, P)
-        alpha_run = np.where(np.isfinite(decay), -np.expm1(-decay), 1.0)
-        E = np.exp(-np.nan_to_num(rate[None, :] * t_at[:, None], nan=np.inf))
-        A = np.broadcast_to((1.0 - iota * t_at / N)[:, None], (m, P)).copy()
-        Bl = np.broadcast_to((iota * w_at / N)[:, None], (m, P)).copy()
-    if recency.any():
-        # 'latest' gets: a partition is an interval [a, b) of recency ranks; its
-        # keys are still ahead at position t (entries from the newest) with
-        # probability clip((b - t/N) / (b - a), 0, 1), linear in the runs.
-        a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
-        width = np.maximum(b_r - a_r, 1e-300)
-        pos = lay.buffered[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(lay.occ, axis=1)[:, :-1]], axis=1)
-        A_rec = (b_r[None, :] - pos[di, li][:, None] / N) / width
-        B_rec = (lay.per_run[di, li][:, None] / N) / width
-        sel = recency[None, :]
-        A = np.where(sel, A_rec, A)
-        Bl = np.where(sel, B_rec, Bl)
-        E = np.where(sel, 1.0, E)
-        alpha_run = np.where(sel, 0.0, alpha_run)
-        g_rec = np.clip((b_r[None, :] - lay.buffered[:, None] / N) / width, 0.0, 1.0)
-        g_buf = np.where(recency[None, :], g_rec, g_buf)
-    A = np.nan_to_num(A, nan=-1.0, neginf=-1.0)
-    Bl = np.nan_to_num(Bl, nan=np.inf)
-    r = runs[di, li][:, None]
-    passed = E * _clipped_run_sum(A, Bl, alpha_run, r)  # runs passed with the key still ahead
-    at_start = np.clip(A, 0.0, 1.0)
-    reached = E * (at_start + _clipped_run_sum(A, Bl, alpha_run, np.maximum(r - 1.0, 0.0)))
-    reached = np.where(r > 0, reached, 0.0)
-    # The key's oldest version is in the last level: its last run never misses.
-    last = (lay.L[di] == li + 1)[:, None]
-    with np.errstate(over="ignore"):  # a run of (near) infinite width (Bl) leaves nothing past it: clipped to 0
-        final = E * np.clip(A - Bl * r, 0.0, 1.0) * np.exp(r * np.log1p(-np.minimum(alpha_run, 1.0 - 1e-16)))
-    passed = np.where(last, np.maximum(passed - final, 0.0), passed)
     fp = np.zeros((n, lm, P))
     reach = np.zeros((n, lm, P))
-    fp[di, li] = np.nan_to_num(passed)
-    reach[di, li] = np.nan_to_num(reached)
+    kern = numba_kernels()
+    if kern is not None:  # the fused kernel: fp and reach in one pass (cost_models.kernels_numba)
+        if recency.any():
+            a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
+            width = np.maximum(b_r - a_r, 1e-300)
+            pos = lay.buffered[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(lay.occ, axis=1)[:, :-1]], axis=1)
+            pos_at, per_run_at = pos[di, li], lay.per_run[di, li]
+            g_rec = np.clip((b_r[None, :] - lay.buffered[:, None] / N) / width, 0.0, 1.0)
+            g_buf = np.where(recency[None, :], g_rec, g_buf)
+        else:
+            b_r = width = np.zeros(P)
+            pos_at = per_run_at = np.zeros(m)
+        f64 = np.ascontiguousarray
+        kern.lookup_terms(
+            fp,
+            reach,
+            di,
+            li,
+            f64(t_at, dtype=float),
+            f64(w_at, dtype=float),
+            f64(runs[di, li], dtype=float),
+            f64(lay.L[di] == li + 1),
+            f64(rate, dtype=float),
+            float(iota),
+            float(N),
+            f64(recency),
+            f64(b_r, dtype=float),
+            f64(width, dtype=float),
+            f64(pos_at, dtype=float),
+            f64(per_run_at, dtype=float),
+        )
+    else:
+        _lookup_terms_numpy(lay, parts, fp, reach, di, li, t_at, w_at, runs, rate, iota, N, recency)
+        if recency.any():
+            a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
+            width = np.maximum(b_r - a_r, 1e-300)
+            g_rec = np.clip((b_r[None, :] - lay.buffered[:, None] / N) / width, 0.0, 1.0)
+            g_buf = np.where(recency[None, :], g_rec, g_buf)
     base = g_buf  # the key's own block is read from disk unless it is in the buffer
 
     # --- ranges: each run's share of the range plus its seek
@@ -474,6 +477,61 @@ def structure(
         level_blocks=level_blocks,
         found=found,
     )
+
+
+def _lookup_terms_numpy(
+    lay: Layout,
+    parts: Partitions,
+    fp: np.ndarray,
+    reach: np.ndarray,
+    di: np.ndarray,
+    li: np.ndarray,
+    t_at: np.ndarray,
+    w_at: np.ndarray,
+    runs: np.ndarray,
+    rate: np.ndarray,
+    iota: float,
+    N: float,
+    recency: np.ndarray,
+) -> None:
+    """:func:`structure`'s lookup terms ``fp`` and ``reach`` (n, L, P), written in place: the numpy
+    reference of the fused kernel cost_models.kernels_numba.lookup_terms."""
+    n = lay.cap.shape[0]
+    m, P = di.size, rate.size
+    with np.errstate(invalid="ignore", over="ignore"):
+        decay = rate[None, :] * w_at[:, None]  # per run, (m, P)
+        alpha_run = np.where(np.isfinite(decay), -np.expm1(-decay), 1.0)
+        E = np.exp(-np.nan_to_num(rate[None, :] * t_at[:, None], nan=np.inf))
+        A = np.broadcast_to((1.0 - iota * t_at / N)[:, None], (m, P)).copy()
+        Bl = np.broadcast_to((iota * w_at / N)[:, None], (m, P)).copy()
+    if recency.any():
+        # 'latest' gets: a partition is an interval [a, b) of recency ranks; its
+        # keys are still ahead at position t (entries from the newest) with
+        # probability clip((b - t/N) / (b - a), 0, 1), linear in the runs.
+        a_r, b_r = parts.recency[:, 0], parts.recency[:, 1]
+        width = np.maximum(b_r - a_r, 1e-300)
+        pos = lay.buffered[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(lay.occ, axis=1)[:, :-1]], axis=1)
+        A_rec = (b_r[None, :] - pos[di, li][:, None] / N) / width
+        B_rec = (lay.per_run[di, li][:, None] / N) / width
+        sel = recency[None, :]
+        A = np.where(sel, A_rec, A)
+        Bl = np.where(sel, B_rec, Bl)
+        E = np.where(sel, 1.0, E)
+        alpha_run = np.where(sel, 0.0, alpha_run)
+    A = np.nan_to_num(A, nan=-1.0, neginf=-1.0)
+    Bl = np.nan_to_num(Bl, nan=np.inf)
+    r = runs[di, li][:, None]
+    passed = E * _clipped_run_sum(A, Bl, alpha_run, r)  # runs passed with the key still ahead
+    at_start = np.clip(A, 0.0, 1.0)
+    reached = E * (at_start + _clipped_run_sum(A, Bl, alpha_run, np.maximum(r - 1.0, 0.0)))
+    reached = np.where(r > 0, reached, 0.0)
+    # The key's oldest version is in the last level: its last run never misses.
+    last = (lay.L[di] == li + 1)[:, None]
+    with np.errstate(over="ignore"):  # a run of (near) infinite width (Bl) leaves nothing past it: clipped to 0
+        final = E * np.clip(A - Bl * r, 0.0, 1.0) * np.exp(r * np.log1p(-np.minimum(alpha_run, 1.0 - 1e-16)))
+    passed = np.where(last, np.maximum(passed - final, 0.0), passed)
+    fp[di, li] = np.nan_to_num(passed)
+    reach[di, li] = np.nan_to_num(reached)
 
 
 def put_terms(

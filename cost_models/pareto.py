@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cost_models.kernels import numba_kernels
+
 #: Rows checked against the current front at once (the rest of a chunk is then
 #: scanned one by one); bounds the temporary (chunk x front x columns) array.
 CHUNK = 256
@@ -51,6 +53,10 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     idx = np.flatnonzero(valid)
     if idx.size == 0:
         return keep
+    k = numba_kernels()
+    if k is not None and d >= 3:  # the compiled scan (cost_models.kernels_numba.pareto_sorted)
+        order = idx[np.lexsort(c[idx].T[::-1])]
+        return np.asarray(k.pareto_sorted(np.ascontiguousarray(c), order), dtype=bool)
     if d > 3 and idx.size > PIVOT_ROWS_MIN:
         kept, idx = _peel(c, idx, PEELS)
         keep[kept] = True

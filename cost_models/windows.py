@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from cost_models.distributions import Marginal
+from cost_models.kernels import numba_kernels
 from cost_models.symbolic import compiled
 
 
@@ -20,8 +21,14 @@ def distinct_keys(puts: np.ndarray | float, put: Marginal, n_keys: float, iota: 
     """Distinct keys ``puts`` puts of the stream bring on a node of ``n_keys`` keys: the new keys
     of its inserts (share ``iota``) and, per key partition, the keys its updates touch. Increasing
     in ``puts``; at most ``n_keys`` without inserts (reached only in the limit)."""
-    c = compiled()
     w = np.asarray(puts, dtype=float)
+    k = numba_kernels()
+    if k is not None:  # the fused kernel (cost_models.kernels_numba.distinct_keys)
+        U = np.ascontiguousarray(put.frac * n_keys, dtype=float)
+        prob = np.ascontiguousarray(put.prob, dtype=float)
+        flat = np.ascontiguousarray(w.ravel())
+        return np.asarray(k.distinct_keys(flat, U, prob, float(iota), float(n_keys)).reshape(w.shape))
+    c = compiled()
     with np.errstate(over="ignore", invalid="ignore"):
         parts = c["distinct_part"](w[..., None], put.frac * n_keys, put.prob, iota).sum(axis=-1)
         out = c["distinct_new"](w, iota) + parts
@@ -47,6 +54,13 @@ def window(distinct: np.ndarray, put: Marginal, n_keys: float, iota: float) -> n
     log W (the left side is increasing in W and never exceeds W). Returns inf
     where R cannot be reached (every key already distinct).
     """
+    k = numba_kernels()
+    if k is not None:  # the fused kernel (cost_models.kernels_numba.window)
+        d = np.asarray(distinct, dtype=float)
+        U = np.ascontiguousarray(put.frac * n_keys, dtype=float)
+        prob = np.ascontiguousarray(put.prob, dtype=float)
+        flat = np.ascontiguousarray(d.ravel())
+        return np.asarray(k.window(flat, U, prob, float(iota), float(n_keys), FULL_TOL).reshape(d.shape))
     R = np.maximum(np.asarray(distinct, dtype=float), 1.0)
     shape = R.shape
 

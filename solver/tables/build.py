@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cost_models import compression, cpu_count
+from cost_models import compression, cpu_count, kernels
 from cost_models.cloud import GIB, StorageChoice, usable_bytes
 from cost_models.distributions import Partitions
 from cost_models.evaluate import workload_partitions
@@ -149,11 +149,13 @@ def in_workload_operations(spec: Spec) -> Callable[[Context], Context]:
 
 
 def _prime(catalog: Catalog, vms: list[VmType]) -> None:
-    """Load before the pool forks what each worker's first shard job would load for itself: the
-    codec table (cost_models.compression), which the exact re-evaluation later needs in this
-    process too, and the catalog's storage limit of every (VM type, product) (each job gets a
-    copy of the catalog, with the limits found). The phi table is loaded by the caller."""
+    """Load before the pool forks what each worker's first shard job would load for itself: numba and
+    the compiled kernels (cost_models.kernels) and the codec table (cost_models.compression), which
+    the exact re-evaluation later needs in this process too, and the catalog's storage limit of
+    every (VM type, product) (each job gets a copy of the catalog, with the limits found). The phi
+    table is loaded by the caller."""
     compression.table()
+    kernels.load()  # numba and the compiled evaluator's code, once for every worker
     for vm in vms:
         for opt in catalog.storage.get(vm.provider, []):
             catalog.storage_limit(vm, opt.name)

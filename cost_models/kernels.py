@@ -1,0 +1,88 @@
+"""Which evaluator the design tables use: the fused kernels compiled by numba
+(cost_models.kernels_numba, built from the generated scalar model cost_models.symbolic_scalar) or
+the numpy path, which stays the reference (tests/test_kernels.py checks every column of the
+tables built both ways equal to 1e-9 relative).
+
+numba is imported by :func:`load` only, which the design tables call before they compute a shard
+(solver.tables.build): until then :func:`numba_kernels` answers None and the numpy path runs, so a
+command that computes no table (``cosine whatif``, a warm solve from the table cache, whose exact
+re-evaluation of a few designs is quicker in numpy than numba's ~0.5 s start) never loads it. Its
+compiled code is cached by numba itself beside the package (``__pycache__``, ``cache=True``);
+nothing is read from the user's cache directory. ``COSINE_KERNELS=numpy`` (or numba missing) selects the numpy path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from types import ModuleType
+
+#: Forced off by :func:`reference` (the tests' numpy path); None: as the environment says.
+_FORCED: bool | None = None
+
+
+@lru_cache(maxsize=1)
+def _load() -> ModuleType | None:
+    if os.environ.get("COSINE_KERNELS", "numba") == "numpy":
+        return None
+    try:
+        from cost_models import kernels_numba
+    except ImportError:  # numba not installed: the numpy path
+        return None
+    return kernels_numba
+
+
+#: Whether :func:`load` ran in this process (or the one it was forked from).
+_LOADED = False
+
+
+def numba_kernels() -> ModuleType | None:
+    """The compiled kernels' module once :func:`load` loaded it, or None where the numpy path is to run."""
+    if _FORCED is False or not _LOADED:
+        return None
+    return _load()
+
+
+@contextmanager
+def reference() -> Iterator[None]:
+    """Within it, the numpy path runs (the reference the kernels are checked against)."""
+    global _FORCED
+    before, _FORCED = _FORCED, False
+    try:
+        yield
+    finally:
+        _FORCED = before
+
+
+def load() -> float:
+    """Load the kernels now, numba and each kernel's machine code (compiled on the first use after
+    an install, from numba's cache beside the package after that): before a process pool forks,
+    so that its workers inherit them. Returns the seconds it took (0 on the numpy path)."""
+    import time
+
+    global _LOADED
+    t0 = time.perf_counter()
+    k = _load()
+    if k is None or _FORCED is False:
+        return 0.0
+    _LOADED = True
+    _first_calls(k)
+    return time.perf_counter() - t0
+
+
+@lru_cache(maxsize=1)
+def _first_calls(k: ModuleType) -> None:
+    """Call every kernel once on a tiny input (numba loads or compiles its code on a first call)."""
+    import numpy as np
+
+    one, zero = np.ones(1), np.zeros(1)
+    k.distinct_keys(one, one, one, 0.5, 10.0)
+    k.window(one, one, one, 0.5, 10.0, 1e-12)
+    fp = np.zeros((1, 1, 1))
+    ints = np.zeros(1, dtype=np.int64)
+    args = (one, one, one, np.ones(1, dtype=bool), one, 0.5, 10.0, np.zeros(1, dtype=bool), one, one, one, one)
+    k.lookup_terms(fp, fp.copy(), ints, ints, *args)
+    k.pareto_sorted(np.ones((2, 3)), np.arange(2))
+    k.cpu_throughput(one, one, zero, one, zero, zero, np.ones((1, 1)), np.ones((1, 1)), one, True, 2.0, 2.0, 1.0)

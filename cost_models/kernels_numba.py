@@ -1,0 +1,253 @@
+"""The fused kernels, compiled by numba (imported by cost_models.kernels on first use only).
+
+Each kernel is one loop over its rows that computes all of a row's outputs in registers, with no
+temporary array per term. The model's formulas come only from the generated scalar module
+(cost_models.symbolic_scalar, printed by sympy from cost_models.symbolic): a kernel composes them
+exactly as the numpy path (cost_models.windows, cost_models.io_model) composes their numpy
+versions, branch for branch, including numpy's treatment of nan and inf (``np.nan_to_num``,
+``np.clip``, ``np.maximum`` propagate a nan; the helpers below do too). tests/test_kernels.py
+checks every kernel, and the design tables built with them, against the numpy path.
+"""
+
+from __future__ import annotations
+
+from math import exp, expm1, inf, isfinite, isinf, log, log1p
+
+import numpy as np
+from numba import njit
+
+from cost_models.symbolic_scalar import (
+    distinct_new,
+    distinct_part,
+    run_sum,
+    stall_seconds,
+    throughput_shared_cores,
+    throughput_stalled,
+    throughput_threads,
+)
+
+_MAX = float(np.finfo(float).max)
+
+
+@njit(cache=True, error_model="numpy")
+def _clip(x: float, lo: float, hi: float) -> float:  # pragma: no cover - compiled
+    """np.clip of one element (a nan stays nan)."""
+    if x != x:
+        return x
+    if x < lo:
+        x = lo
+    if x > hi:
+        x = hi
+    return x
+
+
+@njit(cache=True, error_model="numpy")
+def _maximum(a: float, b: float) -> float:  # pragma: no cover - compiled
+    """np.maximum of two elements (a nan wins)."""
+    if a != a or b != b:
+        return a + b
+    return a if a >= b else b
+
+
+@njit(cache=True, error_model="numpy")
+def _nan_to_num(x: float, nan: float, posinf: float, neginf: float) -> float:  # pragma: no cover - compiled
+    if x != x:
+        return nan
+    if x == inf:
+        return posinf
+    if x == -inf:
+        return neginf
+    return x
+
+
+@njit(cache=True, error_model="numpy")
+def _count(w: float, U: np.ndarray, prob: np.ndarray, iota: float, n_keys: float) -> float:  # pragma: no cover
+    """windows.distinct_keys of one count of puts."""
+    if isinf(w):
+        return inf if iota > 0 else n_keys
+    s = 0.0
+    for j in range(U.size):
+        s += distinct_part(w, U[j], prob[j], iota)
+    return distinct_new(w, iota) + s
+
+
+@njit(cache=True, error_model="numpy")
+def distinct_keys(puts: np.ndarray, U: np.ndarray, prob: np.ndarray, iota: float, n_keys: float) -> np.ndarray:
+    """windows.distinct_keys of every element of ``puts`` (flat)."""  # pragma: no cover - compiled
+    out = np.empty(puts.size)
+    for i in range(puts.size):
+        out[i] = _count(puts[i], U, prob, iota, n_keys)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def window(
+    distinct: np.ndarray, U: np.ndarray, prob: np.ndarray, iota: float, n_keys: float, full_tol: float
+) -> np.ndarray:  # pragma: no cover - compiled
+    """windows.window of every element of ``distinct`` (flat): its bisection on log W, one element
+    at a time, stopped where the element's bounds stand still (they would stay so: windows.window)."""
+    out = np.empty(distinct.size)
+    for i in range(distinct.size):
+        d = distinct[i]
+        R = d if (d >= 1.0 or d != d) else 1.0
+        lo = log(R)
+        hi = lo + 70.0
+        reachable = _count(exp(hi), U, prob, iota, n_keys) >= R * (1 - full_tol)
+        if iota <= 0:
+            reachable = reachable and R <= n_keys * (1 - full_tol)
+        for _ in range(64):
+            mid = (lo + hi) / 2
+            if _count(exp(mid), U, prob, iota, n_keys) < R:
+                if mid == lo:
+                    break
+                lo = mid
+            else:
+                if mid == hi:
+                    break
+                hi = mid
+        out[i] = exp(hi) if reachable else inf
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _clipped_run_sum(A: float, B: float, alpha: float, n: float) -> float:  # pragma: no cover - compiled
+    """io_model._clipped_run_sum of one element."""
+    if B > 0:
+        r_one = _clip((A - 1.0) / B, 0.0, n)
+        r_zero = _clip(A / B, 0.0, n)
+    else:
+        r_one = n if A >= 1.0 else 0.0
+        r_zero = n if A > 0 else 0.0
+    r_zero = _maximum(r_zero, r_one)
+    ones = run_sum(1.0, 0.0, alpha, r_one)
+    b_lin = B if isfinite(B) else 0.0
+    return ones + (run_sum(A, b_lin, alpha, r_zero) - run_sum(A, b_lin, alpha, r_one))
+
+
+@njit(cache=True, error_model="numpy")
+def lookup_terms(
+    fp: np.ndarray,
+    reach: np.ndarray,
+    di: np.ndarray,
+    li: np.ndarray,
+    t_at: np.ndarray,
+    w_at: np.ndarray,
+    runs_at: np.ndarray,
+    last: np.ndarray,
+    rate: np.ndarray,
+    iota: float,
+    N: float,
+    recency: np.ndarray,
+    b_r: np.ndarray,
+    width: np.ndarray,
+    pos_at: np.ndarray,
+    per_run_at: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """io_model.structure's lookup terms: ``fp`` and ``reach`` (n, L, P) of every level that exists
+    (``di``, ``li``) and partition, written in place (the rest stay 0). ``pos_at``, ``per_run_at``:
+    the 'latest' partitions' position and run width at each level (read only where ``recency``)."""
+    P = rate.size
+    for k in range(di.size):
+        d, lv = di[k], li[k]
+        t, w, r = t_at[k], w_at[k], runs_at[k]
+        for j in range(P):
+            if recency[j]:
+                A = (b_r[j] - pos_at[k] / N) / width[j]
+                Bl = (per_run_at[k] / N) / width[j]
+                E = 1.0
+                alpha = 0.0
+            else:
+                decay = rate[j] * w
+                alpha = -expm1(-decay) if isfinite(decay) else 1.0
+                x = rate[j] * t
+                E = exp(-(x if x == x else inf))
+                A = 1.0 - iota * t / N
+                Bl = iota * w / N
+            A = _nan_to_num(A, -1.0, _MAX, -1.0)
+            Bl = _nan_to_num(Bl, inf, _MAX, -_MAX)
+            passed = E * _clipped_run_sum(A, Bl, alpha, r)
+            reached = E * (_clip(A, 0.0, 1.0) + _clipped_run_sum(A, Bl, alpha, _maximum(r - 1.0, 0.0)))
+            if not r > 0:
+                reached = 0.0
+            if last[k]:
+                a1 = alpha if alpha <= 1.0 - 1e-16 else 1.0 - 1e-16
+                final = E * _clip(A - Bl * r, 0.0, 1.0) * exp(r * log1p(-a1))
+                passed = _maximum(passed - final, 0.0)
+            fp[d, lv, j] = _nan_to_num(passed, 0.0, _MAX, -_MAX)
+            reach[d, lv, j] = _nan_to_num(reached, 0.0, _MAX, -_MAX)
+
+
+@njit(cache=True, error_model="numpy")
+def _minimum(a: float, b: float) -> float:  # pragma: no cover - compiled
+    """np.minimum of two elements (a nan wins)."""
+    if a != a or b != b:
+        return a + b
+    return a if a <= b else b
+
+
+@njit(cache=True, error_model="numpy")
+def cpu_throughput(
+    serial: np.ndarray,
+    parallel: np.ndarray,
+    wait: np.ndarray,
+    background: np.ndarray,
+    serial_conc: np.ndarray,
+    parallel_conc: np.ndarray,
+    stall_rate: np.ndarray,
+    stall_seconds_: np.ndarray,
+    stall_slack: np.ndarray,
+    stalls: bool,
+    n: float,
+    eta: float,
+    workers: float,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """cost_models.cpu.cpu_throughput of every design (rows) on ``n`` client threads and ``eta``
+    cores: the threads' and shared cores' bounds, the write stalls over the levels (columns of the
+    stall arrays, read only when ``stalls``) and the background thread's cap, one design at a time.
+    ``serial_conc``/``parallel_conc``: the concurrent seconds (zeros where there are none)."""
+    out = np.empty(serial.size)
+    many = n >= 2
+    for i in range(serial.size):
+        S = serial[i] + (serial_conc[i] if many else 0.0)
+        P = parallel[i] + (parallel_conc[i] if many else 0.0)
+        G = background[i]
+        x = _minimum(throughput_threads(S, P, wait[i], n), throughput_shared_cores(S, P, G, eta))
+        if stalls and isfinite(x):
+            t = 0.0
+            for lv in range(stall_rate.shape[1]):
+                per = stall_seconds(x, stall_rate[i, lv], stall_seconds_[i, lv], stall_slack[i])
+                t += _nan_to_num(per, 0.0, _MAX, -_MAX)
+            x = throughput_stalled(x, t)
+        cap = workers / G if G > 0 else inf
+        out[i] = _minimum(x, cap)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def pareto_sorted(c: np.ndarray, order: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """cost_models.pareto.pareto_mask's rows kept, of the rows ``order`` of ``c`` (n x d, no nan)
+    in lexicographic order (identical rows in their order): a row is kept iff no row kept before it
+    weakly dominates it (an earlier dropped row is dominated by a kept one, which then dominates
+    this row too; a later row weakly dominates it only if identical, and the first of those is
+    kept). Returns a mask over ``c``'s rows."""
+    n, d = c.shape
+    keep = np.zeros(n, dtype=np.bool_)
+    front = np.empty((order.size, d))
+    m = 0
+    for i in order:
+        dominated = False
+        for f in range(m):
+            below = True
+            for j in range(d):
+                if front[f, j] > c[i, j]:
+                    below = False
+                    break
+            if below:
+                dominated = True
+                break
+        if not dominated:
+            keep[i] = True
+            for j in range(d):
+                front[m, j] = c[i, j]
+            m += 1
+    return keep
