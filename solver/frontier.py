@@ -533,47 +533,13 @@ def _solve_objective(
     return pts
 
 
-def solve_frontier(
-    spec: Spec,
-    catalog: Catalog,
-    tables: Tables,
-    backend: Backend,
-    *,
-    method: Method = Method.THRESHOLD,
-    bands: int = DEFAULT_BANDS,
-    budget: float | None = None,
-    providers: tuple[str, ...] = (),
-    out_dir: Path | None = None,
-    gap: float = 1e-4,
-    time_limit: float = 30.0,
-    progress: Callable[[str], None] | None = None,
-    budgets: np.ndarray | None = None,
-    reevals: ReevalCache | None = None,
-    workers: int = 1,
-) -> Frontier:
-    """Solve every band for every provider and certify each answer (with
-    robustness: the nominal, perturbed and robust objectives, see the module doc).
-    ``reevals``: the persistent cache of exact re-evaluations (read, then added to);
-    ``workers``: most processes re-evaluating the chosen clusters (after every band is solved:
-    :class:`Reevaluations`)."""
-    run = start_frontier(
-        spec,
-        catalog,
-        tables,
-        backend,
-        method=method,
-        bands=bands,
-        budget=budget,
-        providers=providers,
-        out_dir=out_dir,
-        gap=gap,
-        time_limit=time_limit,
-        progress=progress,
-        budgets=budgets,
-        reevals=reevals,
-        workers=workers,
-    )
-    return finish_frontier(run)
+def solve_frontier(spec: Spec, catalog: Catalog, tables: Tables, backend: Backend, **settings: Any) -> Frontier:
+    """Solve every band for every provider and certify each answer (with robustness: the
+    nominal, perturbed and robust objectives, see the module doc): :func:`start_frontier` with
+    its ``settings`` (method, bands, budget, providers, out_dir, gap, time_limit, progress,
+    budgets, reevals: the persistent cache of exact re-evaluations, workers: most processes
+    re-evaluating the chosen clusters), then :func:`finish_frontier`."""
+    return finish_frontier(start_frontier(spec, catalog, tables, backend, **settings))
 
 
 @dataclass
