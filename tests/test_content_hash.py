@@ -25,6 +25,8 @@ from tests.conftest import TINY_SPEC
 from tests.test_golden import strip_timings
 from tests.test_sweep import MICRO_SPEC
 
+#: one replication plan (RF 2: TINY_SPEC needs availability): one table file per provider and one re-evaluation file to edit
+ONE_PLAN = "replication: {factors: [2]}\n"
 SOLVE = ["--bands", "6", "--json", "--workers", "1"]
 
 SWEEP = ["--budgets", "100:2000:2", "--workers", "1"]
@@ -71,7 +73,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[str, lis
     """(spec, its --no-cache answer, a cache directory its solve filled)."""
     d = tmp_path_factory.mktemp("hash")
     spec = d / "tiny.yaml"
-    spec.write_text(TINY_SPEC)
+    spec.write_text(TINY_SPEC + ONE_PLAN)
     reference, _ = _solve(spec, d / "nocache", "--no-cache")
     mp = pytest.MonkeyPatch()
     mp.setenv("COSINE_CACHE_DIR", str(d / "cache"))
@@ -136,7 +138,7 @@ def micro(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
     specs = []
     for i, entries in enumerate((1_000_000, 2_000_000)):
         specs.append(d / f"s{i}.yaml")
-        specs[-1].write_text(MICRO_SPEC.format(name=f"s{i}", entries=entries))
+        specs[-1].write_text(MICRO_SPEC.format(name=f"s{i}", entries=entries) + ONE_PLAN)
     return specs, d
 
 

@@ -34,7 +34,7 @@ def _answer(run_dir) -> str:
 
 def test_a_warm_solve_reads_every_reevaluation_back(tmp_path, runner, monkeypatch):
     spec = tmp_path / "tiny.yaml"
-    spec.write_text(TINY_SPEC)
+    spec.write_text(TINY_SPEC + "replication: {factors: [2]}\n")  # one plan: one re-evaluation file
     monkeypatch.setenv("COSINE_CACHE_DIR", str(tmp_path / "cache"))
     args = ["solve", str(spec), "--bands", "6", "--json", "--workers", "1"]
     _solve(runner, [*args, "--no-cache"], tmp_path / "cold")

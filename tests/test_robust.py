@@ -95,7 +95,11 @@ def test_robust_solve_reports_both_choices(tmp_path, robust):
     # (exact re-evaluations; the rule holds on the model's values, within the approximation error)
     assert nom["expected_ops"] >= rob["expected_ops"] * (1 - 1e-3)
     assert rob["perturbed_ops"] >= (1 - r["tolerance"]) * best["perturbed_ops"] * (1 - 1e-3)
-    assert sol["certificate"]["approx_error"] < 0.01
+    # the band model credits a column's nodes beyond its shard count at the rate tabled for that
+    # shard count; in the exact model those nodes hold fewer keys (faster) and, with the perturbed
+    # mix's ranges sent to every shard (issue 48), see more scans (slower): a few percent here
+    # (docs/solver.md, "Scans fan out")
+    assert sol["certificate"]["approx_error"] < 0.1
 
 
 def test_robust_eval_command(tmp_path):
