@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from cost_models import kernels
 from cost_models.distributions import Marginal
+from cost_models.kernels import reference
 from cost_models.windows import WindowTable, window
 
 
@@ -60,10 +62,15 @@ def test_bisection_stops_only_at_a_fixed_point():
         mid = (lo + hi) / 2
         low = count(np.exp(mid)) < R
         lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
-    got = window(R, put, n_keys, iota)
+    with reference():  # the numpy path, bit for bit (the kernels run once a table was built here)
+        got = window(R, put, n_keys, iota)
     reachable = np.isfinite(got)
     assert reachable.any()
     assert np.array_equal(got[reachable], np.exp(hi)[reachable])
+    # the compiled kernel (cost_models.kernels_numba.window), to the reference test's 1e-9
+    kernels.load()
+    fused = window(R, put, n_keys, iota)
+    assert np.allclose(fused[reachable], got[reachable], rtol=1e-9, atol=0.0)
 
 
 def test_exact_windows_each_count_once():
