@@ -42,6 +42,7 @@ from cost_models.replication import replica_nodes
 from solver.backends import Result
 from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_by_group
 from solver.model import DATA_SLACK, X_SCALE, Chosen
+from solver.space import reach
 from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import Objective, SolverStatus
@@ -69,6 +70,9 @@ class ColumnTable:
     share: np.ndarray  # k_c / unit = N / (s_c unit): units of this column per copy of the data (fractional)
     fixed: float  # SLA terms that do not depend on the cluster (flat, per GB of data, transfer)
     group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM type, a label per column
+    #: per column, the most units of a cluster it may be in (solver.space.reach: its scans' fan-out
+    #: was tabled at that many; inf: any count). Empty: every column any count.
+    reach: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: nodes a count counts: a replicated spec's replica group (RF nodes of one column, a Raft group
     #: of cosine-raft; cost_models.replication.replica_nodes), else 1. Every count, cost, share,
     #: cap and SLA node term of the table is per unit; chosen_of hands back nodes.
@@ -142,8 +146,30 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
         share=np.array([N / (c.entries * unit) for c in ctx], dtype=float),
         fixed=terms.fixed,
         group=np.array([vm_names.index(c.vm.name) for c in ctx], dtype=np.int64),
+        reach=np.array([reach(spec, c.entries) / unit for c in ctx], dtype=float),
         unit=unit,
     )
+
+
+def reach_classes(tab: ColumnTable, mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """The band problem over ``mask`` split by the clusters' size: per distinct reach U of its
+    columns (units), the columns of reach at least U, in clusters of at most U units (and the cap).
+    A cluster whose columns' least reach is U is in U's class and no larger one, so the best of the
+    classes' optima is the optimum. One class (the cap's) when no column's reach is below the cap."""
+    cap = tab.max_cluster
+    if tab.reach.size == 0:
+        return [(cap, mask)]
+    r = tab.reach
+    below = np.unique(r[mask & (r < cap)])
+    out = [(int(u), mask & (r >= u)) for u in below.tolist()]
+    if (mask & (r >= cap)).any() or not out:
+        out.append((cap, mask & (r >= cap)))
+    return out
+
+
+def within_cap(tab: ColumnTable, cap: int) -> ColumnTable:
+    """``tab`` with the cluster cap ``cap`` (its derived arrays shared: none depends on the cap)."""
+    return tab if cap == tab.max_cluster else dataclasses.replace(tab, max_cluster=cap)
 
 
 def unit_terms(terms: SlaTerms, unit: int) -> SlaTerms:
@@ -270,6 +296,8 @@ class BandAnswer:
     note: str = ""
     mip_solves: int = 0  # kept for the frontier's count: the threshold method solves no MIP
     nodes: Nodes | None = None  # the answer as (column index, count)
+    #: the highest bound of a threshold not searched to the end (-inf: none)
+    open_bound: float = -math.inf
 
 
 def best_within(
@@ -287,7 +315,86 @@ def best_within(
     for EXPECTED and ROBUST, perturbed for PERTURBED) within ``budget``, subject to ``floor``; of
     equally fast clusters the cheapest. ``start``: a cluster known to be feasible here (a cheaper
     band's answer), the first incumbent. The certificate's objective is -X* and its bound -(the
-    highest bound of a threshold not searched to the end)."""
+    highest bound of a threshold not searched to the end).
+    Columns whose scans were tabled at a fan-out below the cap (:func:`reach_classes`) are solved
+    class by class, in decreasing order of a class's bound (its best column's T times its LP
+    capacity), each searching only above the best found so far (ties kept: the cheapest wins)."""
+    classes = reach_classes(tab, mask)
+    if len(classes) == 1:
+        cap, m = classes[0]
+        sub = within_cap(tab, cap)
+        return _best_in_class(spec, sub, objective, m, budget, floor=floor, start=start, backend=backend)
+    t0 = time.perf_counter()
+    value = tab.value(objective)
+    rhs0 = float(tab.bill_model.rows(tab.cost, budget)[1][0])
+    bounds = np.array([_class_bound(tab, value, m, cap, rhs0) for cap, m in classes])
+    best: BandAnswer | None = None
+    best_x, open_bound, visited, searched, note = -math.inf, -math.inf, 0, 0, ""
+    for ci in np.argsort(-bounds, kind="stable").tolist():
+        if not math.isfinite(bounds[ci]) or bounds[ci] < best_x * (1 - TIE_TOL):
+            break
+        cap, m = classes[ci]
+        st = start if start is not None and all(m[i] for i, _ in start) and sum(k for _, k in start) <= cap else None
+        sub = within_cap(tab, cap)
+        ans = _best_in_class(
+            spec, sub, objective, m, budget, floor=floor, start=st, backend=backend, beat=best_x * (1 - 2 * TIE_TOL)
+        )
+        searched += 1
+        visited += ans.result.nodes
+        open_bound = max(open_bound, ans.open_bound)
+        note = note or ans.note
+        if ans.nodes is None or ans.chosen is None:
+            continue
+        x = cluster_value(tab, value, ans.nodes)
+        cheaper = best is not None and best.chosen is not None and ans.chosen.monthly_cost < best.chosen.monthly_cost
+        if x > best_x * (1 + TIE_TOL) or (x >= best_x * (1 - TIE_TOL) and cheaper):
+            best, best_x = ans, max(x, best_x)
+    secs = time.perf_counter() - t0
+    if best is None or best.nodes is None:
+        return BandAnswer(None, Result.infeasible(backend, visited, secs), note or "no cluster fits the budget")
+    x_star = cluster_value(tab, value, best.nodes)
+    upper = max(x_star, open_bound)
+    res = Result(
+        SolverStatus.OPTIMAL if upper <= x_star else SolverStatus.FEASIBLE,
+        -x_star,
+        -upper,
+        (upper - x_star) / max(x_star, 1e-9),
+        max(visited, 1),
+        secs,
+        None,
+        backend,
+        0.0,
+    )
+    note = f"{best.note}; {searched} of {len(classes)} fan-out classes searched"
+    return BandAnswer(best.chosen, res, note, 0, best.nodes, open_bound)
+
+
+def _class_bound(tab: ColumnTable, value: np.ndarray, mask: np.ndarray, cap: int, rhs0: float) -> float:
+    """An upper bound on a class's optimum: its best column's ``value`` times the largest capacity
+    of its columns within the budget row ``rhs0`` and ``cap`` units, each as an LP (-inf: none
+    holds the data)."""
+    idx = np.flatnonzero(mask & (value > 0))
+    if idx.size == 0 or rhs0 < 0:
+        return -math.inf
+    q = min(rhs0 / float((tab.share[idx] * tab.w[idx]).min()), cap / float(tab.share[idx].min()))
+    return float(value[idx].max()) * q if q >= Q_MIN * (1 - TIE_TOL) else -math.inf
+
+
+def _best_in_class(
+    spec: Spec,
+    tab: ColumnTable,
+    objective: Objective,
+    mask: np.ndarray,
+    budget: float,
+    *,
+    floor: Floor | None = None,
+    start: Nodes | None = None,
+    backend: str = "highs",
+    beat: float = -math.inf,
+) -> BandAnswer:
+    """:func:`best_within` of one class: every column in ``mask`` may be in a cluster of
+    ``tab.max_cluster`` units. ``beat``: only clusters worth more are of interest (another class's
+    best): thresholds whose bound does not reach it are not searched."""
     t0 = time.perf_counter()
     value = tab.value(objective)
     bill = tab.bill_model
@@ -367,14 +474,15 @@ def best_within(
     packs: dict[bytes, tuple[float, _Pack]] = {}  # an item set's largest capacity above a beat
     for li in np.argsort(-ub, kind="stable"):
         t = float(levels[li])
-        if ub[li] <= best_x * (1 + TIE_TOL):
+        bar = max(best_x, beat)  # what a threshold must beat: the best here, or another class's
+        if ub[li] <= bar * (1 + TIE_TOL):
             break
         branch = order[: last[li] + 1]
-        if t * _integer_bound(tab, branch, rhs0) <= best_x * (1 + TIE_TOL):
+        if t * _integer_bound(tab, branch, rhs0) <= bar * (1 + TIE_TOL):
             continue  # the integer bound of its budget row rules it out
         searched += 1
         if floor is None:
-            pack = _max_q(tab, branch, coefs_all, rhs, Q_MIN, best_x / t)
+            pack = _max_q(tab, branch, coefs_all, rhs, Q_MIN, bar / t)
             visited += pack.nodes
             if not pack.proven:
                 unproven = max(unproven, t * pack.bound)
@@ -385,17 +493,17 @@ def best_within(
         # the columns that need more than the largest capacity of the columns left, until none
         # does: every cluster meeting the floor keeps its columns throughout (its capacity is at
         # most each round's largest), and the last round's largest packing meets the floor
-        cols = _floor_columns(tab, by_w_all[value[by_w_all] >= t], floor, rhs0, (best_x / t) * (1 + TIE_TOL))
+        cols = _floor_columns(tab, by_w_all[value[by_w_all] >= t], floor, rhs0, (bar / t) * (1 + TIE_TOL))
         while cols.size:
             items = tab.items(cols)
             key = items.tobytes()
-            beat = best_x / t
-            if key not in packs or packs[key][0] > beat:  # a search above a higher beat may miss
-                found = _max_q(tab, items, coefs_all, rhs, Q_MIN, beat, items_given=True)
+            need = max(best_x, beat) / t
+            if key not in packs or packs[key][0] > need:  # a search above a higher need may miss
+                found = _max_q(tab, items, coefs_all, rhs, Q_MIN, need, items_given=True)
                 visited += found.nodes
                 if not found.proven:
                     unproven = max(unproven, t * found.bound)
-                packs[key] = (beat, found)
+                packs[key] = (need, found)
             pack = packs[key][1]
             if pack.counts is None:
                 break  # no packing of these columns beats the incumbent, nor of fewer
@@ -408,7 +516,7 @@ def best_within(
     secs = time.perf_counter() - t0
     if best_nodes is None:
         res = Result.infeasible(backend, visited, secs)
-        return BandAnswer(None, res, "no cluster of these columns fits the budget")
+        return BandAnswer(None, res, "no cluster of these columns fits the budget", open_bound=unproven)
     # of equally fast clusters, the cheapest
     ties = [float(t) for t in levels[keys & (levels * qub >= best_x * (1 - TIE_TOL))]]
     best_nodes = _cheapest_as_fast(tab, value, floor, best_nodes, best_x, ties, budget, cand)
@@ -432,7 +540,7 @@ def best_within(
         backend,
         0.0,
     )
-    return BandAnswer(chosen, res, note, 0, best_nodes)
+    return BandAnswer(chosen, res, note, 0, best_nodes, unproven)
 
 
 def _integer_bound(tab: ColumnTable, cols: np.ndarray, rhs0: float) -> float:
@@ -596,13 +704,29 @@ def _reseat(tab: ColumnTable, value: np.ndarray, floor: Floor | None, nodes: Nod
 
 def cheapest_reaching(tab: ColumnTable, mask: np.ndarray, at_least: float) -> tuple[Nodes | None, float, bool]:
     """The cheapest cluster of the columns in ``mask`` whose expected throughput (min T * Q) is at
-    least ``at_least`` kops (0: the cheapest that holds the data): (nodes, bill, proven)."""
+    least ``at_least`` kops (0: the cheapest that holds the data): (nodes, bill, proven); the
+    cheapest of :func:`reach_classes`' (of equal bills the first class's, the smallest)."""
+    best: tuple[Nodes | None, float, bool] = (None, math.inf, True)
+    proven = True
+    for cap, m in reach_classes(tab, mask):
+        nodes, bill, ok = _cheapest_in_class(within_cap(tab, cap), m, at_least, best[1])
+        proven &= ok
+        if nodes is not None and bill < best[1]:
+            best = (nodes, bill, True)
+    return best[0], best[1], proven
+
+
+def _cheapest_in_class(
+    tab: ColumnTable, mask: np.ndarray, at_least: float, ceiling: float = math.inf
+) -> tuple[Nodes | None, float, bool]:
+    """:func:`cheapest_reaching` of one class (every column in ``mask`` in clusters of up to
+    ``tab.max_cluster`` units), only clusters cheaper than ``ceiling``."""
     bill = tab.bill_model
     idx = np.flatnonzero(mask & (tab.x > 0))
     if idx.size == 0:
         return None, math.inf, True
     best_nodes: Nodes | None = None
-    best_bill, proven = math.inf, True
+    best_bill, proven = ceiling, True
     levels = np.unique(tab.x[idx])
     if at_least <= 0:
         levels = levels[:1]  # every column: the largest branch

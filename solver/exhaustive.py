@@ -5,19 +5,20 @@ the data (capacity Q = sum of count / k_c >= 1, k_c = N / s_c). A cluster is val
 values it: its throughput is min over its contexts of T_c * Q (T_c = N x_c / s_c), on the expected
 and on the perturbed workload, and its bill is computed with the same SLA price model. Any of the
 MIP's objectives (specs.vocab.Objective) can be asked for, the robust one with its floor on the
-perturbed throughput. Every count up to the cap is tried (no per-column bound is assumed).
+perturbed throughput. Every count up to the cap is tried, except that a context whose scans were
+tabled at a fan-out of r nodes is in no cluster of more (solver.space.reach), as the solvers hold.
 
 Two exact prunings keep instances of a few hundred contexts and clusters of four nodes within
 minutes (BENCHMARKS.md section 21): a context one node of which costs more than the budget is in no
 cluster that fits, and a context is dropped when another of the same VM type *dominates* it: a
 node of the other holds at least as much (k no larger), is at least as fast per copy on both
-workloads (T and T^p no lower) and costs no more. Putting the dominating context in place of the
-dominated one in any cluster raises none of its bill, the capacity, both throughputs and the
-node count stay or rise, and it still runs one context per VM type, so every constraint still
-holds and the value does not fall: an optimum (fastest, then cheapest) is among the kept
-contexts. (A context of another VM type could not take its place: the cluster may already run
-that type.) tests/test_exhaustive.py checks the pruned
-search against the unpruned one.
+workloads (T and T^p no lower), may be in clusters as large (reach no lower) and costs no more.
+Putting the dominating context in place of the dominated one in any cluster raises none of its
+bill, the capacity, both throughputs and the node count stay or rise, no reach falls, and it still
+runs one context per VM type, so every constraint still holds and the value does not fall: an
+optimum (fastest, then cheapest) is among the kept contexts. (A context of another VM type could
+not take its place: the cluster may already run that type.) tests/test_exhaustive.py checks the
+pruned search against the unpruned one.
 
 The clusters left are enumerated as arrays (all multisets of each size at once, by their first
 context), so each is a few vector operations.
@@ -35,6 +36,7 @@ from cost_models.pareto import pareto_mask
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import replica_nodes
 from solver.model import X_SCALE
+from solver.space import reach
 from solver.tables.context import Context
 from specs.errors import InputError
 from specs.schema import Spec
@@ -66,15 +68,23 @@ def estimate(n_contexts: int, max_cluster: int) -> float:
 
 
 def dominance_keep(
-    share: np.ndarray, x: np.ndarray, p: np.ndarray, cost: np.ndarray, group: np.ndarray | None = None
+    share: np.ndarray,
+    x: np.ndarray,
+    p: np.ndarray,
+    cost: np.ndarray,
+    group: np.ndarray | None = None,
+    reach: np.ndarray | None = None,
 ) -> np.ndarray:
     """Which contexts no other one of the same ``group`` (VM type; None: all one group) dominates
-    (k no larger, T and T^p no lower, cost no higher; of identical ones the first stays)."""
+    (k no larger, T and T^p no lower, cost no higher, ``reach`` no lower (None: every one any
+    count); of identical ones the first stays)."""
     keep = np.zeros(share.size, dtype=bool)
     labels = np.zeros(share.size, dtype=np.int64) if group is None else group
+    # the Pareto front minimizes every column: a finite stand-in for an infinite reach
+    r = np.zeros(share.size) if reach is None else -np.minimum(reach, np.finfo(float).max)
     for label in np.unique(labels):
         mine = np.flatnonzero(labels == label)
-        keep[mine] = pareto_mask(np.stack([share[mine], -x[mine], -p[mine], cost[mine]], axis=1))
+        keep[mine] = pareto_mask(np.stack([share[mine], -x[mine], -p[mine], cost[mine], r[mine]], axis=1))
     return keep
 
 
@@ -161,9 +171,10 @@ def exhaustive(
         cost = np.array([c.cost_month * unit for _, c in ctx], dtype=float)
         names = sorted({c.vm.name for _, c in ctx})
         vm = np.array([names.index(c.vm.name) for _, c in ctx], dtype=np.int64)
+        units = np.array([reach(spec, c.entries) / unit for _, c in ctx], dtype=float)
         keep = np.ones(len(ctx), dtype=bool)
         if prune and keep.size:
-            keep = dominance_keep(share, x, p, cost, vm) & (cost + terms.per_node * unit <= budget * (1 + TOL))
+            keep = dominance_keep(share, x, p, cost, vm, units) & (cost + terms.per_node * unit <= budget * (1 + TOL))
         kept = np.flatnonzero(keep)
         best.kept += int(kept.size)
         if kept.size == 0:
@@ -173,7 +184,7 @@ def exhaustive(
                 f"exhaustive search over {kept.size} contexts x {max_cluster} nodes is too large "
                 f"(> {limit:,} clusters); use --method threshold or mip, or a smaller instance"
             )
-        ks, xs, ps, cs, vs = 1.0 / share[kept], x[kept], p[kept], cost[kept], vm[kept]
+        ks, xs, ps, cs, vs, rs = 1.0 / share[kept], x[kept], p[kept], cost[kept], vm[kept], units[kept]
         for size in range(max(-(-terms.min_nodes // unit), 1), max_cluster // unit + 1):
             for r in _chunks(kept.size, size):
                 q = ks[r].sum(axis=1)
@@ -183,7 +194,7 @@ def exhaustive(
                 pv = ps[r].min(axis=1) * q
                 best.visited += int(r.shape[0])
                 ok = (q >= 1.0 - DATA_TOL) & (bill <= budget * (1 + TOL)) & (xv >= target * (1 - TOL))
-                ok &= _one_per_vm(r, vs)
+                ok &= _one_per_vm(r, vs) & (rs[r].min(axis=1) >= size)
                 if objective == Objective.ROBUST:
                     ok &= pv >= floor_kops * (1 - TOL)
                 if not ok.any():

@@ -18,7 +18,8 @@ problem over the precomputed contexts (``solver.tables``):
   the epigraph of the minimum over the used columns. A homogeneous cluster of n nodes
   is worth n x_c: every node count from k_c up is a cluster, more nodes more throughput.
 * data: ``Q >= 1``; size: ``sum_c n_c <= max cluster`` and ``>= min nodes`` of the
-  required SLAs (availability wants two VMs); at most one column of each VM type
+  required SLAs (availability wants two VMs), and ``<= r_c`` where column c is used when its
+  scans' fan-out was tabled at r_c nodes (solver.space.reach); at most one column of each VM type
   (``sum_{c of type v} y_c <= 1``: a configuration runs one design per VM type).
 * bill: ``sum_c cost_c n_c + SLA(n, z) <= budget`` where the SLA bundle is
   linear (per node, per GB, flat) plus, for percent-of-spend support plans, a
@@ -41,7 +42,7 @@ import numpy as np
 from cost_models.bill import bill_terms
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import replica_nodes
-from solver.space import cluster_cap
+from solver.space import cluster_cap, reach
 from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import Objective
@@ -293,6 +294,19 @@ def build_mip(
     )
     m.add_cons("data", [(Q.idx(), one)], Q_UNITS * (1.0 - DATA_SLACK), np.inf)
     m.add_cons("cluster_size", [(n.idx(), np.ones(C))], -np.inf, mc)
+    # a column whose scans were tabled at a fan-out of r_c units is credited in clusters of at
+    # most r_c units (solver.space.reach): size + (mc - r_c) y_c <= mc, with size = sum_c n_c
+    r_units = np.array([reach(spec, c.entries) / unit for c in ctx], dtype=float)
+    short = np.flatnonzero(r_units < mc)
+    if short.size:
+        size = m.add_vars("size", 1, 0, float(mc), integer=True)
+        m.add_cons("size", [(np.concatenate([size.idx(), n.idx()]), np.concatenate([one, -np.ones(C)]))], 0.0, 0.0)
+        m.add_cons(
+            "reach",
+            [(np.array([size.start, y.start + c]), np.array([1.0, float(mc) - r_units[c]])) for c in short.tolist()],
+            -np.inf,
+            float(mc),
+        )
     m.add_cons("one_provider", [(z.idx(), np.ones(len(provs)))], 1.0, 1.0)
     m.add_cons(
         "use", [(np.array([n.start + c, y.start + c]), np.array([1.0, -float(mc)])) for c in range(C)], -np.inf, 0.0

@@ -27,7 +27,9 @@ per entry.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,7 +37,10 @@ import numpy as np
 
 from cost_models import compression, range_filter
 from cost_models.design import Design, DesignBatch
+from cost_models.network import SCANS
 from cost_models.pricing.catalog import Catalog
+from cost_models.replication import replica_nodes
+from cost_models.robust import perturbed_workload
 from specs.errors import InputError
 from specs.schema import Spec
 
@@ -175,15 +180,49 @@ def grid_for(spec: Spec) -> Grid:
     )
 
 
+def ladder() -> Iterator[int]:
+    """The breakpoints without a cap: :data:`SHARD_DIVISORS`, then steps of :data:`SHARD_STEP`."""
+    yield from SHARD_DIVISORS
+    k = float(SHARD_DIVISORS[-1])
+    while True:
+        k *= SHARD_STEP
+        yield round(k)
+
+
 def shard_counts(max_cluster: int) -> list[int]:
     """Node counts k whose shard N/k the tables evaluate (ascending, ending at the cap)."""
-    ks = [k for k in SHARD_DIVISORS if k <= max_cluster]
-    k = float(SHARD_DIVISORS[-1])
-    while k * SHARD_STEP < max_cluster:
-        k *= SHARD_STEP
-        ks.append(round(k))
+    ks = list(itertools.takewhile(lambda k: k < max_cluster, ladder()))
     ks.append(max_cluster)
     return sorted(set(ks))
+
+
+def fanout_nodes(spec: Spec, entries: float) -> int:
+    """The nodes a cluster's scans are tabled to reach for a column whose nodes hold ``entries``
+    keys (``spec`` a node view: its entries count every replica): the next breakpoint after the
+    column's own count k = N / entries, in whole replica groups. A column is tabled at N / k keys
+    and credited for clusters of k nodes up to this count (:func:`reach`): its nodes then hold no
+    more keys, and their scans reach no more shards, than tabled. Independent of the cluster cap
+    (a cap between two breakpoints leaves the count after it), so the table cache's rows hold."""
+    rf = replica_nodes(spec)
+    k = round(spec.workload.entries / max(float(entries), 1.0))
+    return next(v for v in (rf * -(-n // rf) for n in ladder()) if v > k)
+
+
+def has_scans(spec: Spec) -> bool:
+    """Whether a node of ``spec`` serves scans, on the expected workload or the perturbed one a
+    noise radius prices served (a KL radius prices its worst case on the engine, one node's)."""
+    if any(spec.workload.operations.get(op, 0.0) > 0 for op in SCANS):
+        return True
+    if spec.noise <= 0 or spec.kl_radius:
+        return False
+    return any(perturbed_workload(spec).operations.get(op, 0.0) > 0 for op in SCANS)
+
+
+def reach(spec: Spec, entries: float) -> float:
+    """The most nodes of a cluster in which a column's nodes (holding ``entries`` keys) serve at
+    least their tabled rate: its :func:`fanout_nodes` when the workload scans (a larger cluster
+    sends each scan to more shards), else any count (inf)."""
+    return float(fanout_nodes(spec, entries)) if has_scans(spec) else math.inf
 
 
 def cluster_cap(spec: Spec, catalog: Catalog, providers: tuple[str, ...] | list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from cost_models.pareto import pareto_mask
 from cost_models.pricing.catalog import VmType
 from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
 from cost_models.serving import node_caps, served_demands, spec_served
+from solver.space import fanout_nodes
 from solver.tables.grid_eval import GridEval
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
@@ -26,21 +27,17 @@ from specs.vocab import OPERATIONS
 ScoreDemands = tuple[Demands, Demands | None]
 
 
-def shards_of(spec: Spec, entries: float) -> float:
-    """The shards of a cluster of nodes holding ``entries`` keys each (a scan reaches every one)."""
-    return max(float(spec.workload.entries) / max(float(entries), 1.0), 1.0)
-
-
 def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
     """The demands of the designs ``idx`` of ``ge``, served (cost_models.serving.served_demands: the
-    server's CPU per request, the scans' fan-out to the cluster's shards): they do not depend on
+    server's CPU per request, the scans' fan-out to the cluster's shards, at the most nodes the
+    column is credited for: solver.space.fanout_nodes): they do not depend on
     the VM type or the volume, so every (VM type, volume) of one evaluation shares them
     (:func:`node_scores`)."""
     wl = spec.workload
     shape = ge.shape.take(idx)
     extra = 0.0 if ge.codec_cpu is None else ge.codec_cpu[idx]
     terms = shape_terms(ge.phi, shape, wl.scan_length)
-    k = shards_of(spec, ge.shape.n_keys)
+    k = fanout_nodes(spec, ge.shape.n_keys)
     sm = spec_served(spec, wl, k)
     de = served_demands(ge.phi, ge.io.take(idx), shape, sm, wl.scan_length, extra_cpu=extra, terms=terms)
     if not is_robust(spec):
@@ -63,7 +60,7 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
 def vm_caps(spec: Spec, vm: VmType, entries: float, xe: np.ndarray, xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Node throughputs ``xe`` (expected) and ``xp`` (perturbed) of nodes holding ``entries`` keys on
     ``vm``, capped by its network and the spec's latency bounds (cost_models.serving.node_caps)."""
-    k = shards_of(spec, entries)
+    k = fanout_nodes(spec, entries)
 
     def cap(x: np.ndarray, wl: object) -> np.ndarray:
         sm = spec_served(spec, wl, k)
