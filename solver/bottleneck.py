@@ -45,7 +45,7 @@ from solver.model import DATA_SLACK, X_SCALE, Chosen
 from solver.space import reach
 from solver.tables.context import Context
 from specs.schema import Spec
-from specs.vocab import Objective, SolverStatus
+from specs.vocab import Objective, SolverStatus, WorkloadKind
 
 #: Relative slack of a budget comparison (a bill this close above the budget fits), as the
 #: exhaustive oracle's.
@@ -71,8 +71,20 @@ class ColumnTable:
     fixed: float  # SLA terms that do not depend on the cluster (flat, per GB of data, transfer)
     group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM type, a label per column
     #: per column, the most units of a cluster it may be in (solver.space.reach: its scans' fan-out
-    #: was tabled at that many; inf: any count). Empty: every column any count.
-    reach: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: was tabled at that many; inf: any count) when its throughput on the expected workload
+    #: counts, and when the perturbed one's does. Empty: every column any count.
+    reach_x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    reach_p: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def reach(self, *per_copy: np.ndarray) -> np.ndarray:
+        """Per column, the most units of a cluster valued by the ``per_copy`` arrays (``x``, ``p``)."""
+        out = np.full(self.share.size, math.inf)
+        for v in per_copy:
+            r = self.reach_p if v is self.p else self.reach_x
+            if r.size:
+                out = np.minimum(out, r)
+        return out
+
     #: nodes a count counts: a replicated spec's replica group (RF nodes of one column, a Raft group
     #: of cosine-raft; cost_models.replication.replica_nodes), else 1. Every count, cost, share,
     #: cap and SLA node term of the table is per unit; chosen_of hands back nodes.
@@ -146,30 +158,34 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
         share=np.array([N / (c.entries * unit) for c in ctx], dtype=float),
         fixed=terms.fixed,
         group=np.array([vm_names.index(c.vm.name) for c in ctx], dtype=np.int64),
-        reach=np.array([reach(spec, c.entries) / unit for c in ctx], dtype=float),
+        reach_x=np.array([reach(spec, c.entries, WorkloadKind.EXPECTED) / unit for c in ctx], dtype=float),
+        reach_p=np.array([reach(spec, c.entries, WorkloadKind.PERTURBED) / unit for c in ctx], dtype=float),
         unit=unit,
     )
 
 
-def reach_classes(tab: ColumnTable, mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """The band problem over ``mask`` split by the clusters' size: per distinct reach U of its
-    columns (units), the columns of reach at least U, in clusters of at most U units (and the cap).
-    A cluster whose columns' least reach is U is in U's class and no larger one, so the best of the
-    classes' optima is the optimum. One class (the cap's) when no column's reach is below the cap."""
+#: A class of clusters (:func:`reach_classes`): (the most units, the fewest, the columns).
+ReachClass = tuple[int, int, np.ndarray]
+
+
+def reach_classes(tab: ColumnTable, mask: np.ndarray, r: np.ndarray) -> list[ReachClass]:
+    """The band problem over ``mask`` split by the clusters' size: with U_1 < U_2 < ... the distinct
+    reaches ``r`` of its columns (units) below the cap and the cap, class j holds the clusters of U_{j-1}
+    + 1 to U_j units, of the columns of reach at least U_j. A cluster of m units is in the class of
+    the least U_j >= m and no other (its columns' reaches are at least m, so at least U_j), so the
+    best of the classes' optima is the optimum. One class (the cap's) when no reach is below it."""
     cap = tab.max_cluster
-    if tab.reach.size == 0:
-        return [(cap, mask)]
-    r = tab.reach
-    below = np.unique(r[mask & (r < cap)])
-    out = [(int(u), mask & (r >= u)) for u in below.tolist()]
-    if (mask & (r >= cap)).any() or not out:
-        out.append((cap, mask & (r >= cap)))
-    return out
+    caps = [int(u) for u in np.unique(r[mask & (r < cap)]).tolist()] + [cap]
+    return [(u, (caps[j - 1] + 1 if j else 1), mask & (r >= u)) for j, u in enumerate(caps)]
 
 
-def within_cap(tab: ColumnTable, cap: int) -> ColumnTable:
-    """``tab`` with the cluster cap ``cap`` (its derived arrays shared: none depends on the cap)."""
-    return tab if cap == tab.max_cluster else dataclasses.replace(tab, max_cluster=cap)
+def within_cap(tab: ColumnTable, cap: int, least: int = 1) -> ColumnTable:
+    """``tab`` with the cluster cap ``cap`` and at least ``least`` units (beside the SLA's node
+    minimum): one class of :func:`reach_classes` (its derived arrays shared: none depends on either)."""
+    if cap == tab.max_cluster and least <= tab.terms.min_nodes:
+        return tab
+    terms = dataclasses.replace(tab.terms, min_nodes=max(tab.terms.min_nodes, least))
+    return dataclasses.replace(tab, max_cluster=cap, terms=terms)
 
 
 def unit_terms(terms: SlaTerms, unit: int) -> SlaTerms:
@@ -298,6 +314,10 @@ class BandAnswer:
     nodes: Nodes | None = None  # the answer as (column index, count)
     #: the highest bound of a threshold not searched to the end (-inf: none)
     open_bound: float = -math.inf
+    #: an unfinished search's (``finish=False``) thresholds that may hold as fast a cluster, and its
+    #: candidate columns: what :func:`_cheapest_as_fast` needs
+    ties: list[float] = field(default_factory=list)
+    cand: np.ndarray | None = None
 
 
 def best_within(
@@ -319,40 +339,63 @@ def best_within(
     Columns whose scans were tabled at a fan-out below the cap (:func:`reach_classes`) are solved
     class by class, in decreasing order of a class's bound (its best column's T times its LP
     capacity), each searching only above the best found so far (ties kept: the cheapest wins)."""
-    classes = reach_classes(tab, mask)
+    value = tab.value(objective)
+    classes = reach_classes(tab, mask, tab.reach(value) if floor is None else tab.reach(value, floor.per_copy))
     if len(classes) == 1:
-        cap, m = classes[0]
+        cap, _, m = classes[0]
         sub = within_cap(tab, cap)
         return _best_in_class(spec, sub, objective, m, budget, floor=floor, start=start, backend=backend)
     t0 = time.perf_counter()
-    value = tab.value(objective)
     rhs0 = float(tab.bill_model.rows(tab.cost, budget)[1][0])
-    bounds = np.array([_class_bound(tab, value, m, cap, rhs0) for cap, m in classes])
-    best: BandAnswer | None = None
+    bounds = np.array([_class_bound(tab, value, m, cap, rhs0) for cap, _, m in classes])
+    found: list[tuple[int, int, BandAnswer]] = []
     best_x, open_bound, visited, searched, note = -math.inf, -math.inf, 0, 0, ""
-    for ci in np.argsort(-bounds, kind="stable").tolist():
+    # by bound, of equal bounds the larger clusters first (a large budget's best is there)
+    for ci in np.lexsort((-np.array([c[0] for c in classes]), -bounds)).tolist():
         if not math.isfinite(bounds[ci]) or bounds[ci] < best_x * (1 - TIE_TOL):
             break
-        cap, m = classes[ci]
-        st = start if start is not None and all(m[i] for i, _ in start) and sum(k for _, k in start) <= cap else None
-        sub = within_cap(tab, cap)
+        cap, least, m = classes[ci]
+        size = sum(k for _, k in start) if start is not None else 0
+        st = start if start is not None and all(m[i] for i, _ in start) and least <= size <= cap else None
+        sub = within_cap(tab, cap, least)
         ans = _best_in_class(
-            spec, sub, objective, m, budget, floor=floor, start=st, backend=backend, beat=best_x * (1 - 2 * TIE_TOL)
+            spec,
+            sub,
+            objective,
+            m,
+            budget,
+            floor=floor,
+            start=st,
+            backend=backend,
+            beat=best_x * (1 - 2 * TIE_TOL),
+            finish=False,
         )
         searched += 1
         visited += ans.result.nodes
         open_bound = max(open_bound, ans.open_bound)
         note = note or ans.note
-        if ans.nodes is None or ans.chosen is None:
+        if ans.nodes is None:
             continue
-        x = cluster_value(tab, value, ans.nodes)
-        cheaper = best is not None and best.chosen is not None and ans.chosen.monthly_cost < best.chosen.monthly_cost
-        if x > best_x * (1 + TIE_TOL) or (x >= best_x * (1 - TIE_TOL) and cheaper):
-            best, best_x = ans, max(x, best_x)
+        found.append((cap, least, ans))
+        best_x = max(best_x, cluster_value(tab, value, ans.nodes))
+    # of the classes as fast as the best, each one's cheapest as fast cluster; the cheapest of them
+    bill_model = tab.bill_model
+    best_nodes: Nodes | None = None
+    best_bill = math.inf
+    for cap, least, ans in found:
+        assert ans.nodes is not None and ans.cand is not None
+        if cluster_value(tab, value, ans.nodes) < best_x * (1 - TIE_TOL):
+            continue
+        sub = within_cap(tab, cap, least)
+        nodes = _cheapest_as_fast(sub, value, floor, ans.nodes, best_x, ans.ties, budget, ans.cand)
+        nodes = _reseat(sub, value, floor, nodes, ans.cand)
+        b = bill_model.bill(tab.cost[[i for i, _ in nodes]], np.array([k for _, k in nodes]))
+        if b < best_bill * (1 - TIE_TOL):
+            best_nodes, best_bill = nodes, b
     secs = time.perf_counter() - t0
-    if best is None or best.nodes is None:
+    if best_nodes is None:
         return BandAnswer(None, Result.infeasible(backend, visited, secs), note or "no cluster fits the budget")
-    x_star = cluster_value(tab, value, best.nodes)
+    x_star = cluster_value(tab, value, best_nodes)
     upper = max(x_star, open_bound)
     res = Result(
         SolverStatus.OPTIMAL if upper <= x_star else SolverStatus.FEASIBLE,
@@ -365,19 +408,28 @@ def best_within(
         backend,
         0.0,
     )
-    note = f"{best.note}; {searched} of {len(classes)} fan-out classes searched"
-    return BandAnswer(best.chosen, res, note, 0, best.nodes, open_bound)
+    chosen = chosen_of(spec, tab, best_nodes)
+    note = (
+        f"X* = {x_star:,.6g} kops: {' + '.join(f'{k} x {tab.contexts[i].vm.name}' for i, k in best_nodes)} "
+        f"(Q = {capacity(tab, best_nodes):.6g} copies), ${chosen.monthly_cost:,.2f}/month; "
+        f"{searched} of {len(classes)} fan-out classes searched, {visited} knapsack nodes"
+    )
+    return BandAnswer(chosen, res, note, 0, best_nodes, open_bound)
 
 
 def _class_bound(tab: ColumnTable, value: np.ndarray, mask: np.ndarray, cap: int, rhs0: float) -> float:
     """An upper bound on a class's optimum: its best column's ``value`` times the largest capacity
-    of its columns within the budget row ``rhs0`` and ``cap`` units, each as an LP (-inf: none
-    holds the data)."""
+    of its columns within the budget row ``rhs0`` and ``cap`` units, each as an LP, and the sum of
+    its nodes' rates (min_c T_c Q <= sum_d n_d T_d / k_d): ``cap`` of the fastest unit, or as many
+    of the fastest per dollar as the budget row buys (-inf: none holds the data)."""
     idx = np.flatnonzero(mask & (value > 0))
     if idx.size == 0 or rhs0 < 0:
         return -math.inf
     q = min(rhs0 / float((tab.share[idx] * tab.w[idx]).min()), cap / float(tab.share[idx].min()))
-    return float(value[idx].max()) * q if q >= Q_MIN * (1 - TIE_TOL) else -math.inf
+    if q < Q_MIN * (1 - TIE_TOL):
+        return -math.inf
+    rate = value[idx] / tab.share[idx]  # a unit's
+    return min(float(value[idx].max()) * q, cap * float(rate.max()), rhs0 * float((rate / tab.w[idx]).max()))
 
 
 def _best_in_class(
@@ -391,10 +443,13 @@ def _best_in_class(
     start: Nodes | None = None,
     backend: str = "highs",
     beat: float = -math.inf,
+    finish: bool = True,
 ) -> BandAnswer:
     """:func:`best_within` of one class: every column in ``mask`` may be in a cluster of
     ``tab.max_cluster`` units. ``beat``: only clusters worth more are of interest (another class's
-    best): thresholds whose bound does not reach it are not searched."""
+    best): thresholds whose bound does not reach it are not searched. ``finish`` False: the
+    fastest cluster found, as found (no cheapest of equally fast ones, no certificate: the caller
+    finishes it with the answer's ``ties`` and ``cand``)."""
     t0 = time.perf_counter()
     value = tab.value(objective)
     bill = tab.bill_model
@@ -455,7 +510,15 @@ def _best_in_class(
     level_of = np.searchsorted(-levels, -vs)  # each column's level
     keys = np.zeros(levels.size, dtype=bool)
     keys[level_of[enters]] = True
-    ub = np.where(keys & (qub >= Q_MIN * (1 - TIE_TOL)), levels * qub, -math.inf)
+    # a branch's bound: its threshold times its LP capacity, and the sum of its nodes' rates
+    # (min_c T_c Q <= sum_d n_d T_d / k_d): the cap's units of its fastest, or the budget row's of
+    # its fastest per dollar
+    unit_v = value[order] / tab.share[order] if order.size else per_copy_cost
+    by_rates = np.minimum(
+        np.maximum.accumulate(unit_v)[last] * tab.max_cluster if order.size else levels,
+        np.maximum.accumulate(unit_v / tab.w[order])[last] * max(rhs0, 0.0) if order.size else levels,
+    )
+    ub = np.where(keys & (qub >= Q_MIN * (1 - TIE_TOL)), np.minimum(levels * qub, by_rates), -math.inf)
     if floor is not None:
         # with a floor, only the columns a cluster of the level's largest capacity could use count:
         # one round of the elimination below, per level (a valid, tighter bound)
@@ -469,7 +532,7 @@ def _best_in_class(
                 ub[li] = -math.inf
                 continue
             q2 = min(max(rhs0, 0.0) / float(copy_order[:n][ok].min()), tab.max_cluster / float(k_order[:n][ok].min()))
-            ub[li] = levels[li] * q2 if q2 >= Q_MIN * (1 - TIE_TOL) else -math.inf
+            ub[li] = min(levels[li] * q2, by_rates[li]) if q2 >= Q_MIN * (1 - TIE_TOL) else -math.inf
     searched = 0
     packs: dict[bytes, tuple[float, _Pack]] = {}  # an item set's largest capacity above a beat
     for li in np.argsort(-ub, kind="stable"):
@@ -519,6 +582,9 @@ def _best_in_class(
         return BandAnswer(None, res, "no cluster of these columns fits the budget", open_bound=unproven)
     # of equally fast clusters, the cheapest
     ties = [float(t) for t in levels[keys & (levels * qub >= best_x * (1 - TIE_TOL))]]
+    if not finish:
+        res = Result(SolverStatus.FEASIBLE, -best_x, -max(best_x, unproven), 0.0, max(visited, 1), secs, None, backend)
+        return BandAnswer(None, res, "", 0, best_nodes, unproven, ties, cand)
     best_nodes = _cheapest_as_fast(tab, value, floor, best_nodes, best_x, ties, budget, cand)
     best_nodes = _reseat(tab, value, floor, best_nodes, cand)
     x_star = cluster_value(tab, value, best_nodes)
@@ -708,8 +774,8 @@ def cheapest_reaching(tab: ColumnTable, mask: np.ndarray, at_least: float) -> tu
     cheapest of :func:`reach_classes`' (of equal bills the first class's, the smallest)."""
     best: tuple[Nodes | None, float, bool] = (None, math.inf, True)
     proven = True
-    for cap, m in reach_classes(tab, mask):
-        nodes, bill, ok = _cheapest_in_class(within_cap(tab, cap), m, at_least, best[1])
+    for cap, least, m in reach_classes(tab, mask, tab.reach(tab.x)):
+        nodes, bill, ok = _cheapest_in_class(within_cap(tab, cap, least), m, at_least, best[1])
         proven &= ok
         if nodes is not None and bill < best[1]:
             best = (nodes, bill, True)

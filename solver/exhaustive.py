@@ -40,7 +40,7 @@ from solver.space import reach
 from solver.tables.context import Context
 from specs.errors import InputError
 from specs.schema import Spec
-from specs.vocab import Objective
+from specs.vocab import Objective, WorkloadKind
 
 #: Refuse instances whose cluster count (after the pruning) is estimated above this: about a
 #: minute of enumeration on the shared 2-core machine (BENCHMARKS.md section 21).
@@ -171,7 +171,8 @@ def exhaustive(
         cost = np.array([c.cost_month * unit for _, c in ctx], dtype=float)
         names = sorted({c.vm.name for _, c in ctx})
         vm = np.array([names.index(c.vm.name) for _, c in ctx], dtype=np.int64)
-        units = np.array([reach(spec, c.entries) / unit for _, c in ctx], dtype=float)
+        valued = WorkloadKind.of(objective, objective == Objective.ROBUST and floor_kops > 0, target > 0)
+        units = np.array([reach(spec, c.entries, valued) / unit for _, c in ctx], dtype=float)
         keep = np.ones(len(ctx), dtype=bool)
         if prune and keep.size:
             keep = dominance_keep(share, x, p, cost, vm, units) & (cost + terms.per_node * unit <= budget * (1 + TOL))

@@ -170,6 +170,7 @@ def max_capacity(
     nxt_ratio = np.concatenate([suf_ratio[:, 1:], np.zeros((suf_ratio.shape[0], 1))], axis=1)
     nxt_q = np.append(suf_q[1:], 0.0)
     monotone = (q[None, :] >= coefs * nxt_ratio * (1 - 1e-12)).all(axis=0) & (q >= nxt_q)
+    lam, mu = _budget_duals(q, coefs, suf_ratio, cap, rhs)
     best = [floor_value]
     best_counts: list[np.ndarray | None] = [None]
     counts = np.zeros(n_items, dtype=np.int64)
@@ -184,7 +185,8 @@ def max_capacity(
         per_row = min(
             (max(lr, 0.0) * rt for lr, rt in zip(left.tolist(), suf_ratio_rows[i], strict=True)), default=math.inf
         )
-        return value + min(per_row, slots * suf_q_list[i])
+        dual = float((lam[:, i, :] * np.maximum(left, 0.0)[:, None] + slots * mu[:, i, :]).min())
+        return value + min(per_row, slots * suf_q_list[i], dual)
 
     def rec(i: int, left: np.ndarray, slots: int, value: float, used: int) -> None:
         visited[0] += 1
@@ -232,10 +234,17 @@ def max_capacity(
             lefts = np.maximum(left[:, None] - a[:, None] * ns[None, :], 0.0)
             per_row = (lefts * suf_ratio[:, nxt][:, None]).min(axis=0)
             bounds = (value + ns * q[i] + np.minimum(per_row, (slots - ns) * suf_q[nxt])).tolist()
-        for n, nb in zip(range(hi, -1, -1), bounds, strict=True):
+        # the duals' bound (each row and the cap together), count by count
+        ns_arr = np.arange(hi, -1, -1)
+        lefts = np.maximum(left[:, None] - a[:, None] * ns_arr[None, :], 0.0)  # rows x counts
+        dual = (lam[:, nxt, :, None] * lefts[:, None, :] + mu[:, nxt, :, None] * (slots - ns_arr)).min(axis=(0, 1))
+        duals = (value + ns_arr * q[i] + dual).tolist()
+        for n, nb, db in zip(range(hi, -1, -1), bounds, duals, strict=True):
             if nb <= best[0] * (1 + tol) or nb < q_min * (1 - tol):
-                if monotone[i]:  # so is every smaller count's
+                if monotone[i]:  # so is every smaller count's (of this bound, not the duals')
                     break
+                continue
+            if db <= best[0] * (1 + tol) or db < q_min * (1 - tol):
                 continue
             counts[i] = n
             fresh = n > 0 and grp[i] not in taken
@@ -256,6 +265,56 @@ def max_capacity(
     value = best[0] if out is not None else -math.inf
     bound = value if proven else max(value, open_bound[0])
     return Packing(out, value, proven, bound, visited[0])
+
+
+#: Fractions of an item suffix's best copies per dollar at which :func:`_budget_duals` prices the budget.
+BUDGET_DUALS = tuple(float(f) for f in np.geomspace(0.02, 0.98, 10))
+
+
+def _suffix_max(v: np.ndarray) -> np.ndarray:
+    """Along the last axis, the maximum of each element and those after it."""
+    return np.maximum.accumulate(v[..., ::-1], axis=-1)[..., ::-1]
+
+
+def _budget_duals(
+    q: np.ndarray, coefs: np.ndarray, suf_ratio: np.ndarray, cap: int, rhs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bounds on the copies ``S`` more nodes of the items from i on hold within ``L`` more of a
+    budget row r (``q`` per node, ``coefs`` rows x items): for every lambda >= 0, sum q n <= lambda L
+    + S max(0, max_j (q_j - lambda a_rj)) (weak duality of the LP of the row and the cap). Per row,
+    at lambda = its best q/a over all items times each of :data:`BUDGET_DUALS` (lambda = 0 and a
+    suffix's best are the slots' and the row's own bounds, kept apart): (lambda, the slot price of
+    each suffix), each rows x (items + 1) x fractions, the last suffix empty. Only the slots' own
+    bound (lambda 0) when the cap cannot bind: the most nodes of the cheapest item a row buys is
+    within it."""
+    n = q.size
+    if cap * float(coefs.min(axis=1).min()) >= float(rhs.max()) * (1 + REL_TOL):
+        return np.zeros((1, n + 1, 1)), np.full((1, n + 1, 1), float(q.max()))  # the slots' own bound
+    best = suf_ratio[:, 0]
+    best = np.where(np.isfinite(best), best, 0.0)
+    lam = best[:, None] * np.asarray(BUDGET_DUALS)[None, :]  # rows x fraction
+    val = q[None, None, :] - lam[:, :, None] * coefs[:, None, :]  # rows x fraction x j
+    mu = np.maximum(np.concatenate([_suffix_max(val), np.zeros(lam.shape + (1,))], axis=2), 0.0)
+    return np.broadcast_to(lam[:, None, :], (lam.shape[0], n + 1, lam.shape[1])), mu.transpose(0, 2, 1)
+
+
+#: Multiples of the items' least bill per copy at which :func:`_slot_duals` prices a node slot.
+SLOT_DUALS = tuple(float(f) for f in np.geomspace(1.05, 64.0, 12))
+
+
+def _slot_duals(q: np.ndarray, w: np.ndarray, cap: int, q_min: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower bounds on the least bill of ``S`` more nodes of the items from i on holding ``D`` more
+    copies (``q`` per node, bill ``w``), with the cap: for every lambda >= 0, sum w n >= lambda D - S
+    max(0, max_j (lambda q_j - w_j)) (weak duality of the LP with the cardinality row). At lambda
+    = the items' least w/q times each of :data:`SLOT_DUALS` (that least itself, the bound without
+    the cap, is kept apart): (lambda, the slot price of each suffix), each items x multiples. None
+    bound (zero-size arrays) when the cap cannot bind: every item alone holds ``q_min`` within it."""
+    n = q.size
+    if cap * float(q.min()) >= q_min * (1 + REL_TOL):
+        return np.zeros((n, 0)), np.zeros((n, 0))
+    lam = float((w / q).min()) * np.asarray(SLOT_DUALS)  # multiples
+    gap = np.maximum(_suffix_max(lam[:, None] * q[None, :] - w[None, :]), 0.0)  # multiple x i
+    return np.broadcast_to(lam[None, :], (n, lam.size)), gap.T
 
 
 def min_bill(
@@ -286,6 +345,8 @@ def min_bill(
     taken: set[Any] = set()
     suf_per_q = np.minimum.accumulate(per_q[::-1])[::-1]
     suf_w = np.minimum.accumulate(w[::-1])[::-1]
+    suf_q = np.maximum.accumulate(q[::-1])[::-1]  # the most copies a node of an item from i on holds
+    lam, gap = _slot_duals(q, w, cap, q_min)
     best = [ceiling]
     best_counts: list[np.ndarray | None] = [None]
     counts = np.zeros(n_items, dtype=np.int64)
@@ -295,10 +356,14 @@ def min_bill(
 
     def lower(i: int, value: float, used: int, wsum: float, spend: float) -> float:
         pct = float(bill.support(spend))
-        rest = max(0.0, q_min - value) * float(suf_per_q[i]) if i < n_items else (0.0 if value >= q_min else math.inf)
+        short = max(0.0, q_min - value)
+        rest = short * float(suf_per_q[i]) if i < n_items else (0.0 if value >= q_min else math.inf)
         extra_nodes = max(0, min_nodes - used)
         if i < n_items:
-            rest = max(rest, extra_nodes * float(suf_w[i]))
+            slots = cap - used
+            rest = max(rest, extra_nodes * float(suf_w[i]), float((lam[i] * short - slots * gap[i]).max(initial=0.0)))
+            if short > slots * float(suf_q[i]) * (1 + tol):
+                rest = math.inf  # the nodes the cap leaves cannot hold the data
         elif extra_nodes:
             rest = math.inf
         return bill.fixed + wsum + pct + rest
@@ -334,6 +399,11 @@ def min_bill(
         extra = np.maximum(0, min_nodes - (used + ns))
         if nxt < n_items:
             rest = np.maximum(short * float(suf_per_q[nxt]), extra * float(suf_w[nxt]))
+            slots = cap - used - ns
+            dual = (lam[nxt][:, None] * short[None, :] - slots[None, :] * gap[nxt][:, None]).max(axis=0, initial=0.0)
+            rest = np.maximum(rest, dual)
+            # the nodes the cap leaves cannot reach the need
+            rest = np.where(short > slots * float(suf_q[nxt]) * (1 + tol), math.inf, rest)
         else:
             rest = np.where((short > q_min * tol) | (extra > 0), math.inf, 0.0)
         lbs = bill.fixed + wsum + ns * w[i] + pct + rest

@@ -45,7 +45,7 @@ from cost_models.replication import replica_nodes
 from solver.space import cluster_cap, reach
 from solver.tables.context import Context
 from specs.schema import Spec
-from specs.vocab import Objective
+from specs.vocab import Objective, WorkloadKind
 
 #: Throughput is modelled in thousands of operations per second.
 X_SCALE = 1e-3
@@ -296,7 +296,8 @@ def build_mip(
     m.add_cons("cluster_size", [(n.idx(), np.ones(C))], -np.inf, mc)
     # a column whose scans were tabled at a fan-out of r_c units is credited in clusters of at
     # most r_c units (solver.space.reach): size + (mc - r_c) y_c <= mc, with size = sum_c n_c
-    r_units = np.array([reach(spec, c.entries) / unit for c in ctx], dtype=float)
+    valued = WorkloadKind.of(objective, objective == Objective.ROBUST and floor_kops > 0, target_kops > 0)
+    r_units = np.array([reach(spec, c.entries, valued) / unit for c in ctx], dtype=float)
     short = np.flatnonzero(r_units < mc)
     if short.size:
         size = m.add_vars("size", 1, 0, float(mc), integer=True)

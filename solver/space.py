@@ -43,6 +43,7 @@ from cost_models.replication import replica_nodes
 from cost_models.robust import perturbed_workload
 from specs.errors import InputError
 from specs.schema import Spec
+from specs.vocab import WorkloadKind
 
 T_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 BITS_LADDER = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0)
@@ -208,21 +209,28 @@ def fanout_nodes(spec: Spec, entries: float) -> int:
     return next(v for v in (rf * -(-n // rf) for n in ladder()) if v > k)
 
 
-def has_scans(spec: Spec) -> bool:
-    """Whether a node of ``spec`` serves scans, on the expected workload or the perturbed one a
-    noise radius prices served (a KL radius prices its worst case on the engine, one node's)."""
-    if any(spec.workload.operations.get(op, 0.0) > 0 for op in SCANS):
-        return True
-    if spec.noise <= 0 or spec.kl_radius:
-        return False
-    return any(perturbed_workload(spec).operations.get(op, 0.0) > 0 for op in SCANS)
+def has_scans(spec: Spec, workloads: WorkloadKind) -> bool:
+    """Whether a node of ``spec`` serves scans on the ``workloads``: the expected one, or the
+    perturbed one a noise radius prices served (a KL radius prices its worst case on the engine,
+    one node's, without a fan-out), or either (``BOTH``)."""
+    expected = any(spec.workload.operations.get(op, 0.0) > 0 for op in SCANS)
+    perturbed = (
+        spec.noise > 0
+        and not spec.kl_radius
+        and any(perturbed_workload(spec).operations.get(op, 0.0) > 0 for op in SCANS)
+    )
+    if workloads == WorkloadKind.EXPECTED:
+        return expected
+    if workloads == WorkloadKind.PERTURBED:
+        return perturbed
+    return expected or perturbed
 
 
-def reach(spec: Spec, entries: float) -> float:
+def reach(spec: Spec, entries: float, workloads: WorkloadKind = WorkloadKind.BOTH) -> float:
     """The most nodes of a cluster in which a column's nodes (holding ``entries`` keys) serve at
-    least their tabled rate: its :func:`fanout_nodes` when the workload scans (a larger cluster
-    sends each scan to more shards), else any count (inf)."""
-    return float(fanout_nodes(spec, entries)) if has_scans(spec) else math.inf
+    least their tabled rate on the ``workloads`` a solve values: its :func:`fanout_nodes` when
+    they scan (a larger cluster sends each scan to more shards), else any count (inf)."""
+    return float(fanout_nodes(spec, entries)) if has_scans(spec, workloads) else math.inf
 
 
 def cluster_cap(spec: Spec, catalog: Catalog, providers: tuple[str, ...] | list[str] | None = None) -> int:

@@ -242,6 +242,23 @@ class Objective(StrEnum):
     ROBUST = "robust"  # X, subject to P >= (1 - tolerance) x the best P at this budget
 
 
+class WorkloadKind(StrEnum):
+    """Which workloads' throughputs a solve values (a column's scan fan-out matters only on those)."""
+
+    EXPECTED = "expected"
+    PERTURBED = "perturbed"
+    BOTH = "both"
+
+    @classmethod
+    def of(cls, objective: Objective, floor_on_p: bool, floor_on_x: bool) -> WorkloadKind:
+        """The workloads whose throughputs a solve of ``objective`` values: its own (the robust
+        rule maximizes X), and the other one's when a floor holds it (the robust rule's P, a
+        latency target's X)."""
+        x = objective != Objective.PERTURBED or floor_on_x
+        p = objective == Objective.PERTURBED or floor_on_p
+        return cls.BOTH if x and p else (cls.PERTURBED if p else cls.EXPECTED)
+
+
 class BackendName(StrEnum):
     HIGHS = "highs"
     ORTOOLS = "ortools"

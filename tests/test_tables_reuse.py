@@ -22,7 +22,7 @@ from cost_models.phi import load_phi
 from cost_models.pricing.catalog import load_catalog
 from cost_models.robust import perturbed_workload
 from cost_models.serving import served_throughput, spec_served
-from solver.space import grid_for
+from solver.space import fanout_nodes, grid_for
 from solver.tables import build as TB
 from solver.tables import context as TC
 from solver.tables import grid_eval as TG
@@ -108,13 +108,15 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
                 node_io(spec.cost_model, lay, parts, w, win, st) for w, win, st in zip(wls, wins, sts, strict=True)
             )
             iops = effective_iops(c.storage.iops, c.storage.mibps, float(d.block_bytes))
-            # served (issue 48): a node of k shards, capped by its VM's network (solver.tables.scoring.vm_caps)
+            # served (issue 48): a node of k shards whose scans reach the next breakpoint's nodes
+            # (solver.space.fanout_nodes), capped by its VM's network (solver.tables.scoring.vm_caps)
             pw = perturbed_workload(spec)
+            f = fanout_nodes(spec, s)
             x0 = served_throughput(
-                load_phi(), io, NodeShape.of(lay), spec_served(spec, wl, k), wl.scan_length, iops, c.vm.vcpu
+                load_phi(), io, NodeShape.of(lay), spec_served(spec, wl, f), wl.scan_length, iops, c.vm.vcpu
             )
             xp0 = served_throughput(
-                load_phi(), io_p, NodeShape.of(lay), spec_served(spec, pw, k), pw.scan_length, iops, c.vm.vcpu
+                load_phi(), io_p, NodeShape.of(lay), spec_served(spec, pw, f), pw.scan_length, iops, c.vm.vcpu
             )
             xs, xps = vm_caps(spec, c.vm, s, x0, xp0)
             x, xp = xs[0], xps[0]

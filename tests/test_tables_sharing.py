@@ -32,7 +32,7 @@ from cost_models.phi import load_phi
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import perturbed_workload
 from cost_models.serving import served_demands, spec_served
-from solver.space import Grid, grid_for
+from solver.space import Grid, fanout_nodes, grid_for
 from solver.tables import grid_eval as TG
 from solver.tables import scoring as TS
 from specs.schema import parse_spec
@@ -147,10 +147,13 @@ def test_shared_shape_terms_change_no_demand() -> None:
     idx = np.flatnonzero(ge.ok)
     de, dp = TS.design_demands(spec, ge, idx)
     shape = ge.shape.take(idx)
-    # served demands (issue 48), the node of one shard (entries = N)
-    own = served_demands(load_phi(), ge.io.map(lambda v: v[idx]), shape, spec_served(spec, wl, 1.0), wl.scan_length)
+    # served demands (issue 48), the node of one shard (entries = N), its scans tabled at the next
+    # breakpoint's fan-out (solver.space.fanout_nodes: 2 nodes)
+    f = fanout_nodes(spec, s)
+    assert f == 2
+    own = served_demands(load_phi(), ge.io.map(lambda v: v[idx]), shape, spec_served(spec, wl, f), wl.scan_length)
     pw = perturbed_workload(spec)
-    own_p = served_demands(load_phi(), ge.io_p.map(lambda v: v[idx]), shape, spec_served(spec, pw, 1.0), pw.scan_length)
+    own_p = served_demands(load_phi(), ge.io_p.map(lambda v: v[idx]), shape, spec_served(spec, pw, f), pw.scan_length)
     assert dp is not None and own_p is not None
     assert _same(de, own) and _same(dp, own_p)
 
