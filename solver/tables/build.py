@@ -3,7 +3,7 @@ preset's), run in a process pool, read from and added to the table cache (solver
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -145,7 +145,13 @@ def in_workload_operations(spec: Spec) -> Callable[[Context], Context]:
     a, a_p = amplification(spec), perturbed_amplification(spec)
     if a == 1.0 and a_p == 1.0:
         return lambda c: c
-    return lambda c: dataclasses.replace(c, throughput=c.throughput / a, perturbed=c.perturbed / a_p)
+
+    def per_op(c: Context) -> Context:
+        out = copy.copy(c)  # dataclasses.replace's fields, several times faster on ~50,000 columns
+        out.throughput, out.perturbed = c.throughput / a, c.perturbed / a_p
+        return out
+
+    return per_op
 
 
 def _prime(catalog: Catalog, vms: list[VmType]) -> None:

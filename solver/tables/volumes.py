@@ -62,8 +62,12 @@ def with_backup(spec: Spec, catalog: Catalog, choices: list[StorageChoice], s: f
     """``choices`` priced with the backup a node of ``s`` entries on each needs
     (cost_models.replication.backup_usd_per_node): a volume is bought with its backup."""
     out = []
+    extras: dict[tuple[str, str], float] = {}  # a product's backup is the same for each of its volumes
     for c in choices:
-        extra = backup_usd_per_node(spec, catalog, c.provider, is_local(catalog, c), s)
+        key = (c.provider, c.product)
+        extra = extras.get(key)
+        if extra is None:
+            extra = extras[key] = backup_usd_per_node(spec, catalog, c.provider, is_local(catalog, c), s)
         out.append(replace(c, usd_month=c.usd_month + extra, backup_usd_month=extra) if extra > 0 else c)
     return out
 
