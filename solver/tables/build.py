@@ -77,10 +77,11 @@ def shard_job(
     for vm in vms:
         by_mem.setdefault(vm.memory_gib, []).append(vm)
     volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = {}
+    backed: dict[StorageChoice, StorageChoice] = {}  # volumes priced with their backup, shared by the block sets
 
     def volumes(blocks: tuple[int, ...]) -> dict[str, list[StorageChoice]]:
         if blocks not in volumes_of:
-            volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks)
+            volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks, backed)
         return volumes_of[blocks]
 
     out: dict[str, list[Context]] = {}
