@@ -180,13 +180,28 @@ class ServedMix:
         return self.load.total * self.scale
 
 
+#: :func:`served`'s answers in this process, by its arguments (the table by identity: a table file
+#: changed on disk is another table, cost_models.serving.load_serving). The design tables ask for
+#: the same few (mix, fan-out) once per VM type and preset; a ServedMix is frozen and never changed.
+_SERVED: dict[tuple[Any, ...], ServedMix] = {}
+_SERVED_MAX = 4096
+
+
 def served(mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length: float, serving: Serving) -> ServedMix:
     """A node's :class:`ServedMix` for the spec's ``mix`` under ``serving``."""
     table = shipped_or(serving.table)
+    key = (table, tuple(mix.items()), key_bytes, value_bytes, scan_length, serving.pipeline, serving.shards)
+    hit = _SERVED.get(key)
+    if hit is not None:
+        return hit
     node_mix, scale = served_mix(mix, serving.shards)
     w = wire(key_bytes, value_bytes, scan_length)
     secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline) for op, v in node_mix.items())
-    return ServedMix(node_mix, scale, secs, wire_load(w, node_mix, serving.pipeline))
+    out = ServedMix(node_mix, scale, secs, wire_load(w, node_mix, serving.pipeline))
+    if len(_SERVED) >= _SERVED_MAX:
+        _SERVED.clear()
+    _SERVED[key] = out
+    return out
 
 
 def per_cluster_op(d: Demands, scale: float) -> Demands:

@@ -25,7 +25,8 @@ from tests.conftest import TINY_SPEC
 from tests.test_golden import strip_timings
 from tests.test_sweep import MICRO_SPEC
 
-#: one replication plan (RF 2: TINY_SPEC needs availability): one table file per provider and one re-evaluation file to edit
+#: one replication plan (RF 2: TINY_SPEC needs availability): one table file per provider and one
+#: re-evaluation file to edit
 ONE_PLAN = "replication: {factors: [2]}\n"
 SOLVE = ["--bands", "6", "--json", "--workers", "1"]
 

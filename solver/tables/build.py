@@ -3,7 +3,7 @@ preset's), run in a process pool, read from and added to the table cache (solver
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -77,10 +77,11 @@ def shard_job(
     for vm in vms:
         by_mem.setdefault(vm.memory_gib, []).append(vm)
     volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = {}
+    backed: dict[StorageChoice, StorageChoice] = {}  # volumes priced with their backup, shared by the block sets
 
     def volumes(blocks: tuple[int, ...]) -> dict[str, list[StorageChoice]]:
         if blocks not in volumes_of:
-            volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks)
+            volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks, backed)
         return volumes_of[blocks]
 
     out: dict[str, list[Context]] = {}
@@ -145,7 +146,13 @@ def in_workload_operations(spec: Spec) -> Callable[[Context], Context]:
     a, a_p = amplification(spec), perturbed_amplification(spec)
     if a == 1.0 and a_p == 1.0:
         return lambda c: c
-    return lambda c: dataclasses.replace(c, throughput=c.throughput / a, perturbed=c.perturbed / a_p)
+
+    def per_op(c: Context) -> Context:
+        out = copy.copy(c)  # dataclasses.replace's fields, several times faster on ~50,000 columns
+        out.throughput, out.perturbed = c.throughput / a, c.perturbed / a_p
+        return out
+
+    return per_op
 
 
 def _prime(catalog: Catalog, vms: list[VmType]) -> None:

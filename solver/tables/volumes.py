@@ -38,12 +38,20 @@ def menu_table(choices: list[StorageChoice]) -> tuple[np.ndarray, np.ndarray, np
 
 
 def shard_volumes(
-    spec: Spec, catalog: Catalog, grid: Grid, vms: list[VmType], s: float, blocks: tuple[int, ...]
+    spec: Spec,
+    catalog: Catalog,
+    grid: Grid,
+    vms: list[VmType],
+    s: float,
+    blocks: tuple[int, ...],
+    backed: dict[StorageChoice, StorageChoice] | None = None,
 ) -> dict[str, list[StorageChoice]]:
     """Each VM type's volumes for a shard of ``s`` entries (``grid``: the design grid, whose
     cold codecs shrink the data). A VM type enters
     cost_models.cloud.storage_choices only through its provider and the limits
-    the catalog sets it on each product, so VM types that share them share one list."""
+    the catalog sets it on each product, so VM types that share them share one list.
+    ``backed``: :func:`with_backup`'s volumes of this shard so far (the menus of several block
+    sets and VM types hold many of the same volumes), filled in."""
     base = s * spec.workload.entry_bytes / GIB
     # compressed data needs smaller volumes: the headroom ladder again at each cold codec's factor
     shrink = {compression.codec_factors(c, spec.workload.compressibility)[0] for _, c in grid.codecs}
@@ -53,18 +61,33 @@ def shard_volumes(
     for vm in vms:
         limits = (vm.provider, *(catalog.storage_limit(vm, o.name) for o in catalog.storage.get(vm.provider, [])))
         if limits not in shared:
-            shared[limits] = Menu(with_backup(spec, catalog, storage_choices(catalog, vm, needs, blocks), s))
+            shared[limits] = Menu(with_backup(spec, catalog, storage_choices(catalog, vm, needs, blocks), s, backed))
         out[vm.key] = shared[limits]
     return out
 
 
-def with_backup(spec: Spec, catalog: Catalog, choices: list[StorageChoice], s: float) -> list[StorageChoice]:
+def with_backup(
+    spec: Spec,
+    catalog: Catalog,
+    choices: list[StorageChoice],
+    s: float,
+    backed: dict[StorageChoice, StorageChoice] | None = None,
+) -> list[StorageChoice]:
     """``choices`` priced with the backup a node of ``s`` entries on each needs
-    (cost_models.replication.backup_usd_per_node): a volume is bought with its backup."""
+    (cost_models.replication.backup_usd_per_node): a volume is bought with its backup.
+    ``backed``: the volumes already priced so for ``s`` (by the volume), read and filled in."""
     out = []
+    memo: dict[StorageChoice, StorageChoice] = {} if backed is None else backed
+    extras: dict[tuple[str, str], float] = {}  # a product's backup is the same for each of its volumes
     for c in choices:
-        extra = backup_usd_per_node(spec, catalog, c.provider, is_local(catalog, c), s)
-        out.append(replace(c, usd_month=c.usd_month + extra, backup_usd_month=extra) if extra > 0 else c)
+        hit = memo.get(c)
+        if hit is None:
+            key = (c.provider, c.product)
+            extra = extras.get(key)
+            if extra is None:
+                extra = extras[key] = backup_usd_per_node(spec, catalog, c.provider, is_local(catalog, c), s)
+            hit = memo[c] = replace(c, usd_month=c.usd_month + extra, backup_usd_month=extra) if extra > 0 else c
+        out.append(hit)
     return out
 
 
