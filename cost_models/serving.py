@@ -324,19 +324,20 @@ def node_caps(
     return NodeCaps(net / sm.scale, within / sm.scale)
 
 
-def spec_served(spec: Any, workload: Any, shards: float) -> ServedMix:
-    """A node's :class:`ServedMix` under ``spec`` (its pipeline) for ``workload`` on ``shards`` nodes
-    holding ``workload``'s keys. A replicated node's spec (its node view) holds RF copies: a scan
-    reaches one replica of every shard, ``shards`` / RF of them."""
+def spec_serving(spec: Any, nodes: float) -> Serving:
+    """How clients reach a node of ``spec`` (its pipeline) in a cluster of ``nodes`` nodes holding
+    its keys. A replicated node's spec (its node view) holds RF copies: a scan reaches one replica
+    of every shard, ``nodes`` / RF of them."""
     from cost_models.replication import replica_nodes
 
-    shards = max(1.0, shards / replica_nodes(spec))
+    return Serving(pipeline=spec.pipeline, shards=max(1.0, nodes / replica_nodes(spec)))
+
+
+def spec_served(spec: Any, workload: Any, shards: float) -> ServedMix:
+    """A node's :class:`ServedMix` under ``spec`` for ``workload`` on ``shards`` nodes holding
+    ``workload``'s keys (:func:`spec_serving`)."""
     return served(
-        workload.operations,
-        workload.key_bytes,
-        workload.value_bytes,
-        workload.scan_length,
-        Serving(pipeline=spec.pipeline, shards=shards),
+        workload.operations, workload.key_bytes, workload.value_bytes, workload.scan_length, spec_serving(spec, shards)
     )
 
 

@@ -32,11 +32,11 @@ from cost_models.serving import (
     DEFAULT_UTILIZATION,
     NodeCaps,
     ServedMix,
-    Serving,
     latency_terms,
     node_caps,
     served_throughput,
     spec_served,
+    spec_serving,
 )
 from solver.model import (
     X_SCALE,
@@ -253,7 +253,8 @@ def _evaluate_nodes(
             shards = float(key[2])
             sm = spec_served(spec, wl, shards)
             x_engine = float(ne.throughput(wl, iops, threads)[0])
-            x_cpu = float(ne.throughput(wl, iops, threads, serving=Serving(spec.pipeline, shards))[0])
+            # the scans reach the cluster's shards: one replica of each (nodes / RF)
+            x_cpu = float(ne.throughput(wl, iops, threads, serving=spec_serving(spec, shards))[0])
             caps = node_caps(
                 np.array([x_cpu]),
                 sm,

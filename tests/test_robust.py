@@ -95,11 +95,12 @@ def test_robust_solve_reports_both_choices(tmp_path, robust):
     # (exact re-evaluations; the rule holds on the model's values, within the approximation error)
     assert nom["expected_ops"] >= rob["expected_ops"] * (1 - 1e-3)
     assert rob["perturbed_ops"] >= (1 - r["tolerance"]) * best["perturbed_ops"] * (1 - 1e-3)
-    # the band model credits a column's nodes beyond its shard count at the rate tabled for that
-    # shard count; in the exact model those nodes hold fewer keys (faster) and, with the perturbed
-    # mix's ranges sent to every shard (issue 48), see more scans (slower): a few percent here
-    # (docs/solver.md, "Scans fan out")
-    assert sol["certificate"]["approx_error"] < 0.1
+    # the band model credits a column's nodes at the rate tabled for its shard with its scans at
+    # the next breakpoint's fan-out (solver.space.reach); in the exact model its nodes hold fewer
+    # keys and scans reach fewer shards (faster): a lower bound, off by a few percent here (noise
+    # 0.061, KL 0.033 on 546da08; with scans credited at the shard count it was over 2 on ycsb_a)
+    assert sol["certificate"]["approx_error"] < 0.08, sol["certificate"]["approx_error"]
+    assert -sol["certificate"]["objective"] * 1e3 <= sol["predicted"]["throughput_ops"] * (1 + 1e-9)
 
 
 def test_robust_eval_command(tmp_path):

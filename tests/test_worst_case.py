@@ -114,6 +114,6 @@ def test_solve_with_the_worst_case_model(runner: Any, tmp_path: Path) -> None:
     # the band model credits a column's nodes beyond its shard count at the shard's rate; the exact
     # model gives a node holding fewer keys more (issue 47, docs/solver.md "Any node count"): a few
     # percent here, where the old ladder's 1e-2 was exact at its breakpoints only
-    assert sol["certificate"]["approx_error"] < 0.05
+    assert sol["certificate"]["approx_error"] < 0.05, sol["certificate"]["approx_error"]  # 0.027 on 546da08
     # the answer's I/O is the worst-case model's: at least one block per lookup
     assert sol["predicted"]["io_per_op"]["get"] >= 1.0
