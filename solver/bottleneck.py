@@ -409,12 +409,22 @@ def best_within(
         0.0,
     )
     chosen = chosen_of(spec, tab, best_nodes)
-    note = (
-        f"X* = {x_star:,.6g} kops: {' + '.join(f'{k} x {tab.contexts[i].vm.name}' for i, k in best_nodes)} "
-        f"(Q = {capacity(tab, best_nodes):.6g} copies), ${chosen.monthly_cost:,.2f}/month; "
-        f"{searched} of {len(classes)} fan-out classes searched, {visited} knapsack nodes"
+    note = _note(
+        tab,
+        best_nodes,
+        x_star,
+        chosen,
+        f"{searched} of {len(classes)} fan-out classes searched, {visited} knapsack nodes",
     )
     return BandAnswer(chosen, res, note, 0, best_nodes, open_bound)
+
+
+def _note(tab: ColumnTable, nodes: Nodes, x_star: float, chosen: Chosen, searched: str) -> str:
+    """A band answer's log line: its value, cluster, capacity and bill, and what was ``searched``."""
+    return (
+        f"X* = {x_star:,.6g} kops: {' + '.join(f'{k} x {tab.contexts[i].vm.name}' for i, k in nodes)} "
+        f"(Q = {capacity(tab, nodes):.6g} copies), ${chosen.monthly_cost:,.2f}/month; {searched}"
+    )
 
 
 def _class_bound(tab: ColumnTable, value: np.ndarray, mask: np.ndarray, cap: int, rhs0: float) -> float:
@@ -590,11 +600,7 @@ def _best_in_class(
     x_star = cluster_value(tab, value, best_nodes)
     upper = max(x_star, unproven)
     chosen = chosen_of(spec, tab, best_nodes)
-    note = (
-        f"X* = {x_star:,.6g} kops: {' + '.join(f'{k} x {tab.contexts[i].vm.name}' for i, k in best_nodes)} "
-        f"(Q = {capacity(tab, best_nodes):.6g} copies), ${chosen.monthly_cost:,.2f}/month; "
-        f"{searched} thresholds searched, {visited} knapsack nodes"
-    )
+    note = _note(tab, best_nodes, x_star, chosen, f"{searched} thresholds searched, {visited} knapsack nodes")
     res = Result(
         SolverStatus.OPTIMAL if upper <= x_star else SolverStatus.FEASIBLE,
         -x_star,
