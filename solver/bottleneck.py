@@ -347,7 +347,7 @@ def best_within(
         return _best_in_class(spec, sub, objective, m, budget, floor=floor, start=start, backend=backend)
     t0 = time.perf_counter()
     rhs0 = float(tab.bill_model.rows(tab.cost, budget)[1][0])
-    bounds = np.array([_class_bound(tab, value, m, cap, rhs0) for cap, _, m in classes])
+    bounds = np.array([_class_bound(tab, value, m, cap, rhs0, least) for cap, least, m in classes])
     found: list[tuple[int, int, BandAnswer]] = []
     best_x, open_bound, visited, searched, note = -math.inf, -math.inf, 0, 0, ""
     # by bound, of equal bounds the larger clusters first (a large budget's best is there)
@@ -427,13 +427,14 @@ def _note(tab: ColumnTable, nodes: Nodes, x_star: float, chosen: Chosen, searche
     )
 
 
-def _class_bound(tab: ColumnTable, value: np.ndarray, mask: np.ndarray, cap: int, rhs0: float) -> float:
+def _class_bound(tab: ColumnTable, value: np.ndarray, mask: np.ndarray, cap: int, rhs0: float, least: int = 1) -> float:
     """An upper bound on a class's optimum: its best column's ``value`` times the largest capacity
     of its columns within the budget row ``rhs0`` and ``cap`` units, each as an LP, and the sum of
     its nodes' rates (min_c T_c Q <= sum_d n_d T_d / k_d): ``cap`` of the fastest unit, or as many
-    of the fastest per dollar as the budget row buys (-inf: none holds the data)."""
+    of the fastest per dollar as the budget row buys (-inf: none holds the data, or the budget row
+    buys fewer than ``least`` units of its cheapest)."""
     idx = np.flatnonzero(mask & (value > 0))
-    if idx.size == 0 or rhs0 < 0:
+    if idx.size == 0 or rhs0 < 0 or rhs0 < least * float(tab.w[idx].min()) * (1 - TIE_TOL):
         return -math.inf
     q = min(rhs0 / float((tab.share[idx] * tab.w[idx]).min()), cap / float(tab.share[idx].min()))
     if q < Q_MIN * (1 - TIE_TOL):
