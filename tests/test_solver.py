@@ -269,16 +269,19 @@ def test_tables_agree_with_the_exact_model(mix):
     larger than the shard with inserts once made the table 3x optimistic."""
     from cost_models.cloud import GIB
     from cost_models.design import DesignBatch
-    from cost_models.evaluate import evaluate_designs
-    from solver.exact import reevaluate
+    from cost_models.evaluate import evaluate_designs, workload_partitions
+    from solver.exact import _evaluate_nodes
+    from solver.space import fanout_nodes
 
     cat = small_catalog(per_provider=3)
     spec = make_spec(3_000_000, mix, "{kind: zipfian, theta: 0.99}", 900.0, "gcp", "", 3)
     tables = tables_for(spec, cat)
+    parts = workload_partitions(spec.workload)
     for c in tables.contexts["gcp"]:
-        # served (issue 48): the node of a cluster of N / entries shards, as the table prices it
-        k = max(1, round(spec.workload.entries / c.entries))
-        x = reevaluate(spec, [(c, k)]).per_node[0].design.node_throughput_ops
+        # served (issues 47, 48): a node holding its shard, its scans reaching the next breakpoint's
+        # nodes (solver.space.fanout_nodes), as the table prices it
+        key = (id(c), c.entries, fanout_nodes(spec, c.entries))
+        x = _evaluate_nodes(spec, {key: c}, parts)[key].x
         assert x == pytest.approx(c.throughput, rel=0.01), (c.vm.name, c.entries, c.design)
         # and the engine in process, the same design evaluated alone, is at least as fast
         ne = evaluate_designs(DesignBatch.of([c.design]), spec.workload, c.entries, c.vm.memory_gib * GIB)
