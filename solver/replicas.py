@@ -27,7 +27,7 @@ from cost_models.replication import node_spec, plans
 from solver.backends import Backend
 from solver.frontier import Frontier, Point, baselines, cheapest, finish_frontier, start_frontier
 from solver.reeval_cache import ReevalCache
-from solver.tables.build import build_tables
+from solver.tables.build import build_many
 from solver.tables.context import Tables
 from specs.schema import ReplicaPlan, Spec
 
@@ -67,11 +67,13 @@ def plan_tables(
     presets: tuple[str, ...] = (),
     cache: TableCache | None = None,
 ) -> list[PlanTables]:
-    """The design tables of every plan (solver.tables.build_tables on its node view)."""
-    return [
-        PlanTables(plan, node, provs, build_tables(node, catalog, provs, workers=workers, presets=presets, cache=cache))
-        for plan, node, provs in plan_specs(spec, catalog, providers)
-    ]
+    """The design tables of every plan (solver.tables.build_tables on its node view), built together
+    (solver.tables.build_many: a shard size the plans' node views evaluate alike is evaluated once)."""
+    views = plan_specs(spec, catalog, providers)
+    tables = build_many(
+        [(node, provs) for _, node, provs in views], catalog, workers=workers, presets=presets, cache=cache
+    )
+    return [PlanTables(plan, node, provs, t) for (plan, node, provs), t in zip(views, tables, strict=True)]
 
 
 @dataclass

@@ -59,8 +59,8 @@ def _job(spec_name: str, k: int) -> dict[str, list[Any]]:
     cat = load_catalog(spec.pricing)
     provs = tuple(p for p in spec.providers if cat.vms.get(p)) or tuple(sorted(cat.vms))
     vms = [vm for p in provs for vm in cat.vms[p]]
-    args = (spec, cat, grid_for(spec), spec.workload.entries / k, vms, workload_partitions(spec.workload), PRESETS)
-    return TB.shard_job((*args, load_phi()))  # type: ignore[arg-type]
+    args = ((spec,), cat, grid_for(spec), spec.workload.entries / k, vms, workload_partitions(spec.workload), PRESETS)
+    return TB.shard_job((*args, load_phi()))[0]
 
 
 def _shards(spec_name: str) -> list[int]:

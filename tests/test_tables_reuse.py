@@ -51,7 +51,7 @@ def _job(spec_text: str, k: int) -> dict[str, list[TC.Context]]:
     vms = cat.vms["aws"]
     return TB.shard_job(
         (
-            spec,
+            (spec,),
             cat,
             grid_for(spec),
             spec.workload.entries / k,
@@ -60,7 +60,7 @@ def _job(spec_text: str, k: int) -> dict[str, list[TC.Context]]:
             PRESETS,
             load_phi(),
         )
-    )
+    )[0]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import copy
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,10 +30,12 @@ from solver.tables.grid_eval import (
     Splits,
     buffer_fits,
     evaluate_splits,
+    for_mix,
     grid_splits,
     same_evaluation,
     saturated_split,
     shard_prep,
+    shares_io,
     with_codecs,
     workloads,
 )
@@ -62,81 +65,137 @@ def check_workers(workers: int | None) -> None:
 REUSE_EQUAL_SPLITS = True
 
 
-def shard_job(
-    args: tuple[Spec, Catalog, Grid, float, list[VmType], Partitions, tuple[str, ...], PhiTable],
-) -> dict[str, list[Context]]:
-    """Every column of ``vms`` at shard size ``s``: Cosine's (:data:`COSINE`) and each preset's.
-    The window tables and volumes are shared between them; VM types of one memory size share
-    one evaluation of the designs."""
-    spec, catalog, grid, s, vms, parts, presets, phi = args
-    wls = workloads(spec)
+#: One shard job's input (:func:`shard_job`): the specs whose columns it builds, of one
+#: evaluation (:func:`plan_groups`), then the catalog, grid, shard size, VM types, key
+#: partitions, presets and the CPU model's table they share.
+ShardArgs = tuple[tuple[Spec, ...], Catalog, Grid, float, list[VmType], Partitions, tuple[str, ...], PhiTable]
+
+
+@dataclass
+class _Walk:
+    """One spec's way up the memory sizes in :func:`shard_job`: the last split and evaluation it
+    used, and the candidates found on that evaluation."""
+
+    last: Splits | None = None
+    last_fits: np.ndarray | None = None
+    saturated: bool = False
+    ge: GridEval | None = None
+    ok_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dem_ok: ScoreDemands | None = None
+    cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = field(
+        default_factory=dict
+    )
+
+
+def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
+    """Every column of ``vms`` at shard size ``s``, per spec: Cosine's (:data:`COSINE`) and each
+    preset's. The window tables, the designs' splits and their evaluations are the specs' one
+    (they :func:`~solver.tables.grid_eval.shares_io`: only the totals of each spec's mix,
+    :func:`~solver.tables.grid_eval.for_mix`, are its own); volumes, scores and columns are each
+    spec's. VM types of one memory size share one evaluation of the designs."""
+    specs, catalog, grid, s, vms, parts, presets, phi = args
+    first = specs[0]
     wins: list[tuple[WindowTable, WindowTable]] = []
-    for w in wls:  # the workloads share the gets' table (it does not depend on the mix)
+    for w in workloads(first):  # the workloads share the gets' table (it does not depend on the mix)
         wins.append(window_tables(parts, w.operations, s, wins[0][1] if wins else None))
     by_mem: dict[float, list[VmType]] = {}
     for vm in vms:
         by_mem.setdefault(vm.memory_gib, []).append(vm)
-    volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = {}
-    backed: dict[StorageChoice, StorageChoice] = {}  # volumes priced with their backup, shared by the block sets
-
-    def volumes(blocks: tuple[int, ...]) -> dict[str, list[StorageChoice]]:
-        if blocks not in volumes_of:
-            volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks, backed)
-        return volumes_of[blocks]
-
-    out: dict[str, list[Context]] = {}
-    cols: list[Column] = []
-    max_mem = usable_bytes(max(vm.memory_gib for vm in vms), spec.design.memory_headroom)
-    prep = shard_prep(spec, grid, s, parts, wins, max_mem)
+    max_mem = usable_bytes(max(vm.memory_gib for vm in vms), first.design.memory_headroom)
+    prep = shard_prep(first, grid, s, parts, wins, max_mem)
     lays = prep.lays
+    outs: list[dict[str, list[Context]]] = []
+    vols_of = []
+    cols_of: list[list[Column]] = [[] for _ in specs]
+    walks = [_Walk() for _ in specs]
+    for spec in specs:
+        volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = {}
+        backed: dict[StorageChoice, StorageChoice] = {}  # volumes priced with their backup, shared by the block sets
+
+        def volumes(
+            blocks: tuple[int, ...],
+            spec: Spec = spec,
+            volumes_of: dict[tuple[int, ...], dict[str, list[StorageChoice]]] = volumes_of,
+            backed: dict[StorageChoice, StorageChoice] = backed,
+        ) -> dict[str, list[StorageChoice]]:
+            if blocks not in volumes_of:
+                volumes_of[blocks] = shard_volumes(spec, catalog, grid, vms, s, blocks, backed)
+            return volumes_of[blocks]
+
+        vols_of.append(volumes)
     if lays.size:
-        vols = volumes(grid.blocks)
-        # the worst-case model reads the split itself
-        reuse = REUSE_EQUAL_SPLITS and spec.cost_model != CostModel.WORST_CASE
-        last: Splits | None = None
-        last_fits: np.ndarray | None = None
-        saturated = False
-        ge: GridEval | None = None
-        ok_rows = np.zeros(0, dtype=np.int64)
-        dem_ok: ScoreDemands | None = None
-        cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = {}
         for mem_gib, group in sorted(by_mem.items()):  # ascending memory
-            thr = volume_thresholds([vols[vm.key] for vm in group])
-            if thr.size == 0:
-                continue
-            fits = buffer_fits(spec, grid, s, mem_gib, lays)
-            # a memory size whose splits evaluate every design as the last one did reuses its
-            # evaluation, demands and candidates (same_evaluation); past a saturated split
-            # (:func:`saturated_split`) with the same designs a larger memory changes nothing
-            if not (reuse and saturated and last_fits is not None and np.array_equal(fits, last_fits)):
-                splits = grid_splits(spec, grid, s, mem_gib, prep, fits)
-                if last is None or not reuse or not same_evaluation(last, splits, s):
-                    ev = evaluate_splits(spec, s, parts, splits, prep, phi)
-                    ge = None if ev is None else with_codecs(spec, grid, ev)
-                    ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
-                    dem_ok = None if ge is None else design_demands(spec, ge, ok_rows)
-                    cands = {}
-                last, last_fits, saturated = splits, fits, saturated_split(splits, s)
-            if ge is None or dem_ok is None:
-                continue
+            # the specs' one split and evaluation of this memory size (made when a spec first asks)
+            split_of: dict[float, Splits] = {}
+            eval_of: dict[float, GridEval | None] = {}
             by_vcpu: dict[int, list[VmType]] = {}
             for vm in group:
                 by_vcpu.setdefault(vm.vcpu, []).append(vm)
-            rows, bucket_rows = usable(ge, thr)
-            dem_all = take_demands(dem_ok, np.searchsorted(ok_rows, rows))
-            for vcpu, same in sorted(by_vcpu.items()):
-                # the candidates see the thresholds only through the usable designs' size buckets
-                key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
-                if key not in cands:
-                    cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
-                    dem = take_demands(dem_all, np.searchsorted(rows, cand))
-                    cands[key] = (cand, bucket, dem, cpu_scores(dem, vcpu))
-                cand, bucket, dem, cpu = cands[key]
-                for vm in same:
-                    cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
-    out[COSINE] = [c.context() for c in prune_columns(cols)]
-    out.update(preset_columns(spec, presets, s, by_mem, volumes, parts, wins, phi))
-    return out
+            for spec, volumes, walk, cols in zip(specs, vols_of, walks, cols_of, strict=True):
+                vols = volumes(grid.blocks)
+                thr = volume_thresholds([vols[vm.key] for vm in group])
+                if thr.size == 0:
+                    continue
+                # the worst-case model reads the split itself
+                reuse = REUSE_EQUAL_SPLITS and spec.cost_model != CostModel.WORST_CASE
+                fits = buffer_fits(spec, grid, s, mem_gib, lays)
+                # a memory size whose splits evaluate every design as the last one did reuses its
+                # evaluation, demands and candidates (same_evaluation); past a saturated split
+                # (:func:`saturated_split`) with the same designs a larger memory changes nothing
+                if not (
+                    reuse and walk.saturated and walk.last_fits is not None and np.array_equal(fits, walk.last_fits)
+                ):
+                    if mem_gib not in split_of:
+                        split_of[mem_gib] = grid_splits(spec, grid, s, mem_gib, prep, fits)
+                    splits = split_of[mem_gib]
+                    if walk.last is None or not reuse or not same_evaluation(walk.last, splits, s):
+                        if mem_gib not in eval_of:
+                            eval_of[mem_gib] = evaluate_splits(spec, s, parts, splits, prep, phi)
+                        ev = eval_of[mem_gib]
+                        ge = None if ev is None else with_codecs(spec, grid, for_mix(spec, ev))
+                        walk.ge = ge
+                        walk.ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
+                        walk.dem_ok = None if ge is None else design_demands(spec, ge, walk.ok_rows)
+                        walk.cands = {}
+                    walk.last, walk.last_fits, walk.saturated = splits, fits, saturated_split(splits, s)
+                ge, dem_ok, cands = walk.ge, walk.dem_ok, walk.cands
+                if ge is None or dem_ok is None:
+                    continue
+                rows, bucket_rows = usable(ge, thr)
+                dem_all = take_demands(dem_ok, np.searchsorted(walk.ok_rows, rows))
+                for vcpu, same in sorted(by_vcpu.items()):
+                    # the candidates see the thresholds only through the usable designs' size buckets
+                    key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
+                    if key not in cands:
+                        cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
+                        dem = take_demands(dem_all, np.searchsorted(rows, cand))
+                        cands[key] = (cand, bucket, dem, cpu_scores(dem, vcpu))
+                    cand, bucket, dem, cpu = cands[key]
+                    for vm in same:
+                        cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
+    for spec, volumes, cols in zip(specs, vols_of, cols_of, strict=True):
+        out = {COSINE: [c.context() for c in prune_columns(cols)]}
+        out.update(preset_columns(spec, presets, s, by_mem, volumes, parts, wins, phi))
+        outs.append(out)
+    return outs
+
+
+def same_partitions(a: Partitions, b: Partitions) -> bool:
+    """Whether two key partitionings are equal, array by array."""
+    return (
+        all(
+            np.array_equal(x, y, equal_nan=True)
+            for x, y in (
+                (a.frac, b.frac),
+                (a.p_get, b.p_get),
+                (a.p_put, b.p_put),
+                (a.recency, b.recency),
+                (a.put.frac, b.put.frac),
+                (a.put.prob, b.put.prob),
+            )
+        )
+        and a.put.recency == b.put.recency
+    )
 
 
 def in_workload_operations(spec: Spec) -> Callable[[Context], Context]:
@@ -188,10 +247,40 @@ def build_tables(
     computed (then added to it). ``phi``: the CPU model's table (None: the shipped one, which
     the cache's code version covers; another table is never cached, nor read from the cache).
     """
-    table = shipped_or(phi)
-    if phi is not None:
-        cache = None
-    t0 = time.perf_counter()
+    return build_many(
+        [(spec, providers)],
+        catalog,
+        workers=workers,
+        presets=presets,
+        max_cluster=max_cluster,
+        cache=cache,
+        phi=phi,
+    )[0]
+
+
+@dataclass
+class _Plan:
+    """One spec of :func:`build_many`: its shard counts, what the cache holds and what is to compute."""
+
+    spec: Spec
+    provs: list[str]
+    vms: list[VmType]
+    grid: Grid
+    mc: int
+    counts: list[int]
+    found: dict[str, dict[tuple[str, int], list[Context]]]
+    todo: dict[int, list[str]]
+    parts: Partitions | None
+
+
+def _plan(
+    spec: Spec,
+    catalog: Catalog,
+    providers: tuple[str, ...],
+    kinds: tuple[str, ...],
+    max_cluster: int | None,
+    cache: TableCache | None,
+) -> _Plan:
     mc = cluster_cap(spec, catalog, providers) if max_cluster is None else max_cluster
     grid = grid_for(spec)
     vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
@@ -205,17 +294,71 @@ def build_tables(
     counts = sorted({min(top, rf * -(-k // rf)) for k in shard_counts(min(mc, N))} - {0})
     provs = sorted(set(providers))
     found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
-    kinds = (COSINE, *presets)
     # a shard size is computed (every kind) for the providers the cache lacks any kind of
     todo = {
         k: [p for p in provs if catalog.vms.get(p) and any((kind, k) not in found[p] for kind in kinds)] for k in counts
     }
     todo = {k: ps for k, ps in todo.items() if ps}
     parts = workload_partitions(spec.workload) if todo else None
-    jobs = [
-        (spec, catalog, grid, N / k, [vm for p in ps for vm in catalog.vms.get(p, [])], parts, presets, table)
-        for k, ps in todo.items()
-    ]
+    return _Plan(spec, provs, vms, grid, mc, counts, found, todo, parts)
+
+
+def plan_groups(plans: list[_Plan], catalog: Catalog) -> list[tuple[float, list[VmType], list[tuple[int, int]]]]:
+    """The shard jobs of ``plans``: (shard size, VM types, the (plan, shard count) pairs it builds).
+    Pairs share a job only where their evaluation is provably one: the same shard size, VM
+    types, grid and key partitions, and specs that :func:`~solver.tables.grid_eval.shares_io`;
+    a plan's shard counts are in separate jobs."""
+    groups: list[tuple[float, list[VmType], list[tuple[int, int]]]] = []
+    for i, pl in enumerate(plans):
+        for k, ps in pl.todo.items():
+            s = pl.spec.workload.entries / k
+            vms = [vm for p in ps for vm in catalog.vms.get(p, [])]
+            for gs, gvms, members in groups:
+                j, _ = members[0]
+                other = plans[j]
+                if (
+                    gs == s
+                    and all(m != i for m, _ in members)
+                    and [vm.key for vm in gvms] == [vm.key for vm in vms]
+                    and other.grid == pl.grid
+                    and other.parts is not None
+                    and pl.parts is not None
+                    and same_partitions(other.parts, pl.parts)
+                    and shares_io(other.spec, pl.spec)
+                ):
+                    members.append((i, k))
+                    break
+            else:
+                groups.append((s, vms, [(i, k)]))
+    return groups
+
+
+def build_many(
+    items: list[tuple[Spec, tuple[str, ...]]],
+    catalog: Catalog,
+    *,
+    workers: int | None = None,
+    presets: tuple[str, ...] = (),
+    max_cluster: int | None = None,
+    cache: TableCache | None = None,
+    phi: PhiTable | None = None,
+) -> list[Tables]:
+    """:func:`build_tables` of each (spec, providers) of ``items`` (the replication plans' node
+    views, solver.replicas), in one pool: a shard size the specs evaluate alike is one job
+    (:func:`plan_groups`, :func:`shard_job`). Each spec's tables, and its part of the cache, are
+    those :func:`build_tables` gives it alone."""
+    table = shipped_or(phi)
+    if phi is not None:
+        cache = None
+    t0 = time.perf_counter()
+    kinds = (COSINE, *presets)
+    plans = [_plan(spec, catalog, providers, kinds, max_cluster, cache) for spec, providers in items]
+    groups = plan_groups(plans, catalog)
+    jobs: list[ShardArgs] = []
+    for s, vms, members in groups:
+        pl = plans[members[0][0]]
+        assert pl.parts is not None  # a plan with shard sizes to compute has its partitions
+        jobs.append((tuple(plans[i].spec for i, _ in members), catalog, pl.grid, s, vms, pl.parts, presets, table))
     workers = workers if workers is not None else min(len(jobs), cpu_count())
     if jobs:
         _prime(catalog, [vm for job in jobs for vm in job[4]])
@@ -223,34 +366,42 @@ def build_tables(
         with ProcessPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(shard_job, jobs))
     else:
-        results = [shard_job(j) for j in jobs]  # type: ignore[arg-type]
-    computed: dict[str, dict[tuple[str, int], list[Context]]] = {p: {} for p in provs}
-    for k, by_kind in zip(todo, results, strict=True):
-        for kind, ctxs in by_kind.items():
-            for c in ctxs:
-                computed[c.provider].setdefault((kind, k), []).append(c)
-    shards = {p: {**found[p], **computed[p]} for p in provs}
-    if cache is not None:
-        cache.hits += sum(len(f) for f in found.values())
-        cache.misses += sum(len(ps) for ps in todo.values())
-        for p in provs:
-            if computed[p]:
-                cache.save(spec, catalog, p, shards[p])
-    tables = Tables(
-        spec_name=spec.name,
-        entries=N,
-        grid_size={f"{vm.memory_gib:g} GiB": grid.size(vm.memory_gib * GIB) for vm in vms},
-        max_cluster=mc,
-    )
-    per_op = in_workload_operations(spec)
-    for k in counts:
-        for p in provs:
-            for c in shards[p].get((COSINE, k), []):
-                tables.contexts.setdefault(p, []).append(per_op(c))
-    for name in presets:
-        for k in counts:
-            for p in provs:
-                for c in shards[p].get((name, k), []):
-                    tables.presets.setdefault(name, {}).setdefault(p, []).append(per_op(c))
-    tables.seconds = time.perf_counter() - t0
-    return tables
+        results = [shard_job(j) for j in jobs]
+    computed: list[dict[str, dict[tuple[str, int], list[Context]]]] = [{p: {} for p in pl.provs} for pl in plans]
+    for (_, _, members), per_spec in zip(groups, results, strict=True):
+        for (i, k), by_kind in zip(members, per_spec, strict=True):
+            for kind, ctxs in by_kind.items():
+                for c in ctxs:
+                    computed[i][c.provider].setdefault((kind, k), []).append(c)
+    out = []
+    for pl, comp in zip(plans, computed, strict=True):
+        spec = pl.spec
+        shards = {p: {**pl.found[p], **comp[p]} for p in pl.provs}
+        if cache is not None:
+            cache.hits += sum(len(f) for f in pl.found.values())
+            cache.misses += sum(len(ps) for ps in pl.todo.values())
+            for p in pl.provs:
+                if comp[p]:
+                    cache.save(spec, catalog, p, shards[p])
+        tables = Tables(
+            spec_name=spec.name,
+            entries=spec.workload.entries,
+            grid_size={f"{vm.memory_gib:g} GiB": pl.grid.size(vm.memory_gib * GIB) for vm in pl.vms},
+            max_cluster=pl.mc,
+        )
+        per_op = in_workload_operations(spec)
+        for k in pl.counts:
+            for p in pl.provs:
+                for c in shards[p].get((COSINE, k), []):
+                    tables.contexts.setdefault(p, []).append(per_op(c))
+        for name in presets:
+            for k in pl.counts:
+                for p in pl.provs:
+                    for c in shards[p].get((name, k), []):
+                        tables.presets.setdefault(name, {}).setdefault(p, []).append(per_op(c))
+        out.append(tables)
+    # the plans' build is one (shared jobs, one pool): each plan's share of its time
+    share = (time.perf_counter() - t0) / max(len(out), 1)
+    for tables in out:
+        tables.seconds = share
+    return out

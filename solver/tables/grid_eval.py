@@ -27,6 +27,7 @@ from cost_models.io_model import (
     cache_blocks,
     combine,
     index_cache_alpha,
+    insert_fraction,
     range_cache_alpha,
     split_terms,
     structure,
@@ -339,13 +340,13 @@ def evaluate_splits(
         )
         for parts_k in ios
     ]
-    wls = workloads(spec)
     io_p = joined[1] if len(joined) > 1 else None
+    total, total_p = mix_totals(spec, joined[0], io_p)
     return GridEval(
         io=joined[0],
-        total=joined[0].total(wls[0].operations),
+        total=total,
         io_p=io_p,
-        total_p=None if io_p is None else io_p.total(wls[1].operations),
+        total_p=total_p,
         shape=NodeShape(cls, block_data, float(s), float(spec.workload.entry_bytes), buffered),
         ok=ok,
         need_gib=need,
@@ -356,6 +357,44 @@ def evaluate_splits(
         offsets=np.cumsum([0] + [b.size for b in batches]),
         phi=phi,
         hot_share=hot_share,
+    )
+
+
+def mix_totals(spec: Spec, io: IOCost, io_p: IOCost | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """I/O per operation of the workload's mix (and of the perturbed mix, with ``io_p``)."""
+    wls = workloads(spec)
+    return io.total(wls[0].operations), None if io_p is None else io_p.total(wls[1].operations)
+
+
+def for_mix(spec: Spec, ge: GridEval) -> GridEval:
+    """``ge`` (:func:`evaluate_splits` of a spec that :func:`shares_io` with ``spec``) with
+    ``spec``'s own totals: as :func:`evaluate_splits` of ``spec`` gives it."""
+    total, total_p = mix_totals(spec, ge.io, ge.io_p)
+    return replace(ge, total=total, total_p=total_p)
+
+
+def _io_view(spec: Spec) -> Spec:
+    """``spec`` without what the shard's evaluation does not read: its mix (read through
+    :func:`shares_io`'s insert fractions and :func:`mix_totals`), its entries (read as the shard
+    size and the key partitions, which the caller compares) and its node view."""
+    return replace(spec, workload=replace(spec.workload, operations={}, entries=1), node_view=None)
+
+
+def shares_io(a: Spec, b: Spec) -> bool:
+    """Whether the designs of ``a`` and ``b`` evaluate alike (:func:`shard_prep`,
+    :func:`grid_splits`, :func:`evaluate_splits` up to :func:`mix_totals`) at one shard size,
+    grid and key partitions: their workloads' mixes enter the I/O per operation only through
+    their insert fractions (cost_models.io_model.insert_fraction: the windows, the run structure,
+    whether the puts overwrite), and everything else of the specs is equal. The replication
+    plans' node views (cost_models.replication.node_spec) of a mix without inserts are such specs.
+    The worst-case model reads the whole workload (cost_models.evaluate.node_io): never shared."""
+    if CostModel.WORST_CASE in (a.cost_model, b.cost_model):
+        return a == b
+    wa, wb = workloads(a), workloads(b)
+    return (
+        len(wa) == len(wb)
+        and all(insert_fraction(x.operations) == insert_fraction(y.operations) for x, y in zip(wa, wb, strict=True))
+        and _io_view(a) == _io_view(b)
     )
 
 
