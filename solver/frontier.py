@@ -665,6 +665,9 @@ def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | N
             fr.floors[pb.provider] = own
             if np.array_equal(own, scale * overall):
                 fr.headline[pb.provider] = fr.points[pb.provider]
+                if kw["progress"] is not None:  # the headline's bands, counted and not solved
+                    for _ in budgets:
+                        kw["progress"](pb.provider)
             else:
                 fr.headline[pb.provider] = _solve_objective(
                     spec, catalog, fr, pb, backend, Objective.ROBUST, scale * overall, **kw, tag="_robust_headline"

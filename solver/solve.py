@@ -503,7 +503,9 @@ def run_solve(
     if not any(any(r.tables.contexts.values()) for r in runs):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
     robust = is_robust(spec)
-    bands_total = (bands + 1) * sum(len(r.providers) for r in runs) * (3 if robust else 1)
+    # per provider: the nominal bands, and with robustness the perturbed, the robust rule's and the
+    # headline's (the robust rule under the best provider's floor; counted when it is not solved)
+    bands_total = (bands + 1) * sum(len(r.providers) for r in runs) * (4 if robust else 1)
     done = 0
 
     def tick(_p: str) -> None:

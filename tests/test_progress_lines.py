@@ -52,3 +52,26 @@ def test_a_silent_step_is_still_announced() -> None:
         time.sleep(0.9)
     lines = out.getvalue().splitlines()
     assert len(lines) >= 3 and all(line.startswith("building the engine") for line in lines)
+
+
+def test_a_solves_bands_count_to_their_total(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`cosine solve`'s band count ends at its total, never past it: a robust spec counts four
+    objectives per provider and plan (the headline's bands too when it is the robust rule's own:
+    it went to 105 % on ycsb_a)."""
+    from cost_models.pricing.catalog import load_catalog
+    from solver.backends import HighsBackend
+    from solver.solve import run_solve
+    from specs.schema import parse_spec
+    from tests.conftest import TINY_SPEC
+
+    seen: list[tuple[int, int]] = []
+    spec = parse_spec(TINY_SPEC + "robustness: {noise: 0.1}\n")
+    run_solve(
+        spec,
+        load_catalog("ondemand"),
+        HighsBackend(),
+        bands=6,
+        out_dir=tmp_path / "run",
+        progress=lambda stage, done, total: seen.append((done, total)) if stage == "bands" else None,
+    )
+    assert seen and all(d <= t for d, t in seen) and seen[-1][0] == seen[-1][1]
