@@ -144,7 +144,7 @@ def solve(
                 providers=provs,
                 out_dir=run_dir,
                 workers=workers,
-                progress=None if as_json else prog,
+                progress=prog,  # on stderr: stdout keeps the JSON
                 cache=cache,
             )
         for note in cache.notes if cache is not None else []:
@@ -514,7 +514,7 @@ def plan(
                 cl=cl,
                 provider=provider,
                 start=start,
-                progress=None if as_json else prog,
+                progress=prog,  # on stderr: stdout keeps the JSON
             )
         d = report_dict(built, results)
         if as_json:

@@ -40,9 +40,9 @@ from cost_models.cloud import SlaTerms, sla_cost
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import replica_nodes
 from solver.backends import Result
-from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_by_group
+from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_of_grouped
 from solver.model import DATA_SLACK, X_SCALE, Chosen
-from solver.space import reach
+from solver.space import reaches
 from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import Objective, SolverStatus, WorkloadKind
@@ -121,14 +121,19 @@ class ColumnTable:
 
     def items(self, cols: np.ndarray) -> np.ndarray:
         """The knapsack's items of the columns ``cols``: :func:`solver.knapsack.staircase` per VM
-        type (a cluster runs one column of each; by one sort of all columns)."""
-        if "by_k" not in self._cache:
+        type (a cluster runs one column of each; by one sort of all columns, each set's once)."""
+        if "by_gk" not in self._cache:
             n = self.share.size
-            self._cache["by_k"] = np.lexsort((np.arange(n), self.cost, self.share))
-        by_k = np.asarray(self._cache["by_k"])
+            self._cache["by_gk"] = np.lexsort((np.arange(n), self.cost, self.share, self.group))
+            self._cache["cost_rank"] = np.unique(self.cost, return_inverse=True)
         member = np.zeros(self.share.size, dtype=bool)
         member[cols] = True
-        return staircase_by_group(self.share, self.cost, by_k[member[by_k]], self.group)
+        key = ("items", np.packbits(member).tobytes())
+        if key not in self._cache:
+            by_gk = np.asarray(self._cache["by_gk"])
+            levels, rank = self._cache["cost_rank"]
+            self._cache[key] = staircase_of_grouped(self.share, self.group, by_gk[member[by_gk]], levels, rank)
+        return np.asarray(self._cache[key])
 
     def value(self, objective: Objective) -> np.ndarray:
         """The objective's throughput per copy: perturbed for PERTURBED, else expected."""
@@ -158,8 +163,8 @@ def column_table(spec: Spec, catalog: Catalog, contexts: list[Context], provider
         share=np.array([N / (c.entries * unit) for c in ctx], dtype=float),
         fixed=terms.fixed,
         group=np.array([vm_names.index(c.vm.name) for c in ctx], dtype=np.int64),
-        reach_x=np.array([reach(spec, c.entries, WorkloadKind.EXPECTED) / unit for c in ctx], dtype=float),
-        reach_p=np.array([reach(spec, c.entries, WorkloadKind.PERTURBED) / unit for c in ctx], dtype=float),
+        reach_x=np.array(reaches(spec, (c.entries for c in ctx), WorkloadKind.EXPECTED, unit), dtype=float),
+        reach_p=np.array(reaches(spec, (c.entries for c in ctx), WorkloadKind.PERTURBED, unit), dtype=float),
         unit=unit,
     )
 

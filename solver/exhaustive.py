@@ -36,7 +36,7 @@ from cost_models.pareto import pareto_mask
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import replica_nodes
 from solver.model import X_SCALE
-from solver.space import reach
+from solver.space import reaches
 from solver.tables.context import Context
 from specs.errors import InputError
 from specs.schema import Spec
@@ -172,7 +172,7 @@ def exhaustive(
         names = sorted({c.vm.name for _, c in ctx})
         vm = np.array([names.index(c.vm.name) for _, c in ctx], dtype=np.int64)
         valued = WorkloadKind.of(objective, objective == Objective.ROBUST and floor_kops > 0, target > 0)
-        units = np.array([reach(spec, c.entries, valued) / unit for _, c in ctx], dtype=float)
+        units = np.array(reaches(spec, (c.entries for _, c in ctx), valued, unit), dtype=float)
         keep = np.ones(len(ctx), dtype=bool)
         if prune and keep.size:
             keep = dominance_keep(share, x, p, cost, vm, units) & (cost + terms.per_node * unit <= budget * (1 + TOL))

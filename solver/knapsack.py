@@ -119,9 +119,35 @@ def staircase_by_group(share: np.ndarray, cost: np.ndarray, order: np.ndarray, g
     of its own group (replacing it by one of another group could put two of that group in)."""
     if order.size == 0:
         return order
-    g = group[order]
-    out = [staircase_of_sorted(share, cost, order[g == label]) for label in np.unique(g)]
-    return np.sort(np.concatenate(out)) if out else order[:0]
+    o = order[np.argsort(group[order], kind="stable")]  # by group, each in the order given
+    levels, rank = np.unique(cost, return_inverse=True)
+    return staircase_of_grouped(share, group, o, levels, rank)
+
+
+def staircase_of_grouped(
+    share: np.ndarray, group: np.ndarray, order: np.ndarray, levels: np.ndarray, rank: np.ndarray
+) -> np.ndarray:
+    """:func:`staircase_by_group` of columns already sorted by group, then as :func:`staircase`
+    (a subset of a sorted list keeps the order: a caller sorts once), the costs given as their
+    distinct ``levels`` ascending and each column's ``rank`` in them: sorted column indices."""
+    if order.size == 0:
+        return order
+    g, k = group[order], share[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = (g[1:] != g[:-1]) | (k[1:] != k[:-1])
+    cand, gc = order[first], g[first]  # per group, the cheapest of each shard size
+    r = rank[cand]
+    start = np.ones(cand.size, dtype=bool)
+    start[1:] = gc[1:] != gc[:-1]
+    # the least cost of the larger shards of its group before each candidate: a running minimum
+    # restarting at each group, exact on the costs' ranks (a group's offset exceeds every rank)
+    m = levels.size
+    seg = np.cumsum(start) - 1
+    least = m - (np.maximum.accumulate(seg * (m + 1) + (m - r)) - seg * (m + 1))
+    before = np.full(cand.size, math.inf)
+    before[1:] = levels[least[:-1]]
+    before[start] = math.inf
+    return np.sort(cand[levels[r] < before * (1 - REL_TOL)]).astype(np.int64, copy=False)
 
 
 @dataclass

@@ -42,7 +42,7 @@ import numpy as np
 from cost_models.bill import bill_terms
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import replica_nodes
-from solver.space import cluster_cap, reach
+from solver.space import cluster_cap, reaches
 from solver.tables.context import Context
 from specs.schema import Spec
 from specs.vocab import Objective, WorkloadKind
@@ -297,7 +297,7 @@ def build_mip(
     # a column whose scans were tabled at a fan-out of r_c units is credited in clusters of at
     # most r_c units (solver.space.reach): size + (mc - r_c) y_c <= mc, with size = sum_c n_c
     valued = WorkloadKind.of(objective, objective == Objective.ROBUST and floor_kops > 0, target_kops > 0)
-    r_units = np.array([reach(spec, c.entries, valued) / unit for c in ctx], dtype=float)
+    r_units = np.array(reaches(spec, (c.entries for c in ctx), valued, unit), dtype=float)
     short = np.flatnonzero(r_units < mc)
     if short.size:
         size = m.add_vars("size", 1, 0, float(mc), integer=True)

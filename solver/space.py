@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -231,6 +231,15 @@ def reach(spec: Spec, entries: float, workloads: WorkloadKind = WorkloadKind.BOT
     least their tabled rate on the ``workloads`` a solve values: its :func:`fanout_nodes` when
     they scan (a larger cluster sends each scan to more shards), else any count (inf)."""
     return float(fanout_nodes(spec, entries)) if has_scans(spec, workloads) else math.inf
+
+
+def reaches(spec: Spec, entries: Iterable[float], workloads: WorkloadKind, unit: int = 1) -> list[float]:
+    """:func:`reach` of each of ``entries`` in units of ``unit`` nodes (a table's columns): whether
+    the workloads scan is asked once, each distinct count's fan-out once."""
+    if not has_scans(spec, workloads):
+        return [math.inf for _ in entries]
+    fan: dict[float, float] = {}
+    return [fan.setdefault(e, fanout_nodes(spec, e) / unit) for e in entries]
 
 
 def cluster_cap(spec: Spec, catalog: Catalog, providers: tuple[str, ...] | list[str] | None = None) -> int:
