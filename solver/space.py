@@ -199,14 +199,18 @@ def shard_counts(max_cluster: int) -> list[int]:
 
 def fanout_nodes(spec: Spec, entries: float) -> int:
     """The nodes a cluster's scans are tabled to reach for a column whose nodes hold ``entries``
-    keys (``spec`` a node view: its entries count every replica): the next breakpoint after the
-    column's own count k = N / entries, in whole replica groups. A column is tabled at N / k keys
-    and credited for clusters of k nodes up to this count (:func:`reach`): its nodes then hold no
-    more keys, and their scans reach no more shards, than tabled. Independent of the cluster cap
-    (a cap between two breakpoints leaves the count after it), so the table cache's rows hold."""
+    keys (``spec`` a node view: its entries count every replica): the most whole replica groups
+    below the next breakpoint after the column's own count k = N / entries (one group at least).
+    A column is tabled at N / k keys and credited for clusters of up to this count (:func:`reach`):
+    its nodes then hold no more keys, and their scans reach no more shards, than tabled. Every
+    count m of whole groups keeps a column: the last breakpoint k <= m reaches m, as m is below the
+    next one (the count at the next breakpoint is that column's own, priced exactly; stop 54
+    priced each column at the next breakpoint itself, a third too many shards for 6 nodes at RF 2).
+    Independent of the cluster cap, so the table cache's rows hold."""
     rf = replica_nodes(spec)
     k = round(spec.workload.entries / max(float(entries), 1.0))
-    return next(v for v in (rf * -(-n // rf) for n in ladder()) if v > k)
+    after = next(n for n in ladder() if n > k)
+    return max(rf, rf * ((after - 1) // rf))
 
 
 def has_scans(spec: Spec, workloads: WorkloadKind) -> bool:
