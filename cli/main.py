@@ -128,11 +128,13 @@ def solve(
         check_cluster_room(s, cat, provs if provs is not None else s.providers)
         cache = None if no_cache else TableCache()
         with progress_bar() as bar:
-            task = bar.add_task("building design tables", total=1)
+            tasks = {"tables": bar.add_task("building design tables", total=1)}
 
             def prog(stage: str, done: int, total: int) -> None:
-                what = "building design tables" if stage == "tables" else "solving budget bands"
-                bar.update(task, description=what, completed=done, total=max(total, 1))
+                # a task per stage: the bands' rate and ETA count from their own start
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task("solving budget bands", total=max(total, 1))
+                bar.update(tasks[stage], completed=done, total=max(total, 1))
 
             run = run_solve(
                 s,

@@ -500,6 +500,8 @@ def run_solve(
         progress("tables", 0, 1)
     runs = plan_tables(spec, catalog, provs, workers=workers, presets=PRESETS, cache=cache)
     timings["tables_s"] = time.perf_counter() - t0
+    if progress:
+        progress("tables", 1, 1)
     if not any(any(r.tables.contexts.values()) for r in runs):
         raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
     robust = is_robust(spec)
