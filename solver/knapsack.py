@@ -243,8 +243,8 @@ def max_capacity(
     monotone = (q[None, :] >= coefs * nxt_ratio * (1 - 1e-12)).all(axis=0) & (q >= nxt_q)
     lam, mu = _budget_duals(q, coefs, suf_ratio, cap, rhs)
     k = numba_search()
-    finite = np.isfinite(q).all() and np.isfinite(coefs).all() and np.isfinite(rhs).all()
-    if k is not None and finite:  # (the reference raises on some infinite inputs)
+    # an infinite input the reference takes to its end (raising on some: an int of -inf) is left to it
+    if k is not None and np.isfinite(q).all() and np.isfinite(coefs).all() and np.isfinite(rhs).all():
         shape = (coefs.shape[0], n_items + 1, lam.shape[2])
         labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)
         got = k.max_capacity(
@@ -444,6 +444,7 @@ def min_bill(
     suf_q = np.maximum.accumulate(q[::-1])[::-1]  # the most copies a node of an item from i on holds
     lam, gap = _slot_duals(q, w, cap, q_min)
     k = numba_search()
+    # (the reference raises on a copies per node of 0 or an infinite need: a ceil of inf)
     if k is not None and np.isfinite(q).all() and (q > 0).all() and math.isfinite(q_min):
         labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)
         got = k.min_bill(

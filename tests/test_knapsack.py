@@ -203,3 +203,25 @@ def test_the_compiled_searches_equal_the_reference(monkeypatch: pytest.MonkeyPat
         found += (ref.counts is not None) + (ref2.counts is not None)
     print(f"{unproven} unproven, {found} found of 800")
     assert unproven > 100 and found > 100, "both unproven searches and packings found were compared"
+
+
+def test_numba_is_imported_only_by_load():
+    """A process that never calls load (``cosine whatif``) runs the reference without importing
+    numba; under COSINE_KERNELS=numpy load keeps the reference."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, numpy as np\n"
+        "from solver import knapsack as k\n"
+        "bill = k.BillModel(1.0, 0.5, ())\n"
+        "coefs, rhs = bill.rows(np.array([10.0, 4.0]), 40.0)\n"
+        "assert k.max_capacity(np.array([1.0, 0.5]), coefs, rhs, 3, 1, 0.5).counts is not None\n"
+        "assert 'numba' not in sys.modules, 'numba was imported'\n"
+        "assert k.load() == 0.0 and k.numba_search() is None\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "COSINE_KERNELS": "numpy"}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
