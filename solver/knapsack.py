@@ -103,6 +103,12 @@ def load() -> float:
     return time.perf_counter() - t0
 
 
+def _c(a: Any, dtype: Any = float) -> np.ndarray:
+    """``a`` as the compiled searches take it: C-contiguous and writable (a read-only array, such as
+    a broadcast view, would be another signature for numba to compile, at the first call)."""
+    return np.require(a, dtype=dtype, requirements=["C", "W"])
+
+
 @lru_cache(maxsize=1)
 def _first_calls(k: ModuleType) -> None:
     """Run both searches once on a tiny instance (numba loads or compiles their code on a first call)."""
@@ -248,15 +254,15 @@ def max_capacity(
         shape = (coefs.shape[0], n_items + 1, lam.shape[2])
         labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)
         got = k.max_capacity(
-            np.ascontiguousarray(q),
-            np.ascontiguousarray(coefs, dtype=float),
-            np.ascontiguousarray(rhs, dtype=float),
-            np.ascontiguousarray(suf_ratio),
-            np.ascontiguousarray(suf_q),
-            np.ascontiguousarray(monotone),
-            np.ascontiguousarray(np.broadcast_to(lam, shape)),
-            np.ascontiguousarray(np.broadcast_to(mu, shape)),
-            np.ascontiguousarray(grp_of.reshape(-1), dtype=np.int64),
+            _c(q),
+            _c(coefs),
+            _c(rhs),
+            _c(suf_ratio),
+            _c(suf_q),
+            _c(monotone, bool),
+            _c(np.broadcast_to(lam, shape)),
+            _c(np.broadcast_to(mu, shape)),
+            _c(grp_of.reshape(-1), np.int64),
             labels.size,
             int(cap),
             int(min_nodes),
@@ -448,15 +454,15 @@ def min_bill(
     if k is not None and np.isfinite(q).all() and (q > 0).all() and math.isfinite(q_min):
         labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)
         got = k.min_bill(
-            np.ascontiguousarray(q),
-            np.ascontiguousarray(cost),
-            np.ascontiguousarray(w),
-            np.ascontiguousarray(suf_per_q),
-            np.ascontiguousarray(suf_w),
-            np.ascontiguousarray(suf_q),
-            np.ascontiguousarray(lam),
-            np.ascontiguousarray(gap),
-            np.ascontiguousarray(grp_of.reshape(-1), dtype=np.int64),
+            _c(q),
+            _c(cost),
+            _c(w),
+            _c(suf_per_q),
+            _c(suf_w),
+            _c(suf_q),
+            _c(lam),
+            _c(gap),
+            _c(grp_of.reshape(-1), np.int64),
             labels.size,
             np.array([pc for pc, _ in bill.percent_terms], dtype=float),
             np.array([mn for _, mn in bill.percent_terms], dtype=float),

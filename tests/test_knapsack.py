@@ -203,6 +203,10 @@ def test_the_compiled_searches_equal_the_reference(monkeypatch: pytest.MonkeyPat
         found += (ref.counts is not None) + (ref2.counts is not None)
     print(f"{unproven} unproven, {found} found of 800")
     assert unproven > 100 and found > 100, "both unproven searches and packings found were compared"
+    # one signature each (the one load compiles or reads from numba's cache): no compilation mid-solve
+    k = knapsack.numba_search()
+    assert k is not None
+    assert len(k.max_capacity.signatures) == 1 and len(k.min_bill.signatures) == 1
 
 
 def test_numba_is_imported_only_by_load():
