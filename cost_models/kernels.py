@@ -6,7 +6,8 @@ tables built both ways equal to 1e-9 relative).
 numba is imported by :func:`load` only, which the design tables call before they compute a shard
 (solver.tables.build): until then :func:`numba_kernels` answers None and the numpy path runs, so a
 command that computes no table (``cosine whatif``, a warm solve from the table cache, whose exact
-re-evaluation of a few designs is quicker in numpy than numba's ~0.5 s start) never loads it. Its
+re-evaluation of a few designs is quicker in numpy than numba's ~0.5 s start) never loads it (a
+threshold frontier imports numba for its compiled knapsacks, solver.knapsack.load, not these). Its
 compiled code is cached by numba itself beside the package (``__pycache__``, ``cache=True``);
 nothing is read from the user's cache directory. ``COSINE_KERNELS=numpy`` (or numba missing) selects the numpy path.
 """

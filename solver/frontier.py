@@ -38,6 +38,7 @@ from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import amplification, replica_nodes
 from cost_models.robust import is_robust, perturbed_amplification
+from solver import knapsack
 from solver.backends import Backend, Result
 from solver.bottleneck import ColumnTable, Floor, best_within, cheapest_reaching, chosen_of, column_table
 from solver.exact import Exact, NodeRate, Reevaluations, approx_error_of, reevaluate
@@ -594,6 +595,10 @@ def start_frontier(
         budgets = band_grid(lo, hi, bands, b0)
     budgets = np.sort(np.asarray(budgets, dtype=float))
     provs = providers or tuple(p for p in spec.providers if p in tables.contexts)
+    if method == Method.THRESHOLD:
+        # the bands' thousands of knapsacks (solver.bottleneck) run compiled: numba's import and the
+        # searches' cached code take ~0.4 s once per process; ycsb_a's 8,000 searches ~1 s, not ~17 s
+        knapsack.load()
     exact = Reevaluations(spec, store=reevals, workers=workers)
     fr = Frontier(
         spec,

@@ -22,14 +22,25 @@ of those terms does (:meth:`BillModel.rows`).
 A cluster runs at most one column per VM type (solution.json lists one design per VM type): both
 searches take a group label per item and put nodes in at most one item of each group.
 
-Plain numpy: `cosine whatif` may use it without the cost model.
+Plain numpy: `cosine whatif` may use it without the cost model. The searches below are the
+reference; once :func:`load` ran (solver.frontier does, before a frontier's bands) each is run by
+its copy compiled with numba (solver.knapsack_numba), equal to it node for node: the same
+``Packing``, its bound and nodes visited included (tests/test_knapsack.py compares them).
+``COSINE_KERNELS=numpy`` (or numba missing) keeps the reference, as for the design tables'
+kernels (cost_models.kernels).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -41,6 +52,72 @@ REL_TOL = 1e-12
 #: Below this many counts of an item a branch's bounds are computed one by one (numpy's overhead
 #: per call is larger than the loop's).
 SCALAR_COUNTS = 16
+
+#: Forced off by :func:`reference` (the tests' reference path); None: as :func:`load` left it.
+_FORCED: bool | None = None
+#: Whether :func:`load` ran in this process (or the one it was forked from).
+_LOADED = False
+
+
+@lru_cache(maxsize=1)
+def _load() -> ModuleType | None:
+    if os.environ.get("COSINE_KERNELS", "numba") == "numpy":
+        return None
+    try:
+        from solver import knapsack_numba
+    except ImportError:  # numba not installed: the reference
+        return None
+    return knapsack_numba
+
+
+def numba_search() -> ModuleType | None:
+    """The compiled searches' module once :func:`load` loaded it, or None where the reference is
+    to run (a process that never called :func:`load`, e.g. ``cosine whatif``, never imports numba)."""
+    if _FORCED is False or not _LOADED:
+        return None
+    return _load()
+
+
+@contextmanager
+def reference() -> Iterator[None]:
+    """Within it, the reference searches run (what the compiled ones are checked against)."""
+    global _FORCED
+    before, _FORCED = _FORCED, False
+    try:
+        yield
+    finally:
+        _FORCED = before
+
+
+def load() -> float:
+    """Load the compiled searches now: numba and their machine code (compiled on the first use
+    after an install, from numba's cache beside the package after that). Returns the seconds it
+    took (0 where the reference runs)."""
+    global _LOADED
+    t0 = time.perf_counter()
+    k = _load()
+    if k is None or _FORCED is False:
+        return 0.0
+    _LOADED = True
+    _first_calls(k)
+    return time.perf_counter() - t0
+
+
+def _c(a: Any, dtype: Any = float) -> np.ndarray:
+    """``a`` as the compiled searches take it: C-contiguous and writable (a read-only array, such as
+    a broadcast view, would be another signature for numba to compile, at the first call)."""
+    return np.require(a, dtype=dtype, requirements=["C", "W"])
+
+
+@lru_cache(maxsize=1)
+def _first_calls(k: ModuleType) -> None:
+    """Run both searches once on a tiny instance (numba loads or compiles their code on a first call)."""
+    q, cost = np.array([1.0, 0.5]), np.array([10.0, 4.0])
+    bill = BillModel(1.0, 0.5, ((0.03, 2.0),))
+    coefs, rhs = bill.rows(cost, 40.0)
+    for g in (None, np.array([0, 0])):
+        max_capacity(q, coefs, rhs, 3, 1, 0.5, groups=g)
+        min_bill(q, cost, bill, 3, 1, 1.0, groups=g)
 
 
 @dataclass(frozen=True)
@@ -197,6 +274,31 @@ def max_capacity(
     nxt_q = np.append(suf_q[1:], 0.0)
     monotone = (q[None, :] >= coefs * nxt_ratio * (1 - 1e-12)).all(axis=0) & (q >= nxt_q)
     lam, mu = _budget_duals(q, coefs, suf_ratio, cap, rhs)
+    k = numba_search()
+    # an infinite input the reference takes to its end (raising on some: an int of -inf) is left to it
+    if k is not None and np.isfinite(q).all() and np.isfinite(coefs).all() and np.isfinite(rhs).all():
+        shape = (coefs.shape[0], n_items + 1, lam.shape[2])
+        labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)
+        got = k.max_capacity(
+            _c(q),
+            _c(coefs),
+            _c(rhs),
+            _c(suf_ratio),
+            _c(suf_q),
+            _c(monotone, bool),
+            _c(np.broadcast_to(lam, shape)),
+            _c(np.broadcast_to(mu, shape)),
+            _c(grp_of.reshape(-1), np.int64),
+            labels.size,
+            int(cap),
+            int(min_nodes),
+            float(q_min),
+            float(floor_value),
+            int(node_limit),
+            REL_TOL,
+            SCALAR_COUNTS,
+        )
+        return _compiled_packing(got, order, node_limit, -math.inf, max)
     best = [floor_value]
     best_counts: list[np.ndarray | None] = [None]
     counts = np.zeros(n_items, dtype=np.int64)
@@ -373,6 +475,33 @@ def min_bill(
     suf_w = np.minimum.accumulate(w[::-1])[::-1]
     suf_q = np.maximum.accumulate(q[::-1])[::-1]  # the most copies a node of an item from i on holds
     lam, gap = _slot_duals(q, w, cap, q_min)
+    k = numba_search()
+    # (the reference raises on a copies per node of 0 or an infinite need: a ceil of inf)
+    if k is not None and np.isfinite(q).all() and (q > 0).all() and math.isfinite(q_min):
+        labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)
+        got = k.min_bill(
+            _c(q),
+            _c(cost),
+            _c(w),
+            _c(suf_per_q),
+            _c(suf_w),
+            _c(suf_q),
+            _c(lam),
+            _c(gap),
+            _c(grp_of.reshape(-1), np.int64),
+            labels.size,
+            np.array([pc for pc, _ in bill.percent_terms], dtype=float),
+            np.array([mn for _, mn in bill.percent_terms], dtype=float),
+            float(bill.transfer),
+            float(bill.fixed),
+            int(cap),
+            int(min_nodes),
+            float(q_min),
+            float(ceiling),
+            int(node_limit),
+            REL_TOL,
+        )
+        return _compiled_packing(got, order, node_limit, math.inf, min)
     best = [ceiling]
     best_counts: list[np.ndarray | None] = [None]
     counts = np.zeros(n_items, dtype=np.int64)
@@ -455,3 +584,20 @@ def min_bill(
     value = best[0] if out is not None else math.inf
     bound = value if proven else min(value, open_bound[0])
     return Packing(out, value, proven, bound, visited[0])
+
+
+def _compiled_packing(
+    got: tuple[np.ndarray, bool, float, int, float], order: np.ndarray, node_limit: int, none: float, worse: Any
+) -> Packing:
+    """A compiled search's answer (solver.knapsack_numba) as the reference words it: the counts in
+    the items' own order, ``none`` the value of no packing, and unproven, the ``worse`` (max for a
+    capacity, min for a bill) of the value and the node limit's open bound."""
+    counts, found, best, visited, open_bound = got
+    out = None
+    if found:
+        out = np.empty_like(counts)
+        out[order] = counts
+    value = float(best) if found else none
+    proven = visited <= node_limit
+    bound = value if proven else worse(value, float(open_bound))
+    return Packing(out, value, proven, bound, int(visited))
