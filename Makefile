@@ -12,8 +12,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev]'
-	# compile the design tables' kernels once (numba keeps them beside the package: cost_models.kernels)
+	# compile the design tables' kernels and the frontier's knapsacks once (numba keeps them beside
+	# the package: cost_models.kernels, solver.knapsack)
 	$(VENV)/bin/python -c "from cost_models import kernels; kernels.load()"
+	$(VENV)/bin/python -c "from solver import knapsack; knapsack.load()"
 	touch $@
 
 # The what-if page's test (tests/test_report_html.py) drives Debian's chromium
