@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,7 @@ from cost_models.cloud import SlaTerms, sla_cost
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import replica_nodes
 from solver.backends import Result
-from solver.knapsack import BillModel, Packing, max_capacity, min_bill, staircase_of_grouped
+from solver.knapsack import BillModel, Packing, max_capacity, min_bill, numba_search, staircase_of_grouped
 from solver.model import DATA_SLACK, X_SCALE, Chosen
 from solver.space import reaches
 from solver.tables.context import Context
@@ -52,6 +53,8 @@ from specs.vocab import Objective, SolverStatus, WorkloadKind
 BUDGET_TOL = 1e-12
 #: Relative tolerance of "as fast": clusters within it of the best are ties, and the cheapest wins.
 TIE_TOL = 1e-12
+#: Levels per block of _best_in_class's floor bounds (a block's mask is this many x the columns).
+FLOOR_BLOCK = 128
 #: The least capacity a cluster needs: the data row with its slack (solver.model.DATA_SLACK).
 Q_MIN = 1.0 - DATA_SLACK
 
@@ -128,6 +131,10 @@ class ColumnTable:
             self._cache["cost_rank"] = np.unique(self.cost, return_inverse=True)
         member = np.zeros(self.share.size, dtype=bool)
         member[cols] = True
+        compiled = numba_search()
+        if compiled is not None:  # quicker than the cache's key
+            by_gk = np.asarray(self._cache["by_gk"])
+            return np.asarray(compiled.staircase_members(by_gk, member, self.share, self.group, self.cost))
         key = ("items", np.packbits(member).tobytes())
         if key not in self._cache:
             by_gk = np.asarray(self._cache["by_gk"])
@@ -287,6 +294,21 @@ def entering(tab: ColumnTable, per_copy: np.ndarray, usable: np.ndarray) -> np.n
         vs = per_copy[order]
         levels_end = np.append(np.flatnonzero(vs[1:] != vs[:-1]), vs.size - 1)
         ks, rank = np.unique(tab.share[order], return_inverse=True)
+        compiled = numba_search()
+        grp = tab.group[order]
+        if compiled is not None and int(grp.min()) >= 0:  # labels index the compiled pass's rows
+            out = compiled.entering_sorted(
+                order.astype(np.int64),
+                levels_end.astype(np.int64),
+                rank.astype(np.int64),
+                np.ascontiguousarray(tab.cost[order], dtype=float),
+                grp.astype(np.int64),
+                int(grp.max()) + 1,
+                int(ks.size),
+                per_copy.size,
+            )
+            tab._cache[key] = out
+            return np.asarray(out)
         prefix: dict[int, list[float]] = {}  # per VM type, the least cost of any shard size up to each rank
         ranks, costs, groups = rank.tolist(), tab.cost[order].tolist(), tab.group[order].tolist()
         start = 0
@@ -541,14 +563,19 @@ def _best_in_class(
         w_order = floor.per_copy[order]
         copy_order = tab.share[order] * tab.w[order]
         k_order = tab.share[order]
-        for li in np.flatnonzero(np.isfinite(ub)).tolist():
-            n = last[li] + 1
-            ok = w_order[:n] * qub[li] >= floor.at_least * (1 - TIE_TOL)
-            if not ok.any():
-                ub[li] = -math.inf
-                continue
-            q2 = min(max(rhs0, 0.0) / float(copy_order[:n][ok].min()), tab.max_cluster / float(k_order[:n][ok].min()))
-            ub[li] = min(levels[li] * q2, by_rates[li]) if q2 >= Q_MIN * (1 - TIE_TOL) else -math.inf
+        # the levels in blocks, each a levels x columns mask (the same products as one by one)
+        pos = np.arange(order.size)
+        fin = np.flatnonzero(np.isfinite(ub))
+        for s in range(0, fin.size, FLOOR_BLOCK):
+            li = fin[s : s + FLOOR_BLOCK]
+            ok = (pos[None, :] <= last[li][:, None]) & (
+                w_order[None, :] * qub[li][:, None] >= floor.at_least * (1 - TIE_TOL)
+            )
+            least_copy = np.where(ok, copy_order[None, :], math.inf).min(axis=1)
+            least_share = np.where(ok, k_order[None, :], math.inf).min(axis=1)
+            q2 = np.minimum(max(rhs0, 0.0) / least_copy, tab.max_cluster / least_share)
+            fine = ok.any(axis=1) & (q2 >= Q_MIN * (1 - TIE_TOL))
+            ub[li] = np.where(fine, np.minimum(levels[li] * q2, by_rates[li]), -math.inf)
     searched = 0
     packs: dict[bytes, tuple[float, _Pack]] = {}  # an item set's largest capacity above a beat
     for li in np.argsort(-ub, kind="stable"):
@@ -705,6 +732,27 @@ def _cheapest_as_fast(
     best = nodes
     target = x_star * (1 - TIE_TOL)
     own = min(float(value[i]) for i, _ in nodes)
+
+    def item_sets(branch: np.ndarray, base: float) -> Iterator[tuple[np.ndarray, float]]:
+        """The branch's item sets and each one's need: the branch's own without a floor; with
+        one, per item set of the suffixes by floor throughput (as best_within), its least
+        tau's need, each made as the last is searched (a cheaper cluster found ends them
+        sooner: a later suffix's bound is no lower)."""
+        if floor is None:
+            yield tab.items(branch), base
+            return
+        ws = branch[np.argsort(floor.per_copy[branch], kind="stable")]
+        w_of = floor.per_copy[ws]
+        suffix_copy = np.minimum.accumulate((tab.share[ws] * tab.w[ws])[::-1])[::-1]
+        pos = 0
+        while pos < ws.size:
+            if bill.fixed + base * float(suffix_copy[pos]) >= best_bill * (1 - TIE_TOL):
+                return  # fewer columns cost no less
+            lead = tab.items(ws[pos:])
+            tau = float(floor.per_copy[lead].min())
+            yield lead, max(base, floor.at_least / tau * (1 - TIE_TOL))
+            pos = int(np.searchsorted(w_of, tau, side="right"))
+
     for t in sorted(set(thresholds) | {own}, reverse=True):
         branch = np.flatnonzero(cand & (value >= t))
         if branch.size == 0:
@@ -712,24 +760,8 @@ def _cheapest_as_fast(
         base = max(Q_MIN, target / t)
         if bill.fixed + base * float((tab.share[branch] * tab.w[branch]).min()) >= best_bill * (1 - TIE_TOL):
             continue  # no cluster of these columns as fast is cheaper
-        if floor is None:
-            subs = [(branch, base)]
-        else:
-            # per item set of the suffixes by floor throughput (as best_within), its least tau's need
-            ws = branch[np.argsort(floor.per_copy[branch], kind="stable")]
-            w_of = floor.per_copy[ws]
-            suffix_copy = np.minimum.accumulate((tab.share[ws] * tab.w[ws])[::-1])[::-1]
-            subs, pos = [], 0
-            while pos < ws.size:
-                if bill.fixed + base * float(suffix_copy[pos]) >= best_bill * (1 - TIE_TOL):
-                    break  # fewer columns cost no less
-                sub = ws[pos:]
-                lead = tab.items(sub)
-                tau = float(floor.per_copy[lead].min())
-                subs.append((sub, max(base, floor.at_least / tau * (1 - TIE_TOL))))
-                pos = int(np.searchsorted(w_of, tau, side="right"))
-        for sub, q_need in subs:
-            items = tab.items(sub)
+
+        for items, q_need in item_sets(branch, base):
             if items.size == 0:
                 continue
             lower = bill.fixed + q_need * float((tab.share[items] * tab.w[items]).min())

@@ -118,6 +118,9 @@ def _first_calls(k: ModuleType) -> None:
     for g in (None, np.array([0, 0])):
         max_capacity(q, coefs, rhs, 3, 1, 0.5, groups=g)
         min_bill(q, cost, bill, 3, 1, 1.0, groups=g)
+    ints = np.zeros(1, dtype=np.int64)
+    k.entering_sorted(ints, ints, ints, np.ones(1), ints, 1, 1, 1)
+    k.staircase_members(ints, np.ones(1, dtype=bool), np.ones(1), ints, np.ones(1))
 
 
 @dataclass(frozen=True)

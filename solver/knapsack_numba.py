@@ -473,3 +473,67 @@ def min_bill(
         d += 1
         enter = True
     return best_counts, found, best, visited, open_bound
+
+
+@njit(cache=True)
+def entering_sorted(
+    order: np.ndarray,
+    levels_end: np.ndarray,
+    ranks: np.ndarray,
+    costs: np.ndarray,
+    groups: np.ndarray,
+    n_groups: int,
+    n_ranks: int,
+    n_out: int,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """solver.bottleneck.entering's pass over the usable columns by decreasing value (``order``;
+    ``levels_end``: each level's last position; per position its shard-size rank, cost and VM type
+    0..n_groups-1): whether each column enters its level's items. The reference's per-type prefix
+    minima (the least cost of any shard size up to each rank, absent = inf) as one array."""
+    out = np.zeros(n_out, dtype=np.bool_)
+    least = np.full((n_groups, n_ranks), inf)
+    start = 0
+    for end in levels_end:
+        for j in range(start, end + 1):  # a level's columns are compared with the levels above
+            if costs[j] < least[groups[j], ranks[j]] * (1 - 1e-12):
+                out[order[j]] = True
+        for j in range(start, end + 1):
+            g, c = groups[j], costs[j]
+            for rr in range(ranks[j], n_ranks):
+                if c < least[g, rr]:
+                    least[g, rr] = c
+                else:
+                    break
+        start = end + 1
+    return out
+
+
+@njit(cache=True)
+def staircase_members(
+    by_gk: np.ndarray, member: np.ndarray, share: np.ndarray, group: np.ndarray, cost: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """solver.knapsack.staircase_of_grouped of the columns in ``member``, ``by_gk`` every column
+    sorted by VM type, shard size, cost and position: per type, the first of each shard size when
+    it is cheaper (relative 1e-12) than every larger shard's first before it. Sorted indices."""
+    out = np.empty(by_gk.size, dtype=np.int64)
+    m = 0
+    prev_g = -1
+    prev_k = 0.0
+    least = inf
+    started = False
+    for i in by_gk:
+        if not member[i]:
+            continue
+        g, k = group[i], share[i]
+        if not started or g != prev_g:
+            started, prev_g, least = True, g, inf
+        elif k == prev_k:
+            continue  # not the first of its shard size
+        prev_k = k
+        c = cost[i]
+        if c < least * (1 - 1e-12):
+            out[m] = i
+            m += 1
+        if c < least:
+            least = c
+    return np.sort(out[:m])
