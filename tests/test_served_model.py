@@ -321,6 +321,50 @@ def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) 
         assert d["latency_p99_s"] <= 0.002 and d["latency_p50_s"] <= 0.001
 
 
+def test_a_node_the_demand_saturates_has_no_finite_latency(tmp_path: Path) -> None:
+    """A throughput target beyond what the budget's cluster serves runs its nodes
+    saturated: utilization 1 and no latency (the queue has no bound), not the finite 1e14 ms an
+    M/M/c gives at a utilization a rounding below 1."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from tests.conftest import TINY_SPEC
+
+    spec = tmp_path / "busy.yaml"
+    spec.write_text(
+        TINY_SPEC.replace("name: tiny", "name: busy").replace(
+            "performance: {min_throughput: 1000}", "performance: {min_throughput: 1.0e9}"
+        )
+    )
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "4", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    sol = json.loads((out / "solution.json").read_text())
+    assert sol["designs"]
+    for d in sol["designs"]:
+        assert d["utilization"] == 1.0 and d["latency_p50_s"] is None and d["latency_p99_s"] is None
+    assert sol["predicted"]["latency_p99_s"] is None
+
+
+def test_saturation_is_judged_on_the_node_s_own_throughput() -> None:
+    """A demand at or past the node's throughput (its caps', a rounding below its CPU figure when no
+    cap binds) is saturation: utilization 1 and no finite latency."""
+    from types import SimpleNamespace
+
+    from solver.exact import demand_ops, node_latency, operating_point
+    from specs.schema import parse_spec
+    from tests.conftest import TINY_SPEC
+
+    spec = parse_spec(TINY_SPEC)
+    d = demand_ops(spec)
+    assert d is not None
+    f = SimpleNamespace(x=d * (1 - 1e-15), x_cpu=d, sm=object())
+    assert operating_point(spec, f, 1.0) == 1.0  # type: ignore[arg-type]
+    assert node_latency(spec, 2.0, 1e-4, f, 1.0) == (math.inf, math.inf)  # type: ignore[arg-type]
+    half = SimpleNamespace(x=2 * d, x_cpu=4 * d, sm=None)
+    assert operating_point(spec, half, 1.0) == pytest.approx(0.25)  # type: ignore[arg-type]
+
+
 def test_the_envelope_guard_checks_the_served_path() -> None:
     """A served node predicted above what cosine-server was measured to serve per core over RESP is
     outside the envelope, though the engine in process was measured faster (issue 48.1)."""
