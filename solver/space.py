@@ -243,7 +243,12 @@ def reaches(spec: Spec, entries: Iterable[float], workloads: WorkloadKind, unit:
     if not has_scans(spec, workloads):
         return [math.inf for _ in entries]
     fan: dict[float, float] = {}
-    return [fan.setdefault(e, fanout_nodes(spec, e) / unit) for e in entries]
+    out = []
+    for e in entries:
+        if e not in fan:
+            fan[e] = fanout_nodes(spec, e) / unit
+        out.append(fan[e])
+    return out
 
 
 def cluster_cap(spec: Spec, catalog: Catalog, providers: tuple[str, ...] | list[str] | None = None) -> int:
