@@ -14,66 +14,11 @@ nothing is read from the user's cache directory. ``COSINE_KERNELS=numpy`` (or nu
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import lru_cache
 from types import ModuleType
 
-#: Forced off by :func:`reference` (the tests' numpy path); None: as the environment says.
-_FORCED: bool | None = None
+from cost_models.compiled import Compiled
 
 
-@lru_cache(maxsize=1)
-def _load() -> ModuleType | None:
-    if os.environ.get("COSINE_KERNELS", "numba") == "numpy":
-        return None
-    try:
-        from cost_models import kernels_numba
-    except ImportError:  # numba not installed: the numpy path
-        return None
-    return kernels_numba
-
-
-#: Whether :func:`load` ran in this process (or the one it was forked from).
-_LOADED = False
-
-
-def numba_kernels() -> ModuleType | None:
-    """The compiled kernels' module once :func:`load` loaded it, or None where the numpy path is to run."""
-    if _FORCED is False or not _LOADED:
-        return None
-    return _load()
-
-
-@contextmanager
-def reference() -> Iterator[None]:
-    """Within it, the numpy path runs (the reference the kernels are checked against)."""
-    global _FORCED
-    before, _FORCED = _FORCED, False
-    try:
-        yield
-    finally:
-        _FORCED = before
-
-
-def load() -> float:
-    """Load the kernels now, numba and each kernel's machine code (compiled on the first use after
-    an install, from numba's cache beside the package after that): before a process pool forks,
-    so that its workers inherit them. Returns the seconds it took (0 on the numpy path)."""
-    import time
-
-    global _LOADED
-    t0 = time.perf_counter()
-    k = _load()
-    if k is None or _FORCED is False:
-        return 0.0
-    _LOADED = True
-    _first_calls(k)
-    return time.perf_counter() - t0
-
-
-@lru_cache(maxsize=1)
 def _first_calls(k: ModuleType) -> None:
     """Call every kernel once on a tiny input (numba loads or compiles its code on a first call)."""
     import numpy as np
@@ -87,3 +32,14 @@ def _first_calls(k: ModuleType) -> None:
     k.lookup_terms(fp, fp.copy(), ints, ints, *args)
     k.pareto_sorted(np.ones((2, 3)), np.arange(2))
     k.cpu_throughput(one, one, zero, one, zero, zero, np.ones((1, 1)), np.ones((1, 1)), one, True, 2.0, 2.0, 1.0)
+
+
+#: The design tables' kernels (cost_models.compiled).
+COMPILED = Compiled("cost_models.kernels_numba", _first_calls)
+#: The compiled kernels' module once :func:`load` loaded it, or None where the numpy path is to run.
+numba_kernels = COMPILED.module
+#: Within it, the numpy path runs (the reference the kernels are checked against).
+reference = COMPILED.reference
+#: Load the kernels now, numba and each kernel's machine code: before a process pool forks, so
+#: that its workers inherit them. Returns the seconds it took (0 on the numpy path).
+load = COMPILED.load

@@ -34,16 +34,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from cost_models.compiled import Compiled
 
 #: Most branch-and-bound nodes one search visits before it stops unproven (a few ms each 1,000).
 NODE_LIMIT = 200_000
@@ -53,55 +50,6 @@ REL_TOL = 1e-12
 #: per call is larger than the loop's).
 SCALAR_COUNTS = 16
 
-#: Forced off by :func:`reference` (the tests' reference path); None: as :func:`load` left it.
-_FORCED: bool | None = None
-#: Whether :func:`load` ran in this process (or the one it was forked from).
-_LOADED = False
-
-
-@lru_cache(maxsize=1)
-def _load() -> ModuleType | None:
-    if os.environ.get("COSINE_KERNELS", "numba") == "numpy":
-        return None
-    try:
-        from solver import knapsack_numba
-    except ImportError:  # numba not installed: the reference
-        return None
-    return knapsack_numba
-
-
-def numba_search() -> ModuleType | None:
-    """The compiled searches' module once :func:`load` loaded it, or None where the reference is
-    to run (a process that never called :func:`load`, e.g. ``cosine whatif``, never imports numba)."""
-    if _FORCED is False or not _LOADED:
-        return None
-    return _load()
-
-
-@contextmanager
-def reference() -> Iterator[None]:
-    """Within it, the reference searches run (what the compiled ones are checked against)."""
-    global _FORCED
-    before, _FORCED = _FORCED, False
-    try:
-        yield
-    finally:
-        _FORCED = before
-
-
-def load() -> float:
-    """Load the compiled searches now: numba and their machine code (compiled on the first use
-    after an install, from numba's cache beside the package after that). Returns the seconds it
-    took (0 where the reference runs)."""
-    global _LOADED
-    t0 = time.perf_counter()
-    k = _load()
-    if k is None or _FORCED is False:
-        return 0.0
-    _LOADED = True
-    _first_calls(k)
-    return time.perf_counter() - t0
-
 
 def _c(a: Any, dtype: Any = float) -> np.ndarray:
     """``a`` as the compiled searches take it: C-contiguous and writable (a read-only array, such as
@@ -109,7 +57,6 @@ def _c(a: Any, dtype: Any = float) -> np.ndarray:
     return np.require(a, dtype=dtype, requirements=["C", "W"])
 
 
-@lru_cache(maxsize=1)
 def _first_calls(k: ModuleType) -> None:
     """Run both searches once on a tiny instance (numba loads or compiles their code on a first call)."""
     q, cost = np.array([1.0, 0.5]), np.array([10.0, 4.0])
@@ -121,6 +68,18 @@ def _first_calls(k: ModuleType) -> None:
     ints = np.zeros(1, dtype=np.int64)
     k.entering_sorted(ints, ints, ints, np.ones(1), ints, 1, 1, 1)
     k.staircase_members(ints, np.ones(1, dtype=bool), np.ones(1), ints, np.ones(1))
+
+
+#: The compiled searches (cost_models.compiled): a threshold frontier loads them
+#: (solver.frontier.start_frontier); ``cosine whatif`` from a saved run never imports numba.
+COMPILED = Compiled("solver.knapsack_numba", _first_calls)
+#: The compiled searches' module once :func:`load` loaded it, or None where the reference is to run.
+numba_search = COMPILED.module
+#: Within it, the reference searches run (what the compiled ones are checked against).
+reference = COMPILED.reference
+#: Load the compiled searches now: numba and their machine code. Returns the seconds it took (0
+#: where the reference runs).
+load = COMPILED.load
 
 
 @dataclass(frozen=True)

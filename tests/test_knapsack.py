@@ -24,7 +24,7 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
         with knapsack.reference():
             yield "reference"
         return
-    monkeypatch.setattr(knapsack, "_LOADED", knapsack._LOADED)  # as it was, after the test
+    monkeypatch.setattr(knapsack.COMPILED, "loaded", knapsack.COMPILED.loaded)  # as it was, after the test
     knapsack.load()
     assert knapsack.numba_search() is not None, "the compiled searches did not load (COSINE_KERNELS=numpy?)"
     yield "compiled"
@@ -177,7 +177,7 @@ def _random_instance(rng: np.random.Generator):
 def test_the_compiled_searches_equal_the_reference(monkeypatch: pytest.MonkeyPatch):
     """On random instances the compiled searches' Packing equals the reference's: counts, value,
     whether proven, bound and nodes visited (the same exploration, node for node)."""
-    monkeypatch.setattr(knapsack, "_LOADED", knapsack._LOADED)
+    monkeypatch.setattr(knapsack.COMPILED, "loaded", knapsack.COMPILED.loaded)
     knapsack.load()
     assert knapsack.numba_search() is not None, "the compiled searches did not load (COSINE_KERNELS=numpy?)"
     rng = np.random.default_rng(11)
