@@ -744,9 +744,11 @@ def _cheapest_as_fast(
         ws = branch[np.argsort(floor.per_copy[branch], kind="stable")]
         w_of = floor.per_copy[ws]
         suffix_copy = np.minimum.accumulate((tab.share[ws] * tab.w[ws])[::-1])[::-1]
+        # every suffix's need is at least the floor's over its fastest column's floor throughput
+        least_need = max(base, floor.at_least / float(w_of[-1]) * (1 - TIE_TOL))
         pos = 0
         while pos < ws.size:
-            if bill.fixed + base * float(suffix_copy[pos]) >= best_bill * (1 - TIE_TOL):
+            if bill.fixed + least_need * float(suffix_copy[pos]) >= best_bill * (1 - TIE_TOL):
                 return  # fewer columns cost no less
             lead = tab.items(ws[pos:])
             tau = float(floor.per_copy[lead].min())
