@@ -142,6 +142,17 @@ class ColumnTable:
             self._cache[key] = staircase_of_grouped(self.share, self.group, by_gk[member[by_gk]], levels, rank)
         return np.asarray(self._cache[key])
 
+    def budget_rows(self, budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The bill's rows within ``budget`` (:meth:`BillModel.rows`) and the most nodes of each
+        column alone it buys (:meth:`BillModel.most_nodes`), once per budget (every class of a
+        band asks: neither depends on the cluster's size)."""
+        key = ("budget_rows", budget)
+        if key not in self._cache:
+            bill = self.bill_model
+            coefs, rhs = bill.rows(self.cost, budget)
+            self._cache[key] = (coefs, rhs, bill.most_nodes(self.cost, budget))
+        return self._cache[key]  # type: ignore[no-any-return]
+
     def value(self, objective: Objective) -> np.ndarray:
         """The objective's throughput per copy: perturbed for PERTURBED, else expected."""
         return self.p if objective == Objective.PERTURBED else self.x
@@ -271,7 +282,7 @@ def _q_bound(tab: ColumnTable, idx: np.ndarray, rhs0: float) -> float:
 def homogeneous(tab: ColumnTable, mask: np.ndarray, budget: float) -> np.ndarray:
     """Per column, the most nodes of it alone the budget buys within the cap, 0 where that does not
     hold the data or meet the node minimum (or the column is not in ``mask``)."""
-    n = np.minimum(tab.bill_model.most_nodes(tab.cost, budget), tab.max_cluster)
+    n = np.minimum(tab.budget_rows(budget)[2], tab.max_cluster)
     return np.where(mask & (n >= tab.need()), n, 0).astype(np.int64)
 
 
@@ -490,10 +501,9 @@ def _best_in_class(
     finishes it with the answer's ``ties`` and ``cand``)."""
     t0 = time.perf_counter()
     value = tab.value(objective)
-    bill = tab.bill_model
-    coefs_all, rhs = bill.rows(tab.cost, budget)
+    coefs_all, rhs, most = tab.budget_rows(budget)
     rhs0 = float(rhs[0])
-    cand = mask & (bill.most_nodes(tab.cost, budget) >= 1)
+    cand = mask & (most >= 1)
     if floor is not None:
         cand &= floor.per_copy > 0
     idx_all = np.flatnonzero(cand)
