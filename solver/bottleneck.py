@@ -385,7 +385,8 @@ def best_within(
         return _best_in_class(spec, sub, objective, m, budget, floor=floor, start=start, backend=backend)
     t0 = time.perf_counter()
     rhs0 = float(tab.bill_model.rows(tab.cost, budget)[1][0])
-    bounds = np.array([_class_bound(tab, value, m, cap, rhs0, least) for cap, least, m in classes])
+    most = tab.budget_rows(budget)[2]
+    bounds = np.array([_class_bound(tab, value, m, cap, rhs0, least, floor, most) for cap, least, m in classes])
     found: list[tuple[int, int, BandAnswer]] = []
     best_x, open_bound, visited, searched, note = -math.inf, -math.inf, 0, 0, ""
     # by bound, of equal bounds the larger clusters first (a large budget's best is there)
@@ -465,20 +466,43 @@ def _note(tab: ColumnTable, nodes: Nodes, x_star: float, chosen: Chosen, searche
     )
 
 
-def _class_bound(tab: ColumnTable, value: np.ndarray, mask: np.ndarray, cap: int, rhs0: float, least: int = 1) -> float:
+def _class_bound(
+    tab: ColumnTable,
+    value: np.ndarray,
+    mask: np.ndarray,
+    cap: int,
+    rhs0: float,
+    least: int = 1,
+    floor: Floor | None = None,
+    most: np.ndarray | None = None,
+) -> float:
     """An upper bound on a class's optimum: its best column's ``value`` times the largest capacity
     of its columns within the budget row ``rhs0`` and ``cap`` units, each as an LP, and the sum of
     its nodes' rates (min_c T_c Q <= sum_d n_d T_d / k_d): ``cap`` of the fastest unit, or as many
-    of the fastest per dollar as the budget row buys (-inf: none holds the data, or the budget row
-    buys fewer than ``least`` units of its cheapest)."""
+    of the fastest per dollar as the budget row buys (-inf: none holds the data, the budget row
+    buys fewer than ``least`` units of its cheapest, or, with a ``floor`` and each column's
+    ``most`` nodes the budget buys, no cluster reaches the floor: :func:`_best_in_class`'s own
+    first test, made before its search is set up)."""
     idx = np.flatnonzero(mask & (value > 0))
     if idx.size == 0 or rhs0 < 0 or rhs0 < least * float(tab.w[idx].min()) * (1 - TIE_TOL):
         return -math.inf
+    if floor is not None and most is not None:
+        reachable = np.flatnonzero(mask & (most >= 1) & (floor.per_copy > 0))
+        if reachable.size and _floor_reach(tab, reachable, floor, rhs0, cap) < floor.at_least * (1 - TIE_TOL):
+            return -math.inf
     q = min(rhs0 / float((tab.share[idx] * tab.w[idx]).min()), cap / float(tab.share[idx].min()))
     if q < Q_MIN * (1 - TIE_TOL):
         return -math.inf
     rate = value[idx] / tab.share[idx]  # a unit's
     return min(float(value[idx].max()) * q, cap * float(rate.max()), rhs0 * float((rate / tab.w[idx]).max()))
+
+
+def _floor_reach(tab: ColumnTable, idx: np.ndarray, floor: Floor, rhs0: float, cap: int) -> float:
+    """The most floor throughput a cluster of the columns ``idx`` may have: at most the sum of its
+    nodes' rates, as many of the best per dollar as the budget row ``rhs0`` buys, or of the best
+    per node as ``cap`` units allow."""
+    node_w = floor.per_copy[idx] / tab.share[idx]
+    return min(max(rhs0, 0.0) * float((node_w / tab.w[idx]).max()), cap * float(node_w.max()))
 
 
 def _best_in_class(
@@ -512,9 +536,7 @@ def _best_in_class(
     if floor is not None and idx_all.size:
         # the floor's throughput is at most the sum of the nodes' rates: as many of the best per
         # dollar as the budget buys, or of the best per node as the cap allows
-        node_w = floor.per_copy[idx_all] / tab.share[idx_all]
-        reach = min(max(rhs0, 0.0) * float((node_w / tab.w[idx_all]).max()), tab.max_cluster * float(node_w.max()))
-        if reach < floor.at_least * (1 - TIE_TOL):
+        if _floor_reach(tab, idx_all, floor, rhs0, tab.max_cluster) < floor.at_least * (1 - TIE_TOL):
             res = Result.infeasible(backend, 0, time.perf_counter() - t0)
             return BandAnswer(None, res, "no cluster within the budget reaches the floor")
 
