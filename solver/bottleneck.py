@@ -321,7 +321,7 @@ def entering(tab: ColumnTable, per_copy: np.ndarray, usable: np.ndarray) -> np.n
             tab._cache[key] = out
             return np.asarray(out)
         prefix: dict[int, list[float]] = {}  # per VM type, the least cost of any shard size up to each rank
-        ranks, costs, groups = rank.tolist(), tab.cost[order].tolist(), tab.group[order].tolist()
+        ranks, costs, groups = rank.tolist(), tab.cost[order].tolist(), grp.tolist()
         start = 0
         for end in levels_end.tolist():
             for j in range(start, end + 1):  # a level's columns are compared with the levels above
@@ -384,8 +384,8 @@ def best_within(
         sub = within_cap(tab, cap)
         return _best_in_class(spec, sub, objective, m, budget, floor=floor, start=start, backend=backend)
     t0 = time.perf_counter()
-    rhs0 = float(tab.bill_model.rows(tab.cost, budget)[1][0])
-    most = tab.budget_rows(budget)[2]
+    _, rhs, most = tab.budget_rows(budget)
+    rhs0 = float(rhs[0])
     bounds = np.array([_class_bound(tab, value, m, cap, rhs0, least, floor, most) for cap, least, m in classes])
     found: list[tuple[int, int, BandAnswer]] = []
     best_x, open_bound, visited, searched, note = -math.inf, -math.inf, 0, 0, ""
@@ -794,7 +794,6 @@ def _cheapest_as_fast(
         base = max(Q_MIN, target / t)
         if bill.fixed + base * float((tab.share[branch] * tab.w[branch]).min()) >= best_bill * (1 - TIE_TOL):
             continue  # no cluster of these columns as fast is cheaper
-
         for items, q_need in item_sets(branch, base):
             if items.size == 0:
                 continue
