@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Raft timing for tests: short timeouts on loopback.
@@ -34,8 +35,25 @@ pub struct Cluster {
     topology: PathBuf,
 }
 
+/// The first port [`free_port`] hands out and how many it cycles through: below Linux's ephemeral
+/// range (32768-60999 by default), which the kernel numbers its own sockets from (a client's
+/// connection, another `bind(0)`). A port taken with `bind(0)` and released could be given to such
+/// a socket before the replica binds it ("Address already in use": a flaky start seen in CI).
+const PORTS: (u32, u32) = (20_000, 12_000);
+
+/// A port for a replica: the next of [`PORTS`] from an offset of this process's own (test binaries
+/// after one another do not reuse each other's), skipping any in use now.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let offset = (std::process::id() % 500) * 20;
+    for _ in 0..PORTS.1 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(PORTS.0 + (offset + n) % PORTS.1).expect("a port below 65536");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {}..{}", PORTS.0, PORTS.0 + PORTS.1)
 }
 
 impl Cluster {
