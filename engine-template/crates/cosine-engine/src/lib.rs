@@ -23,7 +23,7 @@ mod worker;
 mod write_thread;
 
 pub use cosine_manifest::MANIFEST;
-pub use cosine_wal::RecoveryReport;
+pub use cosine_wal::{DurableMark, RecoveryReport};
 pub use recovery::{is_engine_file, LOCK};
 pub use scan::KvPair;
 
@@ -373,11 +373,22 @@ impl Engine {
     ///
     /// A server acknowledges a batch of writes after this returns.
     pub fn wait_durable(&self) -> Result<()> {
-        let mark = self.inner.writer.lock().durable_mark();
-        match mark {
+        match self.durable_mark() {
             Some(m) => m.wait(),
             None => Ok(()),
         }
+    }
+
+    /// The log's end now, to wait on later: [`DurableMark::wait`] returns once every write
+    /// acknowledged before this call is durable (what [`Engine::wait_durable`] waits for when
+    /// called here). `None` when the WAL policy has nothing to wait for (`every_write`:
+    /// each write already waited; `none`: no promise).
+    ///
+    /// A server takes the mark right after a batch's writes, so the batch waits for the first
+    /// sync covering *them*, not for one covering every write appended by the time a waiter
+    /// gets to it (which is the next tick's, when others wrote in between).
+    pub fn durable_mark(&self) -> Option<DurableMark> {
+        self.inner.writer.lock().durable_mark()
     }
 
     /// Overwrites `key` without reading it (a blind update; same path as `put`).
