@@ -36,9 +36,11 @@ def row(x: str, nodes: int, depth: int, r: dict[str, Any], acc: dict[str, float]
             q, lat = p["per_op"][op], v["latency_us"]
             parts.append(f"{op} {q['p50_us']:,.0f}/{lat['p50']:,.0f} ({q['p99_us']:,.0f}/{lat['p99']:,.0f})")
     cpu = f"{p['server_cpu_us_per_op']:.2f} / {srv.get('cpu_us_per_op', float('nan')):.2f}"
+    client = m.get("client", {})
     return (
         f"| {x.upper()} | {nodes} | {depth} | {p['throughput_ops']:,.0f} | {m['run']['throughput_ops']:,.0f} | "
-        f"{acc.get('throughput', 0.0):.1%} | {cpu} ({srv.get('busy_share', 0.0):.0%}) | {'; '.join(parts)} |"
+        f"{acc.get('throughput', 0.0):.1%} | {cpu} ({srv.get('busy_share', 0.0):.0%}) | "
+        f"{client.get('busy_share', 0.0):.0%} | {'; '.join(parts)} |"
     )
 
 
@@ -53,9 +55,9 @@ def main() -> None:
     a = ap.parse_args()
     print(
         "| YCSB | nodes | pipeline | predicted ops/s | measured ops/s | accuracy | server CPU us/op pred / meas "
-        "(busy) | p50 us pred/meas (p99 pred/meas) |"
+        "(busy) | client cores busy (driver + nutcracker) | p50 us pred/meas (p99 pred/meas) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     out: list[dict[str, Any]] = []
     for x in a.workloads:
         spec_path = Path(f"specs/ycsb_{x}.yaml")

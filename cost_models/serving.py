@@ -263,8 +263,13 @@ __all__ = [
 ]
 
 
-#: The group-commit interval a rendered design waits at most for its WAL sync (render/config.py
-#: renders ``group_commit_interval_us = 1000``; tests/test_served_model.py checks they agree).
+#: The range of a write's wait for its sync under group commit. cosine-server syncs as soon as a
+#: batch waits (the sync in progress, then its own: docs/deploy.md), so the wait is one to two of
+#: the volume's fdatasync times; the catalog has no volume's fdatasync latency, so the model takes
+#: the wait as uniform on [0, the rendered group-commit interval] (render/config.py renders
+#: ``group_commit_interval_us = 1000``, the engine's own periodic sync; tests/test_served_model.py
+#: checks they agree). An assumption, not a measurement: right for a volume whose fdatasync takes
+#: about 0.33-0.5 ms, high for a faster one, low for a slower one.
 GROUP_COMMIT_INTERVAL_S = 1e-3
 #: The node's utilization the reported latency is taken at when the spec states no demand (neither
 #: performance.min_throughput nor workload.operations_per_month): a stated assumption, not a

@@ -15,12 +15,13 @@ The prediction is the model's for the same configuration on this core split:
   every shard), plus the server's CPU per request (cost_models.serving, data/serving.yaml, at this
   depth and these bytes), on the node's share of the server cores (cost_models.cpu.throughput);
 * **the closed loop**: C connections keep one batch each outstanding; a batch spends, outside the
-  server's cores, the loopback round trip and, when it writes, its wait for the group commit
-  (uniform on [0, interval], plus the device's sync time); both are measured here before the run
+  server's cores, the loopback round trip and, when it writes, its sync (the server syncs as soon
+  as a batch waits: the sync in progress, uniform on [0, sync], and its own, the device's sync
+  time); both are measured here before the run
   (:func:`probe_rtt`, :func:`probe_sync`). The operating point is the arrival rate at which the
   server's M/M/c queue (cost_models.latency) and the batches outside it add up to the C batches;
 * **latency**: p50 and p99 of M/M/c at that point, plus the round trip and, for writes, the
-  group-commit wait (cost_models.latency).
+  commit wait (cost_models.latency) on [sync, 2 x sync].
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from cost_models.cpu import throughput
 from cost_models.engine_model import engine_breakdown
 from cost_models.latency import P50, P99, LatencyTerms, Operating, latency_at
 from cost_models.network import served_mix
-from cost_models.serving import GROUP_COMMIT_INTERVAL_S, Serving, per_cluster_op, served, write_request_share
+from cost_models.serving import Serving, per_cluster_op, served, write_request_share
 from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
 from measure.server import HOST, Server, core_split, cosine_server, free_port, need, pinned, start
 from render.config import config_device, to_toml
@@ -173,10 +174,11 @@ def predict(
     capacity = x_node * nodes  # the cluster's operations per second at full use
     engine_only = float(bd.throughput) * nodes
     # the closed loop: C batches of P in all; outside the server each spends the round trip and,
-    # when it writes, the group-commit wait (uniform on [0, interval]: half of it on average) and the sync
+    # when it writes, its sync: under group_commit the server syncs on demand, so a batch waits for
+    # the sync in progress (uniform on [0, sync]: half of it on average) and its own
     writes = write_request_share(sm.mix)
     p_write_batch = 1 - (1 - writes) ** pipeline
-    window = GROUP_COMMIT_INTERVAL_S if _wal_sync(cfg) == "group_commit" else 0.0
+    window = sync_s if _wal_sync(cfg) == "group_commit" else 0.0
     think = rtt_s + p_write_batch * (window / 2 + (sync_s if _wal_sync(cfg) != "none" else 0.0))
     c = max(1.0, float(round(cores_per_node * nodes)))
     node_ops = capacity * sm.scale  # requests at the servers per second at full use
@@ -367,15 +369,27 @@ def bench_served(
             load=True,
         )
         cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
+        proxy0 = sum(s.cpu_seconds() for s in servers[nodes:])
         measured = drive(
             driver, root, wl, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=False
         )
         cpu1, t1 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
+        proxy = sum(s.cpu_seconds() for s in servers[nodes:]) - proxy0
         done = max(int(measured["run"]["operations"]), 1)
+        wall = max(t1 - t0, 1e-9)
         measured["server"] = {
             "cpu_seconds": cpu1 - cpu0,
             "cpu_us_per_op": (cpu1 - cpu0) / done * 1e6,
-            "busy_share": (cpu1 - cpu0) / max((t1 - t0) * len(server_cores), 1e-9),
+            "busy_share": (cpu1 - cpu0) / (wall * len(server_cores)),
+        }
+        # the client's side of the rig: the driver and (for a cluster) nutcracker on the client cores.
+        # Near 1, the run measured the rig, not the node: the model predicts the servers only.
+        driver_cpu = float(measured["run"].get("client_cpu_seconds", 0.0))
+        measured["client"] = {
+            "driver_cpu_seconds": driver_cpu,
+            "proxy_cpu_seconds": proxy,
+            "proxy_cpu_us_per_op": proxy / done * 1e6,
+            "busy_share": (driver_cpu + proxy) / (wall * len(client_cores)),
         }
     finally:
         for s in reversed(servers):

@@ -346,6 +346,14 @@ def print_served(res: dict[str, Any], accuracy: dict[str, float]) -> None:
             f"{srv['cpu_us_per_op']:,.2f} (busy {srv['busy_share']:.0%})",
             f"{accuracy.get('server_cpu', 0.0):.1%}",
         )
+    cl = m.get("client")
+    if cl:
+        t.add_row(
+            "client cores busy (driver + nutcracker)",
+            "(not modelled)",
+            f"{cl['busy_share']:.0%} (nutcracker {cl['proxy_cpu_us_per_op']:,.2f} us/op)",
+            "",
+        )
     for op, mo in m["per_op"].items():
         po = p["per_op"].get(op, {})
         t.add_row(

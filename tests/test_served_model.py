@@ -260,6 +260,9 @@ def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
     assert set(m["per_op"]) == {"get", "update", "range"} == set(p["per_op"])
     assert m["run"]["throughput_ops"] > 0 and p["throughput_ops"] > 0 and p["capacity_ops"] >= p["throughput_ops"]
     assert m["server"]["cpu_us_per_op"] > 0 and p["server_cpu_us_per_op"] > 0
+    # the rig's client side: the driver's CPU counted, no proxy on one node
+    assert m["client"]["driver_cpu_seconds"] > 0 and m["client"]["proxy_cpu_seconds"] == 0
+    assert m["client"]["busy_share"] > 0
     for op in p["per_op"].values():
         assert 0 < op["p50_us"] <= op["p99_us"]
     assert p["wire_bytes_per_op"] > 100

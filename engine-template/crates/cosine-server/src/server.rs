@@ -169,21 +169,26 @@ struct Outgoing {
 /// What the durability waiter answers: the outcome of one [`DurableMark::wait`].
 type Durable = oneshot::Sender<Result<(), String>>;
 
-/// One thread that waits for durability on behalf of every connection (issue 48.6).
+/// One thread that makes the connections' writes durable (issue 48.6).
 ///
-/// A batch that wrote needs its writes durable before its replies leave. Each batch used to
-/// take a thread of tokio's blocking pool for that wait: with 50 connections writing at
-/// pipeline depth 1, 50 threads blocked on the same group commit and were each woken by it,
-/// and a `SET` cost the server ~32 us of CPU against ~9 us for a `GET` (`cosine calibrate
-/// serving`). Here a batch takes the log's [`DurableMark`] right after its writes and queues
-/// it with a oneshot sender; the waiter takes every one queued and answers each once the
-/// sync covering its own mark is done: one thread wakes per sync, whatever the connections.
+/// A batch that wrote needs its writes durable before its replies leave. It takes the log's
+/// [`DurableMark`] right after its writes and queues it with a oneshot sender; the waiter
+/// takes every mark queued and syncs at once ([`DurableMark::sync`]): the first mark's
+/// fdatasync covers everything appended so far, so the rest return without one, and the
+/// batches that queue meanwhile share the next sync. That is a group commit without a
+/// timer, as Redis' `appendfsync always` shares one fsync per event-loop pass; the engine's
+/// own group-commit thread still syncs every `group_commit_interval_us` (for writes no
+/// server waits on).
 ///
-/// The mark is the batch's own. The waiter once called [`Engine::wait_durable`] for all it
-/// had taken, whose mark is the log's end at *that* call: a batch written before sync k but
-/// taken by the waiter after it (it was answering sync k − 1's batches) then waited for sync
-/// k + 1 as well, because other connections had written since. Under YCSB A at depth 1 that
-/// made an update's p50 1.6 ms against a 1 ms group-commit interval (BENCHMARKS §20).
+/// What it replaced, each measured (BENCHMARKS §20, §20b):
+/// * a blocking-pool thread per batch for the wait: 50 connections writing at depth 1 made
+///   50 threads block on the same group commit, and a `SET` cost ~32 us of server CPU;
+/// * one [`Engine::wait_durable`] for every batch taken: its mark is the log's end at *that*
+///   call, so a batch written before sync k but taken after it waited for sync k + 1 too;
+/// * waiting for the group-commit thread's tick: under a closed loop the clients answered by
+///   one tick sent their next writes together, right after it, and each waited nearly a whole
+///   interval for the next: YCSB A's update p50 was 1.46 ms for a 1 ms interval on tmpfs, and
+///   nutcracker's one connection per shard held every read behind it.
 #[derive(Clone)]
 pub struct DurabilityWaiter {
     tx: std::sync::mpsc::Sender<(DurableMark, Durable)>,
@@ -199,10 +204,10 @@ impl DurabilityWaiter {
                 while let Ok(more) = rx.try_recv() {
                     waiting.push(more);
                 }
-                // in the order queued, which is (nearly) the log's: once one mark's sync is done
-                // the marks before the same sync's end return at once
+                // the first mark not yet covered syncs everything appended so far; the marks
+                // after it return at once (a mark of an older segment was synced when it sealed)
                 for (mark, answer) in waiting {
-                    let _ = answer.send(mark.wait().map_err(|e| e.to_string()));
+                    let _ = answer.send(mark.sync().map_err(|e| e.to_string()));
                 }
             }
         })?;
