@@ -24,9 +24,10 @@ use cosine_config::Config;
 use cosine_engine::Engine;
 use cosine_raft::{Replica, ReplicaSpec};
 use cosine_server::cluster::ClusterNode;
+use cosine_server::server::DurabilityWaiter;
 use cosine_server::stats::wal_sync_name;
 use cosine_server::topology::Topology;
-use cosine_server::{serve, serve_backend, Backend, ServerConfig, ServerError, ServerStats};
+use cosine_server::{serve_backend, Backend, ServerConfig, ServerError, ServerStats};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -227,8 +228,12 @@ fn run_cluster(args: Args, cfg: Config, server: ServerConfig, file: &std::path::
 
 fn run(args: Args, cfg: Config, server: ServerConfig) -> Result<(), ServerError> {
     let engine = Arc::new(Engine::open(&args.dir, &cfg).map_err(|source| ServerError::Open { dir: args.dir.clone(), source })?);
+    // a worker about to park syncs the writes waiting (cosine_server::server::DurabilityWaiter)
+    let durable = DurabilityWaiter::for_engine(&engine);
+    let idle = durable.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.algorithms.threads.max(1))
+        .on_thread_park(move || idle.on_idle())
         .enable_all()
         .build()
         .map_err(|source| ServerError::Io { what: "cannot start the runtime", source })?;
@@ -260,7 +265,7 @@ fn run(args: Args, cfg: Config, server: ServerConfig) -> Result<(), ServerError>
                 _ = int.recv() => {}
             }
         };
-        serve(listener, engine.clone(), stats, server, stop).await;
+        serve_backend(listener, Backend::Engine(engine.clone(), durable), stats, server, stop).await;
         Ok::<(), ServerError>(())
     })?;
     rt.shutdown_timeout(std::time::Duration::from_secs(5));

@@ -74,10 +74,11 @@ impl Default for ServerConfig {
 }
 
 /// What a server serves: one engine, or one replica of a replicated shard.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Backend {
-    /// An engine of its own (`--dir`): every command runs on it.
-    Engine(Arc<Engine>),
+    /// An engine of its own (`--dir`): every command runs on it, each write batch acknowledged
+    /// once the waiter has made it durable (give the runtime its [`DurabilityWaiter::on_idle`]).
+    Engine(Arc<Engine>, DurabilityWaiter),
     /// A replica of a shard (`--cluster`): the Redis Cluster protocol ([`crate::cluster`]).
     Cluster(Arc<ClusterNode>),
 }
@@ -166,52 +167,106 @@ struct Outgoing {
     close: bool,
 }
 
-/// What the durability waiter answers: the outcome of one [`DurableMark::wait`].
+/// What the durability waiter answers: the outcome of one [`DurableMark::sync`].
 type Durable = oneshot::Sender<Result<(), String>>;
 
-/// One thread that makes the connections' writes durable (issue 48.6).
+/// Makes the connections' writes durable before their replies leave (issue 48.6): a group
+/// commit synced when the server has nothing else to do, as Redis' `appendfsync always`
+/// fsyncs once per event-loop pass before it sleeps.
 ///
-/// A batch that wrote needs its writes durable before its replies leave. It takes the log's
-/// [`DurableMark`] right after its writes and queues it with a oneshot sender; the waiter
-/// takes every mark queued and syncs at once ([`DurableMark::sync`]): the first mark's
-/// fdatasync covers everything appended so far, so the rest return without one, and the
-/// batches that queue meanwhile share the next sync. That is a group commit without a
-/// timer, as Redis' `appendfsync always` shares one fsync per event-loop pass; the engine's
-/// own group-commit thread still syncs every `group_commit_interval_us` (for writes no
-/// server waits on).
+/// A batch that wrote takes the log's [`DurableMark`] right after its writes and queues it
+/// with a oneshot sender ([`DurabilityWaiter::wait`]). The queue is answered by
+/// [`DurabilityWaiter::on_idle`], which the runtime calls whenever a worker thread is about to
+/// park (tokio's `on_thread_park`): one fdatasync covers every mark queued (the first
+/// [`DurableMark::sync`] syncs all that was appended; the others find themselves covered), and
+/// the replies' tasks wake on the same thread, so a lightly loaded server answers a write
+/// after one sync and no thread hand-off. A server too busy to park is answered by the
+/// waiter's own thread every `interval` (the design's `group_commit_interval_us`): one sync
+/// for every batch of that interval, as the engine's group-commit thread does. Without the
+/// park hook ([`serve`]) every write waits for that thread.
 ///
-/// What it replaced, each measured (BENCHMARKS §20, §20b):
+/// What it replaced, each measured (BENCHMARKS §20, §20b, §26):
 /// * a blocking-pool thread per batch for the wait: 50 connections writing at depth 1 made
 ///   50 threads block on the same group commit, and a `SET` cost ~32 us of server CPU;
-/// * one [`Engine::wait_durable`] for every batch taken: its mark is the log's end at *that*
-///   call, so a batch written before sync k but taken after it waited for sync k + 1 too;
-/// * waiting for the group-commit thread's tick: under a closed loop the clients answered by
-///   one tick sent their next writes together, right after it, and each waited nearly a whole
-///   interval for the next: YCSB A's update p50 was 1.46 ms for a 1 ms interval on tmpfs, and
-///   nutcracker's one connection per shard held every read behind it.
+/// * one waiter thread waiting for the engine's group-commit tick ([`Engine::wait_durable`]
+///   for all it had taken): a batch written before sync k but taken after it waited for sync
+///   k + 1 too, and under a closed loop the clients answered by one tick sent their next
+///   writes together right after it, each waiting nearly a whole interval: YCSB A's update
+///   p50 was 1.46 ms for a 1 ms interval on tmpfs, and nutcracker's one connection per shard
+///   held the reads behind it;
+/// * that thread syncing as soon as a batch queued: a wake-up and two context switches per
+///   batch on the server's core, +1.8 us per operation at depth 16.
 #[derive(Clone)]
 pub struct DurabilityWaiter {
-    tx: std::sync::mpsc::Sender<(DurableMark, Durable)>,
+    inner: Arc<WaiterInner>,
+}
+
+struct WaiterInner {
+    queue: std::sync::Mutex<Vec<(DurableMark, Durable)>>,
+    /// Whether the queue may hold marks: the park hook's test without the lock.
+    queued: std::sync::atomic::AtomicBool,
+    stop: std::sync::atomic::AtomicBool,
+    interval: Duration,
 }
 
 impl DurabilityWaiter {
-    /// Starts the waiter thread; it ends once every clone of the waiter is dropped.
-    pub fn start() -> std::io::Result<(DurabilityWaiter, std::thread::JoinHandle<()>)> {
-        let (tx, rx) = std::sync::mpsc::channel::<(DurableMark, Durable)>();
-        let handle = std::thread::Builder::new().name("cosine-durable".into()).spawn(move || {
-            while let Ok(first) = rx.recv() {
-                let mut waiting = vec![first];
-                while let Ok(more) = rx.try_recv() {
-                    waiting.push(more);
-                }
-                // the first mark not yet covered syncs everything appended so far; the marks
-                // after it return at once (a mark of an older segment was synced when it sealed)
-                for (mark, answer) in waiting {
-                    let _ = answer.send(mark.sync().map_err(|e| e.to_string()));
-                }
+    /// A waiter whose own thread answers every `interval` (the design's group-commit interval).
+    pub fn new(interval: Duration) -> DurabilityWaiter {
+        DurabilityWaiter {
+            inner: Arc::new(WaiterInner {
+                queue: std::sync::Mutex::new(Vec::new()),
+                queued: std::sync::atomic::AtomicBool::new(false),
+                stop: std::sync::atomic::AtomicBool::new(false),
+                interval: interval.max(Duration::from_micros(1)),
+            }),
+        }
+    }
+
+    /// The waiter for `engine`'s design.
+    pub fn for_engine(engine: &Engine) -> DurabilityWaiter {
+        DurabilityWaiter::new(Duration::from_micros(engine.config().durability.group_commit_interval_us))
+    }
+
+    /// For the runtime's `on_thread_park`: answers the queued marks after one sync; nothing
+    /// (one atomic load) when none is queued.
+    pub fn on_idle(&self) {
+        if self.inner.queued.load(Ordering::Acquire) {
+            self.answer();
+        }
+    }
+
+    /// Syncs once and answers every queued mark.
+    fn answer(&self) {
+        let taken = match self.inner.queue.lock() {
+            Ok(mut q) => {
+                self.inner.queued.store(false, Ordering::Release);
+                std::mem::take(&mut *q)
             }
-        })?;
-        Ok((DurabilityWaiter { tx }, handle))
+            Err(_) => return, // (a panic while holding it: the connections' waits end with their tasks)
+        };
+        for (mark, answer) in taken {
+            let _ = answer.send(mark.sync().map_err(|e| e.to_string()));
+        }
+    }
+
+    /// Starts the thread that answers every interval (until [`DurabilityWaiter::stop`]);
+    /// [`serve_backend`] runs it while it serves.
+    pub fn start(&self) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let me = self.clone();
+        std::thread::Builder::new().name("cosine-durable".into()).spawn(move || {
+            while !me.inner.stop.load(Ordering::Acquire) {
+                std::thread::park_timeout(me.inner.interval);
+                me.answer();
+            }
+            me.answer();
+        })
+    }
+
+    /// Stops the thread [`DurabilityWaiter::start`] started, once it answered what is queued.
+    pub fn stop(&self, thread: std::thread::JoinHandle<()>) {
+        self.inner.stop.store(true, Ordering::Release);
+        thread.thread().unpark();
+        let _ = thread.join();
     }
 
     /// The outcome of the durability wait for every write `engine` executed so far, or `None`
@@ -219,8 +274,14 @@ impl DurabilityWaiter {
     pub fn wait(&self, engine: &Engine) -> Option<oneshot::Receiver<Result<(), String>>> {
         let mark = engine.durable_mark()?;
         let (tx, rx) = oneshot::channel();
-        if let Err(std::sync::mpsc::SendError((_, tx))) = self.tx.send((mark, tx)) {
-            let _ = tx.send(Err("the server is stopping".into()));
+        match self.inner.queue.lock() {
+            Ok(mut q) => {
+                q.push((mark, tx));
+                self.inner.queued.store(true, Ordering::Release);
+            }
+            Err(_) => {
+                let _ = tx.send(Err("the durability waiter failed".into()));
+            }
         }
         Some(rx)
     }
@@ -283,6 +344,10 @@ async fn write_out(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>, output: &OutputBu
 /// Serves `engine` on `listener` until `shutdown` resolves, then stops accepting,
 /// lets every connection finish the batch it is running (at most `cfg.drain`), and
 /// returns. The caller flushes and closes the engine.
+///
+/// Its writes are made durable by the waiter's own thread, every group-commit interval: a
+/// runtime built with a [`DurabilityWaiter`]'s `on_idle` as its `on_thread_park` hook, serving
+/// [`Backend::Engine`] through [`serve_backend`], answers them as soon as it is idle.
 pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
@@ -290,7 +355,8 @@ pub async fn serve(
     cfg: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) {
-    serve_backend(listener, Backend::Engine(engine), stats, cfg, shutdown).await
+    let waiter = DurabilityWaiter::for_engine(&engine);
+    serve_backend(listener, Backend::Engine(engine, waiter), stats, cfg, shutdown).await
 }
 
 /// [`serve`] for either backend.
@@ -304,8 +370,8 @@ pub async fn serve_backend(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     let (served, waiter) = match backend {
-        Backend::Engine(engine) => match DurabilityWaiter::start() {
-            Ok((durable, waiter)) => (Served::Engine(engine, durable), Some(waiter)),
+        Backend::Engine(engine, durable) => match durable.start() {
+            Ok(thread) => (Served::Engine(engine, durable.clone()), Some((durable, thread))),
             Err(e) => {
                 eprintln!("cosine-server: cannot start the durability waiter: {e}");
                 return;
@@ -352,10 +418,10 @@ pub async fn serve_backend(
         conns.abort_all();
         while conns.join_next().await.is_some() {}
     }
-    // the waiter ends once the last connection's clone is gone (its marks hold log segments)
+    // every connection is done: the waiter's thread answers what is left and ends
     drop(served);
-    if let Some(waiter) = waiter {
-        let _ = tokio::task::spawn_blocking(move || waiter.join()).await;
+    if let Some((durable, thread)) = waiter {
+        let _ = tokio::task::spawn_blocking(move || durable.stop(thread)).await;
     }
 }
 

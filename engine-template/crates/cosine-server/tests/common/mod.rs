@@ -9,7 +9,8 @@ use cosine_config::presets::{tiny, to_toml, Preset};
 use cosine_config::{Config, WalSync};
 use cosine_engine::Engine;
 use cosine_server::client::Client;
-use cosine_server::{serve, ServerConfig, ServerStats};
+use cosine_server::server::DurabilityWaiter;
+use cosine_server::{serve_backend, Backend, ServerConfig, ServerStats};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -44,13 +45,21 @@ impl InProcess {
     /// Opens `cfg` in `dir` and serves it on 127.0.0.1 with `server` settings.
     pub fn start(dir: &Path, cfg: &Config, server: ServerConfig) -> InProcess {
         let engine = Arc::new(Engine::open(dir, cfg).expect("open engine"));
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        // as cosine-server's main: a worker about to park syncs the writes waiting
+        let durable = DurabilityWaiter::for_engine(&engine);
+        let idle = durable.clone();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .on_thread_park(move || idle.on_idle())
+            .enable_all()
+            .build()
+            .expect("runtime");
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let stats = Arc::new(ServerStats::new(addr.port()));
-            rt.block_on(serve(listener, engine, stats, server, async move {
+            rt.block_on(serve_backend(listener, Backend::Engine(engine, durable), stats, server, async move {
                 let _ = rx.await;
             }));
         });
