@@ -62,6 +62,11 @@ pub enum Command {
     Asking,
 }
 
+/// The longest RANGE run on the network task (on a tree): YCSB's longest scan is 100 entries
+/// (workload E's `maxscanlength`); a longer one goes to the blocking pool, so that it does not
+/// hold the worker's other connections.
+pub const SHORT_RANGE: usize = 128;
+
 impl Command {
     /// True for the commands that write (their acknowledgement waits for durability).
     pub fn writes(&self) -> bool {
@@ -71,8 +76,9 @@ impl Command {
     /// True for the commands cheap enough to run on the network task: point reads (a snapshot
     /// lookup: memtables, then at most a few block reads), PING, QUIT, the cluster commands (no
     /// engine call), and point writes (a WAL append and a memtable insert; the sync is waited
-    /// for by the durability waiter, not here). RANGE (a hash log scans its whole index) and
-    /// INFO (walks the levels) go to the blocking pool.
+    /// for by the durability waiter, not here). INFO (walks the levels) goes to the blocking
+    /// pool, and RANGE too unless it is [`Command::is_short_range`] on a tree (a hash log
+    /// scans its whole index).
     ///
     /// Writes ran on the blocking pool until issue 48: perf on a depth-1 SET load (50
     /// connections, server on one core) put 53 % of the server's CPU in context switches — the
@@ -99,6 +105,14 @@ impl Command {
                 | Command::ReadWrite
                 | Command::Asking
         )
+    }
+
+    /// A RANGE of at most [`SHORT_RANGE`] entries: on a tree (LSM, B-tree, hybrid) a seek and a
+    /// few blocks, cheap enough for the network task as a GET is. It went to the blocking pool
+    /// before BENCHMARKS §26: the hand-off cost a RANGE batch ~40 us of server CPU against ~6.5 us for a GET
+    /// batch (`cosine calibrate serving`), most of YCSB E's served CPU per operation.
+    pub fn is_short_range(&self) -> bool {
+        matches!(self, Command::Range(_, n) if *n <= SHORT_RANGE)
     }
 
     /// The keys a command names (what a cluster routes it by).
@@ -286,6 +300,15 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<Vec<u8>> {
         a.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn only_short_ranges_may_run_on_the_network_task() {
+        let range = |n: usize| Command::Range(b"a".to_vec(), n);
+        assert!(range(1).is_short_range() && range(SHORT_RANGE).is_short_range());
+        assert!(!range(SHORT_RANGE + 1).is_short_range());
+        assert!(!range(10).is_quick(), "a RANGE is quick only as a tree's short range (server.rs)");
+        assert!(!Command::Get(b"a".to_vec()).is_short_range());
     }
 
     #[test]

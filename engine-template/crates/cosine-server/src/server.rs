@@ -2,8 +2,9 @@
 //! batches, and a graceful shutdown.
 //!
 //! A connection parses every complete request already received (a pipeline) into one
-//! batch and runs it (point reads and writes on the network task; scans and INFO on tokio's
-//! blocking pool: a hash log's scan walks its whole index; see [`Command::is_quick`]). If
+//! batch and runs it (point reads and writes, and short scans of a tree, on the network task;
+//! INFO, long scans and a hash log's (it walks its whole index) on tokio's blocking pool; see
+//! [`Command::is_quick`]). If
 //! the batch wrote, its replies wait *once* for the WAL policy's durability
 //! of its own writes ([`Engine::durable_mark`]) in a reply queue, while the next batches already run; the
 //! replies leave in request order. So an `+OK` to a `SET` is never sent before the write
@@ -28,7 +29,7 @@ use crate::output::{OutputBuffer, OutputLimit};
 use crate::resp::{Limits, Parsed, Parser, Reply};
 use crate::stats::ServerStats;
 use bytes::BytesMut;
-use cosine_config::WalSync;
+use cosine_config::{DesignClass, WalSync};
 use cosine_engine::{DurableMark, Engine};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -473,9 +474,12 @@ async fn requests(
     cfg: ServerConfig,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ServerError> {
-    let (key_bytes, syncs_in_put) = match &served {
-        Served::Engine(engine, _) => (engine.config().layout.key_bytes, engine.config().durability.wal_sync == WalSync::EveryWrite),
-        Served::Cluster(node) => (node.key_bytes(), false),
+    let (key_bytes, syncs_in_put, short_ranges) = match &served {
+        Served::Engine(engine, _) => {
+            let c = engine.config();
+            (c.layout.key_bytes, c.durability.wal_sync == WalSync::EveryWrite, c.design.class != DesignClass::Lsh)
+        }
+        Served::Cluster(node) => (node.key_bytes(), false, false),
     };
     let mut session = Session::default();
     let mut parser = Parser::new(cfg.limits);
@@ -500,11 +504,14 @@ async fn requests(
             if let Some(q) = quit {
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
-            // point reads and writes never wait for long (a write's sync is the durability
-            // waiter's): run them here rather than pay a hand-off to the blocking pool. Under
+            // point reads and writes, and a tree's short scans, never take long (a write's sync
+            // is the durability waiter's): run them here rather than pay a hand-off to the
+            // blocking pool. Under
             // `every_write` a put waits for its own write group's fdatasync: there writes go to the
             // pool, where concurrent connections' puts form one group and share a sync.
-            let quick = batch.iter().all(|c| c.as_ref().map_or(true, |c| c.is_quick() && !(c.writes() && syncs_in_put)));
+            let quick = batch.iter().all(|c| {
+                c.as_ref().map_or(true, |c| (c.is_quick() || (short_ranges && c.is_short_range())) && !(c.writes() && syncs_in_put))
+            });
             let close = quit.is_some();
             if let Served::Cluster(node) = &served {
                 // replicated: each reply is final when produced (writes committed, reads checked)
