@@ -6,7 +6,7 @@ For each X of ``--workloads``: the run directory ``RUNS/ycsb_X`` (``cosine solve
 ``measure.served.bench_served`` (what ``cosine bench --served`` runs) at each depth and node count.
 Prints one markdown row per run; ``--json FILE`` keeps every report.
 
-``python -m bench.served_fig4b --runs /tmp/served-runs [--workloads abcdef] [--nodes 1,2]``
+``python -m bench.served_fig4b --runs /tmp/served-runs [--workloads abcdef] [--nodes 1,2] [--ops-scale X]``
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ def main() -> None:
     ap.add_argument("--nodes", default="1,2")
     ap.add_argument("--depths", default="1,16")
     ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument(
+        "--ops-scale",
+        type=float,
+        default=1.0,
+        help="measured operations x this (default 100,000, E 20,000): a run at depth 16 lasts ~0.3 s",
+    )
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     print(
@@ -74,7 +80,7 @@ def main() -> None:
                     spec,
                     ws,
                     records=a.records,
-                    operations=OPERATIONS.get(x, DEFAULT_OPERATIONS),
+                    operations=int(OPERATIONS.get(x, DEFAULT_OPERATIONS) * a.ops_scale),
                     pipeline=depth,
                     nodes=nodes,
                     proxy_config=lambda port, shards: config_yaml(port, shards),
