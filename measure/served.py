@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from cost_models import cpu_count
-from cost_models.cpu import throughput
+from cost_models.cpu import Demands, throughput
 from cost_models.engine_model import engine_breakdown
 from cost_models.latency import P50, P99, LatencyTerms, Operating, latency_at
 from cost_models.network import served_mix
@@ -203,8 +203,11 @@ def predict(
         "engine_in_process_ops": engine_only,
         "utilization": lam / node_ops if node_ops > 0 else 0.0,
         "serving_us_per_op": sm.serving_seconds * 1e6,
-        # the servers' CPU per operation: every core busy at capacity (the background thread's too)
-        "server_cpu_us_per_op": cores_per_node * nodes / capacity * 1e6 if capacity > 0 else math.inf,
+        # the servers' CPU per operation: the node's CPU demand (serial, parallel and background
+        # seconds per cluster operation / shards, summed over the shards), whatever bounds the node; it
+        # was the cores over the capacity, which for a device-bound node (YCSB D) is not its CPU
+        "server_cpu_us_per_op": _cpu_per_op(d, threads) * 1e6,
+        "cpu_bound_us_per_op": cores_per_node * nodes / capacity * 1e6 if capacity > 0 else math.inf,
         "engine_cpu_us_per_op": float(d.serial[0] + d.parallel[0]) * 1e6 / sm.scale - sm.serving_seconds * 1e6,
         "wire_bytes_per_op": sm.wire_bytes_per_op,
         "fanout_scale": sm.scale,
@@ -216,6 +219,13 @@ def predict(
         },
         "per_op": per_op,
     }
+
+
+def _cpu_per_op(d: Demands, threads: int) -> float:
+    """CPU seconds per cluster operation of every node together: each of the N nodes spends the
+    demands per (cluster operation / N) on N-th of the operations."""
+    serial, parallel = d.at_threads(threads)
+    return float(serial[0] + parallel[0] + d.background[0])
 
 
 def _wal_sync(cfg: dict[str, Any]) -> str:
