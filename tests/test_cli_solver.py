@@ -238,6 +238,9 @@ def test_write_model_lp(solved, tmp_path):
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)  # as the back end: HiGHS's thread pool is per process, set once
+    # HiGHS's default MIP feasibility tolerance (1e-6) lets X pass its rows by ~1e-6: 1.4e-9 of X here
+    h.setOptionValue("mip_feasibility_tolerance", 1e-10)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-10)
     h.readModel(str(lp))
     h.run()
     # its objective is -X plus the cheaper-is-better tie-break (solver.model.set_budget: at most
