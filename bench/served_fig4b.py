@@ -59,6 +59,8 @@ def main() -> None:
     )
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if not 0 < a.ops_scale <= 100:
+        ap.error(f"--ops-scale {a.ops_scale}: must be in (0, 100]")
     print(
         "| YCSB | nodes | pipeline | predicted ops/s | measured ops/s | accuracy | server CPU us/op pred / meas "
         "(busy) | client cores busy (driver + nutcracker) | p50 us pred/meas (p99 pred/meas) |"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -300,24 +301,31 @@ def test_the_solution_respects_each_vm_s_network_and_reports_latency(solved) -> 
     assert sol["predicted"]["latency_p99_s"] >= sol["predicted"]["latency_p50_s"] > 0
 
 
-def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) -> None:
-    """performance.max_latency_s bounds every node's predicted p99 at the answer's operating point;
-    it is no longer turned into a throughput target of 1 / max_latency_s (Eq. 3)."""
+def _solve_tiny(tmp_path: Path, name: str, performance: str, *, bands: int) -> dict[str, Any]:
+    """`cosine solve` of the tiny spec named ``name`` with its ``performance:`` replaced; its
+    solution.json."""
     from typer.testing import CliRunner
 
     from cli.main import app
     from tests.conftest import TINY_SPEC
 
-    spec = tmp_path / "lat.yaml"
+    spec = tmp_path / f"{name}.yaml"
     spec.write_text(
-        TINY_SPEC.replace("name: tiny", "name: lat").replace(
-            "performance: {min_throughput: 1000}", "performance: {max_latency_s: 0.002, max_latency_p50_s: 0.001}"
+        TINY_SPEC.replace("name: tiny", f"name: {name}").replace(
+            "performance: {min_throughput: 1000}", f"performance: {performance}"
         )
     )
     out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "6", "--json"])
+    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", str(bands), "--json"])
     assert res.exit_code == 0, res.output + res.stderr
-    sol = json.loads((out / "solution.json").read_text())
+    doc: dict[str, Any] = json.loads((out / "solution.json").read_text())
+    return doc
+
+
+def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) -> None:
+    """performance.max_latency_s bounds every node's predicted p99 at the answer's operating point;
+    it is no longer turned into a throughput target of 1 / max_latency_s (Eq. 3)."""
+    sol = _solve_tiny(tmp_path, "lat", "{max_latency_s: 0.002, max_latency_p50_s: 0.001}", bands=6)
     assert sol["target"]["min_throughput"] is None, "no throughput floor of 1 / max_latency_s"
     assert sol["target"]["max_latency_s"] == 0.002
     for d in sol["designs"]:
@@ -328,21 +336,7 @@ def test_a_node_the_demand_saturates_has_no_finite_latency(tmp_path: Path) -> No
     """A throughput target beyond what the budget's cluster serves runs its nodes
     saturated: utilization 1 and no latency (the queue has no bound), not the finite 1e14 ms an
     M/M/c gives at a utilization a rounding below 1."""
-    from typer.testing import CliRunner
-
-    from cli.main import app
-    from tests.conftest import TINY_SPEC
-
-    spec = tmp_path / "busy.yaml"
-    spec.write_text(
-        TINY_SPEC.replace("name: tiny", "name: busy").replace(
-            "performance: {min_throughput: 1000}", "performance: {min_throughput: 1.0e9}"
-        )
-    )
-    out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "4", "--json"])
-    assert res.exit_code == 0, res.output + res.stderr
-    sol = json.loads((out / "solution.json").read_text())
+    sol = _solve_tiny(tmp_path, "busy", "{min_throughput: 1.0e9}", bands=4)
     assert sol["designs"]
     for d in sol["designs"]:
         assert d["utilization"] == 1.0 and d["latency_p50_s"] is None and d["latency_p99_s"] is None

@@ -16,10 +16,11 @@
 //!   Cluster protocol (slots, `CLUSTER SLOTS`/`SHARDS`/`NODES`, `-MOVED`) over a Raft
 //!   group of cosine-servers (cosine-raft).
 //!
-//! Durability: a write is acknowledged only after [`cosine_engine::Engine::wait_durable`]
-//! returns, i.e. when the design's WAL policy says it is durable (`every_write`: its
-//! own fdatasync; `group_commit`: the group's fdatasync; `none`: the policy promises
-//! nothing, so neither does the acknowledgement).
+//! Durability: a write is acknowledged only once the sync covering its batch's
+//! [`cosine_engine::Engine::durable_mark`] is done ([`server::DurabilityWaiter`]), i.e. when
+//! the design's WAL policy says it is durable (`every_write`: its own fdatasync;
+//! `group_commit`: the group's fdatasync; `none`: the policy promises nothing, so neither
+//! does the acknowledgement).
 #![deny(unsafe_code, clippy::unwrap_used)]
 
 pub mod client;

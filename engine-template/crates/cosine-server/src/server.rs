@@ -101,7 +101,7 @@ pub struct Executed {
     /// The replies, in request order.
     pub replies: Vec<Reply>,
     /// Positions of the writes among them: provisional until [`acknowledge`] has the
-    /// outcome of [`Engine::wait_durable`].
+    /// outcome of their durability wait ([`DurabilityWaiter::wait`]).
     pub wrote: Vec<usize>,
     /// The requests not run yet (the replies reached `max_bytes`).
     pub rest: Batch,
