@@ -137,22 +137,26 @@ class RequestClass:
     batch (s), the fixed seconds they add (round trip, device wait) and the uniform wait (group
     commit interval; 0: none)."""
 
-    share: float
+    share: float | np.ndarray
     service: np.ndarray
-    shift: float
-    window: float
+    shift: float | np.ndarray
+    window: float | np.ndarray
 
 
 def mixture_ccdf(
     t: np.ndarray, q: Queue, classes: list[RequestClass], terms: tuple[np.ndarray, np.ndarray] | None = None
 ) -> np.ndarray:
     """P(latency > t) of a request drawn from ``classes`` by their shares (``terms`` as :func:`ccdf`'s)."""
-    total = sum(c.share for c in classes) or 1.0
+    total = sum(np.asarray(c.share, dtype=float) for c in classes)
+    total = np.where(total > 0, total, 1.0)
     wt = q.wait_terms() if terms is None else terms
     out = np.zeros(np.broadcast_shapes(np.shape(t), np.shape(q.lam)))
     for c in classes:
-        if c.share > 0:
-            out = out + c.share / total * ccdf(t, q, c.service, np.asarray(c.shift), np.asarray(c.window), wt)
+        share = np.asarray(c.share, dtype=float)
+        if np.any(share > 0):
+            # a class no request of some node is in adds 0 x (a finite CCDF) there: exactly nothing
+            part = ccdf(t, q, c.service, np.asarray(c.shift), np.asarray(c.window), wt)
+            out = out + np.where(share > 0, share / total * part, 0.0)
     return out
 
 
@@ -162,7 +166,9 @@ def quantile(prob: float, q: Queue, classes: list[RequestClass]) -> np.ndarray:
     wt = q.wait_terms()
     pw, gamma = wt
     lo = np.zeros(shape)
-    span = max((c.shift + c.window for c in classes), default=0.0)
+    span = np.zeros(shape)
+    for c in classes:
+        span = np.maximum(span, np.asarray(c.shift, dtype=float) + np.asarray(c.window, dtype=float))
     service = np.max(np.stack([np.broadcast_to(c.service, shape) for c in classes]), axis=0)
     hi = span + 50.0 * (service + 1.0 / gamma)
     for _ in range(STEPS):
@@ -179,18 +185,20 @@ class Operating:
 
     throughput: np.ndarray  # requests (operations) per second arriving
     capacity: np.ndarray  # the node's throughput at full use (cost_models.cpu and caps)
-    cores: float
+    cores: float | np.ndarray  # per node (an array: nodes of several VM types at once)
     pipeline: int
 
     def queue(self) -> Queue:
         p = float(max(self.pipeline, 1))
         cap = np.maximum(np.asarray(self.capacity, dtype=float), 1e-300)
-        mu = cap / self.cores / p  # batches per second per core
-        return Queue(np.full(np.shape(cap), float(self.cores)), mu, np.asarray(self.throughput, dtype=float) / p)
+        cores = np.broadcast_to(np.asarray(self.cores, dtype=float), np.shape(cap))
+        mu = cap / cores / p  # batches per second per core
+        return Queue(np.array(cores), mu, np.asarray(self.throughput, dtype=float) / p)
 
     def batch_service(self) -> np.ndarray:
         """Mean seconds of one batch's service."""
-        return float(max(self.pipeline, 1)) * self.cores / np.maximum(np.asarray(self.capacity, dtype=float), 1e-300)
+        cores = np.asarray(self.cores, dtype=float)
+        return float(max(self.pipeline, 1)) * cores / np.maximum(np.asarray(self.capacity, dtype=float), 1e-300)
 
 
 @dataclass(frozen=True)
@@ -198,9 +206,19 @@ class LatencyTerms:
     """What a node's requests add to its queue's latency: the round trip, the writes' share and
     their group-commit interval (0: none)."""
 
-    rtt_s: float
-    write_share: float
-    commit_window_s: float
+    rtt_s: float | np.ndarray
+    write_share: float | np.ndarray
+    commit_window_s: float | np.ndarray
+
+    @classmethod
+    def stacked(cls, terms: list[LatencyTerms]) -> LatencyTerms:
+        """The terms of several nodes as one (arrays over the nodes, in order): one
+        :func:`latency_at` of them all costs what one node's does."""
+        return cls(
+            np.array([t.rtt_s for t in terms], dtype=float),
+            np.array([t.write_share for t in terms], dtype=float),
+            np.array([t.commit_window_s for t in terms], dtype=float),
+        )
 
     def classes(self, service: np.ndarray) -> list[RequestClass]:
         return [
@@ -210,9 +228,15 @@ class LatencyTerms:
 
 
 def latency_at(
-    throughput: np.ndarray, capacity: np.ndarray, cores: float, pipeline: int, terms: LatencyTerms, prob: float
+    throughput: np.ndarray,
+    capacity: np.ndarray,
+    cores: float | np.ndarray,
+    pipeline: int,
+    terms: LatencyTerms,
+    prob: float,
 ) -> np.ndarray:
-    """The ``prob``-quantile of a node's request latency at ``throughput`` (module docstring)."""
+    """The ``prob``-quantile of a node's request latency at ``throughput`` (module docstring);
+    elementwise over nodes (``cores`` and ``terms`` may be arrays over them: LatencyTerms.stacked)."""
     op = Operating(np.asarray(throughput, dtype=float), np.asarray(capacity, dtype=float), cores, pipeline)
     return quantile(prob, op.queue(), terms.classes(op.batch_service()))
 

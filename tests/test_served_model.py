@@ -137,6 +137,28 @@ def test_mmc_quantiles_against_a_simulation() -> None:
         assert commit == pytest.approx(np.quantile(with_commit, q), rel=0.05)
 
 
+def test_nodes_latencies_at_once_are_each_node_s_alone() -> None:
+    """solver.exact re-evaluates every node of a solve in one latency_at (cores and terms stacked
+    over the nodes): each node's quantile is exactly the one it gets alone."""
+    rng = np.random.default_rng(7)
+    n = 64
+    cap = 10 ** rng.uniform(3, 7, n)
+    lam = cap * rng.uniform(0, 0.999, n)
+    cores = rng.choice([2.0, 8.0, 32.0, 96.0], n)
+    terms = [
+        LatencyTerms(float(r), float(w), float(x))
+        for r, w, x in zip(
+            rng.uniform(5e-5, 5e-4, n), rng.choice([0.0, 0.3, 1.0], n), rng.choice([0.0, 1e-3], n), strict=True
+        )
+    ]
+    for pipeline in (1, 16):
+        for q in (0.5, 0.99):
+            together = latency_at(lam, cap, cores, pipeline, LatencyTerms.stacked(terms), q)
+            for i in range(n):
+                alone = latency_at(lam[i : i + 1], cap[i : i + 1], float(cores[i]), pipeline, terms[i], q)[0]
+                assert together[i] == alone
+
+
 def test_erlang_c_is_the_probability_of_waiting() -> None:
     # M/M/2 at a = 1: C = (1/2 * 2) / (1 + 1 + 1) = 1/3
     assert erlang_c(np.array([2.0]), np.array([1.0]))[0] == pytest.approx(1 / 3)
@@ -348,7 +370,7 @@ def test_saturation_is_judged_on_the_node_s_own_throughput() -> None:
     cap binds) is saturation: utilization 1 and no finite latency."""
     from types import SimpleNamespace
 
-    from solver.exact import demand_ops, node_latency, operating_point
+    from solver.exact import demand_ops, node_latencies, operating_point
     from specs.schema import parse_spec
     from tests.conftest import TINY_SPEC
 
@@ -357,7 +379,7 @@ def test_saturation_is_judged_on_the_node_s_own_throughput() -> None:
     assert d is not None
     f = SimpleNamespace(x=d * (1 - 1e-15), x_cpu=d, sm=object())
     assert operating_point(spec, f, 1.0) == 1.0  # type: ignore[arg-type]
-    assert node_latency(spec, 2.0, 1e-4, f, 1.0) == (math.inf, math.inf)  # type: ignore[arg-type]
+    assert node_latencies(spec, [(2.0, 1e-4, f, 1.0)]) == [(math.inf, math.inf)]  # type: ignore[list-item]
     half = SimpleNamespace(x=2 * d, x_cpu=4 * d, sm=None)
     assert operating_point(spec, half, 1.0) == pytest.approx(0.25)  # type: ignore[arg-type]
 
