@@ -198,22 +198,41 @@ def block_read_shape(phi: PhiTable, block_bytes: float | np.ndarray) -> np.ndarr
     measured at the LSM design's block sizes (phi.yaml ``block_read_shape``: a calibration runs
     232 B to 32 KiB, measure.calibrate.plan.BLOCK_SIZE_STEPS; the written table's, refitted from
     calibrate-38, has 1, 4 and 16 KiB), a power law between each two (linear in log-log), held at
-    the end ones past them.
+    the first below it and continued by the last two's power law above the last
+    (:data:`EXTEND_UP`).
     Measured, not a law: a block has a fixed part (the cache shard's lookup, the read call, the
     decoder's set-up: 232 B and 464 B blocks cost alike) and a part that grows with its bytes (1 to
-    16 KiB: about x1.5 per doubling), and a 32 KiB block cost no more than a 16 KiB one (docs/journal/s31-s42.md
-    §36.1); one power law over 1-16 KiB under-costed small blocks 1.3-1.8x (§35.7)."""
+    16 KiB: about x1.5 per doubling). Past 16 KiB it keeps growing: a B-tree's 32 KiB blocks cost
+    x1.43 (gets) and x1.57 (50-entry scans) its 16 KiB blocks' CPU on the Intel host of stop 57
+    (docs/journal/s43-s51.md §27), the kernel's copy of the block and its zeroed buffer growing with
+    its bytes; held at 16 KiB the model charged YCSB E's 32 KiB B-tree 0.55x the CPU the engine
+    spent. (An LSM's gets at 32 KiB measured flat on the AMD host of §36.1.)"""
     shape = phi["block_read_shape"]
-    return curve_at(block_bytes, shape["block_bytes"], shape["ratio"])
+    return curve_at(block_bytes, shape["block_bytes"], shape["ratio"], extend_up=EXTEND_UP)
+
+
+#: Whether the block-read curve continues its last segment's power law above its largest block
+#: size (True: :func:`block_read_shape`'s measurement) rather than holding its value there.
+EXTEND_UP = True
 
 
 def curve_at(
-    x: float | np.ndarray, knots: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray
+    x: float | np.ndarray,
+    knots: Sequence[float] | np.ndarray,
+    values: Sequence[float] | np.ndarray,
+    *,
+    extend_up: bool = False,
 ) -> np.ndarray:
     """A measured curve through (``knots``, ``values``) at ``x``: linear in log-log between two
-    knots (a power law), held at the end values past them."""
+    knots (a power law), held at the end values past them; with ``extend_up`` the last two
+    knots' power law continues above the last one."""
     log_x = np.log2(np.asarray(x, dtype=float))
-    return np.asarray(np.exp2(np.interp(log_x, np.log2(np.asarray(knots, dtype=float)), np.log2(values))))
+    lk, lv = np.log2(np.asarray(knots, dtype=float)), np.log2(np.asarray(values, dtype=float))
+    out = np.interp(log_x, lk, lv)
+    if extend_up and lk.size >= 2:
+        slope = (lv[-1] - lv[-2]) / (lk[-1] - lk[-2])
+        out = np.where(log_x > lk[-1], lv[-1] + slope * (log_x - lk[-1]), out)
+    return np.asarray(np.exp2(out))
 
 
 def read_block_seconds(

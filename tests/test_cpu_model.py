@@ -246,7 +246,8 @@ def test_an_unreadable_phi_table_is_one_input_error(tmp_path, text: str) -> None
 
 def test_block_read_follows_the_measured_curve_between_its_sizes() -> None:
     """A block read's CPU is the class's 4 KiB time times the table's measured curve: at a measured
-    block size its ratio, between two a power law through both, past the ends the end ratio."""
+    block size its ratio, between two a power law through both, below the first the first ratio,
+    above the last the last two's power law continued (a larger block keeps costing more)."""
     from cost_models.cpu import block_read_shape, curve_at
 
     shape = load_phi()["block_read_shape"]
@@ -256,8 +257,13 @@ def test_block_read_follows_the_measured_curve_between_its_sizes() -> None:
     mid = math.sqrt(a * b)  # halfway in log-log
     assert float(block_read_shape(load_phi(), mid)) == pytest.approx(math.sqrt(ratio[1] * ratio[2]), rel=1e-12)
     assert float(block_read_shape(load_phi(), knots[0] / 4)) == pytest.approx(ratio[0], rel=1e-12)
-    assert float(block_read_shape(load_phi(), knots[-1] * 4)) == pytest.approx(ratio[-1], rel=1e-12)
+    per_doubling = (ratio[-1] / ratio[-2]) ** (1 / math.log2(knots[-1] / knots[-2]))
+    above = float(block_read_shape(load_phi(), knots[-1] * 4))
+    assert above == pytest.approx(ratio[-1] * per_doubling**2, rel=1e-12)
+    assert above > ratio[-1]
     assert float(curve_at(4.0, [2.0, 8.0], [1.0, 4.0])) == pytest.approx(2.0, rel=1e-12)
+    assert float(curve_at(32.0, [2.0, 8.0], [1.0, 4.0])) == pytest.approx(4.0, rel=1e-12)  # held
+    assert float(curve_at(32.0, [2.0, 8.0], [1.0, 4.0], extend_up=True)) == pytest.approx(16.0, rel=1e-12)
 
 
 @pytest.mark.parametrize(
