@@ -1,7 +1,7 @@
 //! The write buffer (level 0): a sorted memtable holding up to `E_B` entries.
 //!
-//! Writers insert concurrently: the memtable is split into [`SHARDS`] ordered
-//! maps by key hash, each behind its own lock, so writers of different keys
+//! Writers insert concurrently: the memtable is split into [`SHARDS`] shards
+//! by key hash, each behind its own lock, so writers of different keys
 //! rarely meet, and an ordered view merges the shards on the fly for flushes
 //! and scans. Sharded insertion was chosen over a concurrent skiplist
 //! (`crossbeam-skiplist`, as RocksDB's InlineSkipList) after measuring both on
@@ -20,17 +20,28 @@
 //! takes writes.
 //!
 //! Point lookups go through a hash index. Each shard keeps its entries (key,
-//! sequence number, value) in an append-only arena; a [`hashbrown::HashTable`]
-//! maps the key's hash to the entry's position (one probe per `get`, and per
-//! overwrite), and a `BTreeMap` from key to position keeps the key order for
-//! flushes and scans (touched only when a key is new). The key is stored once,
-//! as an `Arc<[u8]>` shared by the arena and the ordered map, and hashed once:
-//! the [`cosine_core::hash64`] that picks the shard, rotated so that the bits
-//! that chose the shard do not also choose the bucket, is the table's hash (and
-//! is kept beside the position, so growing the table rehashes no key). Why:
-//! `perf` on cosine-server under redis-benchmark GET at pipeline 16 (1 KB
-//! values, 100,000 keys, all in the memtable) put 23% of the server's CPU in
-//! the B-tree descent (about 30 comparisons of 128-byte padded keys per get).
+//! sequence number, value) in a [`hashbrown::HashTable`], found in one probe
+//! (per `get`, and per overwrite), and a `BTreeMap` from key to the key's hash
+//! keeps the key order for flushes and scans (touched only when a key is new; a
+//! scan finds each entry by its stored hash, comparing key pointers, not bytes).
+//! Both change under the shard's write lock, and "higher seq wins" is decided
+//! on the one entry, so they always hold the same keys and values. The key is
+//! stored once, as an `Arc<[u8]>` shared by the table and the ordered map, and
+//! hashed once: the [`cosine_core::hash64`] that picks the shard, rotated so
+//! that the bits that chose the shard do not also choose the bucket, is the
+//! table's hash (kept in the entry, so growing the table rehashes no key).
+//!
+//! Why: `perf` on cosine-server under redis-benchmark GET at pipeline 16 (1 KB
+//! values, 100,000 keys, all in the memtable) put a quarter of the server's CPU
+//! in the B-tree descent (`MemTable::get` and `memcmp`, about 30 comparisons of
+//! 128-byte padded keys per get). With the index that share fell to 17.5%, what
+//! is left being the cache misses of one probe (control bytes, entry, key bytes),
+//! and the server's CPU per GET from 2.9-3.1 us to 2.35-2.5 us (GET P16 324-344k
+//! -> 402-426k requests/s, `python -m bench.redis_peer`, interleaved runs). A
+//! first version kept the entries in an arena beside a table of positions: one
+//! more dependent miss per get, and only 2.75-3.05 us. Single-threaded, 100,000
+//! keys: get 1.0 -> 0.54 us, overwrite 1.05 -> 0.52 us, new key 1.17 us both, a
+//! full scan 1.31 -> 1.40 us per entry (a probe per entry to find its slot).
 #![deny(unsafe_code, clippy::unwrap_used)]
 
 use cosine_core::{hash64, Capacity, Value, VecIterator};
@@ -54,19 +65,19 @@ struct Slot {
 /// One buffered key: its newest write.
 #[derive(Debug)]
 struct Entry {
+    /// [`table_hash`] of the key.
+    hash: u64,
     key: Arc<[u8]>,
     slot: Slot,
 }
 
-/// One shard: the entries, their hash index and their key order.
+/// One shard: its entries by hash, and their key order.
 #[derive(Debug, Default)]
 struct Shard {
-    /// Every key of the shard once, in first-insertion order.
-    entries: Vec<Entry>,
-    /// (table hash, position in `entries`) of every entry.
-    index: HashTable<(u64, usize)>,
-    /// Key -> position in `entries`, in key order.
-    order: BTreeMap<Arc<[u8]>, usize>,
+    /// Every key of the shard once.
+    index: HashTable<Entry>,
+    /// Key -> its [`table_hash`], in key order (the same keys as `index`).
+    order: BTreeMap<Arc<[u8]>, u64>,
 }
 
 /// The shard a key of hash `h` (its [`hash64`]) lives in.
@@ -82,15 +93,19 @@ fn table_hash(h: u64) -> u64 {
 }
 
 impl Shard {
+    /// The entry of `key`, whose table hash is `th`.
     fn find(&self, th: u64, key: &[u8]) -> Option<&Entry> {
-        let entries = &self.entries;
-        self.index.find(th, |&(eh, i)| eh == th && *entries[i].key == *key).map(|&(_, i)| &entries[i])
+        self.index.find(th, |e| e.hash == th && *e.key == *key)
+    }
+
+    /// The slot of `key`, a key of `order` (so the very `Arc` in the entry) of table hash `th`.
+    fn slot_of(&self, key: &Arc<[u8]>, th: u64) -> Option<&Slot> {
+        self.index.find(th, |e| Arc::ptr_eq(&e.key, key)).map(|e| &e.slot)
     }
 
     /// The `order` range `lo..=hi` with each key's slot.
     fn range<'a>(&'a self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> impl Iterator<Item = (&'a Arc<[u8]>, &'a Slot)> + 'a {
-        let entries = &self.entries;
-        self.order.range::<[u8], _>(bounds(lo, hi)).map(move |(k, &i)| (k, &entries[i].slot))
+        self.order.range::<[u8], _>(bounds(lo, hi)).filter_map(move |(k, &th)| Some((k, self.slot_of(k, th)?)))
     }
 }
 
@@ -113,10 +128,10 @@ fn bounds<'a>(lo: Option<&'a [u8]>, hi: Option<&'a [u8]>) -> Range<'a> {
     (lo.map_or(Bound::Unbounded, Bound::Included), hi.map_or(Bound::Unbounded, Bound::Included))
 }
 
-/// One shard's part of a merged scan: its ordered keys and its entries.
+/// One shard's part of a merged scan: its ordered keys and the shard.
 struct Part<'a> {
-    keys: Peekable<btree_map::Range<'a, Arc<[u8]>, usize>>,
-    entries: &'a [Entry],
+    keys: Peekable<btree_map::Range<'a, Arc<[u8]>, u64>>,
+    shard: &'a Shard,
 }
 
 /// The shards' ranges merged into one ascending stream (a key lives in one shard only).
@@ -127,16 +142,23 @@ struct Merged<'a> {
 impl<'a> Iterator for Merged<'a> {
     type Item = (&'a [u8], &'a Slot);
     fn next(&mut self) -> Option<Self::Item> {
-        let mut best: Option<(usize, &'a [u8])> = None;
-        for (i, part) in self.parts.iter_mut().enumerate() {
-            let Some(&(k, _)) = part.keys.peek() else { continue };
-            if best.is_none_or(|(_, bk)| **k < *bk) {
-                best = Some((i, k));
+        loop {
+            let mut best: Option<(usize, &'a [u8])> = None;
+            for (i, part) in self.parts.iter_mut().enumerate() {
+                let Some(&(k, _)) = part.keys.peek() else { continue };
+                if best.is_none_or(|(_, bk)| **k < *bk) {
+                    best = Some((i, k));
+                }
+            }
+            let part = &mut self.parts[best?.0];
+            let (k, &th) = part.keys.next()?;
+            // Every key of `order` is in `index` (both change under one write lock).
+            let slot = part.shard.slot_of(k, th);
+            debug_assert!(slot.is_some(), "an ordered key missing from the hash index");
+            if let Some(slot) = slot {
+                return Some((k, slot));
             }
         }
-        let part = &mut self.parts[best?.0];
-        let (k, &i) = part.keys.next()?;
-        Some((k, &part.entries[i].slot))
     }
 }
 
@@ -158,8 +180,7 @@ impl MemTable {
     }
 
     fn merged<'a>(guards: &'a [RwLockReadGuard<'_, Shard>], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Merged<'a> {
-        let parts =
-            guards.iter().map(|g| Part { keys: g.order.range::<[u8], _>(bounds(lo, hi)).peekable(), entries: &g.entries }).collect();
+        let parts = guards.iter().map(|g| Part { keys: g.order.range::<[u8], _>(bounds(lo, hi)).peekable(), shard: g }).collect();
         Merged { parts }
     }
 
@@ -171,21 +192,18 @@ impl MemTable {
         let h = hash64(&key);
         let th = table_hash(h);
         let mut shard = self.shards[shard_of(h)].write();
-        let Shard { entries, index, order } = &mut *shard;
-        let found = index.entry(th, |&(eh, i)| eh == th && *entries[i].key == *key, |&(eh, _)| eh);
-        match found {
-            hash_table::Entry::Occupied(e) => {
-                let slot = &mut entries[e.get().1].slot;
+        let Shard { index, order } = &mut *shard;
+        match index.entry(th, |e| e.hash == th && *e.key == *key, |e| e.hash) {
+            hash_table::Entry::Occupied(mut e) => {
+                let slot = &mut e.get_mut().slot;
                 if seq > slot.seq {
                     *slot = Slot { seq, value };
                 }
             }
             hash_table::Entry::Vacant(e) => {
-                let i = entries.len();
                 let key: Arc<[u8]> = key.into();
-                order.insert(Arc::clone(&key), i);
-                entries.push(Entry { key, slot: Slot { seq, value } });
-                e.insert((th, i));
+                order.insert(Arc::clone(&key), th);
+                e.insert(Entry { hash: th, key, slot: Slot { seq, value } });
                 self.len.fetch_add(1, Ordering::Relaxed);
             }
         }
