@@ -193,6 +193,11 @@ def block_read_doublings(phi: PhiTable, n_keys: float | np.ndarray) -> np.ndarra
     return np.minimum(doublings(phi, n_keys), top)
 
 
+#: Whether the block-read curve continues its last segment's power law above its largest block
+#: size (True: :func:`block_read_shape`'s measurement) rather than holding its value there.
+EXTEND_UP = True
+
+
 def block_read_shape(phi: PhiTable, block_bytes: float | np.ndarray) -> np.ndarray:
     """A block read's CPU at ``block_bytes`` over its CPU at 4 KiB: the ratios the calibration
     measured at the LSM design's block sizes (phi.yaml ``block_read_shape``: a calibration runs
@@ -209,11 +214,6 @@ def block_read_shape(phi: PhiTable, block_bytes: float | np.ndarray) -> np.ndarr
     spent. (An LSM's gets at 32 KiB measured flat on the AMD host of §36.1.)"""
     shape = phi["block_read_shape"]
     return curve_at(block_bytes, shape["block_bytes"], shape["ratio"], extend_up=EXTEND_UP)
-
-
-#: Whether the block-read curve continues its last segment's power law above its largest block
-#: size (True: :func:`block_read_shape`'s measurement) rather than holding its value there.
-EXTEND_UP = True
 
 
 def curve_at(
