@@ -145,16 +145,23 @@ def node_latencies(spec: Spec, nodes: list[tuple[float, float, _NodeFigures, flo
     its capacity). All the nodes' quantiles are found in one bisection (a node's 60 steps over
     arrays of one cost 13 ms: a cold solve re-evaluates hundreds of nodes)."""
     out = [(math.inf, math.inf)] * len(nodes)
-    live = [i for i, (_, _, f, u) in enumerate(nodes) if f.sm is not None and f.x_cpu > 0 and u < 1]
+    live, cap, util, cores, terms = [], [], [], [], []
+    for i, (vcpu, rtt_s, f, u) in enumerate(nodes):
+        if f.sm is not None and f.x_cpu > 0 and u < 1:
+            live.append(i)
+            cap.append(f.x_cpu * f.sm.scale)
+            util.append(u)
+            cores.append(vcpu)
+            terms.append(latency_terms(f.sm, rtt_s))
     if not live:
         return out
-    cap = np.array([nodes[i][2].x_cpu * nodes[i][2].sm.scale for i in live])  # type: ignore[union-attr]
-    lam = cap * np.array([nodes[i][3] for i in live])
-    cores = np.array([nodes[i][0] for i in live])
-    terms = LatencyTerms.stacked([latency_terms(nodes[i][2].sm, nodes[i][1]) for i in live])  # type: ignore[arg-type]
-    p50, p99 = (latency_at(lam, cap, cores, spec.pipeline, terms, q) for q in (P50, P99))
+    caps = np.array(cap)
+    both = [
+        latency_at(caps * np.array(util), caps, np.array(cores), spec.pipeline, LatencyTerms.stacked(terms), q)
+        for q in (P50, P99)
+    ]
     for j, i in enumerate(live):
-        out[i] = (float(p50[j]), float(p99[j]))
+        out[i] = (float(both[0][j]), float(both[1][j]))
     return out
 
 
