@@ -28,6 +28,8 @@ enumeration (solver.exhaustive) and the whole MIP (solver.model).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import time
 from collections.abc import Iterator
@@ -152,6 +154,28 @@ class ColumnTable:
             coefs, rhs = bill.rows(self.cost, budget)
             self._cache[key] = (coefs, rhs, bill.most_nodes(self.cost, budget))
         return self._cache[key]  # type: ignore[no-any-return]
+
+    def column_of(self) -> dict[int, int]:
+        """Each column's index by its context's identity (once per table)."""
+        if "column_of" not in self._cache:
+            self._cache["column_of"] = {id(c): i for i, c in enumerate(self.contexts)}
+        where: dict[int, int] = self._cache["column_of"]
+        return where
+
+    def digest(self) -> str:
+        """SHA-256 of everything a band's search reads of the table (solver.band_cache): the
+        provider, cap, unit and SLA terms, and every column's arrays, by their bytes; once per table
+        (:func:`within_cap`'s tables share the derived arrays: the cap and the terms are in the key)."""
+        key = ("digest", self.max_cluster, self.terms)
+        if key not in self._cache:
+            h = hashlib.sha256()
+            terms = json.dumps(dataclasses.asdict(self.terms), sort_keys=True)
+            h.update(f"{self.provider}\0{self.max_cluster}\0{self.unit}\0{terms}\0{len(self.contexts)}\0".encode())
+            for name in ("cost", "x", "p", "share", "group", "reach_x", "reach_p"):
+                a = np.ascontiguousarray(getattr(self, name))
+                h.update(f"{name} {a.dtype.str}{a.shape}\0".encode() + a.tobytes())
+            self._cache[key] = h.hexdigest()
+        return str(self._cache[key])
 
     def value(self, objective: Objective) -> np.ndarray:
         """The objective's throughput per copy: perturbed for PERTURBED, else expected."""

@@ -62,6 +62,7 @@ from specs.schema import ReplicaPlan, Spec
 from specs.vocab import Method, Provider, SolverStatus
 
 if TYPE_CHECKING:
+    from solver.band_cache import BandCache
     from solver.reeval_cache import ReevalCache
 
 DEFAULT_BANDS = 40
@@ -402,7 +403,7 @@ def _solve_band_mip(
 
 def _columns_of(tab: ColumnTable, chosen: Chosen) -> list[tuple[int, int]]:
     """A chosen cluster as (column index of ``tab``, count of the table's units)."""
-    where = {id(c): i for i, c in enumerate(tab.contexts)}
+    where = tab.column_of()
     return [(where[id(c)], k // tab.unit) for c, k in chosen.nodes]
 
 
@@ -420,6 +421,7 @@ def _solve_objective(
     gap: float,
     time_limit: float,
     progress: Callable[[str], None] | None,
+    answers: BandCache | None = None,
     tag: str | None = None,
 ) -> list[Point]:
     """Every band of one provider for one objective (``floors_kops``: the robust rule's floor per
@@ -492,7 +494,8 @@ def _solve_objective(
                 note = f"{backend.name}: {result.status}"
             else:
                 start = prev.columns if prev is not None and prev.columns is not None and not prev.carried else None
-                ans = best_within(spec, tab, objective, mask, float(b), floor=flo, start=start, backend=backend.name)
+                search = best_within if answers is None else answers.best_within
+                ans = search(spec, tab, objective, mask, float(b), floor=flo, start=start, backend=backend.name)
                 fr.solve_seconds += ans.result.seconds
                 chosen, result, note = ans.chosen, ans.result, ans.note
             slow = chosen is not None and chosen.throughput_kops < target * (1 - 1e-12)
@@ -581,12 +584,14 @@ def start_frontier(
     progress: Callable[[str], None] | None = None,
     budgets: np.ndarray | None = None,
     reevals: ReevalCache | None = None,
+    answers: BandCache | None = None,
     workers: int = 1,
     logdir: Path | None = None,
 ) -> FrontierRun:
     """:func:`solve_frontier` up to the robust rule: the bands' nominal answers and, with
     robustness, their perturbed ones. ``logdir``: where the bands' solver logs go (default
-    ``out_dir``/solver)."""
+    ``out_dir``/solver). ``answers``: the persistent cache of band answers (solver.band_cache),
+    read from before and added to."""
     if budgets is None:
         lo, hi = spec.budget_range
         b0 = budget if budget is not None else spec.budget_usd
@@ -611,6 +616,8 @@ def start_frontier(
     )
     if reevals is not None:
         reevals.load(spec)
+    if answers is not None:
+        answers.load(spec)
     if logdir is None and out_dir is not None:
         logdir = out_dir / "solver"
     if logdir is not None:
@@ -631,6 +638,7 @@ def start_frontier(
         "gap": gap,
         "time_limit": time_limit,
         "progress": progress,
+        "answers": answers,
     }
     for pb in per:
         fr.nominal[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.EXPECTED, None, **kw)
@@ -689,6 +697,8 @@ def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | N
     fr.best = fr.best_of(fr.headline)
     if reevals is not None:
         reevals.save(spec)
+    if kw["answers"] is not None:
+        kw["answers"].save(spec)
     return fr
 
 

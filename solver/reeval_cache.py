@@ -125,7 +125,7 @@ class ReevalCache:
             return
         try:
             doc = read_json(path, "re-evaluation cache")
-            _check_digest(path, doc)
+            check_digest(path, doc, "re-evaluation cache")
             ok = doc.get("version") == VERSION and doc.get("key") == self._key
             clusters = doc.get("clusters") if ok else None
             nodes = doc.get("nodes") if ok else None
@@ -184,19 +184,18 @@ class ReevalCache:
         self._new = 0
 
 
-def _check_digest(path: Path, doc: Any) -> None:
-    """Refuse a document whose ``sha256`` is missing or is not its payload's (:func:`payload_digest`)."""
+def check_digest(path: Path, doc: Any, what: str) -> None:
+    """Refuse a document whose ``sha256`` is missing or is not its payload's (:func:`payload_digest`);
+    ``what`` names the cache in the message."""
     if not isinstance(doc, dict) or not isinstance(doc.get("sha256"), str):
-        raise InputError(f"{path}: no content hash (re-evaluation cache; written by an older cosine or another tool)")
+        raise InputError(f"{path}: no content hash ({what}; written by an older cosine or another tool)")
     payload = {k: v for k, v in doc.items() if k != "sha256"}
     try:
         ok = payload_digest(payload) == doc["sha256"]
     except ValueError:  # a NaN or infinity token
         ok = False
     if not ok:
-        raise InputError(
-            f"{path}: the content hash does not match the data (re-evaluation cache; altered since it was written)"
-        )
+        raise InputError(f"{path}: the content hash does not match the data ({what}; altered since it was written)")
 
 
 def _valid_node(e: Any) -> bool:

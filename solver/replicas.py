@@ -25,6 +25,7 @@ import numpy as np
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import node_spec, plans
 from solver.backends import Backend
+from solver.band_cache import BandCache
 from solver.frontier import Frontier, Point, baselines, cheapest, finish_frontier, start_frontier
 from solver.reeval_cache import ReevalCache
 from solver.tables.build import build_many
@@ -110,12 +111,14 @@ def solve_plans(
 ) -> PlanFrontiers:
     """Every plan's frontier (solver.frontier.solve_frontier's settings in ``kw``), the robust
     floors set by the best plan, and their union: per provider and band the fastest plan's point.
-    With a ``cache`` each plan's exact re-evaluations are read from and added to its directory
-    (solver.reeval_cache, one file per node view). The bands' solver logs go to ``out_dir``/solver/rfN."""
+    With a ``cache`` each plan's exact re-evaluations and band answers are read from and added to
+    its directory (solver.reeval_cache, solver.band_cache: one file each per node view). The bands'
+    solver logs go to ``out_dir``/solver/rfN."""
     started = []
     stores: list[ReevalCache | None] = []
     for run in runs:
         store = ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None
+        answers = BandCache(cache.directory, notes=cache.notes) if cache is not None else None
         stores.append(store)
         logdir = None if out_dir is None else out_dir / "solver" / f"rf{run.plan.rf}"
         provs = tuple(p for p in run.providers if p in run.tables.contexts)
@@ -129,6 +132,7 @@ def solve_plans(
                 out_dir=out_dir,
                 logdir=logdir,
                 reevals=store,
+                answers=answers,
                 **kw,
             )
         )

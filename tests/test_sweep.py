@@ -242,12 +242,13 @@ def test_a_sweep_reuses_the_caches_and_no_cache_leaves_them_alone(specs, serial,
     assert not (tmp_path / "cache").exists()
     sweep(specs[:1], BUDGETS, tmp_path / "fill.parquet", workers=1)
     names = {f.name.split("-")[0] for f in (tmp_path / "cache").iterdir()}  # a file per replication plan
-    assert names == {"aws", "gcp", "reeval"}
+    assert names == {"aws", "gcp", "reeval", "bands"}
 
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("a warm sweep recomputed what the caches hold")
 
     monkeypatch.setattr("solver.tables.build.shard_job", refuse)
+    monkeypatch.setattr("solver.band_cache.best_within", refuse)
     monkeypatch.setattr(solver.frontier, "reevaluate", refuse)
     monkeypatch.setattr(solver.exact, "reevaluate_many", refuse)
     warm = sweep(specs[:1], BUDGETS, tmp_path / "warm.parquet", workers=1)

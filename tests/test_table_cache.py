@@ -173,9 +173,11 @@ def test_cli_uses_the_cache_and_no_cache_leaves_it_alone(tmp_path, runner, monke
     assert not cache.exists()
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
     assert first.exit_code == 0, first.output
-    # a file per provider and replication plan (its node view), and a re-evaluation file per plan
+    # a file per provider and replication plan (its node view), and a re-evaluation file and a band
+    # file per plan
     kinds = [f.name.split("-")[0] for f in cache.iterdir()]
-    assert set(kinds) == {"aws", "gcp", "reeval"} and kinds.count("aws") == kinds.count("reeval")
+    assert set(kinds) == {"aws", "gcp", "reeval", "bands"}
+    assert kinds.count("aws") == kinds.count("reeval") == kinds.count("bands")
     for f in cache.iterdir():
         f.write_bytes(b"garbage")
     again = runner.invoke(app, [*args, "--budget", "900", "--out", str(tmp_path / "c")])
@@ -184,6 +186,8 @@ def test_cli_uses_the_cache_and_no_cache_leaves_it_alone(tmp_path, runner, monke
     assert len(notes) == kinds.count("aws") + kinds.count("gcp"), again.stderr
     reeval_notes = [line for line in again.stderr.splitlines() if line.startswith("re-evaluation cache ignored")]
     assert len(reeval_notes) == kinds.count("reeval")
+    band_notes = [line for line in again.stderr.splitlines() if line.startswith("band cache ignored")]
+    assert len(band_notes) == kinds.count("bands")
     warm = runner.invoke(app, [*args, "--out", str(tmp_path / "d")])
     assert warm.exit_code == 0 and not warm.stderr.strip()
 

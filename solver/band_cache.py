@@ -1,0 +1,260 @@
+"""The persistent cache of band answers: a band's threshold search, kept between solves.
+
+A band's answer (solver.bottleneck.best_within: the fastest cluster within the band's budget, the
+cheapest of equally fast ones, its certificate) is a pure function of its inputs: the provider's
+column table (every column's bill, throughput per copy on both workloads, share of the data, VM
+type, scan reach; the cluster cap, the unit, the SLA terms), the objective, the band's mask of
+columns, its budget, the floor on the other throughput, the incumbent it starts from and the
+search's code. A what-if that changes the budget keeps the geometric band grid and adds its own
+budget (solver.frontier.band_grid), one that drops a provider keeps the others' tables: their bands
+meet the same inputs again and read the answers back: the same clusters, the same certificates,
+not an approximation of them. ``cosine sweep`` over budgets meets them in every solve.
+
+**Key.** One file per spec key, named by a SHA-256 of the code version (every file of
+``cost_models/`` and :data:`CODE_FILES`: the search, its knapsacks, the model's scale and this
+module, as solver.table_cache hashes them) and the spec's parts (solver.reeval_cache.spec_key's).
+Within it, one entry per band, keyed by a SHA-256 of every input above (:func:`band_key`: the table
+by :meth:`~solver.bottleneck.ColumnTable.digest`, the arrays by their bytes, numbers exactly).
+Any change to any of them is another key.
+
+**Content.** JSON data only, no code: ``{"version", "key", "sha256", "bands": {band key:
+{"nodes", "status", "objective", "bound", "gap", "visited", "open_bound", "note"}}}``; the cluster
+as (column, count) pairs, from which the answer's bill and throughputs are recomputed by
+solver.bottleneck.chosen_of, as the search computes them. ``sha256`` is the content hash of the
+rest (solver.reeval_cache.payload_digest), checked on every read. A file that cannot be read, fails
+its hash or has another shape is reported in one line and ignored (then overwritten); an entry is
+used only whole. A band read back says so in its solver log.
+
+**Where.** The table cache's directory (solver.table_cache.default_dir), files
+``bands-<key>.json``. ``cosine solve --no-cache`` neither reads nor writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solver.backends import Result
+from solver.bottleneck import BandAnswer, ColumnTable, Floor, Nodes, best_within, chosen_of
+from solver.reeval_cache import check_digest, payload_digest, spec_key
+from solver.table_cache import code_version, default_dir
+from specs.errors import InputError
+from specs.io import read_json, to_json, write_text
+from specs.schema import Spec
+from specs.vocab import Objective, SolverStatus
+
+VERSION = 1
+#: The modules besides cost_models/ whose code decides a band's answer: the search and its
+#: knapsacks (tests/test_band_cache.py checks best_within's module is named), the model's scale
+#: and Chosen, the backends' Result, and this module.
+CODE_FILES = (
+    "solver/bottleneck.py",
+    "solver/knapsack.py",
+    "solver/knapsack_numba.py",
+    "solver/model.py",
+    "solver/space.py",
+    "solver/backends/base.py",
+    "solver/band_cache.py",
+)
+#: What a solver log line adds to an answer read back.
+READ_BACK = " (read back from the band cache)"
+_FIELDS = ("nodes", "status", "objective", "bound", "gap", "visited", "open_bound", "note")
+
+
+def _array_part(a: np.ndarray) -> bytes:
+    a = np.ascontiguousarray(a)
+    return f"{a.dtype.str}{a.shape}".encode() + b"\0" + a.tobytes() + b"\0"
+
+
+def band_key(
+    tab: ColumnTable,
+    objective: Objective,
+    mask: np.ndarray,
+    budget: float,
+    floor: Floor | None,
+    start: Nodes | None,
+    backend: str,
+) -> str:
+    """The key of one band's search: every input of :func:`~solver.bottleneck.best_within`."""
+    h = hashlib.sha256()
+    h.update(f"band v{VERSION}\0{tab.digest()}\0{objective}\0{float(budget).hex()}\0{backend}\0".encode())
+    h.update(_array_part(np.asarray(mask, dtype=bool)))
+    if floor is None:
+        h.update(b"no floor\0")
+    else:
+        h.update(f"floor {float(floor.at_least).hex()}\0".encode() + _array_part(floor.per_copy))
+    h.update(to_json(None if start is None else [[int(i), int(k)] for i, k in start], indent=None).encode())
+    return h.hexdigest()
+
+
+@dataclass
+class BandCache:
+    """A directory of cached band answers; ``notes`` collects one-line reports of refused files."""
+
+    directory: Path = field(default_factory=default_dir)
+    notes: list[str] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+    _key: str = ""
+    _entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _new: int = 0
+
+    def path(self, spec: Spec) -> Path:
+        if not self._key:
+            self._key = "bands " + spec_key(spec, code_version(CODE_FILES))
+            self._key = hashlib.sha256(self._key.encode()).hexdigest()
+        return self.directory / f"bands-{self._key[:32]}.json"
+
+    def load(self, spec: Spec) -> None:
+        """Read the spec's file (nothing when there is none; a bad one is reported and ignored)."""
+        path = self.path(spec)
+        if not path.exists():
+            return
+        try:
+            doc = read_json(path, "band cache")
+            check_digest(path, doc, "band cache")
+            ok = doc.get("version") == VERSION and doc.get("key") == self._key
+            bands = doc.get("bands") if ok else None
+            if not isinstance(bands, dict) or not all(_valid(e) for e in bands.values()):
+                raise InputError(f"{path}: not a band cache of this version and key")
+        except InputError as exc:
+            self.notes.append(f"band cache ignored and rebuilt: {exc}")
+            return
+        self._entries = bands
+
+    def save(self, spec: Spec) -> None:
+        """Write the file when this solve added entries (atomically; a failed write is reported)."""
+        if not self._new:
+            return
+        path = self.path(spec)
+        payload = {"version": VERSION, "key": self._key, "bands": self._entries}
+        doc = {**payload, "sha256": payload_digest(payload)}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(path, to_json(doc, indent=None))
+        except OSError as exc:
+            self.notes.append(f"band cache not written: {path}: {exc.strerror or exc}")
+        self._new = 0
+
+    def best_within(
+        self,
+        spec: Spec,
+        tab: ColumnTable,
+        objective: Objective,
+        mask: np.ndarray,
+        budget: float,
+        *,
+        floor: Floor | None,
+        start: Nodes | None,
+        backend: str,
+    ) -> BandAnswer:
+        """:func:`~solver.bottleneck.best_within`'s answer, read back when this band was searched
+        before (its seconds then the read's), else searched and kept."""
+        t0 = time.perf_counter()
+        key = band_key(tab, objective, mask, budget, floor, start, backend)
+        e = self._entries.get(key)
+        top = -1 if e is None or e["nodes"] is None else max(i for i, _ in e["nodes"])
+        if top >= len(tab.contexts):
+            self.notes.append(f"band cache: an entry names column {top} of {len(tab.contexts)}: searched again")
+            del self._entries[key]
+            e = None
+        if e is not None:
+            self.hits += 1
+            return _answer(spec, tab, e, backend, time.perf_counter() - t0)
+        self.misses += 1
+        ans = best_within(spec, tab, objective, mask, budget, floor=floor, start=start, backend=backend)
+        entry = _entry(ans)
+        if entry is not None:
+            self._entries[key] = entry
+            self._new += 1
+        return ans
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _entry(ans: BandAnswer) -> dict[str, Any] | None:
+    """``ans`` as plain JSON values (None: one JSON would not give back unchanged)."""
+    r = ans.result
+    if ans.open_bound == math.inf or (ans.nodes is None) != (ans.chosen is None):
+        return None
+    e: dict[str, Any] = {
+        "nodes": None if ans.nodes is None else [[int(i), int(k)] for i, k in ans.nodes],
+        "status": str(r.status),
+        "objective": _finite_or_none(r.objective),
+        "bound": _finite_or_none(r.bound),
+        "gap": _finite_or_none(r.gap),
+        "visited": int(r.nodes),
+        "open_bound": _finite_or_none(ans.open_bound),
+        "note": ans.note,
+    }
+    if ans.nodes is not None and not all(math.isfinite(v) for v in (r.objective, r.bound, r.gap)):
+        return None
+    if ans.nodes is None and math.isfinite(r.objective):
+        return None
+    return e
+
+
+def _answer(spec: Spec, tab: ColumnTable, e: dict[str, Any], backend: str, seconds: float) -> BandAnswer:
+    """The :class:`~solver.bottleneck.BandAnswer` an entry holds: its cluster's bill and throughputs
+    recomputed from ``tab`` (:func:`~solver.bottleneck.chosen_of`)."""
+    open_bound = -math.inf if e["open_bound"] is None else float(e["open_bound"])
+    note = e["note"] + READ_BACK if e["note"] else ""
+    if e["nodes"] is None:
+        res = Result(SolverStatus(e["status"]), math.inf, math.inf, math.inf, e["visited"], seconds, None, backend)
+        return BandAnswer(None, res, note, open_bound=open_bound)
+    nodes: Nodes = [(int(i), int(k)) for i, k in e["nodes"]]
+    res = Result(
+        SolverStatus(e["status"]),
+        float(e["objective"]),
+        float(e["bound"]),
+        float(e["gap"]),
+        e["visited"],
+        seconds,
+        None,
+        backend,
+        0.0,
+    )
+    return BandAnswer(chosen_of(spec, tab, nodes), res, note, 0, nodes, open_bound)
+
+
+def _number(x: Any, *, optional: bool = False) -> bool:
+    if x is None:
+        return optional
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _valid(e: Any) -> bool:
+    """An entry of this version: every field, of its type."""
+    if not isinstance(e, dict) or set(e) != set(_FIELDS):
+        return False
+    nodes = e["nodes"]
+    if nodes is not None and not (
+        isinstance(nodes, list)
+        and nodes
+        and all(
+            isinstance(n, list) and len(n) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in n)
+            for n in nodes
+        )
+        and all(n[0] >= 0 and n[1] >= 1 for n in nodes)
+    ):
+        return False
+    if e["status"] not in {str(s) for s in SolverStatus}:
+        return False
+    solved = nodes is not None
+    nums = all(_number(e[f], optional=not solved) for f in ("objective", "bound", "gap"))
+    return (
+        nums
+        and isinstance(e["visited"], int)
+        and not isinstance(e["visited"], bool)
+        and e["visited"] >= 0
+        and _number(e["open_bound"], optional=True)
+        and isinstance(e["note"], str)
+    )
