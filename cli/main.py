@@ -77,7 +77,7 @@ NoCache = Annotated[
     bool,
     typer.Option(
         "--no-cache",
-        help="Neither read nor write the table and re-evaluation caches ($COSINE_CACHE_DIR, else the user "
+        help="Neither read nor write the table, re-evaluation and band caches ($COSINE_CACHE_DIR, else the user "
         "cache dir ~/.cache/cosine/tables).",
     ),
 ]
