@@ -31,7 +31,7 @@ from cost_models.layout import Layout, PutStream, derive, uniform_puts
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType, load_catalog
 from cost_models.range_filter import allocate
-from cost_models.replication import backup_usd_per_node
+from cost_models.replication import backup_usd_per_node, distinct_entries
 from cost_models.serving import Serving, served, served_throughput
 from cost_models.windows import ExactWindow
 from cost_models.worst_case import io_costs as worst_case_io
@@ -160,9 +160,18 @@ def tree_puts(
     return windows[0] if windows is not None else own_puts(parts, workload, n_keys)
 
 
-def workload_partitions(workload: Workload) -> Partitions:
-    """Key partitions of the whole data set (a node's shard keeps the same fractions)."""
-    return partitions(workload.get_distribution, workload.put_distribution, workload.entries)
+def workload_partitions(workload: Workload, n_keys: float | None = None) -> Partitions:
+    """Key partitions of the whole data set over its ``n_keys`` distinct keys (default: the
+    workload's entries); a node's shard keeps the same fractions."""
+    keys = workload.entries if n_keys is None else n_keys
+    return partitions(workload.get_distribution, workload.put_distribution, keys)
+
+
+def spec_partitions(spec: Spec) -> Partitions:
+    """Key partitions of a spec's data over its distinct keys (cost_models.replication.distinct_entries):
+    a replicated node view's RF copies of a key are one key of the distributions, so its partitions
+    are those of the spec as written (at the end of its growth horizon)."""
+    return workload_partitions(spec.workload, distinct_entries(spec))
 
 
 def evaluate_designs(
@@ -334,7 +343,7 @@ def evaluate_config(
     memory = usable_bytes(vm.memory_gib, spec.design.memory_headroom)
     threads = vm.vcpu if design.threads is None else design.threads
     batch = DesignBatch.of([design])
-    ne = evaluate_designs(batch, wl, n_node, memory, model=spec.cost_model, phi=phi)
+    ne = evaluate_designs(batch, wl, n_node, memory, spec_partitions(spec), model=spec.cost_model, phi=phi)
     lay = ne.layout
     need_gib = float(ne.disk_gib()[0])
     disk_block = float(ne.disk_block(batch)[0])

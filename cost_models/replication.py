@@ -113,6 +113,12 @@ def amplification(spec: Spec) -> float:
     return 1.0 if spec.node_view is None else spec.node_view.amplification
 
 
+def distinct_entries(spec: Spec) -> float:
+    """The distinct keys the workload draws from: one copy of the data (a node view's entries hold
+    RF copies of each key; its replicas hold the same keys, drawn as often)."""
+    return float(spec.workload.entries) if spec.node_view is None else float(spec.node_view.logical_entries)
+
+
 def replica_nodes(spec: Spec) -> int:
     """The fewest nodes a cluster of the spec's node view has: one per copy (1 as written)."""
     return 1 if spec.node_view is None else spec.node_view.plan.rf

@@ -22,7 +22,7 @@ from cost_models.cloud import usable_bytes
 from cost_models.cpu import NodeShape
 from cost_models.design import DesignBatch
 from cost_models.distributions import Partitions
-from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, shape_overwrites, workload_partitions
+from cost_models.evaluate import NodeEval, design_entry, evaluate_designs, shape_overwrites, spec_partitions
 from cost_models.io_model import exact_windows
 from cost_models.latency import P50, P99, LatencyTerms, latency_at
 from cost_models.pricing.catalog import HOURS_PER_MONTH
@@ -171,7 +171,7 @@ def reevaluate_many(
     """:func:`reevaluate` of each cluster of ``clusters``; the nodes of all of them are evaluated
     together (:func:`_evaluate_nodes`)."""
     N = spec.workload.entries
-    parts = workload_partitions(spec.workload) if parts is None else parts
+    parts = spec_partitions(spec) if parts is None else parts
     # keys actually on each node of a context; at least one (a key is not split: in a cluster
     # with more nodes than keys, the nodes that hold one serve its operations)
     sizes = []
@@ -398,7 +398,7 @@ class Reevaluations:
                 self.nodes[key] = NodeRate(row[0], row[1], int(row[2]), int(row[3]))
                 return self.nodes[key]
             if self.parts is None:
-                self.parts = workload_partitions(self.spec.workload)
+                self.parts = spec_partitions(self.spec)
             f = _evaluate_nodes(self.spec, {key: c}, self.parts)[key]
             lay = f.ne.layout
             # in operations of the workload, as the cluster throughputs it is compared with
@@ -435,7 +435,7 @@ class Reevaluations:
         if not self.pending:
             return
         if self.parts is None:
-            self.parts = workload_partitions(self.spec.workload)
+            self.parts = spec_partitions(self.spec)
         clusters = list(self.pending.values())
         workers = min(self.workers, len(clusters) // REEVALS_PER_WORKER)
         if workers > 1:

@@ -116,3 +116,35 @@ def test_a_replicated_nodes_columns_are_its_node_throughput_over_a():
         assert c.entries <= ns.workload.entries / 3 * (1 + 1e-12)  # a node holds one copy at most
         twin = by_key[(c.vm.name, c.entries, c.storage.label, c.design)]
         assert c.throughput == pytest.approx(twin.throughput / a, rel=1e-12)
+
+
+def test_a_node_views_keys_are_drawn_from_one_copy_of_the_data():
+    """The RF copies of a key are one key of the workload's distributions: a replicated node view's
+    key partitions are those of the spec as written (over its entries at the horizon), whatever the
+    replication factor; so the RF 2 and RF 3 views evaluate a shard of one size alike and share its
+    shard job (solver.tables.build.plan_groups)."""
+    import numpy as np
+
+    from cost_models.evaluate import spec_partitions, workload_partitions
+    from solver.tables.build import _plan as build_plan
+    from solver.tables.build import plan_groups, same_partitions
+
+    spec = parse_spec(
+        "name: r\nworkload: {entries: 2000000, key_bytes: 16, value_bytes: 100, operations: {get: 0.5, update: 0.5},\n"
+        "  distribution: {get: {kind: zipfian}, put: {kind: zipfian}}}\n"
+        "budget: {monthly_usd: 500}\nproviders: [aws]\ndesign: {max_cluster_size: 6}\n"
+    )
+    written = workload_partitions(spec.workload)
+    views = [node_spec(spec, ReplicaPlan(rf, rf))[0] for rf in (2, 3)]
+    for v, rf in zip(views, (2, 3), strict=True):
+        assert v.workload.entries == rf * spec.workload.entries
+        assert same_partitions(spec_partitions(v), written)
+        # (over every copy the hot keys would be diluted: another partitioning)
+        assert not same_partitions(workload_partitions(v.workload), written)
+    cat = small_catalog()
+    plans_ = [build_plan(v, cat, ("aws",), ("cosine",), None, None) for v in views]
+    shared = [members for _, _, members in plan_groups(plans_, cat) if len(members) == 2]
+    assert shared and all({i for i, _ in m} == {0, 1} for m in shared)
+    for m in shared:
+        (_, k0), (_, k1) = sorted(m)
+        assert np.isclose(views[0].workload.entries / k0, views[1].workload.entries / k1)

@@ -15,7 +15,7 @@ import numpy as np
 from cost_models import compression, cpu_count, kernels
 from cost_models.cloud import GIB, StorageChoice, usable_bytes
 from cost_models.distributions import Partitions
-from cost_models.evaluate import workload_partitions
+from cost_models.evaluate import spec_partitions
 from cost_models.io_model import window_tables
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType
@@ -299,7 +299,7 @@ def _plan(
         k: [p for p in provs if catalog.vms.get(p) and any((kind, k) not in found[p] for kind in kinds)] for k in counts
     }
     todo = {k: ps for k, ps in todo.items() if ps}
-    parts = workload_partitions(spec.workload) if todo else None
+    parts = spec_partitions(spec) if todo else None
     return _Plan(spec, provs, vms, grid, mc, counts, found, todo, parts)
 
 
