@@ -21,7 +21,7 @@ Any change to any of them is another key.
 {"nodes", "status", "objective", "bound", "gap", "visited", "open_bound", "note"}}}``; the cluster
 as (column, count) pairs, from which the answer's bill and throughputs are recomputed by
 solver.bottleneck.chosen_of, as the search computes them. ``sha256`` is the content hash of the
-rest (solver.reeval_cache.payload_digest), checked on every read. A file that cannot be read, fails
+rest (solver.sealed_json.payload_digest), checked on every read. A file that cannot be read, fails
 its hash or has another shape is reported in one line and ignored (then overwritten); an entry is
 used only whole. A band read back says so in its solver log.
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,11 @@ import numpy as np
 
 from solver.backends import Result
 from solver.bottleneck import BandAnswer, ColumnTable, Floor, Nodes, best_within, chosen_of
-from solver.reeval_cache import check_digest, payload_digest, spec_key
-from solver.table_cache import code_version, default_dir
+from solver.reeval_cache import spec_key
+from solver.sealed_json import SealedCache, read_sections, write_sections
+from solver.table_cache import code_version
 from specs.errors import InputError
-from specs.io import read_json, to_json, write_text
+from specs.io import to_json
 from specs.schema import Spec
 from specs.vocab import Objective, SolverStatus
 
@@ -94,16 +95,8 @@ def band_key(
 
 
 @dataclass
-class BandCache:
+class BandCache(SealedCache):
     """A directory of cached band answers; ``notes`` collects one-line reports of refused files."""
-
-    directory: Path = field(default_factory=default_dir)
-    notes: list[str] = field(default_factory=list)
-    hits: int = 0
-    misses: int = 0
-    _key: str = ""
-    _entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _new: int = 0
 
     def path(self, spec: Spec) -> Path:
         if not self._key:
@@ -117,12 +110,7 @@ class BandCache:
         if not path.exists():
             return
         try:
-            doc = read_json(path, "band cache")
-            check_digest(path, doc, "band cache")
-            ok = doc.get("version") == VERSION and doc.get("key") == self._key
-            bands = doc.get("bands") if ok else None
-            if not isinstance(bands, dict) or not all(_valid(e) for e in bands.values()):
-                raise InputError(f"{path}: not a band cache of this version and key")
+            bands = read_sections(path, "band cache", VERSION, self._key, {"bands": _valid})["bands"]
         except InputError as exc:
             self.notes.append(f"band cache ignored and rebuilt: {exc}")
             return
@@ -133,13 +121,9 @@ class BandCache:
         if not self._new:
             return
         path = self.path(spec)
-        payload = {"version": VERSION, "key": self._key, "bands": self._entries}
-        doc = {**payload, "sha256": payload_digest(payload)}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text(path, to_json(doc, indent=None))
-        except OSError as exc:
-            self.notes.append(f"band cache not written: {path}: {exc.strerror or exc}")
+        note = write_sections(path, "band cache", VERSION, self._key, {"bands": self._entries})
+        if note is not None:
+            self.notes.append(note)
         self._new = 0
 
     def best_within(

@@ -21,7 +21,7 @@ perturbed, L, Y]}}`` (one node of a column at a key count: solver.grid's count c
 back; :class:`CachedReevaluation`, plain
 values: solver.exact converts its ``Exact`` from and to it, and this module imports neither
 solver.exact nor solver.frontier), written atomically by specs.io. ``sha256`` is the content
-hash of the rest (:func:`payload_digest`: its canonical JSON), checked on every read, so a
+hash of the rest (solver.sealed_json.payload_digest: its canonical JSON), checked on every read, so a
 number edited in the file (by hand, a tool or a bad disk) is never served as a re-evaluation.
 A file that cannot be read, fails its hash or has another shape is reported in one line and
 ignored (then overwritten); an entry is used only whole.
@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from solver.table_cache import code_version, default_dir, spec_parts
+from solver.sealed_json import SealedCache, read_sections, write_sections
+from solver.table_cache import code_version, spec_parts
 from specs.errors import InputError
-from specs.io import read_json, to_json, write_text
+from specs.io import to_json
 from specs.schema import Spec
 
 if TYPE_CHECKING:
@@ -75,14 +76,6 @@ def spec_key(spec: Spec, code: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def payload_digest(payload: dict[str, Any]) -> str:
-    """SHA-256 of a document's canonical JSON (sorted keys, no spaces, floats as Python writes
-    them back): a file's text may be reformatted, but no value in it can change, unnoticed.
-    Raises ValueError for a non-finite number (no writer here produces one)."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def cluster_key(nodes: list[tuple[Context, int]]) -> str:
     """The key of one cluster: every field of every node's VM type, volume and design, its
     entries and its count (Python values, so a column read back from the table cache and the
@@ -101,17 +94,10 @@ def node_key(c: Context, keys: float) -> str:
 
 
 @dataclass
-class ReevalCache:
+class ReevalCache(SealedCache):
     """A directory of cached re-evaluations; ``notes`` collects one-line reports of refused files."""
 
-    directory: Path = field(default_factory=default_dir)
-    notes: list[str] = field(default_factory=list)
-    hits: int = 0
-    misses: int = 0
-    _key: str = ""
-    _entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     _nodes: dict[str, list[float]] = field(default_factory=dict)
-    _new: int = 0
 
     def path(self, spec: Spec) -> Path:
         if not self._key:
@@ -124,20 +110,13 @@ class ReevalCache:
         if not path.exists():
             return
         try:
-            doc = read_json(path, "re-evaluation cache")
-            check_digest(path, doc, "re-evaluation cache")
-            ok = doc.get("version") == VERSION and doc.get("key") == self._key
-            clusters = doc.get("clusters") if ok else None
-            nodes = doc.get("nodes") if ok else None
-            if not isinstance(clusters, dict) or not all(_valid(e) for e in clusters.values()):
-                raise InputError(f"{path}: not a re-evaluation cache of this version and key")
-            if not isinstance(nodes, dict) or not all(_valid_node(e) for e in nodes.values()):
-                raise InputError(f"{path}: not a re-evaluation cache of this version and key")
+            sections = read_sections(
+                path, "re-evaluation cache", VERSION, self._key, {"clusters": _valid, "nodes": _valid_node}
+            )
         except InputError as exc:
             self.notes.append(f"re-evaluation cache ignored and rebuilt: {exc}")
             return
-        self._entries = clusters
-        self._nodes = nodes
+        self._entries, self._nodes = sections["clusters"], sections["nodes"]
 
     def get(self, nodes: list[tuple[Context, int]]) -> CachedReevaluation | None:
         e = self._entries.get(cluster_key(nodes))
@@ -174,28 +153,11 @@ class ReevalCache:
         if not self._new:
             return
         path = self.path(spec)
-        payload = {"version": VERSION, "key": self._key, "clusters": self._entries, "nodes": self._nodes}
-        doc = {**payload, "sha256": payload_digest(payload)}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text(path, to_json(doc, indent=None))
-        except OSError as exc:
-            self.notes.append(f"re-evaluation cache not written: {path}: {exc.strerror or exc}")
+        sections = {"clusters": self._entries, "nodes": self._nodes}
+        note = write_sections(path, "re-evaluation cache", VERSION, self._key, sections)
+        if note is not None:
+            self.notes.append(note)
         self._new = 0
-
-
-def check_digest(path: Path, doc: Any, what: str) -> None:
-    """Refuse a document whose ``sha256`` is missing or is not its payload's (:func:`payload_digest`);
-    ``what`` names the cache in the message."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("sha256"), str):
-        raise InputError(f"{path}: no content hash ({what}; written by an older cosine or another tool)")
-    payload = {k: v for k, v in doc.items() if k != "sha256"}
-    try:
-        ok = payload_digest(payload) == doc["sha256"]
-    except ValueError:  # a NaN or infinity token
-        ok = False
-    if not ok:
-        raise InputError(f"{path}: the content hash does not match the data ({what}; altered since it was written)")
 
 
 def _valid_node(e: Any) -> bool:
