@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import multiprocessing
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +98,13 @@ def band_key(
 
 @dataclass
 class BandCache(SealedCache):
-    """A directory of cached band answers; ``notes`` collects one-line reports of refused files."""
+    """A directory of cached band answers; ``notes`` collects one-line reports of refused files.
+    ``persist`` False: answers kept in this process only (``--no-cache``: no file read or written),
+    for :func:`prefetch`'s workers to hand theirs back."""
+
+    persist: bool = True
+    #: answers read from the file (0: a cold solve's cache, which :func:`prefetch` fills)
+    read_back: int = 0
 
     def path(self, spec: Spec) -> Path:
         if not self._key:
@@ -106,6 +114,8 @@ class BandCache(SealedCache):
 
     def load(self, spec: Spec) -> None:
         """Read the spec's file (nothing when there is none; a bad one is reported and ignored)."""
+        if not self.persist:
+            return
         path = self.path(spec)
         if not path.exists():
             return
@@ -114,17 +124,29 @@ class BandCache(SealedCache):
         except InputError as exc:
             self.notes.append(f"band cache ignored and rebuilt: {exc}")
             return
+        self.read_back = len(bands)
         self._entries = bands
 
     def save(self, spec: Spec) -> None:
         """Write the file when this solve added entries (atomically; a failed write is reported)."""
-        if not self._new:
+        if not self._new or not self.persist:
             return
         path = self.path(spec)
         note = write_sections(path, "band cache", VERSION, self._key, {"bands": self._entries})
         if note is not None:
             self.notes.append(note)
         self._new = 0
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """Every answer held, by band key."""
+        return self._entries
+
+    def add(self, found: dict[str, dict[str, Any]]) -> None:
+        """Answers found elsewhere (:func:`prefetch`'s workers), each checked as a file's are."""
+        for k, e in found.items():
+            if _valid(e) and k not in self._entries:
+                self._entries[k] = e
+                self._new += 1
 
     def best_within(
         self,
@@ -158,6 +180,43 @@ class BandCache(SealedCache):
             self._entries[key] = entry
             self._new += 1
         return ans
+
+
+#: A search of bands through a cache: one chain of a frontier (solver.frontier's prefetch).
+Job = Callable[[], object]
+#: What a forked worker of :func:`prefetch` runs: the jobs and the cache they search through (its
+#: copy in the worker). Set only while a prefetch runs.
+_WORK: tuple[list[Job], BandCache | None] = ([], None)
+
+
+def prefetch(cache: BandCache, jobs: Sequence[Job], workers: int) -> None:
+    """Run ``jobs`` (each searching bands through ``cache``) in up to ``workers`` forked processes,
+    in the order given (the longest first keeps the workers busy), and keep the answers they found
+    in ``cache``: the caller's own run of the same jobs then reads every band back. Answers are
+    pure functions of their keys (:func:`band_key`), so a band found in a worker is the one the
+    caller would find. The workers are forked from this process, so the jobs' tables are theirs
+    without a copy; each hands back only its new entries (plain JSON values). Nothing with fewer
+    than two workers or jobs (the caller's run searches them)."""
+    global _WORK
+    n = min(workers, len(jobs))
+    if n < 2:
+        return
+    _WORK = (list(jobs), cache)
+    try:
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            for found in pool.imap_unordered(_prefetched, range(len(jobs))):
+                cache.add(found)
+    finally:
+        _WORK = ([], None)
+
+
+def _prefetched(i: int) -> dict[str, dict[str, Any]]:
+    """In a worker of :func:`prefetch`: run job ``i``, return the entries it added to the cache."""
+    jobs, cache = _WORK
+    assert cache is not None
+    before = set(cache.entries())
+    jobs[i]()
+    return {k: e for k, e in cache.entries().items() if k not in before}
 
 
 def _finite_or_none(x: float) -> float | None:

@@ -38,7 +38,7 @@ from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import amplification, replica_nodes
 from cost_models.robust import is_robust, perturbed_amplification
-from solver import knapsack
+from solver import band_cache, knapsack
 from solver.backends import Backend, Result
 from solver.bottleneck import ColumnTable, Floor, best_within, cheapest_reaching, chosen_of, column_table
 from solver.exact import Exact, NodeRate, Reevaluations, approx_error_of, reevaluate
@@ -407,6 +407,36 @@ def _columns_of(tab: ColumnTable, chosen: Chosen) -> list[tuple[int, int]]:
     return [(where[id(c)], k // tab.unit) for c, k in chosen.nodes]
 
 
+#: One chain of bands: a provider's, one objective, its floors per band (the robust rule's) and its
+#: log tag.
+_Chain = tuple[_Bands, Objective, np.ndarray | None, str | None]
+
+
+def _prefetch(
+    spec: Spec,
+    catalog: Catalog,
+    fr: Frontier,
+    backend: Backend,
+    chains: list[_Chain],
+    kw: dict[str, Any],
+    workers: int,
+) -> None:
+    """Search ``chains``' bands in ``workers`` processes before this process runs them in order
+    (solver.band_cache.prefetch): the chains are independent, and each band's answer is read back
+    from the cache. Only the threshold method's bands, and only into a cache that read no file (a
+    warm solve searches a few bands, fewer than a process start costs); the largest tables first."""
+    answers: BandCache | None = kw["answers"]
+    if answers is None or kw["method"] != Method.THRESHOLD or answers.read_back or workers < 2:
+        return
+    quiet = {**kw, "logdir": None, "progress": None}
+
+    def job(pb: _Bands, objective: Objective, floors: np.ndarray | None, tag: str | None) -> Callable[[], object]:
+        return lambda: _solve_objective(spec, catalog, fr, pb, backend, objective, floors, **quiet, tag=tag)
+
+    order = sorted(chains, key=lambda c: (-len(c[0].contexts), c[1] != Objective.ROBUST))
+    band_cache.prefetch(answers, [job(*c) for c in order if c[0].table is not None], workers)
+
+
 def _solve_objective(
     spec: Spec,
     catalog: Catalog,
@@ -558,6 +588,7 @@ class FrontierRun:
     per: list[_Bands]
     kw: dict[str, Any]
     reevals: ReevalCache | None
+    workers: int = 1  # processes that may search bands (_prefetch) and re-evaluate answers
 
     def pstar(self) -> dict[str, np.ndarray]:
         """P*_p(b): each provider's best perturbed throughput at each band (MIP values, kops); empty
@@ -640,6 +671,10 @@ def start_frontier(
         "progress": progress,
         "answers": answers,
     }
+    chains: list[_Chain] = [(pb, Objective.EXPECTED, None, None) for pb in per]
+    if is_robust(spec):
+        chains += [(pb, Objective.PERTURBED, None, None) for pb in per]
+    _prefetch(spec, catalog, fr, backend, chains, kw, workers)
     for pb in per:
         fr.nominal[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.EXPECTED, None, **kw)
     _make_monotone(fr, fr.nominal)
@@ -649,7 +684,7 @@ def start_frontier(
                 spec, catalog, fr, pb, backend, Objective.PERTURBED, None, **kw
             )
         _make_monotone(fr, fr.perturbed, key=lambda q: q.chosen.perturbed_kops if q.chosen else 0.0)
-    return FrontierRun(spec, catalog, backend, fr, per, kw, reevals)
+    return FrontierRun(spec, catalog, backend, fr, per, kw, reevals, workers)
 
 
 def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | None = None) -> Frontier:
@@ -672,6 +707,13 @@ def finish_frontier(run: FrontierRun, pstar_elsewhere: dict[str, np.ndarray] | N
         scale = (1.0 - spec.tolerance) * (1 - 1e-9)
         tops = [*pstar.values(), *(pstar_elsewhere or {}).values()]
         overall = np.max(np.stack(tops), axis=0) if tops else np.zeros(len(budgets))
+        chains: list[_Chain] = []
+        for pb in per:
+            own = scale * pstar[pb.provider]
+            chains.append((pb, Objective.ROBUST, own, None))
+            if not np.array_equal(own, scale * overall):
+                chains.append((pb, Objective.ROBUST, scale * overall, "_robust_headline"))
+        _prefetch(spec, catalog, fr, backend, chains, kw, run.workers)
         for pb in per:
             own = scale * pstar[pb.provider]
             fr.points[pb.provider] = _solve_objective(spec, catalog, fr, pb, backend, Objective.ROBUST, own, **kw)

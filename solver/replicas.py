@@ -118,7 +118,9 @@ def solve_plans(
     stores: list[ReevalCache | None] = []
     for run in runs:
         store = ReevalCache(cache.directory, notes=cache.notes) if cache is not None else None
-        answers = BandCache(cache.directory, notes=cache.notes) if cache is not None else None
+        # without a cache, the answers are kept in this process only: the prefetch's workers hand
+        # theirs back through it (solver.frontier._prefetch)
+        answers = BandCache(cache.directory, notes=cache.notes) if cache is not None else BandCache(persist=False)
         stores.append(store)
         logdir = None if out_dir is None else out_dir / "solver" / f"rf{run.plan.rf}"
         provs = tuple(p for p in run.providers if p in run.tables.contexts)
