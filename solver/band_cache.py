@@ -36,7 +36,7 @@ import math
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,8 @@ CODE_FILES = (
 )
 #: What a solver log line adds to an answer read back.
 READ_BACK = " (read back from the band cache)"
+#: What it adds to an answer a :func:`prefetch` worker of this solve found.
+PREFETCHED = " (searched by a worker of this solve)"
 _FIELDS = ("nodes", "status", "objective", "bound", "gap", "visited", "open_bound", "note")
 
 
@@ -105,6 +107,8 @@ class BandCache(SealedCache):
     persist: bool = True
     #: answers read from the file (0: a cold solve's cache, which :func:`prefetch` fills)
     read_back: int = 0
+    #: the keys of the answers :func:`prefetch`'s workers found
+    _prefetched: set[str] = field(default_factory=set)
 
     def path(self, spec: Spec) -> Path:
         if not self._key:
@@ -146,6 +150,7 @@ class BandCache(SealedCache):
         for k, e in found.items():
             if _valid(e) and k not in self._entries:
                 self._entries[k] = e
+                self._prefetched.add(k)
                 self._new += 1
 
     def best_within(
@@ -172,7 +177,8 @@ class BandCache(SealedCache):
             e = None
         if e is not None:
             self.hits += 1
-            return _answer(spec, tab, e, backend, time.perf_counter() - t0)
+            mark = PREFETCHED if key in self._prefetched else READ_BACK
+            return _answer(spec, tab, e, backend, time.perf_counter() - t0, mark)
         self.misses += 1
         ans = best_within(spec, tab, objective, mask, budget, floor=floor, start=start, backend=backend)
         entry = _entry(ans)
@@ -245,11 +251,12 @@ def _entry(ans: BandAnswer) -> dict[str, Any] | None:
     return e
 
 
-def _answer(spec: Spec, tab: ColumnTable, e: dict[str, Any], backend: str, seconds: float) -> BandAnswer:
+def _answer(spec: Spec, tab: ColumnTable, e: dict[str, Any], backend: str, seconds: float, mark: str) -> BandAnswer:
     """The :class:`~solver.bottleneck.BandAnswer` an entry holds: its cluster's bill and throughputs
-    recomputed from ``tab`` (:func:`~solver.bottleneck.chosen_of`)."""
+    recomputed from ``tab`` (:func:`~solver.bottleneck.chosen_of`); ``mark`` ends its note (where
+    the answer came from)."""
     open_bound = -math.inf if e["open_bound"] is None else float(e["open_bound"])
-    note = e["note"] + READ_BACK if e["note"] else ""
+    note = e["note"] + mark if e["note"] else ""
     if e["nodes"] is None:
         res = Result(SolverStatus(e["status"]), math.inf, math.inf, math.inf, e["visited"], seconds, None, backend)
         return BandAnswer(None, res, note, open_bound=open_bound)

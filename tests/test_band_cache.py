@@ -16,7 +16,7 @@ import pytest
 
 import solver.band_cache
 import solver.bottleneck
-from solver.band_cache import CODE_FILES, READ_BACK, BandCache, band_key
+from solver.band_cache import CODE_FILES, PREFETCHED, READ_BACK, BandCache, band_key
 from solver.bottleneck import ColumnTable, Floor, best_within
 from specs.vocab import Objective
 from tests.conftest import TINY_SPEC
@@ -230,4 +230,6 @@ def test_a_cold_solve_searches_its_bands_in_worker_processes(tmp_path, runner, m
     monkeypatch.setattr(solver.band_cache, "best_within", only_in_workers)
     _solve(runner, [*args, "--workers", "2"], tmp_path / "two")
     assert _answer(tmp_path / "two") == _answer(tmp_path / "one")
+    logs = [p.read_text() for p in (tmp_path / "two" / "solver").rglob("band*.log")]
+    assert any(PREFETCHED in text for text in logs) and not any(READ_BACK in text for text in logs)
     assert not (tmp_path / "cache").exists()  # --no-cache: nothing written
