@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from cost_models.evaluate import workload_partitions
+from cost_models.evaluate import spec_partitions, workload_partitions
 from cost_models.replication import node_spec
 from solver.tables import build as TB
 from solver.tables.grid_eval import shares_io
@@ -40,13 +40,17 @@ def _rows(t: object) -> object:
 
 
 @pytest.mark.parametrize(
-    ("ops", "extra"),
-    [("{get: 0.5, update: 0.5}", ""), ("{get: 0.5, update: 0.5}", "robustness: {noise: 0.1}\n")],
-    ids=["plain", "noisy"],
+    ("ops", "dist", "extra"),
+    [
+        ("{get: 0.5, update: 0.5}", "uniform", ""),
+        ("{get: 0.5, update: 0.5}", "uniform", "robustness: {noise: 0.1}\n"),
+        ("{get: 0.5, update: 0.5}", "zipfian", ""),
+    ],
+    ids=["plain", "noisy", "zipfian"],
 )
-def test_the_plans_share_jobs_and_each_gets_its_own_tables(ops: str, extra: str) -> None:
+def test_the_plans_share_jobs_and_each_gets_its_own_tables(ops: str, dist: str, extra: str) -> None:
     cat = small_catalog("ondemand")
-    views = _views(ops, extra=extra)
+    views = _views(ops, dist, extra)
     groups = TB.plan_groups(_plans(views), cat)
     assert any(len(members) > 1 for _, _, members in groups)  # RF 2's and 3's shard sizes are RF 1's
     together = TB.build_many([(v, ("aws",)) for v in views], cat, workers=1, presets=("rocksdb",))
@@ -59,17 +63,16 @@ def test_the_plans_share_jobs_and_each_gets_its_own_tables(ops: str, extra: str)
 
 
 def test_plans_that_read_the_mix_differently_are_not_shared() -> None:
-    """Skewed keys: the partitions follow the node's keys (RF x N); the worst-case model reads the
-    whole mix; another insert fraction (RF's weights move it only by rounding) or spec is another
-    evaluation."""
+    """The worst-case model reads the whole mix; another insert fraction (RF's weights move it only
+    by rounding) or spec is another evaluation. Skewed keys are not: the RF copies of a key are one
+    key of the distributions (cost_models.evaluate.spec_partitions; stop 58, before which the
+    partitions followed the node view's RF x N keys)."""
     cat = small_catalog("ondemand")
-    for views in (
-        _views("{get: 0.5, update: 0.5}", dist="zipfian"),
-        _views("{get: 0.5, update: 0.5}", extra="cost_model: worst-case\n"),
-    ):
-        assert all(len(members) == 1 for _, _, members in TB.plan_groups(_plans(views), cat))
+    views = _views("{get: 0.5, update: 0.5}", extra="cost_model: worst-case\n")
+    assert all(len(members) == 1 for _, _, members in TB.plan_groups(_plans(views), cat))
     zipf = _views("{get: 0.5, update: 0.5}", dist="zipfian")
-    assert shares_io(zipf[0], zipf[1])  # the same reads of the mix ...
+    assert shares_io(zipf[0], zipf[1])  # the same reads of the mix, and the same keys
+    assert TB.same_partitions(spec_partitions(zipf[0]), spec_partitions(zipf[1]))
     assert not TB.same_partitions(workload_partitions(zipf[0].workload), workload_partitions(zipf[1].workload))
     a = _views("{get: 0.5, update: 0.5}")[0]
 
