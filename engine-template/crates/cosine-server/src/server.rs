@@ -300,6 +300,9 @@ const WRITE_CHUNK: usize = 64 << 10;
 async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>) {
     let mut out = Vec::with_capacity(WRITE_CHUNK);
     while let Some(mut o) = rx.recv().await {
+        if o.durable.is_none() {
+            tokio::task::yield_now().await;
+        }
         if let Some(h) = o.durable.take() {
             let res = match h.await {
                 Ok(r) => r.map_err(ServerError::DurabilityWaitFailed),
