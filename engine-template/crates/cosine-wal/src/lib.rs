@@ -34,6 +34,11 @@ use std::time::Duration;
 /// Buffered bytes after which `wal_sync = none` hands its records to the OS.
 const PENDING_LIMIT: usize = 64 << 10;
 
+/// Group-commit intervals without an append after which the group-commit thread stops
+/// waking every interval and sleeps until the next append (a server that only reads
+/// paid two context switches per interval on its core for nothing).
+const COMMITTER_IDLE_TICKS: u32 = 64;
+
 /// The unit in which the log reaches a provisioned volume: appends are sequential and the
 /// OS writes them back in 4 KiB pages, so every full page of log is one write I/O (the cost
 /// model's `wal_page_bytes`, cost_models/data/model_constants.yaml).
@@ -163,6 +168,9 @@ pub struct Wal {
     bytes_total: Arc<AtomicU64>,
     current: Arc<Mutex<Arc<Segment>>>,
     committer: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    /// Set by the group-commit thread while it sleeps without a timeout (nothing appended for
+    /// [`COMMITTER_IDLE_TICKS`] intervals); the next append clears it and unparks the thread.
+    committer_asleep: Arc<AtomicBool>,
     poisoned: Option<String>,
     closed: bool,
     group_commit_interval: Duration,
@@ -194,13 +202,18 @@ impl Wal {
         let syncs = Arc::new(AtomicU64::new(0));
         let seg = open_segment(dir, id, policy != WalSync::None, &syncs)?;
         let current = Arc::new(Mutex::new(seg.clone()));
+        let committer_asleep = Arc::new(AtomicBool::new(false));
         let committer = if policy == WalSync::GroupCommit {
             let stop = Arc::new(AtomicBool::new(false));
-            let (stop2, cur2) = (stop.clone(), current.clone());
+            let (stop2, cur2, asleep) = (stop.clone(), current.clone(), committer_asleep.clone());
             let every = Duration::from_micros(group_commit_interval_us);
             let h = std::thread::Builder::new()
                 .name("cosine-wal-sync".into())
                 .spawn(move || {
+                    // (segment id, bytes written) at the last tick: unchanged for
+                    // COMMITTER_IDLE_TICKS ticks, the thread sleeps until an append wakes it
+                    let mut last = (u64::MAX, 0);
+                    let mut quiet = 0u32;
                     while !stop2.load(Ordering::Acquire) {
                         // (parked, not asleep: stopping unparks it instead of waiting out the interval)
                         let slept = std::time::Instant::now();
@@ -211,6 +224,25 @@ impl Wal {
                         let end = s.written.load(Ordering::Acquire);
                         // A failed sync marks the segment; the next append is refused.
                         let _ = s.sync_upto(end);
+                        quiet = if (s.id, end) == last { quiet.saturating_add(1) } else { 0 };
+                        last = (s.id, end);
+                        if quiet < COMMITTER_IDLE_TICKS {
+                            continue;
+                        }
+                        // Idle: no wake-up every interval on a server that only reads. The append
+                        // side stores `written`, then reads `asleep` (a fence between): either
+                        // it sees the flag and unparks, or this re-read sees its bytes.
+                        asleep.store(true, Ordering::SeqCst);
+                        std::sync::atomic::fence(Ordering::SeqCst);
+                        let s = cur2.lock().clone();
+                        if (s.id, s.written.load(Ordering::Acquire)) != last {
+                            asleep.store(false, Ordering::SeqCst);
+                            continue;
+                        }
+                        while asleep.load(Ordering::SeqCst) && !stop2.load(Ordering::Acquire) {
+                            std::thread::park();
+                        }
+                        quiet = 0;
                     }
                 })
                 .map_err(|e| Error::io(dir, e))?;
@@ -226,6 +258,7 @@ impl Wal {
             bytes_total: Arc::new(AtomicU64::new(0)),
             current,
             committer,
+            committer_asleep,
             poisoned: None,
             closed: false,
             group_commit_interval: Duration::from_micros(group_commit_interval_us),
@@ -325,7 +358,14 @@ impl Wal {
             });
             return Err(Error::io(&self.seg.path, e));
         }
-        Ok(self.seg.written.fetch_add(bytes.len() as u64, Ordering::AcqRel) + bytes.len() as u64)
+        let end = self.seg.written.fetch_add(bytes.len() as u64, Ordering::AcqRel) + bytes.len() as u64;
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.committer_asleep.load(Ordering::SeqCst) && self.committer_asleep.swap(false, Ordering::SeqCst) {
+            if let Some((_, h)) = &self.committer {
+                h.thread().unpark();
+            }
+        }
+        Ok(end)
     }
 
     fn flush_pending(&mut self) -> Result<()> {
