@@ -508,6 +508,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_idle_committer_sleeps_and_the_next_append_wakes_it() {
+        let tmp = tmpdir("idle");
+        let mut w = Wal::open(tmp.path(), 1, WalSync::GroupCommit, 200).expect("open");
+        let idle = Duration::from_micros(200) * (COMMITTER_IDLE_TICKS + 40);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !w.committer_asleep.load(Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "the committer never went to sleep");
+            std::thread::sleep(idle);
+        }
+        w.append(b"k", Some(b"v")).expect("append");
+        assert!(!w.committer_asleep.load(Ordering::SeqCst), "the append did not wake the committer");
+        // the committer syncs the append by itself (no mark waits, no one else syncs)
+        while *w.seg.synced.lock() < w.seg.written.load(Ordering::Acquire) {
+            assert!(std::time::Instant::now() < deadline, "the woken committer never synced");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        w.close().expect("close");
+    }
+
+    #[test]
     fn a_mark_synced_now_covers_every_earlier_mark_without_the_committer() {
         let tmp = tmpdir("mark-sync");
         let mut w = Wal::open(tmp.path(), 1, WalSync::GroupCommit, 60_000_000).expect("open"); // no tick in the test
