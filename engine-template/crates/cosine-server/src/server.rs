@@ -254,18 +254,7 @@ struct WaiterInner {
     queued: std::sync::atomic::AtomicBool,
     stop: std::sync::atomic::AtomicBool,
     interval: Duration,
-    /// Marks queued so far ([`DurabilityWaiter::wait`]): the thread's test for activity.
-    waits: std::sync::atomic::AtomicU64,
-    /// Set while the thread sleeps without a timeout (no wait for [`WAITER_IDLE_TICKS`]
-    /// intervals); the next [`DurabilityWaiter::wait`] clears it and unparks the thread.
-    asleep: std::sync::atomic::AtomicBool,
-    thread: std::sync::OnceLock<std::thread::Thread>,
 }
-
-/// Intervals without a durability wait after which the waiter's thread stops waking every
-/// interval and sleeps until the next wait (on a server that only reads, its wake-ups were
-/// ~2 % of the server's CPU, plus the worker's context switches on the same core).
-const WAITER_IDLE_TICKS: u32 = 64;
 
 impl DurabilityWaiter {
     /// A waiter whose own thread answers every `interval` (the design's group-commit interval).
@@ -276,9 +265,6 @@ impl DurabilityWaiter {
                 queued: std::sync::atomic::AtomicBool::new(false),
                 stop: std::sync::atomic::AtomicBool::new(false),
                 interval: interval.max(Duration::from_micros(1)),
-                waits: std::sync::atomic::AtomicU64::new(0),
-                asleep: std::sync::atomic::AtomicBool::new(false),
-                thread: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -314,35 +300,13 @@ impl DurabilityWaiter {
     /// [`serve_backend`] runs it while it serves.
     pub fn start(&self) -> std::io::Result<std::thread::JoinHandle<()>> {
         let me = self.clone();
-        let h = std::thread::Builder::new().name("cosine-durable".into()).spawn(move || {
-            let inner = &me.inner;
-            let (mut last, mut quiet) = (0, 0u32);
-            while !inner.stop.load(Ordering::Acquire) {
-                std::thread::park_timeout(inner.interval);
+        std::thread::Builder::new().name("cosine-durable".into()).spawn(move || {
+            while !me.inner.stop.load(Ordering::Acquire) {
+                std::thread::park_timeout(me.inner.interval);
                 me.answer();
-                let waits = inner.waits.load(Ordering::Relaxed);
-                quiet = if waits == last { quiet.saturating_add(1) } else { 0 };
-                last = waits;
-                if quiet < WAITER_IDLE_TICKS {
-                    continue;
-                }
-                // Idle: sleep until a wait. `wait` queues its mark, then reads `asleep` (a fence
-                // between): either it sees the flag and unparks, or this re-read sees the mark.
-                inner.asleep.store(true, Ordering::SeqCst);
-                std::sync::atomic::fence(Ordering::SeqCst);
-                if inner.queued.load(Ordering::SeqCst) {
-                    inner.asleep.store(false, Ordering::SeqCst);
-                    continue;
-                }
-                while inner.asleep.load(Ordering::SeqCst) && !inner.stop.load(Ordering::Acquire) {
-                    std::thread::park();
-                }
-                quiet = 0;
             }
             me.answer();
-        })?;
-        let _ = self.inner.thread.set(h.thread().clone());
-        Ok(h)
+        })
     }
 
     /// Stops the thread [`DurabilityWaiter::start`] started, once it answered what is queued.
@@ -360,17 +324,10 @@ impl DurabilityWaiter {
         match self.inner.queue.lock() {
             Ok(mut q) => {
                 q.push((mark, tx));
-                self.inner.queued.store(true, Ordering::SeqCst);
+                self.inner.queued.store(true, Ordering::Release);
             }
             Err(_) => {
                 let _ = tx.send(Err("the durability waiter failed".into()));
-            }
-        }
-        self.inner.waits.fetch_add(1, Ordering::Relaxed);
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.inner.asleep.load(Ordering::SeqCst) && self.inner.asleep.swap(false, Ordering::SeqCst) {
-            if let Some(t) = self.inner.thread.get() {
-                t.unpark();
             }
         }
         Some(rx)
@@ -394,14 +351,16 @@ const WRITE_CHUNK: usize = 64 << 10;
 async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>) {
     let mut out = Vec::with_capacity(WRITE_CHUNK);
     while let Some(mut o) = rx.recv().await {
-        if o.durable.is_none() {
-            // Let the worker run its other ready connections first: the writes of one pass then
-            // leave together, as Redis writes its replies once per event-loop pass. Written
-            // right after each batch (the writer ran next, in the LIFO slot), the client had
-            // gone back to sleep between two writes and every send paid a full cross-core
-            // wake-up: ~25 % of the server's CPU at GET pipeline 16 in `sock_def_readable`,
-            // 4-5 % after; GET P16 ~2.4-3.1 -> ~1.6-2.2 us of server CPU per request.
-            // (A yielded task runs after the worker's next poll of the I/O driver.)
+        if o.durable.is_none() && o.replies.len() > 1 {
+            // A pipeline's replies: let the worker run its other ready connections first, so the
+            // writes of one pass leave together, as Redis writes its replies once per event-loop
+            // pass. Written right after each batch (the writer ran next, in the LIFO slot), the
+            // client had gone back to sleep between two writes and every send paid a full
+            // cross-core wake-up: ~25 % of the server's CPU at GET pipeline 16 in
+            // `sock_def_readable`, 4-5 % after; GET P16 ~2.4-3.1 -> ~1.6-2.2 us of server CPU
+            // per request. (A yielded task runs after the worker's next poll of the I/O driver.)
+            // Not for a single reply (a depth-1 client waits for each): depth 1 keeps the
+            // immediate write it was measured with.
             tokio::task::yield_now().await;
         }
         if let Some(h) = o.durable.take() {
