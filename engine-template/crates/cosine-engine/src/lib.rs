@@ -265,9 +265,29 @@ impl Engine {
     fn write(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.check_bg()?;
         let op = (self.inner.cfg.normalize_key(key), value.map(|v| v.to_vec()));
-        let r = self.inner.write_thread.write(op, |group| self.append_group(group));
+        let r = self.inner.write_thread.write(vec![op], |group| self.append_group(group));
         self.kick_if_rotated();
         r
+    }
+
+    /// Writes `ops` in order (`None` deletes) as one write group: one WAL append for all
+    /// of them, the same outcome for all (each is a [`Engine::put`] or [`Engine::delete`]
+    /// otherwise: not atomic, a crash may keep a prefix of them). A server's pipeline of
+    /// writes pays one log write instead of one per write.
+    pub fn write_batch(&self, ops: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.check_bg()?;
+        let kinds: Vec<OpKind> = ops.iter().map(|(_, v)| if v.is_some() { OpKind::Put } else { OpKind::Delete }).collect();
+        let owned = ops.into_iter().map(|(k, v)| (self.inner.cfg.normalize_key(&k), v)).collect();
+        let r = self.inner.write_thread.write(owned, |group| self.append_group(group));
+        self.kick_if_rotated();
+        r?;
+        for k in kinds {
+            self.inner.stats.record(k, &IoSnapshot::default());
+        }
+        Ok(())
     }
 
     // The leader's part of a write group, holding the baton: rotate a full memtable,

@@ -37,6 +37,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Payload bytes of `ops` (what a group's size is counted in).
+fn ops_bytes(ops: &[WriteOp]) -> usize {
+    ops.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len())).sum()
+}
+
+/// Inserts `ops` into `mem` with sequence numbers from `seq` on, and ends the `n` pending
+/// writes counted for them.
+fn insert_all(mem: &MemTable, ops: Vec<WriteOp>, seq: u64, n: usize) {
+    let mut inserted = 0;
+    for (i, (k, v)) in ops.into_iter().enumerate() {
+        mem.insert(k, v, seq + i as u64);
+        mem.end_write();
+        inserted += 1;
+    }
+    for _ in inserted..n {
+        mem.end_write();
+    }
+}
+
 /// One write: normalized key and value (`None` deletes).
 pub(crate) type WriteOp = (Vec<u8>, Option<Vec<u8>>);
 
@@ -58,15 +77,17 @@ const SPIN: Duration = Duration::from_micros(5);
 enum Turn {
     /// The baton is free: take it if your write is still queued.
     TryLead,
-    /// The group is durable: insert your write with this sequence number.
+    /// The group is durable: insert your writes from this sequence number on.
     Insert(Arc<MemTable>, u64),
     /// The group failed.
     Done(Result<()>),
 }
 
 struct Waiter {
-    /// `None` for an exclusive caller.
-    op: Mutex<Option<WriteOp>>,
+    /// The writer's writes, in order; `None` for an exclusive caller.
+    op: Mutex<Option<Vec<WriteOp>>>,
+    /// How many writes `op` holds (what the memtable counts for it).
+    n: usize,
     exclusive: bool,
     slot: Mutex<Option<Turn>>,
     ready: AtomicBool,
@@ -74,9 +95,10 @@ struct Waiter {
 }
 
 impl Waiter {
-    fn new(op: Option<WriteOp>) -> Arc<Waiter> {
+    fn new(op: Option<Vec<WriteOp>>) -> Arc<Waiter> {
         let exclusive = op.is_none();
-        Arc::new(Waiter { op: Mutex::new(op), exclusive, slot: Mutex::new(None), ready: AtomicBool::new(false), cv: Condvar::new() })
+        let n = op.as_ref().map_or(0, Vec::len);
+        Arc::new(Waiter { op: Mutex::new(op), n, exclusive, slot: Mutex::new(None), ready: AtomicBool::new(false), cv: Condvar::new() })
     }
 
     fn set(&self, t: Turn) {
@@ -106,7 +128,7 @@ impl Waiter {
     }
 
     fn bytes(&self) -> usize {
-        self.op.lock().as_ref().map_or(0, |(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()))
+        self.op.lock().as_deref().map_or(0, ops_bytes)
     }
 }
 
@@ -138,18 +160,18 @@ impl std::fmt::Debug for WriteThread {
 }
 
 impl WriteThread {
-    /// Writes `op` as part of a group. If this writer leads, `append` is called with the
-    /// group's writes in log order, holding the baton; it must append them to the WAL and
-    /// count them as pending writes of the memtable it returns.
-    pub(crate) fn write(&self, op: WriteOp, append: impl FnOnce(&[&WriteOp]) -> Result<Appended>) -> Result<()> {
+    /// Writes `ops` (in order) as part of a group. If this writer leads, `append` is called
+    /// with the group's writes in log order, holding the baton; it must append them to the
+    /// WAL and count them as pending writes of the memtable it returns.
+    pub(crate) fn write(&self, ops: Vec<WriteOp>, append: impl FnOnce(&[&WriteOp]) -> Result<Appended>) -> Result<()> {
         let w = {
             let mut q = self.q.lock();
             if q.free_for(false) {
                 q.busy = true;
                 drop(q);
-                return self.lead(op, append);
+                return self.lead(ops, append);
             }
-            let w = Waiter::new(Some(op));
+            let w = Waiter::new(Some(ops));
             q.waiting.push_back(w.clone());
             w
         };
@@ -159,17 +181,15 @@ impl WriteThread {
                     if !self.claim(&w) {
                         continue; // taken into a running leader's group (its Insert follows), or not free
                     }
-                    let Some(op) = w.op.lock().take() else {
+                    let Some(ops) = w.op.lock().take() else {
                         self.handoff();
                         return Err(Error::Closed("a queued write lost its record".into()));
                     };
-                    return self.lead(op, append);
+                    return self.lead(ops, append);
                 }
                 Turn::Insert(mem, seq) => {
-                    if let Some((k, v)) = w.op.lock().take() {
-                        mem.insert(k, v, seq);
-                    }
-                    mem.end_write();
+                    let ops = w.op.lock().take().unwrap_or_default();
+                    insert_all(&mem, ops, seq, w.n);
                     return Ok(());
                 }
                 Turn::Done(r) => return r,
@@ -190,10 +210,10 @@ impl WriteThread {
         true
     }
 
-    fn lead(&self, op: WriteOp, append: impl FnOnce(&[&WriteOp]) -> Result<Appended>) -> Result<()> {
+    fn lead(&self, ops: Vec<WriteOp>, append: impl FnOnce(&[&WriteOp]) -> Result<Appended>) -> Result<()> {
         let followers: Vec<Arc<Waiter>> = {
             let mut q = self.q.lock();
-            let mut bytes = op.0.len() + op.1.as_ref().map_or(0, |v| v.len());
+            let mut bytes = ops_bytes(&ops);
             let mut group = Vec::new();
             while let Some(w) = q.waiting.front() {
                 if w.exclusive || bytes >= MAX_GROUP_BYTES {
@@ -205,13 +225,13 @@ impl WriteThread {
             group
         };
         let appended = if followers.is_empty() {
-            append(&[&op])
+            let refs: Vec<&WriteOp> = ops.iter().collect();
+            append(&refs)
         } else {
             let guards: Vec<_> = followers.iter().map(|w| w.op.lock()).collect();
-            let mut ops: Vec<&WriteOp> = Vec::with_capacity(followers.len() + 1);
-            ops.push(&op);
-            ops.extend(guards.iter().filter_map(|g| g.as_ref()));
-            append(&ops)
+            let mut refs: Vec<&WriteOp> = ops.iter().collect();
+            refs.extend(guards.iter().filter_map(|g| g.as_ref()).flatten());
+            append(&refs)
         };
         // The group is in the log: the next group may append while this one syncs.
         self.handoff();
@@ -227,16 +247,18 @@ impl WriteThread {
         };
         if let Err(e) = ticket.wait() {
             // every_write: durable before anyone in the group is acknowledged.
-            for _ in 0..=followers.len() {
+            for _ in 0..ops.len() + followers.iter().map(|w| w.n).sum::<usize>() {
                 mem.end_write();
             }
             return fail(e);
         }
-        for (i, w) in followers.iter().enumerate() {
-            w.set(Turn::Insert(mem.clone(), seq + 1 + i as u64));
+        let mut next = seq + ops.len() as u64;
+        for w in &followers {
+            w.set(Turn::Insert(mem.clone(), next));
+            next += w.n as u64;
         }
-        mem.insert(op.0, op.1, seq);
-        mem.end_write();
+        let n = ops.len();
+        insert_all(&mem, ops, seq, n);
         Ok(())
     }
 

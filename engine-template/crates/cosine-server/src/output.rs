@@ -141,6 +141,14 @@ impl OutputBuffer {
         self.closed.store(true, Ordering::Relaxed);
     }
 
+    /// True when `bytes` more of replies keep the connection at or under its soft limit and
+    /// under its hard one (so producing them, in any number of replies, cannot trip either).
+    pub fn has_room(&self, bytes: usize) -> bool {
+        let after = self.queued().saturating_add(bytes as u64);
+        let l = &self.limit;
+        (l.hard_bytes == 0 || after < l.hard_bytes) && (l.soft_bytes == 0 || after <= l.soft_bytes)
+    }
+
     /// Checks the limit without producing (when the soft clock may have run out).
     pub fn check(&self) -> Result<(), ServerError> {
         self.check_at(self.queued())

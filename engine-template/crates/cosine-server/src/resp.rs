@@ -164,12 +164,11 @@ impl Parser {
                     if &buf[end + 2 + n..end + 2 + n + 2] != b"\r\n" {
                         return Err(protocol("bulk string not terminated by CRLF"));
                     }
-                    buf.advance(end + 2);
-                    let payload = buf.split_to(n);
-                    buf.advance(2);
                     if rejected.is_none() {
-                        args.push(payload.to_vec());
+                        // (copied from the buffer, not split off it: a split makes the buffer shared, an allocation)
+                        args.push(buf[end + 2..end + 2 + n].to_vec());
                     }
+                    buf.advance(end + 2 + n + 2);
                     self.state = State::Array { left: left - 1, args, bytes: bytes + n, rejected };
                 }
                 State::Skip { bytes, left, rejected } => {
@@ -269,18 +268,25 @@ impl Reply {
             out.extend(s.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
             out.extend_from_slice(b"\r\n");
         };
+        // `<prefix><n>\r\n` without a String for the digits
+        let count = |out: &mut Vec<u8>, prefix: u8, n: usize| {
+            out.push(prefix);
+            push_decimal(out, n as u64);
+            out.extend_from_slice(b"\r\n");
+        };
         match self {
             Reply::Simple(s) => line(out, b'+', s),
             Reply::Error(s) => line(out, b'-', s),
             Reply::Int(n) => line(out, b':', &n.to_string()),
             Reply::Bulk(b) => {
-                line(out, b'$', &b.len().to_string());
+                out.reserve(b.len() + 24);
+                count(out, b'$', b.len());
                 out.extend_from_slice(b);
                 out.extend_from_slice(b"\r\n");
             }
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
             Reply::Array(items) => {
-                line(out, b'*', &items.len().to_string());
+                count(out, b'*', items.len());
                 for i in items {
                     i.encode(out);
                 }
@@ -300,6 +306,22 @@ impl Reply {
             None => Ok(None),
         }
     }
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 fn decimal_len(mut n: u64) -> usize {

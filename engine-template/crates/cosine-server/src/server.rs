@@ -124,6 +124,31 @@ pub fn execute_batch(
     let mut wrote = Vec::new();
     let mut bytes = 0;
     while bytes < max_bytes {
+        if let Some(n) = set_run(&batch, output) {
+            // consecutive SETs: one write group (one WAL append, one sync under every_write)
+            let sets = batch.drain(..n).filter_map(|c| match c {
+                Ok(Command::Set(k, v)) => Some((k, Some(v))),
+                _ => None,
+            });
+            let done = engine.write_batch(sets.collect());
+            for _ in 0..n {
+                ServerStats::bump(&stats.commands);
+                let reply = match &done {
+                    Ok(()) => {
+                        wrote.push(replies.len());
+                        Reply::ok()
+                    }
+                    Err(e) => {
+                        ServerStats::bump(&stats.rejected);
+                        Reply::error(&ServerError::Engine(e.clone()))
+                    }
+                };
+                bytes += reply.encoded_len();
+                output.produce(reply.encoded_len())?;
+                replies.push(reply);
+            }
+            continue;
+        }
         let Some(c) = batch.pop_front() else { break };
         let i = replies.len();
         ServerStats::bump(&stats.commands);
@@ -148,6 +173,27 @@ pub fn execute_batch(
         replies.push(reply);
     }
     Ok(Executed { replies, wrote, rest: batch })
+}
+
+/// Most payload bytes of the SETs [`execute_batch`] writes as one write group.
+const SET_RUN_BYTES: usize = 1 << 20;
+
+/// How many SETs at the front of `batch` to write as one group: `None` for fewer than two,
+/// or when their replies could reach the connection's output limit (a reply crossing it
+/// stops the batch before the requests after it run, so those must not have run already).
+fn set_run(batch: &Batch, output: &OutputBuffer) -> Option<usize> {
+    let mut n = 0;
+    let mut bytes = 0;
+    for c in batch {
+        match c {
+            Ok(Command::Set(k, v)) if bytes < SET_RUN_BYTES => {
+                bytes += k.len() + v.len();
+                n += 1;
+            }
+            _ => break,
+        }
+    }
+    (n >= 2 && output.has_room(n * Reply::ok().encoded_len())).then_some(n)
 }
 
 /// Turns the provisional write replies into the error if their durability wait failed.
@@ -292,6 +338,11 @@ impl DurabilityWaiter {
 /// for the writer, while the next batches run.
 pub const REPLY_QUEUE: usize = 16;
 
+/// Room a connection's read buffer offers every read: a pipeline of
+/// 16 SETs of 1 KB values (17.6 KB) arrives in one read, not two half batches with a reply
+/// write and a durability wait each.
+const READ_ROOM: usize = 32 << 10;
+
 /// Encoded replies are written to the socket in pieces of about this size, each
 /// uncounted from the output buffer once written.
 const WRITE_CHUNK: usize = 64 << 10;
@@ -300,6 +351,18 @@ const WRITE_CHUNK: usize = 64 << 10;
 async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>) {
     let mut out = Vec::with_capacity(WRITE_CHUNK);
     while let Some(mut o) = rx.recv().await {
+        if o.durable.is_none() && o.replies.len() > 1 {
+            // A pipeline's replies: let the worker run its other ready connections first, so the
+            // writes of one pass leave together, as Redis writes its replies once per event-loop
+            // pass. Written right after each batch (the writer ran next, in the LIFO slot), the
+            // client had gone back to sleep between two writes and every send paid a full
+            // cross-core wake-up: ~25 % of the server's CPU at GET pipeline 16 in
+            // `sock_def_readable`, 4-5 % after; GET P16 ~2.4-3.1 -> ~1.6-2.2 us of server CPU
+            // per request. (A yielded task runs after the worker's next poll of the I/O driver.)
+            // Not for a single reply (a depth-1 client waits for each): depth 1 keeps the
+            // immediate write it was measured with.
+            tokio::task::yield_now().await;
+        }
         if let Some(h) = o.durable.take() {
             let res = match h.await {
                 Ok(r) => r.map_err(ServerError::DurabilityWaitFailed),
@@ -483,7 +546,7 @@ async fn requests(
     };
     let mut session = Session::default();
     let mut parser = Parser::new(cfg.limits);
-    let mut buf = BytesMut::with_capacity(16 << 10);
+    let mut buf = BytesMut::with_capacity(READ_ROOM);
     loop {
         let mut batch = Batch::new();
         let mut fatal = None;
@@ -567,8 +630,8 @@ async fn requests(
         if *stop.borrow() {
             return Ok(());
         }
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 << 10);
+        if buf.capacity() - buf.len() < READ_ROOM {
+            buf.reserve(READ_ROOM);
         }
         let read = guarded(output, async {
             tokio::select! {

@@ -56,3 +56,32 @@ fn pipelines_on_many_connections_answer_in_order() {
         .expect("total_commands_processed");
     assert!(total >= (CONNECTIONS * ROUNDS * DEPTH) as u64, "{info}");
 }
+
+/// Runs of pipelined SETs are written as one write group each (`Engine::write_batch`): every
+/// one is acknowledged, the last SET of a key wins within the run, and a GET after the run
+/// reads it, under both syncing policies.
+#[test]
+fn runs_of_sets_write_as_one_group_in_order() {
+    for wal in [WalSync::GroupCommit, WalSync::EveryWrite] {
+        let dir = TempDir::new("server-setrun");
+        let srv = InProcess::start(dir.path(), &design(Preset::Hybrid, wal), ServerConfig::default());
+        let mut c = client(srv.addr);
+        for round in 0..3 {
+            let mut want = Vec::new();
+            for i in 0..40 {
+                let (k, v) = (format!("k{}", i % 7), format!("{round}.{i}"));
+                c.send(&[b"SET", k.as_bytes(), v.as_bytes()]).expect("send");
+                want.push(Reply::ok());
+            }
+            for j in 0..7 {
+                c.send(&[b"GET", format!("k{j}").as_bytes()]).expect("send");
+                // the last of the 40 SETs of key j: the largest i < 40 with i % 7 == j
+                let last = (0..40).filter(|i| i % 7 == j).max().expect("a SET of every key");
+                want.push(Reply::Bulk(format!("{round}.{last}").into_bytes()));
+            }
+            for (i, w) in want.into_iter().enumerate() {
+                assert_eq!(c.recv().expect("reply"), w, "{wal:?} round {round} request {i}");
+            }
+        }
+    }
+}

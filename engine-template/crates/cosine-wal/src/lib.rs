@@ -196,11 +196,13 @@ impl Wal {
         let current = Arc::new(Mutex::new(seg.clone()));
         let committer = if policy == WalSync::GroupCommit {
             let stop = Arc::new(AtomicBool::new(false));
-            let (stop2, cur2) = (stop.clone(), current.clone());
+            let (stop2, cur2, syncs2) = (stop.clone(), current.clone(), syncs.clone());
             let every = Duration::from_micros(group_commit_interval_us);
             let h = std::thread::Builder::new()
                 .name("cosine-wal-sync".into())
                 .spawn(move || {
+                    // fdatasyncs of this log counted at the end of the last tick
+                    let mut seen = syncs2.load(Ordering::Relaxed);
                     while !stop2.load(Ordering::Acquire) {
                         // (parked, not asleep: stopping unparks it instead of waiting out the interval)
                         let slept = std::time::Instant::now();
@@ -209,8 +211,15 @@ impl Wal {
                         }
                         let s = cur2.lock().clone();
                         let end = s.written.load(Ordering::Acquire);
-                        // A failed sync marks the segment; the next append is refused.
-                        let _ = s.sync_upto(end);
+                        // Another thread synced since the last tick (a server's durability
+                        // waiter syncs its batches' marks itself): that sync is this tick's,
+                        // and what it did not cover, the next tick's (cosine-server at SET
+                        // pipeline 16: 2020 -> 1751 fdatasyncs per 300k SETs).
+                        if syncs2.load(Ordering::Relaxed) == seen {
+                            // A failed sync marks the segment; the next append is refused.
+                            let _ = s.sync_upto(end);
+                        }
+                        seen = syncs2.load(Ordering::Relaxed);
                     }
                 })
                 .map_err(|e| Error::io(dir, e))?;
