@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import math
 import multiprocessing
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ from solver.bottleneck import BandAnswer, ColumnTable, Floor, Nodes, best_within
 from solver.reeval_cache import spec_key
 from solver.sealed_json import SealedCache, read_sections, write_sections
 from solver.table_cache import code_version
-from specs.errors import InputError
+from specs.errors import TERMINATING, InputError
 from specs.io import to_json
 from specs.schema import Spec
 from specs.vocab import Objective, SolverStatus
@@ -208,12 +209,26 @@ def prefetch(cache: BandCache, jobs: Sequence[Job], workers: int) -> None:
     if n < 2:
         return
     _WORK = (list(jobs), cache)
+    pool = multiprocessing.get_context("fork").Pool(n, initializer=_quiet_worker)
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
-            for found in pool.imap_unordered(_prefetched, range(len(jobs))):
-                cache.add(found)
+        for found in pool.imap_unordered(_prefetched, range(len(jobs))):
+            cache.add(found)
+        pool.close()  # the workers end on their own once the jobs are done
+    except BaseException:
+        pool.terminate()
+        raise
     finally:
+        pool.join()
         _WORK = ([], None)
+
+
+def _quiet_worker() -> None:
+    """A :func:`prefetch` worker ends on SIGTERM and ignores Ctrl-C, as multiprocessing's own
+    workers do: the solving process's handlers (specs.errors.unwind_on_termination) would turn a
+    terminated worker into a traceback on stderr; the solving process cleans up for both."""
+    for sig in TERMINATING:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _prefetched(i: int) -> dict[str, dict[str, Any]]:

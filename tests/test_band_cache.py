@@ -228,8 +228,9 @@ def test_a_cold_solve_searches_its_bands_in_worker_processes(tmp_path, runner, m
         return best_within(*a, **k)
 
     monkeypatch.setattr(solver.band_cache, "best_within", only_in_workers)
-    _solve(runner, [*args, "--workers", "2"], tmp_path / "two")
+    two = _solve(runner, [*args, "--workers", "2"], tmp_path / "two")
     assert _answer(tmp_path / "two") == _answer(tmp_path / "one")
+    assert "Traceback" not in two.stderr  # (the workers end quietly)
     logs = [p.read_text() for p in (tmp_path / "two" / "solver").rglob("band*.log")]
     assert any(PREFETCHED in text for text in logs) and not any(READ_BACK in text for text in logs)
     assert not (tmp_path / "cache").exists()  # --no-cache: nothing written
