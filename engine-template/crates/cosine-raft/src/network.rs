@@ -5,12 +5,14 @@
 //! time and its response (openraft drives each peer from one task). A snapshot is a
 //! [`BusRequest::Snapshot`] header naming its files and their lengths, then the files'
 //! bytes, in order; the receiver writes them into a new directory and installs them.
-//! [`BusRequest::Leader`] asks a replica whom it follows and whether it heard from that leader
-//! within the leader lease (the other shards' servers route with it; the pre-vote asks it).
+//! [`BusRequest::Leader`] asks a replica whom it follows, whether it heard from that leader
+//! within the leader lease, and whether the asker's log is at least as up to date as its own
+//! (the other shards' servers route with it; the pre-vote asks it).
 
+use crate::log_store::LogStore;
 use crate::replica::Contact;
 use crate::state_machine::SNAPSHOT_META;
-use crate::types::{NodeId, Raft, SnapshotFiles, SnapshotMeta, TypeConfig, Vote};
+use crate::types::{LogId, NodeId, Raft, SnapshotFiles, SnapshotMeta, TypeConfig, Vote};
 use openraft::error::{
     Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed, StreamingError, Timeout, Unreachable,
 };
@@ -54,8 +56,11 @@ pub enum BusRequest {
         /// Its files.
         files: Vec<(String, u64)>,
     },
-    /// Whom do you follow?
-    Leader,
+    /// Whom do you follow? Would you vote for a log ending at `last_log_id` (the pre-vote)?
+    Leader {
+        /// The asker's last log id (None: an empty log, or an asker that only routes).
+        last_log_id: Option<LogId>,
+    },
 }
 
 /// A response on the bus.
@@ -76,7 +81,31 @@ pub enum BusResponse {
         /// It heard from that leader within the lease (a leader: a majority acknowledged it
         /// within the lease): it would refuse a vote now.
         fresh: bool,
+        /// The asker's log is at least as up to date as this replica's: it would not refuse
+        /// the asker's vote for its log (openraft's `handle_vote_req`).
+        log_ok: bool,
     },
+}
+
+/// A replica's answer to [`BusRequest::Leader`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderAnswer {
+    /// The leader it knows.
+    pub leader: Option<NodeId>,
+    /// Its term.
+    pub term: u64,
+    /// It heard from that leader within the lease.
+    pub fresh: bool,
+    /// The asker's log is at least as up to date as its own.
+    pub log_ok: bool,
+}
+
+impl LeaderAnswer {
+    /// It would grant the asker a pre-vote: no leader within the lease, and the asker's log
+    /// at least as up to date (the Raft thesis, section 9.6).
+    pub fn grants_prevote(&self) -> bool {
+        !self.fresh && self.log_ok
+    }
 }
 
 /// Writes one frame.
@@ -273,19 +302,26 @@ async fn send_snapshot(addr: &str, vote: Vote, snapshot: Snapshot<TypeConfig>) -
 /// Serves the bus on `listener` for `raft` until the runtime stops; `data_dir` is where
 /// received snapshots are written (the replica's directory: the same file system as its engine).
 /// Every append or snapshot a leader sends that is not refused touches `contact`.
-pub async fn serve(listener: TcpListener, raft: Raft, data_dir: PathBuf, contact: Arc<Contact>) {
+pub async fn serve(listener: TcpListener, raft: Raft, data_dir: PathBuf, contact: Arc<Contact>, log: LogStore) {
     let seq = Arc::new(AtomicU64::new(0));
     loop {
         let Ok((sock, _)) = listener.accept().await else { continue };
-        let (raft, dir, seq, contact) = (raft.clone(), data_dir.clone(), seq.clone(), contact.clone());
+        let (raft, dir, seq, contact, log) = (raft.clone(), data_dir.clone(), seq.clone(), contact.clone(), log.clone());
         tokio::spawn(async move {
             let _ = sock.set_nodelay(true);
-            let _ = connection(sock, raft, dir, seq, contact).await;
+            let _ = connection(sock, raft, dir, seq, contact, log).await;
         });
     }
 }
 
-async fn connection(mut sock: TcpStream, raft: Raft, dir: PathBuf, seq: Arc<AtomicU64>, contact: Arc<Contact>) -> io::Result<()> {
+async fn connection(
+    mut sock: TcpStream,
+    raft: Raft,
+    dir: PathBuf,
+    seq: Arc<AtomicU64>,
+    contact: Arc<Contact>,
+    log: LogStore,
+) -> io::Result<()> {
     loop {
         let req: BusRequest = match read_frame(&mut sock).await {
             Ok(r) => r,
@@ -301,9 +337,15 @@ async fn connection(mut sock: TcpStream, raft: Raft, dir: PathBuf, seq: Arc<Atom
                 BusResponse::Append(res)
             }
             BusRequest::Vote(r) => BusResponse::Vote(raft.vote(r).await),
-            BusRequest::Leader => {
+            BusRequest::Leader { last_log_id } => {
                 let m = raft.metrics().borrow().clone();
-                BusResponse::Leader { leader: m.current_leader, term: m.current_term, fresh: contact.fresh(&m) }
+                let mine = log.bounds().1;
+                BusResponse::Leader {
+                    leader: m.current_leader,
+                    term: m.current_term,
+                    fresh: contact.fresh(&m),
+                    log_ok: last_log_id >= mine,
+                }
             }
             BusRequest::Snapshot { vote, meta, files } => {
                 let n = seq.fetch_add(1, Ordering::Relaxed);
@@ -342,19 +384,19 @@ async fn receive_files(sock: &mut TcpStream, to: &std::path::Path, files: &[(Str
 }
 
 /// Asks the replica at `addr` whom it follows: (leader, term, heard from it within the lease).
-pub async fn ask_leader(addr: &str, conn: &mut Option<TcpStream>, ttl: Duration) -> io::Result<(Option<NodeId>, u64, bool)> {
+pub async fn ask_leader(addr: &str, conn: &mut Option<TcpStream>, ttl: Duration, last_log_id: Option<LogId>) -> io::Result<LeaderAnswer> {
     let res = tokio::time::timeout(ttl, async {
         if conn.is_none() {
             *conn = Some(connect(addr).await?);
         }
         let Some(c) = conn.as_mut() else { return Err(io::Error::other("no connection")) };
-        write_frame(c, &BusRequest::Leader).await?;
+        write_frame(c, &BusRequest::Leader { last_log_id }).await?;
         read_frame::<BusResponse>(c).await
     })
     .await
     .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "no answer")));
     match res {
-        Ok(BusResponse::Leader { leader, term, fresh }) => Ok((leader, term, fresh)),
+        Ok(BusResponse::Leader { leader, term, fresh, log_ok }) => Ok(LeaderAnswer { leader, term, fresh, log_ok }),
         Ok(other) => {
             *conn = None;
             Err(io::Error::other(format!("unexpected response {other:?}")))

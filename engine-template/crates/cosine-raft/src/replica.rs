@@ -16,8 +16,13 @@
 //! [`elections`] stands instead: once this replica has not heard from a leader for a random
 //! `[election_min_ms, election_max_ms)`, it asks the other replicas whether they still hear
 //! from one (within the leader lease, `election_max_ms`, after which openraft grants votes) and
-//! triggers openraft's election only if a majority, itself included, does not. Safety is
-//! openraft's vote; this only decides when to ask for one.
+//! whether its log is at least as up to date as theirs, and triggers openraft's election only
+//! if a majority, itself included, grants both (the Raft thesis's pre-vote, section 9.6).
+//! Without the log check, a replica whose log is behind stood again and again after a split
+//! vote: openraft refuses its vote for the log without taking its term, so its term ran ahead
+//! and the replica with the longer log, standing with lower terms, was refused too (measured:
+//! 20 elections each and no leader for over 10 s, with both replicas' timeouts in 300-600 ms).
+//! Safety is openraft's vote; this only decides when to ask for one.
 //!
 //! **Linearizable reads** confirm leadership with a heartbeat round to a majority and wait
 //! until the state machine has applied everything committed before (openraft's
@@ -269,7 +274,7 @@ impl Replica {
         // elections are decided by the pre-vote (see the module doc)
         raft.runtime_config().elect(false);
         let contact = Arc::new(Contact::new(Duration::from_millis(t.election_max_ms)));
-        tokio::spawn(crate::network::serve(bus, raft.clone(), spec.dir.clone(), contact.clone()));
+        tokio::spawn(crate::network::serve(bus, raft.clone(), spec.dir.clone(), contact.clone(), log.clone()));
         let members: BTreeMap<NodeId, BasicNode> = spec.members.iter().map(|(id, a)| (*id, BasicNode::new(a))).collect();
         let first = spec.members.keys().next().copied() == Some(spec.id);
         let r = raft.clone();
@@ -285,7 +290,7 @@ impl Replica {
         let (tx, rx) = mpsc::channel::<Proposal>(4096);
         let stats = Arc::new(ReplicaStats::default());
         let peers: Vec<String> = spec.members.iter().filter(|(id, _)| **id != spec.id).map(|(_, a)| a.clone()).collect();
-        tokio::spawn(elections(raft.clone(), contact, peers, t, spec.id, stats.clone()));
+        tokio::spawn(elections(raft.clone(), contact, log.clone(), peers, t, spec.id, stats.clone()));
         let timeout = Duration::from_millis(t.request_timeout_ms);
         tokio::spawn(proposer(raft.clone(), rx, stats.clone(), timeout));
         Ok(Replica { id: spec.id, raft, shared, log, network, proposals: tx, barrier: Arc::new(Barrier::default()), timeout, stats })
@@ -385,7 +390,7 @@ impl Replica {
 
 /// Stands for election when no leader was heard from for a random election timeout and the
 /// pre-vote passes (see the module doc). A lone replica stands at once.
-async fn elections(raft: Raft, contact: Arc<Contact>, peers: Vec<String>, t: Timing, id: NodeId, stats: Arc<ReplicaStats>) {
+async fn elections(raft: Raft, contact: Arc<Contact>, log: LogStore, peers: Vec<String>, t: Timing, id: NodeId, stats: Arc<ReplicaStats>) {
     let span = t.election_max_ms.saturating_sub(t.election_min_ms).max(1);
     let mut seed = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ contact.base.elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
     let mut draw = move || {
@@ -422,8 +427,9 @@ async fn elections(raft: Raft, contact: Arc<Contact>, peers: Vec<String>, t: Tim
         let replicas = peers.len() + 1;
         let majority = replicas / 2 + 1;
         let mut grants = 1;
+        let mine = log.bounds().1;
         for (addr, conn) in peers.iter().zip(conns.iter_mut()) {
-            if let Ok((_, _, false)) = crate::network::ask_leader(addr, conn, ask).await {
+            if crate::network::ask_leader(addr, conn, ask, mine).await.is_ok_and(|a| a.grants_prevote()) {
                 grants += 1;
             }
         }

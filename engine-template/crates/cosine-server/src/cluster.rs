@@ -150,7 +150,9 @@ impl ClusterNode {
                     let mut best = Known::default();
                     for r in &shard.replicas {
                         let conn = conns.entry(r.id).or_default();
-                        if let Ok((Some(l), term, _)) = cosine_raft::network::ask_leader(&r.bus(), conn, POLL).await {
+                        if let Ok(cosine_raft::network::LeaderAnswer { leader: Some(l), term, .. }) =
+                            cosine_raft::network::ask_leader(&r.bus(), conn, POLL, None).await
+                        {
                             if best.leader.is_none() || term > best.term {
                                 best = Known { leader: Some(l), term };
                             }

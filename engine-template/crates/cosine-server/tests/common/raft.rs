@@ -9,11 +9,17 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Raft timing for tests: short timeouts on loopback.
 pub const FAST_RAFT: &str = r#"{"heartbeat_ms": 50, "election_min_ms": 300, "election_max_ms": 600, "request_timeout_ms": 3000}"#;
+
+/// How long [`Cluster::spawn`] retries a replica whose port is still taken.
+pub const BIND_PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long [`Cluster::spawn`] waits for a replica's `ready` line.
+pub const READY_PATIENCE: Duration = Duration::from_secs(30);
 
 /// One replica process.
 pub struct Node {
@@ -93,9 +99,40 @@ impl Cluster {
     }
 
     /// Starts (or restarts) replica `i` on its directory; waits for its `ready` line.
+    ///
+    /// A replica that cannot bind its port (the kernel may still hold it for a moment) is started
+    /// again, for up to [`BIND_PATIENCE`]; one that neither says `ready` nor exits within
+    /// [`READY_PATIENCE`] is killed and fails the test (a test must not wait for ever).
     pub fn spawn(&mut self, i: usize) {
+        assert!(self.nodes[i].child.is_none(), "node {} is running", self.nodes[i].id);
+        let t = Instant::now();
+        loop {
+            let logged = self.log(i).len();
+            let (mut child, line) = self.start_once(i);
+            if line.starts_with("ready ") {
+                self.nodes[i].child = Some(child);
+                return;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let this = self.log(i).get(logged..).unwrap_or_default().to_string();
+            if this.contains("Address already in use") && t.elapsed() < BIND_PATIENCE {
+                // who holds the ports, in the test's output should it fail after all
+                let addr = this.split("listen on ").nth(1).and_then(|r| r.split(": ").next()).unwrap_or("?").to_string();
+                let ss = Command::new("ss").args(["-tanp"]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+                let holders = ss.map(|s| s.lines().filter(|l| l.contains(&format!("{addr} "))).collect::<Vec<_>>().join(" | "));
+                eprintln!("node {}: {}; retrying. Sockets on {addr}: {holders:?}", self.nodes[i].id, this.trim());
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            panic!("node {} did not start: {line:?}; its log: {}", self.nodes[i].id, self.log(i));
+        }
+    }
+
+    /// One start of replica `i`: the child and its first line of output ("" if it exited, or
+    /// said nothing within [`READY_PATIENCE`]).
+    fn start_once(&self, i: usize) -> (Child, String) {
         let n = &self.nodes[i];
-        assert!(n.child.is_none(), "node {} is running", n.id);
         let log = std::fs::OpenOptions::new().create(true).append(true).open(n.dir.with_extension("log")).expect("log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_cosine-server"))
             .arg("--config")
@@ -110,10 +147,14 @@ impl Cluster {
             .spawn()
             .expect("spawn cosine-server");
         let out = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(out).read_line(&mut line).expect("ready line");
-        assert!(line.starts_with("ready "), "node {} did not start: {line:?}; its log: {}", self.nodes[i].id, self.log(i));
-        self.nodes[i].child = Some(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(out).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(READY_PATIENCE).unwrap_or_default();
+        (child, line)
     }
 
     /// Replica `i`'s stderr so far.
@@ -165,6 +206,38 @@ impl Cluster {
         self.field(i, "raft_applied_index")?.parse().ok()
     }
 
+    /// What each replica says of its Raft state (state, term, leader, elections, pre-votes lost,
+    /// bus failures) and the last lines of its log: for a failed assertion's message.
+    pub fn describe(&mut self) -> String {
+        const FIELDS: [&str; 7] = [
+            "raft_state",
+            "raft_term",
+            "raft_leader",
+            "raft_elections_started",
+            "raft_prevotes_lost",
+            "raft_bus_failures",
+            "raft_millis_since_quorum_ack",
+        ];
+        (0..self.nodes.len())
+            .map(|i| {
+                let said = match (self.running(i), self.replication(i)) {
+                    (false, _) => "not running".to_string(),
+                    (true, None) => "no answer".to_string(),
+                    (true, Some(r)) => r
+                        .iter()
+                        .filter(|(k, _)| FIELDS.contains(&k.as_str()))
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                };
+                let log = self.log(i);
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                format!("node {}: {said}; log: {:?}", self.nodes[i].id, tail.into_iter().rev().collect::<Vec<_>>())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The replica of shard `shard` that says it leads (one a majority follows), waiting up to `wait`.
     pub fn wait_leader(&mut self, shard: usize, wait: Duration) -> usize {
         let deadline = Instant::now() + wait;
@@ -180,7 +253,9 @@ impl Cluster {
                     return i;
                 }
             }
-            assert!(Instant::now() < deadline, "shard {shard} has no leader after {wait:?}");
+            if Instant::now() >= deadline {
+                panic!("shard {shard} has no leader after {wait:?}:\n{}", self.describe());
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -295,5 +370,41 @@ impl ShardClient {
             }
         }
         Outcome::Failed(last)
+    }
+}
+
+/// Ends a test's client threads when the thread driving the faults leaves its scope, also by a
+/// panic (a failed assertion): `std::thread::scope` waits for every thread it spawned, and client
+/// threads that loop until `stop` would otherwise keep a failed test running for ever. A client
+/// also stops by itself after [`StopOnDrop::LIMIT`] (a fault sequence stuck without panicking).
+pub struct StopOnDrop<'a> {
+    stop: &'a AtomicBool,
+    start: Instant,
+}
+
+impl<'a> StopOnDrop<'a> {
+    /// The longest a client runs: the fault sequences take a few seconds, each of their waits at
+    /// most 10 s.
+    pub const LIMIT: Duration = Duration::from_secs(120);
+
+    /// Sets `stop` when dropped.
+    pub fn new(stop: &'a AtomicBool) -> StopOnDrop<'a> {
+        StopOnDrop { stop, start: Instant::now() }
+    }
+
+    /// Whether a client should end: `stop` is set, or the test has run [`StopOnDrop::LIMIT`].
+    pub fn stopped(stop: &AtomicBool, since: Instant) -> bool {
+        stop.load(Ordering::Relaxed) || since.elapsed() > Self::LIMIT
+    }
+
+    /// When the guard was made.
+    pub fn since(&self) -> Instant {
+        self.start
+    }
+}
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
