@@ -108,37 +108,22 @@ fn put_key(out: &mut Vec<u8>, i: u64, n: usize) {
     out.resize(out.len() + n.saturating_sub(16), b'0');
 }
 
-/// Appends `n` in decimal to `out` (no allocation).
-fn put_usize(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 /// Appends a request whose key is record `i`'s (and whose value, when given, is `value`).
 fn push_keyed(out: &mut Vec<u8>, name: &[u8], i: u64, n: usize, tail: &[&[u8]]) {
     out.push(b'*');
-    put_usize(out, 2 + tail.len());
+    out.extend_from_slice(itoa::Buffer::new().format(2 + tail.len()).as_bytes());
     out.extend_from_slice(b"\r\n$");
-    put_usize(out, name.len());
+    out.extend_from_slice(itoa::Buffer::new().format(name.len()).as_bytes());
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(name);
     out.extend_from_slice(b"\r\n$");
-    put_usize(out, n.max(16));
+    out.extend_from_slice(itoa::Buffer::new().format(n.max(16)).as_bytes());
     out.extend_from_slice(b"\r\n");
     put_key(out, i, n);
     out.extend_from_slice(b"\r\n");
     for a in tail {
         out.push(b'$');
-        put_usize(out, a.len());
+        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
@@ -153,11 +138,11 @@ fn empty_index(i: u64, records: u64) -> u64 {
 #[cfg(test)]
 fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     out.push(b'*');
-    put_usize(out, args.len());
+    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
     out.extend_from_slice(b"\r\n");
     for a in args {
         out.push(b'$');
-        put_usize(out, a.len());
+        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");

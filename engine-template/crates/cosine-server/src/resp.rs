@@ -271,13 +271,13 @@ impl Reply {
         // `<prefix><n>\r\n` without a String for the digits
         let count = |out: &mut Vec<u8>, prefix: u8, n: usize| {
             out.push(prefix);
-            push_decimal(out, n as u64);
+            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
             out.extend_from_slice(b"\r\n");
         };
         match self {
             Reply::Simple(s) => line(out, b'+', s),
             Reply::Error(s) => line(out, b'-', s),
-            Reply::Int(n) => line(out, b':', &n.to_string()),
+            Reply::Int(n) => line(out, b':', itoa::Buffer::new().format(*n)),
             Reply::Bulk(b) => {
                 out.reserve(b.len() + 24);
                 count(out, b'$', b.len());
@@ -306,22 +306,6 @@ impl Reply {
             None => Ok(None),
         }
     }
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 fn decimal_len(mut n: u64) -> usize {
