@@ -9,7 +9,7 @@ import typer
 
 from cli.common import bar_callback, cli_errors
 from specs.errors import ExitCode
-from specs.vocab import Operation
+from specs.vocab import Operation, ServingDriver
 
 app = typer.Typer(
     help="Learn the CPU model's table (phi, CPU per operation) and the codec table on the Rust engine.",
@@ -125,11 +125,20 @@ def host_speed(quick: Quick = False, out: Out = Path("runs/calibrate")) -> None:
 
 
 @app.command("serving")
-def serving(quick: Quick = False, write: Write = True) -> None:
-    """cosine-server's CPU per request beyond the engine's (issue 48): redis-benchmark GET, SET and RANGE
-    at several pipeline depths and value sizes, the server pinned to half the cores and the client to
-    the rest; fits seconds per request and per batch of each kind and per byte on the wire, refuses a
-    fit at a bound, writes cost_models/data/serving.yaml."""
+def serving(
+    quick: Quick = False,
+    write: Write = True,
+    driver: Annotated[
+        ServingDriver,
+        typer.Option(
+            help="The RESP client: the engine template's (as `cosine validate --served` drives) or redis-tools'."
+        ),
+    ] = ServingDriver.RESP_BENCH,
+) -> None:
+    """cosine-server's CPU per request beyond the engine's (issue 48): GET, SET and RANGE at several
+    pipeline depths and value sizes from a RESP driver, the server pinned to half the cores and the
+    client to the rest; fits seconds per request and per batch of each kind and per byte on the wire,
+    refuses a fit at a bound, writes cost_models/data/serving.yaml."""
     with cli_errors():
         from measure.served_calibration import measure, points_csv, table_doc
         from measure.served_calibration import write as write_table
@@ -143,9 +152,9 @@ def serving(quick: Quick = False, write: Write = True) -> None:
 
             check_output_file(SERVING_TABLE, "--write")
         with progress_bar() as bar:
-            task = bar.add_task("redis-benchmark runs", total=1)
-            points = measure(quick, bar_callback(bar, task))
-        doc = table_doc(points, quick)
+            task = bar.add_task(f"{driver} runs", total=1)
+            points = measure(quick, bar_callback(bar, task), driver=driver)
+        doc = table_doc(points, quick, driver)
         print_serving(doc, points_csv(points))
         if write:
             print_written(str(write_table(doc)))

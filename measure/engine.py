@@ -19,7 +19,7 @@ from cost_models import REPO_ROOT
 from cost_models.transient import RunMerges
 from render.config import to_toml
 from specs.errors import InputError
-from specs.schema import Spec
+from specs.schema import Spec, Workload
 from specs.vocab import EnginePeer, Operation
 
 TEMPLATE = REPO_ROOT / "engine-template"
@@ -153,7 +153,11 @@ def runqueue_share(report: dict[str, Any], threads: int) -> float:
 
 def workload_json(spec: Spec, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
     """The contract's workload.json for a spec scaled to ``records``."""
-    wl = spec.workload
+    return workload_dict(spec.workload, records, operations, threads, seed)
+
+
+def workload_dict(wl: Workload, records: int, operations: int, threads: int, seed: int = 42) -> dict[str, Any]:
+    """The contract's workload.json for a workload scaled to ``records``."""
     # a scan reads a number of entries (YCSB's scan length), whatever the data size
     scan = max(1.0, min(float(records), round(wl.scan_length))) if wl.operations.get("range", 0) > 0 else 1.0
     return {

@@ -1,14 +1,21 @@
 """`cosine calibrate serving`: the server's CPU per request beyond the engine's (cost_models.serving),
-measured on cosine-server pinned to one core with redis-benchmark (redis-tools) on the other.
+measured on cosine-server pinned to one core with a RESP driver on the other: ``cosine-resp-bench``
+(the engine template's driver, the one `cosine validate --served` and bench/served_fig4b.py drive
+the served node with; the default) or redis-benchmark (redis-tools).
 
-Every point is one redis-benchmark run of ``n`` requests of one command (GET, SET, or RANGE) at
-one pipeline depth p (``-P``), 50 connections, keys ``key:NNNNNNNNNNNN`` (16 bytes, ``-r``)
-with values of V bytes; its figure is the server's CPU seconds over the run (the process's
+Every point is one driver run of ``n`` requests of one command (GET, SET, or RANGE) at one
+pipeline depth p, 50 connections, 10,000 keys of 16 bytes with values of V bytes, uniform; its
+figure is the server's CPU seconds over the run (the process's
 user + system time from /proc, every thread: the network tasks, the blocking pool, the group-commit
 thread) per request, less the engine's own CPU for that operation on a store its memtable holds
 (data/phi.yaml's LSM class: ``buffer_get_seconds`` for a get, ``cpu_seconds.update`` for a set,
 ``cpu_seconds.range`` plus ``range_entry_seconds`` per entry for a RANGE). CPU time, not wall
 time: another program's load on the machine slows the run but does not enter its CPU per request.
+
+The two drivers differ in how requests arrive: cosine-resp-bench sends each connection's batch
+from a tokio task (the connections of a thread interleave on one event loop), redis-benchmark from
+one event loop as well but with its own framing of ``-P``; the server's CPU per request differs
+with them (docs/journal), so the table names its driver.
 
 The fit: least squares of ``c_req[kind] + c_batch[kind] / p + c_byte x wire bytes`` over every
 point (three per kind), the bytes those of
@@ -36,13 +43,16 @@ from cost_models.phi import PhiTable, shipped_or
 from cost_models.serving import KIND_TERMS, KINDS, SERVING_SCHEMA, SERVING_TABLE, check_table
 from measure.calibrate import CalibrationError
 from measure.calibrate.samples import machine, provenance
-from measure.engine import TEMPLATE, build, config_text, scratch_root
+from measure.engine import TEMPLATE, build, config_text, scratch_root, workload_dict
 from measure.grid import designs
-from measure.server import core_split, cosine_server, need, pinned
+from measure.served import DRIVER, drive
+from measure.server import HOST, Server, core_split, cosine_server, need, pinned
 from specs.io import write_text
-from specs.vocab import Operation
+from specs.schema import Distribution, Workload
+from specs.vocab import Operation, ServingDriver
 
-#: Keys as redis-benchmark makes them with ``-r``: ``key:`` and 12 digits.
+#: Keys as redis-benchmark makes them with ``-r`` (``key:`` and 12 digits), and cosine-resp-bench's
+#: shortest (16 hex digits).
 KEY_BYTES = 16
 #: Distinct keys of a run (``-r``) and the connections (``-c``).
 KEYSPACE = 10_000
@@ -98,13 +108,17 @@ def engine_seconds(phi: PhiTable, kind: str, entries: int) -> float:
     return float(lsm["cpu_seconds"]["range"]) + entries * float(lsm["range_entry_seconds"])
 
 
+#: The operation of the driver's mix for each kind of request.
+KIND_OPERATION = {"read": Operation.GET, "write": Operation.UPDATE, "scan": Operation.RANGE}
+
+
 def wire_bytes(w: Wire, kind: str, pipeline: int) -> float:
-    op = {"read": Operation.GET, "write": Operation.UPDATE, "scan": Operation.RANGE}[kind]
-    a, b = w.framed(op, pipeline)
+    a, b = w.framed(KIND_OPERATION[kind], pipeline)
     return a + b
 
 
 def bench_command(kind: str, value_bytes: int, entries: int) -> list[str]:
+    """redis-benchmark's arguments for one kind of request."""
     if kind == "read":
         return ["-t", "get", "-d", str(value_bytes)]
     if kind == "write":
@@ -112,33 +126,94 @@ def bench_command(kind: str, value_bytes: int, entries: int) -> list[str]:
     return ["RANGE", "key:", str(entries)]
 
 
-def run_point(
-    server_cpu: Callable[[], float], port: int, client: tuple[int, ...], args: list[str], n: int, pipeline: int
-) -> tuple[float, float]:
-    """(wall seconds, server CPU seconds) of one redis-benchmark run."""
-    cmd = [need("redis-benchmark", "redis-tools"), "-h", "127.0.0.1", "-p", str(port), "-q", "--csv"]
-    cmd += ["-n", str(n), "-c", str(CONNECTIONS), "-P", str(pipeline), "-r", str(KEYSPACE), *args]
-    c0, t0 = server_cpu(), time.perf_counter()
-    res = subprocess.run(pinned(cmd, client), capture_output=True, text=True)
-    t1, c1 = time.perf_counter(), server_cpu()
-    if res.returncode != 0 or "ERR" in res.stdout:
-        raise RuntimeError(f"redis-benchmark {' '.join(args)} failed: {(res.stderr or res.stdout).strip()[-200:]}")
-    return t1 - t0, c1 - c0
+def point_workload(kind: str, value_bytes: int, entries: int, requests: int) -> dict[str, Any]:
+    """cosine-resp-bench's workload.json for one kind of request: every request of that kind, keys
+    drawn uniformly from :data:`KEYSPACE`."""
+    wl = Workload(
+        entries=KEYSPACE,
+        key_bytes=KEY_BYTES,
+        value_bytes=value_bytes,
+        operations={KIND_OPERATION[kind]: 1.0},
+        scan_length=float(max(entries, 1)),
+        get_distribution=Distribution(),
+        put_distribution=Distribution(),
+        operations_per_month=None,
+    )
+    return workload_dict(wl, KEYSPACE, requests, threads=1)
+
+
+class Driver:
+    """Runs one calibration point against a started server: (wall seconds, server CPU seconds)."""
+
+    def __init__(self, kind: ServingDriver, client: tuple[int, ...], work: Path) -> None:
+        self.kind, self.client, self.work = kind, client, work
+        self.binary = build(TEMPLATE, DRIVER) if kind == ServingDriver.RESP_BENCH else None
+
+    def fill(self, srv: Server, value_bytes: int) -> None:
+        """Writes every key (unmeasured), so that gets and scans find values of ``value_bytes``."""
+        if self.binary is None:
+            self._redis_benchmark(srv, ["-t", "set", "-d", str(value_bytes)], 5 * KEYSPACE, 64)
+        else:
+            wl = point_workload("read", value_bytes, 0, 1)
+            drive(self.binary, self.work, wl, HOST, srv.port, [srv], CONNECTIONS, 64, self.client, load=True)
+
+    def point(
+        self, srv: Server, kind: str, value_bytes: int, entries: int, n: int, pipeline: int
+    ) -> tuple[float, float]:
+        """``n`` requests of ``kind`` at depth ``pipeline``."""
+        c0, t0 = srv.cpu_seconds(), time.perf_counter()
+        if self.binary is None:
+            self._redis_benchmark(srv, bench_command(kind, value_bytes, entries), n, pipeline)
+        else:
+            wl = point_workload(kind, value_bytes, entries, n)
+            out = drive(
+                self.binary, self.work, wl, HOST, srv.port, [srv], CONNECTIONS, pipeline, self.client, load=False
+            )
+            if out["run"]["errors"]:
+                raise RuntimeError(f"{DRIVER} {kind} at depth {pipeline}: {out['run']['errors']} error replies")
+        t1, c1 = time.perf_counter(), srv.cpu_seconds()
+        return t1 - t0, c1 - c0
+
+    def _redis_benchmark(self, srv: Server, args: list[str], n: int, pipeline: int) -> None:
+        cmd = [need("redis-benchmark", "redis-tools"), "-h", "127.0.0.1", "-p", str(srv.port), "-q", "--csv"]
+        cmd += ["-n", str(n), "-c", str(CONNECTIONS), "-P", str(pipeline), "-r", str(KEYSPACE), *args]
+        res = subprocess.run(pinned(cmd, self.client), capture_output=True, text=True)
+        if res.returncode != 0 or "ERR" in res.stdout:
+            raise RuntimeError(f"redis-benchmark {' '.join(args)} failed: {(res.stderr or res.stdout).strip()[-200:]}")
+
+
+def store_server(
+    binary: Path, work: Path, name: str, value_bytes: int, buffer_bytes: int, cores: tuple[int, ...]
+) -> Server:
+    """cosine-server on a fresh store under ``work`` (the LSM preset, :data:`KEY_BYTES` keys of
+    ``value_bytes`` values, a memtable of ``buffer_bytes``, a block cache of :data:`CACHE_BYTES`)."""
+    secs = designs(KEYSPACE, quick=True, optima=False)["rocksdb"]
+    conf = work / f"engine-{name}.toml"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    text = config_text(
+        secs, 1, key_bytes=KEY_BYTES, value_bytes=value_bytes, buffer_bytes=buffer_bytes, block_cache_bytes=CACHE_BYTES
+    )
+    conf.write_text(text)
+    return cosine_server(binary, conf, work / f"db-{name}", cores, work / f"server-{name}.log")
 
 
 def measure(
-    quick: bool, progress: Callable[[int, int, str], None] | None = None, phi: PhiTable | None = None
+    quick: bool,
+    progress: Callable[[int, int, str], None] | None = None,
+    phi: PhiTable | None = None,
+    driver: ServingDriver = ServingDriver.RESP_BENCH,
 ) -> list[ServingPoint]:
     """Every point of the plan, on one cosine-server per value size."""
     table = shipped_or(phi)
     server_cores, client_cores = core_split()
     depths, values = (QUICK_DEPTHS, QUICK_VALUES) if quick else (DEPTHS, VALUES)
     binary = build(TEMPLATE, "cosine-server")
-    secs = designs(KEYSPACE, quick=True, optima=False)["rocksdb"]
     work = scratch_root() / f"cosine-serving-{int(time.time())}"
     points: list[ServingPoint] = []
     total = len(values) * len(depths) * (2 + len(SCAN_COUNTS))
     try:
+        work.mkdir(parents=True, exist_ok=True)
+        client = Driver(driver, client_cores, work)
         for v in values:
             w = wire(KEY_BYTES, v, 1)
             # gets and sets on a memtable that holds every key (no flush, no block read); scans on a
@@ -148,24 +223,14 @@ def measure(
                 ("mem", ("read", "write"), BUFFER_BYTES),
                 ("levels", ("scan",), SCAN_BUFFER_BYTES),
             ):
-                conf = work / f"engine-{v}-{store}.toml"
-                conf.parent.mkdir(parents=True, exist_ok=True)
-                text = config_text(
-                    secs, 1, key_bytes=KEY_BYTES, value_bytes=v, buffer_bytes=buffer, block_cache_bytes=CACHE_BYTES
-                )
-                conf.write_text(text)
-                log = work / f"server-{v}-{store}.log"
-                with cosine_server(binary, conf, work / f"db-{v}-{store}", server_cores, log) as srv:
-                    # every key written (unmeasured), so that gets and scans find values of v bytes
-                    run_point(srv.cpu_seconds, srv.port, client_cores, ["-t", "set", "-d", str(v)], 5 * KEYSPACE, 64)
+                with store_server(binary, work, f"{v}-{store}", v, buffer, server_cores) as srv:
+                    client.fill(srv, v)
                     for kind in kinds:
                         for entries in SCAN_COUNTS if kind == "scan" else (0,):
                             for p in depths:
                                 # at least ~1 s of server CPU a point: /proc counts it in 10 ms ticks
                                 n = REQUESTS[kind] * (1 if p == 1 else DEEP_FACTOR)
-                                wall, cpu = run_point(
-                                    srv.cpu_seconds, srv.port, client_cores, bench_command(kind, v, entries), n, p
-                                )
+                                wall, cpu = client.point(srv, kind, v, entries, n, p)
                                 wb = wire_bytes(wire(KEY_BYTES, v, entries) if kind == "scan" else w, kind, p)
                                 points.append(
                                     ServingPoint(
@@ -219,18 +284,19 @@ def fit(points: list[ServingPoint]) -> dict[str, Any]:
     }
 
 
-def table_doc(points: list[ServingPoint], quick: bool) -> dict[str, Any]:
+def table_doc(points: list[ServingPoint], quick: bool, driver: ServingDriver) -> dict[str, Any]:
     """serving.yaml's document: the fit, its provenance and the measured points."""
     f = fit(points)
     doc = {
         "schema": SERVING_SCHEMA,
         "machine": machine(),
         "date": date.today().isoformat(),
+        "driver": str(driver),
         "provenance": provenance(),
         "method": (
             "cosine calibrate serving (measure/served_calibration.py): cosine-server (the engine "
             "template's release build, the LSM preset with a memtable holding every key) pinned to "
-            "the first half of the cores, redis-benchmark pinned to the rest, "
+            f"the first half of the cores, {driver} pinned to the rest, "
             f"{CONNECTIONS} connections, {KEYSPACE} keys of {KEY_BYTES} bytes, GET / SET / RANGE at "
             f"depths {list(QUICK_DEPTHS if quick else DEPTHS)} and values "
             f"{list(QUICK_VALUES if quick else VALUES)} bytes; server CPU (user + system, every thread) per "

@@ -303,6 +303,13 @@ class CalibrationRun(StrEnum):
     SMALL_MEMTABLE = "small_memtable"  # cached writes into a smaller memtable: an insert's growth with it
 
 
+class ServingDriver(StrEnum):
+    """The RESP client `cosine calibrate serving` drives cosine-server with."""
+
+    RESP_BENCH = "cosine-resp-bench"  # the engine template's driver, as `cosine validate --served` runs it
+    REDIS_BENCHMARK = "redis-benchmark"  # redis-tools' benchmark
+
+
 class DeviceKind(StrEnum):
     """engine.toml's ``[device] kind`` (engine-template cosine-config ``DeviceKind``)."""
 

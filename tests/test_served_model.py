@@ -23,7 +23,7 @@ from cost_models.serving import (
     per_cluster_op,
 )
 from deploy.resp import encode
-from specs.vocab import Operation
+from specs.vocab import Operation, ServingDriver
 
 
 def test_request_bytes_are_those_the_resp_client_sends() -> None:
@@ -220,6 +220,25 @@ def test_a_serving_fit_at_a_bound_is_refused() -> None:
     f = fit(good)
     assert f["kinds"]["read"]["batch_seconds"] == pytest.approx(8e-6, rel=1e-3)
     assert f["fit_accuracy"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("driver", list(ServingDriver))
+def test_each_serving_driver_measures_the_server_s_cpu(driver: ServingDriver, tmp_path: Path) -> None:
+    """`cosine calibrate serving`'s drivers, on a real cosine-server: after the store is filled, a
+    point of GETs and one of RANGEs at depth 16 run without an error reply and count the server's
+    CPU (over 10 ms /proc ticks)."""
+    from measure.engine import TEMPLATE, build
+    from measure.served_calibration import SCAN_BUFFER_BYTES, Driver, store_server
+    from measure.server import core_split
+
+    server_cores, client_cores = core_split()
+    client = Driver(driver, client_cores, tmp_path)
+    with store_server(build(TEMPLATE, "cosine-server"), tmp_path, "t", 256, SCAN_BUFFER_BYTES, server_cores) as srv:
+        client.fill(srv, 256)
+        for kind, entries, n in (("read", 0, 40_000), ("scan", 16, 10_000)):
+            wall, cpu = client.point(srv, kind, 256, entries, n, 16)
+            assert wall > 0 and cpu > 0, (kind, wall, cpu)
+        assert srv.alive()
 
 
 def test_the_group_commit_interval_is_the_rendered_one() -> None:
