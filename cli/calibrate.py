@@ -133,7 +133,7 @@ def serving(
         typer.Option(
             help="The RESP client: the engine template's (as `cosine validate --served` drives) or redis-tools'."
         ),
-    ] = ServingDriver.RESP_BENCH,
+    ] = ServingDriver.REDIS_BENCHMARK,
 ) -> None:
     """cosine-server's CPU per request beyond the engine's (issue 48): GET, SET and RANGE at several
     pipeline depths and value sizes from a RESP driver, the server pinned to half the cores and the

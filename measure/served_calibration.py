@@ -1,10 +1,10 @@
 """`cosine calibrate serving`: the server's CPU per request beyond the engine's (cost_models.serving),
-measured on cosine-server pinned to one core with a RESP driver on the other: ``cosine-resp-bench``
-(the engine template's driver, the one `cosine validate --served` and bench/served_fig4b.py drive
-the served node with; the default) or redis-benchmark (redis-tools).
+measured on cosine-server pinned to one core with a RESP driver on the other: redis-benchmark
+(redis-tools; the default, the shipped table's) or ``cosine-resp-bench`` (the engine template's
+driver, the one `cosine validate --served` and bench/served_fig4b.py drive the served node with).
 
 Every point is one driver run of ``n`` requests of one command (GET, SET, or RANGE) at one
-pipeline depth p, 50 connections, 10,000 keys of 16 bytes with values of V bytes, uniform; its
+pipeline depth p, 50 connections, 10,000 keys of 16 bytes with values of V bytes; its
 figure is the server's CPU seconds over the run (the process's
 user + system time from /proc, every thread: the network tasks, the blocking pool, the group-commit
 thread) per request, less the engine's own CPU for that operation on a store its memtable holds
@@ -12,10 +12,12 @@ thread) per request, less the engine's own CPU for that operation on a store its
 ``cpu_seconds.range`` plus ``range_entry_seconds`` per entry for a RANGE). CPU time, not wall
 time: another program's load on the machine slows the run but does not enter its CPU per request.
 
-The two drivers differ in how requests arrive: cosine-resp-bench sends each connection's batch
-from a tokio task (the connections of a thread interleave on one event loop), redis-benchmark from
-one event loop as well but with its own framing of ``-P``; the server's CPU per request differs
-with them (docs/journal), so the table names its driver.
+Both drivers start a scan at a key drawn uniformly (redis-benchmark's ``RANGE key:__rand_int__
+N``). Until fa02c71 redis-benchmark's scans all started at the first key (``RANGE key: N``: the
+same N entries, hot in every cache, each time): per point, cosine-resp-bench's figure over that
+redis-benchmark's was 0.93 for GETs, 0.88 for SETs and 1.39 for RANGEs (geometric means,
+docs/journal/s43-s51.md §30); the fit of cosine-resp-bench's points wanted a write term below 0
+(refused).
 
 The fit: least squares of ``c_req[kind] + c_batch[kind] / p + c_byte x wire bytes`` over every
 point (three per kind), the bytes those of
@@ -123,7 +125,9 @@ def bench_command(kind: str, value_bytes: int, entries: int) -> list[str]:
         return ["-t", "get", "-d", str(value_bytes)]
     if kind == "write":
         return ["-t", "set", "-d", str(value_bytes)]
-    return ["RANGE", "key:", str(entries)]
+    # a scan from a key drawn uniformly (redis-benchmark fills `__rand_int__` with one of -r), not
+    # always from the first key (the same entries, hot in every cache, each time)
+    return ["RANGE", "key:__rand_int__", str(entries)]
 
 
 def point_workload(kind: str, value_bytes: int, entries: int, requests: int) -> dict[str, Any]:
@@ -201,7 +205,7 @@ def measure(
     quick: bool,
     progress: Callable[[int, int, str], None] | None = None,
     phi: PhiTable | None = None,
-    driver: ServingDriver = ServingDriver.RESP_BENCH,
+    driver: ServingDriver = ServingDriver.REDIS_BENCHMARK,
 ) -> list[ServingPoint]:
     """Every point of the plan, on one cosine-server per value size."""
     table = shipped_or(phi)
