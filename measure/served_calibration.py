@@ -149,9 +149,10 @@ def point_workload(kind: str, value_bytes: int, entries: int, requests: int) -> 
 class Driver:
     """Runs one calibration point against a started server: (wall seconds, server CPU seconds)."""
 
-    def __init__(self, kind: ServingDriver, client: tuple[int, ...], work: Path) -> None:
-        self.kind, self.client, self.work = kind, client, work
-        self.binary = build(TEMPLATE, DRIVER) if kind == ServingDriver.RESP_BENCH else None
+    def __init__(self, driver: ServingDriver, client: tuple[int, ...], work: Path) -> None:
+        self.driver, self.client, self.work = driver, client, work
+        #: cosine-resp-bench's build (None: redis-benchmark, from redis-tools)
+        self.binary = build(TEMPLATE, DRIVER) if driver == ServingDriver.RESP_BENCH else None
 
     def fill(self, srv: Server, value_bytes: int) -> None:
         """Writes every key (unmeasured), so that gets and scans find values of ``value_bytes``."""
@@ -179,7 +180,7 @@ class Driver:
         return t1 - t0, c1 - c0
 
     def _redis_benchmark(self, srv: Server, args: list[str], n: int, pipeline: int) -> None:
-        cmd = [need("redis-benchmark", "redis-tools"), "-h", "127.0.0.1", "-p", str(srv.port), "-q", "--csv"]
+        cmd = [need("redis-benchmark", "redis-tools"), "-h", HOST, "-p", str(srv.port), "-q", "--csv"]
         cmd += ["-n", str(n), "-c", str(CONNECTIONS), "-P", str(pipeline), "-r", str(KEYSPACE), *args]
         res = subprocess.run(pinned(cmd, self.client), capture_output=True, text=True)
         if res.returncode != 0 or "ERR" in res.stdout:

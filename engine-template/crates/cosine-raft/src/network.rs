@@ -383,7 +383,8 @@ async fn receive_files(sock: &mut TcpStream, to: &std::path::Path, files: &[(Str
     std::fs::File::open(to)?.sync_all()
 }
 
-/// Asks the replica at `addr` whom it follows: (leader, term, heard from it within the lease).
+/// Asks the replica at `addr` whom it follows and whether it would grant a pre-vote to a log
+/// ending at `last_log_id` (None from a server that only routes).
 pub async fn ask_leader(addr: &str, conn: &mut Option<TcpStream>, ttl: Duration, last_log_id: Option<LogId>) -> io::Result<LeaderAnswer> {
     let res = tokio::time::timeout(ttl, async {
         if conn.is_none() {
