@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deploy.raft import RaftTiming, replication
+from deploy.raft import Consistency, RaftTiming, cluster_json, majority_leader, replication
 from deploy.resp import Connection
 from measure.engine import TEMPLATE, build
 from measure.server import HOST, free_port
@@ -59,13 +59,7 @@ class Shard:
         """The index of the replica that leads and that a majority of three follows (itself
         included), asking only the replicas ``among`` (None: all); None while there is none."""
         views = {i: replication(self.ports[i]) for i in (among if among is not None else range(3))}
-        for i, v in views.items():
-            if v is None or v.get("raft_state") != "leader":
-                continue
-            following = sum(1 for w in views.values() if w is not None and w.get("raft_leader") == str(self.ids[i]))
-            if following >= 2:
-                return i
-        return None
+        return majority_leader({i: str(rid) for i, rid in enumerate(self.ids)}, views)
 
     def elections(self, idx: list[int]) -> int:
         total = 0
@@ -87,12 +81,7 @@ def start_shard(name: str, binary: Path, root: Path, timing: RaftTiming) -> Shar
     ports = [free_port() for _ in range(3)]
     buses = [free_port() for _ in range(3)]
     ids = [1, 2, 3]
-    reps = [{"id": ids[i], "host": HOST, "port": ports[i], "bus_port": buses[i]} for i in range(3)]
-    topo = {
-        "consistency": "strong",
-        "raft": vars(timing),
-        "shards": [{"id": 0, "slots": [[0, 16383]], "replicas": reps}],
-    }
+    topo = cluster_json({0: list(zip(ids, ports, buses, strict=True))}, Consistency.STRONG, timing)
     (root / "cluster.json").write_text(json.dumps(topo))
     (root / "engine.toml").write_text((TEMPLATE / "engine.toml").read_text())
     shard = Shard(name, root, ports, ids)

@@ -86,11 +86,18 @@ def slot_ranges(shards: int) -> list[tuple[int, int]]:
 def topology(nodes: Sequence[NodeState], consistency: Consistency, timing: RaftTiming) -> dict[str, Any]:
     """``cluster.json`` for the replicas ``nodes`` (grouped by their ``shard``)."""
     shard_ids = sorted({n.shard for n in nodes})
-    ranges = slot_ranges(len(shard_ids))
+    replicas = {s: [(n.raft_id, n.port, n.bus_port) for n in nodes if n.shard == s] for s in shard_ids}
+    return cluster_json(replicas, consistency, timing)
+
+
+def cluster_json(
+    replicas: Mapping[int, Sequence[tuple[int | None, int, int | None]]], consistency: Consistency, timing: RaftTiming
+) -> dict[str, Any]:
+    """``cluster.json`` for each shard's replicas as (Raft id, RESP port, bus port), shards in order."""
     shards = []
-    for s, (lo, hi) in zip(shard_ids, ranges, strict=True):
-        reps = [{"id": n.raft_id, "host": HOST, "port": n.port, "bus_port": n.bus_port} for n in nodes if n.shard == s]
-        shards.append({"id": s, "slots": [[lo, hi]], "replicas": reps})
+    for (s, reps), (lo, hi) in zip(sorted(replicas.items()), slot_ranges(len(replicas)), strict=True):
+        entries = [{"id": rid, "host": HOST, "port": port, "bus_port": bus} for rid, port, bus in reps]
+        shards.append({"id": s, "slots": [[lo, hi]], "replicas": entries})
     return {"consistency": str(consistency), "raft": vars(timing), "shards": shards}
 
 
@@ -126,14 +133,18 @@ def leader_index(st: DeployState, views: Views, shard: int) -> int | None:
     majority of the shard's replicas follow, from their ``INFO replication`` ``views`` (None:
     did not answer); None while there is none. (A paused old leader still says "leader": the
     majority decides.)"""
-    members = st.members(shard)
-    for i in members:
+    return majority_leader({i: str(st.nodes[i].raft_id) for i in st.members(shard)}, views)
+
+
+def majority_leader(raft_ids: Mapping[int, str], views: Views) -> int | None:
+    """Of the replicas ``raft_ids`` (index -> Raft id), the one whose ``INFO replication`` view
+    says it leads and that a majority of them follow (a replica without a view follows no one)."""
+    for i, rid in raft_ids.items():
         v = views.get(i)
         if not v or v.get("raft_state") != "leader":
             continue
-        rid = str(st.nodes[i].raft_id)
-        follow = sum(1 for j in members if (views.get(j) or {}).get("raft_leader") == rid)
-        if 2 * follow > len(members):
+        follow = sum(1 for j in raft_ids if (views.get(j) or {}).get("raft_leader") == rid)
+        if 2 * follow > len(raft_ids):
             return i
     return None
 
