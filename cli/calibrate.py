@@ -140,6 +140,7 @@ def serving(
     client to the rest; fits seconds per request and per batch of each kind and per byte on the wire,
     refuses a fit at a bound, writes cost_models/data/serving.yaml."""
     with cli_errors():
+        from measure.calibrate import CalibrationError
         from measure.served_calibration import measure, points_csv, table_doc
         from measure.served_calibration import write as write_table
         from report.measure import print_serving
@@ -154,7 +155,11 @@ def serving(
         with progress_bar() as bar:
             task = bar.add_task(f"{driver} runs", total=1)
             points = measure(quick, bar_callback(bar, task), driver=driver)
-        doc = table_doc(points, quick, driver)
+        try:
+            doc = table_doc(points, quick, driver)
+        except CalibrationError:
+            print(points_csv(points), end="")  # a refused fit keeps its measurements on the terminal
+            raise
         print_serving(doc, points_csv(points))
         if write:
             print_written(str(write_table(doc)))

@@ -11,13 +11,14 @@ operation (cost_models.cpu, data/phi.yaml) each request costs, by its kind,
 with p the client's pipeline depth: the system calls and wake-ups are paid once per batch of p
 requests (a connection parses every complete request it has received as one batch and writes the
 batch's replies together), the parsing and encoding per request, the copies per byte
-(cost_models.network gives the bytes). Each kind has its own three terms: a write's bytes are
-also copied into the WAL and the memtable, CPU the engine's table (measured with 116-byte
-entries) does not charge per byte, so the byte term of a kind holds all its per-byte CPU beyond
-the engine's at that size. ``cosine calibrate serving`` measures the three kinds'
-``c_req`` and ``c_batch`` and ``c_byte`` on cosine-server pinned to one core with redis-benchmark
-on the other (measure/served_calibration.py) and writes ``data/serving.yaml`` with its provenance;
-a fit that wants a value at or past a bound is refused, as phi's are.
+(cost_models.network gives the bytes). Each kind has its own terms (:data:`KIND_TERMS`: a get's
+and a scan's per-request term measure as 0 and are not fitted): a write's bytes are also copied
+into the WAL and the memtable, CPU the engine's table (measured with 116-byte entries) does not
+charge per byte, so the byte term of a kind holds all its per-byte CPU beyond the engine's at that
+size; a write's request term is signed (:data:`SIGNED_TERMS`: a batch of SETs is one write group).
+``cosine calibrate serving`` measures the terms on cosine-server pinned to one core with
+redis-benchmark on the other (measure/served_calibration.py) and writes ``data/serving.yaml`` with
+its provenance; a fit that wants a value at or past a bound is refused, as phi's are.
 
 The serving CPU runs on any core, per connection: it joins the parallel part P of the node's CPU
 demands (docs/model.md, "CPU and throughput"), as the engine's per-operation CPU does.
@@ -52,15 +53,24 @@ SERVING_SCHEMA = 1
 KINDS = ("read", "scan", "write")
 #: Each kind's terms in serving.yaml: seconds per request, per pipelined batch, per byte on the wire.
 TERMS = ("request_seconds", "batch_seconds", "byte_seconds")
-#: The terms each kind has. A scan's CPU per request beyond its batch's and its bytes' was
-#: indistinguishable from 0 (fitted +0.09 us in one calibration, -0.19 us in the next, against
-#: ~29 us per batch and ~0.7 ns per byte): as phi.yaml's FLAT_SEARCHES, a term whose fit wants its
-#: bound is not fitted, and the model has none (0).
+#: The terms each kind has. A term whose fit is indistinguishable from 0 is not fitted and the
+#: model has none (0), as phi.yaml's FLAT_SEARCHES: a scan's CPU per request beyond its batch's
+#: and its bytes' (+0.09 us in one calibration, -0.19 us in the next, against ~6 us per batch),
+#: and a get's (+0.013 and -0.027 us in two calibrations of stop 60, against ~6.5 us per batch and
+#: the engine's 0.23 us memtable get: docs/journal/s43-s51.md §31).
 KIND_TERMS: dict[str, tuple[str, ...]] = {
-    "read": TERMS,
+    "read": ("batch_seconds", "byte_seconds"),
     "scan": ("batch_seconds", "byte_seconds"),
     "write": TERMS,
 }
+#: The one signed term. A connection's consecutive pipelined SETs are one write group
+#: (cosine-server's ``set_run``): one WAL append and one hand-off to the write thread per batch,
+#: which the engine's CPU per write (phi.yaml, measured in process, a write group per write) charges
+#: every write. So a write's request term holds the server's own CPU per SET *less* the engine's
+#: group cost its batch saves, and fits below 0 (-0.37 and -0.40 us at stop 60); its bound is the
+#: engine's whole CPU per write on the calibration's store (``write_engine_seconds`` in the table):
+#: a write may not cost nothing.
+SIGNED_TERMS = frozenset({("write", "request_seconds")})
 #: The requests of each operation, by kind (an rmw is YCSB's read, then write).
 REQUESTS: dict[Operation, tuple[str, ...]] = {
     Operation.GET: ("read",),
@@ -122,16 +132,26 @@ def _read(path: Path) -> Any:
 
 
 def check_table(raw: Any, name: str) -> dict[str, Any]:
-    """A serving table's document, checked: every kind's two terms and the byte term positive."""
+    """A serving table's document, checked: every term of :data:`KIND_TERMS` positive but the
+    :data:`SIGNED_TERMS`, which must stay above minus the engine's CPU per write they correct."""
     if not isinstance(raw, dict) or raw.get("schema") != SERVING_SCHEMA:
         raise ServingTableError(f"{name}: not a schema-{SERVING_SCHEMA} serving table; run `cosine calibrate serving`")
     kinds = raw.get("kinds")
     if not isinstance(kinds, dict):
         raise ServingTableError(f"{name}: kinds must map {', '.join(KINDS)} to their terms")
+    floor = raw.get("write_engine_seconds")
+    if not isinstance(floor, (int, float)) or not math.isfinite(floor) or floor <= 0:
+        raise ServingTableError(f"{name}: write_engine_seconds must be a positive number, got {floor!r}")
     for k in KINDS:
         for term in KIND_TERMS[k]:
             v = kinds.get(k, {}).get(term) if isinstance(kinds.get(k), dict) else None
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            if (k, term) in SIGNED_TERMS:
+                if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= -floor:
+                    raise ServingTableError(
+                        f"{name}: kinds.{k}.{term} must be a number above -write_engine_seconds "
+                        f"({-floor:.4g}), got {v!r}"
+                    )
+            elif not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ServingTableError(f"{name}: kinds.{k}.{term} must be a positive number, got {v!r}")
     return raw
 

@@ -19,16 +19,21 @@ redis-benchmark's was 0.93 for GETs, 0.88 for SETs and 1.39 for RANGEs (geometri
 docs/journal/s43-s51.md §30); the fit of cosine-resp-bench's points wanted a write term below 0
 (refused).
 
-The fit: least squares of ``c_req[kind] + c_batch[kind] / p + c_byte x wire bytes`` over every
-point (three per kind), the bytes those of
-cost_models.network. A coefficient at or below 0 is a fit at a bound: refused
-(:class:`~measure.calibrate.CalibrationError`), as phi's are.
+The CPU is each server thread's time on a CPU to the nanosecond (measure.server's
+``Server.cpu_seconds``; /proc's 10 ms ticks were up to 20 % of a short point until stop 60), and
+each point's SETs go to a fresh store whose WAL they grow by at most :data:`WAL_BYTES_PER_POINT`.
+
+The fit: relative least squares of ``c_req[kind] + c_batch[kind] / p + c_byte x wire bytes`` (the
+terms of cost_models.serving.KIND_TERMS) over every point, the bytes those of cost_models.network.
+A coefficient at or below 0 is a fit at a bound: refused (:class:`~measure.calibrate.CalibrationError`),
+as phi's are; the signed write term's bound is minus the engine's CPU per write (cost_models.serving.SIGNED_TERMS).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -42,7 +47,7 @@ import yaml
 
 from cost_models.network import Wire, wire
 from cost_models.phi import PhiTable, shipped_or
-from cost_models.serving import KIND_TERMS, KINDS, SERVING_SCHEMA, SERVING_TABLE, check_table
+from cost_models.serving import KIND_TERMS, KINDS, SERVING_SCHEMA, SERVING_TABLE, SIGNED_TERMS, check_table
 from measure.calibrate import CalibrationError
 from measure.calibrate.samples import machine, provenance
 from measure.engine import TEMPLATE, build, config_text, scratch_root, workload_dict
@@ -73,6 +78,24 @@ SCAN_COUNTS = (1, 16)
 REQUESTS = {"read": 100_000, "scan": 20_000, "write": 20_000}
 #: Requests of a run at depth > 1 over one at depth 1 (a deep pipeline costs ~5x less a request).
 DEEP_FACTOR = 5
+#: Most bytes the SETs of one point append to their store's WAL (a fresh store each point). The
+#: memtable holds every key, so nothing flushes and the WAL only grows: past a few hundred MiB on
+#: tmpfs this host's SETs cost 2-4x more CPU (8.6 us at 0.1-1.3 GB of WAL, 13.7 us at 1.3-2.6 GB,
+#: against 3.5-4.5 us on a fresh store: 4 KiB values at depth 64, the kernel's copy into new page
+#: cache pages, `copy_folio_from_iter_atomic`, 45 % of perf's samples; docs/journal/s43-s51.md
+#: §31), which a server whose memtable flushes, and whose WAL is then dropped, never pays.
+WAL_BYTES_PER_POINT = 64 << 20
+
+
+def requests(kind: str, pipeline: int, value_bytes: int) -> int:
+    """Requests of one point: :data:`REQUESTS` (x :data:`DEEP_FACTOR` past depth 1), SETs bounded
+    by :data:`WAL_BYTES_PER_POINT`."""
+    n = REQUESTS[kind] * (1 if pipeline == 1 else DEEP_FACTOR)
+    if kind == "write":
+        n = min(n, WAL_BYTES_PER_POINT // (KEY_BYTES + value_bytes))
+    return n
+
+
 #: Memory of the calibration's store: its memtable holds every key (no flush, no block read).
 BUFFER_BYTES = 256 << 20
 #: The scans' store: a small memtable (the loads flush into levels) and a cache that holds the data.
@@ -221,47 +244,48 @@ def measure(
         client = Driver(driver, client_cores, work)
         for v in values:
             w = wire(KEY_BYTES, v, 1)
-            # gets and sets on a memtable that holds every key (no flush, no block read); scans on a
-            # store whose data the loads flushed into cached levels (the memtable's own range scan
-            # copies its entries: docs/journal's scans are on levels, as a long-running node's are)
-            for store, kinds, buffer in (
-                ("mem", ("read", "write"), BUFFER_BYTES),
-                ("levels", ("scan",), SCAN_BUFFER_BYTES),
-            ):
-                with store_server(binary, work, f"{v}-{store}", v, buffer, server_cores) as srv:
-                    client.fill(srv, v)
-                    for kind in kinds:
-                        for entries in SCAN_COUNTS if kind == "scan" else (0,):
-                            for p in depths:
-                                # at least ~1 s of server CPU a point: /proc counts it in 10 ms ticks
-                                n = REQUESTS[kind] * (1 if p == 1 else DEEP_FACTOR)
-                                wall, cpu = client.point(srv, kind, v, entries, n, p)
-                                wb = wire_bytes(wire(KEY_BYTES, v, entries) if kind == "scan" else w, kind, p)
-                                points.append(
-                                    ServingPoint(
-                                        kind,
-                                        kind,
-                                        p,
-                                        v,
-                                        entries,
-                                        n,
-                                        wall,
-                                        cpu,
-                                        engine_seconds(table, kind, entries),
-                                        wb,
-                                    )
-                                )
-                                if progress:
-                                    progress(len(points), total, f"{kind} p={p} v={v}")
-    finally:
-        import shutil
 
+            def run(srv: Server, kind: str, entries: int, p: int, n: int, v: int = v, w: Wire = w) -> None:
+                wall, cpu = client.point(srv, kind, v, entries, n, p)
+                wb = wire_bytes(wire(KEY_BYTES, v, entries) if kind == "scan" else w, kind, p)
+                est = engine_seconds(table, kind, entries)
+                points.append(ServingPoint(kind, kind, p, v, entries, n, wall, cpu, est, wb))
+                if progress:
+                    progress(len(points), total, f"{kind} p={p} v={v}")
+
+            # gets on a memtable that holds every key (no flush, no block read); scans on a store
+            # whose data the loads flushed into cached levels (the memtable's own range scan copies
+            # its entries: docs/journal's scans are on levels, as a long-running node's are)
+            with store_server(binary, work, f"{v}-mem", v, BUFFER_BYTES, server_cores) as srv:
+                client.fill(srv, v)
+                for p in depths:
+                    run(srv, "read", 0, p, requests("read", p, v))
+            shutil.rmtree(work / f"db-{v}-mem", ignore_errors=True)
+            with store_server(binary, work, f"{v}-levels", v, SCAN_BUFFER_BYTES, server_cores) as srv:
+                client.fill(srv, v)
+                for entries in SCAN_COUNTS:
+                    for p in depths:
+                        run(srv, "scan", entries, p, requests("scan", p, v))
+            shutil.rmtree(work / f"db-{v}-levels", ignore_errors=True)
+            # sets each on a fresh store (its WAL bounded: :func:`requests`), over keys written once
+            for p in depths:
+                with store_server(binary, work, f"{v}-set{p}", v, BUFFER_BYTES, server_cores) as srv:
+                    client.fill(srv, v)
+                    run(srv, "write", 0, p, requests("write", p, v))
+                shutil.rmtree(work / f"db-{v}-set{p}", ignore_errors=True)
+    finally:
         shutil.rmtree(work, ignore_errors=True)
     return points
 
 
 def fit(points: list[ServingPoint]) -> dict[str, Any]:
-    """The table's terms by least squares (module docstring); refuses a fit at a bound."""
+    """The table's terms by least squares (module docstring); refuses a fit at a bound.
+
+    Each point's residual is weighed by its measured CPU per request (the server's whole, engine
+    included: what the clock read), so that a depth-64 request (~1 us) counts as much as a depth-1
+    one (~10 us). Until stop 60 the weight was the serving part alone, which is ~0 (or below: a
+    deep SET's engine share is its batch's) on the small deep points: those few points then held
+    the fit, and it wanted terms below 0 in about every other calibration."""
     cols = [(k, t) for k in KINDS for t in KIND_TERMS[k]]
     a = np.zeros((len(points), len(cols)))
     y = np.zeros(len(points))
@@ -273,20 +297,37 @@ def fit(points: list[ServingPoint]) -> dict[str, Any]:
         y[i] = pt.serving_seconds
     if np.linalg.matrix_rank(a) < len(cols):
         raise CalibrationError("the serving points do not determine every term (too few depths or sizes)")
-    # relative least squares: a depth-64 request (~1 us) counts as much as a depth-1 one (~10 us)
-    wgt = 1.0 / np.maximum(y, 1e-9)
+    engine = np.array([pt.engine_seconds for pt in points])
+    measured = y + engine
+    if not (measured > 0).all():
+        raise CalibrationError("a serving point read no server CPU: not a measurement")
+    wgt = 1.0 / measured
     coef, *_ = np.linalg.lstsq(a * wgt[:, None], y * wgt, rcond=None)
-    bad = [f"{k}.{t} = {v:.3g} s" for (k, t), v in zip(cols, coef, strict=True) if not v > 0]
+    floor = write_engine_seconds(points)
+    bad = [
+        f"{k}.{t} = {v:.3g} s"
+        for (k, t), v in zip(cols, coef, strict=True)
+        if not (v > -floor if (k, t) in SIGNED_TERMS else v > 0)
+    ]
     if bad:
-        raise CalibrationError(f"the serving fit wants a term at or below 0 ({'; '.join(bad)}): not a measurement")
-    pred = a @ coef
+        raise CalibrationError(
+            f"the serving fit wants a term at or past its bound ({'; '.join(bad)}): not a measurement"
+        )
+    pred = a @ coef + engine
     kinds: dict[str, dict[str, float]] = {k: {} for k in KINDS}
     for (k, t), v in zip(cols, coef, strict=True):
         kinds[k][t] = float(f"{v:.4g}")
     return {
+        "write_engine_seconds": float(f"{floor:.4g}"),
         "kinds": kinds,
-        "fit_accuracy": float(f"{float(np.mean(1 - np.abs(pred - y) / y)):.4f}"),
+        # on the server's whole CPU per request (the measured figure)
+        "fit_accuracy": float(f"{float(np.mean(1 - np.abs(pred - measured) / measured)):.4f}"),
     }
+
+
+def write_engine_seconds(points: list[ServingPoint]) -> float:
+    """The engine's CPU per write the points were corrected by (the bound of the signed write term)."""
+    return max((pt.engine_seconds for pt in points if pt.kind == "write"), default=0.0)
 
 
 def table_doc(points: list[ServingPoint], quick: bool, driver: ServingDriver) -> dict[str, Any]:
@@ -306,7 +347,8 @@ def table_doc(points: list[ServingPoint], quick: bool, driver: ServingDriver) ->
             f"depths {list(QUICK_DEPTHS if quick else DEPTHS)} and values "
             f"{list(QUICK_VALUES if quick else VALUES)} bytes; server CPU (user + system, every thread) per "
             "request less the engine's (phi.yaml); relative least squares of c_req[kind] + c_batch[kind] / "
-            "depth + c_byte[kind] x wire bytes. No value is clamped."
+            "depth + c_byte[kind] x wire bytes (cost_models.serving.KIND_TERMS), weighed by each point's "
+            "measured CPU per request. No value is clamped."
         ),
         **f,
         "points": [
