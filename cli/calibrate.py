@@ -137,8 +137,8 @@ def serving(
 ) -> None:
     """cosine-server's CPU per request beyond the engine's (issue 48): GET, SET and RANGE at several
     pipeline depths and value sizes from a RESP driver, the server pinned to half the cores and the
-    client to the rest; fits seconds per request and per batch of each kind and per byte on the wire,
-    refuses a fit at a bound, writes cost_models/data/serving.yaml."""
+    client to the rest; fits seconds per batch and per byte on the wire of each kind and a write's
+    signed seconds per request, refuses a fit at a bound, writes cost_models/data/serving.yaml."""
     with cli_errors():
         from measure.calibrate import CalibrationError
         from measure.served_calibration import measure, points_csv, table_doc
