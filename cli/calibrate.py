@@ -134,6 +134,10 @@ def serving(
             help="The RESP client: the engine template's (as `cosine validate --served` drives) or redis-tools'."
         ),
     ] = ServingDriver.REDIS_BENCHMARK,
+    repeat: Annotated[
+        int,
+        typer.Option(min=1, max=20, help="Passes of the whole plan; each point is the median of its passes."),
+    ] = 3,  # measure.served_calibration.REPEATS (tests/test_served_model.py checks they agree)
 ) -> None:
     """cosine-server's CPU per request beyond the engine's (issue 48): GET, SET and RANGE at several
     pipeline depths and value sizes from a RESP driver, the server pinned to half the cores and the
@@ -154,9 +158,9 @@ def serving(
             check_output_file(SERVING_TABLE, "--write")
         with progress_bar() as bar:
             task = bar.add_task(f"{driver} runs", total=1)
-            points = measure(quick, bar_callback(bar, task), driver=driver)
+            points = measure(quick, bar_callback(bar, task), driver=driver, repeat=repeat)
         try:
-            doc = table_doc(points, quick, driver)
+            doc = table_doc(points, quick, driver, repeat)
         except CalibrationError:
             print(points_csv(points), end="")  # a refused fit keeps its measurements on the terminal
             raise

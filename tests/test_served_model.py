@@ -528,3 +528,24 @@ design: {max_cluster_size: 4}
         assert d["node_throughput_ops"] * d["wire_bytes_per_op"] <= vm.network_bytes_per_s * 1.5
     assert sols["0.1"]["predicted"]["throughput_ops"] >= sols["1.0"]["predicted"]["throughput_ops"]
     assert any(d["burst_duty_cycle"] == 0.1 for d in sols["0.1"]["designs"])
+
+
+def test_a_calibration_point_is_its_median_pass() -> None:
+    """`cosine calibrate serving --repeat N`: each point is the pass of median server CPU per request
+    (a measured run), the CLI's default is the module's, and passes of two plans are refused."""
+    import inspect
+
+    from cli.calibrate import serving as serving_command
+    from measure.served_calibration import REPEATS, ServingPoint, median_points
+
+    def pt(kind: str, p: int, cpu: float) -> ServingPoint:
+        return ServingPoint(kind, kind, p, 64, 0, 1000, 1.0, cpu, 0.0, 100.0)
+
+    passes = [[pt("read", 1, c), pt("write", 16, 3 * c)] for c in (0.009, 0.007, 0.008)]
+    med = median_points(passes)
+    assert [m.server_cpu_seconds for m in med] == [0.008, 0.024]
+    even = median_points(passes[:2])
+    assert [m.server_cpu_seconds for m in even] == [0.007, 0.021]  # the lower middle, not a mean
+    with pytest.raises(ValueError, match="not the same plan"):
+        median_points([[pt("read", 1, 0.01)], [pt("read", 4, 0.01)]])
+    assert inspect.signature(serving_command).parameters["repeat"].default == REPEATS
