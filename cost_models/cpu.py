@@ -203,8 +203,8 @@ def block_read_shape(phi: PhiTable, block_bytes: float | np.ndarray) -> np.ndarr
     measured at the LSM design's block sizes (phi.yaml ``block_read_shape``: a calibration runs
     232 B to 32 KiB, measure.calibrate.plan.BLOCK_SIZE_STEPS; the written table's, refitted from
     calibrate-38, has 1, 4 and 16 KiB), a power law between each two (linear in log-log), held at
-    the first below it and continued by the last two's power law above the last
-    (:data:`EXTEND_UP`).
+    the first below it and continued by the last two's power law above the last where it grows
+    (:data:`EXTEND_UP`; held where the last two measured flat or lower, as on stop 60's host).
     Measured, not a law: a block has a fixed part (the cache shard's lookup, the read call, the
     decoder's set-up: 232 B and 464 B blocks cost alike) and a part that grows with its bytes (1 to
     16 KiB: about x1.5 per doubling). Past 16 KiB it keeps growing: a B-tree's 32 KiB blocks cost
@@ -225,12 +225,14 @@ def curve_at(
 ) -> np.ndarray:
     """A measured curve through (``knots``, ``values``) at ``x``: linear in log-log between two
     knots (a power law), held at the end values past them; with ``extend_up`` the last two
-    knots' power law continues above the last one."""
+    knots' power law continues above the last one when it grows (held when it does not)."""
     log_x = np.log2(np.asarray(x, dtype=float))
     lk, lv = np.log2(np.asarray(knots, dtype=float)), np.log2(np.asarray(values, dtype=float))
     out = np.interp(log_x, lk, lv)
     if extend_up and lk.size >= 2:
-        slope = (lv[-1] - lv[-2]) / (lk[-1] - lk[-2])
+        # a growth continued, never a decline: a larger block does not cost less than the largest
+        # measured (stop 60's calibration, AMD host: 32 KiB 2.182x a 4 KiB block, 16 KiB 2.201x)
+        slope = max((lv[-1] - lv[-2]) / (lk[-1] - lk[-2]), 0.0)
         out = np.where(log_x > lk[-1], lv[-1] + slope * (log_x - lk[-1]), out)
     return np.asarray(np.exp2(out))
 

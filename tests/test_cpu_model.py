@@ -257,10 +257,15 @@ def test_block_read_follows_the_measured_curve_between_its_sizes() -> None:
     mid = math.sqrt(a * b)  # halfway in log-log
     assert float(block_read_shape(load_phi(), mid)) == pytest.approx(math.sqrt(ratio[1] * ratio[2]), rel=1e-12)
     assert float(block_read_shape(load_phi(), knots[0] / 4)) == pytest.approx(ratio[0], rel=1e-12)
-    per_doubling = (ratio[-1] / ratio[-2]) ** (1 / math.log2(knots[-1] / knots[-2]))
+    per_doubling = max((ratio[-1] / ratio[-2]) ** (1 / math.log2(knots[-1] / knots[-2])), 1.0)
     above = float(block_read_shape(load_phi(), knots[-1] * 4))
     assert above == pytest.approx(ratio[-1] * per_doubling**2, rel=1e-12)
-    assert above > ratio[-1]
+    assert above >= ratio[-1]
+    # a curve whose last two knots grow continues to grow; one whose last two fall is held
+    grow = curve_at(np.array([64.0]), [8.0, 16.0], [1.0, 1.5], extend_up=True)[0]
+    assert grow == pytest.approx(1.5 * 1.5**2, rel=1e-12)
+    fall = curve_at(np.array([64.0]), [8.0, 16.0], [1.5, 1.4], extend_up=True)[0]
+    assert fall == pytest.approx(1.4, rel=1e-12)
     assert float(curve_at(4.0, [2.0, 8.0], [1.0, 4.0])) == pytest.approx(2.0, rel=1e-12)
     assert float(curve_at(32.0, [2.0, 8.0], [1.0, 4.0])) == pytest.approx(4.0, rel=1e-12)  # held
     assert float(curve_at(32.0, [2.0, 8.0], [1.0, 4.0], extend_up=True)) == pytest.approx(16.0, rel=1e-12)
