@@ -169,18 +169,38 @@ class Serving:
     table: ServingTable | None = None
 
 
-def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: int) -> float:
-    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` requests."""
+def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: int, write_share: float = 1.0) -> float:
+    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` requests
+    of which a share ``write_share`` write (:func:`write_request_share` of the node's mix; a
+    write's terms are :func:`kind_terms`')."""
     c = compiled()["serving_seconds"]
     inbound, outbound = w.framed(op, pipeline)
     kinds = REQUESTS[op]
     per_byte = (inbound + outbound) / len(kinds)
-    return float(
-        sum(
-            c(table.request_seconds(k), table.batch_seconds(k), float(pipeline), table.byte_seconds(k), per_byte)
-            for k in kinds
-        )
-    )
+    out = 0.0
+    for k in kinds:
+        req, batch = kind_terms(table, k, write_share)
+        out += float(c(req, batch, float(pipeline), table.byte_seconds(k), per_byte))
+    return out
+
+
+def kind_terms(table: ServingTable, kind: str, write_share: float = 1.0) -> tuple[float, float]:
+    """(seconds per request, seconds per batch) of ``kind`` when a share ``write_share`` of the
+    batch's requests write.
+
+    The table's write terms were measured on batches of SETs only, where a batch of p SETs is one
+    write group (cosine-server's ``set_run`` groups the *consecutive* SETs at a batch's front):
+    the engine's CPU per write (phi.yaml: one group per write) less g (1 - 1/p), g a group's cost,
+    so the fit's request term is q - g and its batch term b + g (q, b: the server's own CPU per SET
+    and per batch). In a batch of p requests of which a share w write, in random order, the SETs
+    form on average w + (p - 1) w (1 - w) runs, so a write saves g (p - 1) w / p: its CPU is
+    q - g w + (b + g w) / p. With q = 0 (a GET's request term measures 0: ``KIND_TERMS``),
+    g = -c_req and b = c_batch + c_req: request term w c_req, batch term c_batch + (1 - w) c_req
+    (w = 1: the table's own; depth 1: c_req + c_batch whatever w, one group per write)."""
+    req, batch = table.request_seconds(kind), table.batch_seconds(kind)
+    if kind != "write":
+        return req, batch
+    return write_share * req, batch + (1.0 - write_share) * req
 
 
 @dataclass(frozen=True)
@@ -216,7 +236,8 @@ def served(mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length:
         return hit
     node_mix, scale = served_mix(mix, serving.shards)
     w = wire(key_bytes, value_bytes, scan_length)
-    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline) for op, v in node_mix.items())
+    ws = write_request_share(node_mix)
+    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline, ws) for op, v in node_mix.items())
     out = ServedMix(node_mix, scale, secs, wire_load(w, node_mix, serving.pipeline))
     if len(_SERVED) >= _SERVED_MAX:
         _SERVED.clear()

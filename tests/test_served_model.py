@@ -549,3 +549,24 @@ def test_a_calibration_point_is_its_median_pass() -> None:
     with pytest.raises(ValueError, match="not the same plan"):
         median_points([[pt("read", 1, 0.01)], [pt("read", 4, 0.01)]])
     assert inspect.signature(serving_command).parameters["repeat"].default == REPEATS
+
+
+def test_a_write_s_group_credit_follows_the_batch_s_share_of_sets() -> None:
+    """A batch of SETs is one write group, a batch of mixed requests one group per run of SETs
+    (cosine-server's set_run): the write's terms are the table's when every request writes, the
+    same at depth 1 whatever the mix, and a write in a half-GET batch at depth 16 costs more."""
+    from cost_models.serving import kind_terms, op_serving_seconds
+
+    t = load_serving()
+    req, batch = t.request_seconds("write"), t.batch_seconds("write")
+    assert req < 0  # the credit (SIGNED_TERMS)
+    assert kind_terms(t, "write", 1.0) == (req, batch)
+    assert kind_terms(t, "read", 0.3) == (t.request_seconds("read"), t.batch_seconds("read"))
+    w = wire(16, 1000, 10.0)
+    solo = [op_serving_seconds(t, w, Operation.UPDATE, 1, s) for s in (1.0, 0.5, 0.05)]
+    assert solo == pytest.approx([solo[0]] * 3, rel=1e-12)
+    deep = [op_serving_seconds(t, w, Operation.UPDATE, 16, s) for s in (1.0, 0.5, 0.05)]
+    assert deep[0] < deep[1] < deep[2]
+    # w = 0.5, p = 16: the write saves g (p - 1) w / p of its group, g = -c_req
+    g = -req
+    assert deep[1] - deep[0] == pytest.approx(g * 15 / 16 * (1.0 - 0.5), rel=1e-9)
