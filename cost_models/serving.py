@@ -172,7 +172,7 @@ class Serving:
 def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: int, write_share: float = 1.0) -> float:
     """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` requests
     of which a share ``write_share`` write (:func:`write_request_share` of the node's mix; a
-    write's terms are :func:`kind_terms`')."""
+    write's terms are :func:`kind_terms`'s)."""
     c = compiled()["serving_seconds"]
     inbound, outbound = w.framed(op, pipeline)
     kinds = REQUESTS[op]
@@ -189,7 +189,7 @@ def kind_terms(table: ServingTable, kind: str, write_share: float = 1.0) -> tupl
     batch's requests write.
 
     The table's write terms were measured on batches of SETs only, where a batch of p SETs is one
-    write group (cosine-server's ``set_run`` groups the *consecutive* SETs at a batch's front):
+    write group (cosine-server's ``set_run`` makes each run of consecutive SETs in a batch one group):
     the engine's CPU per write (phi.yaml: one group per write) less g (1 - 1/p), g a group's cost,
     so the fit's request term is q - g and its batch term b + g (q, b: the server's own CPU per SET
     and per batch). In a batch of p requests of which a share w write, in random order, the SETs

@@ -83,6 +83,8 @@ class Server:
     proc: subprocess.Popen[bytes]
     #: every thread's last CPU figure read (:meth:`cpu_seconds`), by thread id
     seen_ns: dict[int, int] = field(default_factory=dict)
+    #: the last figures of threads whose id a later thread took (its figure then restarts lower)
+    retired_ns: int = 0
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the process (every thread, user + system) so far, to the nanosecond.
@@ -93,8 +95,12 @@ class Server:
         between two reads loses only its time since the earlier one (tokio's blocking threads
         outlive 10 s idle; the network tasks and the group-commit thread live as long as the
         server)."""
-        self.seen_ns.update(thread_cpu_ns(self.pid))
-        return sum(self.seen_ns.values()) / 1e9
+        for tid, ns in thread_cpu_ns(self.pid).items():
+            last = self.seen_ns.get(tid, 0)
+            if ns < last:  # a new thread under an exited one's id: keep the old one's time
+                self.retired_ns += last
+            self.seen_ns[tid] = ns
+        return (self.retired_ns + sum(self.seen_ns.values())) / 1e9
 
     def alive(self) -> bool:
         return self.proc.poll() is None
