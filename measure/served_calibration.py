@@ -241,14 +241,22 @@ def measure(
 ) -> list[ServingPoint]:
     """Every point of the plan: ``repeat`` whole passes (each on its own servers), each point the
     pass of median server CPU (:func:`median_points`)."""
+    table = shipped_or(phi)
+    binary = build(TEMPLATE, "cosine-server")
+    work = scratch_root() / f"cosine-serving-{int(time.time())}"
     passes: list[list[ServingPoint]] = []
-    for i in range(repeat):
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        client = Driver(driver, core_split()[1], work)
+        for i in range(repeat):
 
-        def step(done: int, total: int, what: str, i: int = i) -> None:
-            if progress:
-                progress(i * total + done, repeat * total, f"pass {i + 1}/{repeat}: {what}")
+            def step(done: int, total: int, what: str, i: int = i) -> None:
+                if progress:
+                    progress(i * total + done, repeat * total, f"pass {i + 1}/{repeat}: {what}")
 
-        passes.append(measure_pass(quick, step, phi, driver))
+            passes.append(measure_pass(quick, binary, client, work / f"pass-{i}", table, step))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return median_points(passes)
 
 
@@ -267,22 +275,20 @@ def median_points(passes: list[list[ServingPoint]]) -> list[ServingPoint]:
 
 def measure_pass(
     quick: bool,
+    binary: Path,
+    client: Driver,
+    work: Path,
+    table: PhiTable,
     progress: Callable[[int, int, str], None] | None = None,
-    phi: PhiTable | None = None,
-    driver: ServingDriver = ServingDriver.REDIS_BENCHMARK,
 ) -> list[ServingPoint]:
-    """Every point of the plan once, on one cosine-server per value size and kind (a fresh one
-    per point of SETs)."""
-    table = shipped_or(phi)
-    server_cores, client_cores = core_split()
+    """Every point of the plan once, on ``binary`` (cosine-server) under ``work``: one server per
+    value size and kind, a fresh one per point of SETs."""
+    server_cores = core_split()[0]
     depths, values = (QUICK_DEPTHS, QUICK_VALUES) if quick else (DEPTHS, VALUES)
-    binary = build(TEMPLATE, "cosine-server")
-    work = scratch_root() / f"cosine-serving-{int(time.time())}"
     points: list[ServingPoint] = []
     total = len(values) * len(depths) * (2 + len(SCAN_COUNTS))
     try:
         work.mkdir(parents=True, exist_ok=True)
-        client = Driver(driver, client_cores, work)
         for v in values:
             w = wire(KEY_BYTES, v, 1)
 
