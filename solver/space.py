@@ -13,7 +13,8 @@ so fewer threads never help in the model.
 
 Shard sizes: the tables evaluate a node holding N / k entries for k in :data:`SHARD_DIVISORS`
 (every homogeneous cluster of up to 6 nodes and a ladder to 100), then k grows
-by :data:`SHARD_STEP` up to the cluster cap. These are breakpoints, not node counts: a column
+by :data:`SHARD_STEP` up to the cluster cap; a replicated plan's k counts replica groups
+(:func:`node_counts`: RF x k nodes). These are breakpoints, not node counts: a column
 tabled at N / k serves any count from k up (its nodes then hold fewer keys, at least its rate:
 solver.bottleneck), and solver.grid checks the answer's own nodes at every count exactly
 (docs/solver.md).
@@ -197,20 +198,31 @@ def shard_counts(max_cluster: int) -> list[int]:
     return sorted(set(ks))
 
 
+def node_counts(spec: Spec, max_cluster: int) -> list[int]:
+    """The node counts a spec's tables evaluate, ``spec`` a node view: RF x each count of replica
+    groups on the ladder (:func:`shard_counts` of the groups the cap holds), so a group count's shard
+    is one key share, N / g, whatever the replication factor, and the plans' node views evaluate
+    the same shard sizes (solver.tables.build.plan_groups shares them). Stop 60 rounded each node
+    count of the ladder up to whole groups, which made a third plan's sizes its own (25 of ycsb_a's
+    59 shard jobs)."""
+    rf = replica_nodes(spec)
+    groups = min(max_cluster, int(spec.workload.entries)) // rf
+    return [rf * g for g in shard_counts(groups)] if groups >= 1 else []
+
+
 def fanout_nodes(spec: Spec, entries: float) -> int:
     """The nodes a cluster's scans are tabled to reach for a column whose nodes hold ``entries``
-    keys (``spec`` a node view: its entries count every replica): the most whole replica groups
-    below the next breakpoint after the column's own count k = N / entries (one group at least).
-    A column is tabled at N / k keys and credited for clusters of up to this count (:func:`reach`):
-    its nodes then hold no more keys, and their scans reach no more shards, than tabled. Every
-    count m of whole groups keeps a column: the last breakpoint k <= m reaches m, as m is below the
-    next one (the count at the next breakpoint is that column's own, priced exactly; stop 54
-    priced each column at the next breakpoint itself, a third too many shards for 6 nodes at RF 2).
-    Independent of the cluster cap, so the table cache's rows hold."""
+    keys (``spec`` a node view: its entries count every replica): the replica groups below the
+    next breakpoint after the column's own group count g = N / (RF x entries), times RF (one group
+    at least). A column is tabled at N / k keys and credited for clusters of up to this count
+    (:func:`reach`): its nodes then hold no more keys, and their scans reach no more shards, than
+    tabled. Every count m of whole groups keeps a column: the last breakpoint g <= m / RF reaches
+    m, as m / RF is below the next one (the count at the next breakpoint is that column's own,
+    priced exactly). Independent of the cluster cap, so the table cache's rows hold."""
     rf = replica_nodes(spec)
-    k = round(spec.workload.entries / max(float(entries), 1.0))
-    after = next(n for n in ladder() if n > k)
-    return max(rf, rf * ((after - 1) // rf))
+    g = max(1, round(spec.workload.entries / max(float(entries), 1.0) / rf))
+    after = next(n for n in ladder() if n > g)
+    return rf * (after - 1)
 
 
 def has_scans(spec: Spec, workloads: WorkloadKind) -> bool:

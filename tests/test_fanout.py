@@ -18,7 +18,7 @@ import pytest
 
 from cost_models.replication import node_spec
 from solver.bottleneck import ColumnTable, reach_classes
-from solver.space import fanout_nodes, has_scans, ladder, reach, shard_counts
+from solver.space import fanout_nodes, has_scans, ladder, node_counts, reach, shard_counts
 from specs.schema import ReplicaPlan, parse_spec
 from specs.vocab import WorkloadKind
 from tests.conftest import TINY_SPEC
@@ -40,22 +40,37 @@ def test_the_fanout_stops_below_the_next_breakpoint_whatever_the_cap() -> None:
 
 @pytest.mark.parametrize("rf", [1, 2, 3])
 def test_every_count_of_whole_groups_keeps_a_column(rf: int) -> None:
-    """A homogeneous cluster of m nodes (whole replica groups) is reachable: the last breakpoint at
+    """A homogeneous cluster of m nodes (whole replica groups) is reachable: the last tabled count at
     or below m has a column whose reach is at least m, and no column reaches past the count before
-    the next breakpoint (its nodes would hold more keys, or scan more shards, than tabled)."""
+    the next breakpoint of groups (its nodes would hold more keys, or scan more shards, than tabled)."""
     spec = parse_spec(SCANS)
     if rf > 1:
         spec, _ = node_spec(spec, ReplicaPlan(rf, rf))
     n = spec.workload.entries
     cap = 700
-    ks = shard_counts(cap)
+    ks = node_counts(spec, cap)
+    assert ks == [rf * g for g in shard_counts(cap // rf)]
     fan = {k: fanout_nodes(spec, n / k) for k in ks}
-    for m in range(rf, cap + 1, rf):
+    for m in range(rf, cap // rf * rf + 1, rf):
         k = max(s for s in ks if s <= m)
         assert fan[k] >= m, (rf, m, k, fan[k])
     for k, f in fan.items():
-        after = min(s for s in itertools_take(ladder(), 60) if s > k)
-        assert f % rf == 0 and (f < after or f == rf), (rf, k, f, after)
+        after = min(s for s in itertools_take(ladder(), 60) if s > k // rf)
+        assert f % rf == 0 and f < rf * after, (rf, k, f, after)
+
+
+def test_the_plans_tables_share_their_shard_sizes() -> None:
+    """Every replication plan's node view tables the same key shares N / g (g replica groups on the
+    ladder), so the plans' tables are built by the same shard jobs (solver.tables.build.plan_groups)."""
+    spec = parse_spec(SCANS)
+    data = spec.workload.entries
+    sizes = []
+    for rf in (1, 2, 3):
+        view = spec if rf == 1 else node_spec(spec, ReplicaPlan(rf, rf))[0]
+        sizes.append([round(view.workload.entries / k) for k in node_counts(view, 600)])
+        assert sizes[-1] == sorted({round(data / g) for g in shard_counts(600 // rf)}, reverse=True)
+    # below each plan's own cap (the smallest share), the sizes are the unreplicated plan's
+    assert set(sizes[1][:-1]) <= set(sizes[0]) and set(sizes[2][:-1]) <= set(sizes[0])
 
 
 def itertools_take(it: Any, n: int) -> list[int]:

@@ -19,10 +19,10 @@ from cost_models.evaluate import spec_partitions
 from cost_models.io_model import window_tables
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.pricing.catalog import Catalog, VmType
-from cost_models.replication import amplification, replica_nodes
+from cost_models.replication import amplification
 from cost_models.robust import perturbed_amplification
 from cost_models.windows import WindowTable
-from solver.space import Grid, cluster_cap, grid_for, shard_counts
+from solver.space import Grid, cluster_cap, grid_for, node_counts
 from solver.tables.columns import Column, columns_for_vm, prune_columns
 from solver.tables.context import COSINE, Context, Tables
 from solver.tables.grid_eval import (
@@ -286,12 +286,9 @@ def _plan(
     vms = [vm for p in providers for vm in catalog.vms.get(p, [])]
     if vms:
         grid.check_size(max(vm.memory_gib for vm in vms) * GIB)
-    N = spec.workload.entries
     # a replicated cluster is replica groups of RF nodes (a node holds one copy of a key at most):
-    # its shard counts are whole groups, up to the most groups the cap holds
-    rf = replica_nodes(spec)
-    top = min(mc, N) // rf * rf
-    counts = sorted({min(top, rf * -(-k // rf)) for k in shard_counts(min(mc, N))} - {0})
+    # its shard counts are the ladder's group counts, up to the most groups the cap holds
+    counts = node_counts(spec, mc)
     provs = sorted(set(providers))
     found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
     # a shard size is computed (every kind) for the providers the cache lacks any kind of
