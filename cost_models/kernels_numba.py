@@ -224,6 +224,64 @@ def cpu_throughput(
 
 
 @njit(cache=True, error_model="numpy")
+def _row_before(c: np.ndarray, a: int, b: int) -> bool:  # pragma: no cover - compiled
+    """Whether row ``a`` of ``c`` comes strictly before row ``b`` in lexicographic order."""
+    for j in range(c.shape[1]):
+        if c[a, j] < c[b, j]:
+            return True
+        if c[a, j] > c[b, j]:
+            return False
+    return False
+
+
+@njit(cache=True, error_model="numpy")
+def lex_order(c: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """The rows of ``c`` (n x d) without a NaN, in lexicographic order of their columns, identical
+    rows in their order: ``np.lexsort(c[idx].T[::-1])`` of them (a stable bottom-up merge sort,
+    without numpy's d passes and copies: most of cost_models.pareto.pareto_mask's time on the
+    design tables' ~2,000-row calls until stop 61)."""
+    n, d = c.shape
+    idx = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        ok = True
+        for j in range(d):
+            if c[i, j] != c[i, j]:
+                ok = False
+                break
+        if ok:
+            idx[m] = i
+            m += 1
+    a = idx[:m].copy()
+    b = np.empty(m, dtype=np.int64)
+    width = 1
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            x, y, k = lo, mid, lo
+            while x < mid and y < hi:
+                if _row_before(c, a[y], a[x]):  # the right one only when strictly before: stable
+                    b[k] = a[y]
+                    y += 1
+                else:
+                    b[k] = a[x]
+                    x += 1
+                k += 1
+            while x < mid:
+                b[k] = a[x]
+                x += 1
+                k += 1
+            while y < hi:
+                b[k] = a[y]
+                y += 1
+                k += 1
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(cache=True, error_model="numpy")
 def pareto_sorted(c: np.ndarray, order: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """cost_models.pareto.pareto_mask's rows kept, of the rows ``order`` of ``c`` (n x d, no nan)
     in lexicographic order (identical rows in their order): a row is kept iff no row kept before it
@@ -234,20 +292,35 @@ def pareto_sorted(c: np.ndarray, order: np.ndarray) -> np.ndarray:  # pragma: no
     keep = np.zeros(n, dtype=np.bool_)
     front = np.empty((order.size, d))
     m = 0
+    last = -1  # the front row that dominated the row before: neighbours in this order share it
     for i in order:
         dominated = False
-        for f in range(m):
-            below = True
+        if last >= 0:
+            dominated = True
             for j in range(d):
-                if front[f, j] > c[i, j]:
-                    below = False
+                if front[last, j] > c[i, j]:
+                    dominated = False
                     break
-            if below:
-                dominated = True
-                break
+        if not dominated:
+            for f in range(m - 1, -1, -1):  # the latest first: the nearest in this order
+                below = True
+                for j in range(d):
+                    if front[f, j] > c[i, j]:
+                        below = False
+                        break
+                if below:
+                    dominated = True
+                    last = f
+                    break
         if not dominated:
             keep[i] = True
             for j in range(d):
                 front[m, j] = c[i, j]
             m += 1
     return keep
+
+
+@njit(cache=True, error_model="numpy")
+def pareto_rows(c: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """cost_models.pareto.pareto_mask of ``c`` (n x d): :func:`pareto_sorted` over :func:`lex_order`."""
+    return pareto_sorted(c, lex_order(c))

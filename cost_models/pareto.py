@@ -48,15 +48,14 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     if c.ndim == 1:
         c = c[:, None]
     n, d = c.shape
+    k = numba_kernels()
+    if k is not None and d >= 3:  # compiled: order and scan (cost_models.kernels_numba.pareto_rows)
+        return np.asarray(k.pareto_rows(np.ascontiguousarray(c)), dtype=bool)
     keep = np.zeros(n, dtype=bool)
     valid = ~np.isnan(c).any(axis=1)
     idx = np.flatnonzero(valid)
     if idx.size == 0:
         return keep
-    k = numba_kernels()
-    if k is not None and d >= 3:  # the compiled scan (cost_models.kernels_numba.pareto_sorted)
-        order = idx[np.lexsort(c[idx].T[::-1])]
-        return np.asarray(k.pareto_sorted(np.ascontiguousarray(c), order), dtype=bool)
     if d > 3 and idx.size > PIVOT_ROWS_MIN:
         kept, idx = _peel(c, idx, PEELS)
         keep[kept] = True

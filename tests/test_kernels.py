@@ -152,3 +152,9 @@ def test_pareto_kernel_matches_the_numpy_path(d: int) -> None:
         with kernels.reference():
             ref = pareto_mask(c)
         assert np.array_equal(fast, ref)
+        # the compiled order is numpy's stable lexicographic one of the rows without a NaN
+        k = kernels.numba_kernels()
+        assert k is not None
+        idx = np.flatnonzero(~np.isnan(c).any(axis=1))
+        assert np.array_equal(k.lex_order(c), idx[np.lexsort(c[idx].T[::-1])])
+    assert not pareto_mask(np.full((4, d), np.nan)).any()
