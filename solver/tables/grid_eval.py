@@ -7,7 +7,7 @@ share one evaluation (:func:`same_evaluation`, :func:`saturated_split`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -66,14 +66,22 @@ class GridEval:
     codec_cpu: np.ndarray | None = None  # codec CPU seconds per operation, expected mix
     codec_cpu_p: np.ndarray | None = None  # and perturbed mix
     codec_pair: np.ndarray | None = None  # index of the row's (hot, cold) pair in Grid.codecs
+    # :meth:`design`'s objects so far (not an init field: dataclasses.replace starts a new one)
+    _designs: dict[tuple[int, int, str], Design] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def cls(self) -> np.ndarray:
         return self.shape.cls
 
     def design(self, i: int, threads: int, name: str = COSINE) -> Design:
-        k = int(np.searchsorted(self.offsets, i, side="right") - 1)
-        return self.batches[k].design(i - int(self.offsets[k]), threads=threads, name=name)
+        """Row ``i``'s design with ``threads`` threads: one (frozen) object per row, threads and name,
+        shared by the columns of every VM type of as many vCPUs (and pickled once with them)."""
+        key = (i, threads, name)
+        hit = self._designs.get(key)
+        if hit is None:
+            k = int(np.searchsorted(self.offsets, i, side="right") - 1)
+            hit = self._designs[key] = self.batches[k].design(i - int(self.offsets[k]), threads=threads, name=name)
+        return hit
 
 
 def workloads(spec: Spec) -> list[Workload]:
