@@ -95,6 +95,31 @@ def operation(
         print_written(str(out / "calibration.parquet"))
 
 
+@app.command("wal")
+def wal(quick: Quick = False, write: Write = True) -> None:
+    """A write's engine CPU by its entry's bytes and by the WAL policy the model prices (about two
+    minutes): update-only cached runs of the LSM and B-tree presets at several value sizes, under
+    wal_sync none and group_commit; least squares, refused at a bound; merged into
+    cost_models/data/phi.yaml as ``wal`` with every other entry unchanged."""
+    with cli_errors():
+        from cost_models.phi import PHI_TABLE
+        from measure.calibrate.wal import fit, measure, merge, section
+        from report.measure import print_wal
+        from report.progress import progress_bar
+        from report.solve import print_written
+
+        if write:
+            from specs.io import check_output_file
+
+            check_output_file(PHI_TABLE, "--write")
+        with progress_bar() as bar:
+            points = measure(quick, bar_callback(bar, bar.add_task("update runs", total=1)))
+        sec = section(points, fit(points), quick)
+        print_wal(sec)
+        if write:
+            print_written(str(merge(sec)))
+
+
 @app.command("host-speed")
 def host_speed(quick: Quick = False, out: Out = Path("runs/calibrate")) -> None:
     """Does the table still describe this host? The calibration's cached get and update runs, measured

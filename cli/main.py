@@ -21,6 +21,7 @@ from cli.common import OneLineErrors, cli_errors, echo_json
 from deploy.raft import Consistency, Routing
 from specs.errors import ExitCode, InputError, unwind_on_termination
 from specs.vocab import (
+    MODELLED_WAL_SYNC,
     BackendName,
     CostModel,
     DeploymentStatus,
@@ -286,7 +287,7 @@ def render(
     solution: Annotated[Path | None, typer.Argument(help="RUN_DIR/solution.json written by `cosine solve`.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for the rendered Rust workspace.")] = Path("engine"),
     preset: Annotated[PresetName | None, typer.Option(help="Render a baseline instead.")] = None,
-    wal_sync: Annotated[WalSync, typer.Option(help="The engine's WAL policy.")] = WalSync.GROUP_COMMIT,
+    wal_sync: Annotated[WalSync, typer.Option(help="The engine's WAL policy.")] = MODELLED_WAL_SYNC,
 ) -> None:
     """Render a solution's engine design (or a preset) as a Rust engine workspace."""
     with cli_errors():
@@ -386,7 +387,7 @@ def deploy(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Deployment directory (default RUN_DIR/deploy).")] = None,
     port: Annotated[int | None, typer.Option(help="The proxy's loopback port (default: a free one).")] = None,
-    wal_sync: Annotated[WalSync, typer.Option(help="The engines' WAL policy.")] = WalSync.GROUP_COMMIT,
+    wal_sync: Annotated[WalSync, typer.Option(help="The engines' WAL policy.")] = MODELLED_WAL_SYNC,
     replicas: Annotated[
         int | None,
         typer.Option(help="Replicas per shard, 1..3, each a Raft group (default: the answer's replication factor)."),

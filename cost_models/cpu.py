@@ -139,18 +139,33 @@ def lookup_seconds(phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray) -
     return slope[code] * np.broadcast_to(doublings(phi, n_keys), code.shape)[:, None]
 
 
-def op_cpu_seconds(phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float) -> np.ndarray:
+def wal_seconds(phi: PhiTable, entry_bytes: float) -> tuple[float, float]:
+    """(foreground, background) CPU seconds of a write beyond the table's write CPU, one WAL group
+    per write (phi.yaml ``wal``, `cosine calibrate wal`): its entry's copies and allocation past
+    the table's reference entry (below 0 for smaller entries), and the modelled WAL policy's
+    (specs.vocab.MODELLED_WAL_SYNC: the group's WAL write on the writer's thread, its sync on the
+    engine's sync thread), which the table's writes (measured under ``wal_sync = "none"``) lack."""
+    w = phi["wal"]
+    fg = float(w["seconds_per_byte"]) * (float(entry_bytes) - float(w["reference_entry_bytes"]))
+    return fg + float(w["group_seconds"]), float(w["group_background_seconds"])
+
+
+def op_cpu_seconds(
+    phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float, entry_bytes: float
+) -> np.ndarray:
     """(designs, operations) CPU seconds of each operation on a warm cached engine with an empty memtable.
 
     A lookup's CPU grows with the keys on the node (:func:`lookup_seconds`). A
     range adds its entries; a hash log's range scans its whole index (it has
     no order): its CPU is keys on the node x hash_scan_per_key_seconds (the
-    table has no per-scan constant for it).
+    table has no per-scan constant for it). A write (insert, update, an rmw's write) adds its
+    entry's bytes and its WAL group's foreground CPU (:func:`wal_seconds`).
     """
     t = phi
     code = np.asarray(cls, dtype=int)
     c = _per_class(phi, "cpu_seconds")[code]
     c = c + lookup_seconds(phi, code, n_keys)
+    c[:, _WRITES] += wal_seconds(phi, entry_bytes)[0]
     r = OPERATIONS.index(Operation.RANGE)
     per_entry = np.array([float(t["classes"][name]["range_entry_seconds"]) for name in DESIGN_CLASSES])
     c[:, r] += scan_length * per_entry[code]
@@ -427,7 +442,7 @@ def shape_terms(phi: PhiTable, shape: NodeShape, scan_length: float) -> ShapeTer
     entries = np.broadcast_to(shape.buffered, np.shape(shape.cls))
     bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
     return ShapeTerms(
-        cpu=op_cpu_seconds(phi, shape.cls, shape.n_keys, scan_length),
+        cpu=op_cpu_seconds(phi, shape.cls, shape.n_keys, scan_length, shape.entry_bytes),
         descents=np.stack([memtable_descents_seconds(phi, entries, op) for op in OPERATIONS], axis=-1),
         phi=op_phi(phi, shape.cls),
         block_bytes=bb,
@@ -481,17 +496,18 @@ def demands(
     # (one operation type) met them every time
     kind_share = np.where(_WRITES, w[_WRITES].sum(), w[~_WRITES].sum())
     extra = c * (st.concurrency - 1.0) * kind_share
+    put_share = float(puts @ w)
     d = Demands(
         serial=((1 - phi) * c) @ w,
         parallel=(phi * c + fg * t_read) @ w,
         wait=(fg @ w) * read_latency_s,
-        background=(merged * t_merge) @ w,
+        # the merges' blocks, and each write's WAL group synced by the engine's sync thread
+        background=(merged * t_merge) @ w + put_share * wal_seconds(table, shape.entry_bytes)[1],
         io=io_op,
         io_bytes=io_bytes,
         serial_concurrent=((1 - phi) * extra) @ w,
         parallel_concurrent=(phi * extra) @ w,
     )
-    put_share = float(puts @ w)
     if io.cascades is not None and put_share > 0:
         cas = io.cascades
         d.stall_rate = np.asarray(cas.rate, dtype=float) * put_share

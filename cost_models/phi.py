@@ -23,7 +23,7 @@ import yaml
 
 from specs.errors import InputError
 from specs.io import load_yaml
-from specs.vocab import DESIGN_CLASSES, OPERATIONS, DesignClass, Operation
+from specs.vocab import DESIGN_CLASSES, MODELLED_WAL_SYNC, OPERATIONS, DesignClass, Operation
 
 #: The shipped table, written by `cosine calibrate phi`.
 PHI_TABLE = Path(__file__).resolve().parent / "data" / "phi.yaml"
@@ -136,7 +136,33 @@ def _load_table(path: Path) -> dict[str, Any]:
                 if key != "phi" and not (math.isfinite(float(v)) and float(v) > 0.0):
                     raise PhiTableError(f"{path.name}: {cls}.{key}.{op} must be a positive number")
     _check_shape(path, raw.get("block_read_shape"))
+    _check_wal(path, raw.get("wal"))
     return raw
+
+
+#: phi.yaml ``wal``'s terms (`cosine calibrate wal`, measure/calibrate/wal.py), each positive.
+WAL_TERMS = (
+    "reference_entry_bytes",
+    "seconds_per_byte",
+    "group_seconds",
+    "group_background_seconds",
+)
+
+
+def _check_wal(path: Path, sec: Any) -> None:
+    """``wal``: a write's CPU by its entry's bytes and the modelled WAL policy's (its terms positive,
+    measured under specs.vocab.MODELLED_WAL_SYNC)."""
+    if not isinstance(sec, dict):
+        raise PhiTableError(f"{path.name}: wal missing; run `cosine calibrate wal`")
+    if sec.get("policy") != MODELLED_WAL_SYNC:
+        raise PhiTableError(
+            f"{path.name}: wal.policy is {sec.get('policy')!r}, the model prices {MODELLED_WAL_SYNC!s}; "
+            "run `cosine calibrate wal`"
+        )
+    for key in WAL_TERMS:
+        v = sec.get(key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+            raise PhiTableError(f"{path.name}: wal.{key} must be a positive number, got {v!r}")
 
 
 def _check_shape(path: Path, shape: Any) -> None:

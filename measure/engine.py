@@ -43,6 +43,16 @@ NICE_ENV = "COSINE_BENCH_NICE"
 ENGINE_CONFIG_ERROR = "invalid configuration: "
 
 
+#: Most bytes the writes of one calibration point append to their store's WAL (a fresh store each
+#: point: measure.served_calibration's SETs, measure.calibrate.wal's updates). The
+#: memtable holds every key, so nothing flushes and the WAL only grows: past a few hundred MiB on
+#: tmpfs this host's SETs cost 2-4x more CPU (8.6 us at 0.1-1.3 GB of WAL, 13.7 us at 1.3-2.6 GB,
+#: against 3.5-4.5 us on a fresh store: 4 KiB values at depth 64, the kernel's copy into new page
+#: cache pages, `copy_folio_from_iter_atomic`, 45 % of perf's samples; docs/journal/s43-s51.md
+#: §31), which a server whose memtable flushes, and whose WAL is then dropped, never pays.
+WAL_BYTES_PER_POINT = 64 << 20
+
+
 def config_text(secs: dict[str, Any], threads: int, **layout: Any) -> str:
     """engine.toml of the sections ``secs`` with ``threads`` client threads and the ``layout``
     entries replaced (e.g. ``block_cache_bytes``)."""

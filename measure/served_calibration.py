@@ -8,7 +8,8 @@ pipeline depth p, 50 connections, 10,000 keys of 16 bytes with values of V bytes
 figure is the server's CPU seconds over the run (the process's
 user + system time from /proc, every thread: the network tasks, the blocking pool, the group-commit
 thread) per request, less the engine's own CPU for that operation on a store its memtable holds
-(data/phi.yaml's LSM class: ``buffer_get_seconds`` for a get, ``cpu_seconds.update`` for a set,
+(data/phi.yaml's LSM class: ``buffer_get_seconds`` for a get, ``cpu_seconds.update`` and its entry's
+bytes and WAL group (``wal``) for a set,
 ``cpu_seconds.range`` plus ``range_entry_seconds`` per entry for a RANGE). CPU time, not wall
 time: another program's load on the machine slows the run but does not enter its CPU per request.
 
@@ -21,7 +22,8 @@ docs/journal/s43-s51.md §30); the fit of cosine-resp-bench's points wanted a wr
 
 The CPU is each server thread's time on a CPU to the nanosecond (measure.server's
 ``Server.cpu_seconds``; /proc's 10 ms ticks were up to 20 % of a short point until stop 60), and
-each point's SETs go to a fresh store whose WAL they grow by at most :data:`WAL_BYTES_PER_POINT`.
+each point's SETs go to a fresh store whose WAL they grow by at most
+:data:`~measure.engine.WAL_BYTES_PER_POINT`.
 
 The fit: relative least squares of ``c_req[kind] + c_batch[kind] / p + c_byte x wire bytes`` (the
 terms of cost_models.serving.KIND_TERMS) over every point, the bytes those of cost_models.network.
@@ -45,18 +47,19 @@ from typing import Any
 import numpy as np
 import yaml
 
+from cost_models.cpu import wal_seconds
 from cost_models.network import Wire, wire
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.serving import KIND_TERMS, KINDS, SERVING_SCHEMA, SERVING_TABLE, SIGNED_TERMS, check_table
 from measure.calibrate import CalibrationError
 from measure.calibrate.samples import machine, provenance
-from measure.engine import TEMPLATE, build, config_text, scratch_root, workload_dict
+from measure.engine import TEMPLATE, WAL_BYTES_PER_POINT, build, config_text, scratch_root, workload_dict
 from measure.grid import designs
 from measure.served import DRIVER, drive
 from measure.server import HOST, Server, core_split, cosine_server, need, pinned
 from specs.io import write_text
 from specs.schema import Distribution, Workload
-from specs.vocab import Operation, ServingDriver
+from specs.vocab import MODELLED_WAL_SYNC, Operation, ServingDriver
 
 #: Keys as redis-benchmark makes them with ``-r`` (``key:`` and 12 digits), and cosine-resp-bench's
 #: shortest (16 hex digits).
@@ -78,13 +81,6 @@ SCAN_COUNTS = (1, 16)
 REQUESTS = {"read": 100_000, "scan": 20_000, "write": 20_000}
 #: Requests of a run at depth > 1 over one at depth 1 (a deep pipeline costs ~5x less a request).
 DEEP_FACTOR = 5
-#: Most bytes the SETs of one point append to their store's WAL (a fresh store each point). The
-#: memtable holds every key, so nothing flushes and the WAL only grows: past a few hundred MiB on
-#: tmpfs this host's SETs cost 2-4x more CPU (8.6 us at 0.1-1.3 GB of WAL, 13.7 us at 1.3-2.6 GB,
-#: against 3.5-4.5 us on a fresh store: 4 KiB values at depth 64, the kernel's copy into new page
-#: cache pages, `copy_folio_from_iter_atomic`, 45 % of perf's samples; docs/journal/s43-s51.md
-#: §31), which a server whose memtable flushes, and whose WAL is then dropped, never pays.
-WAL_BYTES_PER_POINT = 64 << 20
 
 
 def requests(kind: str, pipeline: int, value_bytes: int) -> int:
@@ -123,13 +119,15 @@ class ServingPoint:
         return self.server_cpu_seconds / self.requests - self.engine_seconds
 
 
-def engine_seconds(phi: PhiTable, kind: str, entries: int) -> float:
-    """The engine's own CPU per request of the calibration's store (module docstring)."""
+def engine_seconds(phi: PhiTable, kind: str, entries: int, value_bytes: int) -> float:
+    """The engine's own CPU per request of the calibration's store (module docstring); a write's
+    with its entry's bytes and its WAL group, synced by the modelled policy (cost_models.cpu.wal_seconds,
+    one group per write: until stop 61 the write terms held them, measured under ``wal_sync = "none"``)."""
     lsm = phi["classes"]["lsm"]
     if kind == "read":
         return float(lsm["buffer_get_seconds"])  # the memtable answers every get
     if kind == "write":
-        return float(lsm["cpu_seconds"]["update"])
+        return float(lsm["cpu_seconds"]["update"]) + sum(wal_seconds(phi, KEY_BYTES + value_bytes))
     return float(lsm["cpu_seconds"]["range"]) + entries * float(lsm["range_entry_seconds"])
 
 
@@ -214,8 +212,11 @@ def store_server(
     binary: Path, work: Path, name: str, value_bytes: int, buffer_bytes: int, cores: tuple[int, ...]
 ) -> Server:
     """cosine-server on a fresh store under ``work`` (the LSM preset, :data:`KEY_BYTES` keys of
-    ``value_bytes`` values, a memtable of ``buffer_bytes``, a block cache of :data:`CACHE_BYTES`)."""
-    secs = designs(KEYSPACE, quick=True, optima=False)["rocksdb"]
+    ``value_bytes`` values, a memtable of ``buffer_bytes``, a block cache of :data:`CACHE_BYTES`), its
+    WAL synced as a rendered engine's is (specs.vocab.MODELLED_WAL_SYNC; the preset's ``none`` until
+    stop 61, which left the group commit's CPU out of the write terms)."""
+    preset = designs(KEYSPACE, quick=True, optima=False)["rocksdb"]
+    secs = {**preset, "durability": {**preset["durability"], "wal_sync": str(MODELLED_WAL_SYNC)}}
     conf = work / f"engine-{name}.toml"
     conf.parent.mkdir(parents=True, exist_ok=True)
     text = config_text(
@@ -295,7 +296,7 @@ def measure_pass(
             def run(srv: Server, kind: str, entries: int, p: int, n: int, v: int = v, w: Wire = w) -> None:
                 wall, cpu = client.point(srv, kind, v, entries, n, p)
                 wb = wire_bytes(wire(KEY_BYTES, v, entries) if kind == "scan" else w, kind, p)
-                est = engine_seconds(table, kind, entries)
+                est = engine_seconds(table, kind, entries, v)
                 points.append(ServingPoint(kind, kind, p, v, entries, n, wall, cpu, est, wb))
                 if progress:
                     progress(len(points), total, f"{kind} p={p} v={v}")

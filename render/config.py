@@ -17,7 +17,7 @@ from cost_models.evaluate import design_entry
 from cost_models.layout import CLASS_COMPACTION, Layout, derive
 from cost_models.phi import PhiTable
 from specs.errors import InputError
-from specs.vocab import Compaction, DesignClass, DeviceKind, FilePicking, WalRecovery, WalSync
+from specs.vocab import MODELLED_WAL_SYNC, Compaction, DesignClass, DeviceKind, FilePicking, WalRecovery, WalSync
 
 if TYPE_CHECKING:
     from solver.rundir import NodeStorage
@@ -121,7 +121,7 @@ def engine_sections(
     mix: dict[str, float],
     name: str,
     vcpu: int | None = None,
-    wal_sync: WalSync = WalSync.GROUP_COMMIT,
+    wal_sync: WalSync = MODELLED_WAL_SYNC,
     scale: float = 1.0,
     device: DeviceModel | None = None,
 ) -> dict[str, dict]:

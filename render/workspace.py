@@ -20,7 +20,7 @@ from solver.rundir import NodeDesign
 from specs.errors import InputError
 from specs.io import check_output_dir, require, write_bytes, write_record, write_text
 from specs.limits import MAX_ENTRIES
-from specs.vocab import PRESETS, DesignClass, WalSync
+from specs.vocab import MODELLED_WAL_SYNC, PRESETS, DesignClass, WalSync
 
 TEMPLATE = REPO_ROOT / "engine-template"
 MARKER = ".cosine-render"
@@ -83,7 +83,7 @@ def _prepare(out: Path) -> None:
     write_text(out / MARKER, "rendered by cosine render; safe to overwrite with another render\n")
 
 
-def render_solution(solution_path: Path, out: Path, *, wal_sync: WalSync = WalSync.GROUP_COMMIT) -> list[Path]:
+def render_solution(solution_path: Path, out: Path, *, wal_sync: WalSync = MODELLED_WAL_SYNC) -> list[Path]:
     """Render every VM type's design of a solution.json into a workspace."""
     from cost_models.pricing.catalog import load_catalog
     from solver.rundir import read_solution
@@ -132,7 +132,7 @@ def render_preset(
     value_bytes: int = 100,
     records: float = 1e6,
     memory_bytes: float = 2 * 2**30,
-    wal_sync: WalSync = WalSync.GROUP_COMMIT,
+    wal_sync: WalSync = MODELLED_WAL_SYNC,
 ) -> Path:
     """Render one of the paper's baselines (rocksdb | wiredtiger | faster)."""
     if name not in PRESETS:

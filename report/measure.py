@@ -321,6 +321,29 @@ def print_serving(doc: dict[str, Any], points_csv: str) -> None:
     Console().print(points_csv, end="")
 
 
+def print_wal(sec: dict[str, Any]) -> None:
+    """`cosine calibrate wal`: each point's CPU per update, and the fitted terms."""
+    t = Table(title=f"an update's engine CPU by entry size and WAL policy ({sec['machine']}, {sec['date']})")
+    for c in ("preset", "wal_sync", "entry bytes", "foreground (us)", "background (us)", "runs (us)"):
+        t.add_column(c, justify="right")
+    for p in sec["points"]:
+        runs = ", ".join(f"{r * 1e6:.3f}" for r in p["runs"])
+        t.add_row(
+            p["preset"],
+            p["policy"],
+            f"{p['entry_bytes']:,}",
+            f"{p['foreground_seconds'] * 1e6:.3f}",
+            f"{p['background_seconds'] * 1e6:.3f}",
+            runs,
+        )
+    Console().print(t)
+    Console().print(
+        f"per entry byte {sec['seconds_per_byte'] * 1e9:.3f} ns (past {sec['reference_entry_bytes']} bytes); "
+        f"{sec['policy']} per write group: {sec['group_seconds'] * 1e6:.3f} us, the sync thread "
+        f"{sec['group_background_seconds'] * 1e6:.3f} us"
+    )
+
+
 def print_served(res: dict[str, Any], accuracy: dict[str, float]) -> None:
     """`cosine bench --served`: predicted beside measured, throughput and p50/p99 per operation."""
     c, m, p = res["config"], res["measured"], res["predicted"]

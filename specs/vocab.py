@@ -284,6 +284,11 @@ class WalSync(StrEnum):
     NONE = "none"
 
 
+#: The WAL policy the cost model prices (cost_models/data/phi.yaml ``wal``, `cosine calibrate wal`)
+#: and `cosine render` writes unless told otherwise: a write is acknowledged after its group's sync.
+MODELLED_WAL_SYNC = WalSync.GROUP_COMMIT
+
+
 class WalRecovery(StrEnum):
     """What the engine's WAL replay does with a damaged record (engine-template cosine-config ``WalRecovery``,
     modelled on RocksDB's ``WALRecoveryMode``; docs/engine-contract.md section 4)."""

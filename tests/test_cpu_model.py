@@ -102,8 +102,9 @@ def test_lookup_cpu_grows_per_doubling_of_the_keys() -> None:
     t = load_phi()
     ref = float(t["lookup_reference_keys"])
     cls = np.array([c.code for c in DesignClass if c != DesignClass.LSH])
-    small, large = op_cpu_seconds(load_phi(), cls, ref / 8, 20.0), op_cpu_seconds(load_phi(), cls, ref * 2**10, 20.0)
-    assert np.allclose(small, op_cpu_seconds(load_phi(), cls, ref, 20.0))
+    e = float(t["wal"]["reference_entry_bytes"])
+    small, large = op_cpu_seconds(t, cls, ref / 8, 20.0, e), op_cpu_seconds(t, cls, ref * 2**10, 20.0, e)
+    assert np.allclose(small, op_cpu_seconds(t, cls, ref, 20.0, e))
     for i, code in enumerate(cls):
         slope = t["classes"][DESIGN_CLASSES[code]]["lookup_seconds_per_doubling"]
         want = {"get": 10 * slope["get"], "empty_get": 10 * slope["empty_get"], "range": 10 * slope["get"]}
@@ -117,7 +118,7 @@ def test_memtable_and_hash_index_terms_term_by_term() -> None:
     past their own bases (an rmw pays both; below its base a write costs the flat cached CPU: every
     class measured the same CPU per write at 650, 2,600 and 12,000 entries); a hash log's
     background CPU per flushed block adds its entries' index updates, a tree's does not."""
-    from cost_models.cpu import NodeShape, demands
+    from cost_models.cpu import NodeShape, demands, wal_seconds
     from cost_models.io_model import IOCost
     from specs.vocab import OPERATIONS, DesignClass
 
@@ -153,7 +154,8 @@ def test_memtable_and_hash_index_terms_term_by_term() -> None:
     merged = 0.1 - entry / model_constants()["wal_page_bytes"]  # the WAL pages are the writer's own
     tree = merged * (float(t["background_block_seconds"]) + block * float(t["background_block_seconds_per_byte"]))
     index = merged * block / entry * float(t["hash_index_entry_seconds"])
-    assert g == pytest.approx([tree + index, tree], rel=1e-9)
+    sync = wal_seconds(t, entry)[1]  # the write's WAL group, synced by the sync thread
+    assert g == pytest.approx([tree + index + sync, tree + sync], rel=1e-9)
 
 
 def test_block_read_grows_with_the_data_up_to_the_largest_calibrated_size() -> None:
@@ -289,3 +291,90 @@ def test_a_bad_block_read_shape_is_one_input_error(tmp_path, shape: str, match: 
     path.write_text(text)
     with pytest.raises(InputError, match=f"block_read_shape.*{match}"):
         load_phi(path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        ("drop", "wal missing"),
+        ("policy", "wal.policy is 'none'"),
+        ("zero", "wal.group_seconds must be a positive"),
+        ("bool", "wal.reference_entry_bytes must be a positive"),
+    ],
+)
+def test_a_bad_wal_section_is_one_input_error(tmp_path, edit: str, match: str) -> None:
+    """phi.yaml's wal (`cosine calibrate wal`) must be there, for the modelled policy, its terms positive."""
+    import yaml
+
+    from specs.errors import InputError
+
+    doc = yaml.safe_load(PHI_TABLE.read_text())
+    if edit == "drop":
+        del doc["wal"]
+    elif edit == "policy":
+        doc["wal"]["policy"] = "none"
+    elif edit == "zero":
+        doc["wal"]["group_seconds"] = 0.0
+    else:
+        doc["wal"]["reference_entry_bytes"] = True
+    path = tmp_path / "phi.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(InputError, match=match):
+        load_phi(path)
+
+
+def test_a_write_costs_its_entry_s_bytes_and_its_wal_group() -> None:
+    """A write's CPU is the table's plus, per write (one WAL group each, in process): its entry's
+    bytes past the reference entry and the modelled policy's group write on its thread, the group's
+    sync in the background; a read's does not move (docs/model.md, "CPU and throughput")."""
+    from cost_models.cpu import NodeShape, demands, op_cpu_seconds, wal_seconds
+    from cost_models.io_model import IOCost
+    from specs.vocab import OPERATIONS, WRITE_OPERATIONS, DesignClass
+
+    t = load_phi()
+    w = t["wal"]
+    e0 = float(w["reference_entry_bytes"])
+    fg0, bg0 = wal_seconds(t, e0)
+    assert fg0 == pytest.approx(w["group_seconds"], rel=1e-12)
+    assert bg0 == pytest.approx(w["group_background_seconds"], rel=1e-12)
+    fg1, bg1 = wal_seconds(t, e0 + 1000.0)
+    assert fg1 - fg0 == pytest.approx(1000.0 * w["seconds_per_byte"], rel=1e-9)
+    assert bg1 == bg0
+    cls = np.array([c.code for c in DesignClass])
+    base, big = op_cpu_seconds(t, cls, 1e5, 20.0, e0), op_cpu_seconds(t, cls, 1e5, 20.0, e0 + 1000.0)
+    for j, op in enumerate(OPERATIONS):
+        want = fg1 - fg0 if op in WRITE_OPERATIONS else 0.0
+        assert np.allclose(big[:, j] - base[:, j], want, rtol=1e-12, atol=1e-18), op
+    # the sync thread's share: each write's group in the background, none for a read
+    n = 1
+    io = IOCost(**{op: np.zeros(n) for op in OPERATIONS})
+    shape = NodeShape(np.array([DesignClass.LSM.code]), np.array([4096.0]), 1e5, e0, np.array([0.0]))
+    wr = demands(t, io, shape, {"update": 1.0}, 1.0)
+    rd = demands(t, io, shape, {"get": 1.0}, 1.0)
+    assert float(wr.background[0] - rd.background[0]) == pytest.approx(bg0, rel=1e-9)
+
+
+def test_the_wal_fit_refuses_a_term_at_its_bound() -> None:
+    """`cosine calibrate wal` fits one set of terms over the presets; a term at or below 0 is refused."""
+    from measure.calibrate import CalibrationError
+    from measure.calibrate.wal import WalPoint, fit
+
+    def pts(group: float) -> list[WalPoint]:
+        out = []
+        for p, a in (("lsm", 3e-7), ("btree", 2e-7)):
+            for policy in ("none", "group_commit"):
+                gc = policy == "group_commit"
+                for e in (116, 1016, 4016):
+                    fg = a + 6e-10 * e + (group if gc else 0.0)
+                    bg = 1e-9 + (5e-8 if gc else 0.0)
+                    out.append(WalPoint(p, policy, e, fg, bg, ()))
+        return out
+
+    f = fit(pts(5e-7))
+    assert f.seconds_per_byte == pytest.approx(6e-10, rel=1e-6)
+    assert f.group_seconds == pytest.approx(5e-7, rel=1e-6)
+    assert f.group_background_seconds == pytest.approx(5e-8, rel=1e-6)
+    with pytest.raises(CalibrationError, match="group_seconds"):
+        fit(pts(-1e-7))
+    with pytest.raises(CalibrationError, match="two entry sizes"):
+        fit([p for p in pts(5e-7) if not (p.preset == "lsm" and p.policy == "group_commit" and p.entry_bytes > 116)])

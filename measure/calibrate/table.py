@@ -86,8 +86,21 @@ def write_table(result: dict[str, Any], samples: list[Sample], path: Path = PHI_
         "classes": classes,
         "envelope": result["envelope"],
     }
+    carried = _wal_of(PHI_TABLE)
+    if carried is not None:  # measured by its own command (measure.calibrate.wal), kept as it was
+        doc["wal"] = carried
     write_text(path, TABLE_HEADER + yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+def _wal_of(path: Path) -> dict[str, Any] | None:
+    """The ``wal`` section of the table at ``path`` (None: no readable table, or none in it)."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    sec = doc.get("wal") if isinstance(doc, dict) else None
+    return sec if isinstance(sec, dict) else None
 
 
 def table_terms(table: PhiTable) -> tuple[MemtableFit, dict[str, Any]]:
