@@ -36,7 +36,7 @@ from cost_models.io_model import IOCost, wal_pages
 from cost_models.kernels import numba_kernels
 from cost_models.phi import FLAT_SEARCHES, INDEX_WALKS, PhiTable
 from cost_models.symbolic import compiled
-from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
+from specs.vocab import DESIGN_CLASSES, MODELLED_WAL_SYNC, OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation, WalSync
 
 
 def _per_class(phi: PhiTable, key: str) -> np.ndarray:
@@ -139,19 +139,27 @@ def lookup_seconds(phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray) -
     return slope[code] * np.broadcast_to(doublings(phi, n_keys), code.shape)[:, None]
 
 
-def wal_seconds(phi: PhiTable, entry_bytes: float) -> tuple[float, float]:
+def wal_seconds(phi: PhiTable, entry_bytes: float, policy: WalSync = MODELLED_WAL_SYNC) -> tuple[float, float]:
     """(foreground, background) CPU seconds of a write beyond the table's write CPU, one WAL group
     per write (phi.yaml ``wal``, `cosine calibrate wal`): its entry's copies and allocation past
-    the table's reference entry (below 0 for smaller entries), and the modelled WAL policy's
-    (specs.vocab.MODELLED_WAL_SYNC: the group's WAL write on the writer's thread, its sync on the
-    engine's sync thread), which the table's writes (measured under ``wal_sync = "none"``) lack."""
+    the table's reference entry (below 0 for smaller entries), and under a syncing ``policy`` the
+    group's WAL write on the writer's thread and its sync on the engine's sync thread, which the
+    table's writes (measured under ``wal_sync = "none"``) lack. Only ``group_commit`` is measured:
+    ``every_write`` (a sync per write, ~60 us on tmpfs at stop 61) is charged as it, a lower bound."""
     w = phi["wal"]
     fg = float(w["seconds_per_byte"]) * (float(entry_bytes) - float(w["reference_entry_bytes"]))
+    if policy == WalSync.NONE:
+        return fg, 0.0
     return fg + float(w["group_seconds"]), float(w["group_background_seconds"])
 
 
 def op_cpu_seconds(
-    phi: PhiTable, cls: np.ndarray, n_keys: float | np.ndarray, scan_length: float, entry_bytes: float
+    phi: PhiTable,
+    cls: np.ndarray,
+    n_keys: float | np.ndarray,
+    scan_length: float,
+    entry_bytes: float,
+    wal_sync: WalSync = MODELLED_WAL_SYNC,
 ) -> np.ndarray:
     """(designs, operations) CPU seconds of each operation on a warm cached engine with an empty memtable.
 
@@ -165,7 +173,7 @@ def op_cpu_seconds(
     code = np.asarray(cls, dtype=int)
     c = _per_class(phi, "cpu_seconds")[code]
     c = c + lookup_seconds(phi, code, n_keys)
-    c[:, _WRITES] += wal_seconds(phi, entry_bytes)[0]
+    c[:, _WRITES] += wal_seconds(phi, entry_bytes, wal_sync)[0]
     r = OPERATIONS.index(Operation.RANGE)
     per_entry = np.array([float(t["classes"][name]["range_entry_seconds"]) for name in DESIGN_CLASSES])
     c[:, r] += scan_length * per_entry[code]
@@ -318,6 +326,8 @@ class NodeShape:
     buffered: np.ndarray  # expected entries in the memtable per design
     #: bytes of one on-disk index block per design (None: a data block's, the paper's every I/O is a block)
     index_bytes: np.ndarray | None = None
+    #: the engine's WAL policy (:func:`wal_seconds`): the one the solver prices, or a configured engine's
+    wal_sync: WalSync = MODELLED_WAL_SYNC
 
     @classmethod
     def of(cls, lay: Any) -> NodeShape:
@@ -333,7 +343,13 @@ class NodeShape:
     def take(self, idx: np.ndarray) -> NodeShape:
         idx_bytes = None if self.index_bytes is None else self.index_bytes[idx]
         return NodeShape(
-            self.cls[idx], self.block_bytes[idx], self.n_keys, self.entry_bytes, self.buffered[idx], idx_bytes
+            self.cls[idx],
+            self.block_bytes[idx],
+            self.n_keys,
+            self.entry_bytes,
+            self.buffered[idx],
+            idx_bytes,
+            self.wal_sync,
         )
 
 
@@ -442,7 +458,7 @@ def shape_terms(phi: PhiTable, shape: NodeShape, scan_length: float) -> ShapeTer
     entries = np.broadcast_to(shape.buffered, np.shape(shape.cls))
     bb = np.broadcast_to(np.asarray(shape.block_bytes, dtype=float), np.shape(shape.cls))
     return ShapeTerms(
-        cpu=op_cpu_seconds(phi, shape.cls, shape.n_keys, scan_length, shape.entry_bytes),
+        cpu=op_cpu_seconds(phi, shape.cls, shape.n_keys, scan_length, shape.entry_bytes, shape.wal_sync),
         descents=np.stack([memtable_descents_seconds(phi, entries, op) for op in OPERATIONS], axis=-1),
         phi=op_phi(phi, shape.cls),
         block_bytes=bb,
@@ -502,7 +518,7 @@ def demands(
         parallel=(phi * c + fg * t_read) @ w,
         wait=(fg @ w) * read_latency_s,
         # the merges' blocks, and each write's WAL group synced by the engine's sync thread
-        background=(merged * t_merge) @ w + put_share * wal_seconds(table, shape.entry_bytes)[1],
+        background=(merged * t_merge) @ w + put_share * wal_seconds(table, shape.entry_bytes, shape.wal_sync)[1],
         io=io_op,
         io_bytes=io_bytes,
         serial_concurrent=((1 - phi) * extra) @ w,

@@ -48,6 +48,7 @@ from specs.errors import InputError
 from specs.limits import MAX_LEVELS
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
 from specs.vocab import (
+    MODELLED_WAL_SYNC,
     OPERATIONS,
     WRITE_OPERATIONS,
     BloomAllocation,
@@ -55,6 +56,7 @@ from specs.vocab import (
     DesignClass,
     DistributionKind,
     RunStrategy,
+    WalSync,
 )
 
 E = TypeVar("E", Compaction, RunStrategy)
@@ -452,6 +454,7 @@ def engine_shape(cfg: dict[str, Any], records: float, state: dict[str, Any] | No
         entry,
         np.array([buffered]),
         index_bytes=np.array([index_block_bytes(cfg, block, records)]),
+        wal_sync=WalSync(cfg.get("durability", {}).get("wal_sync", MODELLED_WAL_SYNC)),
     )
 
 

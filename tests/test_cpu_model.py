@@ -329,7 +329,7 @@ def test_a_write_costs_its_entry_s_bytes_and_its_wal_group() -> None:
     sync in the background; a read's does not move (docs/model.md, "CPU and throughput")."""
     from cost_models.cpu import NodeShape, demands, op_cpu_seconds, wal_seconds
     from cost_models.io_model import IOCost
-    from specs.vocab import OPERATIONS, WRITE_OPERATIONS, DesignClass
+    from specs.vocab import OPERATIONS, WRITE_OPERATIONS, DesignClass, WalSync
 
     t = load_phi()
     w = t["wal"]
@@ -337,6 +337,9 @@ def test_a_write_costs_its_entry_s_bytes_and_its_wal_group() -> None:
     fg0, bg0 = wal_seconds(t, e0)
     assert fg0 == pytest.approx(w["group_seconds"], rel=1e-12)
     assert bg0 == pytest.approx(w["group_background_seconds"], rel=1e-12)
+    # an engine configured without syncing (the calibration's presets, measure.grid) pays its bytes only
+    assert wal_seconds(t, e0, WalSync.NONE) == (0.0, 0.0)
+    assert wal_seconds(t, e0 + 1000.0, WalSync.NONE)[0] == pytest.approx(1000.0 * w["seconds_per_byte"], rel=1e-9)
     fg1, bg1 = wal_seconds(t, e0 + 1000.0)
     assert fg1 - fg0 == pytest.approx(1000.0 * w["seconds_per_byte"], rel=1e-9)
     assert bg1 == bg0
@@ -378,3 +381,20 @@ def test_the_wal_fit_refuses_a_term_at_its_bound() -> None:
         fit(pts(-1e-7))
     with pytest.raises(CalibrationError, match="two entry sizes"):
         fit([p for p in pts(5e-7) if not (p.preset == "lsm" and p.policy == "group_commit" and p.entry_bytes > 116)])
+
+
+def test_a_configured_engine_is_priced_under_its_own_wal_policy() -> None:
+    """An engine.toml's wal_sync reaches the CPU model (cost_models.engine_model.engine_shape): the
+    validation's presets run `none`, a rendered engine the modelled policy."""
+    from cost_models.engine_model import engine_shape
+    from specs.vocab import MODELLED_WAL_SYNC, WalSync
+
+    cfg = {
+        "design": {"class": "lsm"},
+        "layout": {"key_bytes": 16, "value_bytes": 100, "buffer_bytes": 1 << 20, "block_entries": 32},
+        "algorithms": {"file_entries": 65536},
+        "durability": {"wal_sync": "none"},
+    }
+    assert engine_shape(cfg, 1e4, {"buffered": 10.0}).wal_sync == WalSync.NONE
+    del cfg["durability"]
+    assert engine_shape(cfg, 1e4, {"buffered": 10.0}).wal_sync == MODELLED_WAL_SYNC

@@ -17,7 +17,7 @@ from cost_models.phi import PhiTable, shipped_or
 from measure.calibrate.plan import LOADED
 from measure.calibrate.samples import Sample
 from measure.grid import KEY, VALUE
-from specs.vocab import OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation
+from specs.vocab import OPERATIONS, WRITE_OPERATIONS, DesignClass, Operation, WalSync
 
 
 def predicted(s: Sample, cores: int, phi: PhiTable | None = None) -> float:
@@ -45,6 +45,7 @@ def predicted(s: Sample, cores: int, phi: PhiTable | None = None) -> float:
         float(s.records),
         KEY + VALUE,
         np.array([s.memtable_entries]),
+        wal_sync=WalSync.NONE,  # the calibration's presets' (measure.grid)
     )
     return float(
         node_throughput(
