@@ -390,7 +390,8 @@ def table_doc(points: list[ServingPoint], quick: bool, driver: ServingDriver, re
         "provenance": provenance(),
         "method": (
             "cosine calibrate serving (measure/served_calibration.py): cosine-server (the engine "
-            "template's release build, the LSM preset with a memtable holding every key) pinned to "
+            "template's release build, the LSM preset with a memtable holding every key, its WAL "
+            f"synced by {MODELLED_WAL_SYNC}, the rendered engines' policy) pinned to "
             f"the first half of the cores, {driver} pinned to the rest, "
             f"{CONNECTIONS} connections, {KEYSPACE} keys of {KEY_BYTES} bytes, GET / SET / RANGE at "
             f"depths {list(QUICK_DEPTHS if quick else DEPTHS)} and values "
