@@ -170,18 +170,28 @@ class Serving:
     table: ServingTable | None = None
 
 
-def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: int, write_share: float = 1.0) -> float:
-    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` requests
-    of which a share ``write_share`` write (:func:`write_request_share` of the node's mix; a
-    write's terms are :func:`kind_terms`'s)."""
+def op_serving_seconds(
+    table: ServingTable, w: Wire, op: Operation, pipeline: int, write_share: float = 1.0, rmw_share: float = 0.0
+) -> float:
+    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` operations
+    of which a share ``write_share`` of the batch's requests write (:func:`write_request_share` of
+    the node's mix; a write's terms are :func:`kind_terms`'s). An rmw's write depends on its read:
+    it goes out with the batch's other rmw writes once the batch is answered, a batch of SETs of
+    ``1 + (pipeline - 1) x rmw_share`` on average (the rmws among the other operations), its terms the
+    table's own (every request of that batch writes)."""
     c = compiled()["serving_seconds"]
     inbound, outbound = w.framed(op, pipeline)
     kinds = REQUESTS[op]
     per_byte = (inbound + outbound) / len(kinds)
     out = 0.0
     for k in kinds:
-        req, batch = kind_terms(table, k, write_share)
-        out += float(c(req, batch, float(pipeline), table.byte_seconds(k), per_byte))
+        if op == Operation.RMW and k == "write":
+            depth = 1.0 + (pipeline - 1) * rmw_share
+            req, batch = kind_terms(table, k, 1.0)
+        else:
+            depth = float(pipeline)
+            req, batch = kind_terms(table, k, write_share)
+        out += float(c(req, batch, depth, table.byte_seconds(k), per_byte))
     return out
 
 
@@ -240,8 +250,8 @@ def served(mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length:
     table = shipped_or(serving.table)
     node_mix, scale = served_mix(mix, serving.shards)
     w = wire(key_bytes, value_bytes, scan_length)
-    ws = write_request_share(node_mix)
-    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline, ws) for op, v in node_mix.items())
+    ws, rs = write_request_share(node_mix), rmw_share(node_mix)
+    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline, ws, rs) for op, v in node_mix.items())
     out = ServedMix(node_mix, scale, secs, wire_load(w, node_mix, serving.pipeline))
     if len(_SERVED) >= _SERVED_MAX:
         _SERVED.clear()
@@ -302,6 +312,7 @@ __all__ = [
     "ServingTable",
     "load_serving",
     "op_serving_seconds",
+    "rmw_share",
     "per_cluster_op",
     "served",
     "served_demands",
@@ -323,11 +334,19 @@ DEFAULT_UTILIZATION = 0.7
 
 
 def write_request_share(mix: dict[str, float]) -> float:
-    """The share of a node's requests that write (an rmw is a read and a write request)."""
-    reqs = {op: float(len(REQUESTS[Operation(op)])) for op in mix}
-    total = sum(v * reqs[op] for op, v in mix.items() if v > 0) or 1.0
-    writes = sum(v for op, v in mix.items() if v > 0 and "write" in REQUESTS[Operation(op)])
-    return writes / total
+    """The share of a pipelined batch's requests that write: one request per operation, an insert's
+    or an update's SET; an rmw's read is in the batch, its write in a batch of the rmw writes once
+    the read is answered (:func:`op_serving_seconds`; until stop 61 the driver sent both in one
+    batch and the model counted the rmw a read and a write request of it)."""
+    total = sum(v for v in mix.values() if v > 0)
+    writes = sum(v for op, v in mix.items() if v > 0 and REQUESTS[Operation(op)] == ("write",))
+    return writes / total if total > 0 else 0.0
+
+
+def rmw_share(mix: dict[str, float]) -> float:
+    """The share of a node's operations that are rmws (each sends a dependent write after its batch)."""
+    total = sum(v for v in mix.values() if v > 0)
+    return max(mix.get(Operation.RMW, 0.0), 0.0) / total if total > 0 else 0.0
 
 
 @dataclass(frozen=True)

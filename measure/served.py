@@ -47,7 +47,7 @@ from cost_models.cpu import Demands, throughput
 from cost_models.engine_model import engine_breakdown
 from cost_models.latency import P50, P99, LatencyTerms, Operating, latency_at
 from cost_models.network import served_mix
-from cost_models.serving import Serving, per_cluster_op, served, write_request_share
+from cost_models.serving import Serving, per_cluster_op, rmw_share, served, write_request_share
 from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
 from measure.server import HOST, Server, core_split, cosine_server, free_port, need, pinned, start
 from render.config import config_device, to_toml
@@ -176,10 +176,13 @@ def predict(
     # the closed loop: C batches of P in all; outside the server each spends the round trip and,
     # when it writes, its sync: under group_commit the server syncs on demand, so a batch waits for
     # the sync in progress (uniform on [0, sync]: half of it on average) and its own
-    writes = write_request_share(sm.mix)
+    writes, rmws = write_request_share(sm.mix), rmw_share(sm.mix)
     p_write_batch = 1 - (1 - writes) ** pipeline
     window = sync_s if _wal_sync(cfg) == "group_commit" else 0.0
-    think = rtt_s + p_write_batch * (window / 2 + (sync_s if _wal_sync(cfg) != "none" else 0.0))
+    durable = window / 2 + (sync_s if _wal_sync(cfg) != "none" else 0.0)
+    # a batch holding an rmw sends its writes once the batch is answered: a second round trip and sync
+    p_rmw_batch = 1 - (1 - rmws) ** pipeline
+    think = rtt_s + p_write_batch * durable + p_rmw_batch * (rtt_s + durable)
     c = max(1.0, float(round(cores_per_node * nodes)))
     node_ops = capacity * sm.scale  # requests at the servers per second at full use
     lam = _closed_rate(node_ops, c, pipeline, float(clients), think)
@@ -191,8 +194,10 @@ def predict(
     for name in w.operations:
         if w.operations[name] <= 0:
             continue
-        is_write = Operation(name) in WRITE_OPERATIONS and name != Operation.RMW
-        t = LatencyTerms(rtt_s + (sync_s if is_write and window > 0 else 0.0), 1.0 if is_write else 0.0, window)
+        is_write = Operation(name) in WRITE_OPERATIONS
+        # an rmw: its read's round trip, then its write's (each batch's service counted once)
+        trips = 2.0 if name == Operation.RMW else 1.0
+        t = LatencyTerms(trips * rtt_s + (sync_s if is_write and window > 0 else 0.0), 1.0 if is_write else 0.0, window)
         per_op[name] = {
             "p50_us": float(latency_at(op.throughput, cap, c, pipeline, t, P50)[0]) * 1e6,
             "p99_us": float(latency_at(op.throughput, cap, c, pipeline, t, P99)[0]) * 1e6,

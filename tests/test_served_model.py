@@ -570,3 +570,30 @@ def test_a_write_s_group_credit_follows_the_batch_s_share_of_sets() -> None:
     # w = 0.5, p = 16: the write saves g (p - 1) w / p of its group, g = -c_req
     g = -req
     assert deep[1] - deep[0] == pytest.approx(g * 15 / 16 * (1.0 - 0.5), rel=1e-9)
+
+
+def test_an_rmw_writes_in_a_batch_of_its_own_after_its_read() -> None:
+    """An rmw's write depends on its read: the driver sends the batch's rmw writes once the batch
+    is answered, so the model charges its read in the batch at depth p and its write the table's own
+    terms at the rmw writes' depth, 1 + (p - 1) x the rmw share; the batch's write share counts the
+    inserts' and updates' SETs only."""
+    from cost_models.serving import kind_terms, op_serving_seconds, rmw_share, write_request_share
+    from cost_models.symbolic import compiled
+
+    t = load_serving()
+    w = wire(16, 1000, 10.0)
+    mix = {"get": 0.5, "rmw": 0.5}
+    assert write_request_share(mix) == 0.0 and rmw_share(mix) == 0.5
+    assert write_request_share({"get": 0.5, "update": 0.25, "rmw": 0.25}) == pytest.approx(0.25)
+    c = compiled()["serving_seconds"]
+    a, b = w.framed(Operation.RMW, 16)
+    per_byte = (a + b) / 2
+    rq, rb = kind_terms(t, "read", 0.0)
+    wq, wb = kind_terms(t, "write", 1.0)
+    want = float(c(rq, rb, 16.0, t.byte_seconds("read"), per_byte)) + float(
+        c(wq, wb, 1.0 + 15 * 0.5, t.byte_seconds("write"), per_byte)
+    )
+    assert op_serving_seconds(t, w, Operation.RMW, 16, 0.0, 0.5) == pytest.approx(want, rel=1e-12)
+    # at depth 1 both requests are batches of one, whatever the mix
+    one = [op_serving_seconds(t, w, Operation.RMW, 1, 0.0, s) for s in (0.05, 0.5, 1.0)]
+    assert one == pytest.approx([one[0]] * 3, rel=1e-12)

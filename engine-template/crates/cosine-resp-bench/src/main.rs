@@ -9,7 +9,9 @@
 //! server (default: the host) and its latency is the last shard's reply (deploy/scatter.py).
 //!
 //! Operations: get / empty_get `GET`, insert / update `SET`, rmw `GET` then `SET` (YCSB's read-
-//! modify-write, both in the batch), range / empty_range `RANGE start count`. Keys are `key_bytes`
+//! modify-write: its write depends on its read, so the batch's rmw `SET`s go out together once the
+//! batch's replies are in, a second round trip; until stop 61 both were in the one batch, which a
+//! client that modifies what it read cannot do), range / empty_range `RANGE start count`. Keys are `key_bytes`
 //! long: 16 hex digits of the record's scrambled index, then `0`s (cosine-bench's order of
 //! records; a key never ends with NUL, which cosine-server refuses). Values: `cosine-bench`'s.
 //!
@@ -272,6 +274,8 @@ async fn run_connection(sh: Rc<Shared>, host: String, shards: Vec<String>, pipel
     let count = w.scan_length.max(1).to_string();
     let mut out = Vec::with_capacity(pipeline * (vb + kb + 64));
     let mut scan_out = Vec::new();
+    // the batch's rmw writes, sent once the batch's replies (their reads') are in
+    let mut writes = Vec::new();
     loop {
         let n = (sh.left.get()).min(pipeline as u64);
         if n == 0 {
@@ -280,6 +284,7 @@ async fn run_connection(sh: Rc<Shared>, host: String, shards: Vec<String>, pipel
         sh.left.set(sh.left.get() - n);
         out.clear();
         scan_out.clear();
+        writes.clear();
         // (op index, point replies, whether it scans)
         let mut batch: Vec<(usize, usize, bool)> = Vec::with_capacity(n as usize);
         for _ in 0..n {
@@ -316,8 +321,8 @@ async fn run_connection(sh: Rc<Shared>, host: String, shards: Vec<String>, pipel
                 "rmw" => {
                     let k = sh.get.sample(&mut rng, present);
                     push_keyed(&mut out, b"GET", k, kb, &[]);
-                    push_keyed(&mut out, b"SET", k, kb, &[&make_value(&mut rng, vb, w.compressibility)]);
-                    batch.push((op, 2, false));
+                    push_keyed(&mut writes, b"SET", k, kb, &[&make_value(&mut rng, vb, w.compressibility)]);
+                    batch.push((op, 1, false));
                 }
                 "range" => {
                     push_keyed(&mut scan_out, b"RANGE", sh.get.sample(&mut rng, present), kb, &[count.as_bytes()]);
@@ -341,6 +346,8 @@ async fn run_connection(sh: Rc<Shared>, host: String, shards: Vec<String>, pipel
             }
         }
         let mut results: Vec<(usize, u64, bool, bool)> = Vec::with_capacity(batch.len());
+        // the rmws' reads, as (op, error, miss): each finished by its write's reply below
+        let mut reads: Vec<(usize, bool, bool)> = Vec::new();
         for &(op, replies, scans) in &batch {
             if scans {
                 continue;
@@ -354,7 +361,18 @@ async fn run_connection(sh: Rc<Shared>, host: String, shards: Vec<String>, pipel
                     _ => {}
                 }
             }
-            results.push((op, t0.elapsed().as_nanos() as u64, err, miss));
+            if OPS[op] == "rmw" {
+                reads.push((op, err, miss));
+            } else {
+                results.push((op, t0.elapsed().as_nanos() as u64, err, miss));
+            }
+        }
+        if !writes.is_empty() {
+            point.send(&writes).await?;
+            for (op, err, miss) in reads {
+                let wrote = point.reply().await? == Reply::Error;
+                results.push((op, t0.elapsed().as_nanos() as u64, err || wrote, miss));
+            }
         }
         let scans: Vec<usize> = batch.iter().filter(|b| b.2).map(|b| b.0).collect();
         if !scans.is_empty() {
