@@ -362,10 +362,12 @@ class NodeCaps:
 
 
 def latency_terms(sm: ServedMix, rtt_s: float) -> Any:
-    """The latency model's terms of a node's served mix (cost_models.latency.LatencyTerms)."""
+    """The latency model's terms of a node's served mix (cost_models.latency.LatencyTerms): the share
+    of its operations that wait for a group commit, an rmw's as an update's (its write is in a batch
+    of its own, :func:`write_request_share` leaves it out)."""
     from cost_models.latency import LatencyTerms
 
-    return LatencyTerms(rtt_s, write_request_share(sm.mix), GROUP_COMMIT_INTERVAL_S)
+    return LatencyTerms(rtt_s, write_request_share(sm.mix) + rmw_share(sm.mix), GROUP_COMMIT_INTERVAL_S)
 
 
 def node_caps(
