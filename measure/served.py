@@ -11,7 +11,8 @@ then the measured operations, and reports throughput and p50/p99 per operation.
 The prediction is the model's for the same configuration on this core split:
 
 * **capacity**: the engine's demands (cost_models.engine_model, the scaled engine.toml on this
-  machine's device) for the node's served mix (cost_models.network.served_mix: every scan reaches
+  machine's device, on the shape its ``INFO keyspace`` reports when the measured phase begins and
+  ends, as the in-process validation predicts on its report's) for the node's served mix (cost_models.network.served_mix: every scan reaches
   every shard), plus the server's CPU per request (cost_models.serving, data/serving.yaml, at this
   depth and these bytes), on the node's share of the server cores (cost_models.cpu.throughput);
 * **the closed loop**: C connections keep one batch each outstanding; a batch spends, outside the
@@ -123,6 +124,55 @@ def probe_rtt(port: int, n: int = PROBES) -> float:
     return statistics.median(times)
 
 
+def engine_state(port: int) -> dict[str, Any]:
+    """The engine's shape as the server's ``INFO keyspace`` reports it (its buffered entries and each
+    disk level's entries and runs), in the form of the in-process bench's ``load.shape``
+    (cost_models.engine_model.observed_state reads either)."""
+    with socket.create_connection((HOST, port), timeout=30) as s:
+        s.sendall(b"*2\r\n$4\r\nINFO\r\n$8\r\nkeyspace\r\n")
+        got = b""
+        while b"\r\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise RuntimeError(f"cosine-server on port {port} closed the connection on INFO keyspace")
+            got += chunk
+        head, _, body = got.partition(b"\r\n")
+        if not head.startswith(b"$"):
+            raise RuntimeError(f"cosine-server on port {port} answered INFO keyspace with {head[:80]!r}")
+        size = int(head[1:])
+        while len(body) < size:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise RuntimeError(f"cosine-server on port {port} closed the connection in its INFO reply")
+            body += chunk
+    state: dict[str, Any] = {"buffered": 0.0, "levels": []}
+    for line in body[:size].decode().splitlines():
+        name, _, value = line.partition(":")
+        if name == "buffered_entries":
+            state["buffered"] = float(value)
+        elif name.startswith("level") and name[5:].isdigit():
+            fields = dict(kv.split("=", 1) for kv in value.split(","))
+            state["levels"].append(
+                {"level": int(name[5:]), "entries": float(fields["entries"]), "runs": float(fields["runs"])}
+            )
+    return state
+
+
+def mean_state(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """The nodes' mean shape (:func:`engine_state` of each): buffered entries and, level by level,
+    entries and runs (a level a node lacks counts as empty there)."""
+    n = len(states)
+    levels = sorted({lv["level"] for st in states for lv in st["levels"]})
+
+    def total(level: int, key: str) -> float:
+        return sum(float(lv[key]) for st in states for lv in st["levels"] if lv["level"] == level)
+
+    return {
+        "buffered": sum(float(st["buffered"]) for st in states) / n,
+        "levels": [{"level": lv, "entries": total(lv, "entries") / n, "runs": total(lv, "runs") / n} for lv in levels],
+    }
+
+
 def probe_sync(directory: Path, n: int = 50) -> float:
     """Median seconds of a 4 KiB write and fdatasync in ``directory`` (the WAL's device)."""
     path = directory / ".sync-probe"
@@ -158,15 +208,24 @@ def predict(
     clients: int,
     rtt_s: float,
     sync_s: float,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The model's served throughput and p50/p99 for this run (module docstring)."""
+    """The model's served throughput and p50/p99 for this run (module docstring). ``shape`` /
+    ``end_shape``: a node's engine when the measured phase began and ended (:func:`engine_state`;
+    None: the model's expected state), as the in-process validation predicts on its report's."""
     cfg = tomllib.loads(config)
     w = spec.workload
     sm = served(w.operations, w.key_bytes, w.value_bytes, float(wl["scan_length"]), Serving(pipeline, float(nodes)))
-    node_wl = {**wl, "mix": sm.mix, "records": int(wl["records"] / nodes)}
+    node_wl = {
+        **wl,
+        "mix": sm.mix,
+        "records": int(wl["records"] / nodes),
+        "warmup_operations": float(wl.get("warmup_operations", 0)) / nodes,
+    }
     device = config_device(cfg)
     threads = int(cfg["algorithms"]["threads"])
-    bd = engine_breakdown(cfg, node_wl, max(1, int(math.ceil(cores_per_node))), device)
+    bd = engine_breakdown(cfg, node_wl, max(1, int(math.ceil(cores_per_node))), device, shape, end_shape)
     d = bd.demands
     d.parallel = d.parallel + sm.serving_seconds
     d = per_cluster_op(d, sm.scale)
@@ -383,6 +442,9 @@ def bench_served(
             client_cores,
             load=True,
         )
+        # the engines' shape the measured phase starts from (the model predicts on it, as the
+        # in-process validation does on its report's), read before the servers' CPU is
+        start_state = mean_state([engine_state(s.port) for s in servers[:nodes]])
         cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
         proxy0 = sum(s.cpu_seconds() for s in servers[nodes:])
         measured = drive(
@@ -390,6 +452,8 @@ def bench_served(
         )
         cpu1, t1 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
         proxy = sum(s.cpu_seconds() for s in servers[nodes:]) - proxy0
+        end_state = mean_state([engine_state(s.port) for s in servers[:nodes]])
+        measured["engine_state"] = {"start": start_state, "end": end_state}
         done = max(int(measured["run"]["operations"]), 1)
         wall = max(t1 - t0, 1e-9)
         measured["server"] = {
@@ -410,7 +474,19 @@ def bench_served(
         for s in reversed(servers):
             s.stop()
         shutil.rmtree(root, ignore_errors=True)
-    predicted = predict(spec, config, wl, nodes, cores_per_node, pipeline, clients, rtt, sync)
+    predicted = predict(
+        spec,
+        config,
+        {**wl, "warmup_operations": warm},
+        nodes,
+        cores_per_node,
+        pipeline,
+        clients,
+        rtt,
+        sync,
+        start_state,
+        end_state,
+    )
     if measured["run"]["errors"]:
         notes.append(f"{measured['run']['errors']} error replies in the measured run")
     return ServedResult(

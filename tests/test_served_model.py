@@ -358,6 +358,9 @@ def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
     for op in p["per_op"].values():
         assert 0 < op["p50_us"] <= op["p99_us"]
     assert p["wire_bytes_per_op"] > 100
+    # the prediction's engine state is the servers' own (INFO keyspace): every loaded record in it
+    start = m["engine_state"]["start"]
+    assert start["buffered"] + sum(lv["entries"] for lv in start["levels"]) >= 2000
 
 
 def test_served_options_are_refused_before_any_work(tmp_path: Path) -> None:

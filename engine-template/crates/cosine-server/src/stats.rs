@@ -144,6 +144,11 @@ pub fn info_text(engine: &Engine, stats: &ServerStats, section: Option<&str>) ->
         t.kv("buffered_entries", st.buffered);
         t.kv("levels", st.levels.len());
         t.kv("level_entries", st.levels.iter().map(|l| l.entries).sum::<u64>());
+        // one line per disk level, as Redis' `db0:keys=..,expires=..`: the engine's shape, which a
+        // served prediction reads as the in-process bench reads its report's (measure/served.py)
+        for l in &st.levels {
+            t.kv(&format!("level{}", l.level), format!("entries={},runs={},files={}", l.entries, l.runs, l.files));
+        }
         t.kv("fence_memory", st.fence_memory);
         t.kv("filter_memory", st.filter_memory);
     }

@@ -36,4 +36,6 @@ fn sigterm_flushes_and_closes() {
     let Reply::Bulk(info) = c.call(&[b"INFO", b"keyspace"]).expect("info") else { panic!("INFO") };
     let info = String::from_utf8(info).expect("utf-8");
     assert!(info.contains("buffered_entries:0"), "{info}");
+    // and its one flush is one disk level's run, which INFO reports level by level
+    assert!(info.contains(":entries=1000,runs=1,"), "{info}");
 }
