@@ -235,10 +235,27 @@ class TableCache:
         return self.directory / f"{provider}-{table_key(spec, catalog, provider, self._code)[:32]}.parquet"
 
     def load(self, spec: Spec, catalog: Catalog, provider: str) -> Shards:
-        """The cached shards of ``provider`` (empty when there is no valid file)."""
+        """The cached shards of ``provider`` (empty when there is no valid file). A file this
+        process has read is not read again while it is unchanged (:data:`_READ`)."""
         path = self.path(spec, catalog, provider)
-        if not path.exists():
+        try:
+            st = path.stat()
+        except FileNotFoundError:
             return {}
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino, spec.workload.entries)
+        held = _READ.get(path)
+        if held is not None and held[0] == stamp:
+            _READ[path] = _READ.pop(path)  # the most recently used last
+            return {k: list(v) for k, v in held[1].items()}
+        shards = self._read(path, spec, catalog, provider)
+        if shards:
+            _READ[path] = (stamp, shards)
+            while len(_READ) > READ_FILES:
+                del _READ[next(iter(_READ))]
+        return {k: list(v) for k, v in shards.items()}
+
+    def _read(self, path: Path, spec: Spec, catalog: Catalog, provider: str) -> Shards:
+        """The shards of the file at ``path``, checked (empty, and reported, when it is not valid)."""
         try:
             cols = {
                 k: list(v) if isinstance(v, list) else v.tolist()
@@ -265,6 +282,15 @@ class TableCache:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+#: Files whose shards a process keeps (:meth:`TableCache.load`): a what-if in one process (the
+#: report's page, a sweep's worker) reads each once. Its Contexts are shared by the solves (nothing
+#: changes a Context once built); each caller gets its own dict and lists.
+READ_FILES = 16
+#: The shards of the files read, by path: ((mtime, size, inode, entries), shards); a file rewritten
+#: since (another solve added shard sizes) is read again.
+_READ: dict[Path, tuple[tuple[int, int, int, int], Shards]] = {}
 
 
 def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType], n_entries: int) -> Shards:

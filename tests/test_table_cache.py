@@ -201,3 +201,31 @@ def test_cli_uses_the_cache_and_no_cache_leaves_it_alone(tmp_path, runner, monke
         return sol
 
     assert answer(warm.stdout) == answer(first.stdout) == answer(res.stdout)
+
+
+def test_a_process_reads_an_unchanged_file_once(tmp_path, spec_cat, monkeypatch):
+    """A what-if in one process reads each cache file once while it is unchanged, each caller
+    getting its own lists; a rewritten file (another mtime) is read again."""
+    import os
+
+    spec, cat = spec_cat
+    build_tables(spec, cat, ("aws",), workers=1, cache=TableCache(tmp_path))
+    first = TableCache(tmp_path).load(spec, cat, "aws")
+    assert first
+    reads: list[Path] = []
+    real = TableCache._read
+
+    def counted(self, path, *args):  # type: ignore[no-untyped-def]
+        reads.append(path)
+        return real(self, path, *args)
+
+    monkeypatch.setattr(TableCache, "_read", counted)
+    again = TableCache(tmp_path).load(spec, cat, "aws")
+    assert reads == [] and again == first
+    key = next(iter(again))
+    again[key].clear()  # the caller's own list: the next one is whole
+    assert TableCache(tmp_path).load(spec, cat, "aws")[key] == first[key]
+    (path,) = tmp_path.glob("aws-*.parquet")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert TableCache(tmp_path).load(spec, cat, "aws") == first and reads == [path]
