@@ -897,12 +897,13 @@ def _cheapest_in_class(
     levels = np.unique(tab.x[idx])
     if at_least <= 0:
         levels = levels[:1]  # every column: the largest branch
-    # a branch's LP bound: its q need times its cheapest copy
-    bounds = []
-    for t in levels:
-        branch = idx[tab.x[idx] >= t]
-        q_need = max(Q_MIN, at_least / float(t))
-        bounds.append(bill.fixed + q_need * float((tab.share[branch] * tab.w[branch]).min()))
+    # a branch's LP bound: its q need times its cheapest copy (the columns at least as fast as its
+    # level: the least copy of the fastest ones, a running minimum down the columns by speed)
+    xs = tab.x[idx]
+    by_speed = np.sort(xs)
+    copy = (tab.share[idx] * tab.w[idx])[np.argsort(-xs, kind="stable")]
+    least = np.minimum.accumulate(copy)[idx.size - 1 - np.searchsorted(by_speed, levels, side="left")]
+    bounds = bill.fixed + np.maximum(Q_MIN, at_least / levels) * least
     for li in np.argsort(bounds, kind="stable"):
         if bounds[li] >= best_bill * (1 - TIE_TOL):
             break
