@@ -277,3 +277,114 @@ def throughput_within(
         lo = np.where(good, mid, lo)
         hi = np.where(good, hi, mid)
     return np.where(feasible, lo, 0.0)
+
+
+#: Points of the uniform commit wait averaged over in a closed loop's write latency (midpoints).
+WINDOW_POINTS = 16
+
+
+def _erlang_cdf(k: int, rate: float, t: float) -> float:
+    """P(Erlang(k, rate) <= t): 1 - the Poisson(rate t) probability of fewer than k events."""
+    x = rate * t
+    if k <= 0:
+        return 1.0
+    if x <= 0:
+        return 0.0
+    term = math.exp(-x)
+    below = term
+    for i in range(1, k):
+        term *= x / i
+        below += term
+    return min(max(1.0 - below, 0.0), 1.0)
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """A closed system: ``clients`` connections, each with one batch at the node or thinking for
+    ``think_s`` (exponential) before it sends the next; the node's ``cores`` serve batches first
+    come first served, each for an exponential time of mean ``service_s`` on one core. The
+    finite-source M/M/c//C queue (the machine-repairman model): the number of batches at the node
+    is a birth-death chain (births (C - n) / think, deaths min(n, c) / service), and by the
+    arrival theorem a batch arriving finds the chain of C - 1 clients in its stationary state.
+    A batch finding n ahead waits for n - c + 1 departures (rate c / service each) when n >= c,
+    then its own service: its sojourn is Erlang(n - c + 1, c / service) + Exp(1 / service).
+
+    What the bench runs (measure/served.py): at saturation, with C clients and one core, the
+    sojourn is the sum of about C services, narrow around C x service; the open system's M/M/c
+    (:class:`Queue`) gives it an exponential spread (p50 0.69 of the mean, p99 4.6 times it)."""
+
+    cores: int
+    service_s: float
+    clients: int
+    think_s: float
+
+    def occupancy(self, clients: int) -> np.ndarray:
+        """The stationary probability of 0..``clients`` batches at the node with ``clients`` clients."""
+        mu = 1.0 / max(self.service_s, 1e-300)
+        z = max(self.think_s, 1e-300)
+        logp = np.zeros(clients + 1)
+        for n in range(1, clients + 1):
+            logp[n] = logp[n - 1] + math.log((clients - n + 1) / z) - math.log(min(n, self.cores) * mu)
+        p = np.exp(logp - logp.max())
+        return p / p.sum()
+
+    def throughput(self) -> float:
+        """Batches per second the node completes."""
+        pi = self.occupancy(self.clients)
+        busy = np.minimum(np.arange(self.clients + 1), self.cores)
+        return float((pi * busy).sum()) / max(self.service_s, 1e-300)
+
+    def sojourn_cdf(self, t: float) -> float:
+        """P(an arriving batch's wait and service <= ``t``)."""
+        if t <= 0:
+            return 0.0
+        mu = 1.0 / max(self.service_s, 1e-300)
+        c = self.cores
+        out = 0.0
+        for n, p in enumerate(self.occupancy(self.clients - 1)):
+            if p < 1e-15:
+                continue
+            if n < c:
+                out += p * -math.expm1(-mu * t)
+                continue
+            k = n - c + 1
+            if c == 1:
+                out += p * _erlang_cdf(k + 1, mu, t)
+                continue
+            # W + S with W ~ Erlang(k, c mu), S ~ Exp(mu): G_k(t; c mu) - e^{-mu t} (c / (c-1))^k G_k(t; (c-1) mu)
+            g = _erlang_cdf(k, (c - 1) * mu, t)
+            tail = math.exp(-mu * t + k * math.log(c / (c - 1))) * g if g > 0 else 0.0
+            out += p * min(max(_erlang_cdf(k, c * mu, t) - tail, 0.0), 1.0)
+        return min(out, 1.0)
+
+    def cdf(self, t: float, route: Route) -> float:
+        """P(a request of ``route`` is answered within ``t``): its sojourns, then its fixed seconds and
+        the uniform wait (averaged over :data:`WINDOW_POINTS` midpoints of it)."""
+        w = route.window_s
+        ws = [(i + 0.5) / WINDOW_POINTS * w for i in range(WINDOW_POINTS)] if w > 0 else [0.0]
+        return sum(self.sojourn_cdf((t - route.shift_s - u) / route.visits) for u in ws) / len(ws)
+
+    def quantile(self, prob: float, routes: list[tuple[float, Route]]) -> float:
+        """The ``prob``-quantile of the latency of a request drawn from ``routes`` (share, route)."""
+        total = sum(share for share, _ in routes) or 1.0
+        lo = 0.0
+        hi = max(p.shift_s + p.window_s + p.visits * self.service_s * (self.clients + 50.0) for _, p in routes)
+        for _ in range(STEPS):
+            mid = (lo + hi) / 2
+            if sum(share * self.cdf(mid, p) for share, p in routes) / total < prob:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+
+@dataclass(frozen=True)
+class Route:
+    """A request's way through a :class:`ClosedLoop`: its ``visits`` to the node (an rmw's read,
+    then its write: the sojourn's quantile ``visits`` times over; the sojourn is narrow at
+    saturation), the fixed seconds it adds (round trips, its sync) and its uniform wait on
+    [0, ``window_s``] (group commit; 0: none)."""
+
+    shift_s: float
+    window_s: float = 0.0
+    visits: int = 1

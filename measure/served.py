@@ -12,17 +12,22 @@ The prediction is the model's for the same configuration on this core split:
 
 * **capacity**: the engine's demands (cost_models.engine_model, the scaled engine.toml on this
   machine's device, on the shape its ``INFO keyspace`` reports when the measured phase begins and
-  ends, as the in-process validation predicts on its report's) for the node's served mix (cost_models.network.served_mix: every scan reaches
-  every shard), plus the server's CPU per request (cost_models.serving, data/serving.yaml, at this
-  depth and these bytes), on the node's share of the server cores (cost_models.cpu.throughput);
+  ends, as the in-process validation predicts on its report's) for the node's served mix
+  (cost_models.network.served_mix: every scan reaches every shard), plus the server's CPU per
+  request (cost_models.serving, data/serving.yaml, at this depth and these bytes), on the node's
+  share of the server cores (cost_models.cpu.throughput);
 * **the closed loop**: C connections keep one batch each outstanding; a batch spends, outside the
   server's cores, the loopback round trip and, when it writes, its sync (the server syncs as soon
   as a batch waits: the sync in progress, uniform on [0, sync], and its own, the device's sync
-  time); both are measured here before the run
-  (:func:`probe_rtt`, :func:`probe_sync`). The operating point is the arrival rate at which the
-  server's M/M/c queue (cost_models.latency) and the batches outside it add up to the C batches;
-* **latency**: p50 and p99 of M/M/c at that point, plus the round trip and, for writes, the
-  commit wait (cost_models.latency) on [sync, 2 x sync].
+  time); both are measured here before the run (:func:`probe_rtt`, :func:`probe_sync`). The
+  batches at the servers are the finite-source M/M/c//C queue of C clients thinking that long
+  (cost_models.latency.ClosedLoop): its throughput is the prediction;
+* **latency**: p50 and p99 of that queue's sojourn (by the arrival theorem: narrow at saturation,
+  about C batches' service, where the open system's M/M/c spreads it exponentially), plus the
+  round trip and, for writes, the commit wait on [sync, 2 x sync]; an rmw's read and write are
+  two trips. Not modelled: a write's wait for the server's next idle moment (the group commit
+  answers its batch when the server parks, or every interval: under a closed loop at saturation
+  the writes' p50 is 150-230 us above the reads' at depth 1, BENCHMARKS.md §20).
 """
 
 from __future__ import annotations
@@ -41,12 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from cost_models import cpu_count
 from cost_models.cpu import Demands, throughput
 from cost_models.engine_model import engine_breakdown
-from cost_models.latency import P50, P99, LatencyTerms, Operating, latency_at
+from cost_models.latency import P50, P99, ClosedLoop, Route
 from cost_models.network import served_mix
 from cost_models.serving import Serving, per_cluster_op, rmw_share, served, write_request_share
 from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
@@ -242,24 +245,28 @@ def predict(
     # a batch holding an rmw sends its writes once the batch is answered: a second round trip and sync
     p_rmw_batch = 1 - (1 - rmws) ** pipeline
     think = rtt_s + p_write_batch * durable + p_rmw_batch * (rtt_s + durable)
-    c = max(1.0, float(round(cores_per_node * nodes)))
+    c = max(1, round(cores_per_node * nodes))
     node_ops = capacity * sm.scale  # requests at the servers per second at full use
-    lam = _closed_rate(node_ops, c, pipeline, float(clients), think)
+    # the finite-source queue of the C connections' batches (cost_models.latency.ClosedLoop): a
+    # batch's service on one of the c cores is p c / capacity
+    loop = ClosedLoop(c, pipeline * c / node_ops if node_ops > 0 else math.inf, clients, think)
+    lam = loop.throughput() * pipeline if node_ops > 0 else 0.0
     x = lam / sm.scale
-    terms = LatencyTerms(rtt_s, writes, window)
     per_op: dict[str, Any] = {}
-    cap = np.array([node_ops])
-    op = Operating(np.array([lam]), cap, c, pipeline)
+    routes: list[tuple[float, Route]] = []
     for name in w.operations:
         if w.operations[name] <= 0:
             continue
         is_write = Operation(name) in WRITE_OPERATIONS
-        # an rmw: its read's round trip, then its write's (each batch's service counted once)
-        trips = 2.0 if name == Operation.RMW else 1.0
-        t = LatencyTerms(trips * rtt_s + (sync_s if is_write and window > 0 else 0.0), 1.0 if is_write else 0.0, window)
+        # an rmw: its read's round trip and sojourn, then its write's (a batch of its own)
+        visits = 2 if name == Operation.RMW else 1
+        route = Route(
+            visits * rtt_s + (sync_s if is_write and window > 0 else 0.0), window if is_write else 0.0, visits
+        )
+        routes.append((float(w.operations[name]), route))
         per_op[name] = {
-            "p50_us": float(latency_at(op.throughput, cap, c, pipeline, t, P50)[0]) * 1e6,
-            "p99_us": float(latency_at(op.throughput, cap, c, pipeline, t, P99)[0]) * 1e6,
+            "p50_us": loop.quantile(P50, [(1.0, route)]) * 1e6,
+            "p99_us": loop.quantile(P99, [(1.0, route)]) * 1e6,
         }
     return {
         "throughput_ops": x,
@@ -277,10 +284,7 @@ def predict(
         "fanout_scale": sm.scale,
         "rtt_us": rtt_s * 1e6,
         "sync_us": sync_s * 1e6,
-        "latency_us": {
-            "p50": float(latency_at(op.throughput, cap, c, pipeline, terms, P50)[0]) * 1e6,
-            "p99": float(latency_at(op.throughput, cap, c, pipeline, terms, P99)[0]) * 1e6,
-        },
+        "latency_us": {"p50": loop.quantile(P50, routes) * 1e6, "p99": loop.quantile(P99, routes) * 1e6},
         "per_op": per_op,
     }
 
@@ -294,20 +298,6 @@ def _cpu_per_op(d: Demands, threads: int) -> float:
 
 def _wal_sync(cfg: dict[str, Any]) -> str:
     return str((cfg.get("durability") or {}).get("wal_sync", "group_commit"))
-
-
-def _closed_rate(capacity: float, cores: float, pipeline: int, batches: float, think_s: float) -> float:
-    """Requests per second at which the queue's batches plus those thinking (``think_s`` each) make
-    ``batches``: bisection on M/M/c's mean number in system + lambda / p x think."""
-    lo, hi = 0.0, capacity * (1 - 1e-12)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        n = float(Operating(np.array([mid]), np.array([capacity]), cores, pipeline).queue().mean_in_system()[0])
-        if n + mid / pipeline * think_s < batches:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def drive(

@@ -139,6 +139,47 @@ def test_mmc_quantiles_against_a_simulation() -> None:
         assert commit == pytest.approx(np.quantile(with_commit, q), rel=0.05)
 
 
+def _closed_loop_simulation(c: int, service: float, clients: int, think: float, n: int) -> tuple[float, np.ndarray]:
+    """A FCFS simulation of ``clients`` each thinking Exp(``think``), then served Exp(``service``)
+    on one of ``c`` cores: (batches per second, each batch's wait and service)."""
+    import heapq
+
+    rng = np.random.default_rng(11)
+    ready = sorted(rng.exponential(think, clients))  # when each client's next batch arrives
+    free = [0.0] * c
+    resp = []
+    t_end = 0.0
+    while len(resp) < n:
+        arrive = heapq.heappop(ready)
+        k = int(np.argmin(free))
+        done = max(arrive, free[k]) + rng.exponential(service)
+        free[k] = done
+        resp.append(done - arrive)
+        t_end = max(t_end, done)
+        heapq.heappush(ready, done + rng.exponential(think))
+    keep = np.array(resp[n // 10 :])
+    return n / t_end, keep
+
+
+@pytest.mark.parametrize(("c", "clients", "think"), [(1, 50, 1.5), (1, 8, 5.0), (2, 20, 4.0)])
+def test_the_closed_loop_against_a_simulation(c: int, clients: int, think: float) -> None:
+    """The bench's finite-source queue (cost_models.latency.ClosedLoop): its sojourn's mean is
+    Little's (C / X - think), and its throughput and quantiles are a FCFS simulation's."""
+    from cost_models.latency import ClosedLoop, Route
+
+    loop = ClosedLoop(c, 1.0, clients, think)
+    x = loop.throughput()
+    ts = np.linspace(0.0, 3.0 * clients + 60.0, 6001)
+    mean = np.trapezoid([1.0 - loop.sojourn_cdf(float(t)) for t in ts], ts)
+    assert mean == pytest.approx(clients / x - think, rel=1e-6)
+    x_sim, resp = _closed_loop_simulation(c, 1.0, clients, think, 60_000)
+    assert x == pytest.approx(x_sim, rel=0.03)
+    for q in (0.5, 0.99):
+        assert loop.quantile(q, [(1.0, Route(0.0))]) == pytest.approx(np.quantile(resp, q), rel=0.05)
+    # a route's fixed seconds add to its quantile
+    assert loop.quantile(0.5, [(1.0, Route(2.0))]) == pytest.approx(loop.quantile(0.5, [(1.0, Route(0.0))]) + 2.0)
+
+
 def test_nodes_latencies_at_once_are_each_node_s_alone() -> None:
     """solver.exact re-evaluates every node of a solve in one latency_at (cores and terms stacked
     over the nodes): each node's quantile is exactly the one it gets alone."""
