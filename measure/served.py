@@ -247,10 +247,14 @@ def predict(
     think = rtt_s + p_write_batch * durable + p_rmw_batch * (rtt_s + durable)
     c = max(1, round(cores_per_node * nodes))
     node_ops = capacity * sm.scale  # requests at the servers per second at full use
-    # the finite-source queue of the C connections' batches (cost_models.latency.ClosedLoop): a
-    # batch's service on one of the c cores is p c / capacity
-    loop = ClosedLoop(c, pipeline * c / node_ops if node_ops > 0 else math.inf, clients, think)
-    lam = loop.throughput() * pipeline if node_ops > 0 else 0.0
+    # the finite-source queue of the C connections' visits to the servers (cost_models.latency.ClosedLoop):
+    # a connection's turn is its batch and, when the batch holds an rmw, the rmw writes' batch after it,
+    # 1 + P(rmw in the batch) visits sharing the turn's p requests' service (p c / capacity on one of
+    # the c cores) and its time outside
+    visits = 1 + p_rmw_batch
+    service = pipeline * c / node_ops / visits if node_ops > 0 else math.inf
+    loop = ClosedLoop(c, service, clients, think / visits)
+    lam = loop.throughput() * pipeline / visits if node_ops > 0 else 0.0
     x = lam / sm.scale
     per_op: dict[str, Any] = {}
     routes: list[tuple[float, Route]] = []
