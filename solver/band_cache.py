@@ -25,7 +25,7 @@ rest (solver.sealed_json.payload_digest), checked on every read. A file that can
 its hash or has another shape is reported in one line and ignored (then overwritten); an entry is
 used only whole. A band read back says so in its solver log.
 
-**Where.** The table cache's directory (solver.table_cache.default_dir), files
+**Where.** The table cache's directory (solver.sealed_json.default_dir), files
 ``bands-<key>.json``. ``cosine solve --no-cache`` neither reads nor writes it.
 """
 

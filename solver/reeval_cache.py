@@ -26,7 +26,7 @@ number edited in the file (by hand, a tool or a bad disk) is never served as a r
 A file that cannot be read, fails its hash or has another shape is reported in one line and
 ignored (then overwritten); an entry is used only whole.
 
-**Where.** The table cache's directory (solver.table_cache.default_dir), files
+**Where.** The table cache's directory (solver.sealed_json.default_dir), files
 ``reeval-<key>.json``. ``cosine solve --no-cache`` neither reads nor writes it.
 """
 

@@ -12,14 +12,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver.table_cache import default_dir
 from specs.errors import InputError
 from specs.io import read_json, to_json, write_text
+
+
+def default_dir() -> Path:
+    """The cache files' directory (the table cache's and the sealed ones'): ``$COSINE_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/cosine/tables``, else ``~/.cache/cosine/tables``."""
+    if os.environ.get("COSINE_CACHE_DIR"):
+        return Path(os.environ["COSINE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cosine" / "tables"
 
 
 @dataclass

@@ -141,7 +141,7 @@ def sweep(
     reports of what was refused and redone (a journal part, a cache file), each once.
     """
     from solver import dask_cluster
-    from solver.table_cache import default_dir
+    from solver.sealed_json import default_dir
     from solver.tables.build import check_workers
     from specs.schema import load_spec
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,6 +46,7 @@ import numpy as np
 from cost_models.cloud import StorageChoice
 from cost_models.design import Design
 from cost_models.pricing.catalog import Catalog, VmType
+from solver.sealed_json import default_dir, read_sections, write_sections
 from solver.tables.context import Context
 from specs.errors import InputError
 from specs.io import read_columns, require, write_rows
@@ -144,14 +144,6 @@ _DESIGN = {
 }
 
 
-def default_dir() -> Path:
-    """``$COSINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cosine/tables``, else ``~/.cache/cosine/tables``."""
-    if os.environ.get("COSINE_CACHE_DIR"):
-        return Path(os.environ["COSINE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cosine" / "tables"
-
-
 def code_files(modules: tuple[str, ...] = _CODE_FILES) -> list[Path]:
     """The files :func:`code_version` hashes: every file of ``cost_models/``, then each of
     ``modules`` (a folder: every file in it), in a fixed order, without bytecode caches."""
@@ -234,9 +226,39 @@ class TableCache:
             self._code = code_version()
         return self.directory / f"{provider}-{table_key(spec, catalog, provider, self._code)[:32]}.parquet"
 
+    def empty_path(self, spec: Spec, catalog: Catalog, provider: str) -> Path:
+        """The file of the shard sizes computed without a column (:meth:`load`)."""
+        return self.path(spec, catalog, provider).with_suffix(".empty.json")
+
     def load(self, spec: Spec, catalog: Catalog, provider: str) -> Shards:
-        """The cached shards of ``provider`` (empty when there is no valid file). A file this
-        process has read is not read again while it is unchanged (:data:`_READ`)."""
+        """The cached shards of ``provider`` (empty when there is no valid file), with the shard sizes
+        computed without any column (an empty list each: no VM type holds such a shard, and they are
+        the largest, dearest shards to compute). A file this process has read is not read again while
+        it is unchanged (:data:`_READ`)."""
+        out = self._columns(spec, catalog, provider)
+        for key in self._empties(spec, catalog, provider):
+            out.setdefault(key, [])
+        return out
+
+    def _empties(self, spec: Spec, catalog: Catalog, provider: str) -> list[tuple[str, int]]:
+        """The (kind, shard count) pairs computed without a column (a refused file: none, reported)."""
+        path = self.empty_path(spec, catalog, provider)
+        if not path.exists():
+            return []
+        key = table_key(spec, catalog, provider, self._code or code_version())
+        try:
+            names = read_sections(path, EMPTY_WHAT, EMPTY_VERSION, key, {"empty": lambda e: e is True})["empty"]
+            out = []
+            for name in names:
+                kind, _, k = name.rpartition(" ")
+                out.append((kind, int(k)))
+            return out
+        except (InputError, ValueError) as exc:
+            self.note(f"table cache ignored and rebuilt: {path}: {exc}")
+            return []
+
+    def _columns(self, spec: Spec, catalog: Catalog, provider: str) -> Shards:
+        """The shards with columns of ``provider``'s file (memoized by :data:`_READ`)."""
         path = self.path(spec, catalog, provider)
         try:
             st = path.stat()
@@ -279,10 +301,24 @@ class TableCache:
             write_rows(path, rows, CachedColumn, sealed=True)
         except OSError as exc:
             self.note(f"table cache not written: {path}: {exc.strerror or exc}")
+            return
+        empty = {f"{kind} {k}": True for (kind, k), cs in sorted(shards.items()) if not cs}
+        if empty:
+            key = table_key(spec, catalog, provider, self._code or code_version())
+            note = write_sections(
+                self.empty_path(spec, catalog, provider), EMPTY_WHAT, EMPTY_VERSION, key, {"empty": empty}
+            )
+            if note is not None:
+                self.note(note)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
+
+#: The shard sizes computed without a column, beside each provider's file (``<file>.empty.json``,
+#: sealed JSON: solver.sealed_json): without it such a size was computed again by every solve.
+EMPTY_WHAT = "table cache's empty shards"
+EMPTY_VERSION = 1
 
 #: Files whose shards a process keeps (:meth:`TableCache.load`): a what-if in one process (the
 #: report's page, a sweep's worker) reads each once. Its Contexts are shared by the solves (nothing

@@ -229,3 +229,33 @@ def test_a_process_reads_an_unchanged_file_once(tmp_path, spec_cat, monkeypatch)
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert TableCache(tmp_path).load(spec, cat, "aws") == first and reads == [path]
+
+
+def test_a_shard_size_without_columns_is_not_computed_again(tmp_path, spec_cat, monkeypatch):
+    """A shard size no VM type holds has no column, hence no row: the cache keeps it in its
+    ``.empty.json`` beside the file, so the next solve does not compute it again (ycsb_d's three
+    largest shards, no VM type holding them: 148 s of every warm solve)."""
+    from solver.tables import build
+
+    spec, cat = spec_cat
+    real = build.shard_job
+    sizes: list[float] = []
+
+    def without_the_largest(args):  # type: ignore[no-untyped-def]
+        sizes.append(args[3])
+        out = real(args)
+        return [{kind: [] for kind in per_spec} for per_spec in out] if args[3] == spec.workload.entries else out
+
+    monkeypatch.setattr(build, "shard_job", without_the_largest)
+    cold = build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), cache=TableCache(tmp_path))
+    assert spec.workload.entries in sizes
+    (empty,) = tmp_path.glob("aws-*.empty.json")
+    sizes.clear()
+    warm_cache = TableCache(tmp_path)
+    warm = build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), cache=warm_cache)
+    assert sizes == [] and warm_cache.misses == 0 and not warm_cache.notes
+    assert _columns(warm) == _columns(cold)
+    empty.write_text(empty.read_text().replace("true", "false"))  # edited: refused, reported, rebuilt
+    again = TableCache(tmp_path)
+    build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), cache=again)
+    assert sizes == [spec.workload.entries] and len(again.notes) == 1 and str(empty) in again.notes[0]

@@ -370,6 +370,11 @@ def build_many(
     computed: list[dict[str, dict[tuple[str, int], list[Context]]]] = [{p: {} for p in pl.provs} for pl in plans]
     for (_, _, members), per_spec in zip(groups, results, strict=True):
         for (i, k), by_kind in zip(members, per_spec, strict=True):
+            # every kind of the size is computed for these providers, with columns or none (the
+            # cache keeps a size without any: no VM type holds it, and it is the dearest to compute)
+            for p in plans[i].todo[k]:
+                for kind in kinds:
+                    computed[i][p].setdefault((kind, k), [])
             for kind, ctxs in by_kind.items():
                 for c in ctxs:
                     computed[i][c.provider].setdefault((kind, k), []).append(c)
