@@ -719,6 +719,23 @@ def level_cache_alpha(
     IOPS was predicted 0.21 blocks per operation and measured 0.65 — its first level cycles
     from empty to 9 runs (40 blocks, the whole cache) where the model's mean is 4.5, and the
     engine's cache is CLOCK in shards (docs/journal/s22-s30.md §28)."""
+    kern = numba_kernels()
+    if kern is not None:  # the compiled kernel: a (design, split) at a time (cost_models.kernels_numba)
+        n, m, _ = probe.shape
+        out = np.empty((n, m, found.shape[2]))
+        f64 = np.ascontiguousarray
+        blocks = f64(np.broadcast_to(np.asarray(cache_blocks, dtype=float), (n, m)))
+        kern.level_cache_alpha(
+            f64(found, dtype=float),
+            f64(level_blocks, dtype=float),
+            f64(fp, dtype=float),
+            f64(probe, dtype=float),
+            f64(p_get, dtype=float),
+            blocks,
+            CHE_NEWTON_STEPS,
+            out,
+        )
+        return out
     found = found[:, None]  # (n, 1, L, P), like fp (n, L, P): the rows' Structure terms
     reads = found + probe[..., None] * fp[:, None]  # (n, m, L, P)
     traffic = reads @ p_get  # (n, m, L): block reads per get (the probes' too: they fill the cache)

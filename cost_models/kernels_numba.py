@@ -27,6 +27,9 @@ from cost_models.symbolic_scalar import (
 )
 
 _MAX = float(np.finfo(float).max)
+#: A Newton step of level_cache_alpha's characteristic time this small relative to it ends the
+#: iteration (the numpy path takes all its steps; the two agree to 1e-9: tests/test_kernels.py)
+CHE_STEP_TOL = 1e-14
 
 
 @njit(cache=True, error_model="numpy")
@@ -324,3 +327,59 @@ def pareto_sorted(c: np.ndarray, order: np.ndarray) -> np.ndarray:  # pragma: no
 def pareto_rows(c: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """cost_models.pareto.pareto_mask of ``c`` (n x d): :func:`pareto_sorted` over :func:`lex_order`."""
     return pareto_sorted(c, lex_order(c))
+
+
+@njit(cache=True, error_model="numpy")
+def level_cache_alpha(
+    found: np.ndarray,
+    level_blocks: np.ndarray,
+    fp: np.ndarray,
+    probe: np.ndarray,
+    p_get: np.ndarray,
+    cache_blocks: np.ndarray,
+    steps: int,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """io_model.level_cache_alpha into ``out`` (n, m, P): ``found`` and ``fp`` (n, L, P), ``probe``
+    (n, m, L), ``level_blocks`` (n, L), ``cache_blocks`` (n, m); Che's characteristic time by
+    ``steps`` Newton steps, a (design, split) at a time, its levels' rates in registers."""
+    n, m, lv = probe.shape
+    parts = p_get.shape[0]
+    rate = np.empty(lv)
+    for i in range(n):
+        for j in range(m):
+            cap = cache_blocks[i, j]
+            used = 0.0
+            for k in range(lv):
+                traffic = 0.0
+                for p in range(parts):
+                    traffic += (found[i, k, p] + probe[i, j, k] * fp[i, k, p]) * p_get[p]
+                nb = level_blocks[i, k]
+                rate[k] = traffic / _maximum(nb, 1e-300) if nb > 0 else 0.0
+                if rate[k] > 0:
+                    used += nb
+            live = cap >= 1.0 and cap < used
+            full = cap >= used and cap >= 1.0
+            t = 0.0
+            for _ in range(steps if live else 0):
+                f = 0.0
+                df = 0.0
+                for k in range(lv):
+                    nb = level_blocks[i, k]
+                    e = exp(-rate[k] * t)
+                    f += nb * (1.0 - e)
+                    df += nb * rate[k] * e
+                f -= cap
+                step = -f / _maximum(df, 1e-300) if df > 0 else 0.0
+                t = t + _maximum(step, 0.0)
+                if not step > t * CHE_STEP_TOL:
+                    break  # converged (Newton from below: the steps only shrink from here)
+            for p in range(parts):
+                total = 0.0
+                acc = 0.0
+                for k in range(lv):
+                    fo = found[i, k, p]
+                    total += fo
+                    hit = 1.0 if full else (-expm1(-rate[k] * t) if live else 0.0)
+                    acc += fo * hit
+                out[i, j, p] = acc / total if total > 0 else 0.0

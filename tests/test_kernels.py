@@ -72,7 +72,7 @@ def _shards(spec_name: str) -> list[int]:
     return sorted({counts[0], counts[len(counts) // 2], counts[-1]})
 
 
-@pytest.mark.parametrize("spec_name", ["ycsb_a", "demo_ycsb_a", "ycsb_e"])
+@pytest.mark.parametrize("spec_name", ["ycsb_a", "demo_ycsb_a", "ycsb_e", "ycsb_d"])
 def test_every_column_matches_the_numpy_path(spec_name: str) -> None:
     kernels.load()
     assert kernels.numba_kernels() is not None, "numba is a dependency: the kernels must load"
@@ -83,6 +83,27 @@ def test_every_column_matches_the_numpy_path(spec_name: str) -> None:
             ref = _job(spec_name, k)
         assert ref["cosine"], f"{spec_name} at {k} shards: no column"
         _close(fast, ref, f"{spec_name}@{k}")
+
+
+def test_level_cache_kernel_matches_the_numpy_path() -> None:
+    """Che's per-level cache hits of 'latest' gets (io_model.level_cache_alpha) compiled against
+    numpy on random designs: caches below, inside and past the blocks read, levels never read."""
+    from cost_models.io_model import level_cache_alpha
+
+    rng = np.random.default_rng(5)
+    n, m, lv, parts = 40, 3, 5, 7
+    found = rng.uniform(0, 1, (n, lv, parts)) * (rng.uniform(size=(n, lv, 1)) > 0.2)
+    fp = rng.uniform(0, 0.3, (n, lv, parts))
+    probe = rng.uniform(0, 1, (n, m, lv))
+    p_get = rng.dirichlet(np.ones(parts))
+    blocks = rng.uniform(0, 1e4, (n, lv)) * (rng.uniform(size=(n, lv)) > 0.1)
+    cache = rng.choice([0.5, 10.0, 1e3, 3e4, 1e9], (n, m))
+    kernels.load()
+    fast = level_cache_alpha(found, blocks, fp, probe, p_get, cache)
+    with kernels.reference():
+        ref = level_cache_alpha(found, blocks, fp, probe, p_get, cache)
+    assert 0 < np.count_nonzero((ref > 0) & (ref < 1)) < ref.size, "partial hits were compared"
+    np.testing.assert_allclose(fast, ref, rtol=REL, atol=1e-300)
 
 
 def test_scalar_helpers_match_the_numpy_helpers() -> None:
