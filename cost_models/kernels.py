@@ -4,11 +4,11 @@ the numpy path, which stays the reference (tests/test_kernels.py checks every co
 tables built both ways equal to 1e-9 relative).
 
 numba is imported by :func:`load` only, which the design tables call before they compute a shard
-(solver.tables.build), and a threshold frontier once it has imported numba for its compiled
-knapsacks (solver.frontier.start_frontier: then loading these costs ~0.02 s, and its exact
-re-evaluations and count checks run compiled; ycsb_a's 1,250 from a warm table cache took 7.1 s on
-the numpy path, 1.5 s compiled). Until then :func:`numba_kernels` answers None and the numpy path
-runs, so a command that solves no frontier (``cosine whatif`` on a saved run) never loads it. Its
+(solver.tables.build), and the exact re-evaluation once a threshold frontier has imported numba for
+its compiled knapsacks (solver.exact.compiled_evaluator: then loading these costs ~0.02 s; ycsb_a's
+1,250 evaluations from a warm table cache took 7.1 s on the numpy path, 1.5 s compiled). Until then
+:func:`numba_kernels` answers None and the numpy path runs, so a command that evaluates no node
+(``cosine whatif`` on a saved run, a solve whose answers the caches hold) never loads it. Its
 compiled code is cached by numba itself beside the package (``__pycache__``, ``cache=True``);
 nothing is read from the user's cache directory. ``COSINE_KERNELS=numpy`` (or numba missing) selects the numpy path.
 """

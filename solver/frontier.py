@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cost_models import kernels
 from cost_models.bill import bill_terms
 from cost_models.cloud import sla_cost
 from cost_models.pricing.catalog import Catalog
@@ -636,10 +635,6 @@ def start_frontier(
         # the bands' thousands of knapsacks (solver.bottleneck) run compiled: numba's import and the
         # searches' cached code take ~0.4 s once per process; ycsb_a's 8,000 searches ~1 s, not ~17 s
         knapsack.load()
-        # and, numba imported, the design evaluator's kernels (cached code: ~0.02 s more) for the
-        # exact re-evaluations and count checks: with the tables read from the cache nothing else
-        # loads them, and ycsb_a's 1,250 evaluations took 7.1 s in numpy against 1.5 s compiled
-        kernels.load()
     exact = Reevaluations(spec, store=reevals, workers=workers)
     fr = Frontier(
         spec,
