@@ -252,13 +252,21 @@ def reevaluate_many(
     return out
 
 
-def compiled_evaluator() -> None:
-    """Load the design evaluator's kernels (cost_models.kernels) where numba is imported already (a
-    threshold frontier's knapsacks, solver.knapsack: then ~0.02 s more), before nodes are evaluated:
-    with the tables read from the cache nothing else loads them, and ycsb_a's 1,250 evaluations took
-    7.1 s on the numpy path against 1.5 s compiled. A solve whose answers all come from the caches
-    evaluates nothing and loads nothing."""
-    if knapsack.numba_search() is not None:
+#: Nodes a process evaluates on the numpy path before :func:`compiled_evaluator` loads the kernels
+#: (with numba imported, their cached code loads in ~0.02-0.06 s; a node evaluates in ~5 ms on the
+#: numpy path, ~1.2 ms compiled): a what-if that evaluates a few nodes does not pay the load.
+COMPILE_AFTER_NODES = 16
+_EVALUATED = [0]
+
+
+def compiled_evaluator(nodes: int) -> None:
+    """Count ``nodes`` about to be evaluated, and load the design evaluator's kernels
+    (cost_models.kernels) once :data:`COMPILE_AFTER_NODES` are, where numba is imported already (a
+    threshold frontier's knapsacks, solver.knapsack): with the tables read from the cache nothing
+    else loads them, and ycsb_a's 1,250 evaluations took 7.1 s on the numpy path against 1.5 s
+    compiled. A solve whose answers all come from the caches evaluates nothing and loads nothing."""
+    _EVALUATED[0] += nodes
+    if _EVALUATED[0] >= COMPILE_AFTER_NODES and knapsack.numba_search() is not None:
         kernels.load()
 
 
@@ -273,7 +281,7 @@ def _evaluate_nodes(
     count's window does not depend on what it is solved with). Each node's figures are then
     those of its design evaluated alone (the batch's are not used: its matrix products over the
     key partitions may round otherwise than a single design's)."""
-    compiled_evaluator()
+    compiled_evaluator(len(nodes))
     wl = spec.workload
     robust = is_robust(spec)
     pw = perturbed_workload(spec)
@@ -452,7 +460,7 @@ class Reevaluations:
         clusters = list(self.pending.values())
         workers = min(self.workers, len(clusters) // REEVALS_PER_WORKER)
         if workers > 1:
-            compiled_evaluator()  # once, before the workers fork
+            compiled_evaluator(sum(len(c) for c in clusters))  # before the workers fork
             # one share of the clusters per worker, clusters of one node size together (their
             # nodes are evaluated in one batch)
             order = sorted(range(len(clusters)), key=lambda j: min(c.entries for c, _ in clusters[j]))
