@@ -726,14 +726,14 @@ def level_cache_alpha(
         f64 = np.ascontiguousarray
         blocks = f64(np.broadcast_to(np.asarray(cache_blocks, dtype=float), (n, m)))
         kern.level_cache_alpha(
+            out,
             f64(found, dtype=float),
-            f64(level_blocks, dtype=float),
             f64(fp, dtype=float),
             f64(probe, dtype=float),
-            f64(p_get, dtype=float),
+            f64(level_blocks, dtype=float),
             blocks,
+            f64(p_get, dtype=float),
             CHE_NEWTON_STEPS,
-            out,
         )
         return out
     found = found[:, None]  # (n, 1, L, P), like fp (n, L, P): the rows' Structure terms

@@ -34,7 +34,7 @@ def _first_calls(k: ModuleType) -> None:
     k.pareto_rows(np.ones((2, 3)))
     k.cpu_throughput(one, one, zero, one, zero, zero, np.ones((1, 1)), np.ones((1, 1)), one, True, 2.0, 2.0, 1.0)
     cube = np.ones((1, 1, 1))
-    k.level_cache_alpha(cube, np.ones((1, 1)), cube, cube, one, np.ones((1, 1)), 1, np.empty((1, 1, 1)))
+    k.level_cache_alpha(np.empty((1, 1, 1)), cube, cube, cube, np.ones((1, 1)), np.ones((1, 1)), one, 1)
 
 
 #: The design tables' kernels (cost_models.compiled).

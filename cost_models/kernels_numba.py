@@ -331,14 +331,14 @@ def pareto_rows(c: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy")
 def level_cache_alpha(
+    out: np.ndarray,
     found: np.ndarray,
-    level_blocks: np.ndarray,
     fp: np.ndarray,
     probe: np.ndarray,
-    p_get: np.ndarray,
+    level_blocks: np.ndarray,
     cache_blocks: np.ndarray,
+    p_get: np.ndarray,
     steps: int,
-    out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """io_model.level_cache_alpha into ``out`` (n, m, P): ``found`` and ``fp`` (n, L, P), ``probe``
     (n, m, L), ``level_blocks`` (n, L), ``cache_blocks`` (n, m); Che's characteristic time by
