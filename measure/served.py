@@ -251,10 +251,9 @@ def predict(
     # a connection's turn is its batch and, when the batch holds an rmw, the rmw writes' batch after it,
     # 1 + P(rmw in the batch) visits sharing the turn's p requests' service (p c / capacity on one of
     # the c cores) and its time outside
-    visits = 1 + p_rmw_batch
-    service = pipeline * c / node_ops / visits if node_ops > 0 else math.inf
-    loop = ClosedLoop(c, service, clients, think / visits)
-    lam = loop.throughput() * pipeline / visits if node_ops > 0 else 0.0
+    turn = 1 + p_rmw_batch
+    loop = ClosedLoop(c, pipeline * c / node_ops / turn, clients, think / turn) if node_ops > 0 else None
+    lam = loop.throughput() * pipeline / turn if loop is not None else 0.0
     x = lam / sm.scale
     per_op: dict[str, Any] = {}
     routes: list[tuple[float, Route]] = []
@@ -269,8 +268,8 @@ def predict(
         )
         routes.append((float(w.operations[name]), route))
         per_op[name] = {
-            "p50_us": loop.quantile(P50, [(1.0, route)]) * 1e6,
-            "p99_us": loop.quantile(P99, [(1.0, route)]) * 1e6,
+            "p50_us": _quantile_us(loop, P50, [(1.0, route)]),
+            "p99_us": _quantile_us(loop, P99, [(1.0, route)]),
         }
     return {
         "throughput_ops": x,
@@ -288,7 +287,7 @@ def predict(
         "fanout_scale": sm.scale,
         "rtt_us": rtt_s * 1e6,
         "sync_us": sync_s * 1e6,
-        "latency_us": {"p50": loop.quantile(P50, routes) * 1e6, "p99": loop.quantile(P99, routes) * 1e6},
+        "latency_us": {"p50": _quantile_us(loop, P50, routes), "p99": _quantile_us(loop, P99, routes)},
         "per_op": per_op,
     }
 
@@ -298,6 +297,11 @@ def _cpu_per_op(d: Demands, threads: int) -> float:
     demands per (cluster operation / N) on N-th of the operations."""
     serial, parallel = d.at_threads(threads)
     return float(serial[0] + parallel[0] + d.background[0])
+
+
+def _quantile_us(loop: ClosedLoop | None, prob: float, routes: list[tuple[float, Route]]) -> float:
+    """The ``prob``-quantile in microseconds of a request of ``routes`` (inf: a node of no capacity)."""
+    return loop.quantile(prob, routes) * 1e6 if loop is not None else math.inf
 
 
 def _wal_sync(cfg: dict[str, Any]) -> str:
