@@ -19,9 +19,11 @@ its schema metadata. A read checks the row type, version, schema and that hash, 
 the columns' :meth:`CachedColumn.check_columns`. A row is one column of the MIP (or of a preset's
 table) at one shard size, tagged with the shard's node count k (entries N/k);
 the shard sizes present are the ones computed, so a solve whose cluster cap
-asks for other sizes computes only those and adds them. (A shard size with no
-column for a provider leaves no row and is recomputed each time: rare, and only
-slower.)
+asks for other sizes computes only those and adds them. A (kind, shard size) computed
+without any column (no VM type holds the shard: a preset's at ycsb_d's largest sizes)
+leaves no row; it is listed in ``<file>.empty.json`` beside it (sealed JSON,
+solver.sealed_json), so it is not computed again (until stop 62 it was, every solve:
+ycsb_d's warm solve took 198 s).
 
 **Trust.** A file that cannot be read, fails the schema, its content hash (a value
 edited after it was written) or a row check, or names a VM type the catalog does not
