@@ -284,17 +284,19 @@ WINDOW_POINTS = 16
 
 
 def _erlang_cdf(k: int, rate: float, t: float) -> float:
-    """P(Erlang(k, rate) <= t): 1 - the Poisson(rate t) probability of fewer than k events."""
+    """P(Erlang(k, rate) <= t): 1 - the Poisson(rate t) probability of fewer than k events (its terms
+    summed from their logarithms: e^-x alone underflows past x ~ 745, a queue of ~750 batches)."""
     x = rate * t
     if k <= 0:
         return 1.0
     if x <= 0:
         return 0.0
-    term = math.exp(-x)
-    below = term
+    logs = [-x]
+    step = math.log(x)
     for i in range(1, k):
-        term *= x / i
-        below += term
+        logs.append(logs[-1] + step - math.log(i))
+    top = max(logs)
+    below = math.exp(top) * sum(math.exp(v - top) for v in logs)
     return min(max(1.0 - below, 0.0), 1.0)
 
 
@@ -366,9 +368,13 @@ class ClosedLoop:
 
     def quantile(self, prob: float, routes: list[tuple[float, Route]]) -> float:
         """The ``prob``-quantile of the latency of a request drawn from ``routes`` (share, route)."""
-        total = sum(share for share, _ in routes) or 1.0
+        total = sum(share for share, _ in routes)
+        if not total > 0:
+            raise ValueError("a latency quantile of routes without a positive share")
+        # a sojourn is at most C services (Erlang): C + 10 sqrt(C) + 50 of them is past any quantile asked
+        most = self.clients + 10.0 * math.sqrt(self.clients) + 50.0
         lo = 0.0
-        hi = max(p.shift_s + p.window_s + p.visits * self.service_s * (self.clients + 50.0) for _, p in routes)
+        hi = max(p.shift_s + p.window_s + p.visits * self.service_s * most for _, p in routes)
         for _ in range(STEPS):
             mid = (lo + hi) / 2
             if sum(share * self.cdf(mid, p) for share, p in routes) / total < prob:

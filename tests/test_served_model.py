@@ -641,3 +641,13 @@ def test_an_rmw_writes_in_a_batch_of_its_own_after_its_read() -> None:
     # at depth 1 both requests are batches of one, whatever the mix
     one = [op_serving_seconds(t, w, Operation.RMW, 1, 0.0, s) for s in (0.05, 0.5, 1.0)]
     assert one == pytest.approx([one[0]] * 3, rel=1e-12)
+
+
+def test_a_long_closed_queue_keeps_its_quantiles() -> None:
+    """1,000 clients saturating one core: a batch finds ~999 ahead, its sojourn Erlang(~1,000): the
+    quantiles are the Erlang's (its e^-x underflowed past x ~ 745: the p99 came out below the mean)."""
+    from cost_models.latency import ClosedLoop, Route
+
+    loop = ClosedLoop(1, 1.0, 1000, 1.0)
+    assert loop.quantile(0.5, [(1.0, Route(0.0))]) == pytest.approx(999.0, rel=2e-3)
+    assert loop.quantile(0.99, [(1.0, Route(0.0))]) == pytest.approx(1000.0 + 2.326 * 1000.0**0.5, rel=5e-3)
