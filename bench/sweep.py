@@ -1,7 +1,7 @@
 """Sweep throughput (issue 15 section 2): solves per second of a 1,000-solve sweep on the
 embedded local Dask cluster against the serial loop, in one session. Prints figures; not a test.
 
-    .venv/bin/python -m bench.sweep [--budgets 100:500000:50] [--workers N]
+    .venv/bin/python -m bench.sweep [--budgets 100:500000:50] [--workers N] [--cluster-only]
     .venv/bin/python -m bench.sweep --malloc-trim
 
 ``--malloc-trim``: the CPU time of one task (ycsb_b, 5 budgets x 2 providers) in a fresh
@@ -93,6 +93,9 @@ def main() -> None:
     ap.add_argument("--budgets", default="100:500000:50", help="LO:HI:N per spec")
     ap.add_argument("--workers", type=int, default=None, help="local cluster size [default: one per core]")
     ap.add_argument("--malloc-trim", action="store_true", help="only the MALLOC_TRIM_THRESHOLD_ comparison")
+    ap.add_argument(
+        "--cluster-only", action="store_true", help="no serial loop (~17 min at stop 62): the cluster cold, then warm"
+    )
     a = ap.parse_args()
     if a.malloc_trim:
         malloc_trim()
@@ -116,21 +119,26 @@ def main() -> None:
         files = {k: Path(d) / f"{k}.parquet" for k in ("serial", "cluster", "warm")}
         # Both cold: the serial loop without caches, the cluster with an empty cache directory
         # (it fills it as it goes); then the cluster again, warm, reading what the first pass cached.
-        serial, serial_cpu = _timed(
-            lambda: sweep(specs, grid, files["serial"], workers=1, providers=PROVIDERS, cache=False)
-        )
+        if a.cluster_only:
+            serial, serial_cpu = float("nan"), float("nan")
+        else:
+            serial, serial_cpu = _timed(
+                lambda: sweep(specs, grid, files["serial"], workers=1, providers=PROVIDERS, cache=False)
+            )
         os.environ["COSINE_CACHE_DIR"] = str(Path(d) / "cache")
         cluster, cluster_cpu = _timed(
             lambda: sweep(specs, grid, files["cluster"], workers=workers, providers=PROVIDERS)
         )
         warm, warm_cpu = _timed(lambda: sweep(specs, grid, files["warm"], workers=workers, providers=PROVIDERS))
         fixed, fixed_cpu = _timed(idle_cluster)
-        rows = [read_rows(files[k], SweepRow, "sweep") for k in ("serial", "cluster", "warm")]
-        same = rows[0] == rows[1] == rows[2]
-    print(
-        f"serial loop (workers=1, no Dask, no cache): {serial:7.1f} s  {n / serial:6.2f} solves/s  "
-        f"CPU {serial_cpu:6.1f} s"
-    )
+        passes = ("cluster", "warm") if a.cluster_only else ("serial", "cluster", "warm")
+        rows = [read_rows(files[k], SweepRow, "sweep") for k in passes]
+        same = all(r == rows[0] for r in rows)
+    if not a.cluster_only:
+        print(
+            f"serial loop (workers=1, no Dask, no cache): {serial:7.1f} s  {n / serial:6.2f} solves/s  "
+            f"CPU {serial_cpu:6.1f} s"
+        )
     print(
         f"local cluster ({workers} worker processes), cold: {cluster:7.1f} s  {n / cluster:6.2f} solves/s  "
         f"CPU {cluster_cpu:6.1f} s (client, scheduler and workers)  = {serial / cluster:.2f}x the serial loop's rate"
@@ -142,7 +150,7 @@ def main() -> None:
     print(f"an idle local cluster's start + stop: {fixed:.1f} s, CPU {fixed_cpu:.1f} s (included above)")
     load1 = os.getloadavg()[0]
     print(
-        f"rows identical (serial, cold, warm): {same}; 1-minute load average {load0:.1f} at the start, "
+        f"rows identical ({', '.join(passes)}): {same}; 1-minute load average {load0:.1f} at the start, "
         f"{load1:.1f} at the end"
     )
 
