@@ -21,6 +21,7 @@ identical. A separate start + stop of an idle cluster gives the fixed cost.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import resource
@@ -88,6 +89,11 @@ def malloc_trim() -> None:
         print(f"one ycsb_b task (tables + 5 budgets x 2 providers), {label}: CPU {float(out.stdout):.1f} s")
 
 
+def _vs(serial: float, wall: float) -> str:
+    """How many times the serial loop's rate a pass's is (nothing without a serial loop)."""
+    return "" if math.isnan(serial) else f"  = {serial / wall:.2f}x the serial loop's rate"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--budgets", default="100:500000:50", help="LO:HI:N per spec")
@@ -141,11 +147,11 @@ def main() -> None:
         )
     print(
         f"local cluster ({workers} worker processes), cold: {cluster:7.1f} s  {n / cluster:6.2f} solves/s  "
-        f"CPU {cluster_cpu:6.1f} s (client, scheduler and workers)  = {serial / cluster:.2f}x the serial loop's rate"
+        f"CPU {cluster_cpu:6.1f} s (client, scheduler and workers){_vs(serial, cluster)}"
     )
     print(
         f"local cluster, warm (the tables and re-evaluations cached by the cold pass): {warm:7.1f} s  "
-        f"{n / warm:6.2f} solves/s  CPU {warm_cpu:6.1f} s  = {serial / warm:.2f}x the serial loop's rate"
+        f"{n / warm:6.2f} solves/s  CPU {warm_cpu:6.1f} s{_vs(serial, warm)}"
     )
     print(f"an idle local cluster's start + stop: {fixed:.1f} s, CPU {fixed_cpu:.1f} s (included above)")
     load1 = os.getloadavg()[0]
