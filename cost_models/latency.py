@@ -28,6 +28,7 @@ the batches outside it (round trip, commit wait) add up to the connections' (mea
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -330,6 +331,12 @@ class ClosedLoop:
         p = np.exp(logp - logp.max())
         return p / p.sum()
 
+    @functools.cached_property
+    def arrival(self) -> np.ndarray:
+        """What an arriving batch finds at the node (the arrival theorem: the chain of C - 1 clients),
+        made once: a quantile's bisection asks for it at every step."""
+        return self.occupancy(self.clients - 1)
+
     def throughput(self) -> float:
         """Batches per second the node completes."""
         pi = self.occupancy(self.clients)
@@ -343,7 +350,7 @@ class ClosedLoop:
         mu = 1.0 / max(self.service_s, 1e-300)
         c = self.cores
         out = 0.0
-        for n, p in enumerate(self.occupancy(self.clients - 1)):
+        for n, p in enumerate(self.arrival):
             if p < 1e-15:
                 continue
             if n < c:
