@@ -5,7 +5,9 @@ and 16, each server pinned to the first half of the cores and redis-benchmark to
 on the same directory (``--dir``, default the working tree's disk, so that a sync is a real one).
 cosine-server runs ``--engine``'s design (a rendered workspace: ycsb_c's answer in BENCHMARKS.md
 §20b, as the issue measured), its memory scaled to the 100,000 keys as `cosine bench --served`
-scales it, one worker thread:
+scales it, one worker thread, and on the same local disk as redis-server (``[device] kind = "local"``:
+redis has no volume to throttle to; ``--device design`` keeps the design's emulated volume, whose
+IOPS cap the SETs):
 
 * cosine-server with ``wal_sync`` group_commit (1 ms) and every_write (each ``+OK`` after the
   fdatasync covering it), and none (acknowledged before any sync);
@@ -14,7 +16,8 @@ scales it, one worker thread:
 
 Each server is started fresh, its keys written once (pipelined SETs, unmeasured), then SET and
 GET at each depth are measured; the server's CPU seconds per request are printed beside the
-throughput. ``python -m bench.redis_peer [--requests N] [--dir DIR] [--json]``.
+throughput. ``python -m bench.redis_peer --engine WS [--device local|design] [--requests N] [--dir DIR]
+[--json]``.
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("runs/redis-peer"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--engine", type=Path, required=True, help="a workspace written by `cosine render`")
+    ap.add_argument(
+        "--device",
+        choices=("local", "design"),
+        default="local",
+        help="cosine-server on the local disk as redis (default) or on the design's emulated volume",
+    )
     a = ap.parse_args()
     server_cores, client_cores = core_split()
     server_bin = build(TEMPLATE, "cosine-server")
@@ -95,6 +104,8 @@ def main() -> None:
         for label, mode in COSINE_MODES:
             cfg = {**base, "durability": {**base.get("durability", {}), "wal_sync": mode}}
             cfg["algorithms"] = {**cfg["algorithms"], "threads": 1}
+            if a.device == "local":
+                cfg["device"] = {"kind": "local"}
             conf = root / f"cosine-{mode}.toml"
             conf.write_text(to_toml(cfg, f"{a.engine} scaled to {KEYS} keys, wal_sync {mode}"))
             with cosine_server(
@@ -111,7 +122,7 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if a.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"device": a.device, "servers": results}, indent=2))
         return
     cols = [f"{t} P{d}" for d in DEPTHS for t in ("SET", "GET")]
     print("| | " + " | ".join(cols) + " |")
