@@ -16,6 +16,10 @@ $(VENV)/.installed: pyproject.toml
 	# the package: cost_models.kernels, solver.knapsack)
 	$(VENV)/bin/python -c "from cost_models import kernels; kernels.load()"
 	$(VENV)/bin/python -c "from solver import knapsack; knapsack.load()"
+	# the packages' bytecode beside their sources (Python's own __pycache__; it is read even where
+	# PYTHONDONTWRITEBYTECODE stops writing it, and a changed source is compiled again): every
+	# command's start compiled ~70 modules, 0.1 s of a `cosine whatif` (BENCHMARKS §26)
+	$(VENV)/bin/python -m compileall -q cli solver cost_models specs render measure studies report deploy
 	touch $@
 
 # The what-if page's test (tests/test_report_html.py) drives Debian's chromium

@@ -12,6 +12,7 @@ processes when there are many, and reads back those a ``store`` (solver.reeval_c
 from __future__ import annotations
 
 import math
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,7 +40,6 @@ from cost_models.serving import (
     spec_served,
     spec_serving,
 )
-from solver import knapsack
 from solver.model import (
     X_SCALE,
     Chosen,
@@ -253,20 +253,24 @@ def reevaluate_many(
 
 
 #: Nodes a process evaluates on the numpy path before :func:`compiled_evaluator` loads the kernels
-#: (with numba imported, their cached code loads in ~0.02-0.06 s; a node evaluates in ~5 ms on the
-#: numpy path, ~1.2 ms compiled): a what-if that evaluates a few nodes does not pay the load.
+#: where numba is imported already (their cached code loads in ~0.02-0.06 s; a node evaluates in
+#: ~5 ms on the numpy path, ~1.2 ms compiled): a what-if that evaluates a few does not pay the load.
 COMPILE_AFTER_NODES = 16
+#: The same where numba is not imported yet (its import is ~0.17 s more: ~45 nodes' saving).
+COMPILE_AFTER_NODES_IMPORTING = 64
 _EVALUATED = [0]
 
 
 def compiled_evaluator(nodes: int) -> None:
     """Count ``nodes`` about to be evaluated, and load the design evaluator's kernels
-    (cost_models.kernels) once :data:`COMPILE_AFTER_NODES` are, where numba is imported already (a
-    threshold frontier's knapsacks, solver.knapsack): with the tables read from the cache nothing
-    else loads them, and ycsb_a's 1,250 evaluations took 7.1 s on the numpy path against 1.5 s
-    compiled. A solve whose answers all come from the caches evaluates nothing and loads nothing."""
+    (cost_models.kernels) once :data:`COMPILE_AFTER_NODES` are where numba is imported already (by
+    a frontier's knapsacks, solver.knapsack), or :data:`COMPILE_AFTER_NODES_IMPORTING` where it is
+    not: with the tables read from the cache nothing else loads them, and ycsb_a's 1,250
+    evaluations took 7.1 s on the numpy path against 1.5 s compiled. A solve whose answers all come
+    from the caches evaluates nothing and loads nothing."""
     _EVALUATED[0] += nodes
-    if _EVALUATED[0] >= COMPILE_AFTER_NODES and knapsack.numba_search() is not None:
+    imported = "numba" in sys.modules
+    if _EVALUATED[0] >= (COMPILE_AFTER_NODES if imported else COMPILE_AFTER_NODES_IMPORTING):
         kernels.load()
 
 

@@ -434,7 +434,13 @@ def _prefetch(
         return lambda: _solve_objective(spec, catalog, fr, pb, backend, objective, floors, **quiet, tag=tag)
 
     order = sorted(chains, key=lambda c: (-len(c[0].contexts), c[1] != Objective.ROBUST))
-    band_cache.prefetch(answers, [job(*c) for c in order if c[0].table is not None], workers)
+    jobs = [job(*c) for c in order if c[0].table is not None]
+    if len(jobs) >= 2:
+        # a cold frontier's thousands of knapsacks (solver.bottleneck) run compiled, loaded once
+        # here so that the forked workers inherit it (~0.4 s; ycsb_a's 8,000 searches ~1 s, not
+        # ~17 s); a warm one's few run on the reference until solver.knapsack.COMPILE_AFTER_SEARCHES
+        knapsack.load()
+    band_cache.prefetch(answers, jobs, workers)
 
 
 def _solve_objective(
@@ -631,10 +637,6 @@ def start_frontier(
         budgets = band_grid(lo, hi, bands, b0)
     budgets = np.sort(np.asarray(budgets, dtype=float))
     provs = providers or tuple(p for p in spec.providers if p in tables.contexts)
-    if method == Method.THRESHOLD:
-        # the bands' thousands of knapsacks (solver.bottleneck) run compiled: numba's import and the
-        # searches' cached code take ~0.4 s once per process; ycsb_a's 8,000 searches ~1 s, not ~17 s
-        knapsack.load()
     exact = Reevaluations(spec, store=reevals, workers=workers)
     fr = Frontier(
         spec,

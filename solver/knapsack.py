@@ -70,8 +70,9 @@ def _first_calls(k: ModuleType) -> None:
     k.staircase_members(ints, np.ones(1, dtype=bool), np.ones(1), ints, np.ones(1))
 
 
-#: The compiled searches (cost_models.compiled): a threshold frontier loads them
-#: (solver.frontier.start_frontier); ``cosine whatif`` from a saved run never imports numba.
+#: The compiled searches (cost_models.compiled): a cold frontier loads them before its band
+#: searches fork (solver.frontier._prefetch); any other process once it has run
+#: :data:`COMPILE_AFTER_SEARCHES` searches on the reference (:func:`_searched`).
 COMPILED = Compiled("solver.knapsack_numba", _first_calls)
 #: The compiled searches' module once :func:`load` loaded it, or None where the reference is to run.
 numba_search = COMPILED.module
@@ -80,6 +81,24 @@ reference = COMPILED.reference
 #: Load the compiled searches now: numba and their machine code. Returns the seconds it took (0
 #: where the reference runs).
 load = COMPILED.load
+
+#: Searches a process runs on the reference before it loads the compiled ones. Loading (numba's
+#: import and the searches' cached code) took 0.41 s in a `cosine whatif` (stop 63, cProfile); a
+#: search takes ~2 ms on the reference and ~0.13 ms compiled (ycsb_a's 8,000: ~17 s against ~1 s,
+#: solver.frontier), so the load pays for itself after ~200: a what-if or a warm solve that
+#: searches a few bands (ycsb_a at half its budget: 50) never pays it.
+COMPILE_AFTER_SEARCHES = 128
+_SEARCHES = [0]
+
+
+def _searched() -> ModuleType | None:
+    """Count one search of this process, loading the compiled searches at the
+    :data:`COMPILE_AFTER_SEARCHES`-th; the compiled module, or None where the reference is to run
+    (the answer is the same either way: tests/test_knapsack.py)."""
+    _SEARCHES[0] += 1
+    if _SEARCHES[0] >= COMPILE_AFTER_SEARCHES and not COMPILED.loaded:
+        load()
+    return numba_search()
 
 
 @dataclass(frozen=True)
@@ -236,7 +255,7 @@ def max_capacity(
     nxt_q = np.append(suf_q[1:], 0.0)
     monotone = (q[None, :] >= coefs * nxt_ratio * (1 - 1e-12)).all(axis=0) & (q >= nxt_q)
     lam, mu = _budget_duals(q, coefs, suf_ratio, cap, rhs)
-    k = numba_search()
+    k = _searched()
     # an infinite input the reference takes to its end (raising on some: an int of -inf) is left to it
     if k is not None and np.isfinite(q).all() and np.isfinite(coefs).all() and np.isfinite(rhs).all():
         shape = (coefs.shape[0], n_items + 1, lam.shape[2])
@@ -437,7 +456,7 @@ def min_bill(
     suf_w = np.minimum.accumulate(w[::-1])[::-1]
     suf_q = np.maximum.accumulate(q[::-1])[::-1]  # the most copies a node of an item from i on holds
     lam, gap = _slot_duals(q, w, cap, q_min)
-    k = numba_search()
+    k = _searched()
     # (the reference raises on a copies per node of 0 or an infinite need: a ceil of inf)
     if k is not None and np.isfinite(q).all() and (q > 0).all() and math.isfinite(q_min):
         labels, grp_of = np.unique(np.asarray(group_of)[order], return_inverse=True)

@@ -229,3 +229,33 @@ def test_numba_is_imported_only_by_load():
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "COSINE_KERNELS": "numpy"}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
+
+
+def test_compiled_searches_load_after_enough_searches():
+    """A process loads the compiled searches at its COMPILE_AFTER_SEARCHES-th search, not before
+    (a what-if searching a few bands never imports numba), and the answers do not change there."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, numpy as np\n"
+        "from solver import knapsack as k\n"
+        "bill = k.BillModel(1.0, 0.5, ((0.03, 2.0),))\n"
+        "rng = np.random.default_rng(7)\n"
+        "q, cost = rng.uniform(0.2, 2.0, 6), rng.uniform(3.0, 30.0, 6)\n"
+        "coefs, rhs = bill.rows(cost, 90.0)\n"
+        "def one():\n"
+        "    p = k.max_capacity(q, coefs, rhs, 12, 1, 0.5)\n"
+        "    m = k.min_bill(q, cost, bill, 12, 1, 3.0)\n"
+        "    return (p.counts.tolist(), p.value, p.bound, p.nodes, m.counts.tolist(), m.value, m.nodes)\n"
+        "first = one()\n"
+        "assert 'numba' not in sys.modules, 'numba was imported by a first search'\n"
+        "while k._SEARCHES[0] < k.COMPILE_AFTER_SEARCHES - 2:\n"
+        "    assert one() == first and k.numba_search() is None\n"
+        "assert one() == first\n"
+        "assert k.numba_search() is not None, 'not loaded at the threshold'\n"
+        "assert one() == first, 'the compiled searches answer otherwise'\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
