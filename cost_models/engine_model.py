@@ -40,10 +40,18 @@ from cost_models.io_model import (
     overwrites_keys,
     wal_pages,
 )
-from cost_models.layout import Layout, PutStream, index_fanout, level_shape, partial_levels, split_memory
+from cost_models.layout import (
+    Layout,
+    PutStream,
+    flush_window,
+    index_fanout,
+    level_shape,
+    partial_levels,
+    split_memory,
+)
 from cost_models.phi import PhiTable, shipped_or
 from cost_models.transient import RunMerges, Tree, start_runs, with_deep_merges
-from cost_models.windows import window
+from cost_models.windows import ExactWindow
 from specs.errors import InputError
 from specs.limits import MAX_LEVELS
 from specs.schema import DEFAULT_EMPTY_RANGE_WIDTH, Distribution
@@ -186,7 +194,7 @@ def steady_merges(lay: Layout, parts: Partitions, mix: dict[str, float]) -> Merg
     """io_model.merge_terms of a one-design layout at its own key count, with the mix's put windows."""
     iota = insert_fraction(mix)
     n = float(lay.n_keys)
-    return merge_terms(lay, parts, iota, lambda r: window(r, parts.put, n, iota))
+    return merge_terms(lay, parts, iota, ExactWindow(parts.put, n, iota))
 
 
 def write_share(mix: dict[str, float]) -> float:
@@ -338,16 +346,24 @@ def run_start_buffered(cfg: dict[str, Any], workload: dict[str, Any]) -> int | N
     n0, inserted = run_keys(workload)
     n = n0 + inserted / 2
     lay = workload_layout(cfg, workload, n)
-    q0 = puts_per_flush(lay, workload_partitions(workload, n), mix)
+    q0, moved = flush_of(lay, workload_partitions(workload, n), mix)
     if not (math.isfinite(q0) and puts < q0):
         return None
-    added = float(lay.E_B[0]) * puts / q0
+    added = moved * puts / q0
     return max(0, round(float(lay.buffered[0]) - added / 2))
 
 
+def flush_of(lay: Layout, parts: Partitions, mix: dict[str, float]) -> tuple[float, float]:
+    """(Q_0, entries a flush moves) of a one-design layout: the puts that fill its buffer with
+    distinct keys, or its put limit and the distinct keys of those (layout.flush_window)."""
+    win = ExactWindow(parts.put, float(lay.n_keys), insert_fraction(mix))
+    q0, moved = flush_window(lay.E_B, win)
+    return float(q0[0]), float(moved[0])
+
+
 def puts_per_flush(lay: Layout, parts: Partitions, mix: dict[str, float]) -> float:
-    """Q_0 of a one-design layout: puts that fill its buffer with distinct keys."""
-    return float(window(lay.E_B, parts.put, lay.n_keys, insert_fraction(mix))[0])
+    """Q_0 of a one-design layout (:func:`flush_of`)."""
+    return flush_of(lay, parts, mix)[0]
 
 
 def transient_put(

@@ -18,7 +18,7 @@ import numpy as np
 from cost_models.design import model_constants
 from cost_models.distributions import Marginal, Partitions
 from cost_models.kernels import numba_kernels
-from cost_models.layout import Layout, PutStream, index_fanout, runs_taken
+from cost_models.layout import Layout, PutStream, flush_window, index_fanout, runs_taken
 from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
 from cost_models.windows import ExactWindow, WindowTable
@@ -184,12 +184,12 @@ def _clipped_run_sum(A: np.ndarray, B: np.ndarray, alpha: np.ndarray, n: np.ndar
     return ones + lin
 
 
-def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray) -> np.ndarray:
+def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray, moved: np.ndarray) -> np.ndarray:
     """Dead share of the segment a hash log garbage-collects.
 
     The engine collects the oldest segment whenever more than g of the log is
     dead, so the log holds about N/(1-g) entries and the victim was appended
-    that many flushed entries (``log_puts`` puts) ago. An entry of partition j
+    that many flushed entries (``log_puts`` puts ago: ``moved`` entries a flush of ``q0`` puts). An entry of partition j
     is dead if its key was updated since: alpha_window over the updates of that
     span. Entries are weighted by how many of a flush come from each partition.
     The collected share is at least g (GC starts there).
@@ -199,7 +199,7 @@ def gc_victim_dead(lay: Layout, parts: Partitions, iota: float, q0: np.ndarray) 
     N = lay.n_keys
     U = parts.frac * N
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_puts = np.where(np.isfinite(q0), q0 * N / (1.0 - g) / np.maximum(lay.E_B, 1.0), np.inf)
+        log_puts = np.where(np.isfinite(q0), q0 * N / (1.0 - g) / np.maximum(moved, 1.0), np.inf)
         dead = c["alpha_window"](log_puts[:, None] * (1.0 - iota), U[None, :], parts.p_put[None, :], 0.0, N)
         share = c["distinct_part"](q0[:, None], U[None, :], parts.p_put[None, :], iota)
         d = (np.nan_to_num(share) * np.nan_to_num(dead, nan=1.0)).sum(axis=1) / np.maximum(
@@ -268,12 +268,12 @@ def wal_pages(entry_bytes: float) -> float:
     return float(compiled()["wal_append"](entry_bytes, model_constants()["wal_page_bytes"]))
 
 
-def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.ndarray], np.ndarray]) -> MergeTerms:
+def merge_terms(lay: Layout, parts: Partitions, iota: float, win: PutStream) -> MergeTerms:
     """Merge I/O per level: per event, per put, and what each event moves."""
     c = compiled()
     n, lm = lay.cap.shape
-    q0 = win(lay.E_B)  # puts per flush
-    src_full = np.concatenate([lay.E_B[:, None], lay.cap[:, :-1]], axis=1)  # entries level i-1 moves per fill
+    q0, flush_moves = flush_window(lay.E_B, win)  # puts per flush, entries per flush
+    src_full = np.concatenate([flush_moves[:, None], lay.cap[:, :-1]], axis=1)  # entries level i-1 moves per fill
     # Puts to fill level i-1 before it merges down: its runs are deduplicated
     # only within themselves, so K runs of cap/K distinct entries each — the
     # report's Q_i = K f(U, R^i). A leveled level merges down once the next batch
@@ -346,8 +346,8 @@ def merge_terms(lay: Layout, parts: Partitions, iota: float, win: Callable[[np.n
         per_merge = c["merge_cost"](reads_src, moved, rewrites.astype(float), rewritten, lay.B[:, None], 1.0)
     per_put = np.where(lay.exists & np.isfinite(per_put), per_put, 0.0)
     per_merge = np.where(lay.exists & np.isfinite(per_merge), per_merge, 0.0)
-    flushed = np.where(np.isfinite(q0), lay.E_B / q0, 0.0)
-    lsh_put = flushed * c["log_append"](1.0 - iota, gc_victim_dead(lay, parts, iota, q0), lay.B)
+    flushed = np.where(np.isfinite(q0), flush_moves / q0, 0.0)
+    lsh_put = flushed * c["log_append"](1.0 - iota, gc_victim_dead(lay, parts, iota, q0, flush_moves), lay.B)
     wal = np.broadcast_to(wal_pages(lay.entry_bytes), (n,)).astype(float)
     return MergeTerms(per_put, per_merge, np.where(lay.exists, moved, 0.0), q0, q_src, lsh_put, wal)
 
@@ -372,9 +372,7 @@ def cascades(lay: Layout, mt: MergeTerms) -> Cascades:
     return Cascades(rate, blocks, slack)
 
 
-def structure(
-    lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float, win: Callable[[np.ndarray], np.ndarray]
-) -> Structure:
+def structure(lay: Layout, parts: Partitions, mix: dict[str, float], scan_length: float, win: PutStream) -> Structure:
     """Memory-independent I/O terms of every design of ``lay``."""
     c = compiled()
     N = lay.n_keys
@@ -534,9 +532,7 @@ def _lookup_terms_numpy(
     reach[di, li] = np.nan_to_num(reached)
 
 
-def put_terms(
-    lay: Layout, parts: Partitions, mix: dict[str, float], win: Callable[[np.ndarray], np.ndarray]
-) -> tuple[np.ndarray, Cascades]:
+def put_terms(lay: Layout, parts: Partitions, mix: dict[str, float], win: PutStream) -> tuple[np.ndarray, Cascades]:
     """The puts' part of :func:`structure`: sigma_p (amortized merges, hash-log appends and the
     WAL per put) and the merge cascades. The only part that depends on the merge policy
     (``lay.partial``), so a structure is moved to another policy by replacing these alone."""

@@ -224,6 +224,20 @@ class PutStream(Protocol):
     def distinct(self, puts: np.ndarray) -> np.ndarray: ...
 
 
+def flush_window(e_b: np.ndarray, win: PutStream) -> tuple[np.ndarray, np.ndarray]:
+    """(Q_0, the entries a flush moves) of buffers of ``e_b`` entries under the puts ``win``: the
+    engine freezes a buffer at E_B distinct keys, or at ``buffer_put_limit`` x E_B puts (overwrites
+    included) if it is not full by then (engine-template append_group; model_constants.yaml). Such
+    a flush moves the distinct keys of its puts: a buffer that holds every key of a workload
+    without inserts (W(E_B) infinite) flushes them all every limit's puts, instead of never."""
+    e_b = np.asarray(e_b, dtype=float)
+    full = win(e_b)
+    limit = np.floor(model_constants()["buffer_put_limit"] * e_b)
+    capped = full > limit
+    q0 = np.where(capped, limit, full)
+    return q0, np.where(capped, np.minimum(win.distinct(q0), e_b), e_b)
+
+
 def uniform_puts(n_keys: float) -> PutStream:
     """Updates drawn uniformly from ``n_keys`` keys (cosine-sim's ``--updates``)."""
     return ExactWindow(Marginal(np.ones(1), np.ones(1)), n_keys, 0.0)
@@ -531,7 +545,13 @@ def level_shape(
     merge_out = np.where(part_into, np.minimum(files[:, None] * (T[:, None] + 1.0), N), merge_out)
     scratch = np.where(exists, merge_out, 0.0).max(axis=1)
     last_held = np.where(last, occ, 0.0).sum(axis=1)
-    disk = np.where(batch.lsh, N / (1 - g) + np.minimum(E_B, N), full_above + last_held + scratch)
+    # and the write-ahead log: the active buffer's puts and those of the frozen buffers waiting for
+    # the worker (frozen_buffers, engine MAX_IMMUTABLE), each at most its flush window: E_B records
+    # of new keys, at most buffer_put_limit x E_B under overwrites (flush_window). Before the limit a
+    # buffer that held every key never flushed and its log grew without bound (stop 63).
+    flush_puts = E_B if stream is None else flush_window(E_B, stream)[0]
+    wal = (1.0 + k["frozen_buffers"]) * flush_puts
+    disk = np.where(batch.lsh, N / (1 - g) + np.minimum(E_B, N), full_above + last_held + scratch) + wal
     return Shape(
         N,
         E,

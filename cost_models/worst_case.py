@@ -36,9 +36,18 @@ from cost_models.range_filter import layout_fpr
 from cost_models.symbolic import compiled
 
 
-def all_distinct(distinct: np.ndarray) -> np.ndarray:
-    """Puts needed to produce ``distinct`` distinct keys when no put repeats a key: as many."""
-    return np.maximum(np.asarray(distinct, dtype=float), 1.0)
+class AllDistinct:
+    """Puts when no put repeats a key (a PutStream, cost_models.layout): ``distinct`` distinct keys
+    take as many puts, and a count of puts brings as many distinct keys."""
+
+    def __call__(self, distinct: np.ndarray) -> np.ndarray:
+        return np.maximum(np.asarray(distinct, dtype=float), 1.0)
+
+    def distinct(self, puts: np.ndarray) -> np.ndarray:
+        return np.asarray(puts, dtype=float)
+
+
+all_distinct = AllDistinct()
 
 
 def io_costs(

@@ -23,7 +23,7 @@ from cost_models.distributions import marginal, partitions
 from cost_models.engine_model import distribution, engine_layout, predict
 from cost_models.io_model import merge_terms
 from cost_models.layout import PutStream, uniform_puts
-from cost_models.windows import ExactWindow, window
+from cost_models.windows import ExactWindow
 from measure.engine import TEMPLATE, build
 from render.config import to_toml
 from specs.schema import Distribution
@@ -152,7 +152,7 @@ def steady_state(cfg: dict[str, Any], universe: int, before: int, measured: int)
     n = universe * (1 - math.exp(-(before + measured / 2) / universe))
     lay = engine_layout(cfg, n, overwrites=True)  # the run overwrites its universe's keys
     parts = partitions(distribution({}), distribution({}), n)
-    mt = merge_terms(lay, parts, 0.0, lambda r: window(r, parts.put, n, 0.0))
+    mt = merge_terms(lay, parts, 0.0, ExactWindow(parts.put, n, 0.0))
     return (end.blocks - start.blocks) / measured, float(mt.per_put.sum())
 
 

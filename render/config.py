@@ -28,6 +28,8 @@ THREAD_GAIN = 0.01
 #: Entries per SST file: the engine's unit of partial compaction (a 64 Ki-entry
 #: file is 6.5 MiB at 100-byte entries); the model's ``file_entries`` (its index blocks are per file).
 FILE_ENTRIES = int(model_constants()["file_entries"])
+#: The buffer's put limit (in E_B) the model prices its flushes with (layout.flush_window).
+BUFFER_PUT_LIMIT = float(model_constants()["buffer_put_limit"])
 #: Burst of an emulated volume's token bucket, in seconds of its IOPS: enough to
 #: absorb a sleeping thread's timer jitter (50-150 us on a busy VM) so the
 #: bucket keeps the volume's rate; a gp3-like volume has no burst of its own.
@@ -152,6 +154,7 @@ def engine_sections(
             "runs_per_hot_level": int(T - 1) if lsh else d.K,
             "runs_per_cold_level": int(T - 1) if lsh else d.Z,
             "buffer_bytes": max(entry * 64, int(d.buffer_bytes * scale)),
+            "buffer_put_limit": BUFFER_PUT_LIMIT,
             "bloom_bits_per_key": [0.0] if lsh else [round(b, 4) for b in bits],
             "hot_levels": 1 if lsh else max(0, levels - cold),
             "block_cache_bytes": int(max(0.0, d.cache_bytes) * scale),

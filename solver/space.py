@@ -46,6 +46,15 @@ from specs.errors import InputError
 from specs.schema import Spec
 from specs.vocab import WorkloadKind
 
+#: The buffer ladder's top as a multiple of the shard's data (Grid.buffers). Until stop 63 it was 2:
+#: a buffer holding every key bought nothing more. The engine's put limit flushes such a buffer every
+#: buffer_put_limit x E_B overwrites (cost_models.layout.flush_window), so a larger one flushes less:
+#: at b times the data a flush moves at most the data every 2 b data's puts, 1/(2 b) of an entry a put
+#: (1/32 at 16), against the one each put writes to the log. ycsb_a's answer (a 256 GiB buffer, 5x
+#: its shard) is the same at 8, 16 and without a top (5.94 M ops/s), 15 % lower at 4; its tables took
+#: 5.9 s at 4, 7.0 at 16, 10.8 without (stop 63, one run each).
+MAX_BUFFER_DATA_RATIO = 16.0
+
 T_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 BITS_LADDER = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0)
 MIN_BUFFER_BYTES = 16 * 2**20
@@ -91,9 +100,9 @@ class Grid:
 
         It starts at 16 MiB, or lower on a small node (epsilon of its memory) or for a small
         shard (the shard's data: one buffer then holds it all), and stops at (1 - epsilon) of
-        the memory or at twice the data (a larger buffer buys nothing more).
+        the memory or at :data:`MAX_BUFFER_DATA_RATIO` times the data.
         """
-        top = min((1 - self.epsilon) * memory_bytes, 2 * data_bytes)
+        top = min((1 - self.epsilon) * memory_bytes, MAX_BUFFER_DATA_RATIO * data_bytes)
         out, b = [], float(min(MIN_BUFFER_BYTES, self.epsilon * memory_bytes, data_bytes))
         while b <= top:
             out.append(b)
@@ -113,10 +122,13 @@ class Grid:
 
     def node_designs(self, memory_bytes: float, data_bytes: float) -> DesignBatch:
         """Every design of the grid for one node: each layout with a buffer that
-        fits (at most (1 - epsilon) of the memory, and no more than twice the
-        data) and every Bloom-filter budget (none for the hash log)."""
+        fits (at most (1 - epsilon) of the memory, and no more than
+        :data:`MAX_BUFFER_DATA_RATIO` times the data) and every Bloom-filter budget (none for the
+        hash log)."""
         lays = self.layouts(memory_bytes, data_bytes)
-        keep = (lays.buffer_bytes <= 2 * data_bytes) & (lays.buffer_bytes <= (1 - self.epsilon) * memory_bytes)
+        keep = (lays.buffer_bytes <= MAX_BUFFER_DATA_RATIO * data_bytes) & (
+            lays.buffer_bytes <= (1 - self.epsilon) * memory_bytes
+        )
         lays = lays.take(np.flatnonzero(keep))
         bits = np.array(self.bits)
         per = np.where(lays.lsh, 1, bits.size)

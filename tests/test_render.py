@@ -168,3 +168,18 @@ def test_device_section_round_trip():
     assert config_device({"device": sec}) == dev
     assert device_section(LOCAL_DEVICE) == {"kind": "local"}
     assert config_device({}) == LOCAL_DEVICE
+
+
+def test_buffer_put_limit_is_the_models():
+    """engine.toml carries the buffer's put limit the model prices its flushes with
+    (io_model.flush_window), and the engine's default for a config without one is the same."""
+    import re
+
+    from cost_models.design import model_constants
+    from render.config import BUFFER_PUT_LIMIT
+
+    want = model_constants()["buffer_put_limit"]
+    assert BUFFER_PUT_LIMIT == want
+    src = (Path(__file__).resolve().parent.parent / "engine-template/crates/cosine-config/src/lib.rs").read_text()
+    m = re.search(r"pub const DEFAULT_BUFFER_PUT_LIMIT: f64 = ([0-9.]+);", src)
+    assert m is not None and float(m.group(1)) == want

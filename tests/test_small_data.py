@@ -9,6 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from solver.space import grid_for
+from specs.schema import load_spec
 from tests.conftest import TINY_SPEC
 
 runner = CliRunner()
@@ -24,8 +26,10 @@ def test_small_data_solves_and_passes_audit(tmp_path, entries):
     sol = json.loads(res.stdout)
     assert sol["target"]["met"] and sol["predicted"]["throughput_ops"] > 0
     assert sum(d["entries_per_node"] * d["count"] for d in sol["designs"]) >= entries
-    for d in sol["designs"]:  # the buffer is sized to the data, not 16 MiB
-        assert d["buffer_bytes"] <= 2 * d["entries_per_node"] * (16 + 100) * (1 + 1e-9)
+    grid = grid_for(load_spec(spec))
+    for d in sol["designs"]:  # the buffer ladder starts at the data, not at 16 MiB
+        data = d["entries_per_node"] * (16 + 100)
+        assert grid.buffers(64 * 2**30, data)[0] <= data * (1 + 1e-9)
     res = runner.invoke(app, ["audit", str(out)])  # every band's certificate within 1e-3 gap, 1e-2 error
     assert res.exit_code == 0, res.stdout
     res = runner.invoke(app, ["render", str(out), "--out", str(tmp_path / "engine")])

@@ -399,4 +399,5 @@ def test_reevaluate_many_equals_each_alone(mix, robustness):
     clusters += [[(a, 1), (b, 2)] for a, b in zip(pick[::3], pick[1::3], strict=False)]
     many = reevaluate_many(spec, clusters)
     assert many == [reevaluate(spec, nodes) for nodes in clusters]
-    assert len({c.design_class for c in pick}) == 3 and len({c.entries for c in pick}) > 1
+    # every class the tables kept (since stop 63's put limit the first mix keeps B-trees alone)
+    assert {c.design_class for c in pick} == {c.design_class for c in cols} and len({c.entries for c in pick}) > 1

@@ -44,9 +44,27 @@ def test_file_by_file_merges_need_little_scratch() -> None:
 
 
 def test_a_hash_log_is_sized_at_its_longest() -> None:
-    g = model_constants()["lsh_gc_dead_fraction"]
+    """The log at N / (1 - g), a segment a collection copies, and the write-ahead log: the active
+    buffer's puts and the frozen buffers' (new keys: E_B records each)."""
+    k = model_constants()
     lay = _lay(Design(buffer_bytes=2**24, bloom_bits=0.0, lsh=True))
-    assert lay.disk_entries[0] == pytest.approx(N / (1 - g) + min(lay.E_B[0], N), rel=1e-9)
+    wal = (1 + k["frozen_buffers"]) * lay.E_B[0]
+    assert lay.disk_entries[0] == pytest.approx(
+        N / (1 - k["lsh_gc_dead_fraction"]) + min(lay.E_B[0], N) + wal, rel=1e-9
+    )
+
+
+def test_the_write_ahead_log_is_bounded_by_the_put_limit() -> None:
+    """A buffer that holds every key under overwrites flushes at buffer_put_limit x E_B puts (the
+    engine's append_group): its log, and the frozen buffers', take at most that many records each,
+    where before the limit it had no bound (stop 63)."""
+    k = model_constants()
+    big = Design(T=10, K=1, Z=1, buffer_bytes=2 * N * sum(ENTRY), bloom_bits=10)  # E_B = 2 N
+    lay = _lay(big, overwrites=True)
+    without = _lay(Design(T=10, K=1, Z=1, buffer_bytes=2**24, bloom_bits=10), overwrites=True)
+    wal = lay.disk_entries[0] - (without.disk_entries[0] - (1 + k["frozen_buffers"]) * without.E_B[0])
+    assert np.isfinite(lay.disk_entries[0])
+    assert wal <= (1 + k["frozen_buffers"]) * k["buffer_put_limit"] * lay.E_B[0] * (1 + 1e-9)
 
 
 def test_evaluate_refuses_a_volume_smaller_than_the_design_needs() -> None:

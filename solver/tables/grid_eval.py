@@ -37,7 +37,7 @@ from cost_models.phi import PhiTable
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import perturbed_workload
 from cost_models.windows import WindowTable
-from solver.space import Grid
+from solver.space import MAX_BUFFER_DATA_RATIO, Grid
 from solver.tables.context import COSINE
 from specs.schema import Spec, Workload
 from specs.vocab import OPERATIONS, CostModel
@@ -157,9 +157,11 @@ Splits = list[Split]
 def buffer_fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -> np.ndarray:
     """The layouts whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
     mem = usable_bytes(mem_gib, spec.design.memory_headroom)
-    # A buffer past twice the shard's data buys nothing more: it already holds it all.
+    # the ladder's top (Grid.buffers): a buffer holding every key still flushes, every
+    # buffer_put_limit x E_B overwrites, so one larger than the data flushes less
+    data = s * spec.workload.entry_bytes
     return np.asarray(
-        (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= 2 * s * spec.workload.entry_bytes)
+        (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= MAX_BUFFER_DATA_RATIO * data)
     )
 
 

@@ -145,6 +145,12 @@ pub struct LayoutSection {
     pub runs_per_cold_level: usize,
     /// M_B: memtable capacity in bytes of `key_bytes + value_bytes` entries.
     pub buffer_bytes: u64,
+    /// The memtable is also frozen once it took this many times `E_B` puts (overwrites
+    /// included) without filling: its log holds at most that many records. Rendered from the
+    /// cost model's `buffer_put_limit` (cost_models/data/model_constants.yaml), which prices
+    /// the flushes it brings; [`DEFAULT_BUFFER_PUT_LIMIT`] when absent.
+    #[serde(deserialize_with = "num::f64_any")]
+    pub buffer_put_limit: f64,
     /// Bloom bits per key for disk levels 1..; missing levels reuse the last; 0 = none.
     #[serde(deserialize_with = "num::f64_vec")]
     pub bloom_bits_per_key: Vec<f64>,
@@ -153,6 +159,10 @@ pub struct LayoutSection {
     /// Block cache size in bytes (0 disables it).
     pub block_cache_bytes: u64,
 }
+
+/// `[layout] buffer_put_limit` when a config has none: the cost model's value
+/// (cost_models/data/model_constants.yaml `buffer_put_limit`; tests/test_render.py checks both).
+pub const DEFAULT_BUFFER_PUT_LIMIT: f64 = 2.0;
 
 /// `[algorithms]`: the algorithmic abstractions.
 #[derive(Debug, Clone, Deserialize)]
@@ -354,6 +364,7 @@ impl Default for LayoutSection {
             runs_per_hot_level: 1,
             runs_per_cold_level: 1,
             buffer_bytes: 8 << 20,
+            buffer_put_limit: DEFAULT_BUFFER_PUT_LIMIT,
             bloom_bits_per_key: vec![10.0],
             hot_levels: 8,
             block_cache_bytes: 0,
@@ -443,6 +454,9 @@ impl Config {
                 l.buffer_bytes
             ));
         }
+        if !l.buffer_put_limit.is_finite() || !(1.0..=1e6).contains(&l.buffer_put_limit) {
+            return bad(format!("layout.buffer_put_limit must be a number in [1, 1e6], got {}", l.buffer_put_limit));
+        }
         for (i, b) in l.bloom_bits_per_key.iter().enumerate() {
             if !b.is_finite() || *b < 0.0 || *b > 64.0 {
                 return bad(format!("layout.bloom_bits_per_key[{i}] must be in [0, 64], got {b}"));
@@ -490,6 +504,13 @@ impl Config {
     /// E_B: entries the buffer holds before it is flushed.
     pub fn buffer_entries(&self) -> u64 {
         (self.layout.buffer_bytes / self.entry_bytes().max(1) as u64).max(1)
+    }
+
+    /// Puts after which the active memtable is frozen even if it is not full:
+    /// `buffer_put_limit * E_B` (at least `E_B`).
+    pub fn buffer_put_limit(&self) -> u64 {
+        let e_b = self.buffer_entries() as f64;
+        (self.layout.buffer_put_limit.max(1.0) * e_b).min(u64::MAX as f64 / 2.0) as u64
     }
 
     /// Capacity of disk level `i >= 1` in entries: `E_B * T^i`.

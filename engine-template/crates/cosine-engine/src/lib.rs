@@ -88,6 +88,9 @@ pub(crate) struct Inner {
     write_thread: WriteThread,
     // Sequence number of the next write: orders same-key writes of one group in the memtable.
     write_seq: AtomicU64,
+    // Puts appended into the active memtable (overwrites included; under the writer lock): it is
+    // frozen at `Config::buffer_put_limit` of them if it is not full before (its log is bounded).
+    mem_puts: AtomicU64,
     /// A memtable was frozen and the worker not yet woken for it (`kick_if_rotated`).
     rotated: AtomicBool,
     /// `bg.shutdown` or `bg.error` is set (read without the lock on every write).
@@ -195,6 +198,7 @@ impl Engine {
             writer: Mutex::new(wal),
             write_thread: WriteThread::default(),
             write_seq: AtomicU64::new(replay_seq),
+            mem_puts: AtomicU64::new(0),
             rotated: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             wal_bytes,
@@ -295,9 +299,14 @@ impl Engine {
     // inserts as pending in the memtable they go to.
     fn append_group(&self, group: &[&WriteOp]) -> Result<Appended> {
         let mut wal = self.inner.writer.lock();
-        if self.inner.sv.read().mem.is_full() {
+        // A full memtable (E_B distinct keys) is frozen; so is one that took the put limit of
+        // writes without filling (overwrites of keys it holds): else a buffer that holds every
+        // key of an update-only workload never flushes and its log grows without bound.
+        let puts = self.inner.mem_puts.load(Ordering::Relaxed);
+        if self.inner.sv.read().mem.is_full() || puts >= self.inner.cfg.buffer_put_limit() {
             self.rotate(&mut wal)?;
         }
+        self.inner.mem_puts.fetch_add(group.len() as u64, Ordering::Relaxed);
         let bytes: usize = group.iter().map(|(k, v)| cosine_wal::encoded_len(k, v.as_deref())).sum();
         let mut records = Vec::with_capacity(bytes);
         for (k, v) in group {
@@ -337,6 +346,7 @@ impl Engine {
         self.inner.sv.read().mem.wait_writes();
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
         let (old, old_len) = wal.rotate(id)?;
+        self.inner.mem_puts.store(0, Ordering::Relaxed);
         // The manifest names the segment before any record goes in, so its loss is
         // detected, and records the final length of the one just sealed.
         let next = self.inner.next_id.load(Ordering::SeqCst);
