@@ -46,14 +46,15 @@ from specs.errors import InputError
 from specs.schema import Spec
 from specs.vocab import WorkloadKind
 
-#: The buffer ladder's top as a multiple of the shard's data (Grid.buffers). Until stop 63 it was 2:
-#: a buffer holding every key bought nothing more. The engine's put limit flushes such a buffer every
-#: buffer_put_limit x E_B overwrites (cost_models.layout.flush_window), so a larger one flushes less:
-#: at b times the data a flush moves at most the data every 2 b data's puts, 1/(2 b) of an entry a put
-#: (1/32 at 16), against the one each put writes to the log. ycsb_a's answer (a 256 GiB buffer, 5x
-#: its shard) is the same at 8, 16 and without a top (5.94 M ops/s), 15 % lower at 4; its tables took
-#: 5.9 s at 4, 7.0 at 16, 10.8 without (stop 63, one run each).
-MAX_BUFFER_DATA_RATIO = 16.0
+#: The buffer ladder's top as a multiple of the shard's data where no workload overwrites keys
+#: (Grid.buffers ``overwrites`` False): a buffer of new keys flushes at E_B distinct keys, so one past
+#: twice the data holds it all and buys nothing more. Under overwrites there is no such top (stop 63):
+#: the engine's put limit flushes a buffer that holds every key every buffer_put_limit x E_B puts
+#: (cost_models.layout.flush_window), so a larger one flushes less. ycsb_a's answer took a 256 GiB
+#: buffer, 5x its shard (5.94 M ops/s); with the top at 2x it took a tiered T 64 design at 3.75 M, at
+#: 4x 5.06 M, at 16x the fig. 5 test's RocksDB preset (a 1 GB buffer on ~60 MB shards) was outside
+#: the grid. Its tables took 5.9 s at 4x, 7.0 at 16x, 10.8 without a top (one run each).
+MAX_BUFFER_DATA_RATIO = 2.0
 
 T_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 BITS_LADDER = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0)
@@ -95,24 +96,27 @@ class Grid:
     def Z(self, T: int) -> list[int]:
         return sorted({z for z in (1, T - 1) if 1 <= z <= min(T - 1, self.max_runs)} or {1})
 
-    def buffers(self, memory_bytes: float, data_bytes: float = math.inf) -> list[float]:
+    def buffers(self, memory_bytes: float, data_bytes: float = math.inf, overwrites: bool = True) -> list[float]:
         """The buffer ladder of a node with ``memory_bytes`` holding ``data_bytes`` of data.
 
         It starts at 16 MiB, or lower on a small node (epsilon of its memory) or for a small
         shard (the shard's data: one buffer then holds it all), and stops at (1 - epsilon) of
-        the memory or at :data:`MAX_BUFFER_DATA_RATIO` times the data.
+        the memory, or (``overwrites`` False: no workload overwrites keys) at
+        :data:`MAX_BUFFER_DATA_RATIO` times the data.
         """
-        top = min((1 - self.epsilon) * memory_bytes, MAX_BUFFER_DATA_RATIO * data_bytes)
+        top = (1 - self.epsilon) * memory_bytes
+        if not overwrites:
+            top = min(top, MAX_BUFFER_DATA_RATIO * data_bytes)
         out, b = [], float(min(MIN_BUFFER_BYTES, self.epsilon * memory_bytes, data_bytes))
         while b <= top:
             out.append(b)
             b *= self.buffer_ratio
         return out
 
-    def layouts(self, max_buffer_memory: float, data_bytes: float = math.inf) -> DesignBatch:
+    def layouts(self, max_buffer_memory: float, data_bytes: float = math.inf, overwrites: bool = True) -> DesignBatch:
         """Every (T, K, Z, block, buffer) with bits = 0, plus the LSH family: :func:`_one_buffer`'s
         layouts at each buffer of :meth:`buffers` (smallest first)."""
-        bufs = self.buffers(max_buffer_memory, data_bytes)
+        bufs = self.buffers(max_buffer_memory, data_bytes, overwrites)
         one = _one_buffer(self)
         if not bufs or one.size == 0:
             return DesignBatch.of([])
@@ -120,16 +124,11 @@ class Grid:
         batch.buffer_bytes = np.repeat(np.array(bufs, dtype=float), one.size)
         return batch
 
-    def node_designs(self, memory_bytes: float, data_bytes: float) -> DesignBatch:
-        """Every design of the grid for one node: each layout with a buffer that
-        fits (at most (1 - epsilon) of the memory, and no more than
-        :data:`MAX_BUFFER_DATA_RATIO` times the data) and every Bloom-filter budget (none for the
-        hash log)."""
-        lays = self.layouts(memory_bytes, data_bytes)
-        keep = (lays.buffer_bytes <= MAX_BUFFER_DATA_RATIO * data_bytes) & (
-            lays.buffer_bytes <= (1 - self.epsilon) * memory_bytes
-        )
-        lays = lays.take(np.flatnonzero(keep))
+    def node_designs(self, memory_bytes: float, data_bytes: float, overwrites: bool = True) -> DesignBatch:
+        """Every design of the grid for one node: each layout with a buffer that fits
+        (:meth:`buffers`: at most (1 - epsilon) of the memory, and without ``overwrites`` no more
+        than twice the data) and every Bloom-filter budget (none for the hash log)."""
+        lays = self.layouts(memory_bytes, data_bytes, overwrites)
         bits = np.array(self.bits)
         per = np.where(lays.lsh, 1, bits.size)
         batch = lays.take(np.repeat(np.arange(lays.size), per))

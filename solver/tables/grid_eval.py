@@ -28,6 +28,7 @@ from cost_models.io_model import (
     combine,
     index_cache_alpha,
     insert_fraction,
+    overwrites_keys,
     range_cache_alpha,
     split_terms,
     structure,
@@ -113,7 +114,7 @@ def shard_prep(
     """:class:`ShardPrep` of ``grid`` at shard size ``s`` for nodes of at most ``max_mem`` bytes."""
     wl = spec.workload
     wls = workloads(spec)
-    lays = grid.layouts(max_mem, s * wl.entry_bytes)  # every layout without filters
+    lays = grid.layouts(max_mem, s * wl.entry_bytes, overwrites(spec))  # every layout without filters
     # the expected workload's puts shape every workload's tree (its runs' batches: layout.run_fill)
     puts = tree_puts(spec.cost_model, parts, wl, s, wins[0])
     shape = level_shape(lays, s, wl.key_bytes, wl.value_bytes, overwrites=shape_overwrites(spec), puts=puts)
@@ -154,15 +155,19 @@ class Split:
 Splits = list[Split]
 
 
+def overwrites(spec: Spec) -> bool:
+    """Whether a workload of the spec (the expected one, or the perturbed one) overwrites keys: the
+    buffer ladder then has no top at twice the data (solver.space.Grid.buffers)."""
+    return any(overwrites_keys(w.operations) for w in workloads(spec))
+
+
 def buffer_fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -> np.ndarray:
-    """The layouts whose buffer fits a node of ``mem_gib`` holding ``s`` entries."""
+    """The layouts whose buffer fits a node of ``mem_gib`` holding ``s`` entries (Grid.buffers)."""
     mem = usable_bytes(mem_gib, spec.design.memory_headroom)
-    # the ladder's top (Grid.buffers): a buffer holding every key still flushes, every
-    # buffer_put_limit x E_B overwrites, so one larger than the data flushes less
-    data = s * spec.workload.entry_bytes
-    return np.asarray(
-        (lays.buffer_bytes <= (1 - grid.epsilon) * mem) & (lays.buffer_bytes <= MAX_BUFFER_DATA_RATIO * data)
-    )
+    top = (1 - grid.epsilon) * mem
+    if not overwrites(spec):
+        top = min(top, MAX_BUFFER_DATA_RATIO * s * spec.workload.entry_bytes)
+    return np.asarray(lays.buffer_bytes <= top)
 
 
 def grid_splits(
