@@ -235,7 +235,8 @@ def flush_window(e_b: np.ndarray, win: PutStream) -> tuple[np.ndarray, np.ndarra
     limit = np.floor(model_constants()["buffer_put_limit"] * e_b)
     capped = full > limit
     q0 = np.where(capped, limit, full)
-    return q0, np.where(capped, np.minimum(win.distinct(q0), e_b), e_b)
+    # (the distinct keys of the capped flushes only: an uncapped W may be infinite)
+    return q0, np.where(capped, np.minimum(win.distinct(np.where(capped, q0, 0.0)), e_b), e_b)
 
 
 def uniform_puts(n_keys: float) -> PutStream:
