@@ -393,7 +393,7 @@ def transient_put(
     if lay.lsh[0]:
         return fallback
     e_b = float(lay.E_B[0])
-    q0 = puts_per_flush(lay, parts, mix)
+    q0, moved = flush_of(lay, parts, mix)  # a flush at the put limit moves its puts' distinct keys
     # every level the tree may deepen to (the layout's stop at its mean size's depth)
     partial = merge_policy(cfg)[0]
     lay_cfg = cfg["layout"]
@@ -426,7 +426,7 @@ def transient_put(
     if merges is not None and merges.flushes is not None:
         flushes = merges.flushes
     for _ in range(flushes):
-        tree.flush(e_b)
+        tree.flush(moved)
     blocks = tree.blocks
     if merges is not None:
         # the size of a deep merge, needed only when the run made one the replay did not
