@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -41,6 +42,18 @@ NICE_ENV = "COSINE_BENCH_NICE"
 
 #: How the engine reports a configuration it refuses (cosine-core ``Error::Config``'s Display).
 ENGINE_CONFIG_ERROR = "invalid configuration: "
+
+
+def config_error(text: str) -> str:
+    """The engine's configuration error on one line: a TOML parse error spans several (where, the
+    source line under a caret, what was wrong), joined here without the caret's drawing."""
+    parts = []
+    for line in text.strip().splitlines():
+        gutter = re.match(r"\s*\d*\s*\|", line)  # the source excerpt's "13 | " margin
+        kept = (line[gutter.end() :] if gutter else line).strip()
+        if kept and set(kept) != {"^"}:
+            parts.append(kept)
+    return ": ".join(parts)
 
 
 #: Most bytes the writes of one calibration point append to their store's WAL (a fresh store each
@@ -239,10 +252,10 @@ def run(
         ]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
+        if ENGINE_CONFIG_ERROR in res.stderr:  # the design is bad input, not an engine failure
+            detail = config_error(res.stderr.split(ENGINE_CONFIG_ERROR, 1)[1])
+            raise InputError(f"the engine refuses the design: {detail.replace(str(t / 'engine.toml'), 'engine.toml')}")
         last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
-        if ENGINE_CONFIG_ERROR in last:  # the design is bad input, not an engine failure
-            detail = last.split(ENGINE_CONFIG_ERROR, 1)[1].replace(str(t / "engine.toml"), "engine.toml")
-            raise InputError(f"the engine refuses the design: {detail}")
         raise RuntimeError(f"cosine-bench failed: {last}")
     try:
         return json.loads(res.stdout)

@@ -425,6 +425,25 @@ def test_a_design_the_engine_refuses_is_bad_input(engine_binary):
         run(TEMPLATE, bad, workload_json(parse_spec(TINY_SPEC), 100, 100, 1))
 
 
+@pytest.mark.parametrize(
+    ("line", "field"), [('size_ratio = "x"', "size_ratio"), ('bloom_bits_per_key = ["a"]', "bloom_bits_per_key")]
+)
+def test_a_number_field_with_text_is_one_line_naming_it(engine_binary, line, field):
+    """A TOML parse error (several lines from the engine: where, the source line, a caret) is one line
+    naming the field and what was expected (it was an internal error, exit 1, saying "data did not
+    match any variant of untagged enum Num")."""
+    from measure.engine import TEMPLATE, run, workload_json
+    from specs.errors import InputError
+    from specs.schema import parse_spec
+
+    text = (TEMPLATE / "engine.toml").read_text()
+    bad = "\n".join(line if ln.startswith(field + " ") else ln for ln in text.splitlines())
+    with pytest.raises(InputError) as err:
+        run(TEMPLATE, bad, workload_json(parse_spec(TINY_SPEC), 100, 100, 1))
+    msg = str(err.value)
+    assert "\n" not in msg and field in msg and "expected a number" in msg, msg
+
+
 def test_a_peer_that_is_not_built_names_its_set_up(monkeypatch, files):
     """`cosine bench --peer rocksdb` before bench/engine_peers_setup.sh: one line naming the script."""
     import measure.bench as mb

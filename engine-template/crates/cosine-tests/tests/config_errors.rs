@@ -15,6 +15,10 @@ fn invalid_configs_and_mismatched_directories_are_errors() {
         ("[algorithms]\nmerge_threshold = 1.5\n", "merge_threshold"),
         ("[durability]\nwal_sync = \"sometimes\"\n", "sometimes"),
         ("[design]\nclass = 3\n", "class"),
+        ("[layout]\nbuffer_put_limit = 0.5\n", "buffer_put_limit"),
+        // a number's field with something else: named, with what was expected
+        ("[layout]\nsize_ratio = \"x\"\n", "expected a number"),
+        ("[layout]\nbloom_bits_per_key = [\"a\"]\n", "expected a number"),
         ("not toml at all", ""),
     ] {
         match Config::from_toml_str(text) {
