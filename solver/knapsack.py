@@ -96,8 +96,8 @@ def _searched() -> ModuleType | None:
     :data:`COMPILE_AFTER_SEARCHES`-th; the compiled module, or None where the reference is to run
     (the answer is the same either way: tests/test_knapsack.py)."""
     _SEARCHES[0] += 1
-    if _SEARCHES[0] >= COMPILE_AFTER_SEARCHES and not COMPILED.loaded:
-        load()
+    if _SEARCHES[0] >= COMPILE_AFTER_SEARCHES and not COMPILED.loaded and COMPILED.forced is not False:
+        load()  # (not within reference(): it would import numba for nothing)
     return numba_search()
 
 

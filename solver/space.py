@@ -104,14 +104,18 @@ class Grid:
         the memory, or (``overwrites`` False: no workload overwrites keys) at
         :data:`MAX_BUFFER_DATA_RATIO` times the data.
         """
-        top = (1 - self.epsilon) * memory_bytes
-        if not overwrites:
-            top = min(top, MAX_BUFFER_DATA_RATIO * data_bytes)
+        top = self.buffer_top(memory_bytes, data_bytes, overwrites)
         out, b = [], float(min(MIN_BUFFER_BYTES, self.epsilon * memory_bytes, data_bytes))
         while b <= top:
             out.append(b)
             b *= self.buffer_ratio
         return out
+
+    def buffer_top(self, memory_bytes: float, data_bytes: float, overwrites: bool) -> float:
+        """The largest buffer :meth:`buffers` offers: (1 - epsilon) of the memory, and without
+        ``overwrites`` at most :data:`MAX_BUFFER_DATA_RATIO` times the data."""
+        top = (1 - self.epsilon) * memory_bytes
+        return top if overwrites else min(top, MAX_BUFFER_DATA_RATIO * data_bytes)
 
     def layouts(self, max_buffer_memory: float, data_bytes: float = math.inf, overwrites: bool = True) -> DesignBatch:
         """Every (T, K, Z, block, buffer) with bits = 0, plus the LSH family: :func:`_one_buffer`'s

@@ -38,7 +38,7 @@ from cost_models.phi import PhiTable
 from cost_models.range_filter import layout_fpr
 from cost_models.robust import perturbed_workload
 from cost_models.windows import WindowTable
-from solver.space import MAX_BUFFER_DATA_RATIO, Grid
+from solver.space import Grid
 from solver.tables.context import COSINE
 from specs.schema import Spec, Workload
 from specs.vocab import OPERATIONS, CostModel
@@ -164,10 +164,7 @@ def overwrites(spec: Spec) -> bool:
 def buffer_fits(spec: Spec, grid: Grid, s: float, mem_gib: float, lays: DesignBatch) -> np.ndarray:
     """The layouts whose buffer fits a node of ``mem_gib`` holding ``s`` entries (Grid.buffers)."""
     mem = usable_bytes(mem_gib, spec.design.memory_headroom)
-    top = (1 - grid.epsilon) * mem
-    if not overwrites(spec):
-        top = min(top, MAX_BUFFER_DATA_RATIO * s * spec.workload.entry_bytes)
-    return np.asarray(lays.buffer_bytes <= top)
+    return np.asarray(lays.buffer_bytes <= grid.buffer_top(mem, s * spec.workload.entry_bytes, overwrites(spec)))
 
 
 def grid_splits(
