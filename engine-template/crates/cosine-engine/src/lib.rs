@@ -421,6 +421,17 @@ impl Engine {
         self.inner.writer.lock().durable_mark()
     }
 
+    /// Under `group_commit`, keeps the log's appends in the process until the next sync
+    /// ([`cosine_wal::Wal::defer_writes`]): one write system call per group commit instead of
+    /// one per write group. For a caller that acknowledges writes only after a
+    /// [`Engine::durable_mark`] taken after them returned (cosine-server): a crash of the
+    /// process then loses only writes nobody was told about. Without it a `put` that returned
+    /// survives a crash of the process (its record reached the OS), as docs/engine-contract.md
+    /// states for in-process users. A no-op under the other policies.
+    pub fn defer_log_writes(&self) {
+        self.inner.writer.lock().defer_writes();
+    }
+
     /// Overwrites `key` without reading it (a blind update; same path as `put`).
     pub fn update(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.put(key, value)

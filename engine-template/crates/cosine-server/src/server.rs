@@ -435,7 +435,12 @@ pub async fn serve_backend(
     let mut conns = JoinSet::new();
     let (served, waiter) = match backend {
         Backend::Engine(engine, durable) => match durable.start() {
-            Ok(thread) => (Served::Engine(engine, durable.clone()), Some((durable, thread))),
+            Ok(thread) => {
+                // every write's reply waits for a mark covering it (the waiter's): its log
+                // records may wait in the process for that sync, written once for all of them
+                engine.defer_log_writes();
+                (Served::Engine(engine, durable.clone()), Some((durable, thread)))
+            }
             Err(e) => {
                 eprintln!("cosine-server: cannot start the durability waiter: {e}");
                 return;

@@ -6,7 +6,11 @@
 //! needs it.
 //!
 //! Appends take a batch of encoded records (a write group) and hand it to the
-//! OS in one write. A failed append is rolled back (the segment is cut back to
+//! OS in one write; or, once [`Wal::defer_writes`] is on (`group_commit`, a
+//! caller that acknowledges only after a [`DurableMark`] covering its writes
+//! returned: cosine-server), keep it in the process until the next sync, which
+//! hands every batch since the last one to the OS in one write before its
+//! fdatasync (Redis' `aof_buf`, written once per event-loop pass). A failed append is rolled back (the segment is cut back to
 //! its last whole record) and poisons the writer: nothing more is acknowledged
 //! until the database is reopened, so a partial record can never sit in the
 //! middle of the log under later acknowledged ones. A failed sync poisons too.
@@ -63,6 +67,11 @@ pub struct Segment {
     file: File,
     /// Bytes handed to the OS so far (always a whole number of records).
     written: AtomicU64,
+    /// Bytes appended so far: `written` and the deferred records not yet handed to the OS.
+    appended: AtomicU64,
+    /// Records appended under [`Wal::defer_writes`] and not yet handed to the OS: the next
+    /// sync writes them (whole records, in append order).
+    deferred: Mutex<Vec<u8>>,
     /// Bytes known durable; the mutex also serialises fdatasync calls.
     synced: Mutex<u64>,
     /// Signalled whenever `synced` advances (group-commit waiters, [`DurableMark`]).
@@ -74,16 +83,19 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Makes everything written so far durable (one fdatasync shared by all waiters).
+    /// Makes everything appended so far durable (one fdatasync shared by all waiters),
+    /// handing the deferred records to the OS first.
     pub fn sync_upto(&self, end: u64) -> Result<()> {
         let mut synced = self.synced.lock();
         if self.failed.load(Ordering::Acquire) {
             // A later fdatasync may "succeed" without the lost pages: never trust it.
-            return Err(Error::Poisoned(format!("an earlier fdatasync of {} failed", self.path.display())));
+            return Err(Error::Poisoned(format!("an earlier write or fdatasync of {} failed", self.path.display())));
         }
         if *synced >= end {
             return Ok(()); // another writer's sync already covered us
         }
+        // (under `synced`: the deferred records reach the file in append order, one sync at a time)
+        self.write_deferred()?;
         let target = self.written.load(Ordering::Acquire);
         if let Err(e) = self.file.sync_data() {
             // After a failed fsync the kernel may have dropped the dirty pages: trust nothing.
@@ -93,6 +105,24 @@ impl Segment {
         self.syncs.fetch_add(1, Ordering::Relaxed);
         *synced = target;
         self.synced_cv.notify_all();
+        Ok(())
+    }
+
+    /// Hands the deferred records to the OS in one write. A failed write cuts the segment
+    /// back to its last whole record and marks it failed: no mark it should have covered is
+    /// answered `Ok`, and the writer is poisoned at its next append.
+    fn write_deferred(&self) -> Result<()> {
+        let bytes = std::mem::take(&mut *self.deferred.lock());
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let start = self.written.load(Ordering::Acquire);
+        if let Err(e) = cosine_core::fault::write_all(&self.file, &self.path, &bytes) {
+            self.failed.store(true, Ordering::Release);
+            let _ = self.file.set_len(start).and_then(|_| self.file.sync_all());
+            return Err(Error::io(&self.path, e));
+        }
+        self.written.fetch_add(bytes.len() as u64, Ordering::AcqRel);
         Ok(())
     }
 }
@@ -167,6 +197,8 @@ pub struct Wal {
     closed: bool,
     group_commit_interval: Duration,
     syncs: Arc<AtomicU64>,
+    /// [`Wal::defer_writes`]: `group_commit` appends stay in the process until a sync.
+    defer: bool,
 }
 
 fn open_segment(dir: &Path, id: u64, sync_dir_after: bool, syncs: &Arc<AtomicU64>) -> Result<Arc<Segment>> {
@@ -181,6 +213,8 @@ fn open_segment(dir: &Path, id: u64, sync_dir_after: bool, syncs: &Arc<AtomicU64
         path,
         file,
         written: AtomicU64::new(len),
+        appended: AtomicU64::new(len),
+        deferred: Mutex::new(Vec::new()),
         synced: Mutex::new(len),
         synced_cv: Condvar::new(),
         syncs: syncs.clone(),
@@ -208,7 +242,7 @@ impl Wal {
                             std::thread::park_timeout(every.saturating_sub(slept.elapsed()));
                         }
                         let s = cur2.lock().clone();
-                        let end = s.written.load(Ordering::Acquire);
+                        let end = s.appended.load(Ordering::Acquire);
                         // A failed sync marks the segment; the next append is refused. (Skipping
                         // this tick when another thread synced since the last one saved a SET
                         // server ~13 % of its fdatasyncs, but left bytes appended after that sync
@@ -234,6 +268,7 @@ impl Wal {
             closed: false,
             group_commit_interval: Duration::from_micros(group_commit_interval_us),
             syncs,
+            defer: false,
         })
     }
 
@@ -257,6 +292,16 @@ impl Wal {
         self.syncs.clone()
     }
 
+    /// Under `group_commit`, keeps later appends in the process until the next sync (the
+    /// group-commit thread's, a [`DurableMark`]'s, [`Wal::sync`]'s), which hands them to the OS
+    /// in one write: one write system call per group commit instead of one per write group.
+    /// For a caller that acknowledges a write only after a mark taken after it returned (a
+    /// server): a crash of the process then loses only unacknowledged writes, as a crash of the
+    /// machine does under `group_commit`. A no-op under the other policies.
+    pub fn defer_writes(&mut self) {
+        self.defer = self.policy == WalSync::GroupCommit;
+    }
+
     /// Under `group_commit`, a mark at the current end of the log whose
     /// [`DurableMark::wait`] returns once the group commit has synced every record
     /// appended so far. `None` for `every_write` (each append's ticket already waited
@@ -264,12 +309,13 @@ impl Wal {
     pub fn durable_mark(&self) -> Option<DurableMark> {
         (self.policy == WalSync::GroupCommit).then(|| DurableMark {
             seg: self.seg.clone(),
-            end: self.seg.written.load(Ordering::Acquire),
+            end: self.seg.appended.load(Ordering::Acquire),
             interval: self.group_commit_interval,
         })
     }
 
-    /// Bytes in the segment being appended to (whole records; `none` mode's buffer excluded).
+    /// Bytes in the segment being appended to (whole records handed to the OS; `none` mode's
+    /// buffer and deferred records excluded: [`Wal::sync`] first for all of them).
     pub fn segment_len(&self) -> u64 {
         self.seg.written.load(Ordering::Acquire)
     }
@@ -280,7 +326,7 @@ impl Wal {
             return Err(Error::Closed("the write-ahead log is closed".into()));
         }
         if self.poisoned.is_none() && self.seg.failed.load(Ordering::Acquire) {
-            self.poisoned = Some(format!("fdatasync of {} failed", self.seg.path.display()));
+            self.poisoned = Some(format!("a write or fdatasync of {} failed", self.seg.path.display()));
         }
         match &self.poisoned {
             Some(m) => Err(Error::Poisoned(m.clone())),
@@ -312,6 +358,12 @@ impl Wal {
             }
             return Ok(SyncTicket { seg: None });
         }
+        if self.defer {
+            // (the segment's lock orders this with a sync taking the records; appended moves after)
+            self.seg.deferred.lock().extend_from_slice(records);
+            self.seg.appended.fetch_add(records.len() as u64, Ordering::AcqRel);
+            return Ok(SyncTicket { seg: None });
+        }
         let end = self.write_out(records)?;
         Ok(SyncTicket { seg: (self.policy == WalSync::EveryWrite).then(|| (self.seg.clone(), end)) })
     }
@@ -329,6 +381,7 @@ impl Wal {
             });
             return Err(Error::io(&self.seg.path, e));
         }
+        self.seg.appended.fetch_add(bytes.len() as u64, Ordering::AcqRel);
         Ok(self.seg.written.fetch_add(bytes.len() as u64, Ordering::AcqRel) + bytes.len() as u64)
     }
 
@@ -345,7 +398,7 @@ impl Wal {
         self.check()?;
         self.flush_pending()?;
         if self.policy != WalSync::None {
-            let end = self.seg.written.load(Ordering::Acquire);
+            let end = self.seg.appended.load(Ordering::Acquire);
             self.seg.sync_upto(end)?;
         }
         Ok(())
@@ -530,6 +583,64 @@ pub(crate) mod tests {
         assert!(w.append(b"b", Some(b"2")).is_err(), "the full disk fails the append");
         cosine_core::fault::clear(d);
         assert_eq!(std::fs::metadata(segment_path(d, 1)).expect("meta").len(), good, "partial record rolled back");
+        assert!(matches!(w.append(b"c", Some(b"3")), Err(Error::Poisoned(_))), "nothing more is acknowledged");
+        assert!(w.close().is_err());
+        assert_eq!(collect(d, 1).expect("replay").0, vec![(b"a".to_vec(), Some(b"1".to_vec()))]);
+    }
+
+    #[test]
+    fn deferred_appends_reach_the_file_at_the_sync_that_covers_them() {
+        let tmp = tmpdir("defer");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 1, WalSync::GroupCommit, 60_000_000).expect("open"); // no tick in the test
+        w.defer_writes();
+        let len = || std::fs::metadata(segment_path(d, 1)).expect("meta").len();
+        let writes = |w: &mut Wal, from: u32| {
+            for j in from..from + 10 {
+                w.append(&j.to_be_bytes(), Some(b"value")).expect("append").wait().expect("no-op ticket");
+            }
+        };
+        writes(&mut w, 0);
+        assert_eq!(len(), 0, "deferred: nothing handed to the OS before a sync");
+        let mark = w.durable_mark().expect("mark");
+        writes(&mut w, 10); // appended after the mark: the sync takes them too
+        let before = w.syncs();
+        mark.sync().expect("durable");
+        assert_eq!(w.syncs(), before + 1, "one fdatasync");
+        let all = 20 * encoded_len(&0u32.to_be_bytes(), Some(b"value")) as u64;
+        assert_eq!(len(), all, "every deferred record in one write before the sync");
+        assert_eq!(*w.seg.synced.lock(), all);
+        writes(&mut w, 20);
+        w.close().expect("close syncs the rest");
+        let (v, r) = collect(d, 1).expect("replay");
+        assert_eq!(r.torn_bytes, 0);
+        let keys: Vec<u32> = v.iter().map(|(k, _)| u32::from_be_bytes([k[0], k[1], k[2], k[3]])).collect();
+        assert_eq!(keys, (0..30).collect::<Vec<_>>(), "in append order");
+        // the other policies write through
+        for p in [WalSync::EveryWrite, WalSync::None] {
+            let tmp = tmpdir(&format!("defer-{p:?}"));
+            let mut w = Wal::open(tmp.path(), 1, p, 1000).expect("open");
+            w.defer_writes();
+            assert!(!w.defer, "{p:?}: only group_commit defers");
+        }
+    }
+
+    #[test]
+    fn a_failed_deferred_write_fails_its_mark_rolls_back_and_poisons() {
+        let tmp = tmpdir("defer-enospc");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 1, WalSync::GroupCommit, 60_000_000).expect("open");
+        w.defer_writes();
+        w.append(b"a", Some(b"1")).expect("append");
+        w.durable_mark().expect("mark").sync().expect("durable");
+        let good = std::fs::metadata(segment_path(d, 1)).expect("meta").len();
+        w.append(b"b", Some(b"2")).expect("deferred: the append itself writes nothing");
+        let mark = w.durable_mark().expect("mark");
+        cosine_core::fault::fail_writes_after(d, 5);
+        assert!(mark.sync().is_err(), "the full disk fails the mark covering the write");
+        cosine_core::fault::clear(d);
+        assert_eq!(std::fs::metadata(segment_path(d, 1)).expect("meta").len(), good, "partial record rolled back");
+        assert!(w.durable_mark().expect("mark").sync().is_err(), "no later mark is answered Ok");
         assert!(matches!(w.append(b"c", Some(b"3")), Err(Error::Poisoned(_))), "nothing more is acknowledged");
         assert!(w.close().is_err());
         assert_eq!(collect(d, 1).expect("replay").0, vec![(b"a".to_vec(), Some(b"1".to_vec()))]);
