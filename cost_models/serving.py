@@ -170,48 +170,31 @@ class Serving:
     table: ServingTable | None = None
 
 
-def op_serving_seconds(
-    table: ServingTable, w: Wire, op: Operation, pipeline: int, write_share: float = 1.0, rmw_share: float = 0.0
-) -> float:
-    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` operations
-    of which a share ``write_share`` of the batch's requests write (:func:`write_request_share` of
-    the node's mix; a write's terms are :func:`kind_terms`'s). An rmw's write depends on its read:
-    it goes out with the batch's other rmw writes once the batch is answered, a batch of SETs of
-    ``1 + (pipeline - 1) x rmw_share`` on average (the rmws among the other operations), its terms the
-    table's own (every request of that batch writes)."""
+def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: int, rmw_share: float = 0.0) -> float:
+    """Server CPU of one ``op`` beyond the engine's, with clients pipelining ``pipeline`` operations:
+    each kind's terms are the table's, whatever share of the batch writes. An rmw's write depends
+    on its read: it goes out with the batch's other rmw writes once the batch is answered, a batch of
+    SETs of ``1 + (pipeline - 1) x rmw_share`` on average (the rmws among the other operations).
+
+    A batch of SETs is one write group (cosine-server's ``set_run``), a batch of mixed requests one
+    group per run of SETs. Until the server deferred its log writes to the sync (100ac91: one write
+    system call per sync, not per group) a group cost g ~ -c_req (the write's signed request term),
+    and a write in a mixed batch paid the groups its batch's SETs did not share: its terms were
+    w c_req and c_batch + (1 - w) c_req at a share w of SETs. A group now costs the server no
+    system call, and that credit over-charged a mixed batch: YCSB A at depth 16 (half GETs) was
+    predicted at 2.01 us of server CPU per operation and measured at 1.46-1.50 (73.4-75.2 %
+    throughput accuracy, 3 runs, docs/journal/s43-s51.md §36); with the table's own terms it is
+    1.49. (Stop 63's server, d45d40f, which wrote each group: 1.84-1.89 us measured, 2.02 predicted
+    with the credit.)"""
     c = compiled()["serving_seconds"]
     inbound, outbound = w.framed(op, pipeline)
     kinds = REQUESTS[op]
     per_byte = (inbound + outbound) / len(kinds)
     out = 0.0
     for k in kinds:
-        if op == Operation.RMW and k == "write":
-            depth = 1.0 + (pipeline - 1) * rmw_share
-            req, batch = kind_terms(table, k, 1.0)
-        else:
-            depth = float(pipeline)
-            req, batch = kind_terms(table, k, write_share)
-        out += float(c(req, batch, depth, table.byte_seconds(k), per_byte))
+        depth = 1.0 + (pipeline - 1) * rmw_share if (op == Operation.RMW and k == "write") else float(pipeline)
+        out += float(c(table.request_seconds(k), table.batch_seconds(k), depth, table.byte_seconds(k), per_byte))
     return out
-
-
-def kind_terms(table: ServingTable, kind: str, write_share: float = 1.0) -> tuple[float, float]:
-    """(seconds per request, seconds per batch) of ``kind`` when a share ``write_share`` of the
-    batch's requests write.
-
-    The table's write terms were measured on batches of SETs only, where a batch of p SETs is one
-    write group (cosine-server's ``set_run`` makes each run of consecutive SETs in a batch one group):
-    the engine's CPU per write (phi.yaml: one group per write) less g (1 - 1/p), g a group's cost,
-    so the fit's request term is q - g and its batch term b + g (q, b: the server's own CPU per SET
-    and per batch). In a batch of p requests of which a share w write, in random order, the SETs
-    form on average w + (p - 1) w (1 - w) runs, so a write saves g (p - 1) w / p: its CPU is
-    q - g w + (b + g w) / p. With q = 0 (a GET's request term measures 0: ``KIND_TERMS``),
-    g = -c_req and b = c_batch + c_req: request term w c_req, batch term c_batch + (1 - w) c_req
-    (w = 1: the table's own; depth 1: c_req + c_batch whatever w, one group per write)."""
-    req, batch = table.request_seconds(kind), table.batch_seconds(kind)
-    if kind != "write":
-        return req, batch
-    return write_share * req, batch + (1.0 - write_share) * req
 
 
 @dataclass(frozen=True)
@@ -250,8 +233,8 @@ def served(mix: dict[str, float], key_bytes: int, value_bytes: int, scan_length:
     table = shipped_or(serving.table)
     node_mix, scale = served_mix(mix, serving.shards)
     w = wire(key_bytes, value_bytes, scan_length)
-    ws, rs = write_request_share(node_mix), rmw_share(node_mix)
-    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline, ws, rs) for op, v in node_mix.items())
+    rs = rmw_share(node_mix)
+    secs = sum(v * op_serving_seconds(table, w, Operation(op), serving.pipeline, rs) for op, v in node_mix.items())
     out = ServedMix(node_mix, scale, secs, wire_load(w, node_mix, serving.pipeline))
     if len(_SERVED) >= _SERVED_MAX:
         _SERVED.clear()
