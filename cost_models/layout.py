@@ -115,6 +115,16 @@ class Layout:
     def size(self) -> int:
         return int(self.L.size)
 
+    def take(self, rows: np.ndarray) -> Layout:
+        """The designs ``rows``: every per-design array (first axis the designs) taken, the rest kept."""
+        n = self.size
+        out = {
+            f.name: v[rows] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n else v
+            for f in fields(self)
+            for v in (getattr(self, f.name),)
+        }
+        return Layout(**out)
+
     def class_name(self, i: int) -> str:
         return DesignClass.of_code(int(self.cls[i]))
 

@@ -123,3 +123,59 @@ def test_presets_on_every_memory_at_once_match_one_by_one() -> None:
             assert c.throughput == pytest.approx(x, rel=1e-12) and c.perturbed == pytest.approx(xp, rel=1e-12)
             checked += 1
     assert checked > 20
+
+
+def _same_eval(a: TG.GridEval, b: TG.GridEval) -> None:
+    """Every array of two evaluations equal, exactly (the I/O per operation of both workloads,
+    their cascades and the layout facts)."""
+    for x, y in ((a.io, b.io), (a.io_p, b.io_p)):
+        assert (x is None) == (y is None)
+        if x is None or y is None:
+            continue
+        for op in x.per_op():
+            np.testing.assert_array_equal(getattr(x, op), getattr(y, op), err_msg=op)
+        np.testing.assert_array_equal(x.buffered_share(), y.buffered_share())
+        assert (x.cascades is None) == (y.cascades is None)
+        if x.cascades is not None and y.cascades is not None:
+            for f in ("rate", "blocks", "slack_puts"):
+                np.testing.assert_array_equal(getattr(x.cascades, f), getattr(y.cascades, f), err_msg=f)
+    for f in ("total", "total_p", "ok", "need_gib", "block", "L", "Y", "hot_share", "offsets"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    for f in ("cls", "block_bytes", "buffered"):
+        np.testing.assert_array_equal(getattr(a.shape, f), getattr(b.shape, f), err_msg=f)
+    assert [d.size for d in a.batches] == [d.size for d in b.batches]
+
+
+@pytest.mark.parametrize("robust", ["", "robustness: {noise: 0.1}"], ids=["plain", "noisy"])
+@pytest.mark.parametrize("k", [1, 40, 400])
+def test_a_larger_memory_evaluates_only_the_designs_that_change(robust: str, k: int) -> None:
+    """Under overwrites the buffer ladder grows with the memory (no two memory sizes offer the same
+    designs, so ``same_evaluation`` never holds); a memory size takes the designs that evaluate
+    alike on the last one from its evaluation (grid_eval.evaluate_splits ``prev``), and evaluates
+    the rest: every array equal to evaluating all of them, and most rows reused."""
+    spec = parse_spec(SPEC.format(robust=robust, step=0.1))
+    assert TG.overwrites(spec)
+    grid = grid_for(spec)
+    s = spec.workload.entries / k
+    parts = workload_partitions(spec.workload)
+    wls = TG.workloads(spec)
+    wins = [window_tables(parts, w.operations, s) for w in wls]
+    mems = sorted({vm.memory_gib for vm in load_catalog().vms["aws"]})
+    prep = TG.shard_prep(spec, grid, s, parts, wins, max(mems) * GIB)
+    phi = load_phi()
+    prev: TG.Evaluated | None = None
+    reused = rows = 0
+    for mem in mems:
+        splits = TG.grid_splits(spec, grid, s, mem, prep)
+        full = TG.evaluate_splits(spec, s, parts, splits, prep, phi)
+        if full is None:
+            continue
+        for sp in splits:
+            got = TG._reusable(sp, prev, s)
+            reused += 0 if got is None else got[1].size
+            rows += sp.sel.size * sp.m
+        fast = TG.evaluate_splits(spec, s, parts, splits, prep, phi, prev)
+        assert fast is not None
+        _same_eval(fast, full)
+        prev = (splits, fast)
+    assert reused > rows / 3, (reused, rows)

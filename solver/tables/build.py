@@ -25,6 +25,7 @@ from solver.space import Grid, cluster_cap, grid_for, node_counts
 from solver.tables.columns import Column, columns_for_vm, prune_columns
 from solver.tables.context import COSINE, Context, Tables
 from solver.tables.grid_eval import (
+    Evaluated,
     GridEval,
     Splits,
     buffer_fits,
@@ -122,6 +123,9 @@ def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
             return volumes_of[blocks]
 
         vols_of.append(volumes)
+    # the last memory size's splits and evaluation: the next one evaluates only the designs that
+    # evaluate differently on it (grid_eval.evaluate_splits)
+    evaluated: Evaluated | None = None
     if lays.size:
         for mem_gib, group in sorted(by_mem.items()):  # ascending memory
             # the specs' one split and evaluation of this memory size (made when a spec first asks)
@@ -149,7 +153,10 @@ def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
                     splits = split_of[mem_gib]
                     if walk.last is None or not reuse or not same_evaluation(walk.last, splits, s):
                         if mem_gib not in eval_of:
-                            eval_of[mem_gib] = evaluate_splits(spec, s, parts, splits, prep, phi)
+                            ev = evaluate_splits(spec, s, parts, splits, prep, phi, evaluated if reuse else None)
+                            eval_of[mem_gib] = ev
+                            if ev is not None:
+                                evaluated = (splits, ev)
                         ev = eval_of[mem_gib]
                         ge = None if ev is None else with_codecs(spec, grid, for_mix(spec, ev))
                         walk.ge = ge
