@@ -16,8 +16,9 @@ IOPS cap the SETs):
 
 Each server is started fresh, its keys written once (pipelined SETs, unmeasured), then SET and
 GET at each depth are measured; the server's CPU seconds per request are printed beside the
-throughput. ``python -m bench.redis_peer --engine WS [--device local|design] [--requests N] [--dir DIR]
-[--json]``.
+throughput, counted until the server is idle again (measure.server.Server.settle: a phase's CPU
+includes the flush its SETs started, and the next phase starts without it).
+``python -m bench.redis_peer --engine WS [--device local|design] [--requests N] [--dir DIR] [--json]``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def bench(srv: Server, client: tuple[int, ...], test: str, depth: int, n: int) -
     cmd += ["-t", test, "-n", str(n), "-c", str(CONNECTIONS), "-P", str(depth), "-d", str(VALUE), "-r", str(KEYS)]
     c0 = srv.cpu_seconds()
     res = subprocess.run(pinned(cmd, client), capture_output=True, text=True, check=True)
+    # the background work the requests started (a memtable's flush, its merge) is theirs, not the
+    # next phase's: until stop 64 a phase ended with the last reply
+    srv.settle()
     c1 = srv.cpu_seconds()
     row = [x.strip('"') for x in res.stdout.strip().splitlines()[-1].split(",")]
     return {

@@ -25,6 +25,12 @@ HOST = "127.0.0.1"
 READY_TIMEOUT_S = 30.0
 #: Seconds a stopped server has to exit after SIGTERM (it flushes its memtable) before SIGKILL.
 STOP_TIMEOUT_S = 60.0
+#: :meth:`Server.settle`: a process using less than this share of a core over one interval is idle
+#: (an idle cosine-server's interval threads, the group commit's and the durability waiter's, wake
+#: every millisecond: 1.8 % of a core measured at stop 64), and the longest a settle waits.
+SETTLE_SHARE = 0.05
+SETTLE_INTERVAL_S = 0.2
+SETTLE_TIMEOUT_S = 120.0
 
 
 def need(tool: str, package: str) -> str:
@@ -101,6 +107,21 @@ class Server:
                 self.retired_ns += last
             self.seen_ns[tid] = ns
         return (self.retired_ns + sum(self.seen_ns.values())) / 1e9
+
+    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> float:
+        """Waits until the process is idle: its CPU over :data:`SETTLE_INTERVAL_S` below
+        :data:`SETTLE_SHARE` of a core (a flush or merge the last requests started has ended).
+        Returns the seconds waited; raises RuntimeError past ``timeout_s``."""
+        start = time.perf_counter()
+        last = self.cpu_seconds()
+        while True:
+            time.sleep(SETTLE_INTERVAL_S)
+            now = self.cpu_seconds()
+            if now - last < SETTLE_SHARE * SETTLE_INTERVAL_S:
+                return time.perf_counter() - start
+            if time.perf_counter() - start > timeout_s:
+                raise RuntimeError(f"server {self.pid} still busy after {timeout_s:.0f} s")
+            last = now
 
     def alive(self) -> bool:
         return self.proc.poll() is None
