@@ -149,7 +149,7 @@ class Split:
     batch: DesignBatch
     lay: Layout
     sts: list[Structure]
-    group: int = 0  # its family and merge policy: the index of its :class:`_SplitGroup`
+    group: int  # its family and merge policy: the index of its :class:`_SplitGroup`
 
 
 #: The splits of one memory size, per family and merge policy (B-tree, LSM-like, hash log).
