@@ -9,11 +9,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
 from cost_models.cloud import GIB, effective_iops
-from cost_models.cpu import NodeShape
+from cost_models.cpu import Demands, NodeShape
 from cost_models.design import DesignBatch, preset
 from cost_models.evaluate import node_io, shape_overwrites, tree_puts, workload_partitions
 from cost_models.io_model import structure, window_tables
@@ -26,7 +28,7 @@ from solver.space import fanout_nodes, grid_for
 from solver.tables import build as TB
 from solver.tables import context as TC
 from solver.tables import grid_eval as TG
-from solver.tables.scoring import vm_caps
+from solver.tables.scoring import ScoreDemands, design_demands, design_demands_reusing, vm_caps
 from specs.schema import parse_spec
 from specs.vocab import PRESETS
 
@@ -64,11 +66,19 @@ def _job(spec_text: str, k: int) -> dict[str, list[TC.Context]]:
 
 
 @pytest.mark.parametrize(
-    ("robust", "step"), [("", 0.1), ("robustness: {noise: 0.1}", 0.1), ("", 0.5)], ids=["plain", "noisy", "coarse"]
+    ("robust", "step", "compressible"),
+    [("", 0.1, False), ("robustness: {noise: 0.1}", 0.1, False), ("", 0.5, False), ("", 0.1, True)],
+    ids=["plain", "noisy", "coarse", "codecs"],
 )
-def test_reused_evaluations_give_the_same_columns(robust: str, step: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """(With coarse buffer steps, x6, neighbouring memory sizes offer the same designs.)"""
+def test_reused_evaluations_give_the_same_columns(
+    robust: str, step: float, compressible: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(With coarse buffer steps, x6, neighbouring memory sizes offer the same designs; compressible
+    data: every design once per codec pair, grid_eval.with_codecs.)"""
     text = SPEC.format(robust=robust, step=step)
+    if compressible:
+        text = text.replace("  value_bytes: 1000\n", "  value_bytes: 1000\n  compressibility: 0.5\n")
+        assert "compressibility" in text
     for k in (1, 400):  # 20 GB per node: small nodes differ; 50 MB: every node holds it all
         fast = _job(text, k)
         monkeypatch.setattr(TB, "REUSE_EQUAL_SPLITS", False)
@@ -164,6 +174,7 @@ def test_a_larger_memory_evaluates_only_the_designs_that_change(robust: str, k: 
     prep = TG.shard_prep(spec, grid, s, parts, wins, max(mems) * GIB)
     phi = load_phi()
     prev: TG.Evaluated | None = None
+    was: tuple[np.ndarray, ScoreDemands] | None = None
     reused = rows = 0
     for mem in mems:
         splits = TG.grid_splits(spec, grid, s, mem, prep)
@@ -177,5 +188,17 @@ def test_a_larger_memory_evaluates_only_the_designs_that_change(robust: str, k: 
         fast = TG.evaluate_splits(spec, s, parts, splits, prep, phi, prev)
         assert fast is not None
         _same_eval(fast, full)
-        prev = (splits, fast)
+        # and the designs' demands: the reused rows' taken from the last memory size's
+        ok = np.flatnonzero(fast.ok)
+        dem = design_demands_reusing(spec, fast, ok, was)
+        for a, b in zip(dem, design_demands(spec, full, ok), strict=True):
+            assert (a is None) == (b is None)
+            if a is None or b is None:
+                continue
+            for f in fields(Demands):
+                x, y = getattr(a, f.name), getattr(b, f.name)
+                assert (x is None) == (y is None), f.name
+                if x is not None:
+                    np.testing.assert_array_equal(x, y, err_msg=f.name)
+        prev, was = (splits, fast), (ok, dem)
     assert reused > rows / 3, (reused, rows)

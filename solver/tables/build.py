@@ -40,7 +40,15 @@ from solver.tables.grid_eval import (
     workloads,
 )
 from solver.tables.presets import preset_columns
-from solver.tables.scoring import CpuScores, ScoreDemands, candidates, cpu_scores, design_demands, take_demands, usable
+from solver.tables.scoring import (
+    CpuScores,
+    ScoreDemands,
+    candidates,
+    cpu_scores,
+    design_demands_reusing,
+    take_demands,
+    usable,
+)
 from solver.tables.volumes import shard_volumes, volume_thresholds
 from specs.errors import check_range
 from specs.schema import Spec
@@ -80,6 +88,7 @@ class _Walk:
     last_fits: np.ndarray | None = None
     saturated: bool = False
     ge: GridEval | None = None
+    raw: GridEval | None = None  # the evaluation ``ge`` was made of (before its mix and codecs)
     ok_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dem_ok: ScoreDemands | None = None
     cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = field(
@@ -159,9 +168,15 @@ def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
                                 evaluated = (splits, ev)
                         ev = eval_of[mem_gib]
                         ge = None if ev is None else with_codecs(spec, grid, for_mix(spec, ev))
-                        walk.ge = ge
+                        # the demands of the rows this evaluation took from the walk's last one are that one's
+                        was = (
+                            (walk.ok_rows, walk.dem_ok)
+                            if ev is not None and walk.dem_ok is not None and ev.reused_of is walk.raw
+                            else None
+                        )
+                        walk.ge, walk.raw = ge, ev
                         walk.ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
-                        walk.dem_ok = None if ge is None else design_demands(spec, ge, walk.ok_rows)
+                        walk.dem_ok = None if ge is None else design_demands_reusing(spec, ge, walk.ok_rows, was)
                         walk.cands = {}
                     walk.last, walk.last_fits, walk.saturated = splits, fits, saturated_split(splits, s)
                 ge, dem_ok, cands = walk.ge, walk.dem_ok, walk.cands

@@ -67,6 +67,10 @@ class GridEval:
     codec_cpu: np.ndarray | None = None  # codec CPU seconds per operation, expected mix
     codec_cpu_p: np.ndarray | None = None  # and perturbed mix
     codec_pair: np.ndarray | None = None  # index of the row's (hot, cold) pair in Grid.codecs
+    #: the smaller memory size's evaluation some rows were taken from (:func:`evaluate_splits` ``prev``),
+    #: and per row its row there (-1: evaluated here); :func:`with_codecs` keeps both, per codec pair
+    reused_of: GridEval | None = None
+    reused_from: np.ndarray | None = None
     # :meth:`design`'s objects so far (not an init field: dataclasses.replace starts a new one)
     _designs: dict[tuple[int, int, str], Design] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -452,8 +456,12 @@ def evaluate_splits(
     ios: list[list[IOCost]] = [[] for _ in wins]
     facts: list[tuple[np.ndarray, ...]] = []
     batches: list[DesignBatch] = []
+    origin: list[np.ndarray] = []  # per split, each row's row in prev's evaluation (-1: evaluated)
     for sp in splits:
         got = None if spec.cost_model == CostModel.WORST_CASE else _reusable(sp, prev, s)
+        origin.append(np.full(sp.sel.size * sp.m, -1, dtype=np.int64))
+        if got is not None:
+            origin[-1][got[1]] = got[2]
         if got is None:
             for k, io in enumerate(_evaluate_split(spec, s, parts, sp, wins)):
                 ios[k].append(io)
@@ -494,6 +502,8 @@ def evaluate_splits(
         offsets=np.cumsum([0] + [b.size for b in batches]),
         phi=phi,
         hot_share=hot_share,
+        reused_of=None if prev is None else prev[1],
+        reused_from=None if prev is None else np.concatenate(origin),
     )
 
 
@@ -584,4 +594,11 @@ def with_codecs(spec: Spec, grid: Grid, ge: GridEval) -> GridEval:
         codec_cpu=np.concatenate(cpu[0]),
         codec_cpu_p=np.concatenate(cpu[1]) if len(cpu) > 1 else None,
         codec_pair=np.repeat(np.arange(k), n),
+        reused_of=ge.reused_of,
+        # row r of pair c is row c n + r, and so in the evaluation it was taken from
+        reused_from=None
+        if ge.reused_from is None or ge.reused_of is None
+        else np.concatenate(
+            [np.where(ge.reused_from >= 0, c * ge.reused_of.cls.size + ge.reused_from, -1) for c in range(k)]
+        ),
     )

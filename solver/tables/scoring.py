@@ -4,6 +4,8 @@ the exact pruning to the designs worth scoring per volume (:func:`candidates`)."
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from cost_models.cpu import (
@@ -55,6 +57,63 @@ def design_demands(spec: Spec, ge: GridEval, idx: np.ndarray) -> ScoreDemands:
         ge.phi, io_p.take(idx), shape, smp, pw.scan_length, extra_cpu=extra_p, terms=terms if same else None
     )
     return de, dp
+
+
+def design_demands_reusing(
+    spec: Spec, ge: GridEval, idx: np.ndarray, prev: tuple[np.ndarray, ScoreDemands] | None
+) -> ScoreDemands:
+    """:func:`design_demands` of the designs ``idx`` of ``ge``, those ``ge`` took from a smaller memory
+    size's evaluation (``ge.reused_from``) taken from ``prev``: that evaluation's designs and their
+    demands (a design's demands are a function of its row: its I/O, shape and codec CPU)."""
+    if prev is None or ge.reused_from is None:
+        return design_demands(spec, ge, idx)
+    prev_idx, prev_dem = prev
+    src = ge.reused_from[idx]
+    pos = np.minimum(np.searchsorted(prev_idx, src), max(prev_idx.size - 1, 0))
+    hit = (src >= 0) & (prev_idx.size > 0) & (prev_idx[pos] == src) if prev_idx.size else np.zeros(idx.size, bool)
+    if not hit.any():
+        return design_demands(spec, ge, idx)
+    fresh = np.flatnonzero(~hit)
+    new = design_demands(spec, ge, idx[fresh]) if fresh.size else None
+    old = np.flatnonzero(hit)
+    merged = [
+        _scatter_demands(idx.size, fresh, None if new is None else new[j], old, prev_dem[j], pos[hit]) for j in (0, 1)
+    ]
+    de = merged[0]
+    if de is None or (merged[1] is None) != (prev_dem[1] is None):
+        return design_demands(spec, ge, idx)  # (fields present on one side only: not one computation)
+    return de, merged[1]
+
+
+def _scatter_demands(
+    n: int, fresh_at: np.ndarray, fresh: Demands | None, old_at: np.ndarray, old: Demands | None, old_rows: np.ndarray
+) -> Demands | None:
+    """The demands of ``n`` designs: positions ``fresh_at`` from ``fresh``, ``old_at`` from ``old``'s
+    rows ``old_rows`` (per-level arrays padded to the deeper tree, as the I/O's cascades are); None
+    when ``old`` is None or a field is present on one side only."""
+    if old is None:
+        return None
+    out: dict[str, np.ndarray | None] = {}
+    for f in fields(Demands):
+        o = getattr(old, f.name)
+        fv = None if fresh is None else getattr(fresh, f.name)
+        if o is None or (fresh is not None and fv is None):
+            if o is None and fv is None:
+                out[f.name] = None
+                continue
+            return None
+        o = np.asarray(o)
+        if fv is not None:
+            fv = np.asarray(fv)
+            if o.ndim > 1 and fv.shape[1] != o.shape[1]:
+                lm = max(fv.shape[1], o.shape[1])
+                o, fv = (np.pad(v, [(0, 0), (0, lm - v.shape[1])]) for v in (o, fv))
+        v = np.empty((n, *o.shape[1:]), dtype=o.dtype if fv is None else np.result_type(o, fv))
+        v[old_at] = o[old_rows]
+        if fv is not None:
+            v[fresh_at] = fv
+        out[f.name] = v
+    return Demands(**out)  # type: ignore[arg-type]
 
 
 def vm_caps(spec: Spec, vm: VmType, entries: float, xe: np.ndarray, xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
