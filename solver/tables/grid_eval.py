@@ -367,6 +367,22 @@ def _joined(parts_k: list[IOCost]) -> IOCost:
     )
 
 
+def scatter_rows(
+    n: int, fresh_at: np.ndarray, fresh: np.ndarray | None, old_at: np.ndarray, old: np.ndarray, old_rows: np.ndarray
+) -> np.ndarray:
+    """An array of ``n`` designs: positions ``fresh_at`` from ``fresh``, ``old_at`` from ``old``'s rows
+    ``old_rows``; per-level arrays (designs, levels) padded with zeros to the deeper tree, as
+    :meth:`Cascades.concat` pads them."""
+    if fresh is not None and old.ndim > 1 and fresh.shape[1] != old.shape[1]:
+        lm = max(fresh.shape[1], old.shape[1])
+        fresh, old = (np.pad(v, [(0, 0), (0, lm - v.shape[1])]) for v in (fresh, old))
+    out = np.empty((n, *old.shape[1:]), dtype=old.dtype if fresh is None else np.result_type(fresh, old))
+    out[old_at] = old[old_rows]
+    if fresh is not None:
+        out[fresh_at] = fresh
+    return out
+
+
 def _scatter(
     n: int, keep: np.ndarray, fresh: IOCost | None, reused: np.ndarray, old: IOCost, prows: np.ndarray
 ) -> IOCost:
@@ -374,14 +390,7 @@ def _scatter(
     ``prows`` (as :func:`_joined` of the two, put back in order; the cascades padded to the deeper)."""
 
     def put(f: np.ndarray | None, o: np.ndarray) -> np.ndarray:
-        if f is not None and f.ndim > 1 and f.shape[1] != o.shape[1]:  # cascades of two depths
-            lm = max(f.shape[1], o.shape[1])
-            f, o = (np.pad(v, [(0, 0), (0, lm - v.shape[1])]) for v in (f, o))
-        out = np.empty((n, *o.shape[1:]), dtype=o.dtype if f is None else np.result_type(f, o))
-        out[reused] = o[prows]
-        if f is not None:
-            out[keep] = f
-        return out
+        return scatter_rows(n, keep, f, reused, o, prows)
 
     buffered = put(None if fresh is None else fresh.buffered_share(), old.buffered_share())
     cascades = None

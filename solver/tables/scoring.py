@@ -20,7 +20,7 @@ from cost_models.pricing.catalog import VmType
 from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
 from cost_models.serving import node_caps, served_demands, spec_served
 from solver.space import fanout_nodes
-from solver.tables.grid_eval import GridEval
+from solver.tables.grid_eval import GridEval, scatter_rows
 from specs.schema import Spec
 from specs.vocab import OPERATIONS
 
@@ -65,12 +65,12 @@ def design_demands_reusing(
     """:func:`design_demands` of the designs ``idx`` of ``ge``, those ``ge`` took from a smaller memory
     size's evaluation (``ge.reused_from``) taken from ``prev``: that evaluation's designs and their
     demands (a design's demands are a function of its row: its I/O, shape and codec CPU)."""
-    if prev is None or ge.reused_from is None:
+    if prev is None or ge.reused_from is None or prev[0].size == 0:
         return design_demands(spec, ge, idx)
     prev_idx, prev_dem = prev
     src = ge.reused_from[idx]
-    pos = np.minimum(np.searchsorted(prev_idx, src), max(prev_idx.size - 1, 0))
-    hit = (src >= 0) & (prev_idx.size > 0) & (prev_idx[pos] == src) if prev_idx.size else np.zeros(idx.size, bool)
+    pos = np.minimum(np.searchsorted(prev_idx, src), prev_idx.size - 1)
+    hit = (src >= 0) & (prev_idx[pos] == src)
     if not hit.any():
         return design_demands(spec, ge, idx)
     fresh = np.flatnonzero(~hit)
@@ -102,17 +102,7 @@ def _scatter_demands(
                 out[f.name] = None
                 continue
             return None
-        o = np.asarray(o)
-        if fv is not None:
-            fv = np.asarray(fv)
-            if o.ndim > 1 and fv.shape[1] != o.shape[1]:
-                lm = max(fv.shape[1], o.shape[1])
-                o, fv = (np.pad(v, [(0, 0), (0, lm - v.shape[1])]) for v in (o, fv))
-        v = np.empty((n, *o.shape[1:]), dtype=o.dtype if fv is None else np.result_type(o, fv))
-        v[old_at] = o[old_rows]
-        if fv is not None:
-            v[fresh_at] = fv
-        out[f.name] = v
+        out[f.name] = scatter_rows(n, fresh_at, None if fv is None else np.asarray(fv), old_at, np.asarray(o), old_rows)
     return Demands(**out)  # type: ignore[arg-type]
 
 
