@@ -661,7 +661,17 @@ def start_frontier(
         if pb.contexts:
             pb.table = column_table(spec, catalog, pb.contexts, p, tables.max_cluster)
         if method != Method.EXHAUSTIVE and pb.table is not None:
-            low = cheapest(spec, catalog, tables, backend, providers=(p,), table=pb.table, exact=fr.exact, defer=True)
+            low = cheapest(
+                spec,
+                catalog,
+                tables,
+                backend,
+                providers=(p,),
+                table=pb.table,
+                exact=fr.exact,
+                defer=True,
+                answers=answers,
+            )
             pb.floor = low.cost if low else math.inf
         per.append(pb)
         fr.tables[p] = pb.table
@@ -849,12 +859,15 @@ def cheapest(
     table: ColumnTable | None = None,
     exact: Reevaluations | None = None,
     defer: bool = False,
+    answers: BandCache | None = None,
 ) -> Point | None:
     """The cheapest configuration overall (or reaching ``min_throughput`` ops/s on the expected
     workload, and the latency target): solver.bottleneck.cheapest_reaching per provider;
     ``exact``: the solve's re-evaluations, when the caller has them (each provider's
     cluster is asked for first and all are re-evaluated at once; with ``defer`` only asked for:
-    the point returned is then completed by ``exact.certify`` after ``exact.resolve()``)."""
+    the point returned is then completed by ``exact.certify`` after ``exact.resolve()``);
+    ``answers``: the band cache, through which each provider's search is read back when the same
+    table asked for the same throughput before (BandCache.cheapest_reaching)."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
     target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
@@ -865,7 +878,10 @@ def cheapest(
         tab = table if table is not None and table.provider == p else None
         tab = tab or column_table(spec, catalog, ctx, p, tables.max_cluster)
         t0 = time.perf_counter()
-        nodes, bill, proven = cheapest_reaching(tab, np.ones(len(tab.contexts), dtype=bool), target)
+        if answers is None:
+            nodes, bill, proven = cheapest_reaching(tab, np.ones(len(tab.contexts), dtype=bool), target)
+        else:
+            nodes, bill, proven = answers.cheapest_reaching(tab, target)
         if nodes is None:
             continue
         ch = chosen_of(spec, tab, nodes)

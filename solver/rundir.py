@@ -34,6 +34,7 @@ from specs.errors import InputError
 from specs.io import (
     finite,
     from_record,
+    kept_objects,
     omit_none,
     read_record,
     read_rows,
@@ -855,9 +856,10 @@ def load_run(run_dir: Path, *, baselines: bool = False) -> RunDir:
     missing = [n for n in (SOLUTION, FRONTIER, LOG) if not (run_dir / n).is_file()]
     if missing:
         raise InputError(f"{run_dir}: missing {', '.join(missing)} (run `cosine solve` first)")
-    sol = read_solution(run_dir / SOLUTION)
-    log = read_log(run_dir / LOG)
-    rows = read_rows(run_dir / FRONTIER, FrontierRow, "frontier.parquet")
+    with kept_objects():
+        sol = read_solution(run_dir / SOLUTION)
+        log = read_log(run_dir / LOG)
+        rows = read_rows(run_dir / FRONTIER, FrontierRow, "frontier.parquet")
     cross_check(run_dir, sol, log, rows)
     base = read_rows(run_dir / BASELINES, BaselineRow, "baselines.parquet") if baselines else []
     budgets = {r.band: r.budget for r in rows}

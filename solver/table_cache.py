@@ -51,7 +51,7 @@ from cost_models.pricing.catalog import Catalog, VmType
 from solver.sealed_json import default_dir, read_sections, write_sections
 from solver.tables.context import Context
 from specs.errors import InputError
-from specs.io import read_columns, require, write_rows
+from specs.io import kept_objects, read_columns, require, write_rows
 from specs.schema import Spec
 from specs.vocab import DESIGN_CLASSES, SlaFeature
 
@@ -271,7 +271,8 @@ class TableCache:
         if held is not None and held[0] == stamp:
             _READ[path] = _READ.pop(path)  # the most recently used last
             return {k: list(v) for k, v in held[1].items()}
-        shards = self._read(path, spec, catalog, provider)
+        with kept_objects():
+            shards = self._read(path, spec, catalog, provider)
         if shards:
             _READ[path] = (stamp, shards)
             while len(_READ) > READ_FILES:

@@ -25,13 +25,14 @@ import contextlib
 import dataclasses
 import enum
 import functools
+import gc
 import hashlib
 import json
 import math
 import os
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +48,28 @@ ROWS_KEY, VERSION_KEY = b"cosine.rows", b"cosine.version"
 DIGEST_KEY = b"cosine.sha256"
 
 _ARROW = {int: "int64", float: "float64", str: "string", bool: "bool_"}
+
+
+@contextlib.contextmanager
+def kept_objects() -> Iterator[None]:
+    """Build many objects a process keeps (a cache file's columns, a run directory's records:
+    held by the readers' memos for the process's life) without Python's cyclic garbage collector
+    tracing them: collection is paused while they are built, then every object tracked so far is
+    moved out of the collector's generations (``gc.freeze``), so no later collection traces them
+    again. They form no cycles, so reference counting still frees them when dropped; what freezing
+    costs is that a garbage cycle already unreachable at that moment, or one among the frozen
+    objects later, is never collected (a short-lived command's process does not notice; a long one
+    keeps such cycles). Measured on `cosine whatif` of ycsb_a (stop 65): the collector took 0.13 s
+    of 0.86 s, most of it while the table cache's 52,000 columns were built and, after them, in
+    full collections over the grown heap; paused alone 0.75 s, paused and frozen 0.56 s."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was:
+            gc.enable()
 
 
 def column_name(f: dataclasses.Field[Any]) -> str:

@@ -48,6 +48,7 @@ def test_a_warm_solve_reads_every_band_back(tmp_path, runner, monkeypatch, tiny)
         raise AssertionError("a warm solve searched a band the cache holds")
 
     monkeypatch.setattr(solver.band_cache, "best_within", refuse)
+    monkeypatch.setattr(solver.band_cache, "cheapest_reaching", refuse)  # nor a provider's floor
     _solve(runner, args, tmp_path / "warm")
     assert _answer(tmp_path / "warm") == _answer(tmp_path / "cold") == _answer(tmp_path / "fill")
     logs = [p.read_text() for p in (tmp_path / "warm" / "solver").rglob("band*.log")]
@@ -197,6 +198,29 @@ def test_an_answer_comes_back_as_it_was_found(tmp_path):
     edited = BandCache(tmp_path)
     edited.load(spec)
     assert len(edited.notes) == 1 and "content hash does not match" in edited.notes[0]
+
+
+def test_a_floor_comes_back_as_it_was_found(tmp_path):
+    """The cheapest cluster reaching a throughput (a provider's floor), through the cache: the
+    search's own answer, then the same nodes, bill and proof read back from the file; none
+    reaching it is kept too; another throughput or table is another key."""
+    spec = make_spec(2_000_000, providers="aws")
+    tab = _table(8, seed=5)
+    everything = np.ones(8, dtype=bool)
+    needs = [0.0, 25.0, 180.0, 1e9]  # kops; the last one no cluster of the cap reaches
+    first = BandCache(tmp_path)
+    first.load(spec)
+    found = [first.cheapest_reaching(tab, y) for y in needs]
+    assert found == [solver.bottleneck.cheapest_reaching(tab, everything, y) for y in needs]
+    assert found[0][0] is not None and found[-1][0] is None and first.misses == len(needs)
+    first.save(spec)
+    again = BandCache(tmp_path)
+    again.load(spec)
+    assert [again.cheapest_reaching(tab, y) for y in needs] == found
+    assert again.hits == len(needs) and again.misses == 0 and not again.notes
+    again.cheapest_reaching(tab, 26.0)
+    again.cheapest_reaching(_table(8, seed=6), 25.0)
+    assert again.misses == 2
 
 
 def test_the_key_hashes_the_code_that_searches():

@@ -3,6 +3,7 @@ import pandas): the same file as pyarrow's, the same values back, and bad values
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from specs.io import arrow_schema, read_columns, read_rows, write_rows
+from specs.io import arrow_schema, kept_objects, read_columns, read_rows, write_rows
 from specs.vocab import DesignClass
 
 
@@ -112,3 +113,24 @@ def test_no_pandas_on_the_way() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_kept_objects_are_frozen_and_the_collector_left_as_it_was(enabled: bool) -> None:
+    """What a reader builds inside kept_objects is out of the collector's generations afterwards
+    (gc.freeze), collection is off while it builds, and on exit, by an exception too, the
+    collector is as it was."""
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        frozen = gc.get_freeze_count()
+        with kept_objects():
+            assert not gc.isenabled()
+            kept = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= frozen + len(kept)
+        assert gc.isenabled() == enabled
+        with pytest.raises(ValueError), kept_objects():
+            raise ValueError("a refused file")
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable() if was else gc.disable()

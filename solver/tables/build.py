@@ -51,6 +51,7 @@ from solver.tables.scoring import (
 )
 from solver.tables.volumes import shard_volumes, volume_thresholds
 from specs.errors import check_range
+from specs.io import kept_objects
 from specs.schema import Spec
 from specs.vocab import CostModel
 
@@ -417,15 +418,16 @@ def build_many(
             max_cluster=pl.mc,
         )
         per_op = in_workload_operations(spec)
-        for k in pl.counts:
-            for p in pl.provs:
-                for c in shards[p].get((COSINE, k), []):
-                    tables.contexts.setdefault(p, []).append(per_op(c))
-        for name in presets:
+        with kept_objects():
             for k in pl.counts:
                 for p in pl.provs:
-                    for c in shards[p].get((name, k), []):
-                        tables.presets.setdefault(name, {}).setdefault(p, []).append(per_op(c))
+                    for c in shards[p].get((COSINE, k), []):
+                        tables.contexts.setdefault(p, []).append(per_op(c))
+            for name in presets:
+                for k in pl.counts:
+                    for p in pl.provs:
+                        for c in shards[p].get((name, k), []):
+                            tables.presets.setdefault(name, {}).setdefault(p, []).append(per_op(c))
         out.append(tables)
     # the plans' build is one (shared jobs, one pool): each plan's share of its time
     share = (time.perf_counter() - t0) / max(len(out), 1)
