@@ -76,20 +76,24 @@ def spec_key(spec: Spec, code: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def _fields(obj: Any) -> dict[str, Any]:
+    """A flat dataclass's fields by name, in order: what ``dataclasses.asdict`` gives for the VM
+    type, volume and design (scalar and enum fields only), at 1/8 of its cost (1.4 against 10.8 us
+    a design; stop 65)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
 def cluster_key(nodes: list[tuple[Context, int]]) -> str:
     """The key of one cluster: every field of every node's VM type, volume and design, its
     entries and its count (Python values, so a column read back from the table cache and the
     same column built from numpy arrays have one key)."""
-    rows = [
-        [dataclasses.asdict(c.vm), dataclasses.asdict(c.storage), dataclasses.asdict(c.design), c.entries, k]
-        for c, k in nodes
-    ]
+    rows = [[_fields(c.vm), _fields(c.storage), _fields(c.design), c.entries, k] for c, k in nodes]
     return hashlib.sha256(to_json(rows, indent=None).encode()).hexdigest()
 
 
 def node_key(c: Context, keys: float) -> str:
     """The key of one node of a column holding ``keys`` entries (:func:`cluster_key`'s fields)."""
-    row = [dataclasses.asdict(c.vm), dataclasses.asdict(c.storage), dataclasses.asdict(c.design), c.entries, keys]
+    row = [_fields(c.vm), _fields(c.storage), _fields(c.design), c.entries, keys]
     return hashlib.sha256(to_json(["node", row], indent=None).encode()).hexdigest()
 
 

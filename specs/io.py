@@ -533,6 +533,10 @@ def _type_name(tp: Any) -> str:
 def from_record(tp: Any, value: Any, where: str) -> Any:
     """``value`` (parsed JSON) as an instance of ``tp``, checked; an :class:`InputError` names ``where``
     and the path of the first bad field."""
+    if tp in _SCALARS:  # first: most fields are numbers or strings (no typing introspection for them)
+        if value is None:
+            raise InputError(f"{where}: null where a {_type_name(tp)} is expected")
+        return _scalar(tp, value, where)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
@@ -562,6 +566,15 @@ def from_record(tp: Any, value: Any, where: str) -> Any:
         if value not in {m.value for m in tp}:
             raise InputError(f"{where}: {value!r} is not one of {', '.join(str(m.value) for m in tp)}")
         return tp(value)
+    raise TypeError(f"unsupported record type {tp!r}")
+
+
+#: The scalar types of a record field (:func:`_scalar`).
+_SCALARS = frozenset({bool, int, float, str})
+
+
+def _scalar(tp: type, value: Any, where: str) -> Any:
+    """``value`` as a record's ``tp`` field, one of :data:`_SCALARS` (not None), checked."""
     if tp is bool:
         if not isinstance(value, bool):
             raise InputError(f"{where}: {value!r} is not true or false")
@@ -574,11 +587,9 @@ def from_record(tp: Any, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise InputError(f"{where}: {value!r} is not a finite number")
         return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise InputError(f"{where}: {value!r} is not a string")
-        return value
-    raise TypeError(f"unsupported record type {tp!r}")
+    if not isinstance(value, str):
+        raise InputError(f"{where}: {value!r} is not a string")
+    return value
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:

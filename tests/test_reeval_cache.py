@@ -196,3 +196,21 @@ def _nodes():
     vm = VmType("aws", "m5.large", 2, 8.0, 0.096)
     vol = StorageChoice("aws", "gp3", 1, 100.0, 3000.0, 8.0, 125.0)
     return [(Context("aws", vm, 1e6, vol, 70.0, 1e4, 1.0, Design(T=6), "lsm", 3, 1), 3)]
+
+
+def test_a_key_reads_the_fields_asdict_reads():
+    """cluster_key and node_key read each VM type, volume and design field by field: the same
+    values, in the same order, as dataclasses.asdict (the fields are flat: no nested dataclass or
+    container for asdict to copy)."""
+    import dataclasses
+
+    from cost_models.cloud import StorageChoice
+    from cost_models.design import Design
+    from cost_models.pricing.catalog import VmType
+    from solver.reeval_cache import _fields
+
+    for obj in (VmType("aws", "x", 2, 8.0, 0.1), StorageChoice("aws", "gp3", 1, 100.0, 3000.0, 8.0), Design(T=6)):
+        assert list(_fields(obj).items()) == list(dataclasses.asdict(obj).items())
+        assert all(
+            not dataclasses.is_dataclass(v) and not isinstance(v, list | dict | tuple) for v in _fields(obj).values()
+        )

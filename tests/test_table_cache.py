@@ -109,6 +109,22 @@ def test_code_version_covers_every_module_of_the_tables():
     assert not any("__pycache__" in p.parts for p in files)
 
 
+def test_code_version_hashes_a_file_again_once_it_changes(tmp_path, monkeypatch):
+    """code_version is hashed once per process while its files are unchanged, and again as soon
+    as one of them is edited (another stamp)."""
+    from solver import table_cache
+
+    src = tmp_path / "cost_models" / "model.py"
+    src.parent.mkdir()
+    src.write_text("x = 1\n")
+    monkeypatch.setattr(table_cache, "_ROOT", tmp_path)
+    monkeypatch.setattr(table_cache, "_CODE_SEEN", {})
+    first = table_cache.code_version(())
+    assert table_cache.code_version(()) == first
+    src.write_text("x = 22\n")
+    assert table_cache.code_version(()) != first
+
+
 def test_code_version_covers_the_phi_table():
     from cost_models.phi import PHI_TABLE
     from solver import table_cache
