@@ -397,7 +397,8 @@ impl Engine {
 
     /// Returns once every write this engine has acknowledged so far is durable as the
     /// design's WAL policy defines it. `every_write`: at once (each write already waited
-    /// for its fdatasync). `group_commit`: after the group-commit thread's next fdatasync
+    /// for its fdatasync), or with [`Engine::defer_log_writes`] after one fdatasync made now
+    /// for all of them. `group_commit`: after the group-commit thread's next fdatasync
     /// covering them, shared by every waiter (at most about `group_commit_interval_us`).
     /// `none`: at once; that policy promises no durability before a flush.
     ///
@@ -411,8 +412,8 @@ impl Engine {
 
     /// The log's end now, to wait on later: [`DurableMark::wait`] returns once every write
     /// acknowledged before this call is durable (what [`Engine::wait_durable`] waits for when
-    /// called here). `None` when the WAL policy has nothing to wait for (`every_write`:
-    /// each write already waited; `none`: no promise).
+    /// called here). `None` when the WAL policy has nothing to wait for (`every_write`
+    /// without [`Engine::defer_log_writes`]: each write already waited; `none`: no promise).
     ///
     /// A server takes the mark right after a batch's writes, so the batch waits for the first
     /// sync covering *them*, not for one covering every write appended by the time a waiter
@@ -421,15 +422,23 @@ impl Engine {
         self.inner.writer.lock().durable_mark()
     }
 
-    /// Under `group_commit`, keeps the log's appends in the process until the next sync
-    /// ([`cosine_wal::Wal::defer_writes`]): one write system call per group commit instead of
-    /// one per write group. For a caller that acknowledges writes only after a
-    /// [`Engine::durable_mark`] taken after them returned (cosine-server): a crash of the
-    /// process then loses only writes nobody was told about. Without it a `put` that returned
-    /// survives a crash of the process (its record reached the OS), as docs/engine-contract.md
-    /// states for in-process users. A no-op under the other policies.
+    /// Under `group_commit` or `every_write`, keeps the log's appends in the process until
+    /// the next sync ([`cosine_wal::Wal::defer_writes`]): one write system call per sync
+    /// instead of one per write group, and under `every_write` no fdatasync in a put's path:
+    /// the caller's [`Engine::durable_mark`] syncs, so concurrent callers' writes share one
+    /// (Redis' `appendfsync always`). For a caller that acknowledges writes only after a mark
+    /// taken after them returned (cosine-server): a crash of the process then loses only
+    /// writes nobody was told about. Without it a `put` that returned survives a crash of the
+    /// process (its record reached the OS; under `every_write`, the disk), as
+    /// docs/engine-contract.md states for in-process users. A no-op under `none`.
     pub fn defer_log_writes(&self) {
         self.inner.writer.lock().defer_writes();
+    }
+
+    /// Whether a put waits for its own fdatasync before it returns: `every_write` without
+    /// [`Engine::defer_log_writes`].
+    pub fn syncs_in_put(&self) -> bool {
+        self.inner.cfg.durability.wal_sync == cosine_config::WalSync::EveryWrite && !self.inner.writer.lock().defers_writes()
     }
 
     /// Overwrites `key` without reading it (a blind update; same path as `put`).

@@ -29,7 +29,7 @@ use crate::output::{OutputBuffer, OutputLimit};
 use crate::resp::{Limits, Parsed, Parser, Reply};
 use crate::stats::ServerStats;
 use bytes::BytesMut;
-use cosine_config::{DesignClass, WalSync};
+use cosine_config::DesignClass;
 use cosine_engine::{DurableMark, Engine};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -545,7 +545,7 @@ async fn requests(
     let (key_bytes, syncs_in_put, short_ranges) = match &served {
         Served::Engine(engine, _) => {
             let c = engine.config();
-            (c.layout.key_bytes, c.durability.wal_sync == WalSync::EveryWrite, c.design.class != DesignClass::Lsh)
+            (c.layout.key_bytes, engine.syncs_in_put(), c.design.class != DesignClass::Lsh)
         }
         Served::Cluster(node) => (node.key_bytes(), false, false),
     };
@@ -573,9 +573,9 @@ async fn requests(
                 batch.truncate(q + 1); // nothing after QUIT runs
             }
             // point reads and writes, and a tree's short scans, never take long (a write's sync
-            // is the durability waiter's): run them here rather than pay a hand-off to the
-            // blocking pool. Under
-            // `every_write` a put waits for its own write group's fdatasync: there writes go to the
+            // is the durability waiter's, under `every_write` too: serve_backend defers the log's
+            // writes): run them here rather than pay a hand-off to the blocking pool. Where a put
+            // waits for its own write group's fdatasync (an engine not deferring) writes go to the
             // pool, where concurrent connections' puts form one group and share a sync.
             let quick = batch.iter().all(|c| {
                 c.as_ref().map_or(true, |c| (c.is_quick() || (short_ranges && c.is_short_range())) && !(c.writes() && syncs_in_put))

@@ -119,3 +119,28 @@ fn a_write_waits_at_most_one_group_commit_under_other_writers() {
     let longest = waits.iter().max().copied().unwrap_or_default();
     assert!(longest < INTERVAL * 3 / 2, "a write waited {longest:?} for a {INTERVAL:?} group commit: {waits:?}");
 }
+
+/// Under `every_write` the server defers the log's writes as under `group_commit` (its puts do
+/// not sync in their own path; the waiter syncs for every batch waiting): a SET is still
+/// acknowledged only after an fdatasync covering it, at once (no group-commit thread to wait
+/// for), and pipelined requests behind it see it.
+#[test]
+fn every_write_acknowledges_a_set_after_its_sync() {
+    let dir = TempDir::new("server-durable-every-write");
+    let mut cfg = design(Preset::RocksDb, WalSync::EveryWrite);
+    cfg.durability.group_commit_interval_us = 60_000_000; // only the on-demand sync can answer
+    let srv = InProcess::start(dir.path(), &cfg, ServerConfig::default());
+    let mut w = client(srv.addr);
+    let mut r = client(srv.addr);
+    for round in 0..5 {
+        let before = wal_syncs(&mut r);
+        let v = format!("v{round}");
+        let t = Instant::now();
+        w.send(&[b"SET", b"k", v.as_bytes()]).expect("send");
+        w.send(&[b"GET", b"k"]).expect("send");
+        assert_eq!(w.recv().expect("set reply"), Reply::ok());
+        assert!(t.elapsed() < Duration::from_secs(10), "round {round}: the SET waited {:?}", t.elapsed());
+        assert!(wal_syncs(&mut r) > before, "round {round}: +OK before the WAL was synced");
+        assert_eq!(w.recv().expect("get reply"), Reply::Bulk(v.into_bytes()));
+    }
+}

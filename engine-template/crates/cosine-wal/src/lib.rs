@@ -6,9 +6,9 @@
 //! needs it.
 //!
 //! Appends take a batch of encoded records (a write group) and hand it to the
-//! OS in one write; or, once [`Wal::defer_writes`] is on (`group_commit`, a
-//! caller that acknowledges only after a [`DurableMark`] covering its writes
-//! returned: cosine-server), keep it in the process until the next sync, which
+//! OS in one write; or, once [`Wal::defer_writes`] is on (`group_commit` or
+//! `every_write`, a caller that acknowledges only after a [`DurableMark`] covering
+//! its writes returned: cosine-server), keep it in the process until the next sync, which
 //! hands every batch since the last one to the OS in one write before its
 //! fdatasync (Redis' `aof_buf`, written once per event-loop pass). A failed append is rolled back (the segment is cut back to
 //! its last whole record) and poisons the writer: nothing more is acknowledged
@@ -135,12 +135,18 @@ pub struct DurableMark {
     seg: Arc<Segment>,
     end: u64,
     interval: Duration,
+    /// Whether a group-commit thread syncs every interval (`group_commit`); under a deferred
+    /// `every_write` none does, and [`DurableMark::wait`] syncs at once.
+    ticking: bool,
 }
 
 impl DurableMark {
     /// Blocks until the group commit covering the mark has happened. If no sync comes
     /// within a few intervals (the committer stopped, or its sync failed), syncs itself.
     pub fn wait(self) -> Result<()> {
+        if !self.ticking {
+            return self.seg.sync_upto(self.end);
+        }
         let patience = self.interval.saturating_mul(4).max(Duration::from_millis(2));
         {
             let mut synced = self.seg.synced.lock();
@@ -197,7 +203,7 @@ pub struct Wal {
     closed: bool,
     group_commit_interval: Duration,
     syncs: Arc<AtomicU64>,
-    /// [`Wal::defer_writes`]: `group_commit` appends stay in the process until a sync.
+    /// [`Wal::defer_writes`]: appends stay in the process until a sync.
     defer: bool,
 }
 
@@ -292,25 +298,34 @@ impl Wal {
         self.syncs.clone()
     }
 
-    /// Under `group_commit`, keeps later appends in the process until the next sync (the
-    /// group-commit thread's, a [`DurableMark`]'s, [`Wal::sync`]'s), which hands them to the OS
-    /// in one write: one write system call per group commit instead of one per write group.
-    /// For a caller that acknowledges a write only after a mark taken after it returned (a
-    /// server): a crash of the process then loses only unacknowledged writes, as a crash of the
-    /// machine does under `group_commit`. A no-op under the other policies.
+    /// Under `group_commit` or `every_write`, keeps later appends in the process until the
+    /// next sync (the group-commit thread's, a [`DurableMark`]'s, [`Wal::sync`]'s), which hands
+    /// them to the OS in one write: one write system call per sync instead of one per write
+    /// group, and under `every_write` no sync in the append's path: the caller's mark syncs,
+    /// so the writes of concurrent callers share one fdatasync, as Redis' `appendfsync always`
+    /// shares one per event-loop pass. For a caller that acknowledges a write only after a
+    /// mark taken after it returned (a server): a crash of the process then loses only
+    /// unacknowledged writes. A no-op under `none`.
     pub fn defer_writes(&mut self) {
-        self.defer = self.policy == WalSync::GroupCommit;
+        self.defer = self.policy != WalSync::None;
     }
 
-    /// Under `group_commit`, a mark at the current end of the log whose
-    /// [`DurableMark::wait`] returns once the group commit has synced every record
-    /// appended so far. `None` for `every_write` (each append's ticket already waited
-    /// for its sync) and for `none` (the policy makes no durability promise).
+    /// Whether [`Wal::defer_writes`] is on.
+    pub fn defers_writes(&self) -> bool {
+        self.defer
+    }
+
+    /// A mark at the current end of the log whose [`DurableMark::wait`] returns once a sync
+    /// has covered every record appended so far: under `group_commit`, and under a deferred
+    /// `every_write` (its appends' tickets wait for nothing then). `None` for `every_write`
+    /// writing through (each append's ticket already waited for its sync) and for `none` (the
+    /// policy makes no durability promise).
     pub fn durable_mark(&self) -> Option<DurableMark> {
-        (self.policy == WalSync::GroupCommit).then(|| DurableMark {
+        (self.policy == WalSync::GroupCommit || (self.policy == WalSync::EveryWrite && self.defer)).then(|| DurableMark {
             seg: self.seg.clone(),
             end: self.seg.appended.load(Ordering::Acquire),
             interval: self.group_commit_interval,
+            ticking: self.committer.is_some(),
         })
     }
 
@@ -616,13 +631,36 @@ pub(crate) mod tests {
         assert_eq!(r.torn_bytes, 0);
         let keys: Vec<u32> = v.iter().map(|(k, _)| u32::from_be_bytes([k[0], k[1], k[2], k[3]])).collect();
         assert_eq!(keys, (0..30).collect::<Vec<_>>(), "in append order");
-        // the other policies write through
-        for p in [WalSync::EveryWrite, WalSync::None] {
-            let tmp = tmpdir(&format!("defer-{p:?}"));
-            let mut w = Wal::open(tmp.path(), 1, p, 1000).expect("open");
-            w.defer_writes();
-            assert!(!w.defer, "{p:?}: only group_commit defers");
+        // `none` writes through (into its own buffer) and has no mark
+        let tmp = tmpdir("defer-none");
+        let mut w = Wal::open(tmp.path(), 1, WalSync::None, 1000).expect("open");
+        w.defer_writes();
+        assert!(!w.defers_writes() && w.durable_mark().is_none(), "none: no deferral, no mark");
+    }
+
+    #[test]
+    fn deferred_every_write_appends_wait_for_the_mark_that_syncs_them() {
+        let tmp = tmpdir("defer-every");
+        let d = tmp.path();
+        let mut w = Wal::open(d, 1, WalSync::EveryWrite, 1000).expect("open");
+        assert!(w.durable_mark().is_none(), "writing through, each ticket syncs: no mark");
+        w.defer_writes();
+        let len = || std::fs::metadata(segment_path(d, 1)).expect("meta").len();
+        let before = w.syncs();
+        for j in 0u32..10 {
+            w.append(&j.to_be_bytes(), Some(b"value")).expect("append").wait().expect("no-op ticket");
         }
+        assert_eq!((len(), w.syncs()), (0, before), "deferred: no write, no sync in the append's path");
+        let marks: Vec<DurableMark> = (0..3).map(|_| w.durable_mark().expect("mark")).collect();
+        let t0 = std::time::Instant::now();
+        for m in marks {
+            m.wait().expect("durable"); // no group-commit thread: the first wait syncs at once
+        }
+        assert!(t0.elapsed() < Duration::from_millis(500), "no waiting for a tick");
+        assert_eq!(w.syncs(), before + 1, "the marks share one fdatasync");
+        assert_eq!(len(), 10 * encoded_len(&0u32.to_be_bytes(), Some(b"value")) as u64);
+        w.close().expect("close");
+        assert_eq!(collect(d, 1).expect("replay").0.len(), 10);
     }
 
     #[test]
