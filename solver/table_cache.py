@@ -245,14 +245,17 @@ class TableCache:
         """The file of the shard sizes computed without a column (:meth:`load`)."""
         return self.path(spec, catalog, provider).with_suffix(".empty.json")
 
-    def load(self, spec: Spec, catalog: Catalog, provider: str) -> Shards:
+    def load(self, spec: Spec, catalog: Catalog, provider: str, kinds: tuple[str, ...] | None = None) -> Shards:
         """The cached shards of ``provider`` (empty when there is no valid file), with the shard sizes
         computed without any column (an empty list each: no VM type holds such a shard, and they are
-        the largest, dearest shards to compute). A file this process has read is not read again while
-        it is unchanged (:data:`_READ`)."""
-        out = self._columns(spec, catalog, provider)
+        the largest, dearest shards to compute); ``kinds``: only those (Cosine's own, a preset's),
+        else every kind the file holds. A file this process has read is not read again while it is
+        unchanged, and a kind's columns are built once (:data:`_READ`): a what-if asks for Cosine's
+        alone, half of a solved spec's file (the presets' columns are the other half)."""
+        out = self._columns(spec, catalog, provider, kinds)
         for key in self._empties(spec, catalog, provider):
-            out.setdefault(key, [])
+            if kinds is None or key[0] in kinds:
+                out.setdefault(key, [])
         return out
 
     def _empties(self, spec: Spec, catalog: Catalog, provider: str) -> list[tuple[str, int]]:
@@ -272,46 +275,52 @@ class TableCache:
             self.note(f"table cache ignored and rebuilt: {path}: {exc}")
             return []
 
-    def _columns(self, spec: Spec, catalog: Catalog, provider: str) -> Shards:
-        """The shards with columns of ``provider``'s file (memoized by :data:`_READ`)."""
+    def _columns(self, spec: Spec, catalog: Catalog, provider: str, kinds: tuple[str, ...] | None) -> Shards:
+        """The shards with columns of ``provider``'s file, of ``kinds`` (memoized by :data:`_READ`)."""
         path = self.path(spec, catalog, provider)
-        try:
-            st = path.stat()
-        except FileNotFoundError:
+        stamp = _stamp(path, spec)
+        if stamp is None:
             return {}
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino, spec.workload.entries)
         held = _READ.get(path)
-        if held is not None and held[0] == stamp:
+        if held is not None and held.stamp == stamp:
             _READ[path] = _READ.pop(path)  # the most recently used last
-            return {k: list(v) for k, v in held[1].items()}
-        with kept_objects():
-            shards = self._read(path, spec, catalog, provider)
-        if shards:
-            _READ[path] = (stamp, shards)
+        else:
+            cols = self._read(path, catalog, provider)
+            if cols is None:
+                return {}
+            held = _Held(stamp, cols, np.asarray(cols["kind"], dtype=object), {})
+            _READ[path] = held
             while len(_READ) > READ_FILES:
                 del _READ[next(iter(_READ))]
-        return {k: list(v) for k, v in shards.items()}
+        out: Shards = {}
+        for kind in held.all_kinds() if kinds is None else kinds:
+            out.update((k, list(v)) for k, v in held.shards_of(kind, catalog, provider).items())
+        return out
 
-    def _read(self, path: Path, spec: Spec, catalog: Catalog, provider: str) -> Shards:
-        """The shards of the file at ``path``, checked (empty, and reported, when it is not valid)."""
+    def _read(self, path: Path, catalog: Catalog, provider: str) -> dict[str, Any] | None:
+        """The columns of the file at ``path``, checked (None, and reported, when it is not valid)."""
         try:
-            cols = {
-                k: list(v) if isinstance(v, list) else v.tolist()
-                for k, v in read_columns(path, CachedColumn, "table cache", sealed=True).items()
-            }
+            cols = read_columns(path, CachedColumn, "table cache", sealed=True)
             vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
-            unknown = sorted(set(cols["vm"]) - set(vm_of))
+            unknown = sorted(set(cols["vm"].tolist()) - set(vm_of))
             if unknown:
                 raise InputError(f"{path}: VM type {unknown[0]!r} is not in the catalog (table cache)")
         except InputError as exc:
             self.note(f"table cache ignored and rebuilt: {exc}")
-            return {}
-        return _shards(cols, provider, vm_of, spec.workload.entries)
+            return None
+        return cols
 
     def save(self, spec: Spec, catalog: Catalog, provider: str, shards: Shards) -> None:
-        """Write ``provider``'s shards (atomically; a write that fails is reported, not fatal)."""
-        rows = [CachedColumn.of(kind, k, c) for (kind, k), cs in sorted(shards.items()) for c in cs]
+        """Write ``provider``'s shards (atomically; a write that fails is reported, not fatal), and
+        the kinds ``shards`` lacks of the file this process read (:meth:`load` for some kinds only:
+        a what-if asks for Cosine's, the file holds the presets' too)."""
         path = self.path(spec, catalog, provider)
+        held = _READ.get(path)
+        if held is not None and held.stamp == _stamp(path, spec):
+            given = {kind for kind, _ in shards}
+            others = [kind for kind in held.all_kinds() if kind not in given]
+            shards = {**{k: v for kind in others for k, v in held.shards_of(kind, catalog, provider).items()}, **shards}
+        rows = [CachedColumn.of(kind, k, c) for (kind, k), cs in sorted(shards.items()) for c in cs]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_rows(path, rows, CachedColumn, sealed=True)
@@ -340,9 +349,53 @@ EMPTY_VERSION = 1
 #: report's page, a sweep's worker) reads each once. Its Contexts are shared by the solves (nothing
 #: changes a Context once built); each caller gets its own dict and lists.
 READ_FILES = 16
-#: The shards of the files read, by path: ((mtime, size, inode, entries), shards); a file rewritten
-#: since (another solve added shard sizes) is read again.
-_READ: dict[Path, tuple[tuple[int, int, int, int], Shards]] = {}
+
+
+@dataclass
+class _Held:
+    """A file this process read: its stamp (mtime, size, inode, entries: a file rewritten since,
+    another solve having added shard sizes, is read again), its checked columns (specs.io.read_columns:
+    numpy arrays, a nullable field's a list), the kind of each row, and its shards built so far, by kind."""
+
+    stamp: tuple[int, int, int, int]
+    cols: dict[str, Any]
+    kinds: np.ndarray
+    built: dict[str, Shards]
+
+    def all_kinds(self) -> list[str]:
+        """The kinds of the file's rows."""
+        return sorted(set(self.kinds.tolist()))
+
+    def shards_of(self, kind: str, catalog: Catalog, provider: str) -> Shards:
+        """The shards of ``kind``, built at the first call (:func:`_shards`)."""
+        if kind not in self.built:
+            vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
+            with kept_objects():
+                self.built[kind] = _shards(self.rows_of(kind), provider, vm_of, self.stamp[3])
+        return self.built[kind]
+
+    def rows_of(self, kind: str) -> dict[str, list[Any]]:
+        """The columns of the rows of ``kind`` (as Python values)."""
+        mask = self.kinds == kind
+        return {
+            name: col[mask].tolist()
+            if isinstance(col, np.ndarray)
+            else [v for v, m in zip(col, mask, strict=True) if m]
+            for name, col in self.cols.items()
+        }
+
+
+#: The files read, by path (:class:`_Held`).
+_READ: dict[Path, _Held] = {}
+
+
+def _stamp(path: Path, spec: Spec) -> tuple[int, int, int, int] | None:
+    """:class:`_Held`'s stamp of the file at ``path`` for ``spec`` (None: no such file)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino, spec.workload.entries)
 
 
 def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType], n_entries: int) -> Shards:

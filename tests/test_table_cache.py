@@ -247,6 +247,26 @@ def test_a_process_reads_an_unchanged_file_once(tmp_path, spec_cat, monkeypatch)
     assert TableCache(tmp_path).load(spec, cat, "aws") == first and reads == [path]
 
 
+def test_a_load_of_some_kinds_builds_only_those_and_a_save_keeps_the_others(tmp_path, spec_cat):
+    """A what-if asks for Cosine's columns only: the presets' rows of the file stay unbuilt, and a
+    save of the Cosine shards alone (a shard size the what-if computed) keeps them in the file."""
+    from solver import table_cache
+    from solver.tables.context import COSINE
+
+    spec, cat = spec_cat
+    build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), cache=TableCache(tmp_path))
+    whole = TableCache(tmp_path).load(spec, cat, "aws")
+    assert {kind for kind, _ in whole} == {COSINE, "rocksdb"}
+    table_cache._READ.clear()
+    own = TableCache(tmp_path).load(spec, cat, "aws", (COSINE,))
+    assert own == {key: cs for key, cs in whole.items() if key[0] == COSINE}
+    (held,) = table_cache._READ.values()
+    assert set(held.built) == {COSINE}
+    TableCache(tmp_path).save(spec, cat, "aws", own)
+    table_cache._READ.clear()
+    assert TableCache(tmp_path).load(spec, cat, "aws") == whole
+
+
 def test_a_shard_size_without_columns_is_not_computed_again(tmp_path, spec_cat, monkeypatch):
     """A shard size no VM type holds has no column, hence no row: the cache keeps it in its
     ``.empty.json`` beside the file, so the next solve does not compute it again (ycsb_d's three

@@ -316,7 +316,7 @@ def _plan(
     # its shard counts are the ladder's group counts, up to the most groups the cap holds
     counts = node_counts(spec, mc)
     provs = sorted(set(providers))
-    found = {p: cache.load(spec, catalog, p) if cache is not None else {} for p in provs}
+    found = {p: cache.load(spec, catalog, p, kinds) if cache is not None else {} for p in provs}
     # a shard size is computed (every kind) for the providers the cache lacks any kind of
     todo = {
         k: [p for p in provs if catalog.vms.get(p) and any((kind, k) not in found[p] for kind in kinds)] for k in counts
