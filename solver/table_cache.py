@@ -4,9 +4,10 @@ The tables (solver.tables) are most of a cold solve's time and depend on neither
 the budget, the SLAs nor the other providers. A solve that changes only those
 reads them back instead of rebuilding them.
 
-**Key.** One file per provider, named by a SHA-256 of everything its tables
-depend on (:func:`table_key`): the spec's workload, design space (without the
-cluster cap), robustness and cost model; the provider's slice of the price set
+**Key.** One file per provider and kind (Cosine's own columns; each preset's in
+``<preset>@<file>``: a what-if reads Cosine's alone, a third of a solved spec's rows),
+named by a SHA-256 of everything its tables depend on (:func:`table_key`): the spec's
+workload, design space (without the cluster cap), robustness and cost model; the provider's slice of the price set
 (its VM types, storage products and VM storage limits: a price set that prices
 them differently is another key); and the code version, the content of every
 file of ``cost_models/`` (formulas, ``data/phi.yaml``, constants), of the
@@ -49,7 +50,7 @@ from cost_models.cloud import StorageChoice
 from cost_models.design import Design
 from cost_models.pricing.catalog import Catalog, VmType
 from solver.sealed_json import default_dir, read_sections, write_sections
-from solver.tables.context import Context
+from solver.tables.context import COSINE, Context
 from specs.errors import InputError
 from specs.io import kept_objects, read_columns, require, write_rows
 from specs.schema import Spec
@@ -236,10 +237,17 @@ class TableCache:
     misses: int = 0  # computed
     _code: str = ""
 
-    def path(self, spec: Spec, catalog: Catalog, provider: str) -> Path:
+    def path(self, spec: Spec, catalog: Catalog, provider: str, kind: str = COSINE) -> Path:
+        """The file of ``provider``'s columns of ``kind`` (Cosine's, or a preset's)."""
         if not self._code:
             self._code = code_version()
-        return self.directory / f"{provider}-{table_key(spec, catalog, provider, self._code)[:32]}.parquet"
+        name = f"{provider}-{table_key(spec, catalog, provider, self._code)[:32]}.parquet"
+        return self.directory / (name if kind == COSINE else f"{kind}@{name}")
+
+    def _kinds(self, spec: Spec, catalog: Catalog, provider: str) -> tuple[str, ...]:
+        """The kinds with a file: Cosine's, and each preset's there is."""
+        own = self.path(spec, catalog, provider)
+        return (COSINE, *sorted(p.name.split("@", 1)[0] for p in own.parent.glob(f"*@{own.name}")))
 
     def empty_path(self, spec: Spec, catalog: Catalog, provider: str) -> Path:
         """The file of the shard sizes computed without a column (:meth:`load`)."""
@@ -249,17 +257,19 @@ class TableCache:
         """The cached shards of ``provider`` (empty when there is no valid file), with the shard sizes
         computed without any column (an empty list each: no VM type holds such a shard, and they are
         the largest, dearest shards to compute); ``kinds``: only those (Cosine's own, a preset's),
-        else every kind the file holds. A file this process has read is not read again while it is
-        unchanged, and a kind's columns are built once (:data:`_READ`): a what-if asks for Cosine's
-        alone, half of a solved spec's file (the presets' columns are the other half)."""
-        out = self._columns(spec, catalog, provider, kinds)
+        else every kind with a file. A file this process has read is not read again while it is
+        unchanged (:data:`_READ`)."""
+        out: Shards = {}
+        for kind in self._kinds(spec, catalog, provider) if kinds is None else kinds:
+            out.update(self._columns(spec, catalog, provider, kind))
         for key in self._empties(spec, catalog, provider):
             if kinds is None or key[0] in kinds:
                 out.setdefault(key, [])
         return out
 
-    def _empties(self, spec: Spec, catalog: Catalog, provider: str) -> list[tuple[str, int]]:
-        """The (kind, shard count) pairs computed without a column (a refused file: none, reported)."""
+    def _empties(self, spec: Spec, catalog: Catalog, provider: str, report: bool = True) -> list[tuple[str, int]]:
+        """The (kind, shard count) pairs computed without a column (a refused file: none, reported
+        unless ``report`` is False: a save after the load that reported it)."""
         path = self.empty_path(spec, catalog, provider)
         if not path.exists():
             return []
@@ -272,12 +282,13 @@ class TableCache:
                 out.append((kind, int(k)))
             return out
         except (InputError, ValueError) as exc:
-            self.note(f"table cache ignored and rebuilt: {path}: {exc}")
+            if report:
+                self.note(f"table cache ignored and rebuilt: {path}: {exc}")
             return []
 
-    def _columns(self, spec: Spec, catalog: Catalog, provider: str, kinds: tuple[str, ...] | None) -> Shards:
-        """The shards with columns of ``provider``'s file, of ``kinds`` (memoized by :data:`_READ`)."""
-        path = self.path(spec, catalog, provider)
+    def _columns(self, spec: Spec, catalog: Catalog, provider: str, kind: str) -> Shards:
+        """The shards with columns of ``provider``'s file of ``kind`` (memoized by :data:`_READ`)."""
+        path = self.path(spec, catalog, provider, kind)
         stamp = _stamp(path, spec)
         if stamp is None:
             return {}
@@ -288,14 +299,16 @@ class TableCache:
             cols = self._read(path, catalog, provider)
             if cols is None:
                 return {}
-            held = _Held(stamp, cols, np.asarray(cols["kind"], dtype=object), {})
+            if set(cols["kind"].tolist()) - {kind}:
+                self.note(f"table cache ignored and rebuilt: {path}: rows of another kind than {kind!r}")
+                return {}
+            vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
+            with kept_objects():
+                held = _Held(stamp, _shards(_as_lists(cols), provider, vm_of, spec.workload.entries))
             _READ[path] = held
             while len(_READ) > READ_FILES:
                 del _READ[next(iter(_READ))]
-        out: Shards = {}
-        for kind in held.all_kinds() if kinds is None else kinds:
-            out.update((k, list(v)) for k, v in held.shards_of(kind, catalog, provider).items())
-        return out
+        return {k: list(v) for k, v in held.shards.items()}
 
     def _read(self, path: Path, catalog: Catalog, provider: str) -> dict[str, Any] | None:
         """The columns of the file at ``path``, checked (None, and reported, when it is not valid)."""
@@ -311,23 +324,22 @@ class TableCache:
         return cols
 
     def save(self, spec: Spec, catalog: Catalog, provider: str, shards: Shards) -> None:
-        """Write ``provider``'s shards (atomically; a write that fails is reported, not fatal), and
-        the kinds ``shards`` lacks of the file this process read (:meth:`load` for some kinds only:
-        a what-if asks for Cosine's, the file holds the presets' too)."""
-        path = self.path(spec, catalog, provider)
-        held = _READ.get(path)
-        if held is not None and held.stamp == _stamp(path, spec):
-            given = {kind for kind, _ in shards}
-            others = [kind for kind in held.all_kinds() if kind not in given]
-            shards = {**{k: v for kind in others for k, v in held.shards_of(kind, catalog, provider).items()}, **shards}
-        rows = [CachedColumn.of(kind, k, c) for (kind, k), cs in sorted(shards.items()) for c in cs]
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_rows(path, rows, CachedColumn, sealed=True)
-        except OSError as exc:
-            self.note(f"table cache not written: {path}: {exc.strerror or exc}")
-            return
-        empty = {f"{kind} {k}": True for (kind, k), cs in sorted(shards.items()) if not cs}
+        """Write ``provider``'s shards, a file per kind they hold (atomically; a write that fails is
+        reported, not fatal); the files of other kinds, and their empty shard sizes, stay."""
+        given = sorted({kind for kind, _ in shards})
+        for kind in given:
+            rows = [CachedColumn.of(kd, k, c) for (kd, k), cs in sorted(shards.items()) if kd == kind for c in cs]
+            path = self.path(spec, catalog, provider, kind)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_rows(path, rows, CachedColumn, sealed=True)
+            except OSError as exc:
+                self.note(f"table cache not written: {path}: {exc.strerror or exc}")
+                return
+        kept = [(kind, k) for kind, k in self._empties(spec, catalog, provider, report=False) if kind not in given]
+        empty = {f"{kind} {k}": True for kind, k in kept} | {
+            f"{kind} {k}": True for (kind, k), cs in sorted(shards.items()) if not cs
+        }
         if empty:
             key = table_key(spec, catalog, provider, self._code or code_version())
             note = write_sections(
@@ -354,35 +366,15 @@ READ_FILES = 16
 @dataclass
 class _Held:
     """A file this process read: its stamp (mtime, size, inode, entries: a file rewritten since,
-    another solve having added shard sizes, is read again), its checked columns (specs.io.read_columns:
-    numpy arrays, a nullable field's a list), the kind of each row, and its shards built so far, by kind."""
+    another solve having added shard sizes, is read again) and its shards."""
 
     stamp: tuple[int, int, int, int]
-    cols: dict[str, Any]
-    kinds: np.ndarray
-    built: dict[str, Shards]
+    shards: Shards
 
-    def all_kinds(self) -> list[str]:
-        """The kinds of the file's rows."""
-        return sorted(set(self.kinds.tolist()))
 
-    def shards_of(self, kind: str, catalog: Catalog, provider: str) -> Shards:
-        """The shards of ``kind``, built at the first call (:func:`_shards`)."""
-        if kind not in self.built:
-            vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
-            with kept_objects():
-                self.built[kind] = _shards(self.rows_of(kind), provider, vm_of, self.stamp[3])
-        return self.built[kind]
-
-    def rows_of(self, kind: str) -> dict[str, list[Any]]:
-        """The columns of the rows of ``kind`` (as Python values)."""
-        mask = self.kinds == kind
-        return {
-            name: col[mask].tolist()
-            if isinstance(col, np.ndarray)
-            else [v for v, m in zip(col, mask, strict=True) if m]
-            for name, col in self.cols.items()
-        }
+def _as_lists(cols: dict[str, Any]) -> dict[str, list[Any]]:
+    """specs.io.read_columns's columns (numpy arrays, a nullable field's a list) as Python values."""
+    return {name: col.tolist() if isinstance(col, np.ndarray) else list(col) for name, col in cols.items()}
 
 
 #: The files read, by path (:class:`_Held`).

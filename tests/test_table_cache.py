@@ -35,7 +35,8 @@ def test_hit_equals_build_and_miss_computes_only_what_is_missing(tmp_path, spec_
     cache = TableCache(tmp_path)
     cold = build_tables(spec, cat, ("aws", "gcp"), workers=1, presets=("rocksdb",), cache=cache)
     assert cache.hits == 0 and cache.misses > 0
-    assert sorted(f.name.split("-")[0] for f in tmp_path.iterdir()) == ["aws", "gcp"]
+    # a file per provider for Cosine's columns, and one per preset
+    assert sorted(f.name.split("-")[0] for f in tmp_path.iterdir()) == ["aws", "gcp", "rocksdb@aws", "rocksdb@gcp"]
     warm_cache = TableCache(tmp_path)
     warm = build_tables(spec, cat, ("aws", "gcp"), workers=1, presets=("rocksdb",), cache=warm_cache)
     assert warm_cache.misses == 0 and warm_cache.hits > 0 and not warm_cache.notes
@@ -189,17 +190,20 @@ def test_cli_uses_the_cache_and_no_cache_leaves_it_alone(tmp_path, runner, monke
     assert not cache.exists()
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
     assert first.exit_code == 0, first.output
-    # a file per provider and replication plan (its node view), and a re-evaluation file and a band
-    # file per plan
-    kinds = [f.name.split("-")[0] for f in cache.iterdir()]
+    # a file per provider and replication plan (its node view), one per preset beside it (the
+    # baselines'), and a re-evaluation file and a band file per plan
+    names = [f.name for f in cache.iterdir()]
+    kinds = [n.split("-")[0] for n in names if "@" not in n]
+    presets = [n for n in names if "@" in n]
     assert set(kinds) == {"aws", "gcp", "reeval", "bands"}
     assert kinds.count("aws") == kinds.count("reeval") == kinds.count("bands")
+    assert presets and {n.split("@")[1].split("-")[0] for n in presets} == {"aws", "gcp"}
     for f in cache.iterdir():
         f.write_bytes(b"garbage")
     again = runner.invoke(app, [*args, "--budget", "900", "--out", str(tmp_path / "c")])
     assert again.exit_code == 0
     notes = [line for line in again.stderr.splitlines() if line.startswith("table cache ignored")]
-    assert len(notes) == kinds.count("aws") + kinds.count("gcp"), again.stderr
+    assert len(notes) == kinds.count("aws") + kinds.count("gcp") + len(presets), again.stderr
     reeval_notes = [line for line in again.stderr.splitlines() if line.startswith("re-evaluation cache ignored")]
     assert len(reeval_notes) == kinds.count("reeval")
     band_notes = [line for line in again.stderr.splitlines() if line.startswith("band cache ignored")]
@@ -247,9 +251,9 @@ def test_a_process_reads_an_unchanged_file_once(tmp_path, spec_cat, monkeypatch)
     assert TableCache(tmp_path).load(spec, cat, "aws") == first and reads == [path]
 
 
-def test_a_load_of_some_kinds_builds_only_those_and_a_save_keeps_the_others(tmp_path, spec_cat):
-    """A what-if asks for Cosine's columns only: the presets' rows of the file stay unbuilt, and a
-    save of the Cosine shards alone (a shard size the what-if computed) keeps them in the file."""
+def test_a_load_of_some_kinds_reads_only_their_files_and_a_save_keeps_the_others(tmp_path, spec_cat):
+    """A what-if asks for Cosine's columns only: the presets' file is not read, and a save of the
+    Cosine shards alone (a shard size the what-if computed) leaves the presets' as they were."""
     from solver import table_cache
     from solver.tables.context import COSINE
 
@@ -260,8 +264,7 @@ def test_a_load_of_some_kinds_builds_only_those_and_a_save_keeps_the_others(tmp_
     table_cache._READ.clear()
     own = TableCache(tmp_path).load(spec, cat, "aws", (COSINE,))
     assert own == {key: cs for key, cs in whole.items() if key[0] == COSINE}
-    (held,) = table_cache._READ.values()
-    assert set(held.built) == {COSINE}
+    assert [p.name.split("-")[0] for p in table_cache._READ] == ["aws"]
     TableCache(tmp_path).save(spec, cat, "aws", own)
     table_cache._READ.clear()
     assert TableCache(tmp_path).load(spec, cat, "aws") == whole
