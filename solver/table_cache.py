@@ -4,8 +4,8 @@ The tables (solver.tables) are most of a cold solve's time and depend on neither
 the budget, the SLAs nor the other providers. A solve that changes only those
 reads them back instead of rebuilding them.
 
-**Key.** One file per provider and kind (Cosine's own columns; each preset's in
-``<preset>@<file>``: a what-if reads Cosine's alone, a third of a solved spec's rows),
+**Key.** Two files per provider (Cosine's own columns; every preset's in
+``presets@<file>``: a what-if reads Cosine's alone, a third of a solved spec's rows),
 named by a SHA-256 of everything its tables depend on (:func:`table_key`): the spec's
 workload, design space (without the cluster cap), robustness and cost model; the provider's slice of the price set
 (its VM types, storage products and VM storage limits: a price set that prices
@@ -238,16 +238,12 @@ class TableCache:
     _code: str = ""
 
     def path(self, spec: Spec, catalog: Catalog, provider: str, kind: str = COSINE) -> Path:
-        """The file of ``provider``'s columns of ``kind`` (Cosine's, or a preset's)."""
+        """The file of ``provider``'s columns of ``kind``: Cosine's own, or every preset's
+        (``presets@<file>``)."""
         if not self._code:
             self._code = code_version()
         name = f"{provider}-{table_key(spec, catalog, provider, self._code)[:32]}.parquet"
-        return self.directory / (name if kind == COSINE else f"{kind}@{name}")
-
-    def _kinds(self, spec: Spec, catalog: Catalog, provider: str) -> tuple[str, ...]:
-        """The kinds with a file: Cosine's, and each preset's there is."""
-        own = self.path(spec, catalog, provider)
-        return (COSINE, *sorted(p.name.split("@", 1)[0] for p in own.parent.glob(f"*@{own.name}")))
+        return self.directory / (name if kind == COSINE else f"{PRESETS_FILE}@{name}")
 
     def empty_path(self, spec: Spec, catalog: Catalog, provider: str) -> Path:
         """The file of the shard sizes computed without a column (:meth:`load`)."""
@@ -257,13 +253,26 @@ class TableCache:
         """The cached shards of ``provider`` (empty when there is no valid file), with the shard sizes
         computed without any column (an empty list each: no VM type holds such a shard, and they are
         the largest, dearest shards to compute); ``kinds``: only those (Cosine's own, a preset's),
-        else every kind with a file. A file this process has read is not read again while it is
-        unchanged (:data:`_READ`)."""
+        else every kind there is. A file this process has read is not read again while it is
+        unchanged, and a kind's columns are built once (:data:`_READ`)."""
         out: Shards = {}
-        for kind in self._kinds(spec, catalog, provider) if kinds is None else kinds:
-            out.update(self._columns(spec, catalog, provider, kind))
+        files: dict[str, _Held | None] = {}  # each file read (and a refused one reported) once
+
+        def held(kind: str) -> _Held | None:
+            name = COSINE if kind == COSINE else PRESETS_FILE
+            if name not in files:
+                files[name] = self._held(spec, catalog, provider, name)
+            return files[name]
+
+        if kinds is None:
+            presets = held(PRESETS_FILE)
+            kinds = (COSINE, *(presets.kinds() if presets is not None else ()))
+        for kind in kinds:
+            h = held(kind)
+            if h is not None:
+                out.update((k, list(v)) for k, v in h.shards_of(kind, catalog, provider).items())
         for key in self._empties(spec, catalog, provider):
-            if kinds is None or key[0] in kinds:
+            if key[0] in kinds:
                 out.setdefault(key, [])
         return out
 
@@ -286,31 +295,32 @@ class TableCache:
                 self.note(f"table cache ignored and rebuilt: {path}: {exc}")
             return []
 
-    def _columns(self, spec: Spec, catalog: Catalog, provider: str, kind: str) -> Shards:
-        """The shards with columns of ``provider``'s file of ``kind`` (memoized by :data:`_READ`)."""
+    def _held(self, spec: Spec, catalog: Catalog, provider: str, kind: str, report: bool = True) -> _Held | None:
+        """The file of ``kind`` (:meth:`path`) as read, checked (None: no file, or a refused one,
+        reported unless ``report`` is False), memoized by :data:`_READ`."""
         path = self.path(spec, catalog, provider, kind)
         stamp = _stamp(path, spec)
         if stamp is None:
-            return {}
+            return None
         held = _READ.get(path)
         if held is not None and held.stamp == stamp:
             _READ[path] = _READ.pop(path)  # the most recently used last
-        else:
-            cols = self._read(path, catalog, provider)
-            if cols is None:
-                return {}
-            if set(cols["kind"].tolist()) - {kind}:
-                self.note(f"table cache ignored and rebuilt: {path}: rows of another kind than {kind!r}")
-                return {}
-            vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
-            with kept_objects():
-                held = _Held(stamp, _shards(_as_lists(cols), provider, vm_of, spec.workload.entries))
-            _READ[path] = held
-            while len(_READ) > READ_FILES:
-                del _READ[next(iter(_READ))]
-        return {k: list(v) for k, v in held.shards.items()}
+            return held
+        cols = self._read(path, catalog, provider, report)
+        if cols is None:
+            return None
+        kinds = np.asarray(cols["kind"], dtype=object)
+        if bool(((kinds == COSINE) != (kind == COSINE)).any()):
+            if report:
+                wrong = "a preset's" if kind == COSINE else "Cosine's"
+                self.note(f"table cache ignored and rebuilt: {path}: {wrong} rows in this file")
+            return None
+        held = _READ[path] = _Held(stamp, cols, kinds, {})
+        while len(_READ) > READ_FILES:
+            del _READ[next(iter(_READ))]
+        return held
 
-    def _read(self, path: Path, catalog: Catalog, provider: str) -> dict[str, Any] | None:
+    def _read(self, path: Path, catalog: Catalog, provider: str, report: bool = True) -> dict[str, Any] | None:
         """The columns of the file at ``path``, checked (None, and reported, when it is not valid)."""
         try:
             cols = read_columns(path, CachedColumn, "table cache", sealed=True)
@@ -319,16 +329,27 @@ class TableCache:
             if unknown:
                 raise InputError(f"{path}: VM type {unknown[0]!r} is not in the catalog (table cache)")
         except InputError as exc:
-            self.note(f"table cache ignored and rebuilt: {exc}")
+            if report:
+                self.note(f"table cache ignored and rebuilt: {exc}")
             return None
         return cols
 
     def save(self, spec: Spec, catalog: Catalog, provider: str, shards: Shards) -> None:
-        """Write ``provider``'s shards, a file per kind they hold (atomically; a write that fails is
-        reported, not fatal); the files of other kinds, and their empty shard sizes, stay."""
+        """Write ``provider``'s shards (atomically; a write that fails is reported, not fatal): Cosine's
+        file if they hold Cosine's, the presets' if they hold a preset's, with the presets of that file
+        they lack (a what-if asks for Cosine's alone); the empty shard sizes of the kinds they lack stay."""
         given = sorted({kind for kind, _ in shards})
-        for kind in given:
-            rows = [CachedColumn.of(kd, k, c) for (kd, k), cs in sorted(shards.items()) if kd == kind for c in cs]
+        own = {key: cs for key, cs in shards.items() if key[0] == COSINE}
+        presets = {key: cs for key, cs in shards.items() if key[0] != COSINE}
+        held = self._held(spec, catalog, provider, PRESETS_FILE, report=False) if presets else None
+        if held is not None:
+            for kind in held.kinds():
+                if kind not in given:
+                    presets |= held.shards_of(kind, catalog, provider)
+        for kind, part in ((COSINE, own), (PRESETS_FILE, presets)):
+            if (kind == COSINE and COSINE not in given) or (kind == PRESETS_FILE and not presets):
+                continue
+            rows = [CachedColumn.of(kd, k, c) for (kd, k), cs in sorted(part.items()) for c in cs]
             path = self.path(spec, catalog, provider, kind)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -366,15 +387,38 @@ READ_FILES = 16
 @dataclass
 class _Held:
     """A file this process read: its stamp (mtime, size, inode, entries: a file rewritten since,
-    another solve having added shard sizes, is read again) and its shards."""
+    another solve having added shard sizes, is read again), its checked columns (specs.io.read_columns:
+    numpy arrays, a nullable field's a list), the kind of each row, and its shards built so far, by kind."""
 
     stamp: tuple[int, int, int, int]
-    shards: Shards
+    cols: dict[str, Any]
+    kind_of: np.ndarray
+    built: dict[str, Shards]
+
+    def kinds(self) -> list[str]:
+        """The kinds of the file's rows."""
+        return sorted(set(self.kind_of.tolist()))
+
+    def shards_of(self, kind: str, catalog: Catalog, provider: str) -> Shards:
+        """The shards of ``kind``, built at the first call (:func:`_shards`)."""
+        if kind not in self.built:
+            vm_of = {vm.name: vm for vm in catalog.vms.get(provider, [])}
+            with kept_objects():
+                self.built[kind] = _shards(self._rows_of(kind), provider, vm_of, self.stamp[3])
+        return self.built[kind]
+
+    def _rows_of(self, kind: str) -> dict[str, list[Any]]:
+        """The columns of the rows of ``kind``, as Python values."""
+        mask = self.kind_of == kind
+        picked = np.flatnonzero(mask).tolist()
+        return {
+            name: col[mask].tolist() if isinstance(col, np.ndarray) else [col[i] for i in picked]
+            for name, col in self.cols.items()
+        }
 
 
-def _as_lists(cols: dict[str, Any]) -> dict[str, list[Any]]:
-    """specs.io.read_columns's columns (numpy arrays, a nullable field's a list) as Python values."""
-    return {name: col.tolist() if isinstance(col, np.ndarray) else list(col) for name, col in cols.items()}
+#: The name the presets' file takes before its ``@`` (:meth:`TableCache.path`).
+PRESETS_FILE = "presets"
 
 
 #: The files read, by path (:class:`_Held`).

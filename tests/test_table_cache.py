@@ -35,8 +35,8 @@ def test_hit_equals_build_and_miss_computes_only_what_is_missing(tmp_path, spec_
     cache = TableCache(tmp_path)
     cold = build_tables(spec, cat, ("aws", "gcp"), workers=1, presets=("rocksdb",), cache=cache)
     assert cache.hits == 0 and cache.misses > 0
-    # a file per provider for Cosine's columns, and one per preset
-    assert sorted(f.name.split("-")[0] for f in tmp_path.iterdir()) == ["aws", "gcp", "rocksdb@aws", "rocksdb@gcp"]
+    # a file per provider for Cosine's columns, and one beside it for the presets'
+    assert sorted(f.name.split("-")[0] for f in tmp_path.iterdir()) == ["aws", "gcp", "presets@aws", "presets@gcp"]
     warm_cache = TableCache(tmp_path)
     warm = build_tables(spec, cat, ("aws", "gcp"), workers=1, presets=("rocksdb",), cache=warm_cache)
     assert warm_cache.misses == 0 and warm_cache.hits > 0 and not warm_cache.notes
@@ -197,7 +197,7 @@ def test_cli_uses_the_cache_and_no_cache_leaves_it_alone(tmp_path, runner, monke
     presets = [n for n in names if "@" in n]
     assert set(kinds) == {"aws", "gcp", "reeval", "bands"}
     assert kinds.count("aws") == kinds.count("reeval") == kinds.count("bands")
-    assert presets and {n.split("@")[1].split("-")[0] for n in presets} == {"aws", "gcp"}
+    assert presets and {n.split("-")[0] for n in presets} == {"presets@aws", "presets@gcp"}
     for f in cache.iterdir():
         f.write_bytes(b"garbage")
     again = runner.invoke(app, [*args, "--budget", "900", "--out", str(tmp_path / "c")])
@@ -253,7 +253,8 @@ def test_a_process_reads_an_unchanged_file_once(tmp_path, spec_cat, monkeypatch)
 
 def test_a_load_of_some_kinds_reads_only_their_files_and_a_save_keeps_the_others(tmp_path, spec_cat):
     """A what-if asks for Cosine's columns only: the presets' file is not read, and a save of the
-    Cosine shards alone (a shard size the what-if computed) leaves the presets' as they were."""
+    Cosine shards alone (a shard size the what-if computed) leaves the presets' as they were; a
+    save of one preset keeps the file's others."""
     from solver import table_cache
     from solver.tables.context import COSINE
 
@@ -268,6 +269,12 @@ def test_a_load_of_some_kinds_reads_only_their_files_and_a_save_keeps_the_others
     TableCache(tmp_path).save(spec, cat, "aws", own)
     table_cache._READ.clear()
     assert TableCache(tmp_path).load(spec, cat, "aws") == whole
+    build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb", "faster"), cache=TableCache(tmp_path))
+    both = TableCache(tmp_path).load(spec, cat, "aws")
+    assert {kind for kind, _ in both} == {COSINE, "rocksdb", "faster"}
+    TableCache(tmp_path).save(spec, cat, "aws", {key: cs for key, cs in both.items() if key[0] == "faster"})
+    table_cache._READ.clear()
+    assert TableCache(tmp_path).load(spec, cat, "aws") == both
 
 
 def test_a_shard_size_without_columns_is_not_computed_again(tmp_path, spec_cat, monkeypatch):
