@@ -397,9 +397,9 @@ def read_rows(path: Path, row_type: type[R], what: str, *, sealed: bool = False)
 def _numpy_column(col: Any) -> np.ndarray:
     """A pyarrow column without nulls as a numpy array. Numbers are read from the column's data
     buffer: pyarrow's own ``to_numpy`` imports pandas (0.2-0.3 s, the most of a warm solve's
-    reading of its table cache); booleans from the bitmap; strings through their distinct values
-    (a dictionary encoding: a cache file's string columns hold a few values each, and a Python list
-    of every row's took 35 ms of a what-if's 52,000-row read, stop 65)."""
+    reading of its table cache); booleans from the bitmap; strings through a Python list (pyarrow's
+    dictionary encoding would take fewer Python objects, but its first use imports pyarrow.compute:
+    45 ms, more than demo_ycsb_a's whole warm read of its tables, stop 65)."""
     import pyarrow as pa
 
     arr = col.combine_chunks()
@@ -413,12 +413,6 @@ def _numpy_column(col: Any) -> np.ndarray:
         return np.zeros(0, dtype=bool if pa.types.is_boolean(arr.type) else object)
     if pa.types.is_boolean(arr.type):
         return _bits(arr.buffers()[1], arr.offset, len(arr))
-    if pa.types.is_string(arr.type):
-        enc = arr.dictionary_encode()
-        ind = enc.indices
-        itype = np.dtype(ind.type.to_pandas_dtype())
-        idx = np.frombuffer(ind.buffers()[1], dtype=itype, count=len(ind), offset=ind.offset * itype.itemsize)
-        return np.array(enc.dictionary.to_pylist(), dtype=object)[idx]
     return np.array(arr.to_pylist(), dtype=object)
 
 
