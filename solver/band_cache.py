@@ -213,12 +213,18 @@ class BandCache(SealedCache):
             return nodes, bill, e["status"] == SolverStatus.OPTIMAL
         self.misses += 1
         nodes, bill, proven = cheapest_reaching(tab, np.ones(len(tab.contexts), dtype=bool), at_least)
-        if (nodes is None) == (bill == math.inf) and (nodes is None or math.isfinite(bill)):
-            status = SolverStatus.OPTIMAL if proven else SolverStatus.FEASIBLE
+        if (nodes is None) != math.isfinite(bill):  # (an answer JSON holds: a cluster and its finite bill, or none)
             b = None if nodes is None else float(bill)
-            e = {"nodes": None if nodes is None else [[int(i), int(k)] for i, k in nodes], "status": str(status)}
-            e |= {"objective": b, "bound": b, "gap": None if b is None else 0.0, "visited": 0, "open_bound": None}
-            self._entries[key] = e | {"note": ""}
+            self._entries[key] = {
+                "nodes": None if nodes is None else [[int(i), int(k)] for i, k in nodes],
+                "status": str(SolverStatus.OPTIMAL if proven else SolverStatus.FEASIBLE),
+                "objective": b,
+                "bound": b,
+                "gap": None if b is None else 0.0,
+                "visited": 0,
+                "open_bound": None,
+                "note": "",
+            }
             self._new += 1
         return nodes, bill, proven
 

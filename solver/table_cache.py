@@ -299,9 +299,11 @@ class TableCache:
         """The file of ``kind`` (:meth:`path`) as read, checked (None: no file, or a refused one,
         reported unless ``report`` is False), memoized by :data:`_READ`."""
         path = self.path(spec, catalog, provider, kind)
-        stamp = _stamp(path, spec)
-        if stamp is None:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
             return None
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino, spec.workload.entries)
         held = _READ.get(path)
         if held is not None and held.stamp == stamp:
             _READ[path] = _READ.pop(path)  # the most recently used last
@@ -423,15 +425,6 @@ PRESETS_FILE = "presets"
 
 #: The files read, by path (:class:`_Held`).
 _READ: dict[Path, _Held] = {}
-
-
-def _stamp(path: Path, spec: Spec) -> tuple[int, int, int, int] | None:
-    """:class:`_Held`'s stamp of the file at ``path`` for ``spec`` (None: no such file)."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino, spec.workload.entries)
 
 
 def _shards(cols: dict[str, list[Any]], provider: str, vm_of: dict[str, VmType], n_entries: int) -> Shards:
