@@ -55,6 +55,10 @@ from specs.vocab import Objective, SolverStatus, WorkloadKind
 BUDGET_TOL = 1e-12
 #: Relative tolerance of "as fast": clusters within it of the best are ties, and the cheapest wins.
 TIE_TOL = 1e-12
+#: Whether _cheapest_as_fast leaves out, before its walk, the thresholds whose branch cannot hold a
+#: cheaper cluster (its least cost of a copy at the need rules it out); off only to check that it
+#: changes no answer (tests/test_cheapest_as_fast.py).
+SKIP_CLOSED_THRESHOLDS = True
 #: Levels per block of _best_in_class's floor bounds (a block's mask is this many x the columns).
 FLOOR_BLOCK = 128
 #: The least capacity a cluster needs: the data row with its slack (solver.model.DATA_SLACK).
@@ -124,22 +128,26 @@ class ColumnTable:
             self._cache[key] = np.argsort(-value, kind="stable")
         return np.asarray(self._cache[key])
 
-    def items(self, cols: np.ndarray) -> np.ndarray:
-        """The knapsack's items of the columns ``cols``: :func:`solver.knapsack.staircase` per VM
-        type (a cluster runs one column of each; by one sort of all columns, each set's once)."""
+    def by_gk(self) -> np.ndarray:
+        """Every column by VM type, shard size, cost and position (what :meth:`items` walks)."""
         if "by_gk" not in self._cache:
             n = self.share.size
             self._cache["by_gk"] = np.lexsort((np.arange(n), self.cost, self.share, self.group))
-            self._cache["cost_rank"] = np.unique(self.cost, return_inverse=True)
+        return np.asarray(self._cache["by_gk"])
+
+    def items(self, cols: np.ndarray) -> np.ndarray:
+        """The knapsack's items of the columns ``cols``: :func:`solver.knapsack.staircase` per VM
+        type (a cluster runs one column of each; by one sort of all columns, each set's once)."""
+        by_gk = self.by_gk()
         member = np.zeros(self.share.size, dtype=bool)
         member[cols] = True
         compiled = numba_search()
         if compiled is not None:  # quicker than the cache's key
-            by_gk = np.asarray(self._cache["by_gk"])
             return np.asarray(compiled.staircase_members(by_gk, member, self.share, self.group, self.cost))
+        if "cost_rank" not in self._cache:
+            self._cache["cost_rank"] = np.unique(self.cost, return_inverse=True)
         key = ("items", np.packbits(member).tobytes())
         if key not in self._cache:
-            by_gk = np.asarray(self._cache["by_gk"])
             levels, rank = self._cache["cost_rank"]
             self._cache[key] = staircase_of_grouped(self.share, self.group, by_gk[member[by_gk]], levels, rank)
         return np.asarray(self._cache[key])
@@ -793,16 +801,28 @@ def _cheapest_as_fast(
         """The branch's item sets and each one's need: the branch's own without a floor; with
         one, per item set of the suffixes by floor throughput (as best_within), its least
         tau's need, each made as the last is searched (a cheaper cluster found ends them
-        sooner: a later suffix's bound is no lower)."""
+        sooner: a later suffix's bound is no lower). Compiled (solver.knapsack_numba.floor_suffix),
+        the walk yields only the sets whose lower bill is below the best bill."""
         if floor is None:
             yield tab.items(branch), base
             return
         ws = branch[np.argsort(floor.per_copy[branch], kind="stable")]
         w_of = floor.per_copy[ws]
-        suffix_copy = np.minimum.accumulate((tab.share[ws] * tab.w[ws])[::-1])[::-1]
+        suffix_copy = np.ascontiguousarray(np.minimum.accumulate((tab.share[ws] * tab.w[ws])[::-1])[::-1])
         # every suffix's need is at least the floor's over its fastest column's floor throughput
         least_need = max(base, floor.at_least / float(w_of[-1]) * (1 - TIE_TOL))
         pos = 0
+        compiled = numba_search()
+        if compiled is not None:
+            by_gk = tab.by_gk()
+            while pos >= 0:
+                lead, need, pos = compiled.floor_suffix(
+                    ws, w_of, suffix_copy, pos, floor.per_copy, tab.share, tab.w, by_gk, tab.group, tab.cost,
+                    bill.fixed, least_need, base, floor.at_least, best_bill * (1 - TIE_TOL), 1 - TIE_TOL,
+                )  # fmt: skip
+                if pos >= 0:
+                    yield lead, need
+            return
         while pos < ws.size:
             if bill.fixed + least_need * float(suffix_copy[pos]) >= best_bill * (1 - TIE_TOL):
                 return  # fewer columns cost no less
@@ -811,7 +831,24 @@ def _cheapest_as_fast(
             yield lead, max(base, floor.at_least / tau * (1 - TIE_TOL))
             pos = int(np.searchsorted(w_of, tau, side="right"))
 
-    for t in sorted(set(thresholds) | {own}, reverse=True):
+    # the thresholds whose branch may hold a cheaper cluster at the first best bill (a later, lower
+    # one rules out no fewer): a branch is the candidates at or above its threshold, its least cost
+    # of a copy a running minimum over the candidates by decreasing value
+    ts = np.array(sorted(set(thresholds) | {own}, reverse=True))
+    by_v = np.flatnonzero(cand)
+    by_v = by_v[np.argsort(-value[by_v], kind="stable")]
+    by_v = by_v[value[by_v] >= -math.inf]  # no nan
+    in_branch = np.searchsorted(-value[by_v], -ts, side="right")
+    least_copy = np.minimum.accumulate(tab.share[by_v] * tab.w[by_v]) if by_v.size else np.zeros(0)
+    bases = np.maximum(Q_MIN, target / ts)
+    open_ts = (in_branch > 0) & (
+        bill.fixed + bases * least_copy[np.maximum(in_branch - 1, 0)] < best_bill * (1 - TIE_TOL)
+        if by_v.size
+        else False
+    )
+    if not SKIP_CLOSED_THRESHOLDS:
+        open_ts[:] = True
+    for t in ts[open_ts].tolist():
         branch = np.flatnonzero(cand & (value >= t))
         if branch.size == 0:
             continue

@@ -537,3 +537,52 @@ def staircase_members(
         if c < least:
             least = c
     return np.sort(out[:m])
+
+
+@njit(cache=True)
+def floor_suffix(
+    ws: np.ndarray,
+    w_of: np.ndarray,
+    suffix_copy: np.ndarray,
+    pos: int,
+    per_copy: np.ndarray,
+    share: np.ndarray,
+    w: np.ndarray,
+    by_gk: np.ndarray,
+    group: np.ndarray,
+    cost: np.ndarray,
+    fixed: float,
+    least_need: float,
+    base: float,
+    at_least: float,
+    ceiling: float,
+    keep: float,
+) -> tuple[np.ndarray, float, int]:  # pragma: no cover - compiled
+    """solver.bottleneck._cheapest_as_fast's walk over a branch's suffixes by floor throughput from
+    ``pos``, as its reference (``item_sets`` and the test that follows it) walks them: the first
+    suffix whose items' lower bill is below ``ceiling`` (the best bill so far times ``keep``, 1 -
+    TIE_TOL), as (items, their need, the next suffix's position); no items and position -1 once a
+    suffix's bound reaches the ceiling or none is left. ``ws`` the branch by floor throughput
+    ``w_of``, ``suffix_copy`` each suffix's least cost of a copy. The same floating-point operations
+    in the same order as the reference."""
+    n = share.size
+    member = np.zeros(n, dtype=np.bool_)
+    for j in range(pos, ws.size):
+        member[ws[j]] = True
+    while pos < ws.size:
+        if fixed + least_need * suffix_copy[pos] >= ceiling:
+            break  # fewer columns cost no less
+        lead = staircase_members(by_gk, member, share, group, cost)
+        tau = per_copy[lead[0]]
+        copy = share[lead[0]] * w[lead[0]]
+        for j in range(1, lead.size):
+            tau = _np_min(tau, per_copy[lead[j]])
+            copy = _np_min(copy, share[lead[j]] * w[lead[j]])
+        q_need = _py_max(base, at_least / tau * keep)
+        nxt = np.searchsorted(w_of, tau, side="right")
+        if fixed + q_need * copy < ceiling:
+            return lead, q_need, nxt
+        for j in range(pos, min(nxt, ws.size)):
+            member[ws[j]] = False
+        pos = nxt
+    return np.zeros(0, dtype=np.int64), 0.0, -1
