@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -35,38 +34,24 @@ pub fn clear(dir: &Path) {
     ARMED.store(!b.is_empty(), Ordering::Release);
 }
 
-/// The bytes of a `len`-byte write to `path` an armed budget lets through, when fewer than `len`
-/// (the budget is then spent); None when the write goes through whole.
-fn short_write(path: &Path, len: usize) -> Option<usize> {
-    if !ARMED.load(Ordering::Acquire) {
-        return None;
-    }
-    let mut b = budgets();
-    let (_, left) = b.iter_mut().find(|(d, _)| path.parent() == Some(d.as_path()))?;
-    let n = (*left).min(len as u64);
-    *left -= n;
-    (n < len as u64).then_some(n as usize)
-}
-
-fn storage_full() -> std::io::Error {
-    std::io::Error::new(ErrorKind::StorageFull, "no space left on device (injected)")
-}
-
 /// `file.write_all(buf)` for the file at `path`, subject to an armed budget of its directory.
 pub fn write_all(mut file: &File, path: &Path, buf: &[u8]) -> std::io::Result<()> {
-    if let Some(n) = short_write(path, buf.len()) {
-        file.write_all(&buf[..n])?;
-        return Err(storage_full());
+    if ARMED.load(Ordering::Acquire) {
+        let allowed = {
+            let mut b = budgets();
+            match b.iter_mut().find(|(d, _)| path.parent() == Some(d.as_path())) {
+                Some((_, left)) => {
+                    let n = (*left).min(buf.len() as u64);
+                    *left -= n;
+                    Some(n as usize)
+                }
+                None => None,
+            }
+        };
+        if let Some(n) = allowed.filter(|n| *n < buf.len()) {
+            file.write_all(&buf[..n])?;
+            return Err(std::io::Error::new(ErrorKind::StorageFull, "no space left on device (injected)"));
+        }
     }
     file.write_all(buf)
-}
-
-/// `file.write_all_at(buf, offset)` for the file at `path`, subject to an armed budget of its
-/// directory (a positional write: the WAL's, into the space it set aside ahead of its end).
-pub fn write_all_at(file: &File, path: &Path, buf: &[u8], offset: u64) -> std::io::Result<()> {
-    if let Some(n) = short_write(path, buf.len()) {
-        file.write_all_at(&buf[..n], offset)?;
-        return Err(storage_full());
-    }
-    file.write_all_at(buf, offset)
 }

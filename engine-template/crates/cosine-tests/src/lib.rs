@@ -256,16 +256,6 @@ pub fn wal_record_offsets(bytes: &[u8]) -> Vec<usize> {
     v
 }
 
-/// Where the intact records of a WAL segment's bytes end: the log's end, past which a segment
-/// the writer did not close holds the zeros it set aside (cosine_wal::SET_ASIDE_BYTES).
-pub fn wal_records_end(bytes: &[u8]) -> usize {
-    let mut pos = 0usize;
-    while let Some((_, end)) = cosine_wal::record::intact_at(bytes, pos) {
-        pos = end;
-    }
-    pos
-}
-
 /// Designs whose directories, together, hold every file kind: WAL segments,
 /// MANIFEST, run files (`.sst`), run filters (`.rbf`) and hash-log segments (`.log`).
 pub fn every_file_kind() -> Vec<Config> {

@@ -38,15 +38,6 @@ use std::time::Duration;
 /// Buffered bytes after which `wal_sync = none` hands its records to the OS.
 const PENDING_LIMIT: usize = 64 << 10;
 
-/// How far past its last record a segment's size is set ahead of the writes (a sparse extension,
-/// `ftruncate`), so that the records are written inside the file and an fdatasync need not commit
-/// a new inode size as well as the data: on ext4 an fdatasync after a 1.1 KB write measured
-/// ~130 us appending and ~100 us inside the file (`python -m bench.wal_sync`, BENCHMARKS.md
-/// §20b). One fdatasync per this many bytes of log still carries the size. Recovery reads the
-/// zeros past the last record as space set aside ([`recovery`]); sealing a segment and closing
-/// the log cut it off.
-pub const SET_ASIDE_BYTES: u64 = 4 << 20;
-
 /// The unit in which the log reaches a provisioned volume: appends are sequential and the
 /// OS writes them back in 4 KiB pages, so every full page of log is one write I/O (the cost
 /// model's `wal_page_bytes`, cost_models/data/model_constants.yaml).
@@ -76,8 +67,6 @@ pub struct Segment {
     file: File,
     /// Bytes handed to the OS so far (always a whole number of records).
     written: AtomicU64,
-    /// The file's size: `written` and the space set aside past it ([`SET_ASIDE_BYTES`]).
-    size: AtomicU64,
     /// Bytes appended so far: `written` and the deferred records not yet handed to the OS.
     appended: AtomicU64,
     /// Records appended under [`Wal::defer_writes`] and not yet handed to the OS: the next
@@ -128,33 +117,13 @@ impl Segment {
             return Ok(());
         }
         let start = self.written.load(Ordering::Acquire);
-        if let Err(e) = self.write_at_end(&bytes) {
+        if let Err(e) = cosine_core::fault::write_all(&self.file, &self.path, &bytes) {
             self.failed.store(true, Ordering::Release);
-            let _ = self.cut_at(start);
+            let _ = self.file.set_len(start).and_then(|_| self.file.sync_all());
             return Err(Error::io(&self.path, e));
         }
         self.written.fetch_add(bytes.len() as u64, Ordering::AcqRel);
         Ok(())
-    }
-
-    /// Writes `bytes` at the end of the records (`written`, which the caller advances), inside
-    /// the space set aside, setting more aside first when they do not fit.
-    fn write_at_end(&self, bytes: &[u8]) -> std::io::Result<()> {
-        let start = self.written.load(Ordering::Acquire);
-        let end = start + bytes.len() as u64;
-        if end > self.size.load(Ordering::Acquire) {
-            let size = end + SET_ASIDE_BYTES;
-            self.file.set_len(size)?;
-            self.size.store(size, Ordering::Release);
-        }
-        cosine_core::fault::write_all_at(&self.file, &self.path, bytes, start)
-    }
-
-    /// Cuts the file at `len` (the end of its last whole record) and makes that durable: a
-    /// failed write rolled back, or a segment sealed or closed (its space set aside dropped).
-    fn cut_at(&self, len: u64) -> std::io::Result<()> {
-        self.size.store(len, Ordering::Release);
-        self.file.set_len(len).and_then(|_| self.file.sync_all())
     }
 }
 
@@ -240,8 +209,7 @@ pub struct Wal {
 
 fn open_segment(dir: &Path, id: u64, sync_dir_after: bool, syncs: &Arc<AtomicU64>) -> Result<Arc<Segment>> {
     let path = segment_path(dir, id);
-    // (not O_APPEND: records are written at `written`, inside the space set aside past it)
-    let file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+    let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
     let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
     if sync_dir_after {
         sync_dir(dir)?;
@@ -251,7 +219,6 @@ fn open_segment(dir: &Path, id: u64, sync_dir_after: bool, syncs: &Arc<AtomicU64
         path,
         file,
         written: AtomicU64::new(len),
-        size: AtomicU64::new(len),
         appended: AtomicU64::new(len),
         deferred: Mutex::new(Vec::new()),
         synced: Mutex::new(len),
@@ -420,8 +387,8 @@ impl Wal {
     // record and poisons the writer. Returns the segment length afterwards.
     fn write_out(&mut self, bytes: &[u8]) -> Result<u64> {
         let start = self.seg.written.load(Ordering::Acquire);
-        if let Err(e) = self.seg.write_at_end(bytes) {
-            let rollback = self.seg.cut_at(start);
+        if let Err(e) = cosine_core::fault::write_all(&self.seg.file, &self.seg.path, bytes) {
+            let rollback = self.seg.file.set_len(start).and_then(|_| self.seg.file.sync_all());
             let path = self.seg.path.display();
             self.poisoned = Some(match rollback {
                 Ok(()) => format!("append to {path} failed ({e}); rolled back to byte {start}"),
@@ -456,7 +423,6 @@ impl Wal {
     /// Returns the sealed segment's id and final length.
     pub fn rotate(&mut self, new_id: u64) -> Result<(u64, u64)> {
         self.sync()?;
-        self.cut_set_aside()?;
         let sealed = (self.seg.id, self.segment_len());
         let seg = match open_segment(&self.dir, new_id, self.policy != WalSync::None, &self.syncs) {
             Ok(s) => s,
@@ -473,23 +439,10 @@ impl Wal {
     /// Flushes and stops the group-commit thread; reports an earlier failure.
     /// Returns the final (sealed) length of the segment; later appends are refused.
     pub fn close(&mut self) -> Result<u64> {
-        let r = self.sync().and_then(|_| self.cut_set_aside());
+        let r = self.sync();
         self.stop_committer();
         self.closed = true;
         r.map(|_| self.segment_len())
-    }
-
-    /// Drops the space set aside past the last record (a segment being sealed or closed: the
-    /// manifest records its length, which must be the file's). Call after a sync.
-    fn cut_set_aside(&mut self) -> Result<()> {
-        let len = self.segment_len();
-        if self.seg.size.load(Ordering::Acquire) > len {
-            if let Err(e) = self.seg.cut_at(len) {
-                self.poisoned = Some(format!("cannot cut {} back to its last record: {e}", self.seg.path.display()));
-                return Err(Error::io(&self.seg.path, e));
-            }
-        }
-        Ok(())
     }
 
     fn stop_committer(&mut self) {
@@ -640,7 +593,7 @@ pub(crate) mod tests {
         let d = tmp.path();
         let mut w = Wal::open(d, 1, WalSync::EveryWrite, 1000).expect("open");
         w.append(b"a", Some(b"1")).expect("append").wait().expect("sync");
-        let good = w.segment_len();
+        let good = std::fs::metadata(segment_path(d, 1)).expect("meta").len();
         cosine_core::fault::fail_writes_after(d, 5);
         assert!(w.append(b"b", Some(b"2")).is_err(), "the full disk fails the append");
         cosine_core::fault::clear(d);
@@ -663,19 +616,17 @@ pub(crate) mod tests {
             }
         };
         writes(&mut w, 0);
-        assert_eq!((len(), w.segment_len()), (0, 0), "deferred: nothing handed to the OS before a sync");
+        assert_eq!(len(), 0, "deferred: nothing handed to the OS before a sync");
         let mark = w.durable_mark().expect("mark");
         writes(&mut w, 10); // appended after the mark: the sync takes them too
         let before = w.syncs();
         mark.sync().expect("durable");
         assert_eq!(w.syncs(), before + 1, "one fdatasync");
         let all = 20 * encoded_len(&0u32.to_be_bytes(), Some(b"value")) as u64;
-        assert_eq!(w.segment_len(), all, "every deferred record in one write before the sync");
-        assert_eq!(len(), all + SET_ASIDE_BYTES, "written inside the space set aside past them");
+        assert_eq!(len(), all, "every deferred record in one write before the sync");
         assert_eq!(*w.seg.synced.lock(), all);
         writes(&mut w, 20);
         w.close().expect("close syncs the rest");
-        assert_eq!(len(), 30 * encoded_len(&0u32.to_be_bytes(), Some(b"value")) as u64, "closing cuts the space set aside");
         let (v, r) = collect(d, 1).expect("replay");
         assert_eq!(r.torn_bytes, 0);
         let keys: Vec<u32> = v.iter().map(|(k, _)| u32::from_be_bytes([k[0], k[1], k[2], k[3]])).collect();
@@ -699,7 +650,7 @@ pub(crate) mod tests {
         for j in 0u32..10 {
             w.append(&j.to_be_bytes(), Some(b"value")).expect("append").wait().expect("no-op ticket");
         }
-        assert_eq!((len(), w.segment_len(), w.syncs()), (0, 0, before), "deferred: no write, no sync in the append's path");
+        assert_eq!((len(), w.syncs()), (0, before), "deferred: no write, no sync in the append's path");
         let marks: Vec<DurableMark> = (0..3).map(|_| w.durable_mark().expect("mark")).collect();
         let t0 = std::time::Instant::now();
         for m in marks {
@@ -707,7 +658,7 @@ pub(crate) mod tests {
         }
         assert!(t0.elapsed() < Duration::from_millis(500), "no waiting for a tick");
         assert_eq!(w.syncs(), before + 1, "the marks share one fdatasync");
-        assert_eq!(w.segment_len(), 10 * encoded_len(&0u32.to_be_bytes(), Some(b"value")) as u64);
+        assert_eq!(len(), 10 * encoded_len(&0u32.to_be_bytes(), Some(b"value")) as u64);
         w.close().expect("close");
         assert_eq!(collect(d, 1).expect("replay").0.len(), 10);
     }
@@ -720,7 +671,7 @@ pub(crate) mod tests {
         w.defer_writes();
         w.append(b"a", Some(b"1")).expect("append");
         w.durable_mark().expect("mark").sync().expect("durable");
-        let good = w.segment_len();
+        let good = std::fs::metadata(segment_path(d, 1)).expect("meta").len();
         w.append(b"b", Some(b"2")).expect("deferred: the append itself writes nothing");
         let mark = w.durable_mark().expect("mark");
         cosine_core::fault::fail_writes_after(d, 5);
@@ -731,36 +682,5 @@ pub(crate) mod tests {
         assert!(matches!(w.append(b"c", Some(b"3")), Err(Error::Poisoned(_))), "nothing more is acknowledged");
         assert!(w.close().is_err());
         assert_eq!(collect(d, 1).expect("replay").0, vec![(b"a".to_vec(), Some(b"1".to_vec()))]);
-    }
-
-    #[test]
-    fn a_segment_not_closed_replays_its_records_and_cuts_the_space_set_aside() {
-        let tmp = tmpdir("set-aside");
-        let d = tmp.path();
-        let mut w = Wal::open(d, 1, WalSync::EveryWrite, 1000).expect("open");
-        for j in 0u32..5 {
-            w.append(&j.to_be_bytes(), Some(b"value")).expect("append").wait().expect("sync");
-        }
-        let end = w.segment_len();
-        let meta = |d: &Path| std::fs::metadata(segment_path(d, 1)).expect("meta").len();
-        let size = meta(d);
-        assert!(size > end && size <= end + SET_ASIDE_BYTES, "the records are written inside the file");
-        drop(w); // as a crash leaves it: not closed, the space set aside still there
-        for mode in [WalRecovery::TolerateCorruptedTail, WalRecovery::AbsoluteConsistency] {
-            let copy = tmpdir("set-aside-copy");
-            std::fs::copy(segment_path(d, 1), segment_path(copy.path(), 1)).expect("copy");
-            let mut got = 0;
-            let r = recover(copy.path(), &[SegmentRef { id: 1, expected: true, sealed: None }], mode, |_, _| got += 1)
-                .expect("the zeros past the last record are no damage, in any mode");
-            assert_eq!((got, r.torn_bytes, r.set_aside_bytes), (5, 0, size - end), "{mode:?}");
-            assert_eq!(meta(copy.path()), end, "{mode:?}: cut back to the last record");
-        }
-        // a torn append inside the space set aside is still a torn tail
-        let mut data = std::fs::read(segment_path(d, 1)).expect("read");
-        data[end as usize..end as usize + 6].copy_from_slice(&[9, 0, 0, 0, 1, 2]);
-        std::fs::write(segment_path(d, 1), &data).expect("write");
-        let (v, r) = collect(d, 1).expect("replay");
-        assert_eq!((v.len(), r.set_aside_bytes), (5, 0));
-        assert!(r.torn_bytes > 0, "the torn header and the zeros after it are one torn tail");
     }
 }

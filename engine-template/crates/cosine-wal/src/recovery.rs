@@ -6,17 +6,10 @@
 //! that holds data and no intact record follows it anywhere: a short header, a
 //! record whose length runs past the end of the file (and whose bytes do not
 //! form a complete record under another length, which would mean the length
-//! field itself was damaged), or a header followed only by zeros. That is what a
-//! crash in the middle of an append leaves. Anything else is corruption of records
-//! that were written whole, perhaps synced and acknowledged.
-//!
-//! A zero-filled tail of that last segment is the space the writer set aside past its
-//! last record ([`crate::SET_ASIDE_BYTES`]), or an append none of whose bytes reached
-//! the disk: it is cut off in every mode and counted apart from torn bytes. Inside that
-//! space an append is torn where the disk stopped writing it, at a sector boundary
-//! ([`SECTOR`]): a record whose bytes from such a boundary within it to the end of the
-//! file are zeros is a torn tail too (a record written whole and damaged later is zero
-//! from a sector boundary to its end only if its own last bytes are).
+//! field itself was damaged), a header followed only by zeros, or a zero-filled
+//! tail. That is what a crash in the middle of an append leaves. Anything else
+//! is corruption of records that were written whole, perhaps synced and
+//! acknowledged.
 //!
 //! Nothing is applied and nothing on disk changes until the whole log has been
 //! judged; an error leaves every file as it was. The salvage modes copy each
@@ -30,11 +23,6 @@ use cosine_core::{crc32, Error, Result};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// The granularity at which a disk persists writes: an append torn by a crash inside the
-/// space set aside past the log's end stops at a multiple of it (the file system's blocks
-/// are aligned to it), zeros after.
-pub const SECTOR: usize = 512;
 
 /// Directory (inside the database) that keeps the original bytes a salvage dropped.
 pub const SALVAGE_DIR: &str = "salvage";
@@ -57,9 +45,6 @@ pub struct RecoveryReport {
     pub records: u64,
     /// Bytes of torn tails cut off.
     pub torn_bytes: u64,
-    /// Bytes of zero-filled tails cut off: the space set aside past the last record
-    /// ([`crate::SET_ASIDE_BYTES`]) of a segment the process did not close.
-    pub set_aside_bytes: u64,
     /// Salvage actions taken (each also printed to stderr and appended to `salvage/LOG`).
     pub salvaged: Vec<String>,
 }
@@ -67,15 +52,7 @@ pub struct RecoveryReport {
 #[derive(Debug)]
 enum Item {
     Record(Record, usize, usize),
-    /// A damaged span; `torn`: shaped as a torn append (a torn tail if nothing intact follows
-    /// it in the log), `zeros`: nothing but zeros (space set aside, if a tail).
-    Damage {
-        pos: usize,
-        end: usize,
-        what: String,
-        torn: bool,
-        zeros: bool,
-    },
+    Damage { pos: usize, end: usize, what: String, torn: bool },
 }
 
 fn all_zero(s: &[u8]) -> bool {
@@ -97,17 +74,10 @@ fn parse(data: &[u8]) -> Vec<Item> {
             continue;
         }
         let rest = &data[pos..];
-        let zeros = all_zero(rest);
-        // the first sector boundary from which the file holds only zeros (the space set aside)
-        let data_end = pos + rest.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
-        let zeros_at = data_end.div_ceil(SECTOR) * SECTOR;
-        let (what, tail_shape) = if zeros {
+        let (what, tail_shape) = if all_zero(rest) {
             ("zero-filled tail".to_string(), true)
         } else {
             match header_at(data, pos) {
-                Some((len, _)) if zeros_at < data.len() && zeros_at > pos && zeros_at < pos + HEADER + len => {
-                    (format!("record of {len} bytes is zeros from byte {zeros_at} on, a sector boundary: torn there"), true)
-                }
                 None => (format!("short header ({} bytes)", rest.len()), true),
                 Some((len, crc)) if HEADER + len > rest.len() => {
                     let whole = &rest[HEADER..];
@@ -123,11 +93,11 @@ fn parse(data: &[u8]) -> Vec<Item> {
         };
         match next_intact(data, pos + 1) {
             Some(next) => {
-                items.push(Item::Damage { pos, end: next, what, torn: false, zeros: false });
+                items.push(Item::Damage { pos, end: next, what, torn: false });
                 pos = next;
             }
             None => {
-                items.push(Item::Damage { pos, end: data.len(), what, torn: tail_shape, zeros });
+                items.push(Item::Damage { pos, end: data.len(), what, torn: tail_shape });
                 break;
             }
         }
@@ -147,7 +117,6 @@ fn parse_sealed(data: &[u8], sealed: Option<u64>) -> Vec<Item> {
             end: data.len(),
             what: format!("{} bytes after the end recorded when the segment was sealed", len - n),
             torn: false,
-            zeros: false,
         });
         return items;
     }
@@ -155,12 +124,11 @@ fn parse_sealed(data: &[u8], sealed: Option<u64>) -> Vec<Item> {
     if len < n {
         let what = format!("the segment is {len} bytes but was sealed at {n}: its end was cut off");
         match items.last_mut() {
-            Some(Item::Damage { end, what: w, torn, zeros, .. }) if *end == data.len() => {
+            Some(Item::Damage { end, what: w, torn, .. }) if *end == data.len() => {
                 *w = format!("{w}; {what}");
                 *torn = false;
-                *zeros = false;
             }
-            _ => items.push(Item::Damage { pos: data.len(), end: data.len(), what, torn: false, zeros: false }),
+            _ => items.push(Item::Damage { pos: data.len(), end: data.len(), what, torn: false }),
         }
     }
     items
@@ -236,16 +204,9 @@ pub fn recover(
             }
         }
         for (ii, item) in seg.items.iter().enumerate() {
-            let Item::Damage { pos, end, what, torn, zeros } = item else { continue };
+            let Item::Damage { pos, end, what, torn } = item else { continue };
             let torn_tail = *torn && records_after[si] == 0;
             let dropped = (end - pos) as u64;
-            if torn_tail && *zeros {
-                // the space set aside past the last record (or an append that left no byte)
-                report.set_aside_bytes += dropped;
-                keep[si][ii] = false;
-                actions.push(Action::Truncate(seg.path.clone(), *pos as u64));
-                continue;
-            }
             if torn_tail && mode != WalRecovery::AbsoluteConsistency {
                 report.torn_bytes += dropped;
                 keep[si][ii] = false;
