@@ -627,10 +627,18 @@ def _best_in_class(
         w_order = floor.per_copy[order]
         copy_order = tab.share[order] * tab.w[order]
         k_order = tab.share[order]
+        fin = np.flatnonzero(np.isfinite(ub))
+        compiled = numba_search()
+        if compiled is not None:  # the blocks below as loops, without the levels x columns masks
+            least_copy, least_share, some = compiled.floor_level_bounds(
+                fin, last, qub, w_order, copy_order, k_order, floor.at_least * (1 - TIE_TOL)
+            )
+            q2 = np.minimum(max(rhs0, 0.0) / least_copy, tab.max_cluster / least_share)
+            fine = some & (q2 >= Q_MIN * (1 - TIE_TOL))
+            ub[fin] = np.where(fine, np.minimum(levels[fin] * q2, by_rates[fin]), -math.inf)
         # the levels in blocks, each a levels x columns mask (the same products as one by one)
         pos = np.arange(order.size)
-        fin = np.flatnonzero(np.isfinite(ub))
-        for s in range(0, fin.size, FLOOR_BLOCK):
+        for s in range(0, fin.size if compiled is None else 0, FLOOR_BLOCK):
             li = fin[s : s + FLOOR_BLOCK]
             ok = (pos[None, :] <= last[li][:, None]) & (
                 w_order[None, :] * qub[li][:, None] >= floor.at_least * (1 - TIE_TOL)

@@ -70,6 +70,7 @@ def _first_calls(k: ModuleType) -> None:
     k.staircase_members(ints, np.ones(1, dtype=bool), np.ones(1), ints, np.ones(1))
     ones = np.ones(1)
     k.floor_suffix(ints, ones, ones, 0, ones, ones, ones, ints, ints, ones, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0)
+    k.floor_level_bounds(ints, ints, ones, ones, ones, ones, 1.0)
 
 
 #: The compiled searches (cost_models.compiled): a cold frontier loads them before its band

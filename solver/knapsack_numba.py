@@ -586,3 +586,36 @@ def floor_suffix(
             member[ws[j]] = False
         pos = nxt
     return np.zeros(0, dtype=np.int64), 0.0, -1
+
+
+@njit(cache=True)
+def floor_level_bounds(
+    which: np.ndarray,
+    last: np.ndarray,
+    qub: np.ndarray,
+    w_order: np.ndarray,
+    copy_order: np.ndarray,
+    k_order: np.ndarray,
+    need: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """solver.bottleneck._best_in_class's floor round per level of ``which``: over the columns
+    (by decreasing value) up to the level's ``last`` whose floor throughput ``w_order`` times the
+    level's LP capacity ``qub`` reaches ``need``, the least cost of a copy, the least share
+    (inf where none) and whether any does; the reference's levels x columns masks, as loops."""
+    m = which.size
+    least_copy = np.full(m, inf)
+    least_share = np.full(m, inf)
+    some = np.zeros(m, dtype=np.bool_)
+    for a in range(m):
+        li = which[a]
+        q = qub[li]
+        c = inf
+        k = inf
+        for j in range(last[li] + 1):
+            if w_order[j] * q >= need:
+                c = _np_min(c, copy_order[j])
+                k = _np_min(k, k_order[j])
+                some[a] = True
+        least_copy[a] = c
+        least_share[a] = k
+    return least_copy, least_share, some
