@@ -540,6 +540,44 @@ def staircase_members(
 
 
 @njit(cache=True)
+def _segment_stair(
+    lo: int,
+    hi: int,
+    by_gk: np.ndarray,
+    member: np.ndarray,
+    share: np.ndarray,
+    cost: np.ndarray,
+    per_copy: np.ndarray,
+    w: np.ndarray,
+) -> tuple[float, float]:  # pragma: no cover - compiled
+    """:func:`staircase_members` over one VM type's run ``by_gk[lo:hi]`` of the ``member`` columns:
+    the least floor throughput ``per_copy`` and the least cost of a copy (share x w) of its items
+    (inf, inf when it has none)."""
+    tau = inf
+    copy = inf
+    started = False
+    prev_k = 0.0
+    least = inf
+    for p in range(lo, hi):
+        i = by_gk[p]
+        if not member[i]:
+            continue
+        k = share[i]
+        if not started:
+            started, least = True, inf
+        elif k == prev_k:
+            continue  # not the first of its shard size
+        prev_k = k
+        c = cost[i]
+        if c < least * (1 - 1e-12):
+            tau = _np_min(tau, per_copy[i])
+            copy = _np_min(copy, share[i] * w[i])
+        if c < least:
+            least = c
+    return tau, copy
+
+
+@njit(cache=True)
 def floor_suffix(
     ws: np.ndarray,
     w_of: np.ndarray,
@@ -564,26 +602,48 @@ def floor_suffix(
     TIE_TOL), as (items, their need, the next suffix's position); no items and position -1 once a
     suffix's bound reaches the ceiling or none is left. ``ws`` the branch by floor throughput
     ``w_of``, ``suffix_copy`` each suffix's least cost of a copy. The same floating-point operations
-    in the same order as the reference."""
+    as the reference (a least of equal values and nans alike whatever the order). A suffix's items
+    are :func:`staircase_members`', a staircase per VM type (``by_gk``'s runs of one ``group``): the
+    walk keeps each type's least floor throughput and cost of a copy, and a step recomputes only the
+    types whose columns it drops."""
     n = share.size
     member = np.zeros(n, dtype=np.bool_)
     for j in range(pos, ws.size):
         member[ws[j]] = True
+    # by_gk's runs of one VM type
+    seg_of = np.empty(n, dtype=np.int64)
+    seg_lo = np.empty(by_gk.size + 1, dtype=np.int64)
+    segs = 0
+    for p in range(by_gk.size):
+        if p == 0 or group[by_gk[p]] != group[by_gk[p - 1]]:
+            seg_lo[segs] = p
+            segs += 1
+        seg_of[by_gk[p]] = segs - 1
+    seg_lo[segs] = by_gk.size
+    tau_s = np.empty(segs)
+    copy_s = np.empty(segs)
+    for g in range(segs):
+        tau_s[g], copy_s[g] = _segment_stair(seg_lo[g], seg_lo[g + 1], by_gk, member, share, cost, per_copy, w)
+    dirty = np.zeros(segs, dtype=np.bool_)
     while pos < ws.size:
         if fixed + least_need * suffix_copy[pos] >= ceiling:
             break  # fewer columns cost no less
-        lead = staircase_members(by_gk, member, share, group, cost)
-        tau = per_copy[lead[0]]
-        copy = share[lead[0]] * w[lead[0]]
-        for j in range(1, lead.size):
-            tau = _np_min(tau, per_copy[lead[j]])
-            copy = _np_min(copy, share[lead[j]] * w[lead[j]])
+        tau = inf
+        copy = inf
+        for g in range(segs):
+            tau = _np_min(tau, tau_s[g])
+            copy = _np_min(copy, copy_s[g])
         q_need = _py_max(base, at_least / tau * keep)
-        nxt = np.searchsorted(w_of, tau, side="right")
+        nxt = int(np.searchsorted(w_of, tau, side="right"))
         if fixed + q_need * copy < ceiling:
-            return lead, q_need, nxt
+            return staircase_members(by_gk, member, share, group, cost), q_need, nxt
         for j in range(pos, min(nxt, ws.size)):
             member[ws[j]] = False
+            dirty[seg_of[ws[j]]] = True
+        for g in range(segs):
+            if dirty[g]:
+                tau_s[g], copy_s[g] = _segment_stair(seg_lo[g], seg_lo[g + 1], by_gk, member, share, cost, per_copy, w)
+                dirty[g] = False
         pos = nxt
     return np.zeros(0, dtype=np.int64), 0.0, -1
 
