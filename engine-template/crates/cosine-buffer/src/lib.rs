@@ -249,7 +249,8 @@ impl MemTable {
     /// [`MemTable::get`] without copying the value: `Ok(f(value))` if the buffer holds `key`
     /// (`f(None)` for a tombstone), `Err(f)` unused if it does not, for the caller to look
     /// further. `f` runs under the shard's read lock (writers of the shard wait for it): it
-    /// should only copy the value out (cosine-server encodes a GET's reply with it).
+    /// should only copy the value out (cosine-server encodes a GET's reply with it), and must
+    /// not insert into this memtable.
     pub fn get_with<R, F: FnOnce(Option<&[u8]>) -> R>(&self, key: &[u8], f: F) -> Result<R, F> {
         let h = hash64(key);
         let shard = self.shards[shard_of(h)].read();

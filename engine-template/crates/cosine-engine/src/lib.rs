@@ -524,8 +524,9 @@ impl Engine {
     /// Point lookup that hands the value to `f` instead of returning a copy of it: `f` sees
     /// the value where it lies (`None`: absent or deleted), in the memtable (under a shard's
     /// read lock, so `f` should be short: copy the value out, as cosine-server encodes a GET's
-    /// reply straight into its output) or in the cached block. The same answer, statistics
-    /// and I/O as [`Engine::get`], with one copy of the value fewer (issue 48).
+    /// reply straight into its output) or in the cached block; `f` must not write to this
+    /// engine (a put to that shard would wait for the lock `f` runs under). The same answer,
+    /// statistics and I/O as [`Engine::get`], with one copy of the value fewer (issue 48).
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         let io = self.op_counter();
         let (found, r) = self.with_normalized(key, |k| self.lookup_with(k, &io, f))?;
