@@ -159,7 +159,7 @@ pub fn execute_batch(
                     Some(Reply::Encoded(out)) => out,
                     other => {
                         replies.extend(other);
-                        Vec::new()
+                        output.spare()
                     }
                 };
                 let got = get_into(engine, &k, &mut out, 1 + batch.len());
@@ -404,8 +404,13 @@ async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, 
         }
         for r in o.replies.drain(..) {
             match r {
-                // already in wire form: becomes the output as it is, not copied into it
-                Reply::Encoded(bytes) if out.is_empty() => out = bytes,
+                // already in wire form: becomes the output as it is, not copied into it, and the
+                // output buffer before it goes back to the batches as their next spare
+                Reply::Encoded(bytes) if out.is_empty() => output.recycle(std::mem::replace(&mut out, bytes)),
+                Reply::Encoded(bytes) => {
+                    out.extend_from_slice(&bytes);
+                    output.recycle(bytes);
+                }
                 r => r.encode(&mut out),
             }
             if out.len() >= WRITE_CHUNK && write_out(&mut wr, &mut out, &output).await.is_err() {
