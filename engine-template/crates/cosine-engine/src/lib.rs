@@ -53,6 +53,8 @@ use write_thread::{Appended, WriteOp, WriteThread};
 /// Frozen memtables allowed to wait for a flush before writers stall.
 const MAX_IMMUTABLE: usize = 2;
 const RMW_STRIPES: usize = 64;
+/// Longest `key_bytes` whose padded lookup key is built on the stack (a GET allocated it).
+const STACK_KEY: usize = 256;
 
 /// What readers see: the memtables and the tree, as one consistent version.
 #[derive(Debug)]
@@ -454,33 +456,64 @@ impl Engine {
     }
 
     fn lookup(&self, k: &[u8], io: &IoCounter) -> Result<Option<Vec<u8>>> {
+        Ok(self.lookup_with(k, io, |v| v.map(<[u8]>::to_vec))?.1)
+    }
+
+    /// The newest version of the normalized key `k` handed to `f` where it lies (`None`:
+    /// absent or deleted): a memtable (under its shard's read lock), else the block of the
+    /// run or log segment holding it. Also whether it was found.
+    fn lookup_with<R>(&self, k: &[u8], io: &IoCounter, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<(bool, R)> {
+        let f = |v: Option<&[u8]>| (v.is_some(), f(v));
         let sv = self.snapshot();
-        if let Some(v) = sv.mem.get(k) {
-            self.inner.stats.buffer_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(v);
-        }
-        for m in &sv.imms {
-            if let Some(v) = m.get(k) {
+        let f = match sv.mem.get_with(k, f) {
+            Ok(r) => {
                 self.inner.stats.buffer_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(v);
+                return Ok(r);
             }
+            Err(f) => f,
+        };
+        let mut f = f;
+        for m in &sv.imms {
+            f = match m.get_with(k, f) {
+                Ok(r) => {
+                    self.inner.stats.buffer_hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(r);
+                }
+                Err(f) => f,
+            };
         }
         match &self.inner.store {
-            Store::Tree => Ok(match sv.tree.get_at(k, hash64(k), io)? {
-                Some((level, v)) => {
+            Store::Tree => Ok(match sv.tree.find_at(k, hash64(k), io)? {
+                Some((level, hit)) => {
                     self.inner.stats.level_hits[level.min(COUNTED_LEVELS - 1)].fetch_add(1, Ordering::Relaxed);
-                    v
+                    f(hit.value())
                 }
-                None => None,
+                None => f(None),
             }),
             Store::Log(log) => {
-                let v = log.get(k, io)?;
+                let hit = log.find(k, io)?;
+                let v = hit.as_ref().and_then(|h| h.value());
                 if v.is_some() {
                     self.inner.stats.level_hits[0].fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(v)
+                Ok(f(v))
             }
         }
+    }
+
+    /// Runs `f` on `key` padded with NULs (or cut) to the design's `key_bytes`, as
+    /// [`Config::normalize_key`] makes it, without allocating for keys up to [`STACK_KEY`] bytes.
+    fn with_normalized<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+        let n = self.inner.cfg.layout.key_bytes;
+        if key.len() >= n {
+            return f(&key[..n]);
+        }
+        if n <= STACK_KEY {
+            let mut buf = [0u8; STACK_KEY];
+            buf[..key.len()].copy_from_slice(key);
+            return f(&buf[..n]);
+        }
+        f(&self.inner.cfg.normalize_key(key))
     }
 
     /// Point lookup.
@@ -488,11 +521,23 @@ impl Engine {
         Ok(self.get_counted(key)?.0)
     }
 
+    /// Point lookup that hands the value to `f` instead of returning a copy of it: `f` sees
+    /// the value where it lies (`None`: absent or deleted), in the memtable (under a shard's
+    /// read lock, so `f` should be short: copy the value out, as cosine-server encodes a GET's
+    /// reply straight into its output) or in the cached block; `f` must not write to this
+    /// engine (a put to that shard would wait for the lock `f` runs under). The same answer,
+    /// statistics and I/O as [`Engine::get`], with one copy of the value fewer (issue 48).
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        let io = self.op_counter();
+        let (found, r) = self.with_normalized(key, |k| self.lookup_with(k, &io, f))?;
+        self.inner.stats.record(if found { OpKind::GetFound } else { OpKind::GetEmpty }, &io.snapshot());
+        Ok(r)
+    }
+
     /// Point lookup that also returns the blocks it read.
     pub fn get_counted(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, IoSnapshot)> {
-        let k = self.inner.cfg.normalize_key(key);
         let io = self.op_counter();
-        let v = self.lookup(&k, &io)?;
+        let v = self.with_normalized(key, |k| self.lookup(k, &io))?;
         let s = io.snapshot();
         self.inner.stats.record(if v.is_some() { OpKind::GetFound } else { OpKind::GetEmpty }, &s);
         Ok((v, s))

@@ -28,7 +28,7 @@ use cosine_core::io::BlockKind;
 use cosine_core::{Error, IoCounter, KvIterator, Result};
 use cosine_manifest::SegmentRecord;
 use cosine_run::cache::Cached;
-use cosine_run::{Block, BlockBuilder, BlockCache};
+use cosine_run::{Block, BlockBuilder, BlockCache, Hit};
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -252,14 +252,19 @@ impl HashLog {
 
     /// `Some(value)` if `key` is live on disk (one data block read unless cached).
     pub fn get(&self, key: &[u8], io: &IoCounter) -> Result<Option<Vec<u8>>> {
+        Ok(self.find(key, io)?.and_then(|h| h.to_value()))
+    }
+
+    /// [`HashLog::get`] without copying the value: the block entry of `key`'s newest version.
+    pub fn find(&self, key: &[u8], io: &IoCounter) -> Result<Option<Hit>> {
         for _ in 0..3 {
             let Some(loc) = self.index.get(key) else { return Ok(None) };
             let seg = self.state.read().segments.get(&loc.seg).cloned();
             // A GC may retire the segment between the two lookups: look again.
             let Some(seg) = seg else { continue };
             let b = self.read_block(&seg, loc, io)?;
-            return match b.get(key) {
-                Some(v) => Ok(v),
+            return match b.find(key) {
+                Some(i) => Ok(Some(Hit::new(b, i))),
                 None => Err(Error::corruption(format!("{}: index points at a block without the key", seg.path.display()))),
             };
         }

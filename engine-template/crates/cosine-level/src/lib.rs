@@ -15,7 +15,7 @@ use cosine_compaction::{FileState, LevelState, RunState};
 use cosine_config::Config;
 use cosine_core::{Error, IoCounter, KvIterator, Result, Value};
 use cosine_manifest::{FileRecord, RunRecord};
-use cosine_run::{read_run_filter, BlockCache, Run, Table};
+use cosine_run::{read_run_filter, BlockCache, Hit, Run, Table};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -63,10 +63,16 @@ impl Tree {
 
     /// [`Tree::get`], with the index (0-based) of the level whose run held the hit.
     pub fn get_at(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<(usize, Value)>> {
+        Ok(self.find_at(key, hash, io)?.map(|(i, h)| (i, h.to_value())))
+    }
+
+    /// [`Tree::get_at`] without copying the value: the level index and the block entry of the
+    /// first hit (a tombstone too).
+    pub fn find_at(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<(usize, Hit)>> {
         for (i, runs) in self.levels.iter().enumerate() {
             for r in runs {
-                if let Some(v) = r.get(key, hash, io)? {
-                    return Ok(Some((i, v)));
+                if let Some(h) = r.find(key, hash, io)? {
+                    return Ok(Some((i, h)));
                 }
             }
         }

@@ -132,10 +132,15 @@ impl Block {
         lo
     }
 
-    /// Exact lookup: `Some(value)` when the block holds `key`.
-    pub fn get(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+    /// Exact lookup: the index of `key`'s entry when the block holds it.
+    pub fn find(&self, key: &[u8]) -> Option<usize> {
         let i = self.seek(key);
-        (i < self.len() && self.key(i) == key).then(|| self.value(i).map(|v| v.to_vec()))
+        (i < self.len() && self.key(i) == key).then_some(i)
+    }
+
+    /// Exact lookup: `Some(value)` when the block holds `key` (a copy of [`Block::find`]'s entry).
+    pub fn get(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        self.find(key).map(|i| self.value(i).map(|v| v.to_vec()))
     }
 
     /// Decoded size in bytes (block-cache charge).
@@ -161,6 +166,7 @@ mod tests {
         assert_eq!(blk.get(b"bb"), Some(None));
         assert_eq!(blk.get(b"cc"), Some(Some(vec![])));
         assert_eq!(blk.get(b"ab"), None);
+        assert_eq!((blk.find(b"aa"), blk.find(b"cc"), blk.find(b"ab")), (Some(0), Some(2), None));
         assert_eq!(blk.seek(b"ab"), 1);
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();

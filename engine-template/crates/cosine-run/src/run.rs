@@ -1,5 +1,6 @@
 //! A run: sorted, non-overlapping files, optionally guarded by one run-wide filter.
 
+use crate::hit::Hit;
 use crate::table::{Table, TableIter};
 use cosine_core::io::BlockKind;
 use cosine_core::{Error, IoCounter, KvIterator, Result, Value};
@@ -39,13 +40,18 @@ impl Run {
 
     /// Point lookup within the run (`Some(None)` = tombstone).
     pub fn get(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<Value>> {
+        Ok(self.find(key, hash, io)?.map(|h| h.to_value()))
+    }
+
+    /// [`Run::get`] without copying the value: the block entry holding `key` (a tombstone too).
+    pub fn find(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<Hit>> {
         let Some(f) = self.file_for(key) else { return Ok(None) };
         if let Some((_, b)) = &self.filter {
             if !b.may_contain(hash) {
                 return Ok(None);
             }
         }
-        f.get(key, hash, io)
+        f.find(key, hash, io)
     }
 
     /// A cursor over the run from the first key `>= lo`; with an upper bound `hi`

@@ -10,6 +10,7 @@
 
 use crate::block::{Block, BlockBuilder};
 use crate::cache::{BlockCache, Cached};
+use crate::hit::Hit;
 use cosine_compress::Codec;
 use cosine_core::io::BlockKind;
 use cosine_core::{Decoder, Encoder, Error, IoCounter, KvIterator, Result, Value};
@@ -597,11 +598,18 @@ impl Table {
         Ok(f)
     }
 
-    /// Point lookup. `Some(value)` if this file holds `key` (`Some(None)` = tombstone).
+    /// Point lookup. `Some(value)` if this file holds `key` (`Some(None)` = tombstone): a copy
+    /// of [`Table::find`]'s entry.
+    pub fn get(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<Value>> {
+        Ok(self.find(key, hash, io)?.map(|h| h.to_value()))
+    }
+
+    /// Point lookup without copying the value: the block entry holding `key`, if this file
+    /// holds it (a tombstone too).
     ///
     /// Hot: filter check (file or block granularity) then exactly one data block.
     /// Cold: one index block then one data block.
-    pub fn get(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<Value>> {
+    pub fn find(&self, key: &[u8], hash: u64, io: &IoCounter) -> Result<Option<Hit>> {
         if key < self.min_key.as_slice() || key > self.max_key.as_slice() {
             return Ok(None);
         }
@@ -628,7 +636,7 @@ impl Table {
             }
         };
         let blk = self.read_data(fences.handle(bi), io, true)?;
-        Ok(blk.get(key))
+        Ok(blk.find(key).map(|i| Hit::new(blk, i)))
     }
 
     /// A cursor positioned at the first key `>= lo` (or the first key).

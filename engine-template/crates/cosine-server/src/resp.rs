@@ -227,6 +227,27 @@ pub enum Reply {
     Nil,
     /// `*n` followed by the elements.
     Array(Vec<Reply>),
+    /// Replies already in wire form, one or more back to back: a batch's GETs, each encoded
+    /// by [`encode_bulk`] straight from the engine's value ([`crate::command::get_into`]), so
+    /// the value is copied once, where [`Reply::Bulk`] copies it into the reply and then into
+    /// the output. Never decoded: [`Reply::decode`] gives the replies themselves.
+    Encoded(Vec<u8>),
+}
+
+/// Appends the wire form of a bulk string (`None`: the nil reply), byte for byte what
+/// [`Reply::Bulk`] and [`Reply::Nil`] encode to.
+pub fn encode_bulk(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(b) => {
+            out.reserve(b.len() + 24);
+            out.push(b'$');
+            out.extend_from_slice(itoa::Buffer::new().format(b.len()).as_bytes());
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(b);
+            out.extend_from_slice(b"\r\n");
+        }
+        None => out.extend_from_slice(b"$-1\r\n"),
+    }
 }
 
 impl Reply {
@@ -258,6 +279,7 @@ impl Reply {
             Reply::Bulk(b) => header(b.len()) + b.len() + 2,
             Reply::Nil => 5,
             Reply::Array(items) => header(items.len()) + items.iter().map(Reply::encoded_len).sum::<usize>(),
+            Reply::Encoded(bytes) => bytes.len(),
         }
     }
 
@@ -278,19 +300,15 @@ impl Reply {
             Reply::Simple(s) => line(out, b'+', s),
             Reply::Error(s) => line(out, b'-', s),
             Reply::Int(n) => line(out, b':', itoa::Buffer::new().format(*n)),
-            Reply::Bulk(b) => {
-                out.reserve(b.len() + 24);
-                count(out, b'$', b.len());
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
-            }
-            Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+            Reply::Bulk(b) => encode_bulk(out, Some(b)),
+            Reply::Nil => encode_bulk(out, None),
             Reply::Array(items) => {
                 count(out, b'*', items.len());
                 for i in items {
                     i.encode(out);
                 }
             }
+            Reply::Encoded(bytes) => out.extend_from_slice(bytes),
         }
     }
 
@@ -463,6 +481,20 @@ mod tests {
     }
 
     #[test]
+    fn encode_bulk_writes_what_bulk_and_nil_encode() {
+        for v in [None, Some(&b""[..]), Some(b"v"), Some(b"a\r\nb"), Some(&[7u8; 1024][..])] {
+            let (mut direct, mut reply) = (Vec::new(), Vec::new());
+            encode_bulk(&mut direct, v);
+            v.map_or(Reply::Nil, |b| Reply::Bulk(b.to_vec())).encode(&mut reply);
+            assert_eq!(direct, reply);
+        }
+        let mut out = Vec::new();
+        encode_bulk(&mut out, Some(b"hello"));
+        encode_bulk(&mut out, None);
+        assert_eq!(out, b"$5\r\nhello\r\n$-1\r\n");
+    }
+
+    #[test]
     fn encoded_len_is_what_encode_writes() {
         let mut replies = vec![Reply::ok(), Reply::err("x\ny"), Reply::Nil, Reply::Bulk(Vec::new()), Reply::Array(Vec::new())];
         for n in [0i64, 9, 10, -1, -10, 99_999, i64::MAX, i64::MIN] {
@@ -472,6 +504,7 @@ mod tests {
             replies.push(Reply::Bulk(vec![b'v'; len]));
         }
         replies.push(Reply::Array(replies.clone()));
+        replies.push(Reply::Encoded(b"$1\r\nv\r\n$-1\r\n".to_vec()));
         for r in replies {
             let mut out = Vec::new();
             r.encode(&mut out);

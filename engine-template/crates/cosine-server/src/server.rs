@@ -23,7 +23,7 @@
 //! (values up to 64 MiB, MGET, RANGE): 16 pieces of one 64 MiB value each would be 1 GiB.
 
 use crate::cluster::{ClusterNode, Session};
-use crate::command::Command;
+use crate::command::{get_into, Command};
 use crate::error::ServerError;
 use crate::output::{OutputBuffer, OutputLimit};
 use crate::resp::{Limits, Parsed, Parser, Reply};
@@ -98,7 +98,7 @@ pub type Batch = VecDeque<Result<Command, ServerError>>;
 /// What [`execute_batch`] ran.
 #[derive(Debug)]
 pub struct Executed {
-    /// The replies, in request order.
+    /// The replies, in request order (consecutive GETs' replies as one [`Reply::Encoded`]).
     pub replies: Vec<Reply>,
     /// Positions of the writes among them: provisional until [`acknowledge`] has the
     /// outcome of their durability wait ([`DurabilityWaiter::wait`]).
@@ -153,6 +153,31 @@ pub fn execute_batch(
         let i = replies.len();
         ServerStats::bump(&stats.commands);
         let reply = match c {
+            Ok(Command::Get(k)) => {
+                // encoded onto the batch's trailing run of encoded replies (the value's one copy)
+                let mut out = match replies.pop() {
+                    Some(Reply::Encoded(out)) => out,
+                    other => {
+                        replies.extend(other);
+                        output.spare()
+                    }
+                };
+                let got = get_into(engine, &k, &mut out, 1 + batch.len());
+                if !out.is_empty() {
+                    replies.push(Reply::Encoded(out));
+                }
+                match got {
+                    Ok(n) => {
+                        bytes += n;
+                        output.produce(n)?;
+                        continue;
+                    }
+                    Err(e) => {
+                        ServerStats::bump(&stats.rejected);
+                        Reply::error(&ServerError::Engine(e))
+                    }
+                }
+            }
             Ok(cmd) => {
                 let writes = cmd.writes();
                 let r = cmd.execute(engine, stats);
@@ -209,6 +234,8 @@ pub fn acknowledge(replies: &mut [Reply], wrote: &[usize], durable: Result<(), S
 /// A batch's replies on their way to the client, with the durability wait they need.
 struct Outgoing {
     replies: Vec<Reply>,
+    /// More than one request's reply (a pipeline's; a [`Reply::Encoded`] may hold several).
+    pipelined: bool,
     wrote: Vec<usize>,
     durable: Option<oneshot::Receiver<Result<(), String>>>,
     close: bool,
@@ -351,7 +378,7 @@ const WRITE_CHUNK: usize = 64 << 10;
 async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>) {
     let mut out = Vec::with_capacity(WRITE_CHUNK);
     while let Some(mut o) = rx.recv().await {
-        if o.durable.is_none() && o.replies.len() > 1 {
+        if o.durable.is_none() && o.pipelined {
             // A pipeline's replies: let the worker run its other ready connections first, so the
             // writes of one pass leave together, as Redis writes its replies once per event-loop
             // pass. Written right after each batch (the writer ran next, in the LIFO slot), the
@@ -376,7 +403,16 @@ async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, 
             }
         }
         for r in o.replies.drain(..) {
-            r.encode(&mut out);
+            match r {
+                // already in wire form: becomes the output as it is, not copied into it, and the
+                // output buffer before it goes back to the batches as their next spare
+                Reply::Encoded(bytes) if out.is_empty() => output.recycle(std::mem::replace(&mut out, bytes)),
+                Reply::Encoded(bytes) => {
+                    out.extend_from_slice(&bytes);
+                    output.recycle(bytes);
+                }
+                r => r.encode(&mut out),
+            }
             if out.len() >= WRITE_CHUNK && write_out(&mut wr, &mut out, &output).await.is_err() {
                 output.close();
                 return;
@@ -584,7 +620,7 @@ async fn requests(
             if let Served::Cluster(node) = &served {
                 // replicated: each reply is final when produced (writes committed, reads checked)
                 let replies = node.execute(std::mem::take(&mut batch), &mut session, stats, output).await?;
-                let out = Outgoing { replies, wrote: Vec::new(), durable: None, close };
+                let out = Outgoing { pipelined: replies.len() > 1, replies, wrote: Vec::new(), durable: None, close };
                 guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
             }
             while !batch.is_empty() {
@@ -604,6 +640,7 @@ async fn requests(
                         }
                     }
                 };
+                let pipelined = n - rest.len() > 1;
                 batch = rest;
                 let durable = if wrote.is_empty() {
                     None
@@ -611,7 +648,7 @@ async fn requests(
                     ServerStats::bump(&stats.durable_waits);
                     durable.wait(engine)
                 };
-                let out = Outgoing { replies, wrote, durable, close: close && batch.is_empty() };
+                let out = Outgoing { replies, pipelined, wrote, durable, close: close && batch.is_empty() };
                 guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
                 if !batch.is_empty() {
                     // let the writer (woken on this worker) start on this piece before the next
@@ -626,7 +663,8 @@ async fn requests(
             ServerStats::bump(&stats.protocol_errors);
             let r = Reply::error(&e);
             output.produce(r.encoded_len())?;
-            let _ = guarded(output, tx.send(Outgoing { replies: vec![r], wrote: Vec::new(), durable: None, close: true })).await?;
+            let out = Outgoing { replies: vec![r], pipelined: false, wrote: Vec::new(), durable: None, close: true };
+            let _ = guarded(output, tx.send(out)).await?;
             return Ok(());
         }
         if full {
