@@ -629,24 +629,25 @@ def _best_in_class(
         k_order = tab.share[order]
         fin = np.flatnonzero(np.isfinite(ub))
         compiled = numba_search()
-        if compiled is not None:  # the blocks below as loops, without the levels x columns masks
-            least_copy, least_share, some = compiled.floor_level_bounds(
-                fin, last, qub, w_order, copy_order, k_order, floor.at_least * (1 - TIE_TOL)
-            )
+        need = floor.at_least * (1 - TIE_TOL)
+        pos = np.arange(order.size)
+        # the levels' least cost of a copy and share over the columns they may use: compiled, as
+        # loops over every level at once; the reference in blocks, each a levels x columns mask
+        # (the same products as one by one)
+        step = max(fin.size, 1) if compiled is not None else FLOOR_BLOCK
+        for s in range(0, fin.size, step):
+            li = fin[s : s + step]
+            if compiled is not None:
+                least_copy, least_share, some = compiled.floor_level_bounds(
+                    li, last, qub, w_order, copy_order, k_order, need
+                )
+            else:
+                ok = (pos[None, :] <= last[li][:, None]) & (w_order[None, :] * qub[li][:, None] >= need)
+                least_copy = np.where(ok, copy_order[None, :], math.inf).min(axis=1)
+                least_share = np.where(ok, k_order[None, :], math.inf).min(axis=1)
+                some = ok.any(axis=1)
             q2 = np.minimum(max(rhs0, 0.0) / least_copy, tab.max_cluster / least_share)
             fine = some & (q2 >= Q_MIN * (1 - TIE_TOL))
-            ub[fin] = np.where(fine, np.minimum(levels[fin] * q2, by_rates[fin]), -math.inf)
-        # the levels in blocks, each a levels x columns mask (the same products as one by one)
-        pos = np.arange(order.size)
-        for s in range(0, fin.size if compiled is None else 0, FLOOR_BLOCK):
-            li = fin[s : s + FLOOR_BLOCK]
-            ok = (pos[None, :] <= last[li][:, None]) & (
-                w_order[None, :] * qub[li][:, None] >= floor.at_least * (1 - TIE_TOL)
-            )
-            least_copy = np.where(ok, copy_order[None, :], math.inf).min(axis=1)
-            least_share = np.where(ok, k_order[None, :], math.inf).min(axis=1)
-            q2 = np.minimum(max(rhs0, 0.0) / least_copy, tab.max_cluster / least_share)
-            fine = ok.any(axis=1) & (q2 >= Q_MIN * (1 - TIE_TOL))
             ub[li] = np.where(fine, np.minimum(levels[li] * q2, by_rates[li]), -math.inf)
     searched = 0
     packs: dict[bytes, tuple[float, _Pack]] = {}  # an item set's largest capacity above a beat
