@@ -9,28 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost_models.cloud import SlaTerms
 from solver import bottleneck, knapsack
 from solver.bottleneck import ColumnTable, Floor, _cheapest_as_fast, cluster_value
+from tests.random_tables import random_table
 
 #: Random instances compared.
 CASES = 600
 
 
-def _table(rng: np.random.Generator, n: int) -> ColumnTable:
-    cost = rng.choice([9.0, 10.0, 12.0, 15.0, 20.0, 30.0], n) * rng.choice([1.0, 1.0, 1.0 + 1e-7], n)
-    share = rng.choice([1.0, 2.0, 3.0, 5.0, 8.0], n)
-    x = rng.choice([1.0, 2.0, 3.0, 4.0, 6.0], n) * share
-    p = x * rng.uniform(0.3, 1.0, n)
-    support = ((0.1, 5.0),) if rng.random() < 0.3 else ()
-    terms = SlaTerms(float(rng.choice([0.0, 3.0])), float(rng.choice([0.0, 1.0])), 0.0, support, 1, ())
-    tab = ColumnTable("aws", [], terms, int(rng.integers(4, 30)), cost, x, p, share, terms.fixed)
-    tab.group = rng.integers(0, 4, n).astype(np.int64)
-    return tab
-
-
 def _case(rng: np.random.Generator) -> tuple[ColumnTable, Floor | None, list[tuple[int, int]], list[float], float]:
-    tab = _table(rng, int(rng.integers(2, 50)))
+    tab = random_table(rng, int(rng.integers(2, 50)))
     # a start: one column alone at the nodes that hold the data; as fast as itself
     i = int(rng.integers(tab.share.size))
     nodes = [(i, int(np.ceil(tab.share[i])) + int(rng.integers(0, 3)))]

@@ -7,25 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost_models.cloud import SlaTerms
 from solver import knapsack
-from solver.bottleneck import ColumnTable, Floor, _best_in_class
+from solver.bottleneck import Floor, _best_in_class
 from specs.vocab import Objective
+from tests.random_tables import random_table
 
 #: Random instances compared per seed.
 CASES = 150
-
-
-def _table(rng: np.random.Generator, n: int) -> ColumnTable:
-    cost = rng.choice([9.0, 10.0, 12.0, 15.0, 20.0, 30.0], n) * rng.choice([1.0, 1.0, 1.0 + 1e-7], n)
-    share = rng.choice([1.0, 2.0, 3.0, 5.0, 8.0], n)
-    x = rng.choice([1.0, 2.0, 3.0, 4.0, 6.0], n) * share
-    p = x * rng.uniform(0.3, 1.0, n)
-    support = ((0.1, 5.0),) if rng.random() < 0.3 else ()
-    terms = SlaTerms(float(rng.choice([0.0, 3.0])), float(rng.choice([0.0, 1.0])), 0.0, support, 1, ())
-    tab = ColumnTable("aws", [], terms, int(rng.integers(4, 30)), cost, x, p, share, terms.fixed)
-    tab.group = rng.integers(0, 4, n).astype(np.int64)
-    return tab
 
 
 @pytest.mark.parametrize("seed", [5201, 5202])
@@ -35,7 +23,7 @@ def test_the_compiled_floor_round_searches_as_the_reference(seed: int) -> None:
     rng = np.random.default_rng(seed)
     answered = 0
     for _ in range(CASES):
-        tab = _table(rng, int(rng.integers(2, 60)))
+        tab = random_table(rng, int(rng.integers(2, 60)))
         budget = float(rng.choice([100.0, 300.0, 1000.0]))
         floor = Floor(tab.p, float(rng.uniform(0.5, 40.0)))
         mask = rng.random(tab.share.size) < 0.9

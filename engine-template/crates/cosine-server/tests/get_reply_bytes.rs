@@ -8,22 +8,12 @@ mod common;
 use common::{client, design, InProcess};
 use cosine_config::presets::Preset;
 use cosine_config::WalSync;
+use cosine_server::client::encode_request as request;
 use cosine_server::{Reply, ServerConfig, ServerError};
 use cosine_tests::TempDir;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-
-/// A request in RESP's array form.
-fn request(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
 
 /// The bulk reply of `v` as Redis writes it.
 fn bulk(v: &[u8]) -> Vec<u8> {
