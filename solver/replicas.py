@@ -24,7 +24,6 @@ import numpy as np
 
 from cost_models.pricing.catalog import Catalog
 from cost_models.replication import node_spec, plans
-from solver import knapsack
 from solver.backends import Backend
 from solver.band_cache import BandCache
 from solver.frontier import Frontier, Point, baselines, cheapest, finish_frontier, start_frontier
@@ -72,16 +71,8 @@ def plan_tables(
     """The design tables of every plan (solver.tables.build_tables on its node view), built together
     (solver.tables.build_many: a shard size the plans' node views evaluate alike is evaluated once)."""
     views = plan_specs(spec, catalog, providers)
-    # tables built by a pool are a cold solve's: its frontier's band searches will load the compiled
-    # knapsacks (solver.frontier._prefetch), which this process does while the pool works (~0.9 s of
-    # CPU on the critical path otherwise: numba's cached code of the searches, stop 66)
     tables = build_many(
-        [(node, provs) for _, node, provs in views],
-        catalog,
-        workers=workers,
-        presets=presets,
-        cache=cache,
-        meanwhile=knapsack.load,
+        [(node, provs) for _, node, provs in views], catalog, workers=workers, presets=presets, cache=cache
     )
     return [PlanTables(plan, node, provs, t) for (plan, node, provs), t in zip(views, tables, strict=True)]
 

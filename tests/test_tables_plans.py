@@ -82,19 +82,3 @@ def test_plans_that_read_the_mix_differently_are_not_shared() -> None:
     assert shares_io(a, mix({"get": 0.3, "update": 0.7}))  # no inserts either: only the totals differ
     assert not shares_io(a, mix({"get": 0.5, "insert": 0.1, "update": 0.4}))
     assert not shares_io(a, dataclasses.replace(a, noise=0.1))
-
-
-def test_meanwhile_runs_while_a_pool_builds_and_only_then() -> None:
-    """build_many's ``meanwhile`` (a cold solve loads the frontier's compiled searches there) runs
-    once while a pool of workers builds the tables, and not when one process builds them or
-    nothing is built; the tables are the same either way."""
-    cat = small_catalog("ondemand")
-    views = _views("{get: 0.5, update: 0.5}")
-    calls: list[int] = []
-    pooled = TB.build_many([(v, ("aws",)) for v in views], cat, workers=2, meanwhile=lambda: calls.append(1))
-    assert calls == [1]
-    alone = TB.build_many([(v, ("aws",)) for v in views], cat, workers=1, meanwhile=lambda: calls.append(2))
-    assert calls == [1], "one process: nothing to overlap"
-    assert [_rows(t) for t in pooled] == [_rows(t) for t in alone]
-    TB.build_many([], cat, workers=2, meanwhile=lambda: calls.append(3))
-    assert calls == [1], "nothing to build"

@@ -365,13 +365,11 @@ def build_many(
     max_cluster: int | None = None,
     cache: TableCache | None = None,
     phi: PhiTable | None = None,
-    meanwhile: Callable[[], object] | None = None,
 ) -> list[Tables]:
     """:func:`build_tables` of each (spec, providers) of ``items`` (the replication plans' node
     views, solver.replicas), in one pool: a shard size the specs evaluate alike is one job
     (:func:`plan_groups`, :func:`shard_job`). Each spec's tables, and its part of the cache, are
-    those :func:`build_tables` gives it alone. ``meanwhile``: what this process does while a pool
-    builds them (it would only wait), called only then."""
+    those :func:`build_tables` gives it alone."""
     table = shipped_or(phi)
     if phi is not None:
         cache = None
@@ -389,10 +387,7 @@ def build_many(
         _prime(catalog, [vm for job in jobs for vm in job[4]])
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
-            pending = ex.map(shard_job, jobs)
-            if meanwhile is not None:
-                meanwhile()
-            results = list(pending)
+            results = list(ex.map(shard_job, jobs))
     else:
         results = [shard_job(j) for j in jobs]
     computed: list[dict[str, dict[tuple[str, int], list[Context]]]] = [{p: {} for p in pl.provs} for pl in plans]
