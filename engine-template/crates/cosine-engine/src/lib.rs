@@ -465,14 +465,13 @@ impl Engine {
     fn lookup_with<R>(&self, k: &[u8], io: &IoCounter, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<(bool, R)> {
         let f = |v: Option<&[u8]>| (v.is_some(), f(v));
         let sv = self.snapshot();
-        let f = match sv.mem.get_with(k, f) {
+        let mut f = match sv.mem.get_with(k, f) {
             Ok(r) => {
                 self.inner.stats.buffer_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(r);
             }
             Err(f) => f,
         };
-        let mut f = f;
         for m in &sv.imms {
             f = match m.get_with(k, f) {
                 Ok(r) => {
