@@ -8,7 +8,9 @@ use cosine_compaction::{apply_compaction_result, Applied, Merge, MergeOutput, Ta
 use cosine_config::{Config, FilterGranularity, MergePolicy};
 use cosine_core::{hash64, Error, IoCounter, KvIterator, MergingIterator, Result};
 use cosine_filter::Bloom;
-use cosine_run::{run_filter_path, table_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions};
+use cosine_run::{
+    run_filter_path, table_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions, WarmSpans, Warmed,
+};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -105,14 +107,14 @@ pub fn execute(
         .map(|run| run.iter().map(|f| table(&tables, f.id)).collect::<Result<Vec<_>>>())
         .collect::<Result<Vec<_>>>()?;
     let mut w = Writer { ctx, ids, io, created: Vec::new() };
-    let (written, hashes) = if m.trivial_move {
+    let (written, hashes, warmed) = if m.trivial_move {
         // Relink: no bytes move. A file entering a cold level drops its in-memory parts.
         if !ctx.cfg.is_hot(t) {
             for f in inputs.iter().flatten().filter(|f| f.is_hot()) {
                 tables.insert(f.id, f.to_cold());
             }
         }
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Warmed::default())
     } else {
         w.merge(m, &inputs, buffer)?
     };
@@ -123,6 +125,10 @@ pub fn execute(
         Target::NewRun => *output.new_run.insert(w.ids.id()),
     };
     let Applied { state, removed } = apply_compaction_result(&snapshot, m, &output)?;
+    if let Some(cache) = ctx.cache {
+        // the inputs' cached blocks make way for the output's that hold their keys (cosine_run::warm)
+        warmed.install(cache, &removed.iter().copied().collect());
+    }
 
     // The next tree: unchanged runs are shared, runs that lost source files keep
     // their filter (keys that left are harmless extra positives), the target run
@@ -183,9 +189,10 @@ impl Drop for Writer<'_> {
 
 impl Writer<'_> {
     /// Merges the frozen `buffer` and the `inputs` (runs in priority order) into
-    /// new files for the target level. Returns them (in key order) and, when the
-    /// target level keeps run filters, the hashes of the keys written.
-    fn merge(&mut self, m: &Merge, inputs: &[Vec<Arc<Table>>], buffer: Option<&MemTable>) -> Result<(Vec<Arc<Table>>, Vec<u64>)> {
+    /// new files for the target level. Returns them (in key order), when the
+    /// target level keeps run filters the hashes of the keys written, and the blocks written
+    /// over keys whose input blocks the cache held (cosine_run::warm).
+    fn merge(&mut self, m: &Merge, inputs: &[Vec<Arc<Table>>], buffer: Option<&MemTable>) -> Result<(Vec<Arc<Table>>, Vec<u64>, Warmed)> {
         let MergeCtx { dir, cfg, cache } = self.ctx;
         let t = m.target_level;
         let mut iters: Vec<Box<dyn KvIterator + Send>> = Vec::new();
@@ -211,6 +218,8 @@ impl Writer<'_> {
         let mut outputs = Vec::new();
         let mut hashes = Vec::new();
         let mut builder: Option<TableBuilder> = None;
+        let warm = cache.as_ref().and_then(|c| WarmSpans::of_inputs(c, inputs.iter().flatten())).map(Arc::new);
+        let mut warmed = Warmed::default();
         while it.valid() {
             let v = it.value();
             if v.is_some() || !m.drop_tombstones {
@@ -219,6 +228,9 @@ impl Writer<'_> {
                     self.created.push(table_path(dir, id));
                     let mut b = TableBuilder::create(dir, id, opts.clone(), self.io)?;
                     b.set_seqs(oldest_flush, merge_seq);
+                    if let Some(w) = &warm {
+                        b.warm_from(w.clone());
+                    }
                     builder = Some(b);
                 }
                 if let Some(b) = builder.as_mut() {
@@ -228,7 +240,9 @@ impl Writer<'_> {
                     }
                     if b.entries() as usize >= cfg.algorithms.file_entries {
                         if let Some(b) = builder.take() {
-                            outputs.push(b.finish(cache.clone())?);
+                            let (f, blocks) = b.finish_warm(cache.clone())?;
+                            outputs.push(f);
+                            warmed.extend(blocks);
                         }
                     }
                 }
@@ -236,9 +250,11 @@ impl Writer<'_> {
             it.next()?;
         }
         if let Some(b) = builder.take() {
-            outputs.push(b.finish(cache.clone())?);
+            let (f, blocks) = b.finish_warm(cache.clone())?;
+            outputs.push(f);
+            warmed.extend(blocks);
         }
-        Ok((outputs, hashes))
+        Ok((outputs, hashes, warmed))
     }
 
     /// The run filter of the target run, now holding `files`; `old` is the run

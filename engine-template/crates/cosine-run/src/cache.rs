@@ -6,7 +6,7 @@
 use crate::block::Block;
 use cosine_fence::Fences;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A cached block.
@@ -143,6 +143,48 @@ impl BlockCache {
         s.map.insert((file, offset), i);
         s.used += charge;
     }
+
+    /// The offsets of the data blocks of each of `files` the cache holds (one pass over every
+    /// shard): what a merge of those files carries over to its output ([`crate::warm`]).
+    pub fn data_blocks_of(&self, files: &HashSet<u64>) -> HashMap<u64, Vec<u64>> {
+        let mut out: HashMap<u64, Vec<u64>> = HashMap::new();
+        if files.is_empty() {
+            return out;
+        }
+        for shard in &self.shards {
+            let s = shard.lock();
+            for slot in s.slots.iter().flatten() {
+                if files.contains(&slot.id.0) && matches!(slot.block, Cached::Data(_)) {
+                    out.entry(slot.id.0).or_default().push(slot.id.1);
+                }
+            }
+        }
+        out
+    }
+
+    /// Drops every cached block of `files` (a merge's inputs, once its output replaced them):
+    /// their room goes to live blocks instead of waiting for the clock hand.
+    pub fn forget(&self, files: &HashSet<u64>) {
+        if files.is_empty() {
+            return;
+        }
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            let dead: Vec<(BlockId, usize)> = s.map.iter().filter(|(id, _)| files.contains(&id.0)).map(|(id, i)| (*id, *i)).collect();
+            for (id, i) in dead {
+                s.map.remove(&id);
+                if let Some(slot) = s.slots[i].take() {
+                    s.used -= slot.charge;
+                    s.free.push(i);
+                }
+            }
+        }
+    }
+
+    /// Bytes held (tests and stats).
+    pub fn used_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().used).sum()
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +211,25 @@ mod tests {
         }
         let total: usize = cache.shards.iter().map(|s| s.lock().used).sum();
         assert!(total <= per * 4 * SHARDS);
+    }
+
+    #[test]
+    fn lists_and_forgets_the_blocks_of_files() {
+        let blk = block(100);
+        let cache = BlockCache::new(1 << 20, 1).expect("cache");
+        for (f, o) in [(1u64, 0u64), (1, 40), (2, 0), (3, 7)] {
+            cache.insert(f, o, Cached::Data(blk.clone()));
+        }
+        let want: HashSet<u64> = [1, 3].into_iter().collect();
+        let mut of = cache.data_blocks_of(&want);
+        of.values_mut().for_each(|v| v.sort_unstable());
+        assert_eq!(of, HashMap::from([(1, vec![0, 40]), (3, vec![7])]));
+        cache.forget(&want);
+        assert!(cache.get(1, 0).is_none() && cache.get(1, 40).is_none() && cache.get(3, 7).is_none());
+        assert!(cache.get(2, 0).is_some());
+        assert_eq!(cache.used_bytes(), blk.charge());
+        cache.insert(4, 0, Cached::Data(blk.clone())); // a freed slot is reused
+        assert!(cache.get(4, 0).is_some());
     }
 
     #[test]

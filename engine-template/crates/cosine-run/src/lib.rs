@@ -12,9 +12,11 @@ pub mod cache;
 pub mod hit;
 pub mod run;
 pub mod table;
+pub mod warm;
 
 pub use block::{Block, BlockBuilder};
 pub use cache::BlockCache;
 pub use hit::Hit;
 pub use run::{read_run_filter, run_filter_path, write_run_filter, Run, RunIter};
 pub use table::{table_path, FilterKind, Table, TableBuilder, TableIter, TableOptions};
+pub use warm::{WarmSpans, Warmed};

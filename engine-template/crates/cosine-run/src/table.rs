@@ -11,6 +11,7 @@
 use crate::block::{Block, BlockBuilder};
 use crate::cache::{BlockCache, Cached};
 use crate::hit::Hit;
+use crate::warm::{WarmSpans, Warmed};
 use cosine_compress::Codec;
 use cosine_core::io::BlockKind;
 use cosine_core::{Decoder, Encoder, Error, IoCounter, KvIterator, Result, Value};
@@ -147,6 +148,9 @@ pub struct TableBuilder<'a> {
     max_key: Vec<u8>,
     seqs: (u64, u64),
     io: &'a IoCounter,
+    /// The spans whose blocks are decoded as they are written ([`TableBuilder::warm_from`]).
+    warm: Option<Arc<WarmSpans>>,
+    warmed: Warmed,
 }
 
 impl<'a> TableBuilder<'a> {
@@ -175,7 +179,15 @@ impl<'a> TableBuilder<'a> {
             max_key: Vec::new(),
             seqs: (0, 0),
             io,
+            warm: None,
+            warmed: Warmed::default(),
         })
+    }
+
+    /// Decodes each data block written that holds a key of `spans`, for the cache
+    /// ([`TableBuilder::finish_warm`], crate::warm).
+    pub fn warm_from(&mut self, spans: Arc<WarmSpans>) {
+        self.warm = Some(spans);
     }
 
     /// Records the flush sequence of the oldest input and the sequence of this merge.
@@ -234,9 +246,15 @@ impl<'a> TableBuilder<'a> {
         if self.block.count() == 0 {
             return Ok(());
         }
-        let bytes = cosine_compress::seal(self.opts.codec, &self.block.finish())?;
+        let raw = self.block.finish();
+        let bytes = cosine_compress::seal(self.opts.codec, &raw)?;
         let h = self.write(&bytes)?;
         self.io.wrote(BlockKind::Data, 1, bytes.len() as u64);
+        // (max_key is the block's last key here: keys arrive ascending)
+        if self.warm.as_ref().is_some_and(|w| w.covers(&self.block_first, &self.max_key)) {
+            let what = format!("file {} block at {} (written)", self.path.display(), h.offset);
+            self.warmed.push(self.id, h.offset, Arc::new(Block::decode(raw, self.opts.key_len, &what)?));
+        }
         let first = std::mem::take(&mut self.block_first);
         self.fences.push(&first, h);
         self.block_first = first;
@@ -248,7 +266,13 @@ impl<'a> TableBuilder<'a> {
     }
 
     /// Completes the file (filter, index, meta, footer), fsyncs it and opens it.
-    pub fn finish(mut self, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
+    pub fn finish(self, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
+        self.finish_warm(cache).map(|(t, _)| t)
+    }
+
+    /// [`TableBuilder::finish`], with the blocks [`TableBuilder::warm_from`]'s spans covered,
+    /// decoded (not yet cached: crate::warm).
+    pub fn finish_warm(mut self, cache: Option<Arc<BlockCache>>) -> Result<(Arc<Table>, Warmed)> {
         self.finish_block()?;
         if self.entries == 0 {
             return Err(Error::InvalidArgument("empty file".into()));
@@ -331,7 +355,7 @@ impl<'a> TableBuilder<'a> {
         file.sync_all().map_err(|e| Error::io(&self.path, e))?;
         let data_blocks = self.fences.len() as u64;
         let hot = self.opts.hot.then(|| Hot { fences: Arc::new(self.fences), filter: filter_parts, range });
-        Ok(Arc::new(Table {
+        let table = Arc::new(Table {
             id: self.id,
             path: self.path,
             file: Arc::new(file),
@@ -351,7 +375,8 @@ impl<'a> TableBuilder<'a> {
             range_handle,
             hot,
             cache,
-        }))
+        });
+        Ok((table, self.warmed))
     }
 }
 
@@ -516,6 +541,34 @@ impl Table {
             hot: None,
             cache: self.cache.clone(),
         })
+    }
+
+    /// The key spans of this file's data blocks at `offsets` (crate::warm): block i holds keys
+    /// from its first key up to block i + 1's (exclusive), the last block up to the file's
+    /// largest key (inclusive). Only a hot file knows them without reading its index blocks: a cold one
+    /// gives none.
+    pub fn block_spans(&self, offsets: &[u64]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        let Some(h) = &self.hot else { return Vec::new() };
+        let f = &h.fences;
+        let n = f.len();
+        let mut out = Vec::with_capacity(offsets.len());
+        for &off in offsets {
+            // the blocks lie in the file in key order, so their offsets ascend with their index
+            let (mut lo, mut hi) = (0usize, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if f.handle(mid).offset < off {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            if lo < n && f.handle(lo).offset == off {
+                let end = if lo + 1 < n { Some(f.key(lo + 1).to_vec()) } else { crate::warm::key_after(&self.max_key) };
+                out.push((f.key(lo).to_vec(), end));
+            }
+        }
+        out
     }
 
     /// True if fence pointers (and filters) are held in memory.
