@@ -51,7 +51,7 @@ from specs.vocab import WorkloadKind
 #: twice the data holds it all and buys nothing more. Under overwrites there is no such top (stop 63):
 #: the engine's put limit flushes a buffer that holds every key every buffer_put_limit x E_B puts
 #: (cost_models.layout.flush_window), so a larger one flushes less. ycsb_a's answer took a 256 GiB
-#: buffer, 5x its shard (5.94 M ops/s); with the top at 2x it took a tiered T 64 design at 3.75 M, at
+#: buffer, 5x its shard (5.94 M ops/s at stop 63); with the top at 2x it took a tiered T 64 design at 3.75 M, at
 #: 4x 5.06 M, at 16x the fig. 5 test's RocksDB preset (a 1 GB buffer on ~60 MB shards) was outside
 #: the grid. Its tables took 5.9 s at 4x, 7.0 at 16x, 10.8 without a top (one run each).
 MAX_BUFFER_DATA_RATIO = 2.0
