@@ -57,7 +57,7 @@ from solver.model import (
 )
 from solver.rundir import LogRecord, NeighbourDown, Neighbours, NeighbourUp
 from solver.tables.context import Context, Tables
-from specs.io import to_record
+from specs.io import to_record, write_text_unless_same
 from specs.schema import ReplicaPlan, Spec
 from specs.vocab import Method, Provider, SolverStatus
 
@@ -561,7 +561,7 @@ def _solve_objective(
                 pt.objective = objective
                 note = f"excluded by {rule}" if rule else "infeasible: no configuration fits this budget"
         if log is not None and note:
-            log.write_text(note + "\n")
+            write_text_unless_same(log, note + "\n")
         if objective == Objective.ROBUST and not pt.carried:
             pt.floor_ops = floor_k / X_SCALE
         fr.robust_carried += int(pt.carried and objective == Objective.ROBUST)

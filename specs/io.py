@@ -130,6 +130,22 @@ def write_text(path: Path, text: str) -> Path:
     return write_bytes(path, text.encode())
 
 
+def write_text_unless_same(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` (not atomically) unless the file already holds exactly it; whether
+    it wrote. A re-solve into the same run directory rewrites ~1,000 one-line band logs
+    (solver.frontier) that mostly say what they said: reading one back costs ~10 µs, truncating and
+    rewriting it ~70 µs on ext4, 16 % of a warm ycsb_a re-solve in process (docs/journal/s43-s51.md
+    §39.5)."""
+    data = text.encode()
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.write_bytes(data)
+    return True
+
+
 def row_version(row_type: type) -> int:
     """A row type's format version: its ``VERSION`` class variable (1 if it has none)."""
     return int(getattr(row_type, "VERSION", 1))

@@ -258,3 +258,31 @@ def test_a_cold_solve_searches_its_bands_in_worker_processes(tmp_path, runner, m
     logs = [p.read_text() for p in (tmp_path / "two" / "solver").rglob("band*.log")]
     assert any(PREFETCHED in text for text in logs) and not any(READ_BACK in text for text in logs)
     assert not (tmp_path / "cache").exists()  # --no-cache: nothing written
+
+
+def test_a_re_solve_into_its_run_directory_rewrites_only_the_band_logs_that_changed(tmp_path, runner, tiny):
+    args = _args(tiny)
+    _solve(runner, args, tmp_path / "run")
+    _solve(runner, args, tmp_path / "run")  # warm: every log now says it was read back
+    logs = sorted((tmp_path / "run" / "solver").rglob("band*.log"))
+    assert logs
+    before = {p: (p.stat().st_mtime_ns, p.read_text()) for p in logs}
+    changed = logs[0]
+    changed.write_text("a note from another solve\n")
+    stamp = changed.stat().st_mtime_ns
+    _solve(runner, args, tmp_path / "run")
+    for p in logs:
+        if p != changed:
+            assert (p.stat().st_mtime_ns, p.read_text()) == before[p], f"{p.name} rewritten with the same text"
+    assert changed.read_text() == before[changed][1] and changed.stat().st_mtime_ns >= stamp
+
+
+def test_write_text_unless_same(tmp_path):
+    from specs.io import write_text_unless_same
+
+    p = tmp_path / "x.log"
+    assert write_text_unless_same(p, "one\n") and p.read_text() == "one\n"
+    assert not write_text_unless_same(p, "one\n")
+    assert write_text_unless_same(p, "two\n") and p.read_text() == "two\n"
+    assert write_text_unless_same(p, "twx\n") and p.read_text() == "twx\n"  # same size, other text
+    assert write_text_unless_same(p, "two!\n") and p.read_text() == "two!\n"
