@@ -268,6 +268,9 @@ class Frontier:
     headline: dict[str, list[Point]] = field(default_factory=dict)
     floors: dict[str, np.ndarray] = field(default_factory=dict)  # per provider, its own robust floor (kops)
     tables: dict[str, ColumnTable | None] = field(default_factory=dict)  # per provider, its columns
+    #: the band cache the frontier's searches read back through (None: no cache), which
+    #: :func:`cheapest` over its tables shares (solver.replicas.cheapest_of_plans)
+    answers: BandCache | None = None
 
     @property
     def robust(self) -> bool:
@@ -651,6 +654,7 @@ def start_frontier(
         reevals.load(spec)
     if answers is not None:
         answers.load(spec)
+    fr.answers = answers
     if logdir is None and out_dir is not None:
         logdir = out_dir / "solver"
     if logdir is not None:
@@ -860,6 +864,7 @@ def cheapest(
     exact: Reevaluations | None = None,
     defer: bool = False,
     answers: BandCache | None = None,
+    columns: dict[str, ColumnTable | None] | None = None,
 ) -> Point | None:
     """The cheapest configuration overall (or reaching ``min_throughput`` ops/s on the expected
     workload, and the latency target): solver.bottleneck.cheapest_reaching per provider;
@@ -867,7 +872,9 @@ def cheapest(
     cluster is asked for first and all are re-evaluated at once; with ``defer`` only asked for:
     the point returned is then completed by ``exact.certify`` after ``exact.resolve()``);
     ``answers``: the band cache, through which each provider's search is read back when the same
-    table asked for the same throughput before (BandCache.cheapest_reaching)."""
+    table asked for the same throughput before (BandCache.cheapest_reaching); ``columns``: the
+    providers' column tables when the caller has them (a frontier's ``tables``, built from the same
+    contexts), else each is built here."""
     provs = providers or tuple(tables.contexts)
     best: Point | None = None
     target = max(latency_target_kops(spec), (0.0 if min_throughput is None else min_throughput) * X_SCALE)
@@ -875,7 +882,7 @@ def cheapest(
         ctx = tables.contexts.get(p, [])
         if not ctx:
             continue
-        tab = table if table is not None and table.provider == p else None
+        tab = table if table is not None and table.provider == p else (columns or {}).get(p)
         tab = tab or column_table(spec, catalog, ctx, p, tables.max_cluster)
         t0 = time.perf_counter()
         if answers is None:

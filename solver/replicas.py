@@ -86,10 +86,13 @@ class PlanFrontiers:
     stores: list[ReevalCache | None]
 
     def save(self) -> None:
-        """Write each plan's re-evaluations found since its frontier (the cheapest clusters) back."""
-        for (run, _), store in zip(self.per_plan, self.stores, strict=True):
+        """Write back what each plan found since its frontier (the cheapest clusters' searches and
+        their re-evaluations): its band cache and its re-evaluations (each a no-op without new entries)."""
+        for (run, fr), store in zip(self.per_plan, self.stores, strict=True):
             if store is not None:
                 store.save(run.spec)
+            if fr.answers is not None:
+                fr.answers.save(run.spec)
 
     def node_spec(self, plan: ReplicaPlan) -> Spec:
         """The node view a point of ``plan`` serves."""
@@ -218,11 +221,19 @@ def cheapest_of_plans(
         provs = run.providers if providers is None else tuple(p for p in run.providers if p in providers)
         if not provs:
             continue
-        exact = None
-        if frontiers is not None:
-            exact = next(fr.exact for r, fr in frontiers.per_plan if r.plan == run.plan)
+        # a plan's frontier lends its re-evaluations, column tables and band cache (its searches
+        # for the same throughput are read back: the lowest bill is each provider's floor it found)
+        fr = None if frontiers is None else next(f for r, f in frontiers.per_plan if r.plan == run.plan)
         pt = cheapest(
-            run.spec, catalog, run.tables, backend, min_throughput=min_throughput, providers=provs, exact=exact
+            run.spec,
+            catalog,
+            run.tables,
+            backend,
+            min_throughput=min_throughput,
+            providers=provs,
+            exact=None if fr is None else fr.exact,
+            answers=None if fr is None else fr.answers,
+            columns=None if fr is None else fr.tables,
         )
         if pt is not None and pt.chosen is not None:
             pt.plan = run.plan

@@ -650,7 +650,7 @@ def run_solve(
             band_count=bands,
         ),
     )
-    pf.save()  # the re-evaluations of the cheapest clusters found after the frontier
+    pf.save()  # the cheapest clusters found after the frontier: their searches and re-evaluations
     write_run(out_dir, fr, solution, spec.workload.operations)
     return SolveRun(spec, fr, answer, solution, out_dir, pf, timings)
 

@@ -16,6 +16,7 @@ import pytest
 
 import solver.band_cache
 import solver.bottleneck
+import solver.frontier
 from solver.band_cache import CODE_FILES, PREFETCHED, READ_BACK, BandCache, band_key
 from solver.bottleneck import ColumnTable, Floor, best_within
 from specs.vocab import Objective
@@ -286,3 +287,19 @@ def test_write_text_unless_same(tmp_path):
     assert write_text_unless_same(p, "two\n") and p.read_text() == "two\n"
     assert write_text_unless_same(p, "twx\n") and p.read_text() == "twx\n"  # same size, other text
     assert write_text_unless_same(p, "two!\n") and p.read_text() == "two!\n"
+
+
+def test_the_cheapest_answers_use_the_frontiers_tables(tmp_path, runner, monkeypatch, tiny):
+    """The cheapest clusters (the lowest bill, the one meeting the need) are searched on the column
+    tables their plan's frontier built (solver.replicas.cheapest_of_plans): each provider's table of
+    a plan is built once a solve."""
+    built: list[tuple[str, int]] = []
+    real = solver.frontier.column_table
+
+    def counted(spec, catalog, contexts, provider, max_cluster):
+        built.append((provider, id(contexts)))
+        return real(spec, catalog, contexts, provider, max_cluster)
+
+    monkeypatch.setattr(solver.frontier, "column_table", counted)
+    _solve(runner, [*_args(tiny), "--no-cache"], tmp_path / "run")
+    assert built and len(built) == len(set(built)), built
