@@ -10,6 +10,7 @@ use cosine_core::{hash64, Error, IoCounter, KvIterator, MergingIterator, Result}
 use cosine_filter::Bloom;
 use cosine_run::{
     run_filter_path, table_path, write_run_filter, BlockCache, FilterKind, Run, Table, TableBuilder, TableOptions, WarmSpans, Warmed,
+    WARM_MAX_BYTES,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -125,10 +126,6 @@ pub fn execute(
         Target::NewRun => *output.new_run.insert(w.ids.id()),
     };
     let Applied { state, removed } = apply_compaction_result(&snapshot, m, &output)?;
-    if let Some(cache) = ctx.cache {
-        // the inputs' cached blocks make way for the output's that hold their keys (cosine_run::warm)
-        warmed.install(cache, &removed.iter().copied().collect());
-    }
 
     // The next tree: unchanged runs are shared, runs that lost source files keep
     // their filter (keys that left are harmless extra positives), the target run
@@ -163,6 +160,10 @@ pub fn execute(
     let mut dead: Vec<u64> = filter_ids(tree).into_iter().filter(|id| !live.contains(id)).collect();
     dead.sort_unstable();
     obsolete.extend(dead.into_iter().map(|id| run_filter_path(dir, id)));
+    if let Some(cache) = ctx.cache {
+        // the inputs' cached blocks make way for the output's that hold their keys (cosine_run::warm)
+        warmed.install(cache, &removed.iter().copied().collect());
+    }
     Ok(MergeOutcome { tree: tree_next, obsolete, created: std::mem::take(&mut w.created) })
 }
 
@@ -229,7 +230,7 @@ impl Writer<'_> {
                     let mut b = TableBuilder::create(dir, id, opts.clone(), self.io)?;
                     b.set_seqs(oldest_flush, merge_seq);
                     if let Some(w) = &warm {
-                        b.warm_from(w.clone());
+                        b.warm_from(w.clone(), WARM_MAX_BYTES.saturating_sub(warmed.bytes()));
                     }
                     builder = Some(b);
                 }

@@ -19,4 +19,4 @@ pub use cache::BlockCache;
 pub use hit::Hit;
 pub use run::{read_run_filter, run_filter_path, write_run_filter, Run, RunIter};
 pub use table::{table_path, FilterKind, Table, TableBuilder, TableIter, TableOptions};
-pub use warm::{WarmSpans, Warmed};
+pub use warm::{WarmSpans, Warmed, WARM_MAX_BYTES};

@@ -148,8 +148,9 @@ pub struct TableBuilder<'a> {
     max_key: Vec<u8>,
     seqs: (u64, u64),
     io: &'a IoCounter,
-    /// The spans whose blocks are decoded as they are written ([`TableBuilder::warm_from`]).
-    warm: Option<Arc<WarmSpans>>,
+    /// The spans whose blocks are decoded as they are written, and the most bytes of them
+    /// ([`TableBuilder::warm_from`]).
+    warm: Option<(Arc<WarmSpans>, usize)>,
     warmed: Warmed,
 }
 
@@ -184,10 +185,10 @@ impl<'a> TableBuilder<'a> {
         })
     }
 
-    /// Decodes each data block written that holds a key of `spans`, for the cache
-    /// ([`TableBuilder::finish_warm`], crate::warm).
-    pub fn warm_from(&mut self, spans: Arc<WarmSpans>) {
-        self.warm = Some(spans);
+    /// Decodes each data block written that holds a key of `spans`, for the cache, up to
+    /// `max_bytes` of them ([`TableBuilder::finish_warm`], crate::warm).
+    pub fn warm_from(&mut self, spans: Arc<WarmSpans>, max_bytes: usize) {
+        self.warm = Some((spans, max_bytes));
     }
 
     /// Records the flush sequence of the oldest input and the sequence of this merge.
@@ -251,9 +252,16 @@ impl<'a> TableBuilder<'a> {
         let h = self.write(&bytes)?;
         self.io.wrote(BlockKind::Data, 1, bytes.len() as u64);
         // (max_key is the block's last key here: keys arrive ascending)
-        if self.warm.as_ref().is_some_and(|w| w.covers(&self.block_first, &self.max_key)) {
-            let what = format!("file {} block at {} (written)", self.path.display(), h.offset);
-            self.warmed.push(self.id, h.offset, Arc::new(Block::decode(raw, self.opts.key_len, &what)?));
+        if let Some((spans, max_bytes)) = &self.warm {
+            if self.warmed.bytes() < *max_bytes && spans.covers(&self.block_first, &self.max_key) {
+                let what = format!("file {} block at {} (written)", self.path.display(), h.offset);
+                let block = Block::decode(raw, self.opts.key_len, &what)?;
+                if self.warmed.bytes() + block.charge() <= *max_bytes {
+                    self.warmed.push(self.id, h.offset, Arc::new(block));
+                } else {
+                    self.warm = None; // full: this file warms no more
+                }
+            }
         }
         let first = std::mem::take(&mut self.block_first);
         self.fences.push(&first, h);
@@ -816,6 +824,38 @@ mod tests {
             codec: Codec::None,
             range_bits: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_builder_warms_the_covered_blocks_within_its_budget_and_its_spans_are_the_fences() {
+        let tmp = dir("warm");
+        let io = IoCounter::new();
+        // blocks of 4 entries (keys 0, 2, ..., 98: 13 blocks); spans over keys 8..=23 and from 90 on
+        let spans = crate::warm::WarmSpans::from_spans(vec![(key(8), Some(key(24))), (key(90), None)]);
+        let mut b = TableBuilder::create(tmp.path(), 1, opts(FilterKind::None, true), &io).expect("create");
+        b.warm_from(Arc::new(spans.clone()), usize::MAX);
+        for i in 0..50u64 {
+            b.add(&key(i * 2), Some(b"v")).expect("add");
+        }
+        let (t, warmed) = b.finish_warm(None).expect("finish");
+        // keys 8..=23 lie in blocks 1 (8..14) and 2 (16..22); 90..=98 in blocks 11 (88..94) and 12 (96, 98)
+        assert_eq!(warmed.len(), 4);
+        let charge = warmed.bytes();
+        let fences = t.hot.as_ref().map(|h| h.fences.clone()).expect("hot");
+        let offsets: Vec<u64> = [1, 2, 11, 12].iter().map(|i| fences.handle(*i).offset).collect();
+        assert_eq!(
+            t.block_spans(&offsets),
+            vec![(key(8), Some(key(16))), (key(16), Some(key(24))), (key(88), Some(key(96))), (key(96), crate::warm::key_after(&key(98)))]
+        );
+        assert!(t.block_spans(&[fences.handle(3).offset + 1]).is_empty(), "not a block's offset");
+        // a budget a byte short of all four carries the first three
+        let tmp2 = dir("warm-budget");
+        let mut b = TableBuilder::create(tmp2.path(), 2, opts(FilterKind::None, true), &io).expect("create");
+        b.warm_from(Arc::new(spans), charge - 1);
+        for i in 0..50u64 {
+            b.add(&key(i * 2), Some(b"v")).expect("add");
+        }
+        assert_eq!(b.finish_warm(None).expect("finish").1.len(), 3);
     }
 
     #[test]

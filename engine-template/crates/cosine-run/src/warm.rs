@@ -11,13 +11,20 @@
 //! inputs' blocks: the cache keeps the same keys at about the same bytes, with no block read.
 //! (RocksDB's `prepopulate_block_cache` warms a flush's output whole; this warms what was warm.)
 //! Only files whose fence pointers are in memory (hot levels) say which keys their cached blocks
-//! cover; a cold file's blocks are not carried over.
+//! cover; a cold file's blocks are not carried over. The decoded blocks wait in memory until the
+//! merge has its output (the inputs' stay cached for the readers until then), so a merge carries
+//! at most [`WARM_MAX_BYTES`] of them: a cache of hundreds of GiB rewritten by one merge would
+//! otherwise be held twice.
 
 use crate::block::Block;
 use crate::cache::BlockCache;
 use crate::table::Table;
 use std::collections::HashSet;
 use std::sync::Arc;
+
+/// Most bytes (cache charge) of decoded blocks one merge carries over: the transient memory it may
+/// add beside the cache (a few per cent of the smallest node's memory the solver offers a cache on).
+pub const WARM_MAX_BYTES: usize = 256 << 20;
 
 /// The key spans the cached data blocks of a merge's inputs cover: sorted, disjoint, each
 /// `[lo, hi)` (`hi` None: up to its file's largest key, inclusive).
@@ -79,17 +86,25 @@ impl WarmSpans {
 #[derive(Debug, Default)]
 pub struct Warmed {
     blocks: Vec<(u64, u64, Arc<Block>)>,
+    bytes: usize,
 }
 
 impl Warmed {
     /// Adds block `offset` of file `file`.
     pub fn push(&mut self, file: u64, offset: u64, block: Arc<Block>) {
+        self.bytes += block.charge();
         self.blocks.push((file, offset, block));
     }
 
     /// Moves `other`'s blocks in.
     pub fn extend(&mut self, other: Warmed) {
+        self.bytes += other.bytes;
         self.blocks.extend(other.blocks);
+    }
+
+    /// The blocks' cache charge, bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Blocks held.
