@@ -41,6 +41,9 @@ struct Slot {
 #[derive(Default)]
 struct Shard {
     map: HashMap<BlockId, usize>,
+    /// The offsets held of each file: a merge's inputs' blocks are found (and dropped) in time
+    /// proportional to them, not to the cache's (crate::warm).
+    by_file: HashMap<u64, HashSet<u64>>,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     hand: usize,
@@ -65,15 +68,28 @@ impl Shard {
             if let Some(s) = &mut self.slots[i] {
                 if s.referenced {
                     s.referenced = false;
-                } else if let Some(s) = self.slots[i].take() {
-                    self.map.remove(&s.id);
-                    self.used -= s.charge;
-                    self.free.push(i);
+                } else {
+                    self.drop_slot(i);
                     return true;
                 }
             }
         }
         false
+    }
+
+    /// Empties slot `i` (its block leaves the map, the file index and the budget).
+    fn drop_slot(&mut self, i: usize) {
+        if let Some(s) = self.slots[i].take() {
+            self.map.remove(&s.id);
+            if let Some(offsets) = self.by_file.get_mut(&s.id.0) {
+                offsets.remove(&s.id.1);
+                if offsets.is_empty() {
+                    self.by_file.remove(&s.id.0);
+                }
+            }
+            self.used -= s.charge;
+            self.free.push(i);
+        }
     }
 }
 
@@ -141,21 +157,24 @@ impl BlockCache {
             }
         };
         s.map.insert((file, offset), i);
+        s.by_file.entry(file).or_default().insert(offset);
         s.used += charge;
     }
 
-    /// The offsets of the data blocks of each of `files` the cache holds (one pass over every
-    /// shard): what a merge of those files carries over to its output ([`crate::warm`]).
+    /// The offsets of the data blocks of each of `files` the cache holds (through each shard's
+    /// file index: time in the blocks listed): what a merge of those files carries over to its
+    /// output ([`crate::warm`]).
     pub fn data_blocks_of(&self, files: &HashSet<u64>) -> HashMap<u64, Vec<u64>> {
         let mut out: HashMap<u64, Vec<u64>> = HashMap::new();
-        if files.is_empty() {
-            return out;
-        }
         for shard in &self.shards {
             let s = shard.lock();
-            for slot in s.slots.iter().flatten() {
-                if files.contains(&slot.id.0) && matches!(slot.block, Cached::Data(_)) {
-                    out.entry(slot.id.0).or_default().push(slot.id.1);
+            for f in files {
+                for off in s.by_file.get(f).into_iter().flatten() {
+                    let data =
+                        s.map.get(&(*f, *off)).and_then(|i| s.slots[*i].as_ref()).is_some_and(|x| matches!(x.block, Cached::Data(_)));
+                    if data {
+                        out.entry(*f).or_default().push(*off);
+                    }
                 }
             }
         }
@@ -165,17 +184,14 @@ impl BlockCache {
     /// Drops every cached block of `files` (a merge's inputs, once its output replaced them):
     /// their room goes to live blocks instead of waiting for the clock hand.
     pub fn forget(&self, files: &HashSet<u64>) {
-        if files.is_empty() {
-            return;
-        }
         for shard in &self.shards {
             let mut s = shard.lock();
-            let dead: Vec<(BlockId, usize)> = s.map.iter().filter(|(id, _)| files.contains(&id.0)).map(|(id, i)| (*id, *i)).collect();
-            for (id, i) in dead {
-                s.map.remove(&id);
-                if let Some(slot) = s.slots[i].take() {
-                    s.used -= slot.charge;
-                    s.free.push(i);
+            for f in files {
+                let Some(offsets) = s.by_file.remove(f) else { continue };
+                for off in offsets {
+                    if let Some(i) = s.map.get(&(*f, off)).copied() {
+                        s.drop_slot(i);
+                    }
                 }
             }
         }
@@ -211,6 +227,12 @@ mod tests {
         }
         let total: usize = cache.shards.iter().map(|s| s.lock().used).sum();
         assert!(total <= per * 4 * SHARDS);
+        // the file index holds exactly the blocks the map does, through every eviction
+        for s in &cache.shards {
+            let s = s.lock();
+            let indexed: HashSet<BlockId> = s.by_file.iter().flat_map(|(f, offs)| offs.iter().map(move |o| (*f, *o))).collect();
+            assert_eq!(indexed, s.map.keys().copied().collect::<HashSet<_>>());
+        }
     }
 
     #[test]
