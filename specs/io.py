@@ -133,9 +133,9 @@ def write_text(path: Path, text: str) -> Path:
 def write_text_unless_same(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` (not atomically) unless the file already holds exactly it; whether
     it wrote. A re-solve into the same run directory rewrites ~1,000 one-line band logs
-    (solver.frontier) that mostly say what they said: reading one back costs ~10 µs, truncating and
-    rewriting it ~70 µs on ext4, 16 % of a warm ycsb_a re-solve in process (docs/journal/s43-s51.md
-    §39.5)."""
+    (solver.frontier) that mostly say what they said: a stat and a read instead of truncating and
+    rewriting each (74 µs a file on this ext4, docs/journal/s43-s51.md §38.1), which was 16 % of a
+    warm ycsb_a re-solve in process (§39.5)."""
     data = text.encode()
     try:
         if path.stat().st_size == len(data) and path.read_bytes() == data:
