@@ -38,6 +38,19 @@ impl TempDir {
     }
 }
 
+/// The tiny RocksDB preset as one hot level holding one run: a buffer of 100 entries (E_B),
+/// T = 100 and files without an entry limit, so 1,000 keys never leave level 1; blocks of 4
+/// entries and `bits` Bloom bits per key. The accounting and cache tests count block I/Os on it.
+pub fn one_hot_level(bits: f64) -> Config {
+    let mut c = cosine_config::presets::tiny(cosine_config::presets::Preset::RocksDb);
+    c.layout.buffer_bytes = 100 * c.entry_bytes() as u64;
+    c.layout.size_ratio = 100.0;
+    c.layout.block_entries = 4;
+    c.layout.bloom_bits_per_key = vec![bits];
+    c.algorithms.file_entries = 1 << 20;
+    c
+}
+
 /// Record index `i` as a 16-byte order-preserving key (big-endian, zero padded).
 pub fn key(i: u64) -> Vec<u8> {
     let mut k = i.to_be_bytes().to_vec();

@@ -2,26 +2,28 @@
 //! were cached before a merge rewrote their run are read afterwards with no block I/O and
 //! with the merge's values; keys that were not cached are not cached by it.
 
-use cosine_config::presets::{tiny, Preset};
 use cosine_config::Config;
 use cosine_engine::Engine;
-use cosine_tests::{key, TempDir};
+use cosine_tests::{key, one_hot_level, TempDir};
 
-// One hot level holding one run (E_B = 100, T = 100: 1000 keys never leave level 1), a block
-// cache holding all of it.
+// One hot level holding one run (1000 keys never leave level 1), a block cache holding all of it.
 fn cached_level() -> Config {
-    let mut c = tiny(Preset::RocksDb);
-    c.layout.buffer_bytes = 100 * c.entry_bytes() as u64;
-    c.layout.size_ratio = 100.0;
-    c.layout.block_entries = 4;
-    c.layout.bloom_bits_per_key = vec![0.0];
+    let mut c = one_hot_level(0.0);
     c.layout.block_cache_bytes = 4 << 20;
-    c.algorithms.file_entries = 1 << 20;
     c
 }
 
 fn value(i: u64, round: u64) -> Vec<u8> {
     format!("value-{i}-round-{round}").into_bytes()
+}
+
+/// Puts every `step`-th key of `0..n` with round `round`'s value, then flushes and waits.
+fn write_round(e: &Engine, n: u64, step: usize, round: u64) {
+    for i in (0..n).step_by(step) {
+        e.put(&key(i), &value(i, round)).expect("put");
+    }
+    e.flush().expect("flush");
+    e.wait_idle().expect("idle");
 }
 
 fn blocks_to_read(e: &Engine, keys: impl Iterator<Item = u64>, round: impl Fn(u64) -> u64) -> u64 {
@@ -38,19 +40,11 @@ fn blocks_to_read(e: &Engine, keys: impl Iterator<Item = u64>, round: impl Fn(u6
 fn the_cached_keys_stay_cached_through_a_merge_with_the_new_values() {
     let dir = TempDir::new("warm-merge");
     let e = Engine::open(dir.path(), &cached_level()).expect("open");
-    for i in 0..1000 {
-        e.put(&key(i), &value(i, 0)).expect("put");
-    }
-    e.flush().expect("flush");
-    e.wait_idle().expect("idle");
+    write_round(&e, 1000, 1, 0);
     assert!(blocks_to_read(&e, 0..400, |_| 0) > 0, "the first reads miss");
     assert_eq!(blocks_to_read(&e, 0..400, |_| 0), 0, "then the blocks are cached");
     // overwrite every third key and flush: leveling rewrites the whole run into new files
-    for i in (0..1000).step_by(3) {
-        e.put(&key(i), &value(i, 1)).expect("put");
-    }
-    e.flush().expect("flush");
-    e.wait_idle().expect("idle");
+    write_round(&e, 1000, 3, 1);
     let round = |i: u64| u64::from(i.is_multiple_of(3));
     assert_eq!(blocks_to_read(&e, 0..400, round), 0, "the keys cached before the merge are cached after it");
     // the keys no read cached before the merge are read from the new files, once
@@ -65,16 +59,8 @@ fn without_a_block_cache_a_merge_caches_nothing() {
     cfg.layout.block_cache_bytes = 0;
     let dir = TempDir::new("warm-nocache");
     let e = Engine::open(dir.path(), &cfg).expect("open");
-    for i in 0..400 {
-        e.put(&key(i), &value(i, 0)).expect("put");
-    }
-    e.flush().expect("flush");
-    e.wait_idle().expect("idle");
-    for i in (0..400).step_by(2) {
-        e.put(&key(i), &value(i, 1)).expect("put");
-    }
-    e.flush().expect("flush");
-    e.wait_idle().expect("idle");
+    write_round(&e, 400, 1, 0);
+    write_round(&e, 400, 2, 1);
     let round = |i: u64| u64::from(i.is_multiple_of(2));
     assert_eq!(blocks_to_read(&e, 0..400, round), 400, "every get reads its block");
 }

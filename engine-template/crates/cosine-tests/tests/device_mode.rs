@@ -6,16 +6,11 @@
 use cosine_config::presets::{tiny, Preset};
 use cosine_config::{Config, DeviceKind};
 use cosine_engine::Engine;
-use cosine_tests::{key, TempDir};
+use cosine_tests::{key, one_hot_level, TempDir};
 use std::time::Instant;
 
 fn volume(iops: f64, latency_us: f64) -> Config {
-    let mut c = tiny(Preset::RocksDb);
-    c.layout.buffer_bytes = 100 * c.entry_bytes() as u64;
-    c.layout.size_ratio = 100.0;
-    c.layout.block_entries = 4;
-    c.layout.bloom_bits_per_key = vec![10.0];
-    c.algorithms.file_entries = 1 << 20;
+    let mut c = one_hot_level(10.0);
     c.device.kind = DeviceKind::Volume;
     c.device.iops = iops;
     c.device.throughput_mib_s = 1000.0;

@@ -2,20 +2,11 @@
 //! the counters equal what the contract says each probe costs.
 
 use cosine_config::presets::{tiny, Preset};
-use cosine_config::Config;
 use cosine_engine::{Engine, OpKind};
-use cosine_tests::{key, TempDir};
+use cosine_tests::{key, one_hot_level, TempDir};
 
-// One hot level holding one run: E_B = 100, T = 100, so 1000 keys never leave level 1.
-fn one_level(bits: f64) -> Config {
-    let mut c = tiny(Preset::RocksDb);
-    c.layout.buffer_bytes = 100 * c.entry_bytes() as u64;
-    c.layout.size_ratio = 100.0;
-    c.layout.block_entries = 4;
-    c.layout.bloom_bits_per_key = vec![bits];
-    c.algorithms.file_entries = 1 << 20;
-    c
-}
+// The designs below are one hot level holding one run (cosine_tests::one_hot_level): E_B = 100,
+// T = 100, so 1000 keys never leave level 1.
 
 fn load(e: &Engine, n: u64) {
     // Even record indexes only, so odd ones are absent keys inside the key range.
@@ -28,7 +19,7 @@ fn load(e: &Engine, n: u64) {
 #[test]
 fn hot_level_lookup_costs_one_block_per_probed_run() {
     let dir = TempDir::new("io-hot");
-    let e = Engine::open(dir.path(), &one_level(0.0)).expect("open");
+    let e = Engine::open(dir.path(), &one_hot_level(0.0)).expect("open");
     load(&e, 1000);
     let lv = e.stats().levels;
     assert_eq!(lv.iter().filter(|l| l.entries > 0).count(), 1, "{lv:?}");
@@ -52,7 +43,7 @@ fn hot_level_lookup_costs_one_block_per_probed_run() {
 #[test]
 fn bloom_filters_skip_absent_keys() {
     let dir = TempDir::new("io-bloom");
-    let e = Engine::open(dir.path(), &one_level(10.0)).expect("open");
+    let e = Engine::open(dir.path(), &one_hot_level(10.0)).expect("open");
     load(&e, 1000);
     let mut reads = 0;
     for i in 0..1000 {
@@ -64,7 +55,7 @@ fn bloom_filters_skip_absent_keys() {
 
 #[test]
 fn cold_level_lookup_reads_an_index_block_then_a_data_block() {
-    let mut cfg = one_level(10.0);
+    let mut cfg = one_hot_level(10.0);
     cfg.layout.hot_levels = 0; // every level cold: fence pointers on disk, no filters
     let dir = TempDir::new("io-cold");
     let e = Engine::open(dir.path(), &cfg).expect("open");
@@ -78,7 +69,7 @@ fn cold_level_lookup_reads_an_index_block_then_a_data_block() {
 
 #[test]
 fn buffer_and_block_cache_hits_are_free() {
-    let mut cfg = one_level(0.0);
+    let mut cfg = one_hot_level(0.0);
     cfg.layout.block_cache_bytes = 1 << 20;
     let dir = TempDir::new("io-cache");
     let e = Engine::open(dir.path(), &cfg).expect("open");
@@ -91,7 +82,7 @@ fn buffer_and_block_cache_hits_are_free() {
 
 #[test]
 fn flush_writes_ceil_entries_over_b_data_blocks() {
-    let cfg = one_level(0.0); // E_B = 100, B = 4
+    let cfg = one_hot_level(0.0); // E_B = 100, B = 4
     let dir = TempDir::new("io-flush");
     let e = Engine::open(dir.path(), &cfg).expect("open");
     for i in 0..101 {
