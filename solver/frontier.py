@@ -671,7 +671,7 @@ def start_frontier(
                 tables,
                 backend,
                 providers=(p,),
-                table=pb.table,
+                columns={p: pb.table},
                 exact=fr.exact,
                 defer=True,
                 answers=answers,
@@ -860,7 +860,6 @@ def cheapest(
     *,
     min_throughput: float | None = None,
     providers: tuple[str, ...] = (),
-    table: ColumnTable | None = None,
     exact: Reevaluations | None = None,
     defer: bool = False,
     answers: BandCache | None = None,
@@ -882,8 +881,7 @@ def cheapest(
         ctx = tables.contexts.get(p, [])
         if not ctx:
             continue
-        tab = table if table is not None and table.provider == p else (columns or {}).get(p)
-        tab = tab or column_table(spec, catalog, ctx, p, tables.max_cluster)
+        tab = (columns or {}).get(p) or column_table(spec, catalog, ctx, p, tables.max_cluster)
         t0 = time.perf_counter()
         if answers is None:
             nodes, bill, proven = cheapest_reaching(tab, np.ones(len(tab.contexts), dtype=bool), target)

@@ -58,6 +58,13 @@ impl Fences {
         self.handles[i]
     }
 
+    /// The block stored at byte `offset` of its file, if one starts there (blocks lie in the file
+    /// in key order, so their offsets ascend).
+    pub fn position_of(&self, offset: u64) -> Option<usize> {
+        let i = self.handles.partition_point(|h| h.offset < offset);
+        (i < self.handles.len() && self.handles[i].offset == offset).then_some(i)
+    }
+
     /// The block that may hold `key`: the last one whose first key is `<= key`.
     pub fn find(&self, key: &[u8]) -> Option<usize> {
         // partition_point gives the first block whose first key is > key.

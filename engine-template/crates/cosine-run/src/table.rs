@@ -560,21 +560,9 @@ impl Table {
         let f = &h.fences;
         let n = f.len();
         let mut out = Vec::with_capacity(offsets.len());
-        for &off in offsets {
-            // the blocks lie in the file in key order, so their offsets ascend with their index
-            let (mut lo, mut hi) = (0usize, n);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if f.handle(mid).offset < off {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            if lo < n && f.handle(lo).offset == off {
-                let end = if lo + 1 < n { Some(f.key(lo + 1).to_vec()) } else { crate::warm::key_after(&self.max_key) };
-                out.push((f.key(lo).to_vec(), end));
-            }
+        for i in offsets.iter().filter_map(|off| f.position_of(*off)) {
+            let end = if i + 1 < n { Some(f.key(i + 1).to_vec()) } else { crate::warm::key_after(&self.max_key) };
+            out.push((f.key(i).to_vec(), end));
         }
         out
     }
