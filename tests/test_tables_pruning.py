@@ -131,7 +131,8 @@ def test_one_design_columns_are_picked_then_pruned(robust: str) -> None:
 def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
     """columns_for_vm with the CPU part of the throughput computed once per core count
     (cpu_scores, then each volume's caps) gives, bit for bit, the columns of scoring each VM type
-    from scratch; a preset's rows taken from it too."""
+    from scratch; a preset's rows taken from it too; and the candidates found from every feasible
+    design's shared scores are those found alone."""
     spec = parse_spec(SPEC.format(**YCSB_A, robust=robust))
     cat = load_catalog()
     grid = grid_for(spec)
@@ -149,6 +150,14 @@ def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
     for vm in vms:
         thr = TV.volume_thresholds([vols[vm.key]])
         cand, bucket = TS.candidates(spec, ge, thr, vm.vcpu)
+        # the candidates from the feasible designs' shared demands and CPU scores (shard_job's way)
+        ok = np.flatnonzero(ge.ok)
+        dem_ok = TS.design_demands(spec, ge, ok)
+        at = np.searchsorted(ok, TS.usable(ge, thr)[0])
+        from_shared = TS.candidates(
+            spec, ge, thr, vm.vcpu, TS.take_demands(dem_ok, at), TS.take_scores(TS.cpu_scores(dem_ok, vm.vcpu), at)
+        )
+        assert all(np.array_equal(a, b) for a, b in zip(from_shared, (cand, bucket), strict=True))
         dem = TS.design_demands(spec, ge, cand)
         rows = np.repeat(cand, 2)[::-1].copy()  # scores of rows taken from the shared ones, repeats too
         cpu = TS.cpu_scores(dem, vm.vcpu)

@@ -47,6 +47,7 @@ from solver.tables.scoring import (
     cpu_scores,
     design_demands_reusing,
     take_demands,
+    take_scores,
     usable,
 )
 from solver.tables.volumes import shard_volumes, volume_thresholds
@@ -95,6 +96,8 @@ class _Walk:
     cands: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, ScoreDemands, CpuScores]] = field(
         default_factory=dict
     )
+    # the CPU scores of the evaluation's feasible designs (``ok_rows``) per vCPU count
+    cpu_ok: dict[int, CpuScores] = field(default_factory=dict)
 
 
 def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
@@ -178,20 +181,25 @@ def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
                         walk.ge, walk.raw = ge, ev
                         walk.ok_rows = np.zeros(0, dtype=np.int64) if ge is None else np.flatnonzero(ge.ok)
                         walk.dem_ok = None if ge is None else design_demands_reusing(spec, ge, walk.ok_rows, was)
-                        walk.cands = {}
+                        walk.cands, walk.cpu_ok = {}, {}
                     walk.last, walk.last_fits, walk.saturated = splits, fits, saturated_split(splits, s)
                 ge, dem_ok, cands = walk.ge, walk.dem_ok, walk.cands
                 if ge is None or dem_ok is None:
                     continue
                 rows, bucket_rows = usable(ge, thr)
-                dem_all = take_demands(dem_ok, np.searchsorted(walk.ok_rows, rows))
+                at_ok = np.searchsorted(walk.ok_rows, rows)
+                dem_all = take_demands(dem_ok, at_ok)
                 for vcpu, same in sorted(by_vcpu.items()):
                     # the candidates see the thresholds only through the usable designs' size buckets
                     key = (rows.tobytes(), bucket_rows.tobytes(), vcpu)
                     if key not in cands:
-                        cand, bucket = candidates(spec, ge, thr, vcpu, dem_all)
-                        dem = take_demands(dem_all, np.searchsorted(rows, cand))
-                        cands[key] = (cand, bucket, dem, cpu_scores(dem, vcpu))
+                        # each feasible design's CPU score once per evaluation and core count
+                        if vcpu not in walk.cpu_ok:
+                            walk.cpu_ok[vcpu] = cpu_scores(dem_ok, vcpu)
+                        cpu_all = take_scores(walk.cpu_ok[vcpu], at_ok)
+                        cand, bucket = candidates(spec, ge, thr, vcpu, dem_all, cpu_all)
+                        at = np.searchsorted(rows, cand)
+                        cands[key] = (cand, bucket, take_demands(dem_all, at), take_scores(cpu_all, at))
                     cand, bucket, dem, cpu = cands[key]
                     for vm in same:
                         cols += columns_for_vm(spec, vm, s, vols[vm.key], ge, cand, bucket, thr, dem=dem, cpu=cpu)
@@ -386,8 +394,12 @@ def build_many(
     if jobs:
         _prime(catalog, [vm for job in jobs for vm in job[4]])
     if workers > 1 and len(jobs) > 1:
+        # the dearest jobs first (a job's time grows with its shard size and its specs), so that
+        # no worker is left with a large one while the others have finished
+        order = sorted(range(len(jobs)), key=lambda j: (len(jobs[j][0]), jobs[j][3]), reverse=True)
         with ProcessPoolExecutor(max_workers=workers) as ex:
-            results = list(ex.map(shard_job, jobs))
+            done = list(ex.map(shard_job, [jobs[j] for j in order]))
+        results = [r for _, r in sorted(zip(order, done, strict=True), key=lambda t: t[0])]
     else:
         results = [shard_job(j) for j in jobs]
     computed: list[dict[str, dict[tuple[str, int], list[Context]]]] = [{p: {} for p in pl.provs} for pl in plans]

@@ -132,9 +132,15 @@ CpuScores = tuple[np.ndarray, np.ndarray | None]
 def cpu_scores(dem: ScoreDemands, vcpu: int) -> CpuScores:
     """The :data:`CpuScores` of designs of demands ``dem`` on ``vcpu`` cores: every VM type of
     that many cores shares them, whatever its volumes (cost_models.cpu.cpu_throughput is
-    elementwise over the designs, so positions of them may be taken)."""
+    elementwise over the designs, so positions of them may be taken: :func:`take_scores`)."""
     de, dp = dem
     return cpu_throughput(de, vcpu), None if dp is None else cpu_throughput(dp, vcpu)
+
+
+def take_scores(cpu: CpuScores, pos: np.ndarray) -> CpuScores:
+    """The :func:`cpu_scores` of the designs at positions ``pos`` of ``cpu``'s."""
+    xe, xp = cpu
+    return xe[pos], None if xp is None else xp[pos]
 
 
 def node_scores(
@@ -183,7 +189,12 @@ def usable(ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def candidates(
-    spec: Spec, ge: GridEval, thresholds: np.ndarray, vcpu: int, dem: ScoreDemands | None = None
+    spec: Spec,
+    ge: GridEval,
+    thresholds: np.ndarray,
+    vcpu: int,
+    dem: ScoreDemands | None = None,
+    cpu: CpuScores | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The designs worth scoring per volume on a VM of ``vcpu`` cores: those no other design
     beats on every volume. Returns (design indices, their size bucket).
@@ -197,12 +208,18 @@ def candidates(
     scored. With robustness the same holds for the perturbed workload's pair; with a KL radius
     per operation (the KL bound is monotone in each operation's seconds, max(1/X_cpu, io/IOPS)).
     ``tests/test_tables_pruning.py`` checks the pruning against scoring every design.
-    ``dem``: the :func:`design_demands` of the :func:`usable` designs, when the caller shares them."""
+    ``dem``: the :func:`design_demands` of the :func:`usable` designs, when the caller shares them,
+    and ``cpu`` their :func:`cpu_scores` on ``vcpu`` cores (then ``dem`` too): on a volume without
+    limits a design's throughput is its CPU score (cost_models.cpu.device_capped caps nothing)."""
     idx, bucket_idx = usable(ge, thresholds)
     if idx.size == 0:
         return idx, bucket_idx
-    unlimited = np.full((1, idx.size), np.inf)
-    xe, xp = node_scores(spec, ge, idx, unlimited, vcpu, dem)
+    if cpu is not None and dem is not None and (not is_robust(spec) or (dem[1] is not None and cpu[1] is not None)):
+        xe = cpu[0][None, :]
+        xp = xe if cpu[1] is None else cpu[1][None, :]
+    else:
+        unlimited = np.full((1, idx.size), np.inf)
+        xe, xp = node_scores(spec, ge, idx, unlimited, vcpu, dem)
     cols = [bucket_idx.astype(float), -xe[0], ge.total[idx]]
     if is_robust(spec):
         base = ge.io_p if ge.io_p is not None else ge.io
