@@ -194,12 +194,24 @@ impl Writer<'_> {
     /// target level keeps run filters the hashes of the keys written, and the blocks written
     /// over keys whose input blocks the cache held (cosine_run::warm).
     fn merge(&mut self, m: &Merge, inputs: &[Vec<Arc<Table>>], buffer: Option<&MemTable>) -> Result<(Vec<Arc<Table>>, Vec<u64>, Warmed)> {
+        match buffer {
+            // the frozen buffer read in place, under its read locks, for the whole merge
+            Some(mem) => mem.with_range(None, None, |entries| self.merge_from(m, inputs, Some(Box::new(entries)))),
+            None => self.merge_from(m, inputs, None),
+        }
+    }
+
+    /// [`Writer::merge`] with the buffer's entries, if any, as the first source.
+    fn merge_from<'b>(
+        &mut self,
+        m: &Merge,
+        inputs: &[Vec<Arc<Table>>],
+        buffer: Option<Box<dyn KvIterator + Send + 'b>>,
+    ) -> Result<(Vec<Arc<Table>>, Vec<u64>, Warmed)> {
         let MergeCtx { dir, cfg, cache } = self.ctx;
         let t = m.target_level;
-        let mut iters: Vec<Box<dyn KvIterator + Send>> = Vec::new();
-        if let Some(mem) = buffer {
-            iters.push(Box::new(mem.range(None, None)));
-        }
+        let flushes = buffer.is_some();
+        let mut iters: Vec<Box<dyn KvIterator + Send + 'b>> = buffer.into_iter().collect();
         let mut oldest_flush = u64::MAX;
         for files in inputs {
             for f in files {
@@ -210,7 +222,7 @@ impl Writer<'_> {
         }
         self.ids.seq += 1;
         let merge_seq = self.ids.seq;
-        if buffer.is_some() {
+        if flushes {
             oldest_flush = merge_seq;
         }
         let opts = table_options(cfg, t);
