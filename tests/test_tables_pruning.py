@@ -162,7 +162,7 @@ def test_shared_cpu_scores_give_the_same_columns(robust: str) -> None:
         rows = np.repeat(cand, 2)[::-1].copy()  # scores of rows taken from the shared ones, repeats too
         cpu = TS.cpu_scores(dem, vm.vcpu)
         pos = np.searchsorted(cand, rows)
-        taken = (cpu[0][pos], None if cpu[1] is None else cpu[1][pos])
+        taken = TS.take_scores(cpu, pos)
         iops = np.full((3, rows.size), 4000.0)
         assert all(
             np.array_equal(a, b, equal_nan=True)

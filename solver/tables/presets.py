@@ -19,7 +19,7 @@ from cost_models.windows import WindowTable
 from solver.tables.columns import fitting, one_design_columns
 from solver.tables.context import Context
 from solver.tables.grid_eval import GridEval, workloads
-from solver.tables.scoring import cpu_scores, design_demands, node_scores, take_demands, vm_caps
+from solver.tables.scoring import cpu_scores, design_demands, node_scores, take_demands, take_scores, vm_caps
 from solver.tables.volumes import menu_thresholds
 from specs.schema import Spec
 
@@ -92,8 +92,7 @@ def preset_columns(
         mine = [k for k, seg in enumerate(segs) if seg[1].vcpu == vcpu]
         pos_of = np.concatenate([np.full(segs[k][3].shape[0], segs[k][2]) for k in mine])
         iops = np.concatenate([segs[k][3][:, 0] for k in mine])[None, :]
-        cpu_rows = cpu_scores(dem_all, vcpu)  # each row once, then each (VM type, volume) pair's
-        cpu = (cpu_rows[0][pos_of], None if cpu_rows[1] is None else cpu_rows[1][pos_of])
+        cpu = take_scores(cpu_scores(dem_all, vcpu), pos_of)  # each row once, then each (VM type, volume) pair's
         xe, xp = node_scores(spec, ge, rows[pos_of], iops, vcpu, take_demands(dem_all, pos_of), cpu)
         ends = np.cumsum([segs[k][3].shape[0] for k in mine])
         for k, a, b in zip(mine, np.concatenate([[0], ends[:-1]]), ends, strict=True):
