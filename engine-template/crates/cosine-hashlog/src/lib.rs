@@ -445,8 +445,8 @@ impl HashLog {
 
     /// Writes a frozen buffer to the log (phase one of a flush).
     pub fn prepare_flush(&self, mem: &MemTable, next_id: &mut dyn FnMut() -> u64, io: &IoCounter) -> Result<Prepared> {
-        let mut it = mem.range(None, None);
-        let (updates, appended, new_segments, active) = self.append(&mut it, next_id, None, io)?;
+        // the frozen buffer read in place (MemTable::with_range), as the LSM's flush reads it
+        let (updates, appended, new_segments, active) = mem.with_range(None, None, |mut it| self.append(&mut it, next_id, None, io))?;
         let st = self.state.read();
         let segments = self.records(&st, &appended, None);
         Ok(Prepared { segments, updates, appended, new_segments, active, dropped: None })
