@@ -302,10 +302,11 @@ __all__ = [
 ]
 
 
-#: The range of a write's wait for its sync under group commit. cosine-server syncs as soon as a
-#: batch waits (the sync in progress, then its own: docs/deploy.md), so the wait is one to two of
-#: the volume's fdatasync times; the catalog has no volume's fdatasync latency, so the model takes
-#: the wait as uniform on [0, the rendered group-commit interval] (render/config.py renders
+#: The range of a write's wait for its sync under group commit. cosine-server syncs when its worker
+#: is about to park, or at the group-commit interval on a server too busy to park (docs/deploy.md),
+#: so below saturation the wait is one to two of the volume's fdatasync times; the catalog has no
+#: volume's fdatasync latency, so the model takes the wait as uniform on [0, the rendered
+#: group-commit interval] (render/config.py renders
 #: ``group_commit_interval_us = 1000``, the engine's own periodic sync; tests/test_served_model.py
 #: checks they agree). An assumption, not a measurement: right for a volume whose fdatasync takes
 #: about 0.33-0.5 ms, high for a faster one, low for a slower one.
