@@ -5,6 +5,7 @@
 
 use crate::block::Block;
 use cosine_fence::Fences;
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -29,6 +30,16 @@ impl Cached {
 
 type BlockId = (u64, u64);
 
+/// A block id's hash: a multiply-xor mix of its two words. The ids are file numbers and byte
+/// offsets, not chosen by clients, so the map needs no keyed hash: with the standard library's
+/// SipHash the cache's lookup was 14 % of a served GET's CPU, and this one took a GET at depth 16
+/// from 1.83-2.09 to 1.71-1.86 us of server CPU (stop 69, `perf` and interleaved runs). Its high
+/// bits pick the shard, the map hashes by all of it.
+fn id_hash(id: BlockId) -> u64 {
+    let h = id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id.1.rotate_left(17).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 29)
+}
+
 struct Slot {
     id: BlockId,
     block: Cached,
@@ -40,7 +51,8 @@ struct Slot {
 // evicts the first unreferenced slot, clearing bits as it passes.
 #[derive(Default)]
 struct Shard {
-    map: HashMap<BlockId, usize>,
+    /// Each cached block's id and slot, hashed by [`id_hash`].
+    map: HashTable<(BlockId, usize)>,
     /// The offsets held of each file: a merge's inputs' blocks are found (and dropped) in time
     /// proportional to them, not to the cache's (crate::warm).
     by_file: HashMap<u64, HashSet<u64>>,
@@ -57,6 +69,11 @@ impl std::fmt::Debug for Shard {
 }
 
 impl Shard {
+    /// The slot holding block `id`, if cached.
+    fn slot_of(&self, id: BlockId) -> Option<usize> {
+        self.map.find(id_hash(id), |e| e.0 == id).map(|e| e.1)
+    }
+
     fn evict_one(&mut self) -> bool {
         let n = self.slots.len();
         for _ in 0..2 * n + 1 {
@@ -80,7 +97,9 @@ impl Shard {
     /// Empties slot `i` (its block leaves the map, the file index and the budget).
     fn drop_slot(&mut self, i: usize) {
         if let Some(s) = self.slots[i].take() {
-            self.map.remove(&s.id);
+            if let Ok(e) = self.map.find_entry(id_hash(s.id), |e| e.0 == s.id) {
+                e.remove();
+            }
             if let Some(offsets) = self.by_file.get_mut(&s.id.0) {
                 offsets.remove(&s.id.1);
                 if offsets.is_empty() {
@@ -121,14 +140,13 @@ impl BlockCache {
     }
 
     fn shard(&self, id: BlockId) -> &Mutex<Shard> {
-        let h = id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id.1.rotate_left(17).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        &self.shards[(h >> 40) as usize % self.shards.len()]
+        &self.shards[(id_hash(id) >> 40) as usize % self.shards.len()]
     }
 
     /// Looks up block `offset` of file `file`, marking it recently used.
     pub fn get(&self, file: u64, offset: u64) -> Option<Cached> {
         let mut s = self.shard((file, offset)).lock();
-        let i = *s.map.get(&(file, offset))?;
+        let i = s.slot_of((file, offset))?;
         let slot = s.slots[i].as_mut()?;
         slot.referenced = true;
         Some(slot.block.clone())
@@ -138,7 +156,7 @@ impl BlockCache {
     pub fn insert(&self, file: u64, offset: u64, c: Cached) {
         let charge = c.charge();
         let mut s = self.shard((file, offset)).lock();
-        if s.map.contains_key(&(file, offset)) {
+        if s.slot_of((file, offset)).is_some() {
             return;
         }
         while s.used + charge > self.per_shard && s.evict_one() {}
@@ -156,7 +174,7 @@ impl BlockCache {
                 s.slots.len() - 1
             }
         };
-        s.map.insert((file, offset), i);
+        s.map.insert_unique(id_hash((file, offset)), ((file, offset), i), |e| id_hash(e.0));
         s.by_file.entry(file).or_default().insert(offset);
         s.used += charge;
     }
@@ -170,8 +188,7 @@ impl BlockCache {
             let s = shard.lock();
             for f in files {
                 for off in s.by_file.get(f).into_iter().flatten() {
-                    let data =
-                        s.map.get(&(*f, *off)).and_then(|i| s.slots[*i].as_ref()).is_some_and(|x| matches!(x.block, Cached::Data(_)));
+                    let data = s.slot_of((*f, *off)).and_then(|i| s.slots[i].as_ref()).is_some_and(|x| matches!(x.block, Cached::Data(_)));
                     if data {
                         out.entry(*f).or_default().push(*off);
                     }
@@ -189,7 +206,7 @@ impl BlockCache {
             for f in files {
                 let Some(offsets) = s.by_file.remove(f) else { continue };
                 for off in offsets {
-                    if let Some(i) = s.map.get(&(*f, off)).copied() {
+                    if let Some(i) = s.slot_of((*f, off)) {
                         s.drop_slot(i);
                     }
                 }
@@ -231,7 +248,7 @@ mod tests {
         for s in &cache.shards {
             let s = s.lock();
             let indexed: HashSet<BlockId> = s.by_file.iter().flat_map(|(f, offs)| offs.iter().map(move |o| (*f, *o))).collect();
-            assert_eq!(indexed, s.map.keys().copied().collect::<HashSet<_>>());
+            assert_eq!(indexed, s.map.iter().map(|e| e.0).collect::<HashSet<_>>());
         }
     }
 
