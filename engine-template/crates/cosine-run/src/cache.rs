@@ -40,23 +40,28 @@ fn id_hash(id: BlockId) -> u64 {
     h ^ (h >> 29)
 }
 
-struct Slot {
+/// A cached block, kept in its shard's map: a hit reads the block from the entry the probe found
+/// (one dependent miss fewer than an index into a slot array: stop 69).
+struct Entry {
     id: BlockId,
     block: Cached,
     charge: usize,
     referenced: bool,
+    /// Its place on the clock ([`Shard::ring`]).
+    pos: usize,
 }
 
 // CLOCK replacement: a hit only sets a bit (O(1) under the shard lock); the hand
-// evicts the first unreferenced slot, clearing bits as it passes.
+// evicts the first unreferenced block, clearing bits as it passes.
 #[derive(Default)]
 struct Shard {
-    /// Each cached block's id and slot, hashed by [`id_hash`].
-    map: HashTable<(BlockId, usize)>,
+    /// Each cached block by [`id_hash`] of its id.
+    map: HashTable<Entry>,
+    /// The clock: the ids of the cached blocks (`None`: a free place, listed in `free`).
+    ring: Vec<Option<BlockId>>,
     /// The offsets held of each file: a merge's inputs' blocks are found (and dropped) in time
     /// proportional to them, not to the cache's (crate::warm).
     by_file: HashMap<u64, HashSet<u64>>,
-    slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     hand: usize,
     used: usize,
@@ -69,46 +74,44 @@ impl std::fmt::Debug for Shard {
 }
 
 impl Shard {
-    /// The slot holding block `id`, if cached.
-    fn slot_of(&self, id: BlockId) -> Option<usize> {
-        self.map.find(id_hash(id), |e| e.0 == id).map(|e| e.1)
+    /// Block `id`'s entry, if cached.
+    fn entry(&self, id: BlockId) -> Option<&Entry> {
+        self.map.find(id_hash(id), |e| e.id == id)
     }
 
     fn evict_one(&mut self) -> bool {
-        let n = self.slots.len();
+        let n = self.ring.len();
         for _ in 0..2 * n + 1 {
             if n == 0 {
                 return false;
             }
             let i = self.hand % n;
             self.hand = (i + 1) % n;
-            if let Some(s) = &mut self.slots[i] {
-                if s.referenced {
-                    s.referenced = false;
-                } else {
-                    self.drop_slot(i);
-                    return true;
-                }
+            let Some(id) = self.ring[i] else { continue };
+            let Some(e) = self.map.find_mut(id_hash(id), |e| e.id == id) else { continue };
+            if e.referenced {
+                e.referenced = false;
+            } else {
+                self.drop_block(id);
+                return true;
             }
         }
         false
     }
 
-    /// Empties slot `i` (its block leaves the map, the file index and the budget).
-    fn drop_slot(&mut self, i: usize) {
-        if let Some(s) = self.slots[i].take() {
-            if let Ok(e) = self.map.find_entry(id_hash(s.id), |e| e.0 == s.id) {
-                e.remove();
+    /// Drops block `id` (it leaves the map, the clock, the file index and the budget).
+    fn drop_block(&mut self, id: BlockId) {
+        let Ok(found) = self.map.find_entry(id_hash(id), |e| e.id == id) else { return };
+        let (e, _) = found.remove();
+        self.ring[e.pos] = None;
+        self.free.push(e.pos);
+        if let Some(offsets) = self.by_file.get_mut(&id.0) {
+            offsets.remove(&id.1);
+            if offsets.is_empty() {
+                self.by_file.remove(&id.0);
             }
-            if let Some(offsets) = self.by_file.get_mut(&s.id.0) {
-                offsets.remove(&s.id.1);
-                if offsets.is_empty() {
-                    self.by_file.remove(&s.id.0);
-                }
-            }
-            self.used -= s.charge;
-            self.free.push(i);
         }
+        self.used -= e.charge;
     }
 }
 
@@ -145,36 +148,36 @@ impl BlockCache {
 
     /// Looks up block `offset` of file `file`, marking it recently used.
     pub fn get(&self, file: u64, offset: u64) -> Option<Cached> {
-        let mut s = self.shard((file, offset)).lock();
-        let i = s.slot_of((file, offset))?;
-        let slot = s.slots[i].as_mut()?;
-        slot.referenced = true;
-        Some(slot.block.clone())
+        let id = (file, offset);
+        let mut s = self.shard(id).lock();
+        let e = s.map.find_mut(id_hash(id), |e| e.id == id)?;
+        e.referenced = true;
+        Some(e.block.clone())
     }
 
     /// Inserts a block, evicting others (second chance) beyond the budget.
     pub fn insert(&self, file: u64, offset: u64, c: Cached) {
+        let id = (file, offset);
         let charge = c.charge();
-        let mut s = self.shard((file, offset)).lock();
-        if s.slot_of((file, offset)).is_some() {
+        let mut s = self.shard(id).lock();
+        if s.entry(id).is_some() {
             return;
         }
         while s.used + charge > self.per_shard && s.evict_one() {}
         if s.used + charge > self.per_shard {
             return; // larger than the whole shard: not cached
         }
-        let slot = Slot { id: (file, offset), block: c, charge, referenced: false };
-        let i = match s.free.pop() {
+        let pos = match s.free.pop() {
             Some(i) => {
-                s.slots[i] = Some(slot);
+                s.ring[i] = Some(id);
                 i
             }
             None => {
-                s.slots.push(Some(slot));
-                s.slots.len() - 1
+                s.ring.push(Some(id));
+                s.ring.len() - 1
             }
         };
-        s.map.insert_unique(id_hash((file, offset)), ((file, offset), i), |e| id_hash(e.0));
+        s.map.insert_unique(id_hash(id), Entry { id, block: c, charge, referenced: false, pos }, |e| id_hash(e.id));
         s.by_file.entry(file).or_default().insert(offset);
         s.used += charge;
     }
@@ -188,7 +191,7 @@ impl BlockCache {
             let s = shard.lock();
             for f in files {
                 for off in s.by_file.get(f).into_iter().flatten() {
-                    let data = s.slot_of((*f, *off)).and_then(|i| s.slots[i].as_ref()).is_some_and(|x| matches!(x.block, Cached::Data(_)));
+                    let data = s.entry((*f, *off)).is_some_and(|e| matches!(e.block, Cached::Data(_)));
                     if data {
                         out.entry(*f).or_default().push(*off);
                     }
@@ -206,9 +209,7 @@ impl BlockCache {
             for f in files {
                 let Some(offsets) = s.by_file.remove(f) else { continue };
                 for off in offsets {
-                    if let Some(i) = s.slot_of((*f, off)) {
-                        s.drop_slot(i);
-                    }
+                    s.drop_block((*f, off));
                 }
             }
         }
@@ -248,7 +249,12 @@ mod tests {
         for s in &cache.shards {
             let s = s.lock();
             let indexed: HashSet<BlockId> = s.by_file.iter().flat_map(|(f, offs)| offs.iter().map(move |o| (*f, *o))).collect();
-            assert_eq!(indexed, s.map.iter().map(|e| e.0).collect::<HashSet<_>>());
+            assert_eq!(indexed, s.map.iter().map(|e| e.id).collect::<HashSet<_>>());
+            // and the clock holds them too, each at its entry's place
+            for e in s.map.iter() {
+                assert_eq!(s.ring[e.pos], Some(e.id));
+            }
+            assert_eq!(s.ring.iter().flatten().count(), s.map.len());
         }
     }
 
