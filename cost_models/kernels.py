@@ -35,6 +35,13 @@ def _first_calls(k: ModuleType) -> None:
     k.cpu_throughput(one, one, zero, one, zero, zero, np.ones((1, 1)), np.ones((1, 1)), one, True, 2.0, 2.0, 1.0)
     cube = np.ones((1, 1, 1))
     k.level_cache_alpha(np.empty((1, 1, 1)), cube, cube, cube, np.ones((1, 1)), np.ones((1, 1)), one, 1)
+    grid, truth = np.ones((1, 1)), np.ones((1, 1), dtype=bool)
+    k.split_levels(
+        one.copy(), truth.copy(), grid.copy(), one.copy(), truth, grid, grid, grid, one, one, one, one, truth[0], 8.0
+    )
+    k.split_use(grid.copy(), np.empty((1, 5)), grid.copy(), truth, truth[0], grid, grid, one, one, 8.0, 1.0, one)
+    k.scatter_rows_1d(one.copy(), ints, one, ints, one, ints)
+    k.scatter_rows_2d(grid.copy(), ints, grid, ints, grid, ints)
 
 
 #: The design tables' kernels (cost_models.compiled).

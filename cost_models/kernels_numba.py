@@ -16,7 +16,10 @@ from math import exp, expm1, inf, isfinite, isinf, log, log1p
 import numpy as np
 from numba import njit
 
+from cost_models.layout import filter_bytes as _filter_bytes_py
 from cost_models.symbolic_scalar import (
+    bloom_bits,
+    bloom_fpr,
     distinct_new,
     distinct_part,
     run_sum,
@@ -383,3 +386,131 @@ def level_cache_alpha(
                     hit = 1.0 if full else (-expm1(-rate[k] * t) if live else 0.0)
                     acc += fo * hit
                 out[i, j, p] = acc / total if total > 0 else 0.0
+
+
+#: cost_models.layout.filter_bytes compiled: the one copy of a filter's bytes, one element at a time.
+_filter_bytes = njit(cache=True, error_model="numpy")(_filter_bytes_py)
+
+
+@njit(cache=True, error_model="numpy")
+def split_levels(
+    hot_count: np.ndarray,
+    hot: np.ndarray,
+    fpr: np.ndarray,
+    budget_bits: np.ndarray,
+    exists: np.ndarray,
+    sized: np.ndarray,
+    fence: np.ndarray,
+    lvl: np.ndarray,
+    L: np.ndarray,
+    bits_avg: np.ndarray,
+    range_bits: np.ndarray,
+    buffer_bytes: np.ndarray,
+    all_hot: np.ndarray,
+    memory: float,
+) -> None:  # pragma: no cover - compiled
+    """cost_models.layout.split_memory's hot levels on ``memory`` bytes, row by row: the levels
+    whose fences and filters fit beside the buffer (cumulatively, from the top), each row's count
+    of them (``hot_count``; every level for an all-hot design), which levels are hot, their uniform
+    Bloom FPR (1 where cold or filterless) and the filter budget in bits (``budget_bits``)."""
+    n, lm = exists.shape
+    for i in range(n):
+        spare = memory - buffer_bytes[i]
+        cum = 0.0
+        count = 0.0
+        for j in range(lm):
+            bloom = _filter_bytes(sized[i, j], bits_avg[i]) if exists[i, j] else 0.0
+            ranges = _filter_bytes(sized[i, j], range_bits[i]) if exists[i, j] else 0.0
+            cum += fence[i, j] + (bloom + ranges)
+            if cum <= spare and exists[i, j]:
+                count += 1.0
+        hc = L[i] if all_hot[i] else count
+        hot_count[i] = hc
+        uniform = bloom_fpr(bits_avg[i])
+        cap = 0.0
+        for j in range(lm):
+            h = exists[i, j] and lvl[i, j] <= hc
+            hot[i, j] = h
+            cap += sized[i, j] if h else 0.0
+            fpr[i, j] = uniform if (h and bits_avg[i] > 0) else 1.0
+        budget_bits[i] = bits_avg[i] * cap
+
+
+@njit(cache=True, error_model="numpy")
+def split_use(
+    bits: np.ndarray,
+    mem: np.ndarray,
+    fpr: np.ndarray,
+    hot: np.ndarray,
+    lsh: np.ndarray,
+    sized: np.ndarray,
+    fence: np.ndarray,
+    range_bits: np.ndarray,
+    buffer_bytes: np.ndarray,
+    memory: float,
+    n_keys: float,
+    per_key: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The rest of cost_models.layout.split_memory, row by row, after :func:`split_levels` and the
+    Monkey rates: ``fpr`` made final in place (1 on a cold level, 0 for the hash log), the Bloom
+    bits per level, and per row into ``mem``: the filters', fences' and range filters' bytes, the
+    block cache (what is left of ``memory``) and whether the design fits (1.0) or not (0.0)."""
+    n, lm = hot.shape
+    for i in range(n):
+        m_filter = 0.0
+        m_fence = 0.0
+        m_range = 0.0
+        for j in range(lm):
+            f = fpr[i, j] if hot[i, j] else 1.0
+            if lsh[i]:
+                f = 0.0  # the hash index is exact
+            fpr[i, j] = f
+            b = bloom_bits(_maximum(f, 1e-300)) if (hot[i, j] and f < 1.0) else 0.0
+            if lsh[i]:
+                b = 0.0
+            bits[i, j] = b
+            if hot[i, j]:
+                m_filter += _filter_bytes(sized[i, j], b)
+                m_fence += fence[i, j]
+                m_range += _filter_bytes(sized[i, j], range_bits[i])
+        if lsh[i]:
+            m_fence = n_keys * per_key[i]
+        used = buffer_bytes[i] + m_filter + m_fence + m_range
+        mem[i, 0] = m_filter
+        mem[i, 1] = m_fence
+        mem[i, 2] = m_range
+        mem[i, 3] = _maximum(0.0, memory - used)
+        mem[i, 4] = 1.0 if used <= memory * (1 + 1e-9) else 0.0
+
+
+@njit(cache=True)
+def scatter_rows_1d(
+    out: np.ndarray, fresh_at: np.ndarray, fresh: np.ndarray, old_at: np.ndarray, old: np.ndarray, old_rows: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """solver.tables.grid_eval.scatter_rows of one value per design: ``out[old_at] = old[old_rows]``,
+    then ``out[fresh_at] = fresh``, without numpy's temporary of the gathered rows."""
+    for i in range(old_at.size):
+        out[old_at[i]] = old[old_rows[i]]
+    for i in range(fresh_at.size):
+        out[fresh_at[i]] = fresh[i]
+
+
+@njit(cache=True)
+def scatter_rows_2d(
+    out: np.ndarray, fresh_at: np.ndarray, fresh: np.ndarray, old_at: np.ndarray, old: np.ndarray, old_rows: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """:func:`scatter_rows_1d` of a value per design and level: each row copied, and padded with
+    zeros to ``out``'s levels (as Cascades.concat pads the shallower tree)."""
+    width = out.shape[1]
+    for i in range(old_at.size):
+        r, src = old_at[i], old_rows[i]
+        for j in range(old.shape[1]):
+            out[r, j] = old[src, j]
+        for j in range(old.shape[1], width):
+            out[r, j] = 0.0
+    for i in range(fresh_at.size):
+        r = fresh_at[i]
+        for j in range(fresh.shape[1]):
+            out[r, j] = fresh[i, j]
+        for j in range(fresh.shape[1], width):
+            out[r, j] = 0.0

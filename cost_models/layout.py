@@ -12,13 +12,13 @@ uniform), and what memory is left for the block cache. Arrays are
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from cost_models import range_filter
 from cost_models.design import DesignBatch, model_constants
 from cost_models.distributions import Marginal
+from cost_models.kernels import numba_kernels
 from cost_models.symbolic import compiled
 from cost_models.windows import ExactWindow
 from specs.limits import MAX_LEVELS  # T=2 over 1e15 keys and a one-entry buffer is 50 levels
@@ -156,6 +156,34 @@ def _monkey_fpr(cap: np.ndarray, runs: np.ndarray, hot: np.ndarray, budget_bits:
         active = still
     p = np.where(active, np.exp(np.minimum(log_mu[:, None] + log_unit, 0.0)), 1.0)
     return np.where(hot, p, 1.0)
+
+
+def _monkey_rates(
+    fpr: np.ndarray,
+    batch: DesignBatch,
+    bits_avg: np.ndarray,
+    hot_count: np.ndarray,
+    sized: np.ndarray,
+    runs: np.ndarray,
+    hot: np.ndarray,
+    budget_bits: np.ndarray,
+    monkey: MonkeyMemo | None,
+) -> None:
+    """The Monkey designs' per-level FPRs put into ``fpr`` (:func:`split_memory`: the filter budget
+    spread over the hot levels, :func:`_monkey_fpr`, through ``monkey`` when the caller has one)."""
+    need = np.flatnonzero(batch.monkey & (bits_avg > 0))
+    if need.size:
+        if monkey is None:
+            fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
+        else:
+            fpr[need] = monkey(need, hot_count, sized, runs, hot, budget_bits)
+
+
+def filter_bytes(keys: Any, bits_per_key: Any) -> Any:
+    """Bytes a filter of ``bits_per_key`` bits for each of ``keys`` keys holds (a level's Bloom
+    filters and its range filters alike). The one copy: numpy arrays here, one element each in
+    cost_models.kernels_numba (compiled from this function)."""
+    return keys * bits_per_key / 8.0
 
 
 class MonkeyMemo:
@@ -637,49 +665,89 @@ def split_memory(
     exists, sized, runs = sh.exists, sh.sized, sh.runs
     bits_avg = np.where(batch.lsh, 0.0, batch.bloom_bits)
     range_bits = np.where(batch.lsh, 0.0, batch.range_bits)
-    if hot_levels is None:
-        # a hot level holds its fences, Bloom filters and range filters in memory
-        per_level_filter = np.where(exists, sized * bits_avg[:, None] / 8.0, 0.0)
-        per_level_filter = per_level_filter + np.where(
-            exists, range_filter.memory_bytes(sized, range_bits[:, None]), 0.0
-        )
-        cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
-        spare = memory_bytes - batch.buffer_bytes
-        hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
-        hot_count = np.where(batch.all_hot, sh.L, hot_count)
-    else:
-        hot_count = np.minimum(np.asarray(hot_levels, dtype=float), sh.L)
-    Y = np.where(batch.lsh, 0.0, sh.L - hot_count)
-    hot = exists & (sh.lvl <= hot_count[:, None])
-
-    if bits_per_level is None:
-        # Filters: the same total memory either spread Monkey-style or uniformly.
-        hot_cap = np.where(hot, sized, 0.0)
-        budget_bits = bits_avg * hot_cap.sum(axis=1)
-        fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
-        need = np.flatnonzero(batch.monkey & (bits_avg > 0))
-        if need.size:
-            if monkey is None:
-                fpr[need] = _monkey_fpr(sized[need], runs[need], hot[need], budget_bits[need])
-            else:
-                fpr[need] = monkey(need, hot_count, sized, runs, hot, budget_bits)
-    else:
-        b = np.asarray(bits_per_level, dtype=float)
-        fpr = np.where(b > 0, c["bloom_fpr"](b), 1.0)
-    fpr = np.where(hot, fpr, 1.0)
-    fpr = np.where(batch.lsh[:, None], 0.0, fpr)  # the hash index is exact
-    bits = np.where(hot & (fpr < 1.0), c["bloom_bits"](np.maximum(fpr, 1e-300)), 0.0)
-    bits = np.where(batch.lsh[:, None], 0.0, bits)
-
-    mem_filter = np.where(hot, sized * bits / 8.0, 0.0).sum(axis=1)
-    mem_fence = np.where(hot, sh.fence, 0.0).sum(axis=1)
     template_index = sh.key_bytes + k["hash_index_overhead_bytes"]
     per_key = np.where(np.isnan(batch.hash_index_bytes), template_index, batch.hash_index_bytes)
-    mem_fence = np.where(batch.lsh, N * per_key, mem_fence)
-    mem_range = np.where(hot, range_filter.memory_bytes(sized, range_bits[:, None]), 0.0).sum(axis=1)
-    used = batch.buffer_bytes + mem_filter + mem_fence + mem_range
-    mem_cache = np.maximum(0.0, memory_bytes - used) if cache_bytes is None else np.asarray(cache_bytes, float)
-    feasible = used <= memory_bytes * (1 + 1e-9)
+    kern = numba_kernels()
+    derived = hot_levels is None and bits_per_level is None and cache_bytes is None
+    if kern is not None and derived and np.ndim(memory_bytes) == 0:
+        # the fused kernels (cost_models.kernels_numba): this function's arithmetic, row by row
+        n, lm = exists.shape
+        f64 = np.ascontiguousarray
+        hot_count, budget_bits = np.empty(n), np.empty(n)
+        hot, fpr = np.empty((n, lm), dtype=bool), np.empty((n, lm))
+        ex, sz = f64(exists, dtype=bool), f64(sized, dtype=float)
+        buffer = f64(batch.buffer_bytes, dtype=float)
+        kern.split_levels(
+            hot_count,
+            hot,
+            fpr,
+            budget_bits,
+            ex,
+            sz,
+            f64(sh.fence, dtype=float),
+            f64(sh.lvl, dtype=float),
+            f64(sh.L, dtype=float),
+            f64(bits_avg, dtype=float),
+            f64(range_bits, dtype=float),
+            buffer,
+            f64(batch.all_hot, dtype=bool),
+            float(memory_bytes),
+        )
+        _monkey_rates(fpr, batch, bits_avg, hot_count, sized, runs, hot, budget_bits, monkey)
+        bits = np.empty((n, lm))
+        mem = np.empty((n, 5))
+        kern.split_use(
+            bits,
+            mem,
+            fpr,
+            hot,
+            f64(batch.lsh, dtype=bool),
+            sz,
+            f64(sh.fence, dtype=float),
+            f64(range_bits, dtype=float),
+            buffer,
+            float(memory_bytes),
+            float(N),
+            f64(per_key, dtype=float),
+        )
+        mem_filter, mem_fence, mem_range, mem_cache = mem[:, 0], mem[:, 1], mem[:, 2], mem[:, 3]
+        feasible = mem[:, 4] > 0
+        Y = np.where(batch.lsh, 0.0, sh.L - hot_count)
+    else:
+        if hot_levels is None:
+            # a hot level holds its fences, Bloom filters and range filters in memory
+            per_level_filter = np.where(exists, filter_bytes(sized, bits_avg[:, None]), 0.0)
+            per_level_filter = per_level_filter + np.where(exists, filter_bytes(sized, range_bits[:, None]), 0.0)
+            cum_mem = np.cumsum(sh.fence + per_level_filter, axis=1)
+            spare = memory_bytes - batch.buffer_bytes
+            hot_count = np.sum((cum_mem <= spare[:, None]) & exists, axis=1).astype(float)
+            hot_count = np.where(batch.all_hot, sh.L, hot_count)
+        else:
+            hot_count = np.minimum(np.asarray(hot_levels, dtype=float), sh.L)
+        Y = np.where(batch.lsh, 0.0, sh.L - hot_count)
+        hot = exists & (sh.lvl <= hot_count[:, None])
+
+        if bits_per_level is None:
+            # Filters: the same total memory either spread Monkey-style or uniformly.
+            hot_cap = np.where(hot, sized, 0.0)
+            budget_bits = bits_avg * hot_cap.sum(axis=1)
+            fpr = np.where(hot & (bits_avg[:, None] > 0), c["bloom_fpr"](bits_avg)[:, None], 1.0)
+            _monkey_rates(fpr, batch, bits_avg, hot_count, sized, runs, hot, budget_bits, monkey)
+        else:
+            b = np.asarray(bits_per_level, dtype=float)
+            fpr = np.where(b > 0, c["bloom_fpr"](b), 1.0)
+        fpr = np.where(hot, fpr, 1.0)
+        fpr = np.where(batch.lsh[:, None], 0.0, fpr)  # the hash index is exact
+        bits = np.where(hot & (fpr < 1.0), c["bloom_bits"](np.maximum(fpr, 1e-300)), 0.0)
+        bits = np.where(batch.lsh[:, None], 0.0, bits)
+
+        mem_filter = np.where(hot, filter_bytes(sized, bits), 0.0).sum(axis=1)
+        mem_fence = np.where(hot, sh.fence, 0.0).sum(axis=1)
+        mem_fence = np.where(batch.lsh, N * per_key, mem_fence)
+        mem_range = np.where(hot, filter_bytes(sized, range_bits[:, None]), 0.0).sum(axis=1)
+        used = batch.buffer_bytes + mem_filter + mem_fence + mem_range
+        mem_cache = np.maximum(0.0, memory_bytes - used) if cache_bytes is None else np.asarray(cache_bytes, float)
+        feasible = used <= memory_bytes * (1 + 1e-9)
 
     # Paper Algorithm 3: filters -> LSM (no cold levels) or hybrid; else LSH if
     # flat, else B-tree.

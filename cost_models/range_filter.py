@@ -150,11 +150,6 @@ def design_fpr(bits_per_key: float, width: int) -> float:
     return fpr(list(allocate(float(bits_per_key), int(width))), int(width))
 
 
-def memory_bytes(keys: np.ndarray, bits_per_key: np.ndarray) -> np.ndarray:
-    """Bytes a level's range filters hold for ``keys`` keys at ``bits_per_key``."""
-    return np.asarray(keys, dtype=float) * np.asarray(bits_per_key, dtype=float) / 8.0
-
-
 def layout_fpr(range_bits: np.ndarray, width: int, per_height: tuple[float, ...] | None = None) -> np.ndarray:
     """Range-filter FPR of every design for empty ranges of ``width``: the engine's configured
     bits per height when given, else the optimal allocation of each design's bits per key."""

@@ -179,3 +179,69 @@ def test_pareto_kernel_matches_the_numpy_path(d: int) -> None:
         idx = np.flatnonzero(~np.isnan(c).any(axis=1))
         assert np.array_equal(k.lex_order(c), idx[np.lexsort(c[idx].T[::-1])])
     assert not pareto_mask(np.full((4, d), np.nan)).any()
+
+
+@pytest.mark.parametrize("spec_name", ["ycsb_a", "ycsb_e"])
+def test_memory_split_kernels_match_the_numpy_path(spec_name: str) -> None:
+    """cost_models.layout.split_memory compiled (split_levels, split_use) against numpy on the
+    grid's every layout and filter setting at memory sizes from too small for any buffer to past
+    every level hot: which levels are hot, their filters, the memory each part takes, the cache
+    left and feasibility, field by field; with and without the Monkey memo."""
+    from cost_models.io_model import window_tables
+    from cost_models.layout import MonkeyMemo, split_memory
+    from solver.tables.grid_eval import _split_groups, shard_prep, workloads
+
+    spec = load_spec(SPECS / f"{spec_name}.yaml")
+    grid = grid_for(spec)
+    parts = workload_partitions(spec.workload)
+    s = spec.workload.entries / 40
+    wins: list[Any] = []
+    for w in workloads(spec):
+        wins.append(window_tables(parts, w.operations, s, wins[0][1] if wins else None))
+    kernels.load()
+    prep = shard_prep(spec, grid, s, parts, wins, 512 * 2**30)
+    groups = _split_groups(grid, prep)
+    assert len(groups) >= 2
+    for g in groups:
+        memo = MonkeyMemo(*g.shape.sized.shape)
+        for mem in (1e6, 3e8, 2**31, 5e10, 512 * 2**30):
+            fast = split_memory(g.shape, g.batch, mem, monkey=memo)
+            with kernels.reference():
+                ref = split_memory(g.shape, g.batch, mem)
+            for f in dataclasses.fields(ref):
+                a, b = getattr(fast, f.name), getattr(ref, f.name)
+                where = f"{spec_name} at {mem:.3g} bytes: {f.name}"
+                if isinstance(b, np.ndarray) and b.dtype.kind == "f":
+                    np.testing.assert_allclose(a, b, rtol=REL, atol=1e-300, equal_nan=True, err_msg=where)
+                elif isinstance(b, np.ndarray):
+                    assert np.array_equal(a, b), where
+                else:
+                    _close(a, b, where)
+        assert 0 < np.count_nonzero(ref.hot) < ref.hot.size or g.is_lsh
+
+
+def test_row_scatter_kernels_match_the_numpy_path() -> None:
+    """solver.tables.grid_eval.scatter_rows compiled against numpy: one value per design or one per
+    level (the shallower tree padded with zeros, either side deeper), with and without fresh rows."""
+    from solver.tables.grid_eval import scatter_rows
+
+    rng = np.random.default_rng(7)
+    n = 50
+    perm = rng.permutation(n)
+    fresh_at, old_at = np.sort(perm[:20]), np.sort(perm[20:])
+    old_rows = rng.integers(0, 40, old_at.size)
+    kernels.load()
+    cases: list[tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]] = [
+        (rng.random(20), rng.random(40), fresh_at, old_at),
+        (rng.random((20, 3)), rng.random((40, 5)), fresh_at, old_at),
+        (rng.random((20, 6)), rng.random((40, 2)), fresh_at, old_at),
+        (None, rng.random((40, 4)), np.zeros(0, dtype=np.int64), np.arange(n)),
+        (None, rng.random(40), np.zeros(0, dtype=np.int64), np.arange(n)),
+    ]
+    for fresh, old, f_at, o_at in cases:
+        rows = old_rows if o_at.size == old_at.size else rng.integers(0, 40, o_at.size)
+        fast = scatter_rows(n, f_at, fresh, o_at, old, rows)
+        with kernels.reference():
+            ref = scatter_rows(n, f_at, fresh, o_at, old, rows)
+        assert fast.shape == ref.shape and fast.dtype == ref.dtype
+        assert np.array_equal(fast, ref)

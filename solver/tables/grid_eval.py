@@ -33,6 +33,7 @@ from cost_models.io_model import (
     split_terms,
     structure,
 )
+from cost_models.kernels import numba_kernels
 from cost_models.layout import Layout, MonkeyMemo, Shape, level_shape, split_memory
 from cost_models.phi import PhiTable
 from cost_models.range_filter import layout_fpr
@@ -372,7 +373,25 @@ def scatter_rows(
 ) -> np.ndarray:
     """An array of ``n`` designs: positions ``fresh_at`` from ``fresh``, ``old_at`` from ``old``'s rows
     ``old_rows``; per-level arrays (designs, levels) padded with zeros to the deeper tree, as
-    :meth:`Cascades.concat` pads them."""
+    :meth:`Cascades.concat` pads them. Floats go through the compiled copy when it is loaded
+    (cost_models.kernels_numba.scatter_rows_1d / _2d: the same values, without the temporaries)."""
+    kern = numba_kernels()
+    floats = old.dtype == np.float64 and (fresh is None or fresh.dtype == np.float64)
+    if kern is not None and floats and old.ndim <= 2 and (fresh is None or fresh.ndim == old.ndim):
+        width = old.shape[1:] if fresh is None else (max(old.shape[1], fresh.shape[1]),) if old.ndim == 2 else ()
+        out = np.empty((n, *width))
+        src = np.empty((0, *old.shape[1:])) if fresh is None else np.ascontiguousarray(fresh)
+        at = np.zeros(0, dtype=np.int64) if fresh is None else np.asarray(fresh_at, dtype=np.int64)
+        scatter = kern.scatter_rows_2d if old.ndim == 2 else kern.scatter_rows_1d
+        scatter(
+            out,
+            at,
+            src,
+            np.asarray(old_at, dtype=np.int64),
+            np.ascontiguousarray(old),
+            np.asarray(old_rows, dtype=np.int64),
+        )
+        return out
     if fresh is not None and old.ndim > 1 and fresh.shape[1] != old.shape[1]:
         lm = max(fresh.shape[1], old.shape[1])
         fresh, old = (np.pad(v, [(0, 0), (0, lm - v.shape[1])]) for v in (fresh, old))
