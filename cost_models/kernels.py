@@ -32,6 +32,7 @@ def _first_calls(k: ModuleType) -> None:
     args = (one, one, one, np.ones(1, dtype=bool), one, 0.5, 10.0, np.zeros(1, dtype=bool), one, one, one, one)
     k.lookup_terms(fp, fp.copy(), ints, ints, *args)
     k.pareto_rows(np.ones((2, 3)))
+    k.pareto_rows_grouped(np.ones((2, 3)), np.zeros(2, dtype=np.int64))
     k.cpu_throughput(one, one, zero, one, zero, zero, np.ones((1, 1)), np.ones((1, 1)), one, True, 2.0, 2.0, 1.0)
     cube = np.ones((1, 1, 1))
     k.level_cache_alpha(np.empty((1, 1, 1)), cube, cube, cube, np.ones((1, 1)), np.ones((1, 1)), one, 1)

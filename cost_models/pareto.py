@@ -106,6 +106,27 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
     return keep
 
 
+def pareto_mask_grouped(cost: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """:func:`pareto_mask` of each group of rows on its own (``groups``: an integer label per row; rows of
+    different labels never dominate each other): the mask over all rows. Compiled, one sort of
+    the rows by (label, columns) and one scan that starts a new front at each label
+    (cost_models.kernels_numba.pareto_rows_grouped), not a call per group."""
+    c = np.asarray(cost, dtype=float)
+    if c.ndim == 1:
+        c = c[:, None]
+    labels = np.asarray(groups, dtype=np.int64).reshape(-1)
+    if labels.size and (labels.min() < 0 or labels.max() >= labels.size):
+        labels = np.unique(labels, return_inverse=True)[1].reshape(-1)
+    k = numba_kernels()
+    if k is not None and c.shape[1] >= 3:
+        return np.asarray(k.pareto_rows_grouped(np.ascontiguousarray(c), labels), dtype=bool)
+    keep = np.zeros(c.shape[0], dtype=bool)
+    for g in np.unique(labels):
+        rows = np.flatnonzero(labels == g)
+        keep[rows[pareto_mask(c[rows])]] = True
+    return keep
+
+
 def _peel(c: np.ndarray, idx: np.ndarray, peels: int) -> tuple[np.ndarray, np.ndarray]:
     """The first ``peels`` rows of the front of ``c[idx]`` (no NaN; ``idx`` sorted) in
     lexicographic order, and the rows none of them weakly dominates (sorted). The least row left

@@ -245,3 +245,25 @@ def test_row_scatter_kernels_match_the_numpy_path() -> None:
             ref = scatter_rows(n, f_at, fresh, o_at, old, rows)
         assert fast.shape == ref.shape and fast.dtype == ref.dtype
         assert np.array_equal(fast, ref)
+
+
+@pytest.mark.parametrize("d", [3, 5])
+def test_grouped_pareto_is_each_groups_front(d: int) -> None:
+    """pareto_mask_grouped, compiled and on the numpy path, is pareto_mask of each group on its own:
+    rows with many ties, identical rows, NaN and inf, in groups given as labels in any order."""
+    from cost_models.pareto import pareto_mask, pareto_mask_grouped
+
+    kernels.load()
+    rng = np.random.default_rng(10 + d)
+    for n in (1, 7, 400, 3000):
+        c = rng.integers(0, 5, size=(n, d)).astype(float)
+        c[rng.random(n) < 0.05, rng.integers(0, d)] = np.nan
+        c[rng.random(n) < 0.05, rng.integers(0, d)] = np.inf
+        groups = rng.choice([7, -2, 30], n)
+        want = np.zeros(n, dtype=bool)
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            want[rows[pareto_mask(c[rows])]] = True
+        assert np.array_equal(pareto_mask_grouped(c, groups), want)
+        with kernels.reference():
+            assert np.array_equal(pareto_mask_grouped(c, groups), want)

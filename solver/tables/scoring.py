@@ -15,7 +15,7 @@ from cost_models.cpu import (
     shape_terms,
     throughput,
 )
-from cost_models.pareto import pareto_mask
+from cost_models.pareto import pareto_mask_grouped
 from cost_models.pricing.catalog import VmType
 from cost_models.robust import is_robust, per_op_costs, perturbed_demands, perturbed_throughput, perturbed_workload
 from cost_models.serving import node_caps, served_demands, spec_served
@@ -232,11 +232,9 @@ def candidates(
             cols += [-xp[0], (ge.total_p if ge.total_p is not None else ge.total)[idx]]
     table = np.stack(cols, axis=1)
     moved = ge.block if ge.disk_block is None else ge.disk_block
-    keep: list[np.ndarray] = []
-    for b in np.unique(ge.block[idx]):
-        for m in np.unique(moved[idx]):
-            rows = np.flatnonzero((ge.block[idx] == b) & (moved[idx] == m))
-            if rows.size:
-                keep.append(rows[pareto_mask(table[rows])])
-    pos = np.sort(np.concatenate(keep))
+    # one front per (block size, bytes an I/O moves)
+    bs, ms = ge.block[idx], moved[idx]
+    ub, um = np.unique(bs), np.unique(ms)
+    groups = np.searchsorted(ub, bs) * um.size + np.searchsorted(um, ms)
+    pos = np.flatnonzero(pareto_mask_grouped(table, groups))
     return idx[pos], bucket_idx[pos]
