@@ -48,7 +48,7 @@ from solver.tables.scoring import (
     design_demands_reusing,
     take_demands,
     take_scores,
-    usable,
+    usable_of_ok,
 )
 from solver.tables.volumes import shard_volumes, volume_thresholds
 from specs.errors import check_range
@@ -186,8 +186,8 @@ def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
                 ge, dem_ok, cands = walk.ge, walk.dem_ok, walk.cands
                 if ge is None or dem_ok is None:
                     continue
-                rows, bucket_rows = usable(ge, thr)
-                at_ok = np.searchsorted(walk.ok_rows, rows)
+                at_ok, bucket_rows = usable_of_ok(ge, thr, walk.ok_rows)
+                rows = walk.ok_rows[at_ok]
                 dem_all = take_demands(dem_ok, at_ok)
                 for vcpu, same in sorted(by_vcpu.items()):
                     # the candidates see the thresholds only through the usable designs' size buckets
@@ -197,7 +197,7 @@ def shard_job(args: ShardArgs) -> list[dict[str, list[Context]]]:
                         if vcpu not in walk.cpu_ok:
                             walk.cpu_ok[vcpu] = cpu_scores(dem_ok, vcpu)
                         cpu_all = take_scores(walk.cpu_ok[vcpu], at_ok)
-                        cand, bucket = candidates(spec, ge, thr, vcpu, dem_all, cpu_all)
+                        cand, bucket = candidates(spec, ge, thr, vcpu, dem_all, cpu_all, (rows, bucket_rows))
                         at = np.searchsorted(rows, cand)
                         cands[key] = (cand, bucket, take_demands(dem_all, at), take_scores(cpu_all, at))
                     cand, bucket, dem, cpu = cands[key]

@@ -180,12 +180,24 @@ def take_demands(dem: ScoreDemands, pos: np.ndarray) -> ScoreDemands:
     return de.take(pos), None if dp is None else dp.take(pos)
 
 
-def usable(ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def usable(ge: GridEval, thresholds: np.ndarray, ok_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The feasible designs of ``ge`` some offered volume size (``thresholds``) holds, and
-    their size bucket (the smallest such size)."""
+    their size bucket (the smallest such size). ``ok_rows``: ``np.flatnonzero(ge.ok)``, when the
+    caller has it (only those rows are looked up; :func:`usable_of_ok` gives their positions in it)."""
+    if ok_rows is not None:
+        at, bucket = usable_of_ok(ge, thresholds, ok_rows)
+        return ok_rows[at], bucket
     bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
     idx = np.flatnonzero(ge.ok & (bucket < thresholds.size))
     return idx, bucket[idx]
+
+
+def usable_of_ok(ge: GridEval, thresholds: np.ndarray, ok_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`usable`'s designs as positions in ``ok_rows`` (``np.flatnonzero(ge.ok)``), and their
+    size bucket."""
+    bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib[ok_rows], side="left")
+    at = np.flatnonzero(bucket < thresholds.size)
+    return at, bucket[at]
 
 
 def candidates(
@@ -195,6 +207,7 @@ def candidates(
     vcpu: int,
     dem: ScoreDemands | None = None,
     cpu: CpuScores | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The designs worth scoring per volume on a VM of ``vcpu`` cores: those no other design
     beats on every volume. Returns (design indices, their size bucket).
@@ -210,8 +223,9 @@ def candidates(
     ``tests/test_tables_pruning.py`` checks the pruning against scoring every design.
     ``dem``: the :func:`design_demands` of the :func:`usable` designs, when the caller shares them,
     and ``cpu`` their :func:`cpu_scores` on ``vcpu`` cores (then ``dem`` too): on a volume without
-    limits a design's throughput is its CPU score (cost_models.cpu.device_capped caps nothing)."""
-    idx, bucket_idx = usable(ge, thresholds)
+    limits a design's throughput is its CPU score (cost_models.cpu.device_capped caps nothing).
+    ``rows``: the :func:`usable` designs and their buckets, when the caller has them."""
+    idx, bucket_idx = usable(ge, thresholds) if rows is None else rows
     if idx.size == 0:
         return idx, bucket_idx
     if cpu is not None and dem is not None and (not is_robust(spec) or (dem[1] is not None and cpu[1] is not None)):
