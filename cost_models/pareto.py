@@ -107,10 +107,10 @@ def pareto_mask(cost: np.ndarray) -> np.ndarray:
 
 
 def pareto_mask_grouped(cost: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """:func:`pareto_mask` of each group of rows on its own (``groups``: an integer label per row; rows of
-    different labels never dominate each other): the mask over all rows. Compiled, one sort of
-    the rows by (label, columns) and one scan that starts a new front at each label
-    (cost_models.kernels_numba.pareto_rows_grouped), not a call per group."""
+    """:func:`pareto_mask` of each group of rows on its own (``groups``: an integer label per row;
+    rows of different labels never dominate each other): the mask over all rows. Compiled, one
+    call for every group (cost_models.kernels_numba.pareto_rows_grouped: a few pivots per group,
+    then one sort of the rows left by (label, columns) and one scan)."""
     c = np.asarray(cost, dtype=float)
     if c.ndim == 1:
         c = c[:, None]

@@ -180,13 +180,10 @@ def take_demands(dem: ScoreDemands, pos: np.ndarray) -> ScoreDemands:
     return de.take(pos), None if dp is None else dp.take(pos)
 
 
-def usable(ge: GridEval, thresholds: np.ndarray, ok_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def usable(ge: GridEval, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The feasible designs of ``ge`` some offered volume size (``thresholds``) holds, and
-    their size bucket (the smallest such size). ``ok_rows``: ``np.flatnonzero(ge.ok)``, when the
-    caller has it (only those rows are looked up; :func:`usable_of_ok` gives their positions in it)."""
-    if ok_rows is not None:
-        at, bucket = usable_of_ok(ge, thresholds, ok_rows)
-        return ok_rows[at], bucket
+    their size bucket (the smallest such size); :func:`usable_of_ok` when the caller has the
+    feasible rows."""
     bucket = np.searchsorted(thresholds * (1 + 1e-9), ge.need_gib, side="left")
     idx = np.flatnonzero(ge.ok & (bucket < thresholds.size))
     return idx, bucket[idx]
