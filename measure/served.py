@@ -25,9 +25,10 @@ The prediction is the model's for the same configuration on this core split:
 * **latency**: p50 and p99 of that queue's sojourn (by the arrival theorem: narrow at saturation,
   about C batches' service, where the open system's M/M/c spreads it exponentially), plus the
   round trip and, for writes, the commit wait on [sync, 2 x sync]; an rmw's read and write are
-  two trips. Not modelled: a write's wait for the server's next idle moment (the group commit
-  answers its batch when the server parks, or every interval: under a closed loop at saturation
-  the writes' p50 is 150-230 us above the reads' at depth 1, BENCHMARKS.md §20).
+  two trips. Not modelled: a write's wait for the end of the runtime's pass (the group commit
+  answers its batch when the worker parks, its run queue empty, or every interval: under a closed
+  loop at saturation the writes' p50 is 150-230 us above the reads' at depth 1, BENCHMARKS.md §20;
+  bench.write_wait simulates it, journal §41.5).
 """
 
 from __future__ import annotations
