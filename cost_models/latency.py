@@ -29,10 +29,15 @@ the batches outside it (round trip, commit wait) add up to the connections' (mea
 from __future__ import annotations
 
 import functools
+import heapq
 import math
-from dataclasses import dataclass
+import random
+from collections import deque
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from specs.vocab import CommitPoint
 
 #: Quantiles the solution reports.
 P50, P99 = 0.5, 0.99
@@ -401,3 +406,154 @@ class Route:
     shift_s: float
     window_s: float = 0.0
     visits: int = 1
+
+
+#: Batches a :class:`PassLoop` simulates before it records (the loop starts with every client's first
+#: batch at once), as a multiple of its clients.
+PASS_WARMUP_TURNS = 20
+
+
+@dataclass(frozen=True)
+class PassLoop:
+    """The bench's closed loop with cosine-server's commit point (journal §41.5), evaluated by
+    simulation: ``clients`` connections each keep one batch of ``pipeline`` operations, drawn from
+    ``mix`` one by one (as cosine-resp-bench draws them), at the node or on its way; the node's
+    ``cores`` workers serve batches for an exponential time of mean ``service_s`` each (the finite-
+    source queue's, :class:`ClosedLoop`), in passes: a worker that finds its pass done takes every
+    batch that has arrived (one poll of the sockets). A batch that wrote (an insert or an update in
+    it; an rmw's writes are a second batch, sent once the first is answered) is answered after a
+    sync: made when a worker ends a pass (:attr:`CommitPoint.PASS`; ``IDLE``: only when no batch is
+    left anywhere) or at the durability waiter's tick, every ``tick_s``, and lasting ``sync_s``
+    (``durable`` False: ``wal_sync = none``, writes answered at once). A reply and a request each
+    take half the round trip ``rtt_s``; a request's latency is from its client's send to its reply
+    (an rmw's to its write's reply)."""
+
+    cores: int
+    service_s: float
+    clients: int
+    pipeline: int
+    rtt_s: float
+    sync_s: float
+    tick_s: float
+    mix: tuple[tuple[str, float], ...]
+    durable: bool = True
+    commit: CommitPoint = CommitPoint.PASS
+
+    def simulate(self, requests: int, seed: int = 1) -> PassResult:
+        """``requests`` recorded requests' latencies (after the warm-up) and the throughput."""
+        return _simulate_passes(self, requests, seed)
+
+
+@dataclass
+class PassResult:
+    """What a :class:`PassLoop` simulation recorded: each operation's latencies (seconds) and the
+    requests answered per second."""
+
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    throughput: float = 0.0
+
+    def quantile(self, prob: float, op: str | None = None) -> float:
+        """The ``prob``-quantile of ``op``'s latency (None: of every request's)."""
+        xs = [x for v in self.latencies.values() for x in v] if op is None else self.latencies.get(op, [])
+        return float(np.quantile(np.asarray(xs), prob)) if xs else math.nan
+
+
+#: A batch in a :class:`PassLoop`: its client, its operations, whether it is an rmw's write batch,
+#: and when its client's turn began.
+_Batch = tuple[int, list[str], bool, float]
+
+
+def _simulate_passes(loop: PassLoop, requests: int, seed: int) -> PassResult:  # noqa: C901 - one event loop
+    rng = random.Random(seed)
+    ops = [op for op, _ in loop.mix]
+    weights = [w for _, w in loop.mix]
+    writes = {"insert", "update"}
+    events: list[tuple[float, int, str, _Batch | None]] = []
+    seq = 0
+
+    def push(at: float, kind: str, data: _Batch | None) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(events, (at, seq, kind, data))
+
+    def send(c: int, at: float) -> None:
+        batch = rng.choices(ops, weights, k=loop.pipeline)
+        push(at + loop.rtt_s / 2, "arrive", (c, batch, False, at))
+
+    for c in range(loop.clients):
+        send(c, rng.random() * loop.rtt_s)
+    if loop.tick_s > 0:
+        push(loop.tick_s, "tick", None)
+    arrived: deque[_Batch] = deque()
+    current: deque[_Batch] = deque()
+    waiting: list[_Batch] = []
+    idle = loop.cores
+    out = PassResult({op: [] for op in ops})
+    warm = PASS_WARMUP_TURNS * loop.clients
+    answered = recorded = 0
+    t0 = now = 0.0
+
+    def sync(at: float) -> None:
+        for b in waiting:
+            push(at + loop.sync_s, "reply", b)
+        waiting.clear()
+
+    def next_batch(at: float) -> _Batch | None:
+        if loop.commit == CommitPoint.PASS:
+            if not current:
+                if waiting:  # the pass is done: the worker parks, the waiter syncs
+                    sync(at)
+                current.extend(arrived)
+                arrived.clear()
+            return current.popleft() if current else None
+        if arrived:
+            return arrived.popleft()
+        if waiting and idle == loop.cores - 1:  # (this worker is the last busy one) nothing left
+            sync(at)
+        return None
+
+    def serve(at: float) -> None:
+        nonlocal idle
+        b = next_batch(at)
+        if b is None:
+            idle += 1
+            return
+        push(at + rng.expovariate(1.0 / loop.service_s), "done", b)
+
+    while recorded < requests:
+        now, _, kind, data = heapq.heappop(events)
+        if kind == "tick":
+            if waiting:
+                sync(now)
+            push(now + loop.tick_s, "tick", None)
+            continue
+        assert data is not None
+        c, batch, second, began = data
+        if kind == "arrive":
+            arrived.append(data)
+            if idle:
+                idle -= 1
+                serve(now)
+        elif kind == "done":
+            if (second or any(op in writes for op in batch)) and loop.durable:
+                waiting.append(data)
+            else:
+                push(now, "reply", data)
+            serve(now)
+        else:  # a reply leaves the node
+            back = now + loop.rtt_s / 2
+            rmws = [op for op in batch if op == "rmw"] if not second else []
+            answered += 1
+            if answered == warm:
+                t0, recorded = now, 0
+            if answered > warm:
+                for op in batch:
+                    if op != "rmw" or second:
+                        out.latencies[op].append(back - began)
+                        recorded += 1
+            if rmws:  # its writes go once its reads are answered: a second batch of this turn
+                push(back + loop.rtt_s / 2, "arrive", (c, rmws, True, began))
+            else:
+                send(c, back)
+    out.throughput = recorded / max(now - t0, 1e-300)
+    return out

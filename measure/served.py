@@ -50,9 +50,16 @@ from typing import Any
 from cost_models import cpu_count
 from cost_models.cpu import Demands, throughput
 from cost_models.engine_model import engine_breakdown
-from cost_models.latency import P50, P99, ClosedLoop, Route
+from cost_models.latency import P50, P99, ClosedLoop, PassLoop, PassResult
 from cost_models.network import served_mix
-from cost_models.serving import Serving, per_cluster_op, rmw_share, served, write_request_share
+from cost_models.serving import (
+    GROUP_COMMIT_INTERVAL_S,
+    Serving,
+    per_cluster_op,
+    rmw_share,
+    served,
+    write_request_share,
+)
 from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
 from measure.server import HOST, Server, core_split, cosine_server, free_port, need, pinned, start
 from render.config import config_device, to_toml
@@ -60,7 +67,6 @@ from render.workspace import RENDER_META, RenderMeta
 from specs.errors import InputError, check_range
 from specs.io import read_record
 from specs.schema import Spec
-from specs.vocab import WRITE_OPERATIONS, Operation
 
 #: Records and operations by default (the issue's 100k keys); measured operations per record.
 DEFAULT_RECORDS = 100_000
@@ -75,6 +81,9 @@ WARMUP_SHARE = 0.25
 PROBES = 200
 #: The driver's binary in the engine workspace.
 DRIVER = "cosine-resp-bench"
+#: Requests each prediction's loop is simulated for (cost_models.latency.PassLoop): its p99 from
+#: ~1,000 requests above it; ~0.3 s at depth 1.
+PASS_REQUESTS = 100_000
 
 
 @dataclass
@@ -256,22 +265,18 @@ def predict(
     loop = ClosedLoop(c, pipeline * c / node_ops / turn, clients, think / turn) if node_ops > 0 else None
     lam = loop.throughput() * pipeline / turn if loop is not None else 0.0
     x = lam / sm.scale
-    per_op: dict[str, Any] = {}
-    routes: list[tuple[float, Route]] = []
-    for name in w.operations:
-        if w.operations[name] <= 0:
-            continue
-        is_write = Operation(name) in WRITE_OPERATIONS
-        # an rmw: its read's round trip and sojourn, then its write's (a batch of its own)
-        visits = 2 if name == Operation.RMW else 1
-        route = Route(
-            visits * rtt_s + (sync_s if is_write and window > 0 else 0.0), window if is_write else 0.0, visits
-        )
-        routes.append((float(w.operations[name]), route))
-        per_op[name] = {
-            "p50_us": _quantile_us(loop, P50, [(1.0, route)]),
-            "p99_us": _quantile_us(loop, P99, [(1.0, route)]),
-        }
+    # each class's latency: the same loop with cosine-server's commit point, simulated
+    # (cost_models.latency.PassLoop: a batch that wrote is answered at the end of the runtime's pass)
+    mix = tuple((op, float(v)) for op, v in sm.mix.items() if v > 0)
+    synced = _wal_sync(cfg) != "none"
+    service = pipeline * c / node_ops / turn if node_ops > 0 else math.inf
+    passes = PassLoop(c, service, clients, pipeline, rtt_s, sync_s, _tick_s(cfg), mix, synced)
+    sim = passes.simulate(PASS_REQUESTS) if node_ops > 0 else None
+    per_op: dict[str, Any] = {
+        name: {"p50_us": _quantile_us(sim, P50, name), "p99_us": _quantile_us(sim, P99, name)}
+        for name in w.operations
+        if w.operations[name] > 0
+    }
     return {
         "throughput_ops": x,
         "capacity_ops": capacity,
@@ -288,7 +293,10 @@ def predict(
         "fanout_scale": sm.scale,
         "rtt_us": rtt_s * 1e6,
         "sync_us": sync_s * 1e6,
-        "latency_us": {"p50": _quantile_us(loop, P50, routes), "p99": _quantile_us(loop, P99, routes)},
+        "latency_us": {"p50": _quantile_us(sim, P50), "p99": _quantile_us(sim, P99)},
+        # the simulated loop's own throughput (the finite-source queue's is the prediction; they agree
+        # at saturation, tests/test_served_model.py)
+        "simulated_ops": sim.throughput / sm.scale if sim is not None else 0.0,
         "per_op": per_op,
     }
 
@@ -300,9 +308,15 @@ def _cpu_per_op(d: Demands, threads: int) -> float:
     return float(serial[0] + parallel[0] + d.background[0])
 
 
-def _quantile_us(loop: ClosedLoop | None, prob: float, routes: list[tuple[float, Route]]) -> float:
-    """The ``prob``-quantile in microseconds of a request of ``routes`` (inf: a node of no capacity)."""
-    return loop.quantile(prob, routes) * 1e6 if loop is not None else math.inf
+def _quantile_us(sim: PassResult | None, prob: float, op: str | None = None) -> float:
+    """The ``prob``-quantile in microseconds of ``op``'s latency (None: every request's) in the simulated
+    loop (inf: a node of no capacity)."""
+    return sim.quantile(prob, op) * 1e6 if sim is not None else math.inf
+
+
+def _tick_s(cfg: dict[str, Any]) -> float:
+    """The durability waiter's tick: the rendered ``group_commit_interval_us``."""
+    return float((cfg.get("durability") or {}).get("group_commit_interval_us", GROUP_COMMIT_INTERVAL_S * 1e6)) * 1e-6
 
 
 def _wal_sync(cfg: dict[str, Any]) -> str:

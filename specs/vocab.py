@@ -289,6 +289,16 @@ class WalSync(StrEnum):
 MODELLED_WAL_SYNC = WalSync.GROUP_COMMIT
 
 
+class CommitPoint(StrEnum):
+    """When cosine-server's durability waiter syncs the writes waiting, in the bench's closed loop
+    (cost_models.latency.PassLoop): at the end of each pass of a worker over the batches one poll of
+    its sockets found (what the server does: its worker parks when its run queue is empty), or only
+    when no batch is left anywhere (the alternative bench.write_wait measures it against)."""
+
+    PASS = "pass"
+    IDLE = "idle"
+
+
 class WalRecovery(StrEnum):
     """What the engine's WAL replay does with a damaged record (engine-template cosine-config ``WalRecovery``,
     modelled on RocksDB's ``WALRecoveryMode``; docs/engine-contract.md section 4)."""

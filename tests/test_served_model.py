@@ -655,3 +655,51 @@ def test_a_long_closed_queue_keeps_its_quantiles() -> None:
     loop = ClosedLoop(1, 1.0, 1000, 1.0)
     assert loop.quantile(0.5, [(1.0, Route(0.0))]) == pytest.approx(999.0, rel=2e-3)
     assert loop.quantile(0.99, [(1.0, Route(0.0))]) == pytest.approx(1000.0 + 2.326 * 1000.0**0.5, rel=5e-3)
+
+
+@pytest.mark.parametrize(("c", "clients", "rtt"), [(1, 50, 1.5), (1, 8, 5.0), (2, 20, 4.0)])
+def test_the_pass_loop_without_writes_is_the_closed_queue(c: int, clients: int, rtt: float) -> None:
+    """cost_models.latency.PassLoop, the served prediction's loop: with no write to commit, its
+    passes serve batches first come first served, so its throughput and latency quantiles are the
+    finite-source queue's (ClosedLoop, analytic: the sojourn plus the round trip)."""
+    from cost_models.latency import ClosedLoop, PassLoop, Route
+
+    sim = PassLoop(c, 1.0, clients, 1, rtt, 0.0, 0.0, (("get", 1.0),)).simulate(60_000)
+    loop = ClosedLoop(c, 1.0, clients, rtt)
+    assert sim.throughput == pytest.approx(loop.throughput(), rel=0.03)
+    for q in (0.5, 0.99):
+        assert sim.quantile(q, "get") == pytest.approx(loop.quantile(q, [(1.0, Route(rtt))]), rel=0.05)
+
+
+def test_a_pass_loop_answers_writes_at_the_end_of_the_pass() -> None:
+    """With writes (YCSB A at depth 1, one core saturated by 50 connections): a write is answered
+    once the pass it was served in ends, so it waits longer than a get, and less long than if the
+    server synced only with nothing left (CommitPoint.IDLE); the loop keeps Little's law (the mean
+    latency of a request is C / X: the time outside is in it); under ``wal_sync = none`` the two
+    classes wait alike; at depth 16 nearly every batch writes and both classes wait for the pass."""
+    from cost_models.latency import PassLoop
+    from specs.vocab import CommitPoint
+
+    mix = (("get", 0.5), ("update", 0.5))
+    base = (1, 8e-6, 50, 1, 14e-6, 2e-6, 1e-3, mix)
+    per_pass = PassLoop(*base).simulate(100_000)
+    idle = PassLoop(*base, commit=CommitPoint.IDLE).simulate(100_000)
+    unsynced = PassLoop(*base, durable=False).simulate(100_000)
+    get, put = per_pass.quantile(0.5, "get"), per_pass.quantile(0.5, "update")
+    assert put > 1.25 * get
+    assert idle.quantile(0.5, "update") > 1.15 * put
+    assert unsynced.quantile(0.5, "update") == pytest.approx(unsynced.quantile(0.5, "get"), rel=0.05)
+    mean = np.mean([x for v in per_pass.latencies.values() for x in v])
+    assert mean * per_pass.throughput == pytest.approx(50, rel=0.03)
+    deep = PassLoop(1, 16 * 1.5e-6, 50, 16, 14e-6, 2e-6, 1e-3, mix).simulate(100_000)
+    assert deep.quantile(0.5, "update") == pytest.approx(deep.quantile(0.5, "get"), rel=0.02)
+
+
+def test_an_rmw_in_a_pass_loop_is_two_visits() -> None:
+    """An rmw's write goes once its read is answered, in a batch of its own that waits for its
+    pass: it takes at least two round trips, and longer than a get of the same loop."""
+    from cost_models.latency import PassLoop
+
+    sim = PassLoop(1, 5e-6, 50, 1, 14e-6, 2e-6, 1e-3, (("get", 0.5), ("rmw", 0.5))).simulate(50_000)
+    assert min(sim.latencies["rmw"]) >= 2 * 14e-6
+    assert sim.quantile(0.5, "rmw") > 1.5 * sim.quantile(0.5, "get")
