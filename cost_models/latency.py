@@ -22,8 +22,9 @@ is integrated in closed form too, and a quantile is found by bisection on the CC
 below the utilization its ``performance.max_latency_s`` allows (:func:`throughput_within`).
 
 A closed system (the bench: C connections each with one batch outstanding) has a bounded queue:
-there the arrival rate used is the one at which M/M/c's mean number of batches in the system and
-the batches outside it (round trip, commit wait) add up to the connections' (measure/served.py).
+its throughput is the finite-source queue's (:class:`ClosedLoop`), and each operation's latency
+that of the same loop simulated with cosine-server's commit point (:class:`PassLoop`: a batch that
+wrote is answered at the end of the worker's pass; docs/model.md, measure/served.py).
 """
 
 from __future__ import annotations
@@ -319,7 +320,9 @@ class ClosedLoop:
 
     What the bench runs (measure/served.py): at saturation, with C clients and one core, the
     sojourn is the sum of about C services, narrow around C x service; the open system's M/M/c
-    (:class:`Queue`) gives it an exponential spread (p50 0.69 of the mean, p99 4.6 times it)."""
+    (:class:`Queue`) gives it an exponential spread (p50 0.69 of the mean, p99 4.6 times it). Its
+    throughput is the bench's prediction; its quantiles are what :class:`PassLoop` gives without a
+    write to commit (tests/test_served_model.py checks the simulation against them)."""
 
     cores: int
     service_s: float

@@ -22,13 +22,15 @@ The prediction is the model's for the same configuration on this core split:
   time); both are measured here before the run (:func:`probe_rtt`, :func:`probe_sync`). The
   batches at the servers are the finite-source M/M/c//C queue of C clients thinking that long
   (cost_models.latency.ClosedLoop): its throughput is the prediction;
-* **latency**: p50 and p99 of that queue's sojourn (by the arrival theorem: narrow at saturation,
-  about C batches' service, where the open system's M/M/c spreads it exponentially), plus the
-  round trip and, for writes, the commit wait on [sync, 2 x sync]; an rmw's read and write are
-  two trips. Not modelled: a write's wait for the end of the runtime's pass (the group commit
-  answers its batch when the worker parks, its run queue empty, or every interval: under a closed
-  loop at saturation the writes' p50 is 150-230 us above the reads' at depth 1, BENCHMARKS.md §20;
-  bench.write_wait simulates it, journal §41.5).
+* **latency**: p50 and p99 of each operation in the same loop simulated with cosine-server's
+  commit point (cost_models.latency.PassLoop): a worker serves, in passes, every batch one poll of
+  its sockets found, and a batch that wrote is answered at the end of its pass (the worker parks:
+  its run queue is empty, and the durability waiter syncs) or at the waiter's tick, then its sync
+  time; an rmw's write is a second batch, sent once its read is answered. Without writes the
+  simulation is the finite-source queue (tests/test_served_model.py checks its throughput and
+  quantiles against ClosedLoop's closed forms); with them a write waits for its pass to end: at
+  saturation the writes' p50 is 150-230 us above the reads' at depth 1 (BENCHMARKS.md §20,
+  journal §41.5).
 """
 
 from __future__ import annotations
