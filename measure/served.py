@@ -84,8 +84,11 @@ PROBES = 200
 #: The driver's binary in the engine workspace.
 DRIVER = "cosine-resp-bench"
 #: Requests each prediction's loop is simulated for (cost_models.latency.PassLoop): its p99 from
-#: ~1,000 requests above it; ~0.3 s at depth 1.
+#: ~1,000 requests above it; ~0.3 s at depth 1. More when an operation is rarer than
+#: PASS_SAMPLES in that many, up to PASS_MAX_REQUESTS.
 PASS_REQUESTS = 100_000
+PASS_SAMPLES = 1_000
+PASS_MAX_REQUESTS = 2_000_000
 
 
 @dataclass
@@ -273,7 +276,10 @@ def predict(
     synced = _wal_sync(cfg) != "none"
     service = pipeline * c / node_ops / turn if node_ops > 0 else math.inf
     passes = PassLoop(c, service, clients, pipeline, rtt_s, sync_s, _tick_s(cfg), mix, synced)
-    sim = passes.simulate(PASS_REQUESTS) if node_ops > 0 else None
+    # enough requests that the rarest operation has PASS_SAMPLES of its own (at most PASS_MAX_REQUESTS)
+    rarest = min((v for _, v in mix), default=0.0) / max(sum(v for _, v in mix), 1e-300)
+    requests = int(min(max(PASS_REQUESTS, math.ceil(PASS_SAMPLES / max(rarest, 1e-300))), PASS_MAX_REQUESTS))
+    sim = passes.simulate(requests) if node_ops > 0 and mix else None
     per_op: dict[str, Any] = {
         name: {"p50_us": _quantile_us(sim, P50, name), "p99_us": _quantile_us(sim, P99, name)}
         for name in w.operations
