@@ -50,7 +50,13 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, required=True, help="a JSON file of bench.served_fig4b --json")
     ap.add_argument("--requests", type=int, default=300_000)
     args = ap.parse_args()
-    rows = [r for r in json.loads(args.runs.read_text()) if r["nodes"] == 1 and r["pipeline"] == 1]
+    try:
+        doc = json.loads(args.runs.read_text())
+        rows = [r for r in doc if r["nodes"] == 1 and r["pipeline"] == 1]
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        ap.error(f"--runs {args.runs}: not a JSON file of bench.served_fig4b --json ({type(e).__name__}: {e})")
+    if args.requests < 1_000:
+        ap.error(f"--requests {args.requests}: at least 1,000")
     print("| YCSB | write share | server busy | get p50: measured / idle / pass (us) | write p50: the same |")
     print("| --- | ---: | ---: | --- | --- |")
     for x in sorted({r["workload"] for r in rows}):

@@ -676,6 +676,7 @@ def split_memory(
         hot_count, budget_bits = np.empty(n), np.empty(n)
         hot, fpr = np.empty((n, lm), dtype=bool), np.empty((n, lm))
         ex, sz = f64(exists, dtype=bool), f64(sized, dtype=float)
+        fence, rbits = f64(sh.fence, dtype=float), f64(range_bits, dtype=float)
         buffer = f64(batch.buffer_bytes, dtype=float)
         kern.split_levels(
             hot_count,
@@ -684,11 +685,11 @@ def split_memory(
             budget_bits,
             ex,
             sz,
-            f64(sh.fence, dtype=float),
+            fence,
             f64(sh.lvl, dtype=float),
             f64(sh.L, dtype=float),
             f64(bits_avg, dtype=float),
-            f64(range_bits, dtype=float),
+            rbits,
             buffer,
             f64(batch.all_hot, dtype=bool),
             float(memory_bytes),
@@ -703,8 +704,8 @@ def split_memory(
             hot,
             f64(batch.lsh, dtype=bool),
             sz,
-            f64(sh.fence, dtype=float),
-            f64(range_bits, dtype=float),
+            fence,
+            rbits,
             buffer,
             float(memory_bytes),
             float(N),
