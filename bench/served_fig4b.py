@@ -47,6 +47,17 @@ def row(x: str, nodes: int, depth: int, r: dict[str, Any], acc: dict[str, float]
     )
 
 
+def _counts(ap: argparse.ArgumentParser, flag: str, text: str) -> list[int]:
+    """A comma-separated list of positive integers (``--nodes``, ``--depths``), or a usage error."""
+    try:
+        out = [int(v) for v in text.split(",")]
+    except ValueError:
+        ap.error(f"{flag} {text!r}: comma-separated positive integers")
+    if not out or min(out) < 1:
+        ap.error(f"{flag} {text!r}: comma-separated positive integers")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=Path, required=True)
@@ -68,6 +79,12 @@ def main() -> None:
     )
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if not a.workloads or any(x not in "abcdef" for x in a.workloads):
+        ap.error(f"--workloads {a.workloads!r}: letters of abcdef (the YCSB workloads), no separators")
+    if not a.runs.is_dir() and a.runs.exists():
+        ap.error(f"--runs {a.runs}: not a directory")
+    nodes_list = _counts(ap, "--nodes", a.nodes)
+    depths = _counts(ap, "--depths", a.depths)
     if not 0 < a.ops_scale <= 100:
         ap.error(f"--ops-scale {a.ops_scale}: must be in (0, 100]")
     if not 1 <= a.repeat <= 20:
@@ -87,8 +104,8 @@ def main() -> None:
         if not (ws / "engine.toml").is_file():
             subprocess.run([sys.executable, "-m", "cli", "render", str(run), "--out", str(ws)], check=True)
         spec = load_spec(spec_path)
-        for nodes in (int(n) for n in a.nodes.split(",")):
-            for depth in (int(d) for d in a.depths.split(",")):
+        for nodes in nodes_list:
+            for depth in depths:
                 accs: list[float] = []
                 for _ in range(a.repeat):
                     res = bench_served(

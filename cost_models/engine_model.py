@@ -25,6 +25,7 @@ from cost_models.cpu import (
     NodeShape,
     background_workers,
     demands,
+    split_io,
     throughput,
     usable_cores,
 )
@@ -63,6 +64,7 @@ from specs.vocab import (
     Compaction,
     DesignClass,
     DistributionKind,
+    Operation,
     RunStrategy,
     WalSync,
 )
@@ -583,6 +585,34 @@ def engine_breakdown(
     th = int(workload["threads"])
     x = throughput(d, device.iops, th, usable_cores(th, cores), device.bytes_per_s)
     return EngineBreakdown(float(x[0]), _blocks(io, workload), d, io)
+
+
+def op_seconds(
+    cfg: dict[str, Any],
+    workload: dict[str, Any],
+    breakdown: EngineBreakdown,
+    device: DeviceModel = LOCAL_DEVICE,
+    shape: dict[str, Any] | None = None,
+    end_shape: dict[str, Any] | None = None,
+    phi: PhiTable | None = None,
+) -> dict[Operation, float]:
+    """Seconds a worker spends on one operation of each type (every one of OPERATIONS) on the I/O
+    :func:`engine_breakdown` predicted for ``workload`` (``breakdown``): its foreground CPU (the CPU
+    model's serial and parallel parts of a mix of it alone: its own CPU and its block reads') and
+    its foreground blocks at the device's rate, with the read latency (a worker reading a
+    rate-limited volume sleeps for it: cosine_core::io::Device). Flushes and merges are not in it:
+    the served latency model spreads the node's capacity over the requests in these proportions
+    (measure/served.py)."""
+    table = shipped_or(phi)
+    st = engine_shape(cfg, float(workload["records"]), _memtable_state(cfg, workload, shape, end_shape))
+    fg, _ = split_io(breakdown.io)
+    rate = max(1.0 / device.iops, float(np.max(st.block_bytes)) / device.bytes_per_s)
+    scan = float(workload.get("scan_length", 1))
+    out: dict[Operation, float] = {}
+    for i, op in enumerate(OPERATIONS):
+        d = demands(table, breakdown.io, st, {op: 1.0}, scan, device.read_latency_s)
+        out[op] = float(d.serial[0] + d.parallel[0] + d.wait[0] + float(np.ravel(fg[..., i])[0]) * rate)
+    return out
 
 
 def _pair(breakdown: Callable[P, EngineBreakdown]) -> Callable[P, tuple[float, float]]:

@@ -35,10 +35,11 @@ import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from specs.vocab import CommitPoint
+from specs.vocab import Operation, ReplyWait, SyncBy
 
 #: Quantiles the solution reports.
 P50, P99 = 0.5, 0.99
@@ -411,49 +412,91 @@ class Route:
     visits: int = 1
 
 
-#: Batches a :class:`PassLoop` simulates before it records (the loop starts with every client's first
-#: batch at once), as a multiple of its clients.
-PASS_WARMUP_TURNS = 20
+#: Batches a :class:`RuntimeLoop` simulates before it records (the loop starts with every client's
+#: first batch at once), as a multiple of its clients.
+LOOP_WARMUP_TURNS = 20
+#: tokio's multi-thread scheduler (1.54, the engine template's; runtime/builder.rs and
+#: runtime/scheduler/multi_thread/{worker,stats}.rs): a worker polls its I/O driver and wakes its
+#: deferred tasks every ``EVENT_INTERVAL`` ticks (``new_multi_thread``'s event_interval)...
+TOKIO_EVENT_INTERVAL = 61
+#: ... and takes a task from the global (inject) queue first every so many ticks: 200 us over its
+#: moving average of a task's poll time (alpha 0.1), at least 2 and at most 127 (stats.rs
+#: TARGET_GLOBAL_QUEUE_INTERVAL, MAX_TASKS_POLLED_PER_GLOBAL_QUEUE_INTERVAL, TASK_POLL_TIME_EWMA_ALPHA);
+#: the average starts at 200 us / 61 (TARGET_TASKS_POLLED_PER_GLOBAL_QUEUE_INTERVAL).
+TOKIO_GLOBAL_QUEUE_TARGET_S = 200e-6
+TOKIO_GLOBAL_QUEUE_MAX = 127
+TOKIO_GLOBAL_QUEUE_MIN = 2
+TOKIO_POLL_EWMA_ALPHA = 0.1
+TOKIO_TASKS_PER_INTERVAL = 61
 
 
 @dataclass(frozen=True)
-class PassLoop:
-    """The bench's closed loop with cosine-server's commit point (journal §41.5), evaluated by
-    simulation: ``clients`` connections each keep one batch of ``pipeline`` operations, drawn from
-    ``mix`` one by one (as cosine-resp-bench draws them), at the node or on its way; the node's
-    ``cores`` workers serve batches for an exponential time of mean ``service_s`` each (the finite-
-    source queue's, :class:`ClosedLoop`), in passes: a worker that finds its pass done takes every
-    batch that has arrived (one poll of the sockets). A batch that wrote (an insert or an update in
-    it; an rmw's writes are a second batch, sent once the first is answered) is answered after a
-    sync: made when a worker ends a pass (:attr:`CommitPoint.PASS`; ``IDLE``: only when no batch is
-    left anywhere) or at the durability waiter's tick, every ``tick_s``, and lasting ``sync_s``
-    (``durable`` False: ``wal_sync = none``, writes answered at once). A reply and a request each
-    take half the round trip ``rtt_s``; a request's latency is from its client's send to its reply
-    (an rmw's to its write's reply)."""
+class Visit:
+    """A worker's mean seconds for one request on one visit to the node: executing it (the
+    connection task's poll) and writing its reply (the reply writer's)."""
+
+    execute_s: float
+    reply_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RuntimeLoop:
+    """The bench's closed loop served by cosine-server's runtime (journal §42), evaluated by
+    simulation.
+
+    **Clients.** ``clients`` clients each keep one turn of ``pipeline`` operations, drawn from
+    ``mix`` one by one (as cosine-resp-bench draws them), at the node or on its way. A turn's point
+    requests go as one batch on the client's connection and, when ``scans_apart``, its scans as
+    another on a connection of their own (cosine-resp-bench and deploy/scatter.py); an rmw's writes
+    are one more batch, sent once the batch with its reads is answered; the turn ends when every
+    batch of it is answered. A request and a reply each take half the round trip ``rtt_s``; a
+    request's latency is from its turn's start to its batch's reply (an rmw's to its write's).
+
+    **The node** is tokio's multi-thread scheduler as the server uses it (1.54; the constants
+    above): ``cores`` workers, each with a tick, a LIFO slot, deferred tasks and a moving average of
+    its polls, sharing one run queue (tokio's are per worker, balanced by stealing) and the global
+    queue. A batch that arrives waits in its socket until a worker polls the I/O driver: when it
+    has run out of tasks, and every :data:`TOKIO_EVENT_INTERVAL` ticks; the connection's task is
+    then woken into the LIFO slot (the slot's task before it goes to the back of the run queue). Its
+    poll executes the batch (an exponential time of mean the batch's visits' seconds, ``costs``:
+    per operation one :class:`Visit` per visit, an rmw two) and wakes the reply writer into the LIFO
+    slot, which runs in the same tick: a batch that wrote (``durable``) waits for a sync; a
+    pipelined one (more than one request) yields, deferred until the worker next polls its driver;
+    a single reply is written at once. A writer writing takes its batch's reply seconds (its share
+    of the same exponential draw). Syncs: a worker that finds nothing to run and nothing deferred
+    parks, and its park hook syncs every waiting write (``sync_s`` of its own time; the woken
+    writers go to the global queue); the durability waiter's thread does the same every ``tick_s``
+    on its own time. A worker takes a task from the global queue when its local ones are gone, and
+    first every few ticks (its tuned interval)."""
 
     cores: int
-    service_s: float
     clients: int
     pipeline: int
     rtt_s: float
     sync_s: float
     tick_s: float
     mix: tuple[tuple[str, float], ...]
+    costs: tuple[tuple[str, tuple[Visit, ...]], ...]
     durable: bool = True
-    commit: CommitPoint = CommitPoint.PASS
+    scans_apart: bool = True
 
-    def simulate(self, requests: int, seed: int = 1) -> PassResult:
-        """``requests`` recorded requests' latencies (after the warm-up) and the throughput."""
-        return _simulate_passes(self, requests, seed)
+    def simulate(self, requests: int, seed: int = 1) -> RuntimeResult:
+        """``requests`` recorded requests' latencies (after the warm-up), the throughput, and how
+        the batches' replies waited."""
+        return _Runtime(self, seed).run(requests)
 
 
 @dataclass
-class PassResult:
-    """What a :class:`PassLoop` simulation recorded: each operation's latencies (seconds) and the
-    requests answered per second."""
+class RuntimeResult:
+    """What a :class:`RuntimeLoop` simulation recorded after its warm-up: each operation's
+    latencies (seconds), the requests answered per second, each batch's reply wait (seconds, from
+    the end of its execution to the end of its reply's write; cosine-server's ``INFO``
+    ``reply_wait_*``) by kind, and the syncs that answered writes, by who made them."""
 
     latencies: dict[str, list[float]] = field(default_factory=dict)
     throughput: float = 0.0
+    waits: dict[ReplyWait, list[float]] = field(default_factory=lambda: {k: [] for k in ReplyWait})
+    syncs: dict[SyncBy, int] = field(default_factory=lambda: {k: 0 for k in SyncBy})
 
     def quantile(self, prob: float, op: str | None = None) -> float:
         """The ``prob``-quantile of ``op``'s latency (None: of every request's)."""
@@ -461,102 +504,238 @@ class PassResult:
         return float(np.quantile(np.asarray(xs), prob)) if xs else math.nan
 
 
-#: A batch in a :class:`PassLoop`: its client, its operations, whether it is an rmw's write batch,
-#: and when its client's turn began.
-_Batch = tuple[int, list[str], bool, float]
+#: Operations a client sends on its scan connection (:attr:`RuntimeLoop.scans_apart`).
+_SCANS = frozenset({Operation.RANGE.value, Operation.EMPTY_RANGE.value})
+#: Operations whose batch waits for a sync (an rmw's write batch too).
+_WRITES = frozenset({Operation.INSERT.value, Operation.UPDATE.value})
 
 
-def _simulate_passes(loop: PassLoop, requests: int, seed: int) -> PassResult:  # noqa: C901 - one event loop
-    rng = random.Random(seed)
-    ops = [op for op, _ in loop.mix]
-    weights = [w for _, w in loop.mix]
-    writes = {"insert", "update"}
-    events: list[tuple[float, int, str, _Batch | None]] = []
-    seq = 0
+@dataclass
+class _Batch:
+    """A batch in a :class:`RuntimeLoop`: its client, operations, visit (0, or 1 for an rmw's
+    writes), its turn's start, its mean seconds executing and writing, and, once drawn, its own."""
 
-    def push(at: float, kind: str, data: _Batch | None) -> None:
-        nonlocal seq
-        seq += 1
-        heapq.heappush(events, (at, seq, kind, data))
+    client: int
+    ops: list[str]
+    visit: int
+    began: float
+    execute_mean: float
+    reply_mean: float
+    execute_s: float = 0.0
+    reply_s: float = 0.0
+    done_at: float = 0.0
+    writer_polled: bool = False
 
-    def send(c: int, at: float) -> None:
-        batch = rng.choices(ops, weights, k=loop.pipeline)
-        push(at + loop.rtt_s / 2, "arrive", (c, batch, False, at))
+    def kind(self, durable: bool) -> ReplyWait:
+        if durable and (self.visit == 1 or any(op in _WRITES for op in self.ops)):
+            return ReplyWait.DURABLE
+        return ReplyWait.PIPELINED if len(self.ops) > 1 else ReplyWait.SINGLE
 
-    for c in range(loop.clients):
-        send(c, rng.random() * loop.rtt_s)
-    if loop.tick_s > 0:
-        push(loop.tick_s, "tick", None)
-    arrived: deque[_Batch] = deque()
-    current: deque[_Batch] = deque()
-    waiting: list[_Batch] = []
-    idle = loop.cores
-    out = PassResult({op: [] for op in ops})
-    warm = PASS_WARMUP_TURNS * loop.clients
-    answered = recorded = 0
-    t0 = now = 0.0
 
-    def sync(at: float) -> None:
-        for b in waiting:
-            push(at + loop.sync_s, "reply", b)
-        waiting.clear()
+@dataclass
+class _Worker:
+    """One runtime worker: its tick, LIFO slot, deferred tasks, poll-time average and global-queue
+    interval, and whether it is busy (polling, or syncing in its park hook) or parked."""
 
-    def next_batch(at: float) -> _Batch | None:
-        if loop.commit == CommitPoint.PASS:
-            if not current:
-                if waiting:  # the pass is done: the worker parks, the waiter syncs
-                    sync(at)
-                current.extend(arrived)
-                arrived.clear()
-            return current.popleft() if current else None
-        if arrived:
-            return arrived.popleft()
-        if waiting and idle == loop.cores - 1:  # (this worker is the last busy one) nothing left
-            sync(at)
-        return None
+    tick: int = 0
+    lifo: tuple[str, _Batch] | None = None
+    deferred: list[_Batch] = field(default_factory=list)
+    ewma: float = TOKIO_GLOBAL_QUEUE_TARGET_S / TOKIO_TASKS_PER_INTERVAL
+    interval: int = TOKIO_TASKS_PER_INTERVAL
+    parked: bool = True
 
-    def serve(at: float) -> None:
-        nonlocal idle
-        b = next_batch(at)
-        if b is None:
-            idle += 1
+
+class _Runtime:
+    """The event loop of one :class:`RuntimeLoop` simulation."""
+
+    def __init__(self, loop: RuntimeLoop, seed: int) -> None:
+        self.loop = loop
+        self.rng = random.Random(seed)
+        self.ops = [op for op, _ in loop.mix]
+        self.weights = [w for _, w in loop.mix]
+        costs = dict(loop.costs)
+        self.visits = {op: costs.get(op, (Visit(1.0),)) for op in self.ops}
+        self.events: list[tuple[float, int, str, Any]] = []
+        self.seq = 0
+        self.parts = [0] * loop.clients  # each client's batches not yet answered
+        self.socket: list[_Batch] = []  # arrived, not yet seen by a driver poll
+        self.queue: deque[tuple[str, _Batch]] = deque()  # the run queue: ("conn" | "writer", batch)
+        self.inject: deque[tuple[str, _Batch]] = deque()  # woken from off the runtime
+        self.waiting: list[_Batch] = []  # writers waiting for a sync
+        self.workers = [_Worker() for _ in range(loop.cores)]
+        self.out = RuntimeResult({op: [] for op in self.ops})
+        self.answered = 0
+        self.warm = LOOP_WARMUP_TURNS * loop.clients
+
+    # --- events
+    def push(self, at: float, kind: str, data: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (at, self.seq, kind, data))
+
+    def batch(self, c: int, ops: list[str], visit: int, began: float) -> _Batch:
+        vs = [self.visits[op][min(visit, len(self.visits[op]) - 1)] for op in ops]
+        return _Batch(c, ops, visit, began, sum(v.execute_s for v in vs), sum(v.reply_s for v in vs))
+
+    def send(self, c: int, at: float) -> None:
+        drawn = self.rng.choices(self.ops, self.weights, k=self.loop.pipeline)
+        scans = [op for op in drawn if op in _SCANS] if self.loop.scans_apart else []
+        point = [op for op in drawn if op not in _SCANS] if scans else drawn
+        for group in (point, scans):
+            if group:
+                self.parts[c] += 1
+                self.push(at + self.loop.rtt_s / 2, "arrive", self.batch(c, group, 0, at))
+
+    # --- the scheduler
+    def schedule_local(self, w: _Worker, task: tuple[str, _Batch]) -> None:
+        if w.lifo is not None:
+            self.queue.append(w.lifo)
+        w.lifo = task
+
+    def poll_driver(self, w: _Worker) -> None:
+        """The I/O driver's events wake their connections' tasks, then the deferred tasks wake."""
+        for b in self.socket:
+            self.schedule_local(w, ("conn", b))
+        self.socket.clear()
+        for b in w.deferred:
+            self.schedule_local(w, ("writer", b))
+        w.deferred.clear()
+
+    def next_task(self, w: _Worker) -> tuple[str, _Batch] | None:
+        if w.tick % w.interval == 0:
+            tuned = int(TOKIO_GLOBAL_QUEUE_TARGET_S / max(w.ewma, 1e-12))
+            w.interval = min(max(tuned, TOKIO_GLOBAL_QUEUE_MIN), TOKIO_GLOBAL_QUEUE_MAX)
+            if self.inject:
+                return self.inject.popleft()
+        if w.lifo is not None:
+            task, w.lifo = w.lifo, None
+            return task
+        if self.queue:
+            return self.queue.popleft()
+        return self.inject.popleft() if self.inject else None
+
+    def poll_writer(self, w: _Worker, b: _Batch, at: float) -> bool:
+        """A reply writer's poll: True when it writes (the worker is busy until it has)."""
+        if not b.writer_polled:
+            b.writer_polled = True
+            kind = b.kind(self.loop.durable)
+            if kind == ReplyWait.DURABLE:
+                self.waiting.append(b)
+                return False
+            if kind == ReplyWait.PIPELINED:
+                w.deferred.append(b)
+                return False
+        self.push(at + b.reply_s, "written", (w, b))
+        return True
+
+    def unpark_one(self, at: float) -> None:
+        for w in self.workers:
+            if w.parked:
+                w.parked = False
+                self.push(at, "free", w)
+                return
+
+    def step(self, w: _Worker, at: float) -> None:
+        """The worker's loop from ``at`` until it polls a connection, writes a reply, syncs or parks."""
+        while True:
+            w.tick += 1
+            if w.tick % TOKIO_EVENT_INTERVAL == 0:
+                self.poll_driver(w)  # maintenance
+            task = self.next_task(w)
+            if task is None:
+                if w.deferred:  # park_yield: the driver polled without sleeping
+                    self.poll_driver(w)
+                    continue
+                if self.waiting:  # park: the park hook syncs first
+                    taken, self.waiting = self.waiting, []
+                    self.push(at + self.loop.sync_s, "synced", (w, taken))
+                    return
+                if self.socket:  # the driver's poll on parking finds them
+                    self.poll_driver(w)
+                    continue
+                w.parked = True
+                return
+            kind, b = task
+            if kind == "writer":
+                w.ewma += TOKIO_POLL_EWMA_ALPHA * (b.reply_s - w.ewma)
+                if self.poll_writer(w, b, at):
+                    return
+                continue
+            mean = b.execute_mean + b.reply_mean
+            total = self.rng.expovariate(1.0 / mean) if mean > 0 else 0.0
+            b.reply_s = total * b.reply_mean / mean if mean > 0 else 0.0
+            b.execute_s = total - b.reply_s
+            w.ewma += TOKIO_POLL_EWMA_ALPHA * (b.execute_s - w.ewma)
+            self.push(at + b.execute_s, "executed", (w, b))
             return
-        push(at + rng.expovariate(1.0 / loop.service_s), "done", b)
 
-    while recorded < requests:
-        now, _, kind, data = heapq.heappop(events)
-        if kind == "tick":
-            if waiting:
-                sync(now)
-            push(now + loop.tick_s, "tick", None)
-            continue
-        assert data is not None
-        c, batch, second, began = data
-        if kind == "arrive":
-            arrived.append(data)
-            if idle:
-                idle -= 1
-                serve(now)
-        elif kind == "done":
-            if (second or any(op in writes for op in batch)) and loop.durable:
-                waiting.append(data)
-            else:
-                push(now, "reply", data)
-            serve(now)
-        else:  # a reply leaves the node
-            back = now + loop.rtt_s / 2
-            rmws = [op for op in batch if op == "rmw"] if not second else []
-            answered += 1
-            if answered == warm:
-                t0, recorded = now, 0
-            if answered > warm:
-                for op in batch:
-                    if op != "rmw" or second:
-                        out.latencies[op].append(back - began)
-                        recorded += 1
-            if rmws:  # its writes go once its reads are answered: a second batch of this turn
-                push(back + loop.rtt_s / 2, "arrive", (c, rmws, True, began))
-            else:
-                send(c, back)
-    out.throughput = recorded / max(now - t0, 1e-300)
-    return out
+    def reply(self, b: _Batch, at: float) -> None:
+        """``b``'s replies are written at ``at``: counted, and on their way to the client."""
+        if self.answered >= self.warm:
+            self.out.waits[b.kind(self.loop.durable)].append(at - b.done_at)
+        self.push(at + self.loop.rtt_s / 2, "client", b)
+
+    def run(self, requests: int) -> RuntimeResult:
+        loop, out = self.loop, self.out
+        for c in range(loop.clients):
+            self.send(c, self.rng.random() * loop.rtt_s)
+        if loop.tick_s > 0:
+            self.push(loop.tick_s, "tick", None)
+        recorded = 0
+        t0 = now = 0.0
+        while recorded < requests:
+            now, _, kind, data = heapq.heappop(self.events)
+            if kind == "arrive":
+                self.socket.append(data)
+                self.unpark_one(now)
+            elif kind == "free":
+                self.step(data, now)
+            elif kind == "executed":  # the poll ends: its writer, woken into the LIFO slot, runs next
+                w, b = data
+                b.done_at = now
+                if w.lifo is not None:  # (the slot's task goes to the back of the run queue)
+                    self.queue.append(w.lifo)
+                    w.lifo = None
+                if not self.poll_writer(w, b, now):
+                    self.step(w, now)
+            elif kind == "written":
+                w, b = data
+                self.reply(b, now)
+                self.step(w, now)
+            elif kind == "synced":  # a worker's park hook synced: the writers are woken remotely
+                w, taken = data
+                self.inject.extend(("writer", b) for b in taken)
+                if self.answered >= self.warm:
+                    out.syncs[SyncBy.IDLE] += 1
+                self.step(w, now)
+            elif kind == "tick":  # the waiter's thread: a sync on its own time, then the next tick
+                if self.waiting:
+                    taken, self.waiting = self.waiting, []
+                    self.push(now + loop.sync_s, "answered", taken)
+                    self.push(now + loop.sync_s + loop.tick_s, "tick", None)
+                else:
+                    self.push(now + loop.tick_s, "tick", None)
+            elif kind == "answered":
+                self.inject.extend(("writer", b) for b in data)
+                if self.answered >= self.warm:
+                    out.syncs[SyncBy.TICK] += 1
+                self.unpark_one(now)
+            else:  # "client": the reply reached its client
+                b = data
+                c = b.client
+                self.answered += 1
+                if self.answered == self.warm:
+                    t0, recorded = now, 0
+                if self.answered > self.warm:
+                    for op in b.ops:
+                        if op != Operation.RMW or b.visit == 1:
+                            out.latencies[op].append(now - b.began)
+                            recorded += 1
+                rmws = [op for op in b.ops if op == Operation.RMW] if b.visit == 0 else []
+                if rmws:  # its writes go once its reads are answered: a batch of this turn
+                    self.push(now + loop.rtt_s / 2, "arrive", self.batch(c, rmws, 1, b.began))
+                    continue
+                self.parts[c] -= 1
+                if self.parts[c] == 0:
+                    self.send(c, now)
+        out.throughput = recorded / max(now - t0, 1e-300)
+        return out

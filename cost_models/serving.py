@@ -186,14 +186,35 @@ def op_serving_seconds(table: ServingTable, w: Wire, op: Operation, pipeline: in
     throughput accuracy, 3 runs, docs/journal/s43-s51.md §36); with the table's own terms it is
     1.49. (Stop 63's server, d45d40f, which wrote each group: 1.84-1.89 us measured, 2.02 predicted
     with the credit.)"""
+    return sum(total for total, _ in op_visit_seconds(table, w, op, pipeline, rmw_share))
+
+
+#: The share of a batch's fixed serving seconds (its ``batch_seconds``) that writing its replies
+#: takes, in the served latency model (cost_models.latency.RuntimeLoop: the reply writer's poll):
+#: the batch's two system calls are the read of its requests and the write of its replies, and the
+#: fit does not tell them apart, so each is taken as half (an assumption; the simulated p50s moved
+#: by less than 3 % with the reply's share of a request's seconds anywhere in 0.2-0.4, journal §42).
+REPLY_BATCH_SHARE = 0.5
+
+
+def op_visit_seconds(
+    table: ServingTable, w: Wire, op: Operation, pipeline: int, rmw_share: float = 0.0
+) -> list[tuple[float, float]]:
+    """:func:`op_serving_seconds` per visit of ``op`` to the node (one; an rmw's read, then its write),
+    each as (its seconds, the part of them that writing its reply takes: its outbound bytes' and
+    :data:`REPLY_BATCH_SHARE` of its batch's). A write's seconds may be negative (its request term,
+    the engine's WAL write that the server defers to the sync): the reply's part is the caller's to
+    bound by the request's whole seconds, the engine's with them."""
     c = compiled()["serving_seconds"]
     inbound, outbound = w.framed(op, pipeline)
     kinds = REQUESTS[op]
     per_byte = (inbound + outbound) / len(kinds)
-    out = 0.0
+    out = []
     for k in kinds:
         depth = 1.0 + (pipeline - 1) * rmw_share if (op == Operation.RMW and k == "write") else float(pipeline)
-        out += float(c(table.request_seconds(k), table.batch_seconds(k), depth, table.byte_seconds(k), per_byte))
+        total = float(c(table.request_seconds(k), table.batch_seconds(k), depth, table.byte_seconds(k), per_byte))
+        reply = table.byte_seconds(k) * outbound / len(kinds) + REPLY_BATCH_SHARE * table.batch_seconds(k) / depth
+        out.append((total, reply))
     return out
 
 
@@ -295,6 +316,7 @@ __all__ = [
     "ServingTable",
     "load_serving",
     "op_serving_seconds",
+    "op_visit_seconds",
     "rmw_share",
     "per_cluster_op",
     "served",

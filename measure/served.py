@@ -22,15 +22,12 @@ The prediction is the model's for the same configuration on this core split:
   time); both are measured here before the run (:func:`probe_rtt`, :func:`probe_sync`). The
   batches at the servers are the finite-source M/M/c//C queue of C clients thinking that long
   (cost_models.latency.ClosedLoop): its throughput is the prediction;
-* **latency**: p50 and p99 of each operation in the same loop simulated with cosine-server's
-  commit point (cost_models.latency.PassLoop): a worker serves, in passes, every batch one poll of
-  its sockets found, and a batch that wrote is answered at the end of its pass (the worker parks:
-  its run queue is empty, and the durability waiter syncs) or at the waiter's tick, then its sync
-  time; an rmw's write is a second batch, sent once its read is answered. Without writes the
-  simulation is the finite-source queue (tests/test_served_model.py checks its throughput and
-  quantiles against ClosedLoop's closed forms); with them a write waits for its pass to end: at
-  saturation the writes' p50 is 150-230 us above the reads' at depth 1 (BENCHMARKS.md §20,
-  journal §41.5).
+* **latency**: p50 and p99 of each operation in the same loop served by cosine-server's tokio
+  runtime, simulated (cost_models.latency.RuntimeLoop: the workers' polls of the sockets, the LIFO
+  slot, the reply writer's yield, the durability syncs by a parking worker or the waiter's tick;
+  each request's seconds the model's in proportion, :func:`request_visits`; docs/model.md). The
+  servers' own reply-wait and sync counters (``INFO server``) are read around the measured phase
+  and reported beside the simulation's (``replies``; bench.reply_wait prints both).
 """
 
 from __future__ import annotations
@@ -50,13 +47,15 @@ from pathlib import Path
 from typing import Any
 
 from cost_models import cpu_count
-from cost_models.cpu import Demands, throughput
-from cost_models.engine_model import engine_breakdown
-from cost_models.latency import P50, P99, ClosedLoop, PassLoop, PassResult
-from cost_models.network import served_mix
+from cost_models.cpu import Demands, DeviceModel, throughput
+from cost_models.engine_model import EngineBreakdown, engine_breakdown, op_seconds
+from cost_models.latency import P50, P99, ClosedLoop, RuntimeLoop, RuntimeResult, Visit
+from cost_models.network import served_mix, wire
 from cost_models.serving import (
     GROUP_COMMIT_INTERVAL_S,
     Serving,
+    load_serving,
+    op_visit_seconds,
     per_cluster_op,
     rmw_share,
     served,
@@ -69,6 +68,7 @@ from render.workspace import RENDER_META, RenderMeta
 from specs.errors import InputError, check_range
 from specs.io import read_record
 from specs.schema import Spec
+from specs.vocab import Operation, ReplyWait, SyncBy
 
 #: Records and operations by default (the issue's 100k keys); measured operations per record.
 DEFAULT_RECORDS = 100_000
@@ -83,12 +83,12 @@ WARMUP_SHARE = 0.25
 PROBES = 200
 #: The driver's binary in the engine workspace.
 DRIVER = "cosine-resp-bench"
-#: Requests each prediction's loop is simulated for (cost_models.latency.PassLoop): its p99 from
-#: ~1,000 requests above it; ~0.3 s at depth 1. More when an operation is rarer than
-#: PASS_SAMPLES in that many, up to PASS_MAX_REQUESTS.
-PASS_REQUESTS = 100_000
-PASS_SAMPLES = 1_000
-PASS_MAX_REQUESTS = 2_000_000
+#: Requests each prediction's loop is simulated for (cost_models.latency.RuntimeLoop): its p99 from
+#: ~1,000 requests above it; ~0.5 s at depth 1. More when an operation is rarer than
+#: LOOP_SAMPLES in that many, up to LOOP_MAX_REQUESTS.
+LOOP_REQUESTS = 100_000
+LOOP_SAMPLES = 1_000
+LOOP_MAX_REQUESTS = 2_000_000
 
 
 @dataclass
@@ -142,29 +142,35 @@ def probe_rtt(port: int, n: int = PROBES) -> float:
     return statistics.median(times)
 
 
-def engine_state(port: int) -> dict[str, Any]:
-    """The engine's shape as the server's ``INFO keyspace`` reports it (its buffered entries and each
-    disk level's entries and runs), in the form of the in-process bench's ``load.shape``
-    (cost_models.engine_model.observed_state reads either)."""
+def info(port: int, section: str) -> str:
+    """The server's ``INFO section`` text."""
+    request = f"*2\r\n$4\r\nINFO\r\n${len(section)}\r\n{section}\r\n".encode()
     with socket.create_connection((HOST, port), timeout=30) as s:
-        s.sendall(b"*2\r\n$4\r\nINFO\r\n$8\r\nkeyspace\r\n")
+        s.sendall(request)
         got = b""
         while b"\r\n" not in got:
             chunk = s.recv(4096)
             if not chunk:
-                raise RuntimeError(f"cosine-server on port {port} closed the connection on INFO keyspace")
+                raise RuntimeError(f"cosine-server on port {port} closed the connection on INFO {section}")
             got += chunk
         head, _, body = got.partition(b"\r\n")
         if not head.startswith(b"$"):
-            raise RuntimeError(f"cosine-server on port {port} answered INFO keyspace with {head[:80]!r}")
+            raise RuntimeError(f"cosine-server on port {port} answered INFO {section} with {head[:80]!r}")
         size = int(head[1:])
         while len(body) < size:
             chunk = s.recv(65536)
             if not chunk:
                 raise RuntimeError(f"cosine-server on port {port} closed the connection in its INFO reply")
             body += chunk
+    return body[:size].decode()
+
+
+def engine_state(port: int) -> dict[str, Any]:
+    """The engine's shape as the server's ``INFO keyspace`` reports it (its buffered entries and each
+    disk level's entries and runs), in the form of the in-process bench's ``load.shape``
+    (cost_models.engine_model.observed_state reads either)."""
     state: dict[str, Any] = {"buffered": 0.0, "levels": []}
-    for line in body[:size].decode().splitlines():
+    for line in info(port, "keyspace").splitlines():
         name, _, value = line.partition(":")
         if name == "buffered_entries":
             state["buffered"] = float(value)
@@ -174,6 +180,47 @@ def engine_state(port: int) -> dict[str, Any]:
                 {"level": int(name[5:]), "entries": float(fields["entries"]), "runs": float(fields["runs"])}
             )
     return state
+
+
+def reply_counters(port: int) -> dict[str, float]:
+    """The server's reply-wait and sync counters (``INFO server``: ``reply_wait_<kind>`` batches and
+    microseconds in all, ``durable_syncs_<who>``), as ``<kind>_batches``, ``<kind>_usec`` and
+    ``syncs_<who>`` totals since it started."""
+    out: dict[str, float] = {}
+    for line in info(port, "server").splitlines():
+        name, _, value = line.partition(":")
+        if name.startswith("reply_wait_"):
+            fields = dict(kv.split("=", 1) for kv in value.split(","))
+            out[f"{name[len('reply_wait_') :]}_batches"] = float(fields["batches"])
+            out[f"{name[len('reply_wait_') :]}_usec"] = float(fields["usec"])
+        elif name.startswith("durable_syncs_"):
+            out[f"syncs_{name[len('durable_syncs_') :]}"] = float(value)
+    missing = [k.value for k in ReplyWait if f"{k.value}_batches" not in out] + [
+        k.value for k in SyncBy if f"syncs_{k.value}" not in out
+    ]
+    if missing:
+        raise RuntimeError(
+            f"cosine-server on port {port}: INFO server has no reply-wait counters for {', '.join(missing)}"
+        )
+    return out
+
+
+def reply_stats(before: list[dict[str, float]], after: list[dict[str, float]]) -> dict[str, Any]:
+    """The servers' reply waits (batches, mean microseconds) per kind and syncs per 1,000 batches
+    between two readings of :func:`reply_counters` on each (summed over the servers)."""
+
+    def delta(key: str) -> float:
+        return sum(a[key] - b[key] for a, b in zip(after, before, strict=True))
+
+    batches = sum(delta(f"{k.value}_batches") for k in ReplyWait)
+    waits = {}
+    for k in ReplyWait:
+        n = delta(f"{k.value}_batches")
+        waits[k.value] = {"batches": int(n), "mean_us": delta(f"{k.value}_usec") / n if n else 0.0}
+    return {
+        "waits": waits,
+        "syncs_per_1000_batches": {k.value: delta(f"syncs_{k.value}") * 1e3 / max(batches, 1.0) for k in SyncBy},
+    }
 
 
 def mean_state(states: list[dict[str, Any]]) -> dict[str, Any]:
@@ -209,6 +256,15 @@ def probe_sync(directory: Path, n: int = 50) -> float:
     return statistics.median(times)
 
 
+def served_config(workspace: Path, text: str, records: int, nodes: int, threads: int) -> str:
+    """The engine.toml a node serves: the workspace's ``text`` scaled to the node's share of
+    ``records`` (the rendered design's memory per entry, RENDER_META) on ``threads`` workers."""
+    per_node = _entries_per_node(workspace / RENDER_META)
+    if per_node is not None:
+        text = scaled_config(text, (records / nodes) / float(per_node))
+    return node_config(text, threads)
+
+
 def node_config(text: str, threads: int) -> str:
     """engine.toml with ``threads`` workers (cosine-server's tokio runtime)."""
     cfg = tomllib.loads(text)
@@ -228,10 +284,14 @@ def predict(
     sync_s: float,
     shape: dict[str, Any] | None = None,
     end_shape: dict[str, Any] | None = None,
+    service_scale: float = 1.0,
 ) -> dict[str, Any]:
     """The model's served throughput and p50/p99 for this run (module docstring). ``shape`` /
     ``end_shape``: a node's engine when the measured phase began and ended (:func:`engine_state`;
-    None: the model's expected state), as the in-process validation predicts on its report's."""
+    None: the model's expected state), as the in-process validation predicts on its report's.
+    ``service_scale`` multiplies the seconds a request takes in the latency simulation only
+    (bench.reply_wait: the measured server CPU's over the predicted, to judge the runtime's schedule
+    apart from the CPU model)."""
     cfg = tomllib.loads(config)
     w = spec.workload
     sm = served(w.operations, w.key_bytes, w.value_bytes, float(wl["scan_length"]), Serving(pipeline, float(nodes)))
@@ -270,16 +330,17 @@ def predict(
     loop = ClosedLoop(c, pipeline * c / node_ops / turn, clients, think / turn) if node_ops > 0 else None
     lam = loop.throughput() * pipeline / turn if loop is not None else 0.0
     x = lam / sm.scale
-    # each class's latency: the same loop with cosine-server's commit point, simulated
-    # (cost_models.latency.PassLoop: a batch that wrote is answered at the end of the runtime's pass)
+    # each class's latency: the same loop served by cosine-server's runtime, simulated
+    # (cost_models.latency.RuntimeLoop), each request's seconds in the model's proportions
     mix = tuple((op, float(v)) for op, v in sm.mix.items() if v > 0)
     synced = _wal_sync(cfg) != "none"
-    service = pipeline * c / node_ops / turn if node_ops > 0 else math.inf
-    passes = PassLoop(c, service, clients, pipeline, rtt_s, sync_s, _tick_s(cfg), mix, synced)
-    # enough requests that the rarest operation has PASS_SAMPLES of its own (at most PASS_MAX_REQUESTS)
+    per_request = service_scale * c / node_ops if node_ops > 0 else 0.0
+    costs = request_visits(cfg, node_wl, bd, device, shape, end_shape, spec, pipeline, per_request)
+    runtime = RuntimeLoop(c, clients, pipeline, rtt_s, sync_s, _tick_s(cfg), mix, costs, synced)
+    # enough requests that the rarest operation has LOOP_SAMPLES of its own (at most LOOP_MAX_REQUESTS)
     rarest = min((v for _, v in mix), default=0.0) / max(sum(v for _, v in mix), 1e-300)
-    requests = int(min(max(PASS_REQUESTS, math.ceil(PASS_SAMPLES / max(rarest, 1e-300))), PASS_MAX_REQUESTS))
-    sim = passes.simulate(requests) if node_ops > 0 and mix else None
+    requests = int(min(max(LOOP_REQUESTS, math.ceil(LOOP_SAMPLES / max(rarest, 1e-300))), LOOP_MAX_REQUESTS))
+    sim = runtime.simulate(requests) if node_ops > 0 and mix else None
     per_op: dict[str, Any] = {
         name: {"p50_us": _quantile_us(sim, P50, name), "p99_us": _quantile_us(sim, P99, name)}
         for name in w.operations
@@ -302,10 +363,12 @@ def predict(
         "rtt_us": rtt_s * 1e6,
         "sync_us": sync_s * 1e6,
         "latency_us": {"p50": _quantile_us(sim, P50), "p99": _quantile_us(sim, P99)},
-        # the simulated loop's own throughput (the finite-source queue's is the prediction: within 2 % of
-        # it on the served Fig. 4B's rows, journal §41.5; equal without writes, tests/test_served_model.py)
+        # the simulated loop's own throughput (the finite-source queue's is the prediction; equal
+        # without writes at depth 1, tests/test_served_model.py)
         "simulated_ops": sim.throughput / sm.scale if sim is not None else 0.0,
         "per_op": per_op,
+        # how the simulated batches' replies waited, as the servers' INFO reports them (measured)
+        "replies": replies_of(sim) if sim is not None else {},
     }
 
 
@@ -316,7 +379,60 @@ def _cpu_per_op(d: Demands, threads: int) -> float:
     return float(serial[0] + parallel[0] + d.background[0])
 
 
-def _quantile_us(sim: PassResult | None, prob: float, op: str | None = None) -> float:
+def request_visits(
+    cfg: dict[str, Any],
+    node_wl: dict[str, Any],
+    bd: EngineBreakdown,
+    device: DeviceModel,
+    shape: dict[str, Any] | None,
+    end_shape: dict[str, Any] | None,
+    spec: Spec,
+    pipeline: int,
+    per_request_s: float,
+) -> tuple[tuple[str, tuple[Visit, ...]], ...]:
+    """Each operation's :class:`Visit` (two for an rmw: its read, its write) on one of the node's
+    workers: the engine's foreground seconds of it (cost_models.engine_model.op_seconds; an rmw's
+    split between its read and its write as a get's and an update's) and its serving seconds, the
+    reply's write apart (cost_models.serving.op_visit_seconds), scaled so that a request of the mix
+    takes ``per_request_s`` on average (the node's capacity: its merges and stalls spread over the
+    requests in these proportions)."""
+    w = spec.workload
+    mix = {Operation(op): float(v) for op, v in node_wl["mix"].items() if float(v) > 0}
+    engine = op_seconds(cfg, node_wl, bd, device, shape, end_shape)
+    table = load_serving()
+    wr = wire(w.key_bytes, w.value_bytes, float(node_wl["scan_length"]))
+    rs = rmw_share(node_wl["mix"])
+    raw: dict[Operation, list[tuple[float, float]]] = {}
+    for op in mix:
+        served_parts = op_visit_seconds(table, wr, op, pipeline, rs)
+        if op == Operation.RMW:
+            get, upd = engine[Operation.GET], engine[Operation.UPDATE]
+            read = engine[op] * get / max(get + upd, 1e-300)
+            eng = [read, engine[op] - read]
+        else:
+            eng = [engine[op]]
+        raw[op] = [(e + t, min(max(r, 0.0), e + t)) for e, (t, r) in zip(eng, served_parts, strict=True)]
+    mean = sum(v * sum(t for t, _ in raw[op]) for op, v in mix.items()) / sum(mix.values())
+    k = per_request_s / mean if mean > 0 else 0.0
+    return tuple(
+        (op.value, tuple(Visit(k * (total - reply), k * reply) for total, reply in parts)) for op, parts in raw.items()
+    )
+
+
+def replies_of(sim: RuntimeResult) -> dict[str, Any]:
+    """A simulation's reply waits per kind (batches, mean microseconds) and syncs per 1,000 batches,
+    in the form :func:`reply_stats` gives the servers' (INFO server)."""
+    batches = sum(len(v) for v in sim.waits.values())
+    return {
+        "waits": {
+            k.value: {"batches": len(v), "mean_us": statistics.fmean(v) * 1e6 if v else 0.0}
+            for k, v in sim.waits.items()
+        },
+        "syncs_per_1000_batches": {k.value: n * 1e3 / max(batches, 1) for k, n in sim.syncs.items()},
+    }
+
+
+def _quantile_us(sim: RuntimeResult | None, prob: float, op: str | None = None) -> float:
     """The ``prob``-quantile in microseconds of ``op``'s latency (None: every request's) in the simulated
     loop (inf: a node of no capacity)."""
     return sim.quantile(prob, op) * 1e6 if sim is not None else math.inf
@@ -411,12 +527,9 @@ def bench_served(
             f"--engine {workspace}: the engine's keys are {engine_keys} bytes, the spec's {spec.workload.key_bytes}: "
             "render the spec's own design (cosine render)"
         )
-    per_node = _entries_per_node(workspace / RENDER_META)
-    if per_node is not None:
-        text = scaled_config(text, (n / nodes) / float(per_node))
     cores_per_node = len(server_cores) / nodes
     threads = max(1, int(math.ceil(cores_per_node)))
-    config = node_config(text, threads)
+    config = served_config(workspace, text, n, nodes, threads)
     wl = workload_json(spec, n, ops, threads)
     # the engine template's release build, as `cosine deploy` runs it: the same code serves every
     # design, all that is the design's is its engine.toml (docs/engine-contract.md)
@@ -466,6 +579,7 @@ def bench_served(
         # the engines' shape the measured phase starts from (the model predicts on it, as the
         # in-process validation does on its report's), read before the servers' CPU is
         start_state = mean_state([engine_state(s.port) for s in servers[:nodes]])
+        replies0 = [reply_counters(s.port) for s in servers[:nodes]]
         cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
         proxy0 = sum(s.cpu_seconds() for s in servers[nodes:])
         measured = drive(
@@ -475,6 +589,8 @@ def bench_served(
         proxy = sum(s.cpu_seconds() for s in servers[nodes:]) - proxy0
         end_state = mean_state([engine_state(s.port) for s in servers[:nodes]])
         measured["engine_state"] = {"start": start_state, "end": end_state}
+        # how the batches' replies waited (the runtime's schedule the latency model simulates)
+        measured["replies"] = reply_stats(replies0, [reply_counters(s.port) for s in servers[:nodes]])
         done = max(int(measured["run"]["operations"]), 1)
         wall = max(t1 - t0, 1e-9)
         measured["server"] = {

@@ -344,6 +344,12 @@ def print_wal(sec: dict[str, Any]) -> None:
     )
 
 
+def _share(waits: dict[str, Any], kind: str) -> float:
+    """``kind``'s share of the batches of a served run's reply waits (measure.served.reply_stats)."""
+    total = sum(v["batches"] for v in waits.values())
+    return waits[kind]["batches"] / total if total else 0.0
+
+
 def print_served(res: dict[str, Any], accuracy: dict[str, float]) -> None:
     """`cosine bench --served`: predicted beside measured, throughput and p50/p99 per operation."""
     c, m, p = res["config"], res["measured"], res["predicted"]
@@ -385,6 +391,16 @@ def print_served(res: dict[str, Any], accuracy: dict[str, float]) -> None:
             f"{mo['latency_us']['p50']:,.0f} / {mo['latency_us']['p99']:,.0f}",
             f"{accuracy.get(op + '_p50', 0.0):.1%}",
         )
+    pr, mr = p.get("replies", {}).get("waits", {}), m.get("replies", {}).get("waits", {})
+    for kind, mw in mr.items():
+        pw = pr.get(kind, {})
+        if mw["batches"] or pw.get("batches"):
+            t.add_row(
+                f"{kind} replies' wait (us; share of batches)",
+                f"{pw.get('mean_us', 0.0):,.0f} ({_share(pr, kind):.0%})",
+                f"{mw['mean_us']:,.0f} ({_share(mr, kind):.0%})",
+                "",
+            )
     con.print(t)
     con.print(
         f"model: capacity {p['capacity_ops']:,.0f} ops/s at full use (the engine in process "

@@ -289,14 +289,21 @@ class WalSync(StrEnum):
 MODELLED_WAL_SYNC = WalSync.GROUP_COMMIT
 
 
-class CommitPoint(StrEnum):
-    """When cosine-server's durability waiter syncs the writes waiting, in the bench's closed loop
-    (cost_models.latency.PassLoop): at the end of each pass of a worker over the batches one poll of
-    its sockets found (what the server does: its worker parks when its run queue is empty), or only
-    when no batch is left anywhere (the alternative bench.write_wait measures it against)."""
+class ReplyWait(StrEnum):
+    """How cosine-server's reply to a batch waits between the batch's execution and its write
+    (cosine-server stats.rs ``ReplyWait``, `INFO server`'s ``reply_wait_*``; the served latency model
+    simulates each: cost_models.latency.RuntimeLoop)."""
 
-    PASS = "pass"
-    IDLE = "idle"
+    DURABLE = "durable"  # the batch wrote: its replies wait for the durability waiter's sync
+    PIPELINED = "pipelined"  # several replies, nothing to sync: the writer yields once
+    SINGLE = "single"  # one reply, nothing to sync: written at once
+
+
+class SyncBy(StrEnum):
+    """Who made a durability sync that answered waiting writes (cosine-server stats.rs ``SyncBy``)."""
+
+    IDLE = "idle"  # a runtime worker about to park (its run queue and deferred tasks empty)
+    TICK = "tick"  # the waiter's own thread, every group-commit interval
 
 
 class WalRecovery(StrEnum):

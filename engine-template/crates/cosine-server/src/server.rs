@@ -27,7 +27,7 @@ use crate::command::{get_into, Command};
 use crate::error::ServerError;
 use crate::output::{OutputBuffer, OutputLimit};
 use crate::resp::{Limits, Parsed, Parser, Reply};
-use crate::stats::ServerStats;
+use crate::stats::{ReplyWait, ServerStats, SyncBy};
 use bytes::BytesMut;
 use cosine_config::DesignClass;
 use cosine_engine::{DurableMark, Engine};
@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -239,6 +239,8 @@ struct Outgoing {
     wrote: Vec<usize>,
     durable: Option<oneshot::Receiver<Result<(), String>>>,
     close: bool,
+    /// When the batch's execution ended (its reply wait starts: [`ServerStats::reply_written`]).
+    made: Instant,
 }
 
 /// What the durability waiter answers: the outcome of one [`DurableMark::sync`].
@@ -277,6 +279,8 @@ pub struct DurabilityWaiter {
 
 struct WaiterInner {
     queue: std::sync::Mutex<Vec<(DurableMark, Durable)>>,
+    /// The server's counters, once [`DurabilityWaiter::start`] gave them (its syncs are counted).
+    stats: std::sync::OnceLock<Arc<ServerStats>>,
     /// Whether the queue may hold marks: the park hook's test without the lock.
     queued: std::sync::atomic::AtomicBool,
     stop: std::sync::atomic::AtomicBool,
@@ -289,6 +293,7 @@ impl DurabilityWaiter {
         DurabilityWaiter {
             inner: Arc::new(WaiterInner {
                 queue: std::sync::Mutex::new(Vec::new()),
+                stats: std::sync::OnceLock::new(),
                 queued: std::sync::atomic::AtomicBool::new(false),
                 stop: std::sync::atomic::AtomicBool::new(false),
                 interval: interval.max(Duration::from_micros(1)),
@@ -305,12 +310,12 @@ impl DurabilityWaiter {
     /// (one atomic load) when none is queued.
     pub fn on_idle(&self) {
         if self.inner.queued.load(Ordering::Acquire) {
-            self.answer();
+            self.answer(SyncBy::Idle);
         }
     }
 
-    /// Syncs once and answers every queued mark.
-    fn answer(&self) {
+    /// Syncs once and answers every queued mark (a sync `by` the worker or the tick).
+    fn answer(&self, by: SyncBy) {
         let taken = match self.inner.queue.lock() {
             Ok(mut q) => {
                 self.inner.queued.store(false, Ordering::Release);
@@ -318,21 +323,25 @@ impl DurabilityWaiter {
             }
             Err(_) => return, // (a panic while holding it: the connections' waits end with their tasks)
         };
+        if let (false, Some(stats)) = (taken.is_empty(), self.inner.stats.get()) {
+            stats.synced(by);
+        }
         for (mark, answer) in taken {
             let _ = answer.send(mark.sync().map_err(|e| e.to_string()));
         }
     }
 
-    /// Starts the thread that answers every interval (until [`DurabilityWaiter::stop`]);
-    /// [`serve_backend`] runs it while it serves.
-    pub fn start(&self) -> std::io::Result<std::thread::JoinHandle<()>> {
+    /// Starts the thread that answers every interval (until [`DurabilityWaiter::stop`]), its syncs
+    /// and the idle workers' counted in `stats`; [`serve_backend`] runs it while it serves.
+    pub fn start(&self, stats: Arc<ServerStats>) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let _ = self.inner.stats.set(stats);
         let me = self.clone();
         std::thread::Builder::new().name("cosine-durable".into()).spawn(move || {
             while !me.inner.stop.load(Ordering::Acquire) {
                 std::thread::park_timeout(me.inner.interval);
-                me.answer();
+                me.answer(SyncBy::Tick);
             }
-            me.answer();
+            me.answer(SyncBy::Tick);
         })
     }
 
@@ -375,9 +384,14 @@ const READ_ROOM: usize = 32 << 10;
 const WRITE_CHUNK: usize = 64 << 10;
 
 /// Writes batches' replies in request order, each once its writes are durable.
-async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>) {
+async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, output: Arc<OutputBuffer>, stats: Arc<ServerStats>) {
     let mut out = Vec::with_capacity(WRITE_CHUNK);
     while let Some(mut o) = rx.recv().await {
+        let kind = match (o.durable.is_some(), o.pipelined) {
+            (true, _) => ReplyWait::Durable,
+            (false, true) => ReplyWait::Pipelined,
+            (false, false) => ReplyWait::Single,
+        };
         if o.durable.is_none() && o.pipelined {
             // A pipeline's replies: let the worker run its other ready connections first, so the
             // writes of one pass leave together, as Redis writes its replies once per event-loop
@@ -422,6 +436,7 @@ async fn reply_writer(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, 
             output.close();
             return;
         }
+        stats.reply_written(kind, o.made.elapsed());
         if o.close {
             let _ = wr.shutdown().await;
             return;
@@ -470,7 +485,7 @@ pub async fn serve_backend(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     let (served, waiter) = match backend {
-        Backend::Engine(engine, durable) => match durable.start() {
+        Backend::Engine(engine, durable) => match durable.start(stats.clone()) {
             Ok(thread) => {
                 // every write's reply waits for a mark covering it (the waiter's): its log
                 // records may wait in the process for that sync, written once for all of them
@@ -548,7 +563,7 @@ async fn connection(
     let (mut rd, wr) = sock.into_split();
     let output = Arc::new(OutputBuffer::new(cfg.output));
     let (tx, rx) = mpsc::channel::<Outgoing>(REPLY_QUEUE);
-    let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone()));
+    let mut writer = tokio::spawn(reply_writer(wr, rx, output.clone(), stats.clone()));
     let mut result = requests(&mut rd, &tx, &output, served, stats, cfg, stop).await;
     drop(tx);
     if result.is_ok() {
@@ -620,7 +635,7 @@ async fn requests(
             if let Served::Cluster(node) = &served {
                 // replicated: each reply is final when produced (writes committed, reads checked)
                 let replies = node.execute(std::mem::take(&mut batch), &mut session, stats, output).await?;
-                let out = Outgoing { pipelined: replies.len() > 1, replies, wrote: Vec::new(), durable: None, close };
+                let out = Outgoing { pipelined: replies.len() > 1, replies, wrote: Vec::new(), durable: None, close, made: Instant::now() };
                 guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
             }
             while !batch.is_empty() {
@@ -648,7 +663,7 @@ async fn requests(
                     ServerStats::bump(&stats.durable_waits);
                     durable.wait(engine)
                 };
-                let out = Outgoing { replies, pipelined, wrote, durable, close: close && batch.is_empty() };
+                let out = Outgoing { replies, pipelined, wrote, durable, close: close && batch.is_empty(), made: Instant::now() };
                 guarded(output, tx.send(out)).await?.map_err(|_| ServerError::ClientGone)?;
                 if !batch.is_empty() {
                     // let the writer (woken on this worker) start on this piece before the next
@@ -663,7 +678,7 @@ async fn requests(
             ServerStats::bump(&stats.protocol_errors);
             let r = Reply::error(&e);
             output.produce(r.encoded_len())?;
-            let out = Outgoing { replies: vec![r], pipelined: false, wrote: Vec::new(), durable: None, close: true };
+            let out = Outgoing { replies: vec![r], pipelined: false, wrote: Vec::new(), durable: None, close: true, made: Instant::now() };
             let _ = guarded(output, tx.send(out)).await?;
             return Ok(());
         }

@@ -5,7 +5,44 @@ use cosine_core::IoSnapshot;
 use cosine_engine::Engine;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How a batch's replies waited between the end of its execution and their write to the socket
+/// (`INFO server`'s `reply_wait_*` lines): the runtime's schedule, which the served latency model
+/// simulates (cost_models.latency.RuntimeLoop) and `cosine bench --served` reads beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyWait {
+    /// A batch that wrote: its replies waited for the durability waiter's sync.
+    Durable,
+    /// Several replies and nothing to make durable: the writer yielded once before writing, so
+    /// that one pass of the worker's replies leave together.
+    Pipelined,
+    /// One reply and nothing to make durable: written at once.
+    Single,
+}
+
+impl ReplyWait {
+    /// Every kind, in `INFO`'s order.
+    pub const ALL: [ReplyWait; 3] = [ReplyWait::Durable, ReplyWait::Pipelined, ReplyWait::Single];
+
+    /// Its name in `INFO` (`reply_wait_<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplyWait::Durable => "durable",
+            ReplyWait::Pipelined => "pipelined",
+            ReplyWait::Single => "single",
+        }
+    }
+}
+
+/// Who made a durability sync ([`crate::server::DurabilityWaiter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncBy {
+    /// A runtime worker about to park (nothing left to run).
+    Idle,
+    /// The waiter's own thread, at its group-commit tick (or when the server stops).
+    Tick,
+}
 
 /// Counters of one server process, updated lock-free by every connection.
 #[derive(Debug)]
@@ -29,6 +66,12 @@ pub struct ServerStats {
     pub durable_waits: AtomicU64,
     /// Connections closed for going over their output-buffer limit ([`crate::output`]).
     pub output_limit_disconnections: AtomicU64,
+    /// Batches whose replies were written, per [`ReplyWait`] kind.
+    reply_batches: [AtomicU64; 3],
+    /// Their nanoseconds from the end of execution to the write, summed per kind.
+    reply_wait_nanos: [AtomicU64; 3],
+    /// Durability syncs that answered waiting writes, per [`SyncBy`] (idle, tick).
+    syncs: [AtomicU64; 2],
 }
 
 impl ServerStats {
@@ -45,7 +88,22 @@ impl ServerStats {
             protocol_errors: AtomicU64::new(0),
             durable_waits: AtomicU64::new(0),
             output_limit_disconnections: AtomicU64::new(0),
+            reply_batches: Default::default(),
+            reply_wait_nanos: Default::default(),
+            syncs: Default::default(),
         }
+    }
+
+    /// Counts a batch's replies written after `waited` (from the end of its execution).
+    pub fn reply_written(&self, kind: ReplyWait, waited: Duration) {
+        let i = kind as usize;
+        self.reply_batches[i].fetch_add(1, Ordering::Relaxed);
+        self.reply_wait_nanos[i].fetch_add(u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Counts a durability sync that answered waiting writes.
+    pub fn synced(&self, by: SyncBy) {
+        self.syncs[by as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Adds one to a counter.
@@ -112,6 +170,14 @@ pub fn info_text(engine: &Engine, stats: &ServerStats, section: Option<&str>) ->
         t.kv("rejected_requests", load(&stats.rejected));
         t.kv("protocol_errors", load(&stats.protocol_errors));
         t.kv("durable_waits", load(&stats.durable_waits));
+        // how long replies waited for the runtime and the waiter (totals: a reader takes differences)
+        for k in ReplyWait::ALL {
+            let i = k as usize;
+            let usec = load(&stats.reply_wait_nanos[i]) / 1_000;
+            t.kv(&format!("reply_wait_{}", k.name()), format!("batches={},usec={usec}", load(&stats.reply_batches[i])));
+        }
+        t.kv("durable_syncs_idle", load(&stats.syncs[SyncBy::Idle as usize]));
+        t.kv("durable_syncs_tick", load(&stats.syncs[SyncBy::Tick as usize]));
     }
     if want("stats") {
         t.section("Stats");

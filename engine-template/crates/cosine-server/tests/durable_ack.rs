@@ -90,7 +90,7 @@ fn a_write_waits_at_most_one_group_commit_under_other_writers() {
     let engine = Arc::new(Engine::open(dir.path(), &cfg).expect("open"));
     // the waiter's own thread only (no runtime parks here): the bound for a server too busy to park
     let waiter = DurabilityWaiter::new(INTERVAL);
-    let handle = waiter.start().expect("waiter");
+    let handle = waiter.start(Arc::new(cosine_server::ServerStats::new(0))).expect("waiter");
     let stop = Arc::new(AtomicBool::new(false));
     let other = {
         let (engine, waiter, stop) = (engine.clone(), waiter.clone(), stop.clone());
