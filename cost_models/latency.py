@@ -23,8 +23,8 @@ below the utilization its ``performance.max_latency_s`` allows (:func:`throughpu
 
 A closed system (the bench: C connections each with one batch outstanding) has a bounded queue:
 its throughput is the finite-source queue's (:class:`ClosedLoop`), and each operation's latency
-that of the same loop simulated with cosine-server's commit point (:class:`PassLoop`: a batch that
-wrote is answered at the end of the worker's pass; docs/model.md, measure/served.py).
+that of the same loop simulated on cosine-server's tokio runtime (:class:`RuntimeLoop`: its polls of
+the sockets, its reply writers, its durability syncs; docs/model.md, measure/served.py).
 """
 
 from __future__ import annotations
@@ -322,8 +322,8 @@ class ClosedLoop:
     What the bench runs (measure/served.py): at saturation, with C clients and one core, the
     sojourn is the sum of about C services, narrow around C x service; the open system's M/M/c
     (:class:`Queue`) gives it an exponential spread (p50 0.69 of the mean, p99 4.6 times it). Its
-    throughput is the bench's prediction; its quantiles are what :class:`PassLoop` gives without a
-    write to commit (tests/test_served_model.py checks the simulation against them)."""
+    throughput is the bench's prediction; its quantiles are what :class:`RuntimeLoop` gives without a
+    write to sync at depth 1, within the runtime's order (tests/test_runtime_loop.py)."""
 
     cores: int
     service_s: float
