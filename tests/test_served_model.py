@@ -25,7 +25,7 @@ from cost_models.serving import (
     per_cluster_op,
 )
 from deploy.resp import encode
-from specs.vocab import Operation, ServingDriver
+from specs.vocab import Operation, ReplyWait, ServingDriver
 
 
 def test_request_bytes_are_those_the_resp_client_sends() -> None:
@@ -402,6 +402,15 @@ def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
     # the prediction's engine state is the servers' own (INFO keyspace): every loaded record in it
     start = m["engine_state"]["start"]
     assert start["buffered"] + sum(lv["entries"] for lv in start["levels"]) >= 2000
+    # how the replies waited, counted by the server (INFO server) and simulated: the template's
+    # WAL is `none` (engine.toml), so no batch waits for a sync; at depth 4 most point batches are
+    # pipelined (a turn's scans go on their own connection, and one alone is a single reply)
+    for doc_ in (m, p):
+        waits = doc_["replies"]["waits"]
+        assert set(waits) == {k.value for k in ReplyWait}
+        assert waits["durable"]["batches"] == 0 and not any(doc_["replies"]["syncs_per_1000_batches"].values())
+        assert waits["pipelined"]["batches"] > waits["single"]["batches"] > 0
+        assert waits["pipelined"]["mean_us"] > 0
 
 
 def test_served_options_are_refused_before_any_work(tmp_path: Path) -> None:
