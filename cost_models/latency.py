@@ -35,6 +35,7 @@ import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from enum import Enum, auto
 from typing import Any
 
 import numpy as np
@@ -504,6 +505,26 @@ class RuntimeResult:
         return float(np.quantile(np.asarray(xs), prob)) if xs else math.nan
 
 
+class _Event(Enum):
+    """What happens next in a :class:`RuntimeLoop` simulation."""
+
+    ARRIVE = auto()  # a batch reaches the node's socket
+    FREE = auto()  # a parked worker is woken
+    EXECUTED = auto()  # a connection's poll has executed its batch
+    WRITTEN = auto()  # a reply writer has written its batch's replies
+    SYNCED = auto()  # a worker's park hook has synced the waiting writes
+    TICK = auto()  # the durability waiter's thread wakes
+    ANSWERED = auto()  # the waiter's thread has synced the waiting writes
+    CLIENT = auto()  # a batch's replies reach its client
+
+
+class _Task(Enum):
+    """A task in a runtime worker's queues: a connection's (it executes a batch) or its reply writer's."""
+
+    CONN = auto()
+    WRITER = auto()
+
+
 #: Operations a client sends on its scan connection (:attr:`RuntimeLoop.scans_apart`).
 _SCANS = frozenset({Operation.RANGE.value, Operation.EMPTY_RANGE.value})
 #: Operations whose batch waits for a sync (an rmw's write batch too).
@@ -538,7 +559,7 @@ class _Worker:
     interval, and whether it is busy (polling, or syncing in its park hook) or parked."""
 
     tick: int = 0
-    lifo: tuple[str, _Batch] | None = None
+    lifo: tuple[_Task, _Batch] | None = None
     deferred: list[_Batch] = field(default_factory=list)
     ewma: float = TOKIO_GLOBAL_QUEUE_TARGET_S / TOKIO_TASKS_PER_INTERVAL
     interval: int = TOKIO_TASKS_PER_INTERVAL
@@ -554,13 +575,16 @@ class _Runtime:
         self.ops = [op for op, _ in loop.mix]
         self.weights = [w for _, w in loop.mix]
         costs = dict(loop.costs)
-        self.visits = {op: costs.get(op, (Visit(1.0),)) for op in self.ops}
-        self.events: list[tuple[float, int, str, Any]] = []
+        missing = [op for op in self.ops if not costs.get(op)]
+        if missing:
+            raise ValueError(f"a RuntimeLoop without the visits of {', '.join(missing)}")
+        self.visits = {op: costs[op] for op in self.ops}
+        self.events: list[tuple[float, int, _Event, Any]] = []
         self.seq = 0
         self.parts = [0] * loop.clients  # each client's batches not yet answered
         self.socket: list[_Batch] = []  # arrived, not yet seen by a driver poll
-        self.queue: deque[tuple[str, _Batch]] = deque()  # the run queue: ("conn" | "writer", batch)
-        self.inject: deque[tuple[str, _Batch]] = deque()  # woken from off the runtime
+        self.queue: deque[tuple[_Task, _Batch]] = deque()  # the run queue
+        self.inject: deque[tuple[_Task, _Batch]] = deque()  # woken from off the runtime
         self.waiting: list[_Batch] = []  # writers waiting for a sync
         self.workers = [_Worker() for _ in range(loop.cores)]
         self.out = RuntimeResult({op: [] for op in self.ops})
@@ -568,7 +592,7 @@ class _Runtime:
         self.warm = LOOP_WARMUP_TURNS * loop.clients
 
     # --- events
-    def push(self, at: float, kind: str, data: Any) -> None:
+    def push(self, at: float, kind: _Event, data: Any) -> None:
         self.seq += 1
         heapq.heappush(self.events, (at, self.seq, kind, data))
 
@@ -583,10 +607,10 @@ class _Runtime:
         for group in (point, scans):
             if group:
                 self.parts[c] += 1
-                self.push(at + self.loop.rtt_s / 2, "arrive", self.batch(c, group, 0, at))
+                self.push(at + self.loop.rtt_s / 2, _Event.ARRIVE, self.batch(c, group, 0, at))
 
     # --- the scheduler
-    def schedule_local(self, w: _Worker, task: tuple[str, _Batch]) -> None:
+    def schedule_local(self, w: _Worker, task: tuple[_Task, _Batch]) -> None:
         if w.lifo is not None:
             self.queue.append(w.lifo)
         w.lifo = task
@@ -594,13 +618,13 @@ class _Runtime:
     def poll_driver(self, w: _Worker) -> None:
         """The I/O driver's events wake their connections' tasks, then the deferred tasks wake."""
         for b in self.socket:
-            self.schedule_local(w, ("conn", b))
+            self.schedule_local(w, (_Task.CONN, b))
         self.socket.clear()
         for b in w.deferred:
-            self.schedule_local(w, ("writer", b))
+            self.schedule_local(w, (_Task.WRITER, b))
         w.deferred.clear()
 
-    def next_task(self, w: _Worker) -> tuple[str, _Batch] | None:
+    def next_task(self, w: _Worker) -> tuple[_Task, _Batch] | None:
         if w.tick % w.interval == 0:
             tuned = int(TOKIO_GLOBAL_QUEUE_TARGET_S / max(w.ewma, 1e-12))
             w.interval = min(max(tuned, TOKIO_GLOBAL_QUEUE_MIN), TOKIO_GLOBAL_QUEUE_MAX)
@@ -624,14 +648,14 @@ class _Runtime:
             if kind == ReplyWait.PIPELINED:
                 w.deferred.append(b)
                 return False
-        self.push(at + b.reply_s, "written", (w, b))
+        self.push(at + b.reply_s, _Event.WRITTEN, (w, b))
         return True
 
     def unpark_one(self, at: float) -> None:
         for w in self.workers:
             if w.parked:
                 w.parked = False
-                self.push(at, "free", w)
+                self.push(at, _Event.FREE, w)
                 return
 
     def step(self, w: _Worker, at: float) -> None:
@@ -647,7 +671,7 @@ class _Runtime:
                     continue
                 if self.waiting:  # park: the park hook syncs first
                     taken, self.waiting = self.waiting, []
-                    self.push(at + self.loop.sync_s, "synced", (w, taken))
+                    self.push(at + self.loop.sync_s, _Event.SYNCED, (w, taken))
                     return
                 if self.socket:  # the driver's poll on parking finds them
                     self.poll_driver(w)
@@ -655,7 +679,7 @@ class _Runtime:
                 w.parked = True
                 return
             kind, b = task
-            if kind == "writer":
+            if kind is _Task.WRITER:
                 w.ewma += TOKIO_POLL_EWMA_ALPHA * (b.reply_s - w.ewma)
                 if self.poll_writer(w, b, at):
                     return
@@ -665,31 +689,31 @@ class _Runtime:
             b.reply_s = total * b.reply_mean / mean if mean > 0 else 0.0
             b.execute_s = total - b.reply_s
             w.ewma += TOKIO_POLL_EWMA_ALPHA * (b.execute_s - w.ewma)
-            self.push(at + b.execute_s, "executed", (w, b))
+            self.push(at + b.execute_s, _Event.EXECUTED, (w, b))
             return
 
     def reply(self, b: _Batch, at: float) -> None:
         """``b``'s replies are written at ``at``: counted, and on their way to the client."""
         if self.answered >= self.warm:
             self.out.waits[b.kind(self.loop.durable)].append(at - b.done_at)
-        self.push(at + self.loop.rtt_s / 2, "client", b)
+        self.push(at + self.loop.rtt_s / 2, _Event.CLIENT, b)
 
     def run(self, requests: int) -> RuntimeResult:
         loop, out = self.loop, self.out
         for c in range(loop.clients):
             self.send(c, self.rng.random() * loop.rtt_s)
         if loop.tick_s > 0:
-            self.push(loop.tick_s, "tick", None)
+            self.push(loop.tick_s, _Event.TICK, None)
         recorded = 0
         t0 = now = 0.0
         while recorded < requests:
             now, _, kind, data = heapq.heappop(self.events)
-            if kind == "arrive":
+            if kind is _Event.ARRIVE:
                 self.socket.append(data)
                 self.unpark_one(now)
-            elif kind == "free":
+            elif kind is _Event.FREE:
                 self.step(data, now)
-            elif kind == "executed":  # the poll ends: its writer, woken into the LIFO slot, runs next
+            elif kind is _Event.EXECUTED:  # the poll ends: its writer, woken into the LIFO slot, runs next
                 w, b = data
                 b.done_at = now
                 if w.lifo is not None:  # (the slot's task goes to the back of the run queue)
@@ -697,29 +721,29 @@ class _Runtime:
                     w.lifo = None
                 if not self.poll_writer(w, b, now):
                     self.step(w, now)
-            elif kind == "written":
+            elif kind is _Event.WRITTEN:
                 w, b = data
                 self.reply(b, now)
                 self.step(w, now)
-            elif kind == "synced":  # a worker's park hook synced: the writers are woken remotely
+            elif kind is _Event.SYNCED:  # a worker's park hook synced: the writers are woken remotely
                 w, taken = data
-                self.inject.extend(("writer", b) for b in taken)
+                self.inject.extend((_Task.WRITER, b) for b in taken)
                 if self.answered >= self.warm:
                     out.syncs[SyncBy.IDLE] += 1
                 self.step(w, now)
-            elif kind == "tick":  # the waiter's thread: a sync on its own time, then the next tick
+            elif kind is _Event.TICK:  # the waiter's thread: a sync on its own time, then the next tick
                 if self.waiting:
                     taken, self.waiting = self.waiting, []
-                    self.push(now + loop.sync_s, "answered", taken)
-                    self.push(now + loop.sync_s + loop.tick_s, "tick", None)
+                    self.push(now + loop.sync_s, _Event.ANSWERED, taken)
+                    self.push(now + loop.sync_s + loop.tick_s, _Event.TICK, None)
                 else:
-                    self.push(now + loop.tick_s, "tick", None)
-            elif kind == "answered":
-                self.inject.extend(("writer", b) for b in data)
+                    self.push(now + loop.tick_s, _Event.TICK, None)
+            elif kind is _Event.ANSWERED:
+                self.inject.extend((_Task.WRITER, b) for b in data)
                 if self.answered >= self.warm:
                     out.syncs[SyncBy.TICK] += 1
                 self.unpark_one(now)
-            else:  # "client": the reply reached its client
+            else:  # _Event.CLIENT: the reply reached its client
                 b = data
                 c = b.client
                 self.answered += 1
@@ -732,7 +756,7 @@ class _Runtime:
                             recorded += 1
                 rmws = [op for op in b.ops if op == Operation.RMW] if b.visit == 0 else []
                 if rmws:  # its writes go once its reads are answered: a batch of this turn
-                    self.push(now + loop.rtt_s / 2, "arrive", self.batch(c, rmws, 1, b.began))
+                    self.push(now + loop.rtt_s / 2, _Event.ARRIVE, self.batch(c, rmws, 1, b.began))
                     continue
                 self.parts[c] -= 1
                 if self.parts[c] == 0:
