@@ -364,7 +364,7 @@ def predict(
         "sync_us": sync_s * 1e6,
         "latency_us": {"p50": _quantile_us(sim, P50), "p99": _quantile_us(sim, P99)},
         # the simulated loop's own throughput (the finite-source queue's is the prediction; equal
-        # without writes at depth 1, tests/test_served_model.py)
+        # without writes at depth 1, tests/test_runtime_loop.py)
         "simulated_ops": sim.throughput / sm.scale if sim is not None else 0.0,
         "per_op": per_op,
         # how the simulated batches' replies waited, as the servers' INFO reports them (measured)
