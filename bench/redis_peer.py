@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.engine import TEMPLATE, build, scaled_config
+from measure.served import reply_counters, reply_stats
 from measure.server import Server, core_split, cosine_server, free_port, need, pinned, start
 from render.config import to_toml
 
@@ -53,9 +54,12 @@ REDIS_MODES = (
 )
 
 
-def bench(srv: Server, client: tuple[int, ...], test: str, depth: int, n: int) -> dict[str, float]:
+def bench(srv: Server, client: tuple[int, ...], test: str, depth: int, n: int, cosine: bool = False) -> dict[str, Any]:
+    """One redis-benchmark phase; on a cosine-server also how its replies waited (INFO server's
+    reply-wait and sync counters around the phase: measure.served.reply_stats)."""
     cmd = [need("redis-benchmark", "redis-tools"), "-h", "127.0.0.1", "-p", str(srv.port), "-q", "--csv"]
     cmd += ["-t", test, "-n", str(n), "-c", str(CONNECTIONS), "-P", str(depth), "-d", str(VALUE), "-r", str(KEYS)]
+    before = [reply_counters(srv.port)] if cosine else []
     c0 = srv.cpu_seconds()
     res = subprocess.run(pinned(cmd, client), capture_output=True, text=True, check=True)
     # the background work the requests started (a memtable's flush, its merge) is theirs, not the
@@ -63,15 +67,18 @@ def bench(srv: Server, client: tuple[int, ...], test: str, depth: int, n: int) -
     srv.settle()
     c1 = srv.cpu_seconds()
     row = [x.strip('"') for x in res.stdout.strip().splitlines()[-1].split(",")]
-    return {
+    out: dict[str, Any] = {
         "rps": float(row[1]),
         "p50_ms": float(row[4]),
         "p99_ms": float(row[6]),
         "server_cpu_us": (c1 - c0) / n * 1e6,
     }
+    if cosine:
+        out["replies"] = reply_stats(before, [reply_counters(srv.port)])
+    return out
 
 
-def run_server(srv: Server, client: tuple[int, ...], n: int) -> dict[str, Any]:
+def run_server(srv: Server, client: tuple[int, ...], n: int, cosine: bool = False) -> dict[str, Any]:
     # every key written once, pipelined (unmeasured)
     bench(srv, client, "set", 64, 2 * KEYS)
     out: dict[str, Any] = {}
@@ -79,7 +86,7 @@ def run_server(srv: Server, client: tuple[int, ...], n: int) -> dict[str, Any]:
         for test in ("set", "get"):
             # SETs that wait for a sync at depth 1 are slow: fewer of them
             reqs = n // 5 if (test == "set" and depth == 1) else n
-            out[f"{test.upper()} P{depth}"] = bench(srv, client, test, depth, reqs)
+            out[f"{test.upper()} P{depth}"] = bench(srv, client, test, depth, reqs, cosine)
     return out
 
 
@@ -115,7 +122,7 @@ def main() -> None:
             with cosine_server(
                 server_bin, conf, root / f"cosine-{mode}", server_cores, root / f"cosine-{mode}.log"
             ) as srv:
-                results[f"cosine-server, {label}"] = run_server(srv, client_cores, a.requests)
+                results[f"cosine-server, {label}"] = run_server(srv, client_cores, a.requests, cosine=True)
         for label, flags in REDIS_MODES:
             d = root / f"redis-{label.replace(' ', '-')}"
             d.mkdir()
