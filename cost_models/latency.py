@@ -534,7 +534,8 @@ _WRITES = frozenset({Operation.INSERT.value, Operation.UPDATE.value})
 @dataclass
 class _Batch:
     """A batch in a :class:`RuntimeLoop`: its client, operations, visit (0, or 1 for an rmw's
-    writes), its turn's start, its mean seconds executing and writing, and, once drawn, its own."""
+    writes), its turn's start, its mean seconds executing and writing, and, once drawn, its reply's
+    own seconds, when it was executed and whether its writer has been polled."""
 
     client: int
     ops: list[str]
@@ -542,7 +543,6 @@ class _Batch:
     began: float
     execute_mean: float
     reply_mean: float
-    execute_s: float = 0.0
     reply_s: float = 0.0
     done_at: float = 0.0
     writer_polled: bool = False
@@ -687,9 +687,9 @@ class _Runtime:
             mean = b.execute_mean + b.reply_mean
             total = self.rng.expovariate(1.0 / mean) if mean > 0 else 0.0
             b.reply_s = total * b.reply_mean / mean if mean > 0 else 0.0
-            b.execute_s = total - b.reply_s
-            w.ewma += TOKIO_POLL_EWMA_ALPHA * (b.execute_s - w.ewma)
-            self.push(at + b.execute_s, _Event.EXECUTED, (w, b))
+            execute = total - b.reply_s
+            w.ewma += TOKIO_POLL_EWMA_ALPHA * (execute - w.ewma)
+            self.push(at + execute, _Event.EXECUTED, (w, b))
             return
 
     def reply(self, b: _Batch, at: float) -> None:
