@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deploy.raft import Consistency, RaftTiming, cluster_json, majority_leader, replication
-from deploy.resp import Connection
 from measure.engine import TEMPLATE, build
+from measure.resp import Connection
 from measure.server import HOST, free_port
 
 #: Keys the writers cycle through.

@@ -48,8 +48,8 @@ from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 
 from deploy.cluster import HOST, server_binary
-from deploy.resp import Connection, encode, info
 from measure.engine import TEMPLATE, config_text, scratch_root
+from measure.resp import Connection, encode, info
 
 KEYS = 10_000
 PIPELINE = 16

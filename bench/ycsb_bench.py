@@ -42,8 +42,8 @@ from cost_models import REPO_ROOT
 from deploy import cluster, twemproxy
 from deploy.faults import AckLedger, audit, owners, random_keys
 from deploy.plan import data_scale, plan_cluster
-from deploy.resp import Connection, ping
 from deploy.twemproxy import SERVER_RETRY_TIMEOUT_MS
+from measure.resp import Connection, ping
 from solver.rundir import SOLUTION, read_solution
 
 YCSB_DIR = REPO_ROOT / "bench" / "ycsb"

@@ -35,7 +35,7 @@ from typing import Any
 from deploy import raft, twemproxy
 from deploy.plan import ClusterPlan, plan_cluster
 from deploy.raft import Consistency, Routing
-from deploy.resp import info, ping
+from measure.resp import info, ping
 from specs.errors import InputError, check_range
 from specs.io import check_output_dir, read_record, write_record, write_text
 from specs.vocab import DeploymentStatus, WalSync

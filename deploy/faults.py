@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deploy.rcluster import ClusterClient, Unknown, key_slot
-from deploy.resp import Connection, RespError, encode
+from measure.resp import Connection, RespError, encode
 
 HOST = "127.0.0.1"
 

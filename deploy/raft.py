@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from deploy.resp import info
+from measure.resp import info
 from specs.errors import check_range
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from deploy.resp import Connection, Reply, RespError, encode
+from measure.resp import Connection, Reply, RespError, encode
 
 SLOTS = 16384
 HOST = "127.0.0.1"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 
-from deploy.resp import Connection
+from measure.resp import Connection
 
 
 def range_scan(shards: list[Connection], start: bytes, count: int) -> list[tuple[bytes, bytes]]:

@@ -62,6 +62,7 @@ from cost_models.serving import (
     write_request_share,
 )
 from measure.engine import TEMPLATE, build, scaled_config, scratch_root, workload_json
+from measure.resp import info
 from measure.server import HOST, Server, core_split, cosine_server, free_port, need, pinned, start
 from render.config import config_device, to_toml
 from render.workspace import RENDER_META, RenderMeta
@@ -142,27 +143,8 @@ def probe_rtt(port: int, n: int = PROBES) -> float:
     return statistics.median(times)
 
 
-def info(port: int, section: str) -> str:
-    """The server's ``INFO section`` text."""
-    request = f"*2\r\n$4\r\nINFO\r\n${len(section)}\r\n{section}\r\n".encode()
-    with socket.create_connection((HOST, port), timeout=30) as s:
-        s.sendall(request)
-        got = b""
-        while b"\r\n" not in got:
-            chunk = s.recv(4096)
-            if not chunk:
-                raise RuntimeError(f"cosine-server on port {port} closed the connection on INFO {section}")
-            got += chunk
-        head, _, body = got.partition(b"\r\n")
-        if not head.startswith(b"$"):
-            raise RuntimeError(f"cosine-server on port {port} answered INFO {section} with {head[:80]!r}")
-        size = int(head[1:])
-        while len(body) < size:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError(f"cosine-server on port {port} closed the connection in its INFO reply")
-            body += chunk
-    return body[:size].decode()
+#: Seconds an ``INFO`` of a server in the middle of a run may take (a loaded server answers late).
+INFO_TIMEOUT_S = 30.0
 
 
 def engine_state(port: int) -> dict[str, Any]:
@@ -170,8 +152,7 @@ def engine_state(port: int) -> dict[str, Any]:
     disk level's entries and runs), in the form of the in-process bench's ``load.shape``
     (cost_models.engine_model.observed_state reads either)."""
     state: dict[str, Any] = {"buffered": 0.0, "levels": []}
-    for line in info(port, "keyspace").splitlines():
-        name, _, value = line.partition(":")
+    for name, value in info(HOST, port, "keyspace", timeout=INFO_TIMEOUT_S).items():
         if name == "buffered_entries":
             state["buffered"] = float(value)
         elif name.startswith("level") and name[5:].isdigit():
@@ -187,8 +168,7 @@ def reply_counters(port: int) -> dict[str, float]:
     microseconds in all, ``durable_syncs_<who>``), as ``<kind>_batches``, ``<kind>_usec`` and
     ``syncs_<who>`` totals since it started."""
     out: dict[str, float] = {}
-    for line in info(port, "server").splitlines():
-        name, _, value = line.partition(":")
+    for name, value in info(HOST, port, "server", timeout=INFO_TIMEOUT_S).items():
         if name.startswith("reply_wait_"):
             fields = dict(kv.split("=", 1) for kv in value.split(","))
             out[f"{name[len('reply_wait_') :]}_batches"] = float(fields["batches"])

@@ -25,9 +25,9 @@ import pytest
 from cli.main import app
 from deploy import cluster, twemproxy
 from deploy.faults import AckLedger, audit, owners, random_keys, shard_values
-from deploy.resp import Connection
 from deploy.scatter import range_scan
 from deploy.twemproxy import SERVER_RETRY_TIMEOUT_MS
+from measure.resp import Connection
 
 KEYS = 2000
 

@@ -29,8 +29,8 @@ from cli.main import app
 from deploy import cluster, raft
 from deploy.faults import AckLedger, Reader, audit_cluster, audit_replicas, random_keys
 from deploy.rcluster import ClusterClient, crc16, key_slot
-from deploy.resp import Connection
 from deploy.scatter import range_scan
+from measure.resp import Connection
 from specs.errors import InputError
 
 KEYS = 2000

@@ -24,12 +24,12 @@ from cost_models.serving import (
     load_serving,
     per_cluster_op,
 )
-from deploy.resp import encode
+from measure.resp import encode
 from specs.vocab import Operation, ReplyWait, ServingDriver
 
 
 def test_request_bytes_are_those_the_resp_client_sends() -> None:
-    """The model's request framing is the byte count of deploy/resp.py's encoder for the same command."""
+    """The model's request framing is the byte count of measure/resp.py's encoder for the same command."""
     key, value = b"k" * 24, b"v" * 1000
     assert command(3, 24) == len(encode("GET", key))
     assert command(3, 24, 1000) == len(encode("SET", key, value))
