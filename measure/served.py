@@ -185,6 +185,25 @@ def reply_counters(port: int) -> dict[str, float]:
     return out
 
 
+#: The provisioned volume's counters ``INFO engine`` reports (none on a local device).
+DEVICE_COUNTERS = ("device_ios", "device_read_ios", "device_foreground_read_ios", "device_sleeps", "device_waited_usec")
+
+
+def device_counters(port: int) -> dict[str, float]:
+    """The server's volume counters (:data:`DEVICE_COUNTERS`; empty on a local device): its I/Os
+    and how often and how long the engine's threads slept for the volume."""
+    got = info(HOST, port, "engine", timeout=INFO_TIMEOUT_S)
+    return {k: float(got[k]) for k in DEVICE_COUNTERS if k in got}
+
+
+def device_stats(before: list[dict[str, float]], after: list[dict[str, float]], ops: int) -> dict[str, float]:
+    """Each volume counter per operation between two readings of :func:`device_counters` on each
+    server (summed over the servers; empty when they have no volume)."""
+    keys = [k for k in DEVICE_COUNTERS if all(k in a for a in after) and all(k in b for b in before)]
+    pairs = list(zip(after, before, strict=True))
+    return {f"{k.removeprefix('device_')}_per_op": sum(a[k] - b[k] for a, b in pairs) / max(ops, 1) for k in keys}
+
+
 def reply_stats(before: list[dict[str, float]], after: list[dict[str, float]]) -> dict[str, Any]:
     """The servers' reply waits (batches, mean microseconds) per kind and syncs per 1,000 batches
     between two readings of :func:`reply_counters` on each (summed over the servers)."""
@@ -336,6 +355,8 @@ def predict(
         # seconds per cluster operation / shards, summed over the shards), whatever bounds the node; it
         # was the cores over the capacity, which for a device-bound node (YCSB D) is not its CPU
         "server_cpu_us_per_op": _cpu_per_op(d, threads) * 1e6,
+        # of which the background thread's (merges and flushes: the engine's cosine-worker thread)
+        "background_cpu_us_per_op": float(d.background[0]) * 1e6,
         "cpu_bound_us_per_op": cores_per_node * nodes / capacity * 1e6 if capacity > 0 else math.inf,
         "engine_cpu_us_per_op": float(d.serial[0] + d.parallel[0]) * 1e6 / sm.scale - sm.serving_seconds * 1e6,
         "wire_bytes_per_op": sm.wire_bytes_per_op,
@@ -350,6 +371,16 @@ def predict(
         # how the simulated batches' replies waited, as the servers' INFO reports them (measured)
         "replies": replies_of(sim) if sim is not None else {},
     }
+
+
+def thread_split(before: list[dict[str, float]], after: list[dict[str, float]], ops: int) -> dict[str, float]:
+    """Microseconds of CPU per operation by thread name between two readings of each server's
+    ``Server.cpu_by_thread`` (summed over the servers)."""
+    out: dict[str, float] = {}
+    for b, a in zip(before, after, strict=True):
+        for name, secs in a.items():
+            out[name] = out.get(name, 0.0) + (secs - b.get(name, 0.0)) / max(ops, 1) * 1e6
+    return dict(sorted(out.items()))
 
 
 def _cpu_per_op(d: Demands, threads: int) -> float:
@@ -560,12 +591,16 @@ def bench_served(
         # in-process validation does on its report's), read before the servers' CPU is
         start_state = mean_state([engine_state(s.port) for s in servers[:nodes]])
         replies0 = [reply_counters(s.port) for s in servers[:nodes]]
+        dev0 = [device_counters(s.port) for s in servers[:nodes]]
+        by0 = [s.cpu_by_thread() for s in servers[:nodes]]
         cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
         proxy0 = sum(s.cpu_seconds() for s in servers[nodes:])
         measured = drive(
             driver, root, wl, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=False
         )
         cpu1, t1 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
+        by1 = [s.cpu_by_thread() for s in servers[:nodes]]
+        dev1 = [device_counters(s.port) for s in servers[:nodes]]
         proxy = sum(s.cpu_seconds() for s in servers[nodes:]) - proxy0
         end_state = mean_state([engine_state(s.port) for s in servers[:nodes]])
         measured["engine_state"] = {"start": start_state, "end": end_state}
@@ -577,6 +612,10 @@ def bench_served(
             "cpu_seconds": cpu1 - cpu0,
             "cpu_us_per_op": (cpu1 - cpu0) / done * 1e6,
             "busy_share": (cpu1 - cpu0) / (wall * len(server_cores)),
+            # by thread name: the runtime's (requests), the engine's merge thread, the syncs'
+            "cpu_us_per_op_by_thread": thread_split(by0, by1, done),
+            # the volume's I/Os and the engine threads' sleeps for it, per operation
+            "device": device_stats(dev0, dev1, done),
         }
         # the client's side of the rig: the driver and (for a cluster) nutcracker on the client cores.
         # Near 1, the run measured the rig, not the node: the model predicts the servers only.

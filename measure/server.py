@@ -67,6 +67,20 @@ def pinned(cmd: list[str], cores: tuple[int, ...] | None) -> list[str]:
     return [need("taskset", "util-linux"), "-c", cpu_list(cores), *cmd]
 
 
+#: cosine-server's threads by name (/proc's comm): tokio's workers and blocking threads, which serve
+#: the requests (tokio's default name), and the engine's merge thread (cosine-engine's worker).
+RUNTIME_THREAD = "tokio-rt-worker"
+MERGE_THREAD = "cosine-worker"
+
+
+def thread_name(pid: int, tid: int) -> str:
+    """Thread ``tid``'s name (/proc/PID/task/TID/comm: at most 15 bytes; "?" once it exited)."""
+    try:
+        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return "?"
+
+
 def thread_cpu_ns(pid: int) -> dict[int, int]:
     """Each live thread of process ``pid``: its time on a CPU so far, in nanoseconds
     (/proc/PID/task/TID/schedstat's first field)."""
@@ -91,6 +105,9 @@ class Server:
     seen_ns: dict[int, int] = field(default_factory=dict)
     #: the last figures of threads whose id a later thread took (its figure then restarts lower)
     retired_ns: int = 0
+    #: each thread's name when first seen, by thread id, and the retired figures by name
+    names: dict[int, str] = field(default_factory=dict)
+    retired_by_name: dict[str, int] = field(default_factory=dict)
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the process (every thread, user + system) so far, to the nanosecond.
@@ -105,8 +122,22 @@ class Server:
             last = self.seen_ns.get(tid, 0)
             if ns < last:  # a new thread under an exited one's id: keep the old one's time
                 self.retired_ns += last
+                old = self.names.pop(tid, "?")
+                self.retired_by_name[old] = self.retired_by_name.get(old, 0) + last
+            if tid not in self.names:
+                self.names[tid] = thread_name(self.pid, tid)
             self.seen_ns[tid] = ns
         return (self.retired_ns + sum(self.seen_ns.values())) / 1e9
+
+    def cpu_by_thread(self) -> dict[str, float]:
+        """:meth:`cpu_seconds` by thread name (:data:`RUNTIME_THREAD`, :data:`MERGE_THREAD`; the
+        syncs' threads ``cosine-wal-sync`` and ``cosine-durable``)."""
+        self.cpu_seconds()
+        out = {name: ns / 1e9 for name, ns in self.retired_by_name.items()}
+        for tid, ns in self.seen_ns.items():
+            name = self.names.get(tid, "?")
+            out[name] = out.get(name, 0.0) + ns / 1e9
+        return out
 
     def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> float:
         """Waits until the process is idle: its CPU over :data:`SETTLE_INTERVAL_S` below

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cost_models.phi import LOOKUP_SLOPES
+from measure.server import MERGE_THREAD, RUNTIME_THREAD
 from specs.vocab import DESIGN_CLASSES, OPERATIONS, WRITE_OPERATIONS
 
 if TYPE_CHECKING:
@@ -375,6 +376,23 @@ def print_served(res: dict[str, Any], accuracy: dict[str, float]) -> None:
             f"{srv['cpu_us_per_op']:,.2f} (busy {srv['busy_share']:.0%})",
             f"{accuracy.get('server_cpu', 0.0):.1%}",
         )
+        by = srv.get("cpu_us_per_op_by_thread", {})
+        if by:
+            bg = by.get(MERGE_THREAD, 0.0)
+            t.add_row(
+                "  of which the merge thread's (us)",
+                f"{p.get('background_cpu_us_per_op', float('nan')):,.2f}",
+                f"{bg:,.2f} (requests' threads {by.get(RUNTIME_THREAD, 0.0):,.2f})",
+                "",
+            )
+        dev = srv.get("device", {})
+        if dev:
+            t.add_row(
+                "volume I/Os / sleeps per operation",
+                "(sleeps not modelled)",
+                f"{dev.get('ios_per_op', 0.0):,.2f} / {dev.get('sleeps_per_op', 0.0):,.2f}",
+                "",
+            )
     cl = m.get("client")
     if cl:
         t.add_row(

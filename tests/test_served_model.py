@@ -25,6 +25,7 @@ from cost_models.serving import (
     per_cluster_op,
 )
 from measure.resp import encode
+from measure.server import RUNTIME_THREAD
 from specs.vocab import Operation, ReplyWait, ServingDriver
 
 
@@ -393,6 +394,12 @@ def test_served_bench_prints_predicted_beside_measured(tmp_path: Path) -> None:
     assert set(m["per_op"]) == {"get", "update", "range"} == set(p["per_op"])
     assert m["run"]["throughput_ops"] > 0 and p["throughput_ops"] > 0 and p["capacity_ops"] >= p["throughput_ops"]
     assert m["server"]["cpu_us_per_op"] > 0 and p["server_cpu_us_per_op"] > 0
+    # the server's CPU by thread: the runtime's workers serve the requests, the parts add up to it
+    by = m["server"]["cpu_us_per_op_by_thread"]
+    assert by[RUNTIME_THREAD] > 0
+    assert sum(by.values()) == pytest.approx(m["server"]["cpu_us_per_op"], rel=0.02)
+    assert 0 <= p["background_cpu_us_per_op"] <= p["server_cpu_us_per_op"]
+    assert m["server"]["device"] == {}  # the template's engine.toml has no volume
     # the rig's client side: the driver's CPU counted, no proxy on one node
     assert m["client"]["driver_cpu_seconds"] > 0 and m["client"]["proxy_cpu_seconds"] == 0
     assert m["client"]["busy_share"] > 0
@@ -664,3 +671,18 @@ def test_a_long_closed_queue_keeps_its_quantiles() -> None:
     loop = ClosedLoop(1, 1.0, 1000, 1.0)
     assert loop.quantile(0.5, [(1.0, Route(0.0))]) == pytest.approx(999.0, rel=2e-3)
     assert loop.quantile(0.99, [(1.0, Route(0.0))]) == pytest.approx(1000.0 + 2.326 * 1000.0**0.5, rel=5e-3)
+
+
+def test_the_server_s_cpu_and_volume_per_operation_between_two_readings() -> None:
+    """measure.served's per-operation splits: each thread name's CPU seconds and each volume
+    counter between two readings, summed over the servers; a counter a server lacks is left out."""
+    from measure.served import device_stats, thread_split
+
+    before = [{"tokio-rt-worker": 1.0, "cosine-worker": 0.5}, {"tokio-rt-worker": 2.0}]
+    after = [{"tokio-rt-worker": 1.4, "cosine-worker": 0.6, "cosine-durable": 0.01}, {"tokio-rt-worker": 2.2}]
+    split = thread_split(before, after, 100_000)
+    assert split == pytest.approx({"cosine-durable": 0.1, "cosine-worker": 1.0, "tokio-rt-worker": 6.0})
+    dev0 = [{"device_ios": 10.0, "device_sleeps": 1.0}, {"device_ios": 5.0, "device_sleeps": 0.0}]
+    dev1 = [{"device_ios": 30.0, "device_sleeps": 5.0}, {"device_ios": 25.0, "device_sleeps": 2.0}]
+    assert device_stats(dev0, dev1, 10) == pytest.approx({"ios_per_op": 4.0, "sleeps_per_op": 0.6})
+    assert device_stats([{}], [{}], 10) == {}

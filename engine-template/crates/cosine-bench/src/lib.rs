@@ -612,6 +612,7 @@ pub fn run(kv: &dyn BenchKv, w: &Workload) -> Result<Value, String> {
             "read_ios": b.read_ios - a.read_ios, "write_ios": (b.ios - b.read_ios) - (a.ios - a.read_ios),
             "foreground_read_ios": b.foreground_read_ios - a.foreground_read_ios,
             "background_read_ios": (b.read_ios - b.foreground_read_ios) - (a.read_ios - a.foreground_read_ios),
+            "sleeps": b.sleeps - a.sleeps,
         }),
         _ => Value::Null,
     };

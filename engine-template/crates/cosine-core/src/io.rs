@@ -50,6 +50,9 @@ pub struct Device {
     /// I/Os of foreground reads (an operation's own, which wait the latency).
     foreground_read_ios: AtomicU64,
     waited_ns: AtomicU64,
+    /// Times a caller slept (each a block and a wake-up of its thread, as a read from a real
+    /// volume blocks its thread until the completion wakes it).
+    sleeps: AtomicU64,
     /// Running mean of how much longer than asked the OS lets a thread sleep (ns).
     overshoot_ns: AtomicU64,
     /// When false, I/O is counted but not throttled (a benchmark's load phase).
@@ -72,6 +75,8 @@ pub struct DeviceSnapshot {
     pub foreground_read_ios: u64,
     /// Nanoseconds callers slept for tokens and latency, summed over threads.
     pub waited_ns: u64,
+    /// Times a caller slept for tokens or latency.
+    pub sleeps: u64,
 }
 
 impl Device {
@@ -86,6 +91,7 @@ impl Device {
             read_ios: AtomicU64::new(0),
             foreground_read_ios: AtomicU64::new(0),
             waited_ns: AtomicU64::new(0),
+            sleeps: AtomicU64::new(0),
             overshoot_ns: AtomicU64::new(0),
             throttling: AtomicBool::new(true),
         }
@@ -159,6 +165,9 @@ impl Device {
         let got = t.elapsed();
         self.waited_ns.fetch_add(got.as_nanos() as u64, Ordering::Relaxed);
         if !ask.is_zero() {
+            self.sleeps.fetch_add(1, Ordering::Relaxed);
+        }
+        if !ask.is_zero() {
             // a preempted sleeper's overshoot says nothing about the timer: cap it at the ask
             let sample = got.saturating_sub(ask).min(ask).as_nanos() as f64;
             let old = self.overshoot_ns.load(Ordering::Relaxed) as f64;
@@ -174,6 +183,7 @@ impl Device {
             read_ios: self.read_ios.load(Ordering::Relaxed),
             foreground_read_ios: self.foreground_read_ios.load(Ordering::Relaxed),
             waited_ns: self.waited_ns.load(Ordering::Relaxed),
+            sleeps: self.sleeps.load(Ordering::Relaxed),
         }
     }
 }

@@ -204,6 +204,15 @@ pub fn info_text(engine: &Engine, stats: &ServerStats, section: Option<&str>) ->
         for (k, o) in &st.ops {
             t.kv(&format!("ops_{}", k.name()), o.count);
         }
+        // the provisioned volume's counters (none on a local device): its I/Os, and how often and
+        // how long the engine's threads slept for its tokens and its read latency
+        if let Some(d) = engine.device() {
+            t.kv("device_ios", d.ios);
+            t.kv("device_read_ios", d.read_ios);
+            t.kv("device_foreground_read_ios", d.foreground_read_ios);
+            t.kv("device_sleeps", d.sleeps);
+            t.kv("device_waited_usec", d.waited_ns / 1000);
+        }
     }
     if want("keyspace") {
         t.section("Keyspace");
