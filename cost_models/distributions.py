@@ -93,7 +93,9 @@ def marginal(d: Distribution, n_keys: float) -> Marginal:
         return Marginal(fa / fa.sum(), pa / pa.sum(), recency=d.kind == DistributionKind.LATEST)
     if d.kind == DistributionKind.NORMAL:
         mu, sd = d.mean, d.stddev
-        edges = np.arange(mu - 4 * sd, mu + 4 * sd + 1e-12, sd / 2)
+        # 17 edges: the stop's margin is relative (a quarter bin), as an absolute one outgrows a
+        # small stddev and multiplies the edges (1e-12 over bins of 5e-301: 2e288 of them)
+        edges = np.arange(mu - 4 * sd, mu + 4.25 * sd, sd / 2)
         edges = np.unique(np.clip(edges, 0.0, 1.0))
         cdf = np.array([0.5 * (1 + math.erf((x - mu) / (sd * math.sqrt(2)))) for x in edges])
         frac = list(np.diff(edges))

@@ -100,6 +100,11 @@ DEFAULT_EMPTY_RANGE_WIDTH = 64
 #: Widest empty range: the range filter's heights stop at 2^63 (cosine-filter ``MAX_HEIGHTS``);
 #: 2^20 key values keeps the model's exact average over range alignments cheap.
 MAX_EMPTY_RANGE_WIDTH = 1 << 20
+#: Smallest ``stddev`` of a ``normal`` distribution. The model bins it in stddev/2-wide slices of
+#: the key space [0, 1] around the mean (cost_models.distributions.marginal); near 1 doubles are
+#: 2^-53 (1.1e-16) apart, so at 1e-12 a bin edge is exact to 2e-4 of the bin, while narrower bins
+#: round into one another (np.unique merges them) and the distribution silently turns into another.
+MIN_NORMAL_STDDEV = 1e-12
 #: Deepest client pipeline a spec may name (cosine-server runs at most 1,024 requests as one batch:
 #: ServerConfig.max_batch).
 MAX_PIPELINE = 1024
@@ -303,6 +308,17 @@ class _GuardedLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_object(self, node, deep=False):  # type: ignore[no-untyped-def]
+        """A scalar YAML parses but Python cannot build (an integer of more than 4,300 digits, the
+        date 2023-02-30) is a one-line error naming its line, not a ValueError from int() or date()."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except InputError:
+            raise
+        except (ValueError, OverflowError) as exc:
+            problem = str(exc).split(":")[0] if "integer string conversion" in str(exc) else str(exc)
+            raise SpecError("", f"not valid YAML: line {node.start_mark.line + 1}: {problem}") from None
+
 
 def _load_yaml_text(text: str) -> Any:
     try:
@@ -418,7 +434,10 @@ def _number(
                 raise SpecError(where, f"must be a number, got {_type_name(v)}") from None
         else:
             raise SpecError(where, f"must be a number, got {_type_name(v)}")
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:  # an integer of more than 308 digits
+        raise SpecError(where, f"must be finite, got an integer of {len(str(v))} digits") from None
     if math.isnan(x):
         raise SpecError(where, "must be a number, got NaN")
     if math.isinf(x):
@@ -500,7 +519,7 @@ def _distribution(where: str, v: Any) -> Distribution:
         elif k == "mean":
             vals[k] = _number(w, raw, lo=0.0, hi=1.0)
         elif k == "stddev":
-            vals[k] = _number(w, raw, lo=0.0, lo_open=True, hi=1.0)
+            vals[k] = _number(w, raw, lo=MIN_NORMAL_STDDEV, hi=1.0)
     return Distribution(kind=DistributionKind(kind), **vals)
 
 
@@ -791,8 +810,9 @@ def _replication(v: Any) -> Replication:
     consistency = Consistency.ONE
     if "consistency" in r:
         c = r["consistency"]
-        if c not in set(Consistency):
-            raise SpecError("replication.consistency", f"{c!r} is not one of {', '.join(Consistency)}")
+        if not isinstance(c, str) or c not in set(Consistency):
+            got = repr(c) if isinstance(c, str) else _type_name(c)
+            raise SpecError("replication.consistency", f"{got} is not one of {', '.join(Consistency)}")
         consistency = Consistency(c)
     spread = r.get("clients_across_zones", False)
     if not isinstance(spread, bool):

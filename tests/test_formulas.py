@@ -94,6 +94,16 @@ def test_harmonic_numbers():
     assert harmonic(n, 0.99) == pytest.approx(brute, rel=1e-9)
 
 
+@pytest.mark.parametrize("sd", [0.1, 1e-6, 1e-12])
+def test_normal_bins_are_stddev_halves_at_any_stddev(sd):
+    # 16 bins of stddev/2 over mean +- 4 stddev, plus the rest of the key space: an absolute margin
+    # on arange's stop added bins once the stddev neared it (19 edges at 1e-12, 2e288 at 1e-300)
+    m = marginal(Distribution("normal", mean=0.5, stddev=sd), 1e8)
+    assert m.frac.size == 17
+    assert m.frac[:16] == pytest.approx(np.full(16, sd / 2), rel=1e-3)
+    assert m.prob.sum() == pytest.approx(1.0)
+
+
 def _tiny(N: float, mix: dict[str, float], scan: float = 1.0, **kw):
     # key 8 B + value 92 B = 100 B entries; buffer 100 entries; 4 entries per block
     d = Design(

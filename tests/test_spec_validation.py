@@ -65,6 +65,26 @@ BAD = [
     ),
     ("bad-pricing", _edit("name: ycsb_a\n", "name: ycsb_a\npricing: cheapest\n"), ["pricing", "cheapest"]),
     ("bad-name", _edit("name: ycsb_a\n", "name: ../etc\n"), ["name"]),
+    # past a float (OverflowError in float()), and past Python's int() (ValueError while parsing)
+    ("int-past-float", _edit("  entries: 100000000\n", f"  entries: 1{'0' * 400}\n"), ["workload.entries", "finite"]),
+    ("budget-past-float", _edit("monthly_usd: 20000", f"monthly_usd: 1{'0' * 400}"), ["budget.monthly_usd", "finite"]),
+    ("int-past-int", _edit("  key_bytes: 128\n", f"  key_bytes: 1{'0' * 5000}\n"), ["not valid YAML", "line 7"]),
+    ("impossible-date", _edit("  key_bytes: 128\n", "  key_bytes: 2023-02-30\n"), ["line 7", "out of range"]),
+    (
+        "consistency-list",
+        _edit("robustness:", "replication: {consistency: [one]}\nrobustness:"),
+        ["replication.consistency", "a list", "one, quorum"],
+    ),
+    (
+        "consistency-mapping",
+        _edit("robustness:", "replication: {consistency: {one: 1}}\nrobustness:"),
+        ["replication.consistency", "a mapping", "one, quorum"],
+    ),
+    (
+        "normal-stddev-below-resolution",
+        _edit("get: {kind: zipfian, theta: 0.99}", "get: {kind: normal, mean: 0, stddev: 1e-300}"),
+        ["distribution.get.stddev", "at least 1e-12"],
+    ),
 ]
 
 ALIAS_BOMB = """
