@@ -24,11 +24,30 @@ from specs.io import read_json, to_json, write_text
 
 def default_dir() -> Path:
     """The cache files' directory (the table cache's and the sealed ones'): ``$COSINE_CACHE_DIR``,
-    else ``$XDG_CACHE_HOME/cosine/tables``, else ``~/.cache/cosine/tables``."""
+    else ``$XDG_CACHE_HOME/cosine/tables``, else ``~/.cache/cosine/tables``; an InputError naming
+    the variable when it, or the nearest existing path above it, is not a directory (checked when a
+    command makes its caches, before any work)."""
     if os.environ.get("COSINE_CACHE_DIR"):
-        return Path(os.environ["COSINE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cosine" / "tables"
+        return _directory(Path(os.environ["COSINE_CACHE_DIR"]), "COSINE_CACHE_DIR")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = xdg or str(Path.home() / ".cache")
+    return _directory(Path(base) / "cosine" / "tables", "XDG_CACHE_HOME" if xdg else "the user cache")
+
+
+def _directory(path: Path, name: str) -> Path:
+    """``path``, unless it or the nearest existing path above it is something other than a directory
+    (a cache file under it could be neither read nor written: NotADirectoryError)."""
+    for p in (path, *path.parents):
+        try:
+            if not p.exists():
+                continue
+        except OSError:  # unreadable: the caches report what they cannot read or write
+            return path
+        if not p.is_dir():
+            where = "" if p == path else f" (above {path})"
+            raise InputError(f"{name}: {p} is not a directory{where}; the caches need one")
+        return path
+    return path
 
 
 @dataclass

@@ -305,3 +305,17 @@ def test_a_shard_size_without_columns_is_not_computed_again(tmp_path, spec_cat, 
     again = TableCache(tmp_path)
     build_tables(spec, cat, ("aws",), workers=1, presets=("rocksdb",), cache=again)
     assert sizes == [spec.workload.entries] and len(again.notes) == 1 and str(empty) in again.notes[0]
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_cache_dir_that_is_a_file_is_bad_input(tmp_path, runner, monkeypatch, under):
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_SPEC)
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory\n")
+    monkeypatch.setenv("COSINE_CACHE_DIR", str(afile / under) if under else str(afile))
+    res = runner.invoke(app, ["solve", str(spec), "--bands", "4", "--workers", "1", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    err = res.stderr.strip()
+    assert "\n" not in err and err.startswith("error: COSINE_CACHE_DIR: ") and "not a directory" in err, err
+    assert not (tmp_path / "o").exists() and afile.read_text() == "not a directory\n"
