@@ -245,6 +245,7 @@ GOOD = [[0, 0.5, 0, 0, 0, 0.5, 0, 1000], [60, 1, 0, 0, 0, 0, 0, 2000]]
         (list(TRACE_COLUMNS), [GOOD[0], [0, 1, 0, 0, 0, 0, 0, 5]], "row 2: time_s must increase"),
         (list(TRACE_COLUMNS), [GOOD[0], [60, "x", 0, 0, 0, 0, 0, 5]], "row 2, get: 'x' is not a number"),
         (list(TRACE_COLUMNS), [GOOD[0]], "at least 2 rows"),
+        ([*TRACE_COLUMNS, "get"], [[*r, 0.9] for r in GOOD], "column 'get' appears 2 times"),
     ],
 )
 def test_bad_traces(tmp_path: Path, header: list[str], rows: list[list[object]], match: str) -> None:
@@ -252,6 +253,19 @@ def test_bad_traces(tmp_path: Path, header: list[str], rows: list[list[object]],
     with pytest.raises(InputError, match=match) as exc:
         load_trace(p)
     assert "\n" not in str(exc.value) and str(p) in str(exc.value)
+
+
+def test_a_duplicated_parquet_column_is_refused_on_the_command_line(tmp_path: Path, runner) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cli.main import app
+
+    cols = [pa.array([float(r[i]) for r in GOOD]) for i in range(len(TRACE_COLUMNS))]
+    pq.write_table(pa.Table.from_arrays([*cols, cols[1]], names=[*TRACE_COLUMNS, "get"]), tmp_path / "t.parquet")
+    res = runner.invoke(app, ["plan", str(tmp_path / "t.parquet"), "--json"])
+    assert res.exit_code == 2, res.output
+    assert res.stdout == "" and res.stderr.count("\n") == 1 and "column 'get' appears 2 times" in res.stderr
 
 
 def test_missing_trace_file(tmp_path: Path) -> None:

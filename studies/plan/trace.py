@@ -98,6 +98,9 @@ def load_trace(path: str | Path) -> Trace:
     if size > MAX_TRACE_BYTES:
         raise InputError(f"{p}: {size:,} bytes is too large for a trace (at most {MAX_TRACE_BYTES:,})")
     cols, rows = _read_rows(p)
+    twice = sorted({c for c in cols if cols.count(c) > 1})
+    if twice:
+        raise InputError(f"{p}: column {twice[0]!r} appears {cols.count(twice[0])} times; give each column once")
     missing = [c for c in TRACE_COLUMNS if c not in cols]
     extra = [c for c in cols if c not in TRACE_COLUMNS]
     if missing or extra:
