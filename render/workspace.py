@@ -16,7 +16,7 @@ from pathlib import Path
 from cost_models import REPO_ROOT
 from cost_models.design import DesignEntry
 from render.config import engine_sections, preset_design_entry, storage_device, to_toml
-from solver.rundir import NodeDesign
+from solver.rundir import NodeDesign, write_solution
 from specs.errors import InputError
 from specs.io import check_output_dir, require, write_bytes, write_record, write_text
 from specs.limits import MAX_ENTRIES
@@ -118,7 +118,7 @@ def render_solution(solution_path: Path, out: Path, *, wal_sync: WalSync = MODEL
         written.append(write_text(out / "engines" / fname, text))
         if i == 0:
             written.insert(0, write_text(out / "engine.toml", text))
-    write_record(out / "solution.json", sol)
+    write_solution(out / "solution.json", sol)  # sealed again, as `cosine solve` wrote it
     _meta(out, sol.designs[0], key_bytes, value_bytes, sol.spec)
     _readme(out, sol.spec, sol.designs)
     return written

@@ -16,7 +16,11 @@ only through :mod:`specs.io` (``write_record``, ``from_record``). Every reader v
 schema, the range of every number, names against the vocabulary and the
 catalog) and :func:`load_run` cross-checks the files against each other, so a
 file edited by hand or copied from another solve is refused with one
-:class:`~specs.errors.InputError` naming it, before anything uses it.
+:class:`~specs.errors.InputError` naming it, before anything uses it. solution.json is sealed:
+its ``sha256`` is the SHA-256 of the rest's canonical JSON (solver.sealed_json.payload_digest),
+checked on every read (:func:`read_solution`), so no value in it (the spec it answers, a VM count,
+a design's knob) can be changed unnoticed, whether it is read in its run directory or alone (a
+render workspace's copy, `cosine render FILE`); the frontier is sealed by its rows' hash.
 """
 
 from __future__ import annotations
@@ -30,18 +34,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from cost_models.design import DESIGN_KNOBS, DesignEntry
 from cost_models.envelope import EnvelopeCheck, NodeEnvelope
+from solver.sealed_json import check_digest, payload_digest
 from specs.errors import InputError
 from specs.io import (
+    clean,
     finite,
     from_record,
     kept_objects,
     omit_none,
-    read_record,
+    read_json,
     read_rows,
     require,
     to_json,
     to_record,
-    write_record,
     write_rows,
     write_text,
 )
@@ -67,7 +72,7 @@ if TYPE_CHECKING:
     from solver.frontier import Frontier, Point
 
 #: solution.json's format version (bumped when a field changes meaning).
-SOLUTION_VERSION = 2  # 2: the bill's lines, replication
+SOLUTION_VERSION = 3  # 2: the bill's lines, replication; 3: sealed (``sha256``)
 #: solver.log.jsonl's format version (every record carries it).
 LOG_VERSION = 1
 SOLUTION = "solution.json"
@@ -680,6 +685,8 @@ class Solution(Configuration):
     search: Search | None = None
     #: the cheapest configuration meeting the spec's need (None: the spec states none)
     cheapest_meeting_need: NeedAnswer | None = field(default=None, metadata=omit_none())
+    #: the SHA-256 of the rest of the document (:func:`sealed`), written by :func:`write_solution`
+    sha256: str | None = field(default=None, metadata=omit_none())
 
 
 # ----------------------------------------------------------------------------- the run directory
@@ -703,7 +710,7 @@ def write_run(run_dir: Path, fr: Frontier, solution: Solution, mix: dict[str, fl
     from cost_models.envelope import check_nodes
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_record(run_dir / SOLUTION, solution)
+    write_solution(run_dir / SOLUTION, solution)
     rows, recs = [], []
     for p, pts in fr.points.items():
         for pt in pts:
@@ -742,18 +749,43 @@ def write_run(run_dir: Path, fr: Frontier, solution: Solution, mix: dict[str, fl
                 )
             )
             recs.append(rec)
-    write_rows(run_dir / FRONTIER, rows, FrontierRow)
+    write_rows(run_dir / FRONTIER, rows, FrontierRow, sealed=True)
     write_rows(run_dir / BASELINES, [r for rs in fr.baselines.values() for r in rs], BaselineRow)
     write_text(run_dir / LOG, "".join(to_json(to_record(rec), indent=None) + "\n" for rec in recs))
 
 
+def sealed(doc: dict[str, Any]) -> dict[str, Any]:
+    """A solution.json document with its ``sha256``: the SHA-256 of the rest's canonical JSON."""
+    payload = {k: v for k, v in doc.items() if k != "sha256"}
+    return {**payload, "sha256": payload_digest(payload)}
+
+
+def write_solution(path: Path, solution: Solution) -> Path:
+    """Write solution.json, sealed (:func:`sealed`), atomically; ``solution`` keeps its seal (what
+    `cosine solve --json` prints is the file)."""
+    doc = sealed(clean(to_record(dataclasses.replace(solution, sha256=None))))  # as the file holds it
+    solution.sha256 = doc["sha256"]
+    return write_text(path, to_json(doc) + "\n")
+
+
 def read_solution(path: Path) -> Solution:
-    """A solution.json, checked: its version, its spec, every field's type and range, and its VM
-    types against the catalog of its price set."""
+    """A solution.json, checked: its seal (no value changed since :func:`write_solution` wrote it),
+    its version, its spec, every field's type and range, and its VM types against the catalog of
+    its price set."""
     from cost_models.pricing.catalog import load_catalog
     from specs.schema import validate
 
-    sol = read_record(path, Solution, "a cosine solution.json")
+    what = "a cosine solution.json"
+    raw = read_json(path, what)
+    if isinstance(raw, dict) and raw.get("version") != SOLUTION_VERSION and "sha256" not in raw:
+        got = raw.get("version")
+        raise InputError(f"{path}: solution.json version {got!r}, this cosine reads {SOLUTION_VERSION} (solve again)")
+    try:
+        sol = from_record(Solution, raw, "")
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    # after the fields' own checks (a value out of range is named), before the checks across them
+    check_digest(path, raw, what)
     try:
         spec = validate(sol.spec_raw)
     except InputError as exc:
@@ -859,7 +891,7 @@ def load_run(run_dir: Path, *, baselines: bool = False) -> RunDir:
     with kept_objects():
         sol = read_solution(run_dir / SOLUTION)
         log = read_log(run_dir / LOG)
-        rows = read_rows(run_dir / FRONTIER, FrontierRow, "frontier.parquet")
+        rows = read_rows(run_dir / FRONTIER, FrontierRow, "frontier.parquet", sealed=True)
     cross_check(run_dir, sol, log, rows)
     base = read_rows(run_dir / BASELINES, BaselineRow, "baselines.parquet") if baselines else []
     budgets = {r.band: r.budget for r in rows}

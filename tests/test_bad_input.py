@@ -18,6 +18,7 @@ in-process through CliRunner, some with the pricing catalog's paths redirected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -93,6 +94,7 @@ ROWS = [
     Row("audit", "tampered", ("audit", "{unbalanced_bill_run}"), "the lines add up to", SUB),
     Row("audit", "tampered", ("audit", "{foreign_frontier_run}"), "no cosine row type"),
     Row("audit", "tampered", ("audit", "{swapped_frontier_run}"), "holds BaselineRow rows"),
+    Row("audit", "tampered", ("audit", "{unsealed_frontier_run}"), "no content hash"),
     Row("audit", "tampered", ("audit", "{old_log_run}"), "solver log version"),
     Row("audit", "tampered", ("audit", "{other_log_run}"), "different bands"),
     # whatif
@@ -101,11 +103,13 @@ ROWS = [
     Row("whatif", "malformed", ("whatif", "{run}", "--budget", "5", "--throughput", "5"), "exactly one"),
     Row("whatif", "tampered", ("whatif", "{traversal_run}", "--budget", "800"), "vm_type"),
     Row("whatif", "tampered", ("whatif", "{nan_design_run}", "--budget", "800"), "designs[0].T"),
+    Row("whatif", "tampered", ("whatif", "{unsealed_run}", "--budget", "800"), "content hash does not match"),
     # report
     Row("report", "missing", ("report", "{dir}/nope"), "not a run directory", SUB),
     Row("report", "output", ("report", "{run}", "--out", "{file}/r.html"), "does not exist"),
     Row("report", "corrupt", ("report", "{truncated_run}"), "truncated"),
     Row("report", "tampered", ("report", "{nan_design_run}"), "designs[0].T"),
+    Row("report", "tampered", ("report", "{unsealed_run}"), "content hash does not match"),
     # sweep
     Row("sweep", "size", (*SWEEP, "1:100:100000000", "--out", "{dir}/s.parquet"), "N", SUB),
     Row("sweep", "nonfinite", (*SWEEP, "1:nan:3", "--out", "{dir}/s.parquet"), "HI"),
@@ -117,6 +121,8 @@ ROWS = [
     Row("render", "tampered", ("render", "{traversal_run}", "--out", "{dir}/e1"), "vm_type", SUB),
     Row("render", "tampered", ("render", "{nan_design_run}", "--out", "{dir}/e2"), "designs[0].T"),
     Row("render", "tampered", ("render", "{version_run}", "--out", "{dir}/e3"), "version"),
+    Row("render", "tampered", ("render", "{unsealed_run}", "--out", "{dir}/e5"), "content hash does not match"),
+    Row("render", "tampered", ("render", "{older_run}", "--out", "{dir}/e6"), "version 2, this cosine reads 3"),
     Row("render", "corrupt", ("render", "{dir}/half.json", "--out", "{dir}/e4"), "not valid JSON"),
     Row("render", "output", ("render", "--preset", "rocksdb", "--out", "{file}"), "not a directory"),
     Row("render", "malformed", ("render", "{run}", "--preset", "rocksdb"), "not both"),
@@ -213,9 +219,16 @@ def _copy_run(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _edit_solution(run: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+def _edit_solution(run: Path, edit: Callable[[dict[str, Any]], None], *, reseal: bool = True) -> Path:
+    """``run`` with its solution.json edited; resealed (its content hash made the edit's, as a tool
+    that rewrites the file would), so the checks behind the seal see the edit, unless ``reseal`` is off."""
+    from solver.rundir import sealed
+
     sol = json.loads((run / "solution.json").read_text())
     edit(sol)
+    if reseal:
+        with contextlib.suppress(ValueError):  # (a NaN has no canonical JSON: refused before the seal)
+            sol = sealed(sol)
     (run / "solution.json").write_text(json.dumps(sol))
     return run
 
@@ -248,6 +261,9 @@ def files(solved, tmp_path_factory) -> dict[str, str]:
     f["foreign_frontier_run"] = _copy_run(run, d / "foreign")
     table = pq.ParquetFile(run / "frontier.parquet").read()
     pq.write_table(table.replace_schema_metadata(None), f["foreign_frontier_run"] / "frontier.parquet")
+    f["unsealed_frontier_run"] = _copy_run(run, d / "unsealed-frontier")  # its rows, without their hash
+    meta = {k: v for k, v in (table.schema.metadata or {}).items() if k != b"cosine.sha256"}
+    pq.write_table(table.replace_schema_metadata(meta), f["unsealed_frontier_run"] / "frontier.parquet")
     f["swapped_frontier_run"] = _copy_run(run, d / "swapped")
     (f["swapped_frontier_run"] / "frontier.parquet").write_bytes((run / "baselines.parquet").read_bytes())
     f["old_log_run"] = _copy_run(run, d / "old-log")
@@ -264,6 +280,16 @@ def files(solved, tmp_path_factory) -> dict[str, str]:
         _copy_run(run, d / "nan-design"), lambda s: s["designs"][0].__setitem__("T", float("nan"))
     )
     f["version_run"] = _edit_solution(_copy_run(run, d / "version"), lambda s: s.__setitem__("version", 99))
+
+    def fewer_vms(s: dict[str, Any]) -> None:  # a VM count edited by hand, the bill left as it was
+        s["vms"][0]["count"] = s["designs"][0]["count"] = max(1, s["designs"][0]["count"] - 1)
+
+    f["unsealed_run"] = _edit_solution(_copy_run(run, d / "unsealed"), fewer_vms, reseal=False)
+    f["older_run"] = _edit_solution(  # an older cosine's solution.json: version 2, no seal
+        _copy_run(run, d / "older"),
+        lambda s: (s.pop("sha256"), s.__setitem__("version", 2)),  # type: ignore[func-returns-value]
+        reseal=False,
+    )
     (d / "half.json").write_text((run / "solution.json").read_text()[:100])
     f["bad_render"] = d / "render"
     f["bad_render"].mkdir()

@@ -195,5 +195,5 @@ def test_a_run_read_again_after_its_files_change(tmp_path):
     raw = json.loads(path.read_text())
     raw["spec"] = "not_tiny"
     path.write_text(json.dumps(raw, indent=2) + "\n")
-    with pytest.raises(InputError, match="spec"):
+    with pytest.raises(InputError, match="content hash does not match"):
         resolve_budget(run, 612.5)

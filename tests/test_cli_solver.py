@@ -121,7 +121,7 @@ def test_audit_passes_then_flags(solved, tmp_path):
     for r in rows:
         if (r.band, r.provider) == (feasible["band"], feasible["provider"]):
             r.gap = 0.2
-    write_rows(bad / "frontier.parquet", rows, FrontierRow)
+    write_rows(bad / "frontier.parquet", rows, FrontierRow, sealed=True)
     res = runner.invoke(app, ["audit", str(bad), "--max-gap", "0.01", "--max-approx-error", "0.1"])
     assert res.exit_code == 1 and "1 of" in res.output
     # the same edit in the log alone: the files disagree, which is bad input (exit 2), not a flag

@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from solver.rundir import SOLUTION, Solution, load_run, read_solution
+from solver.rundir import SOLUTION, Solution, load_run, read_solution, sealed
 from specs.errors import InputError
 from specs.io import from_record, json_schema, omit_none, to_record
 from specs.vocab import Provider
@@ -75,7 +75,7 @@ def test_a_bad_solution_is_one_input_error_naming_the_field(solved, tmp_path: Pa
     doc = json.loads((solved_run / SOLUTION).read_text())
     edit(doc)
     path = tmp_path / SOLUTION
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(sealed(doc)))  # resealed: the checks behind the seal see the edit
     with pytest.raises(InputError, match=match):
         read_solution(path)
 
@@ -103,3 +103,22 @@ def test_records_round_trip_and_omit_what_is_absent() -> None:
         from_record(_Outer, {"items": [], "by": {"ibm": 1}}, "doc")
     with pytest.raises(InputError, match=r"doc\.items\[0\]\.x: True is not a finite number"):
         from_record(_Outer, {"items": [{"x": True}], "by": {}}, "doc")
+
+
+def test_a_solution_edited_after_the_solve_is_refused(solved, tmp_path: Path) -> None:
+    """solution.json is sealed by the SHA-256 of its content: a value changed by hand (the spec it
+    answers, a VM count) is refused by every reader, in its run directory or alone; the same
+    document resealed is read (the seal is what changed), and reformatting it changes nothing."""
+    _, solved_run, _ = solved
+    doc = json.loads((solved_run / SOLUTION).read_text())
+    path = tmp_path / SOLUTION
+    path.write_text(json.dumps(doc, indent=4, sort_keys=True))  # reformatted, not changed
+    assert read_solution(path).sha256 == doc["sha256"]
+    doc["spec_raw"]["workload"]["entries"] = 1000
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="content hash does not match"):
+        read_solution(path)
+    del doc["sha256"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="no content hash"):
+        read_solution(path)
