@@ -169,6 +169,15 @@ class DesignEntry:
         require(len(self.bloom_bits_per_level) <= MAX_LEVELS, f"more than {MAX_LEVELS} levels of Bloom bits")
         for j, b in enumerate(self.bloom_bits_per_level):
             require(0 <= b <= MAX_BLOOM_BITS, f"bloom_bits_per_level[{j}] {b} outside 0..{MAX_BLOOM_BITS:g}")
+        from cost_models.compression import parse_codec
+
+        for name in ("codec_hot", "codec_cold"):  # as the engine's [compression] takes it (a rendered name)
+            value = getattr(self, name)
+            try:
+                ok = parse_codec(value) == value
+            except InputError:
+                ok = False
+            require(ok, f"{name} {value!r} is not a codec (none, lz4, zstd:LEVEL)")
 
 
 #: The fields of a :class:`DesignEntry` that are chosen (by the solver or a user), as its JSON names

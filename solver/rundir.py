@@ -494,6 +494,11 @@ class Configuration:
         require(len(set(types)) == len(types), "a VM type has two designs")
         stray = sorted({s.vm_type for s in self.storage} - set(types))
         require(not stray, f"storage vm_type {stray[0]!r} is not the vm_type of any design" if stray else "")
+        bought = {v.type: v.count for v in self.vms}
+        require(
+            len(bought) == len(self.vms) and bought == {d.vm_type: d.count for d in self.designs},
+            "vms and designs list different VM types or counts",
+        )
 
     @property
     def nodes(self) -> int:

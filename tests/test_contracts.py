@@ -68,6 +68,9 @@ def test_a_solved_run_reads_back_as_the_types(solved) -> None:
         (lambda d: d["predicted"]["io_per_op"].update(fly=1.0), r"'fly' is not one of get"),
         (lambda d: d["certificate"].update(backend="gurobi"), r"backend 'gurobi' is not a cosine back end"),
         (lambda d: d["designs"][0].update(bloom_allocation="random"), r"bloom_allocation: 'random'"),
+        (lambda d: d["designs"][0].update(codec_hot="bogus"), r"codec_hot 'bogus' is not a codec"),
+        (lambda d: d.update(vms=[]), r"vms and designs list different VM types or counts"),
+        (lambda d: d["vms"][0].update(count=d["vms"][0]["count"] + 1), r"vms and designs list different"),
     ],
 )
 def test_a_bad_solution_is_one_input_error_naming_the_field(solved, tmp_path: Path, edit, match) -> None:
