@@ -16,6 +16,7 @@ from measure.engine import (
     PEERS_BINARY,
     PEERS_SETUP,
     build,
+    check_config,
     run,
     scaled_config,
     workload_json,
@@ -24,7 +25,6 @@ from measure.validate import model_prediction
 from render.workspace import RENDER_META, RenderMeta
 from specs.errors import InputError, check_range
 from specs.io import read_record
-from specs.limits import MAX_THREADS as ENGINE_MAX_THREADS
 from specs.schema import Spec
 from specs.vocab import EnginePeer
 
@@ -95,10 +95,9 @@ def bench_spec(
         cfg = tomllib.loads(text)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"{cfg_path}: not valid TOML ({exc})") from None
-    alg = cfg.get("algorithms", {})
-    design_threads = alg.get("threads", 1) if isinstance(alg, dict) else None
-    check_range(f"{cfg_path}: algorithms.threads", design_threads, 1, ENGINE_MAX_THREADS, integer=True)
-    th = min(int(design_threads), cpu_count()) if threads is None else threads  # type: ignore[arg-type]
+    check_config(cfg, cfg_path)  # what the model reads, before the build and the run
+    design_threads = int(cfg.get("algorithms", {}).get("threads", 1))
+    th = min(design_threads, cpu_count()) if threads is None else threads
     scale = 1.0
     if scale_design and per_node is not None:
         scale = n / float(per_node)
@@ -109,7 +108,7 @@ def bench_spec(
                 f"{per_node:,.0f} keys per node"
             )
     wl = workload_json(spec, n, ops, th)
-    build(workspace)
+    build(workspace, user=True)
     peer = engine != EnginePeer.COSINE
     report = run(workspace, text, wl, engine=engine, exe=PEERS_BINARY if peer else None)
     pred = model_prediction(text, wl, report) if engine == EnginePeer.COSINE else None

@@ -8,20 +8,32 @@ memory budgets to the records actually loaded, run the driver, parse its JSON.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from cost_models import REPO_ROOT
 from cost_models.transient import RunMerges
 from render.config import to_toml
-from specs.errors import InputError
-from specs.schema import Spec, Workload
-from specs.vocab import EnginePeer, Operation
+from specs.errors import InputError, check_range
+from specs.limits import (
+    MAX_BLOOM_BITS,
+    MAX_BUFFER_BYTES,
+    MAX_ENTRIES,
+    MAX_LEVELS,
+    MAX_SIZE_RATIO,
+    MIN_SIZE_RATIO,
+)
+from specs.limits import MAX_THREADS as ENGINE_MAX_THREADS
+from specs.schema import MAX_KEY_BYTES, Spec, Workload
+from specs.vocab import Compaction, DesignClass, DeviceKind, EnginePeer, Operation, RunStrategy, WalSync
 
 TEMPLATE = REPO_ROOT / "engine-template"
 #: The peers' driver (RocksDB, fjall through cosine-bench's workload code): built by
@@ -66,6 +78,116 @@ def config_error(text: str) -> str:
 WAL_BYTES_PER_POINT = 64 << 20
 
 
+@dataclass(frozen=True)
+class _Number:
+    """One engine.toml number the model reads: required (no default the model could assume),
+    a TOML integer (the engine's usize/u64) or any number, and its range."""
+
+    required: bool
+    integer: bool
+    lo: float
+    hi: float = math.inf
+    lo_open: bool = False
+
+
+#: The engine.toml numbers the model reads (cost_models.engine_model, render.config.config_device,
+#: :func:`scaled_config`), by section. The ranges are the engine's (cosine-config
+#: ``Config::validate``), or the design's bounds (specs.limits) where the engine has none. The
+#: engine gives every key a default; the model predicts from the file and assumes none of them.
+CONFIG_NUMBERS: dict[str, dict[str, _Number]] = {
+    "layout": {
+        "key_bytes": _Number(True, True, 1, MAX_KEY_BYTES),
+        "value_bytes": _Number(True, True, 0, 1 << 30),
+        "block_entries": _Number(True, True, 1, 1 << 16),
+        "size_ratio": _Number(True, False, MIN_SIZE_RATIO, MAX_SIZE_RATIO),
+        "runs_per_hot_level": _Number(True, True, 1, 1 << 16),
+        "runs_per_cold_level": _Number(True, True, 1, 1 << 16),
+        "buffer_bytes": _Number(True, True, 1, int(MAX_BUFFER_BYTES)),
+        "hot_levels": _Number(False, True, 0, MAX_LEVELS),
+        "block_cache_bytes": _Number(False, True, 0, int(MAX_BUFFER_BYTES)),
+    },
+    "algorithms": {
+        "threads": _Number(False, True, 1, ENGINE_MAX_THREADS),
+        "merge_threshold": _Number(False, False, 0.0, 1.0, lo_open=True),
+        "full_compaction_levels": _Number(False, True, 0),
+        "file_entries": _Number(True, True, 1, MAX_ENTRIES),
+    },
+}
+#: A volume's numbers (``[device] kind = "volume"``): its IOPS, MiB/s and read latency.
+DEVICE_NUMBERS: dict[str, _Number] = {
+    "iops": _Number(True, False, 1.0, 1e8),
+    "throughput_mib_s": _Number(False, False, 0.01, 1e6),
+    "read_latency_us": _Number(False, False, 0.0, 1e6),
+}
+#: The engine.toml choices the model reads: (section, key) -> (required, the choices).
+CONFIG_CHOICES: dict[tuple[str, str], tuple[bool, type[StrEnum]]] = {
+    ("design", "class"): (True, DesignClass),
+    ("algorithms", "compaction"): (False, Compaction),
+    ("algorithms", "run_strategy"): (False, RunStrategy),
+    ("durability", "wal_sync"): (False, WalSync),
+    ("device", "kind"): (False, DeviceKind),
+}
+#: The engine.toml lists of bits the model reads, each entry in [0, 64] (the engine's range).
+CONFIG_BITS = (("layout", "bloom_bits_per_key"), ("range_filter", "bits_per_height"))
+#: Most heights of the range filter (cosine-filter ``MAX_HEIGHTS``).
+MAX_RANGE_HEIGHTS = 64
+
+
+def check_config(cfg: dict[str, Any], where: Path | str) -> None:
+    """Refuse an engine.toml (parsed) whose fields the model reads are missing, of the wrong type or
+    out of the engine's range, in one line naming ``where`` (the file) and the field: before a build
+    and a run whose prediction would then fail (KeyError, TypeError) or be of a design the engine
+    refuses."""
+    sections = ("design", "layout", "algorithms", "durability", "range_filter", "device")
+    for sec in sections:
+        if sec in cfg and not isinstance(cfg[sec], dict):
+            raise InputError(f"{where}: {sec} must be a [{sec}] table, got {type(cfg[sec]).__name__} {cfg[sec]!r}")
+    for (sec, key), (required, kind) in CONFIG_CHOICES.items():
+        body = cfg.get(sec, {})
+        if key not in body:
+            if required:
+                raise InputError(f"{where}: {sec}.{key}: required field is missing")
+            continue
+        v = body[key]
+        if not isinstance(v, str) or v not in set(kind):
+            raise InputError(f"{where}: {sec}.{key}: {v!r} is not one of {', '.join(kind)}")
+    for sec, numbers in CONFIG_NUMBERS.items():
+        for key, num in numbers.items():
+            _check_number(where, sec, cfg.get(sec, {}), key, num)
+    lay, alg = cfg["layout"], cfg["algorithms"]
+    entry = lay["key_bytes"] + lay["value_bytes"]
+    if lay["buffer_bytes"] < entry:
+        raise InputError(f"{where}: layout.buffer_bytes must hold an entry of {entry} bytes, got {lay['buffer_bytes']}")
+    if alg["file_entries"] < lay["block_entries"]:
+        raise InputError(
+            f"{where}: algorithms.file_entries must be at least layout.block_entries ({lay['block_entries']})"
+        )
+    for sec, key in CONFIG_BITS:
+        bits = cfg.get(sec, {}).get(key, [])
+        if not isinstance(bits, list):
+            raise InputError(f"{where}: {sec}.{key} must be a list of bits per key, got {bits!r}")
+        if key == "bits_per_height" and len(bits) > MAX_RANGE_HEIGHTS:
+            raise InputError(f"{where}: {sec}.{key} has {len(bits)} heights, at most {MAX_RANGE_HEIGHTS}")
+        for i, b in enumerate(bits):
+            check_range(f"{where}: {sec}.{key}[{i}]", b, 0.0, MAX_BLOOM_BITS)
+    dev = cfg.get("device", {})
+    if dev.get("kind", DeviceKind.LOCAL) == DeviceKind.VOLUME:
+        for key, num in DEVICE_NUMBERS.items():
+            _check_number(where, "device", dev, key, num)
+
+
+def _check_number(where: Path | str, sec: str, body: dict[str, Any], key: str, num: _Number) -> None:
+    name = f"{where}: {sec}.{key}"
+    if key not in body:
+        if num.required:
+            raise InputError(f"{name}: required field is missing")
+        return
+    v = body[key]
+    if num.integer and isinstance(v, float):
+        raise InputError(f"{name} must be a TOML integer (no decimal point), got {v!r}")
+    check_range(name, v, num.lo, num.hi, lo_open=num.lo_open, integer=num.integer)
+
+
 def config_text(secs: dict[str, Any], threads: int, **layout: Any) -> str:
     """engine.toml of the sections ``secs`` with ``threads`` client threads and the ``layout``
     entries replaced (e.g. ``block_cache_bytes``)."""
@@ -79,8 +201,10 @@ def binary(workspace: Path, name: str = "cosine-bench") -> Path:
     return target / "release" / name
 
 
-def build(workspace: Path, name: str = "cosine-bench", quiet: bool = True) -> Path:
-    """`cargo build --release --bin NAME` in the workspace (a no-op when fresh)."""
+def build(workspace: Path, name: str = "cosine-bench", quiet: bool = True, *, user: bool = False) -> Path:
+    """`cargo build --release --bin NAME` in the workspace (a no-op when fresh). ``user``: the
+    workspace is one the user named (``--engine``), so a failed build is bad input (InputError,
+    naming it and cargo's first error), not the template's own failure (RuntimeError)."""
     if not (workspace / "Cargo.toml").is_file():
         raise InputError(f"{workspace}: not an engine workspace (no Cargo.toml); run `cosine render` first")
     if shutil.which("cargo") is None:
@@ -90,9 +214,22 @@ def build(workspace: Path, name: str = "cosine-bench", quiet: bool = True) -> Pa
         cmd.append("--quiet")
     res = subprocess.run(cmd, cwd=workspace, capture_output=True, text=True)
     if res.returncode != 0:
+        if user:
+            raise InputError(f"--engine {workspace}: cargo build failed: {cargo_error(res.stderr)}")
         last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise RuntimeError(f"cargo build failed in {workspace}: {last}")
     return binary(workspace, name)
+
+
+def cargo_error(stderr: str) -> str:
+    """Cargo's first error on one line, with the place it names (``error: ... --> Cargo.toml:1:9``);
+    the last line when no line is an error (a caret under a source excerpt says nothing alone)."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    for i, ln in enumerate(lines):
+        if ln.startswith("error"):
+            at = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("-->") else ""
+            return f"{ln} {at}".strip()
+    return lines[-1] if lines else "(no output)"
 
 
 #: Cap on scans x records in one run where a scan costs O(records): a hash log

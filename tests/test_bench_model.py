@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -87,3 +88,82 @@ def test_the_volumes_bytes_count_index_blocks_at_their_own_size(engine_binary) -
     assert float(d.io_bytes[0] / d.io[0]) == pytest.approx(measured_bytes, rel=0.1)
     predicted, _ = engine_throughput(secs, wl, 2, dev, shape, end)
     assert predicted == pytest.approx(rep["run"]["throughput_ops"], rel=0.15)
+
+
+_TEMPLATE_TOML = (Path(__file__).resolve().parent.parent / "engine-template" / "engine.toml").read_text()
+
+
+def _with(line: str, field: str) -> str:
+    assert any(ln.startswith(field + " ") for ln in _TEMPLATE_TOML.splitlines()), field
+    return "\n".join(line if ln.startswith(field + " ") else ln for ln in _TEMPLATE_TOML.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "design.class: required field is missing"),
+        (_TEMPLATE_TOML.replace("[layout]\n", "[layout_]\n"), "layout.key_bytes: required field is missing"),
+        ("layout = 5\n", "layout must be a [layout] table"),
+        (_with('key_bytes = "x"', "key_bytes"), "layout.key_bytes must be a whole number"),
+        (_with("key_bytes = 16.0", "key_bytes"), "layout.key_bytes must be a TOML integer"),
+        (_with('buffer_bytes = "big"', "buffer_bytes"), "layout.buffer_bytes must be a whole number"),
+        (_with("buffer_bytes = 10", "buffer_bytes"), "layout.buffer_bytes must hold an entry of 116 bytes"),
+        (_with('class = ["lsm"]', "class"), "design.class: ['lsm'] is not one of"),
+        (_with('compaction = "some"', "compaction"), "algorithms.compaction: 'some' is not one of"),
+        (_with("bloom_bits_per_key = [10.0, 65.0]", "bloom_bits_per_key"), "bloom_bits_per_key[1] must be"),
+        (_with("merge_threshold = 0.0", "merge_threshold"), "algorithms.merge_threshold must be"),
+        (_with("file_entries = 2", "file_entries"), "file_entries must be at least layout.block_entries"),
+        (_TEMPLATE_TOML + '\n[device]\nkind = "volume"\n', "device.iops: required field is missing"),
+    ],
+)
+def test_bench_refuses_an_engine_toml_the_model_cannot_read_before_the_build(
+    tmp_path, runner, monkeypatch, text, words
+) -> None:
+    """`cosine bench --engine DIR`: a malformed DIR/engine.toml is exit 2 naming the file and the field,
+    before cargo builds the workspace (an empty one built for a minute, ran, then died with KeyError)."""
+    import measure.bench as mb
+    from cli.main import app
+
+    def no_build(*_a: object, **_k: object) -> None:
+        raise AssertionError("built before the engine.toml was checked")
+
+    monkeypatch.setattr(mb, "build", no_build)
+    (tmp_path / "engine.toml").write_text(text)
+    spec = Path(__file__).resolve().parent.parent / "specs" / "ycsb_a.yaml"
+    res = runner.invoke(app, ["bench", str(spec), "--engine", str(tmp_path), "--records", "1000", "--ops", "1000"])
+    assert res.exit_code == 2, res.output + res.stderr
+    err = res.stderr
+    assert err.count("\n") == 1 and err.startswith(f"error: {tmp_path / 'engine.toml'}: ") and words in err, err
+    assert [p.name for p in tmp_path.iterdir()] == ["engine.toml"] and res.stdout == ""
+
+
+def test_the_shipped_engine_tomls_pass_the_check() -> None:
+    import tomllib
+
+    from measure.engine import TEMPLATE, check_config
+
+    files = [TEMPLATE / "engine.toml", *sorted((TEMPLATE / "presets").glob("*.toml"))]
+    for f in files:
+        check_config(tomllib.loads(f.read_text()), f)
+    assert len(files) > 1
+
+
+def test_a_users_engine_that_does_not_build_is_bad_input(tmp_path, runner) -> None:
+    """A failed build of the --engine workspace is exit 2 naming it and cargo's first error (it was a
+    RuntimeError, exit 1, whose line was the caret under cargo's source excerpt)."""
+    import shutil
+
+    from cli.main import app
+    from measure.engine import cargo_error
+
+    stderr = "error: key with no value, expected `=`\n --> Cargo.toml:1:9\n  |\n1 | garbage [[[\n  |         ^\n"
+    assert cargo_error(stderr) == "error: key with no value, expected `=` --> Cargo.toml:1:9"
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not installed")
+    (tmp_path / "engine.toml").write_text(_TEMPLATE_TOML)
+    (tmp_path / "Cargo.toml").write_text("garbage [[[\n")
+    spec = Path(__file__).resolve().parent.parent / "specs" / "ycsb_a.yaml"
+    res = runner.invoke(app, ["bench", str(spec), "--engine", str(tmp_path), "--records", "1000", "--ops", "1000"])
+    assert res.exit_code == 2, res.output + res.stderr
+    assert res.stderr.count("\n") == 1 and f"--engine {tmp_path}: cargo build failed: error: " in res.stderr
+    assert "Cargo.toml:1:" in res.stderr
