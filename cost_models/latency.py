@@ -90,9 +90,21 @@ class Queue:
         return self.lam * pw / gamma + self.lam / self.mu
 
 
+def _decay(rate: np.ndarray, x: np.ndarray, c: float | None = None) -> np.ndarray:
+    """e^{-rate x} (rate, x >= 0), or (c + rate x) e^{-rate x} with ``c``: 0 where rate x overflows
+    to infinity (a bound or a time of 1e308 s), the value both have in floating point, without
+    numpy's overflow warning or the NaN of inf x 0."""
+    with np.errstate(over="ignore"):
+        rx = rate * x
+    big = np.isinf(rx)
+    rx = np.where(big, 0.0, rx)
+    out = np.exp(-rx) if c is None else (c + rx) * np.exp(-rx)
+    return np.where(big, 0.0, out)
+
+
 def _exp_integral(rate: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The integral of e^{-rate s} over [lo, hi] (lo <= hi, both >= 0)."""
-    return (np.exp(-rate * lo) - np.exp(-rate * hi)) / rate
+    return (_decay(rate, lo) - _decay(rate, hi)) / rate
 
 
 def ccdf(
@@ -118,14 +130,14 @@ def ccdf(
 
     def base(x: np.ndarray) -> np.ndarray:
         x = np.maximum(x, 0.0)
-        out = coef_s * np.exp(-ms * x) + coef_g * np.exp(-gamma * x)
-        return np.where(near, out + pw * (1 + gamma * x) * np.exp(-gamma * x), out)
+        out = coef_s * _decay(ms, x) + coef_g * _decay(gamma, x)
+        return np.where(near, out + pw * _decay(gamma, x, 1.0), out)
 
     def integral(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """The integral of base over [lo, hi], 0 <= lo <= hi."""
         out = coef_s * _exp_integral(ms, lo, hi) + coef_g * _exp_integral(gamma, lo, hi)
         # (1 + g x) e^{-g x} integrates to -(2 + g x) e^{-g x} / g
-        ex = pw * ((2 + gamma * lo) * np.exp(-gamma * lo) - (2 + gamma * hi) * np.exp(-gamma * hi)) / gamma
+        ex = pw * (_decay(gamma, lo, 2.0) - _decay(gamma, hi, 2.0)) / gamma
         return np.where(near, out + ex, out)
 
     win = np.asarray(window, dtype=float)

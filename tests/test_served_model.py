@@ -222,6 +222,21 @@ def test_a_latency_bound_holds_a_node_below_its_capacity() -> None:
     assert np.all(op.queue().rho < 1)
 
 
+@pytest.mark.parametrize("bound", [1e308, float(np.finfo(float).max)])
+def test_a_huge_latency_bound_is_no_bound_and_warns_nothing(bound: float) -> None:
+    """performance.max_latency_s: 1e308 is a valid spec: its CCDF's exponents overflow to -inf (the
+    tail's e^{-rate t} is 0 there), which printed numpy's RuntimeWarning on stderr."""
+    import warnings
+
+    cap = np.array([100_000.0, 200_000.0])
+    for terms in (LatencyTerms(100e-6, 0.0, 0.0), LatencyTerms(100e-6, 0.5, 1e-3)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x = throughput_within(cap, 2, 1, terms, bound, bound)
+        assert np.array_equal(x, throughput_within(cap, 2, 1, terms, 1e300, 1e300))
+        assert np.all(x > 0.999 * cap)
+
+
 def test_the_serving_table_is_checked() -> None:
     t = load_serving()
     floor = float(t.raw["write_engine_seconds"])
