@@ -464,9 +464,11 @@ def parse_providers(text: str | None, spec: Spec) -> tuple[Provider, ...] | None
 def check_cluster_room(spec: Spec, catalog: Catalog, providers: tuple[str, ...]) -> None:
     """A spec whose SLAs need more VMs than any cluster of it may have is refused before any work: a
     node holds at least one entry, so ``workload.entries`` (or ``design.max_cluster_size``) caps the
-    nodes, and ``availability`` needs at least two."""
+    nodes, and ``availability`` needs at least two. So is a latency bound no node can meet
+    (:func:`check_latency_floor`)."""
     from solver.space import cluster_cap
 
+    check_latency_floor(spec, catalog, providers)
     cap = cluster_cap(spec, catalog, providers)
     need = {p: sla_terms(catalog, p, spec.slas).min_nodes for p in providers}
     if all(n > cap for n in need.values()):
@@ -479,6 +481,64 @@ def check_cluster_room(spec: Spec, catalog: Catalog, providers: tuple[str, ...])
             f"slas: {', '.join(spec.slas)} need at least {min(need.values())} VMs, but {why}: "
             f"no cluster of this spec can have more than {cap}"
         )
+
+
+def latency_bounds(spec: Spec) -> list[tuple[str, float]]:
+    """The spec's request latency bounds, each with its field: (``performance.max_latency_s``, the
+    p99's), (``performance.max_latency_p50_s``, the p50's)."""
+    named = (
+        ("performance.max_latency_s", spec.max_latency_s),
+        ("performance.max_latency_p50_s", spec.max_latency_p50_s),
+    )
+    return [(name, bound) for name, bound in named if bound is not None]
+
+
+def check_latency_floor(spec: Spec, catalog: Catalog, providers: tuple[str, ...]) -> None:
+    """A latency bound at or below the smallest round trip of the providers' VMs is refused before any
+    work: a request's latency is its round trip plus its batch's wait and service (and a write's
+    group-commit wait; cost_models.latency), so no node of any design can meet it, and the tables
+    would be built (a minute) only to hold no column (the run then blamed the data's size)."""
+    rtts = {p: min(vm.rtt_s for vm in catalog.vms[p]) for p in providers if catalog.vms.get(p)}
+    if not rtts:
+        return
+    floor = min(rtts.values())
+    for name, bound in latency_bounds(spec):
+        if bound <= floor:
+            at = ", ".join(f"{p} {rtt * 1e6:,.0f} us" for p, rtt in rtts.items())
+            raise InputError(
+                f"{name} must be above {floor:.6g} s, the smallest round trip of the providers' VMs "
+                f"({at}; a request's latency is at least its round trip), got {bound:.6g}"
+            )
+
+
+def nothing_feasible(
+    spec: Spec,
+    catalog: Catalog,
+    providers: tuple[str, ...],
+    budget: float,
+    workers: int | None,
+    cache: TableCache | None,
+) -> Exception:
+    """Why no design table has a column: the data (no VM of the providers holds a shard of it at any
+    cluster size: BudgetTooLow, at any budget), or the spec's latency bounds (above the round trip,
+    :func:`check_latency_floor`, but the tables without them have columns: every node that holds a
+    shard misses them, InputError naming them). Builds the tables without the bounds (cached), so
+    it costs a table build, and only a spec with a latency bound pays it."""
+    data = BudgetTooLow(budget, None, "no VM of the chosen providers can hold a shard of the data")
+    bounds = latency_bounds(spec)
+    if not bounds:
+        return data
+    free = dataclasses.replace(spec, max_latency_s=None, max_latency_p50_s=None)
+    if not any(
+        any(r.tables.contexts.values()) for r in plan_tables(free, catalog, providers, workers=workers, cache=cache)
+    ):
+        return data
+    named = " and ".join(f"{name} ({bound:.6g} s)" for name, bound in bounds)
+    it = "them" if len(bounds) > 1 else "it"
+    return InputError(
+        f"{named}: no configuration of the chosen providers meets {it}, though without {it} the data fits: "
+        f"on every VM and design even an idle node's round trip, service and group-commit wait take longer"
+    )
 
 
 #: Most budget bands a frontier may have (each is one MIP solve per provider, up to the
@@ -535,7 +595,7 @@ def run_solve(
     if progress:
         progress("tables", 1, 1)
     if not any(any(r.tables.contexts.values()) for r in runs):
-        raise BudgetTooLow(b0, None, "no VM of the chosen providers can hold a shard of the data")
+        raise nothing_feasible(spec, catalog, provs, b0, workers, cache)
     robust = is_robust(spec)
     # per provider: the nominal bands, and with robustness the perturbed, the robust rule's and the
     # headline's (the robust rule under the best provider's floor; counted when it is not solved)

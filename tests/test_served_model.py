@@ -498,6 +498,51 @@ def test_a_latency_bound_is_a_constraint_not_a_throughput_floor(tmp_path: Path) 
         assert d["latency_p99_s"] <= 0.002 and d["latency_p50_s"] <= 0.001
 
 
+def _refused_tiny(tmp_path: Path, performance: str) -> str:
+    """`cosine solve` of the tiny spec with ``performance:`` replaced, refused: its one line on stderr."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from tests.conftest import TINY_SPEC
+
+    spec = tmp_path / "lat.yaml"
+    spec.write_text(TINY_SPEC.replace("performance: {min_throughput: 1000}", f"performance: {performance}"))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["solve", str(spec), "--out", str(out), "--bands", "4", "--json"])
+    assert res.exit_code == 2, res.output + res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if not ln.startswith("building design tables")]
+    assert res.stdout == "" and len(errors) == 1 and errors[0].startswith("error: "), res.stderr
+    assert not out.exists()
+    return errors[0]
+
+
+@pytest.mark.parametrize("field", ["max_latency_s", "max_latency_p50_s"])
+@pytest.mark.parametrize("bound", ["0.00001", "1e-300", "0.00026"])
+def test_a_latency_bound_within_the_round_trip_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, bound: str
+) -> None:
+    """A request takes at least its round trip (aws 260 us in the catalog): a bound at or below the
+    providers' smallest is exit 2 naming it and the floor, before the tables (it built them for a
+    minute, then exit 3 blamed the data's size)."""
+    import solver.solve as ss
+
+    def no_tables(*_a: object, **_k: object) -> None:
+        raise AssertionError("built the tables of a bound no node can meet")
+
+    monkeypatch.setattr(ss, "plan_tables", no_tables)
+    err = _refused_tiny(tmp_path, f"{{{field}: {bound}}}")
+    assert f"performance.{field} must be above 0.00026 s, the smallest round trip" in err, err
+    assert "aws 260 us" in err
+
+
+def test_a_latency_bound_no_node_meets_is_named_not_the_data(tmp_path: Path) -> None:
+    """Above the round trip, but below what the tiny spec's writes wait for a group commit (half its
+    requests, up to 1 ms): no column, and the message names the bound, not the data's size."""
+    err = _refused_tiny(tmp_path, "{max_latency_s: 0.0005}")
+    assert "performance.max_latency_s (0.0005 s): no configuration of the chosen providers meets it" in err, err
+    assert "hold a shard" not in err
+
+
 def test_a_node_the_demand_saturates_has_no_finite_latency(tmp_path: Path) -> None:
     """A throughput target beyond what the budget's cluster serves runs its nodes
     saturated: utilization 1 and no latency (the queue has no bound), not the finite 1e14 ms an
