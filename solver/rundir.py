@@ -41,6 +41,7 @@ from specs.io import (
     finite,
     from_record,
     kept_objects,
+    loads_json,
     omit_none,
     read_json,
     read_rows,
@@ -821,8 +822,8 @@ def read_log(path: Path) -> list[LogRecord]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = loads_json(line)
+        except ValueError:  # JSONDecodeError, nesting too deep, an integer past int()'s limit
             raise InputError(f"{path}:{i}: not a JSON record (the file is corrupt)") from None
         try:
             recs.append(from_record(LogRecord, rec, ""))

@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import types
 import typing
 from collections.abc import Iterable, Iterator
@@ -480,11 +481,29 @@ def read_json(path: Path, what: str) -> Any:
     if not path.is_file():
         raise InputError(f"{path}: no such file ({what})")
     try:
-        return json.loads(path.read_text())
+        return loads_json(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(
             f"{path}: not valid JSON ({what}; {exc.__class__.__name__} at {getattr(exc, 'pos', '?')})"
         ) from None
+    except ValueError as exc:  # loads_json's nesting or integer past the limit
+        raise InputError(f"{path}: not valid JSON ({what}; {exc})") from None
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads``, with the two documents it cannot build as a ValueError naming the problem:
+    nesting past the interpreter's recursion limit (RecursionError) and an integer of more than
+    ``sys.get_int_max_str_digits()`` digits (4,300; int()'s own ValueError, worded for Python)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        raise ValueError(f"an integer of more than {sys.get_int_max_str_digits():,} digits") from None
 
 
 def clean(obj: Any) -> Any:

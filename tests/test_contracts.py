@@ -125,3 +125,16 @@ def test_a_solution_edited_after_the_solve_is_refused(solved, tmp_path: Path) ->
     path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match="no content hash"):
         read_solution(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("[" * 100_000, "nested too deep"), ('{"version": 1' + "0" * 5000 + "}", "an integer of more than 4,300 digits")],
+)
+def test_a_json_input_python_cannot_build_is_one_input_error(tmp_path: Path, text: str, match: str) -> None:
+    """JSON that parses but that Python cannot build (nesting past the recursion limit, an integer past
+    int()'s digits) is the same one-line "not valid JSON" error as any other bad JSON."""
+    path = tmp_path / SOLUTION
+    path.write_text(text)
+    with pytest.raises(InputError, match=rf"not valid JSON \(a cosine solution\.json; {match}\)"):
+        read_solution(path)
