@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import bar_callback, cli_errors
+from cli.common import OUT_PATH, bar_callback, cli_errors
 from specs.errors import ExitCode
 from specs.vocab import Operation, ServingDriver
 
@@ -18,7 +18,7 @@ app = typer.Typer(
 
 Quick = Annotated[bool, typer.Option("--quick", help="Smaller data sizes (a few minutes).")]
 Write = Annotated[bool, typer.Option(help="Rewrite the table under cost_models/data/ with the result.")]
-Out = Annotated[Path, typer.Option(help="Directory for the measurements (parquet).")]
+Out = Annotated[Path, typer.Option(**OUT_PATH, help="Directory for the measurements (parquet).")]
 Samples = Annotated[
     Path | None,
     typer.Option("--samples", help="Refit a saved calibration.parquet instead of measuring."),

@@ -7,6 +7,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -73,6 +74,18 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(ExitCode.FLAGGED) from None
     finally:
         sys.stdout.flush()
+
+
+def output_path(value: str | Path) -> Path:
+    """The ``parser`` of every ``--out`` option: an empty (or blank) path is refused, exit 2, since
+    pathlib reads "" as ".", the current directory, and the command would write there."""
+    if isinstance(value, str) and not value.strip():
+        raise typer.BadParameter("an empty path; give a file or directory name ('.' for the current directory)")
+    return Path(value)
+
+
+#: The keywords of every ``--out`` option (:func:`output_path`; help shows PATH as for any path).
+OUT_PATH: dict[str, Any] = {"parser": output_path, "metavar": "PATH"}
 
 
 def echo_json(obj: Any) -> None:

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from cli import calibrate, pricing, validate
-from cli.common import OneLineErrors, cli_errors, echo_json
+from cli.common import OUT_PATH, OneLineErrors, cli_errors, echo_json
 from deploy.raft import Consistency, Routing
 from specs.errors import ExitCode, InputError, unwind_on_termination
 from specs.vocab import (
@@ -89,7 +89,7 @@ def solve(
     spec: Annotated[Path, typer.Argument(help="Workload spec (YAML).")],
     budget: Annotated[float | None, typer.Option(help="Monthly budget in USD (default: the spec's).")] = None,
     providers: Annotated[str | None, typer.Option(help="Comma-separated subset of the spec's providers.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<spec name>/).")] = None,
+    out: Annotated[Path | None, typer.Option(**OUT_PATH, help="Run directory (default runs/<spec name>/).")] = None,
     backend: Annotated[BackendName, typer.Option(help="MIP back end.")] = BackendName.HIGHS,
     method: Annotated[
         Method,
@@ -112,9 +112,16 @@ def solve(
         from cost_models.pricing.catalog import load_catalog
         from report.progress import progress_bar
         from solver.backends import get_backend
-        from solver.solve import check_cluster_room, check_model_path, check_options, parse_providers, run_solve
+        from solver.solve import (
+            RUN_FILES,
+            check_cluster_room,
+            check_model_path,
+            check_options,
+            parse_providers,
+            run_solve,
+        )
         from solver.table_cache import TableCache
-        from specs.io import check_output_dir
+        from specs.io import check_run_dir
         from specs.schema import load_spec
 
         s = load_spec(spec)
@@ -124,7 +131,9 @@ def solve(
         if write_model is not None:
             check_model_path(write_model)
         run_dir = out if out is not None else Path("runs") / s.name
-        check_output_dir(run_dir, "--out" if out is not None else "the default run directory (runs/<spec name>)")
+        check_run_dir(
+            run_dir, "--out" if out is not None else "the default run directory (runs/<spec name>)", RUN_FILES
+        )
         cat = load_catalog(s.pricing)
         check_cluster_room(s, cat, provs if provs is not None else s.providers)
         cache = None if no_cache else TableCache()
@@ -220,7 +229,7 @@ def whatif(
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `cosine solve`.")],
-    out: Annotated[Path | None, typer.Option(help="The HTML file (default RUN_DIR/report.html).")] = None,
+    out: Annotated[Path | None, typer.Option(**OUT_PATH, help="The HTML file (default RUN_DIR/report.html).")] = None,
 ) -> None:
     """Write the run as one self-contained, offline what-if page (frontier, budget slider, bill, certificate)."""
     with cli_errors():
@@ -234,7 +243,7 @@ def report(
 def sweep(
     specs: Annotated[list[Path], typer.Argument(help="One or more specs.")],
     budgets: Annotated[str, typer.Option(help="LO:HI:N geometric budget grid.")],
-    out: Annotated[Path, typer.Option(help="Output .parquet (resumed if it exists).")],
+    out: Annotated[Path, typer.Option(**OUT_PATH, help="Output .parquet (resumed if it exists).")],
     workers: Annotated[
         int | None, typer.Option(help="Local Dask cluster's processes [default: one per core]; 1 = serial, no Dask.")
     ] = None,
@@ -285,7 +294,7 @@ def sweep(
 @app.command()
 def render(
     solution: Annotated[Path | None, typer.Argument(help="RUN_DIR/solution.json written by `cosine solve`.")] = None,
-    out: Annotated[Path, typer.Option(help="Directory for the rendered Rust workspace.")] = Path("engine"),
+    out: Annotated[Path, typer.Option(**OUT_PATH, help="Directory for the rendered Rust workspace.")] = Path("engine"),
     preset: Annotated[PresetName | None, typer.Option(help="Render a baseline instead.")] = None,
     wal_sync: Annotated[WalSync, typer.Option(help="The engine's WAL policy.")] = MODELLED_WAL_SYNC,
 ) -> None:
@@ -385,7 +394,7 @@ def deploy(
     nodes: Annotated[
         int | None, typer.Option(help="Nodes to run (default: min(recommended, this machine's cores)).")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Deployment directory (default RUN_DIR/deploy).")] = None,
+    out: Annotated[Path | None, typer.Option(**OUT_PATH, help="Deployment directory (default RUN_DIR/deploy).")] = None,
     port: Annotated[int | None, typer.Option(help="The proxy's loopback port (default: a free one).")] = None,
     wal_sync: Annotated[WalSync, typer.Option(help="The engines' WAL policy.")] = MODELLED_WAL_SYNC,
     replicas: Annotated[
@@ -453,7 +462,7 @@ def deploy(
 def robust_eval(
     samples: Annotated[int, typer.Option(help="Observed workloads drawn from the simplex.")] = 10_000,
     rho: Annotated[str, typer.Option(help="Expected KL radii: LO..HI or a comma list.")] = "0..4",
-    out: Annotated[Path, typer.Option(help="Directory for robust_eval.parquet and the plots.")] = Path(
+    out: Annotated[Path, typer.Option(**OUT_PATH, help="Directory for robust_eval.parquet and the plots.")] = Path(
         "runs/robust-eval"
     ),
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 7,
@@ -463,13 +472,13 @@ def robust_eval(
         from report.plots import plot_robust_eval
         from report.solve import print_written
         from report.studies import print_robust_eval
-        from specs.io import check_output_dir
-        from studies.robust_eval import buckets, check_options, parse_rhos, run
+        from specs.io import check_run_dir
+        from studies.robust_eval import RUN_FILES, buckets, check_options, parse_rhos, run
         from studies.robust_eval import write as write_eval
 
         rhos = parse_rhos(rho)
         check_options(samples, rhos, seed)
-        check_output_dir(out, "--out")
+        check_run_dir(out, "--out", RUN_FILES)
         ev = run(samples=samples, rhos=rhos, seed=seed)
         files = write_eval(ev, out) + plot_robust_eval(ev, out)
         print_robust_eval(ev.summary, buckets(ev.rows), samples)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import bar_callback, cli_errors
+from cli.common import OUT_PATH, bar_callback, cli_errors
 from specs.errors import ExitCode, InputError
 
 app = typer.Typer(
@@ -20,7 +20,7 @@ Ops = Annotated[int | None, typer.Option(help="Operations per run (writes run 3x
 
 @app.command("io")
 def io(
-    out: Annotated[Path, typer.Option(help="Directory for validation.parquet and validation.png.")] = Path(
+    out: Annotated[Path, typer.Option(**OUT_PATH, help="Directory for validation.parquet and validation.png.")] = Path(
         "runs/validate"
     ),
     quick: Annotated[bool, typer.Option("--quick", help="A reduced grid (a few minutes).")] = False,
@@ -66,7 +66,7 @@ def io(
 
 @app.command("ranking")
 def ranking(
-    out: Annotated[Path, typer.Option(help="Directory for ranking.parquet.")] = Path("runs/validate"),
+    out: Annotated[Path, typer.Option(**OUT_PATH, help="Directory for ranking.parquet.")] = Path("runs/validate"),
     quick: Annotated[bool, typer.Option("--quick", help="Smaller runs (a few minutes).")] = False,
     records: Records = None,
     ops: Ops = None,

@@ -20,16 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from report.plots import COLOURS, PRESET_STYLE, preset_frontier
-from solver.rundir import Bill, load_run
+from solver.rundir import BASELINES, FRONTIER, LOG, LOG_DIR, SOLUTION, Bill, load_run
 from solver.whatif import budget_steps, row_dict
 from specs.errors import InputError
-from specs.io import check_output_file, to_json, to_record, write_text
+from specs.io import check_not_an_input, check_output_file, to_json, to_record, write_text
 from specs.vocab import CostModel
 
 TEMPLATE = "whatif.html"
 #: Markers the template holds where the script and the data go.
 PLOTLY_MARK = "/*COSINE:PLOTLY*/"
 DATA_MARK = "/*COSINE:DATA*/"
+#: What the page is made from: the run's files (load_run), and its bands' logs; never its --out.
+RUN_INPUTS = (SOLUTION, FRONTIER, BASELINES, LOG, LOG_DIR)
 #: The matplotlib line styles of report/plots.py as plotly dash names.
 _DASH = {"--": "dash", ":": "dot", "-.": "dashdot", "-": "solid"}
 
@@ -96,8 +98,10 @@ def render(page: dict[str, Any]) -> str:
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
-    """Write the page (default ``RUN_DIR/report.html``) atomically."""
-    page = page_data(run_dir)
+    """Write the page (default ``RUN_DIR/report.html``) atomically. ``out`` may not be one of the run's
+    files (:data:`RUN_INPUTS`: the page would replace what it is made from), checked first."""
     path = out if out is not None else run_dir / "report.html"
+    check_not_an_input(path, "--out", [run_dir / n for n in RUN_INPUTS])
+    page = page_data(run_dir)
     check_output_file(path, "--out")
     return write_text(path, render(page))

@@ -38,6 +38,11 @@ from solver.replicas import (
     solve_plans,
 )
 from solver.rundir import (
+    BASELINES,
+    FRONTIER,
+    LOG,
+    LOG_DIR,
+    SOLUTION,
     SOLUTION_VERSION,
     Bill,
     Binding,
@@ -64,7 +69,7 @@ from solver.rundir import (
 from solver.table_cache import TableCache
 from solver.tables.build import check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
-from specs.io import check_output_file
+from specs.io import RunFiles, check_output_file
 from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
 from specs.vocab import (
     PRESETS,
@@ -713,6 +718,17 @@ def run_solve(
     pf.save()  # the cheapest clusters found after the frontier: their searches and re-evaluations
     write_run(out_dir, fr, solution, spec.workload.operations)
     return SolveRun(spec, fr, answer, solution, out_dir, pf, timings)
+
+
+#: A `cosine solve` run directory's files (specs.io.check_run_dir: --out must be a new or empty
+#: directory or such a run): every finished run holds the log and the frontier; an interrupted one
+#: leaves the bands' log directory (made before any file) and some of write_run's files.
+RUN_FILES = RunFiles(
+    "`cosine solve`",
+    finished=(LOG, FRONTIER),
+    writes=(LOG_DIR, SOLUTION, FRONTIER, BASELINES, LOG),
+    started=LOG_DIR,
+)
 
 
 #: File types `--write-model` can write (Pyomo's writers, by suffix).

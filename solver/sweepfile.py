@@ -8,6 +8,8 @@
 ``.FILE.parquet.lock``
   the lock a running sweep holds on the file (solver.output_lock: a flock, so a
   crashed sweep's is gone with it); a second sweep on one file is refused at once.
+  A sweep that refuses the file (not a sweep file, a content hash that fails)
+  removes the lock file it made: a refused command leaves nothing behind.
 
 The file and every part are sealed (specs.io): each carries a SHA-256 of its
 rows, checked whenever it is read. A part that fails it (or any other check) is
@@ -83,7 +85,7 @@ class SweepFile:
         try:
             self._open()
         except BaseException:
-            self.close()
+            self._lock.discard()  # refused: no lock file left beside the file a new lock made
             raise
         self.on_disk = len(self.rows)  # rows found before this sweep (file and leftover parts)
 

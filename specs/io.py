@@ -14,7 +14,9 @@
   so a crash never leaves half a file under the final name; a rename replaces
   a symbolic link instead of writing through it.
 * Outputs are checked before any long work (:func:`check_output_dir`,
-  :func:`check_output_file`).
+  :func:`check_output_file`): a run's directory must be new, empty or a previous run of the
+  same command (:func:`check_run_dir`, the one rule), and an output file must not replace a
+  file the command reads (:func:`check_not_an_input`).
 * JSON is strict: numpy scalars become Python numbers and non-finite floats
   become null (:func:`clean`), never ``NaN`` tokens other tools reject.
 """
@@ -226,6 +228,95 @@ def check_output_file(path: Path, flag: str) -> None:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{flag} {path}: the directory {parent} is not writable")
     _probe(parent, flag, path)
+
+
+def _lands_at(path: Path) -> Path:
+    """Where a write to ``path`` lands: its directory with links resolved, its own name kept (an
+    atomic write replaces a symbolic link at ``path`` itself, not the link's target)."""
+    return path.absolute().parent.resolve() / path.name
+
+
+def check_not_an_input(path: Path, flag: str, inputs: Iterable[Path]) -> None:
+    """Refuse an output file that would replace one of the command's inputs: a file it reads (by
+    any spelling of its name: ``..``, a linked directory, a link to it) or a file under a
+    directory it reads. Checked before any work, after :func:`check_output_file`."""
+    try:
+        out = _lands_at(path)
+    except (OSError, RuntimeError) as exc:  # a loop of symbolic links (RuntimeError before Python 3.13)
+        raise InputError(f"{flag} {path}: cannot resolve it ({exc})") from None
+    for given in inputs:
+        try:
+            places = {_lands_at(given), given.resolve()}
+        except (OSError, RuntimeError):
+            continue  # no file can be read there either: its reader refuses it
+        for where in places:
+            if out == where or where in out.parents:
+                what = given if out == where else f"inside {given}"
+                raise InputError(f"{flag} {path}: is {what}, which this command reads; refusing to overwrite it")
+
+
+#: Names only a `cosine render` workspace holds (render.workspace writes them; its ``MARKER``): a
+#: directory holding one is never taken for another command's run directory.
+WORKSPACE_FILES = ("Cargo.toml", "engine.toml", ".cosine-render")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """The files of a command's run directory, by which :func:`check_run_dir` recognises a previous
+    run of ``command``: ``finished``, the files every finished run holds; ``writes``, every name a
+    run writes at the top of its directory; ``started``, the one of them a run makes before any
+    other (a run stopped half-way leaves it and some of the others), None if a run writes nothing
+    before it ends."""
+
+    command: str
+    finished: tuple[str, ...]
+    writes: tuple[str, ...]
+    started: str | None = None
+
+
+def is_previous_run(path: Path, run: RunFiles) -> bool:
+    """Whether the directory ``path`` is a previous run of ``run.command`` (:func:`check_run_dir`'s rule)."""
+    if any((path / n).exists() or (path / n).is_symlink() for n in WORKSPACE_FILES):
+        return False
+    if all((path / n).is_file() for n in run.finished):
+        return True
+    if run.started is None or not (path / run.started).is_dir():
+        return False
+    return all(p.name in run.writes or _tmp_of(p.name) in run.writes for p in path.iterdir())
+
+
+def _tmp_of(name: str) -> str:
+    """The file a temporary file of :func:`_tmp` was for (a killed write leaves one), else ""."""
+    parts = name.split(".")
+    if len(parts) < 4 or parts[0] or parts[-1] != "tmp" or not parts[-2].isdigit():
+        return ""
+    return ".".join(parts[1:-2])
+
+
+def check_run_dir(path: Path, flag: str, run: RunFiles) -> None:
+    """The output directory of a command that writes a run (`cosine solve`, `cosine robust-eval`):
+    :func:`check_output_dir`'s checks, and an existing directory that holds anything must be a
+    previous run of the same command, since a run writes its files over any of the same names.
+
+    The rule, here only: a directory is a previous run of ``run.command`` if it holds none of a
+    render workspace's files (:data:`WORKSPACE_FILES`) and either every file a finished run holds
+    (``run.finished``) or, left by an interrupted run, the directory a run makes first
+    (``run.started``) and nothing but names a run writes (``run.writes``). Anything else is
+    refused before any work. A finished run's directory may hold more (a report, a plot, a
+    deployment) and stays a run."""
+    check_output_dir(path, flag)
+    if not path.is_dir():
+        return  # check_output_dir created and removed it: a new directory
+    try:
+        empty = not any(path.iterdir())
+        ours = empty or is_previous_run(path, run)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot list it ({exc.strerror or exc})") from None
+    if not ours:
+        raise InputError(
+            f"{flag} {path}: not empty and not a previous {run.command} run (which holds "
+            f"{' and '.join(run.finished)}); refusing to overwrite it"
+        )
 
 
 #: The Python values each column type of :data:`_ARROW` takes (bool is an int to Python: not here).

@@ -29,7 +29,7 @@ from cost_models.io_model import io_costs
 from cost_models.layout import Layout, derive
 from cost_models.robust import kl_divergence, kl_worst_case
 from specs.errors import InputError, check_range
-from specs.io import write_records
+from specs.io import RunFiles, write_records
 from specs.schema import Distribution
 from specs.vocab import BloomAllocation, DistributionKind
 
@@ -254,7 +254,13 @@ def parse_rhos(text: str) -> tuple[float, ...]:
     return out
 
 
+#: The files :func:`write` writes (the plots are report.plots'); a previous `cosine robust-eval` run
+#: holds the first (specs.io.check_run_dir: --out must be a new or empty directory or such a run).
+EVAL_FILE, TUNINGS_FILE = "robust_eval.parquet", "tunings.parquet"
+RUN_FILES = RunFiles("`cosine robust-eval`", finished=(EVAL_FILE,), writes=(EVAL_FILE, TUNINGS_FILE))
+
+
 def write(ev: RobustEval, out: Path) -> list[Path]:
     """robust_eval.parquet (one row per expected workload x radius x sample) and tunings.parquet."""
     out.mkdir(parents=True, exist_ok=True)
-    return [write_records(out / "robust_eval.parquet", ev.rows), write_records(out / "tunings.parquet", ev.tunings)]
+    return [write_records(out / EVAL_FILE, ev.rows), write_records(out / TUNINGS_FILE, ev.tunings)]

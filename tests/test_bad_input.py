@@ -477,3 +477,138 @@ def test_a_peer_that_is_not_built_names_its_set_up(monkeypatch, files):
     monkeypatch.setattr(mb, "PEERS_BINARY", Path(files["dir"]) / "no-peers")
     res = runner.invoke(app, ["bench", files["spec"], "--engine", ENGINE, "--peer", "rocksdb"])
     _assert_refused(res.exit_code, res.stderr, "bench/engine_peers_setup.sh")
+
+
+# ----------------------------------------------------------------------------- outputs that would lose data
+#
+# Found by an audit: each of these exited 0 and replaced a file it should not have (or, refused,
+# left a file behind). Every refusal is one line, exit 2, with every file as it was.
+
+
+def _snapshot(d: Path) -> dict[str, bytes | None]:
+    """Every entry under ``d`` (hidden ones too) and a file's bytes (None for a directory)."""
+    return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else None) for p in sorted(d.rglob("*"))}
+
+
+@pytest.fixture
+def run_copy(solved, tmp_path) -> Path:
+    """A copy of the session's solved run, with a band log under solver/, that a test may lose."""
+    run = _copy_run(solved[1], tmp_path / "run")
+    (run / "solver").mkdir()
+    (run / "solver" / "band00_aws.log").write_text("a band's log\n")
+    return run
+
+
+@pytest.mark.parametrize(
+    "out", ["solution.json", "frontier.parquet", "baselines.parquet", "solver.log.jsonl", "solver/x.html"]
+)
+def test_report_refuses_to_overwrite_a_file_of_its_run(run_copy, tmp_path, out):
+    """`cosine report RUN --out RUN/solution.json` replaced the run's solution.json with HTML (exit 0)."""
+    (tmp_path / "alias").symlink_to(run_copy)  # the same files by another name
+    before = _snapshot(run_copy)
+    for given in (run_copy / out, tmp_path / "alias" / out, run_copy / "solver" / ".." / out):
+        res = runner.invoke(app, ["report", str(run_copy), "--out", str(given)])
+        _assert_refused(res.exit_code, res.stderr, f"--out {given}: is ")
+        assert "which this command reads; refusing to overwrite it" in res.stderr
+    assert _snapshot(run_copy) == before
+
+
+@pytest.mark.parametrize("command", ["solve", "robust-eval"])
+def test_a_run_does_not_write_into_a_directory_that_is_not_its_own(files, tmp_path, command):
+    """`cosine solve SPEC --out DIR` (and robust-eval) wrote over a same-named file of any non-empty
+    directory: a user's, a render workspace's, another command's run."""
+    args = {"solve": ["solve", files["spec"]], "robust-eval": ["robust-eval", "--samples", "100", "--rho", "0,1"]}
+    user = tmp_path / "user"
+    user.mkdir()
+    for name in ("solution.json", "tunings.parquet", "notes.txt"):
+        (user / name).write_text("keep\n")
+    workspace = tmp_path / "workspace"
+    assert runner.invoke(app, ["render", "--preset", "rocksdb", "--out", str(workspace)]).exit_code == 0
+    (workspace / "solution.json").write_text("the workspace's\n")
+    other = Path(files["run"]) if command == "robust-eval" else tmp_path / "eval"
+    if command == "solve":  # a robust-eval run's directory
+        other.mkdir()
+        (other / "robust_eval.parquet").write_text("keep\n")
+    for d in (user, workspace, other):
+        before = _snapshot(d)
+        res = runner.invoke(app, [*args[command], "--out", str(d)])
+        _assert_refused(res.exit_code, res.stderr, f"--out {d}: not empty and not a previous `cosine {command}` run")
+        assert _snapshot(d) == before, d
+
+
+def test_a_previous_run_is_recognised_by_its_files(solved, tmp_path):
+    """The one rule (specs.io.check_run_dir): a finished run's files, or an interrupted run's band
+    logs beside nothing but a run's names, and never a render workspace."""
+    from solver.solve import RUN_FILES
+    from specs.io import is_previous_run
+
+    assert is_previous_run(solved[1], RUN_FILES)
+    stopped = tmp_path / "stopped"  # a first solve stopped after its first bands (a write killed half-way)
+    (stopped / "solver" / "rf1").mkdir(parents=True)
+    (stopped / "solution.json").write_text("{}")
+    (stopped / ".frontier.parquet.123.tmp").write_bytes(b"")
+    assert is_previous_run(stopped, RUN_FILES)
+    (stopped / "notes.txt").write_text("mine\n")
+    assert not is_previous_run(stopped, RUN_FILES)
+    mixed = _copy_run(solved[1], tmp_path / "mixed")
+    assert is_previous_run(mixed, RUN_FILES)
+    (mixed / "Cargo.toml").write_text("[workspace]\n")
+    assert not is_previous_run(mixed, RUN_FILES)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "{spec}"],
+        ["robust-eval", "--samples", "100", "--rho", "0,1"],
+        ["report", "{run}"],
+        ["sweep", "{spec}", "--budgets", "1:9:3", "--workers", "1"],
+        ["render", "--preset", "rocksdb"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_empty_out_is_refused(files, tmp_path, monkeypatch, args):
+    """`--out ""` is pathlib's ".": `cosine solve` and robust-eval wrote their whole run into the
+    current directory (exit 0). Run here: the commands a regression would not make start servers
+    or measure for minutes; the next test holds every other --out to the same parser."""
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, [*(a.format(**files) for a in args), "--out", ""])
+    _assert_refused(res.exit_code, res.stderr, "'--out': an empty path")
+    assert not list(tmp_path.iterdir())
+
+
+def test_every_out_refuses_an_empty_path():
+    """Every command's --out is parsed by cli.common.output_path (an empty path: exit 2)."""
+    import typer.main
+
+    from cli.common import output_path
+
+    def commands(c: Any, name: str = "cosine") -> Any:
+        if hasattr(c, "commands"):
+            for sub, cmd in c.commands.items():
+                yield from commands(cmd, f"{name} {sub}")
+        else:
+            yield name, c
+
+    outs = {n: p for n, c in commands(typer.main.get_command(app)) for p in c.params if "--out" in p.opts}
+    assert len(outs) >= 11, sorted(outs)  # solve, report, sweep, render, deploy, robust-eval, calibrate x3, validate x2
+    for name, param in outs.items():
+        assert getattr(param.type, "func", None) is output_path, name
+
+
+def test_a_refused_sweep_leaves_no_lock_file(files, run_copy):
+    """A sweep refusing its --out (not a sweep file) left `.frontier.parquet.lock` beside it; a lock
+    file that was there before stays (the lock is the flock, not the file)."""
+    sweep = ["sweep", files["spec"], "--budgets", "1:9:3", "--out"]
+    before = _snapshot(run_copy)
+    for _ in range(2):
+        res = runner.invoke(app, [*sweep, str(run_copy / "frontier.parquet")])
+        _assert_refused(res.exit_code, res.stderr, "holds FrontierRow rows")
+        assert _snapshot(run_copy) == before
+    (run_copy / ".baselines.parquet.lock").write_text("an earlier sweep's\n")
+    before = _snapshot(run_copy)
+    res = runner.invoke(app, [*sweep, str(run_copy / "baselines.parquet")])
+    _assert_refused(res.exit_code, res.stderr, "holds BaselineRow rows")
+    after = _snapshot(run_copy)  # the lock file names its last holder, this refused sweep
+    assert after.keys() == before.keys()
+    assert {k: v for k, v in after.items() if "lock" not in k} == {k: v for k, v in before.items() if "lock" not in k}
