@@ -71,7 +71,8 @@ def cli_errors() -> Iterator[None]:
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
         typer.echo(f"internal error: {type(exc).__name__}: {first} (set COSINE_DEBUG=1 for a traceback)", err=True)
-        raise typer.Exit(ExitCode.FLAGGED) from None
+        # not FLAGGED: `cosine audit`'s 1 means a band is over its thresholds, and a crash is not that
+        raise typer.Exit(ExitCode.INTERNAL) from None
     finally:
         sys.stdout.flush()
 

@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     FLAGGED = 1  # a check failed, e.g. `cosine audit` found a band over its thresholds
     INPUT = 2  # malformed spec, unknown provider, negative budget, corrupt file...
     BUDGET = 3  # the budget is below the cheapest possible configuration
+    INTERNAL = 70  # a bug: an unexpected exception (sysexits.h EX_SOFTWARE), never a check's verdict
     INTERRUPTED = 130  # 128 + SIGINT
     TERMINATED = 143  # 128 + SIGTERM
 

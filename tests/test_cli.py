@@ -101,3 +101,18 @@ def test_pricing_show_and_filters():
     assert res.exit_code == 2
     res = runner.invoke(app, ["pricing", "show", "--kind", "sla"])
     assert res.exit_code == 0 and "availability" in res.output
+
+
+def test_an_internal_error_is_one_line_and_its_own_exit_code(capsys) -> None:
+    """A bug (an unexpected exception) is one line on stderr and exit 70, not 1: `cosine audit`'s 1
+    says a band is over its thresholds, and a crash must not read as that verdict (nor as bad input)."""
+    import typer
+
+    from cli.common import cli_errors
+    from specs.errors import ExitCode
+
+    with pytest.raises(typer.Exit) as exc, cli_errors():
+        raise RuntimeError("a bug\nwith a second line")
+    assert exc.value.exit_code == ExitCode.INTERNAL == 70
+    err = capsys.readouterr().err
+    assert err.strip() == "internal error: RuntimeError: a bug (set COSINE_DEBUG=1 for a traceback)"
