@@ -35,7 +35,7 @@ from solver.rundir import FRONTIER, LOG, SOLUTION, RunDir, load_run
 from solver.table_cache import TableCache
 from specs.errors import BudgetTooLow, InputError
 from specs.io import to_json
-from specs.schema import Spec, validate
+from specs.schema import Spec, parse_providers_flag, validate
 from specs.vocab import BackendName, Method, Provider
 
 #: Every replication plan's tables already read by this process, per (spec, price set, providers).
@@ -209,10 +209,4 @@ def _summary(pt: Point) -> dict[str, Any]:
 
 def parse_providers(text: str | None) -> tuple[str, ...] | None:
     """``--providers aws,gcp`` of `cosine whatif` (checked against the run's by :func:`_setting`)."""
-    if text is None:
-        return None
-    names = tuple(p.strip() for p in text.split(","))
-    bad = [p for p in names if p not in tuple(Provider)]
-    if not all(names) or bad:
-        raise InputError(f"--providers {text!r}: expected a comma-separated list of {', '.join(Provider)}")
-    return names
+    return None if text is None else parse_providers_flag(text, tuple(Provider), "the providers")

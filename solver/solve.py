@@ -70,7 +70,7 @@ from solver.table_cache import TableCache
 from solver.tables.build import check_workers
 from specs.errors import BudgetTooLow, InputError, check_range
 from specs.io import RunFiles, check_output_file
-from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec
+from specs.schema import DEFAULT_SCAN_LENGTH, MAX_BUDGET_USD, Spec, parse_providers_flag
 from specs.vocab import (
     PRESETS,
     SLA_FEATURES,
@@ -453,17 +453,7 @@ def _usd(x: float) -> str:
 
 def parse_providers(text: str | None, spec: Spec) -> tuple[Provider, ...] | None:
     """``--providers aws,gcp``: a non-empty subset of the spec's providers (None: all of them)."""
-    if text is None:
-        return None
-    names = [p.strip() for p in text.split(",")]
-    if not all(names):
-        raise InputError(f"--providers {text!r}: expected a comma-separated list such as aws,gcp")
-    bad = [p for p in names if p not in spec.providers]
-    if bad:
-        raise InputError(f"--providers: {', '.join(bad)} not in the spec's providers ({', '.join(spec.providers)})")
-    if len(set(names)) != len(names):
-        raise InputError(f"--providers {text!r}: a provider is named twice")
-    return tuple(Provider(p) for p in names)
+    return None if text is None else parse_providers_flag(text, spec.providers, "the spec's providers")
 
 
 def check_cluster_room(spec: Spec, catalog: Catalog, providers: tuple[str, ...]) -> None:

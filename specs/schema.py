@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from specs.vocab import (
     Consistency,
     CostModel,
     DistributionKind,
+    Provider,
     SlaFeature,
 )
 
@@ -472,6 +474,20 @@ def _choice_list(where: str, v: Any, valid: tuple[str, ...], what: str) -> tuple
     if not out:
         raise SpecError(where, f"must list at least one {what}")
     return tuple(out)
+
+
+def parse_providers_flag(text: str, allowed: Sequence[str], of: str, flag: str = "--providers") -> tuple[Provider, ...]:
+    """A ``--providers aws,gcp`` flag: a comma-separated list of ``allowed`` providers (``of`` names
+    that set in the message), each named once, case-insensitive as a spec's ``providers`` is."""
+    names = [p.strip().lower() for p in text.split(",")]
+    if not all(names):
+        raise InputError(f"{flag} {text!r}: expected a comma-separated list such as aws,gcp")
+    bad = [p for p in names if p not in allowed]
+    if bad:
+        raise InputError(f"{flag}: {', '.join(bad)} not in {of} ({', '.join(allowed)})")
+    if len(set(names)) != len(names):
+        raise InputError(f"{flag} {text!r}: a provider is named twice")
+    return tuple(Provider(p) for p in names)
 
 
 def _pair(where: str, v: Any, *, integer: bool, lo: float, hi: float, lo_open: bool = False) -> tuple[float, float]:

@@ -236,7 +236,7 @@ def parse_rhos(text: str) -> tuple[float, ...]:
         if ".." in text:
             lo, hi = (float(x) for x in text.split("..", 1))
         else:
-            vals = tuple(float(x) for x in text.split(",") if x.strip())
+            vals = tuple(float(x) for x in text.split(","))  # an empty item ("1,") is not a number
     except ValueError:
         raise InputError(f"--rho {text!r}: expected LO..HI (e.g. 0..4) or a comma list (e.g. 0,0.5,1)") from None
     if ".." in text:
@@ -248,6 +248,8 @@ def parse_rhos(text: str) -> tuple[float, ...]:
         vals = tuple(r for r in RHO_LADDER if lo <= r <= hi) or (lo, hi)
     if not vals or any(not (math.isfinite(v) and 0 <= v <= MAX_RHO) for v in vals):
         raise InputError(f"--rho {text!r}: radii must be numbers from 0 to {MAX_RHO:g}")
+    if len(set(vals)) != len(vals):
+        raise InputError(f"--rho {text!r}: a radius is named twice")
     out = tuple(sorted(set(vals) | {0.0}))
     if len(out) > MAX_RHOS:
         raise InputError(f"--rho {text!r}: {len(out)} radii, at most {MAX_RHOS}")

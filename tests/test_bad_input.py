@@ -102,6 +102,7 @@ ROWS = [
     Row("whatif", "nonfinite", ("whatif", "{run}", "--throughput", "inf"), "--throughput"),
     Row("whatif", "malformed", ("whatif", "{run}", "--budget", "5", "--throughput", "5"), "exactly one"),
     Row("whatif", "tampered", ("whatif", "{traversal_run}", "--budget", "800"), "vm_type"),
+    Row("whatif", "malformed", ("whatif", "{run}", "--budget", "800", "--providers", "aws,AWS"), "named twice"),
     Row("whatif", "tampered", ("whatif", "{nan_design_run}", "--budget", "800"), "designs[0].T"),
     Row("whatif", "tampered", ("whatif", "{unsealed_run}", "--budget", "800"), "content hash does not match"),
     # report
@@ -180,6 +181,8 @@ ROWS = [
     Row("report", "output", ("report", "{run}", "--out", "/proc/cosine-probe.html"), "cannot write"),
     Row("whatif", "range", ("whatif", "{run}", "--throughput", "1e300"), "--throughput"),
     Row("robust-eval", "range", ("robust-eval", "--rho", "4..0"), "LO must not exceed HI"),
+    Row("robust-eval", "malformed", ("robust-eval", "--rho", "1,1"), "a radius is named twice"),
+    Row("robust-eval", "malformed", ("robust-eval", "--rho", "1,"), "comma list"),
     Row("robust-eval", "range", ("robust-eval", "--rho", "0..1e300"), "--rho"),
     Row("plan", "range", ("plan", "{huge_load_trace}"), "load_ops"),
     Row("plan", "range", ("plan", "{far_time_trace}"), "time_s"),

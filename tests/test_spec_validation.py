@@ -173,3 +173,23 @@ def test_budget_outside_range_widens_it():
         "budget: {monthly_usd: 900000, range: [1, 500000]}\n"
     )
     assert s.budget_range == (1.0, 1_400_000.0)
+
+
+def test_a_providers_flag_reads_as_a_spec_s_providers() -> None:
+    """`--providers` (solve, whatif) is one parser: case-insensitive as a spec's `providers: [AWS]`,
+    each provider once, no empty item, only the allowed ones."""
+    import pytest
+
+    from specs.errors import InputError
+    from specs.schema import parse_providers_flag
+    from specs.vocab import Provider
+
+    allowed = ("aws", "gcp")
+    assert parse_providers_flag(" AWS, gcp", allowed, "the spec's providers") == (Provider.AWS, Provider.GCP)
+    for text, match in (
+        ("aws,AWS", "named twice"),
+        ("aws,", "comma-separated list"),
+        ("azure", "azure not in the spec's providers"),
+    ):
+        with pytest.raises(InputError, match=match):
+            parse_providers_flag(text, allowed, "the spec's providers")
