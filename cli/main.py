@@ -506,11 +506,13 @@ def plan(
     with cli_errors():
         from cost_models.pricing.catalog import load_catalog
         from report.progress import progress_bar
+        from solver.solve import check_latency_floor
         from specs.schema import load_spec
         from studies.plan.build import DEFAULT_SPEC, report_dict, run_plan
 
         s = load_spec(DEFAULT_SPEC if spec is None else spec)
         cat = load_catalog(s.pricing)
+        check_latency_floor(s, cat, (provider,) if provider is not None else s.providers[:1])
         with progress_bar() as bar:
             task = bar.add_task("building candidate configurations", total=None)
 

@@ -140,8 +140,10 @@ def sweep(
     Every input is checked, and the file locked, before any solve. ``notes`` collects one-line
     reports of what was refused and redone (a journal part, a cache file), each once.
     """
+    from cost_models.pricing.catalog import load_catalog
     from solver import dask_cluster
     from solver.sealed_json import default_dir
+    from solver.solve import check_cluster_room
     from solver.tables.build import check_workers
     from specs.schema import load_spec
 
@@ -156,6 +158,13 @@ def sweep(
         s = load_spec(p)
         if s.name in paths:
             raise InputError(f"{p}: spec name {s.name!r} is also {paths[s.name]}'s (sweep rows are keyed by name)")
+        # what `cosine solve` refuses before its tables (a latency bound under every round trip, SLAs
+        # no cluster may meet) is refused here before any solve too
+        provs = tuple(x for x in s.providers if providers is None or x in providers)
+        try:
+            check_cluster_room(s, load_catalog(s.pricing), provs)
+        except InputError as exc:
+            raise InputError(f"{p}: {exc}") from None
         paths[s.name] = str(p)
         specs.append((s, str(p)))
     said = [] if notes is None else notes

@@ -116,6 +116,12 @@ ROWS = [
     Row("sweep", "nonfinite", (*SWEEP, "1:nan:3", "--out", "{dir}/s.parquet"), "HI"),
     Row("sweep", "range", (*SWEEP, "1:9:3", "--out", "{dir}/s.parquet", "--workers", "0"), "--workers"),
     Row("sweep", "malformed", (*SWEEP, "1:9", "--out", "{dir}/s.parquet"), "LO:HI:N"),
+    Row(
+        "sweep",
+        "range",
+        ("sweep", "{fast_latency_spec}", "--budgets", "1:9:3", "--out", "{dir}/s.parquet"),
+        "round trip",
+    ),
     Row("sweep", "output", (*SWEEP, "1:9:3", "--out", "{file}/s.parquet"), "does not exist"),
     Row("sweep", "tampered", (*SWEEP, "1:9:3", "--out", "{run}/frontier.parquet"), "FrontierRow"),
     # render
@@ -163,6 +169,7 @@ ROWS = [
     Row("plan", "range", ("plan", TRACE, "--rf", "0"), "--rf", SUB),
     Row("plan", "range", ("plan", TRACE, "--rf", "1", "--cl", "2"), "--cl"),
     Row("plan", "range", ("plan", TRACE, "--lookahead", "0"), "--lookahead"),
+    Row("plan", "range", ("plan", TRACE, "--spec", "{fast_latency_spec}"), "smallest round trip"),
     Row("plan", "missing", ("plan", "{dir}/nope.csv"), "no such file"),
     Row("plan", "nonfinite", ("plan", "{nan_trace}"), "finite"),
     Row("plan", "size", ("plan", "{long_trace}"), "steps"),
@@ -311,6 +318,12 @@ def files(solved, tmp_path_factory) -> dict[str, str]:
     f["far_time_trace"].write_text(header + "0,1,0,0,0,0,0,100\n1e300,1,0,0,0,0,0,100\n")
     f["long_name_spec"] = d / "long-name.yaml"
     f["long_name_spec"].write_text(TINY_SPEC.replace("name: tiny", "name: " + "n" * 300))
+    f["fast_latency_spec"] = d / "fast-latency.yaml"  # a p99 bound under every VM's round trip
+    f["fast_latency_spec"].write_text(
+        TINY_SPEC.replace(
+            "performance: {min_throughput: 1000}", "performance: {min_throughput: 1000, max_latency_s: 1e-5}"
+        )
+    )
     f["bad_sla_spec"] = d / "bad-sla.yaml"
     f["bad_sla_spec"].write_text(TINY_SPEC.replace("slas: [backup, availability]", "slas: [backup, migraton]"))
     f["one_entry_spec"] = d / "one-entry.yaml"
