@@ -50,6 +50,7 @@ from solver.rundir import (
     Choice,
     Configuration,
     FrontierCheck,
+    FrontierRow,
     Need,
     NeedAnswer,
     NodeDesign,
@@ -718,6 +719,7 @@ RUN_FILES = RunFiles(
     finished=(LOG, FRONTIER),
     writes=(LOG_DIR, SOLUTION, FRONTIER, BASELINES, LOG),
     started=LOG_DIR,
+    rows=((FRONTIER, FrontierRow.__name__),),
 )
 
 

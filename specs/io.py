@@ -266,12 +266,25 @@ class RunFiles:
     run of ``command``: ``finished``, the files every finished run holds; ``writes``, every name a
     run writes at the top of its directory; ``started``, the one of them a run makes before any
     other (a run stopped half-way leaves it and some of the others), None if a run writes nothing
-    before it ends."""
+    before it ends; ``rows``, the finished files :func:`write_rows` wrote, each with its row type's
+    name: a file of the name that holds other rows (another tool's, a user's) is not the run's."""
 
     command: str
     finished: tuple[str, ...]
     writes: tuple[str, ...]
     started: str | None = None
+    rows: tuple[tuple[str, str], ...] = ()
+
+
+def rows_of(path: Path) -> str:
+    """The row type a parquet file of :func:`write_rows` holds ("" for any other file)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except Exception:  # not a parquet file: not one of ours
+        return ""
+    return meta.get(ROWS_KEY, b"").decode(errors="replace")
 
 
 def is_previous_run(path: Path, run: RunFiles) -> bool:
@@ -279,7 +292,7 @@ def is_previous_run(path: Path, run: RunFiles) -> bool:
     if any((path / n).exists() or (path / n).is_symlink() for n in WORKSPACE_FILES):
         return False
     if all((path / n).is_file() for n in run.finished):
-        return True
+        return all(rows_of(path / name) == row_type for name, row_type in run.rows)
     if run.started is None or not (path / run.started).is_dir():
         return False
     return all(p.name in run.writes or _tmp_of(p.name) in run.writes for p in path.iterdir())
@@ -301,7 +314,8 @@ def check_run_dir(path: Path, flag: str, run: RunFiles) -> None:
     The rule, here only: a directory is a previous run of ``run.command`` if it holds none of a
     render workspace's files (:data:`WORKSPACE_FILES`) and either every file a finished run holds
     (``run.finished``) or, left by an interrupted run, the directory a run makes first
-    (``run.started``) and nothing but names a run writes (``run.writes``). Anything else is
+    (``run.started``) and nothing but names a run writes (``run.writes``); a finished run's
+    parquet files hold its own rows (``run.rows``). Anything else is
     refused before any work. A finished run's directory may hold more (a report, a plot, a
     deployment) and stays a run."""
     check_output_dir(path, flag)

@@ -570,6 +570,14 @@ def test_a_previous_run_is_recognised_by_its_files(solved, tmp_path):
     assert is_previous_run(mixed, RUN_FILES)
     (mixed / "Cargo.toml").write_text("[workspace]\n")
     assert not is_previous_run(mixed, RUN_FILES)
+    # a user's directory holding files of a run's names, not a run's: its frontier holds no cosine rows
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "solver.log.jsonl").write_text("my log\n")
+    (named / "frontier.parquet").write_bytes(b"my data")
+    assert not is_previous_run(named, RUN_FILES)
+    (named / "frontier.parquet").write_bytes((solved[1] / "baselines.parquet").read_bytes())  # another row type
+    assert not is_previous_run(named, RUN_FILES)
 
 
 @pytest.mark.parametrize(
