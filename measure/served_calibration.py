@@ -72,8 +72,17 @@ DEPTHS = (1, 4, 16, 64)
 VALUES = (64, 1024, 4096)
 QUICK_DEPTHS = (1, 16)
 QUICK_VALUES = (64, 1024, 4096)
-#: Entries a measured RANGE asks for.
-SCAN_COUNTS = (1, 16)
+#: Entries a measured RANGE asks for: one, a short scan, and YCSB E's (the default scan length a
+#: spec without one gets, specs.schema.DEFAULT_SCAN_LENGTH, rounded down): a served E's 51 KiB
+#: replies were past the table's 16-entry points, and its serving CPU 2x the fit's at depth 16
+#: (docs/journal/s43-s51.md §43.1).
+SCAN_COUNTS = (1, 16, 50)
+#: Reply bytes a RANGE point moves at most (its requests are bounded by it, :func:`requests`): a
+#: 50-entry scan of 4 KiB values replies 200 KiB, and 100,000 of them 20 GB.
+SCAN_BYTES_PER_POINT = 2 << 30
+#: Turns of every connection a point runs at least (a point shorter than a few rounds of its 50
+#: connections' pipelines measures their start, not their steady state).
+MIN_TURNS = 10
 #: Requests per run by kind at depth 1: 0.2-1 s each on this machine (~100,000 GETs or SETs a second
 #: at depth 1 with `wal_sync = none`, ~100,000 RANGEs of one entry); the server's CPU is read from
 #: /proc in 10 ms ticks. No more SETs: 100,000 deep ones of 4 KiB already fill the memtable twice,
@@ -83,12 +92,16 @@ REQUESTS = {"read": 100_000, "scan": 20_000, "write": 20_000}
 DEEP_FACTOR = 5
 
 
-def requests(kind: str, pipeline: int, value_bytes: int) -> int:
+def requests(kind: str, pipeline: int, value_bytes: int, entries: int = 0) -> int:
     """Requests of one point: :data:`REQUESTS` (x :data:`DEEP_FACTOR` past depth 1), SETs bounded
-    by :data:`WAL_BYTES_PER_POINT`."""
+    by :data:`WAL_BYTES_PER_POINT`, RANGEs of ``entries`` by :data:`SCAN_BYTES_PER_POINT` (but at
+    least :data:`MIN_TURNS` of every connection's pipeline)."""
     n = REQUESTS[kind] * (1 if pipeline == 1 else DEEP_FACTOR)
     if kind == "write":
         n = min(n, WAL_BYTES_PER_POINT // (KEY_BYTES + value_bytes))
+    if kind == "scan":
+        reply = max(entries, 1) * (KEY_BYTES + value_bytes)
+        n = max(min(n, SCAN_BYTES_PER_POINT // reply), MIN_TURNS * CONNECTIONS * pipeline)
     return n
 
 
@@ -313,7 +326,7 @@ def measure_pass(
                 client.fill(srv, v)
                 for entries in SCAN_COUNTS:
                     for p in depths:
-                        run(srv, "scan", entries, p, requests("scan", p, v))
+                        run(srv, "scan", entries, p, requests("scan", p, v, entries))
             shutil.rmtree(work / f"db-{v}-levels", ignore_errors=True)
             # sets each on a fresh store (its WAL bounded: :func:`requests`), over keys written once
             for p in depths:

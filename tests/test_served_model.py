@@ -746,3 +746,24 @@ def test_the_server_s_cpu_and_volume_per_operation_between_two_readings() -> Non
     dev1 = [{"device_ios": 30.0, "device_sleeps": 5.0}, {"device_ios": 25.0, "device_sleeps": 2.0}]
     assert device_stats(dev0, dev1, 10) == pytest.approx({"ios_per_op": 4.0, "sleeps_per_op": 0.6})
     assert device_stats([{}], [{}], 10) == {}
+
+
+def test_a_calibration_scan_point_is_bounded_by_its_bytes_not_below_its_turns() -> None:
+    """`cosine calibrate serving` measures RANGEs of YCSB E's 50 entries too (its 51 KiB replies were
+    past the 16-entry points): a point's requests move at most SCAN_BYTES_PER_POINT of replies, yet
+    every connection still runs MIN_TURNS pipelines; short scans keep their counts."""
+    from measure.served_calibration import (
+        CONNECTIONS,
+        KEY_BYTES,
+        MIN_TURNS,
+        REQUESTS,
+        SCAN_BYTES_PER_POINT,
+        SCAN_COUNTS,
+        requests,
+    )
+
+    assert 50 in SCAN_COUNTS
+    assert requests("scan", 1, 64, 1) == REQUESTS["scan"]
+    big = requests("scan", 4, 4096, 50)
+    assert big * 50 * (KEY_BYTES + 4096) <= SCAN_BYTES_PER_POINT
+    assert requests("scan", 64, 4096, 50) == MIN_TURNS * CONNECTIONS * 64
