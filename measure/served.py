@@ -593,13 +593,13 @@ def bench_served(
         replies0 = [reply_counters(s.port) for s in servers[:nodes]]
         dev0 = [device_counters(s.port) for s in servers[:nodes]]
         by0 = [s.cpu_by_thread() for s in servers[:nodes]]
-        cpu0, t0 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
+        cpu0, t0 = sum(sum(b.values()) for b in by0), time.perf_counter()
         proxy0 = sum(s.cpu_seconds() for s in servers[nodes:])
         measured = drive(
             driver, root, wl, HOST, host_port, servers[:nodes], clients, pipeline, client_cores, load=False
         )
-        cpu1, t1 = sum(s.cpu_seconds() for s in servers[:nodes]), time.perf_counter()
         by1 = [s.cpu_by_thread() for s in servers[:nodes]]
+        cpu1, t1 = sum(sum(b.values()) for b in by1), time.perf_counter()
         dev1 = [device_counters(s.port) for s in servers[:nodes]]
         proxy = sum(s.cpu_seconds() for s in servers[nodes:]) - proxy0
         end_state = mean_state([engine_state(s.port) for s in servers[:nodes]])

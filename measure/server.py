@@ -103,11 +103,10 @@ class Server:
     proc: subprocess.Popen[bytes]
     #: every thread's last CPU figure read (:meth:`cpu_seconds`), by thread id
     seen_ns: dict[int, int] = field(default_factory=dict)
-    #: the last figures of threads whose id a later thread took (its figure then restarts lower)
-    retired_ns: int = 0
-    #: each thread's name when first seen, by thread id, and the retired figures by name
+    #: each thread's name when first seen, by thread id
     names: dict[int, str] = field(default_factory=dict)
-    retired_by_name: dict[str, int] = field(default_factory=dict)
+    #: the last figures of threads whose id a later thread took (its figure then restarts lower), by name
+    retired_ns: dict[str, int] = field(default_factory=dict)
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the process (every thread, user + system) so far, to the nanosecond.
@@ -121,19 +120,18 @@ class Server:
         for tid, ns in thread_cpu_ns(self.pid).items():
             last = self.seen_ns.get(tid, 0)
             if ns < last:  # a new thread under an exited one's id: keep the old one's time
-                self.retired_ns += last
                 old = self.names.pop(tid, "?")
-                self.retired_by_name[old] = self.retired_by_name.get(old, 0) + last
+                self.retired_ns[old] = self.retired_ns.get(old, 0) + last
             if tid not in self.names:
                 self.names[tid] = thread_name(self.pid, tid)
             self.seen_ns[tid] = ns
-        return (self.retired_ns + sum(self.seen_ns.values())) / 1e9
+        return (sum(self.retired_ns.values()) + sum(self.seen_ns.values())) / 1e9
 
     def cpu_by_thread(self) -> dict[str, float]:
         """:meth:`cpu_seconds` by thread name (:data:`RUNTIME_THREAD`, :data:`MERGE_THREAD`; the
         syncs' threads ``cosine-wal-sync`` and ``cosine-durable``)."""
         self.cpu_seconds()
-        out = {name: ns / 1e9 for name, ns in self.retired_by_name.items()}
+        out = {name: ns / 1e9 for name, ns in self.retired_ns.items()}
         for tid, ns in self.seen_ns.items():
             name = self.names.get(tid, "?")
             out[name] = out.get(name, 0.0) + ns / 1e9
