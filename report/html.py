@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from report.plots import COLOURS, PRESET_STYLE, preset_frontier
+from report.plots import COLOURS, FRONTIER_PLOT, PRESET_STYLE, preset_frontier
 from solver.rundir import BASELINES, FRONTIER, LOG, LOG_DIR, SOLUTION, Bill, load_run
 from solver.whatif import budget_steps, row_dict
 from specs.errors import InputError
@@ -102,6 +102,9 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     files (:data:`RUN_INPUTS`: the page would replace what it is made from), checked first."""
     path = out if out is not None else run_dir / "report.html"
     check_not_an_input(path, "--out", [run_dir / n for n in RUN_INPUTS])
+    plot = run_dir / FRONTIER_PLOT
+    if plot.exists() and path.resolve() == plot.resolve():
+        raise InputError(f"--out {out}: is the run's plot (`cosine solve --plot` wrote it); refusing to overwrite it")
     page = page_data(run_dir)
     check_output_file(path, "--out")
     return write_text(path, render(page))

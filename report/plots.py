@@ -18,6 +18,8 @@ import numpy as np
 if TYPE_CHECKING:
     from solver.rundir import Solution
 
+#: The frontier's plot in a run directory (`cosine solve --plot`).
+FRONTIER_PLOT = "frontier.png"
 COLOURS = {"aws": "#ff9900", "gcp": "#4285f4", "azure": "#008272"}
 MARKERS = {"lsm": "o", "btree": "s", "lsh": "^", "hybrid": "D"}
 PRESET_STYLE = {"rocksdb": ("k", "--"), "wiredtiger": ("tab:purple", ":"), "faster": ("tab:red", "-.")}
@@ -108,7 +110,7 @@ def plot_frontier(run_dir: Path, out: Path | None = None) -> Path:
     ax.set_title(f"Cosine frontier for {sol.spec} ({sol.pricing} prices)")
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     ax.grid(True, which="both", alpha=0.2)
-    return _save(fig, out or run_dir / "frontier.png")
+    return _save(fig, out or run_dir / FRONTIER_PLOT)
 
 
 #: The paper's Fig. 5 layout: two rows of five panels.

@@ -529,6 +529,16 @@ def test_report_refuses_to_overwrite_a_file_of_its_run(run_copy, tmp_path, out):
     assert _snapshot(run_copy) == before
 
 
+def test_report_refuses_to_overwrite_the_runs_plot(run_copy, tmp_path):
+    """`cosine report RUN --out RUN/frontier.png` replaced the plot `cosine solve --plot` wrote with
+    HTML (a file of the run the report does not read)."""
+    (run_copy / "frontier.png").write_bytes(b"\x89PNG the plot")
+    before = _snapshot(run_copy)
+    res = runner.invoke(app, ["report", str(run_copy), "--out", str(run_copy / "solver" / ".." / "frontier.png")])
+    _assert_refused(res.exit_code, res.stderr, "is the run's plot (`cosine solve --plot` wrote it)")
+    assert _snapshot(run_copy) == before
+
+
 @pytest.mark.parametrize("command", ["solve", "robust-eval"])
 def test_a_run_does_not_write_into_a_directory_that_is_not_its_own(files, tmp_path, command):
     """`cosine solve SPEC --out DIR` (and robust-eval) wrote over a same-named file of any non-empty
