@@ -72,13 +72,11 @@ NIL_BYTES = 5.0
 
 @dataclass(frozen=True)
 class Wire:
-    """Payload bytes of each operation (request, reply), its requests (an rmw has two) and the
-    entries its reply carries (a scan's rows; 0 for every other reply)."""
+    """Payload bytes of each operation (request, reply) and its requests (an rmw has two)."""
 
     request: dict[Operation, float]
     reply: dict[Operation, float]
     requests: dict[Operation, int]
-    entries: dict[Operation, float]
 
     def framed(self, op: Operation, pipeline: int) -> tuple[float, float]:
         """(inbound, outbound) bytes of ``op`` with TCP/IP framing, a client pipelining ``pipeline``
@@ -118,8 +116,7 @@ def wire(key_bytes: int, value_bytes: int, scan_entries: float) -> Wire:
         Operation.EMPTY_RANGE: array_header(0),
     }
     requests = {op: 2 if op == Operation.RMW else 1 for op in OPERATIONS}
-    entries = {op: count if op == Operation.RANGE else 0.0 for op in OPERATIONS}
-    return Wire(request, reply, requests, entries)
+    return Wire(request, reply, requests)
 
 
 def served_mix(mix: dict[str, float], shards: float) -> tuple[dict[str, float], float]:

@@ -6,15 +6,13 @@ answered (engine-template/crates/cosine-server): point reads on the connection's
 the WAL policy's durability on another blocking thread ("write"). Beyond the engine's own CPU per
 operation (cost_models.cpu, data/phi.yaml) each request costs, by its kind,
 
-    c_req + c_batch / p + c_entry x entries + c_byte x (bytes in + bytes out)
-                                                                (symbolic ``serving_seconds``)
+    c_req + c_batch / p + c_byte x (bytes in + bytes out)        (symbolic ``serving_seconds``)
 
 with p the client's pipeline depth: the system calls and wake-ups are paid once per batch of p
 requests (a connection parses every complete request it has received as one batch and writes the
-batch's replies together), the parsing and encoding per request, the encoding of a reply's rows
-per entry (a scan's: two bulk strings each), the copies per byte (cost_models.network gives the
-bytes and the entries). Each kind has its own terms (:data:`KIND_TERMS`: a get's per-request term
-measures as 0 and is not fitted; only a scan's reply has entries): a write's bytes are also copied
+batch's replies together), the parsing and encoding per request, the copies per byte
+(cost_models.network gives the bytes). Each kind has its own terms (:data:`KIND_TERMS`: a get's
+and a scan's per-request term measure as 0 and are not fitted): a write's bytes are also copied
 into the WAL and the memtable, CPU the engine's table (measured with 116-byte entries) does not
 charge per byte, so the byte term of a kind holds all its per-byte CPU beyond the engine's at that
 size; a write's request term is signed (:data:`SIGNED_TERMS`: a batch of SETs is one write group).
@@ -53,23 +51,17 @@ SERVING_TABLE = Path(__file__).resolve().parent / "data" / "serving.yaml"
 SERVING_SCHEMA = 1
 #: How cosine-server runs each kind of request (see the module docstring).
 KINDS = ("read", "scan", "write")
-#: Each kind's terms in serving.yaml: seconds per request, per pipelined batch, per entry of a
-#: reply, per byte on the wire.
-TERMS = ("request_seconds", "batch_seconds", "entry_seconds", "byte_seconds")
+#: Each kind's terms in serving.yaml: seconds per request, per pipelined batch, per byte on the wire.
+TERMS = ("request_seconds", "batch_seconds", "byte_seconds")
 #: The terms each kind has. A term whose fit is indistinguishable from 0 is not fitted and the
-#: model has none (0), as phi.yaml's FLAT_SEARCHES: a get's CPU per request beyond its batch's and
-#: its bytes' (+0.013 and -0.027 us in two calibrations of stop 60, against ~6.5 us per batch and
-#: the engine's 0.23 us memtable get: docs/journal/s43-s51.md §31). Only a scan's reply has
-#: entries. A scan's per-request and per-entry terms were not fitted until stop 72, when its
-#: points were of 1 and 16 entries: its per-request term then measured +0.09 and -0.19 us in two
-#: calibrations; with YCSB E's 50-entry points beside them a scan's CPU grows by 0.12-0.16 us an
-#: entry beyond its bytes' (the rows' encoding) and costs ~1.2 us a request (its blocking-pool
-#: run), which the 2-term fit put in its bytes and batch: 50 entries of 64 bytes at depth 16 were
-#: fitted at 3.1 us against 9.2 measured (journal §44.1).
+#: model has none (0), as phi.yaml's FLAT_SEARCHES: a scan's CPU per request beyond its batch's
+#: and its bytes' (+0.09 us in one calibration, -0.19 us in the next, against ~6 us per batch),
+#: and a get's (+0.013 and -0.027 us in two calibrations of stop 60, against ~6.5 us per batch and
+#: the engine's 0.23 us memtable get: docs/journal/s43-s51.md §31).
 KIND_TERMS: dict[str, tuple[str, ...]] = {
     "read": ("batch_seconds", "byte_seconds"),
-    "scan": TERMS,
-    "write": ("request_seconds", "batch_seconds", "byte_seconds"),
+    "scan": ("batch_seconds", "byte_seconds"),
+    "write": TERMS,
 }
 #: The one signed term. A connection's consecutive pipelined SETs are one write group
 #: (cosine-server's ``set_run``): one WAL append and one hand-off to the write thread per batch,
@@ -108,10 +100,6 @@ class ServingTable:
 
     def batch_seconds(self, kind: str) -> float:
         return float(self.raw["kinds"][kind]["batch_seconds"])
-
-    def entry_seconds(self, kind: str) -> float:
-        """Seconds per entry a reply of ``kind`` carries (0 for a kind without the term)."""
-        return float(self.raw["kinds"][kind].get("entry_seconds", 0.0))
 
     def byte_seconds(self, kind: str) -> float:
         return float(self.raw["kinds"][kind]["byte_seconds"])
@@ -156,9 +144,6 @@ def check_table(raw: Any, name: str) -> dict[str, Any]:
     if not isinstance(floor, (int, float)) or not math.isfinite(floor) or floor <= 0:
         raise ServingTableError(f"{name}: write_engine_seconds must be a positive number, got {floor!r}")
     for k in KINDS:
-        extra = sorted(str(t) for t in kinds[k] if t not in KIND_TERMS[k]) if isinstance(kinds.get(k), dict) else []
-        if extra:
-            raise ServingTableError(f"{name}: kinds.{k} has no term {extra[0]!r} (its terms: {', '.join(KIND_TERMS[k])})")
         for term in KIND_TERMS[k]:
             v = kinds.get(k, {}).get(term) if isinstance(kinds.get(k), dict) else None
             if (k, term) in SIGNED_TERMS:
@@ -224,21 +209,10 @@ def op_visit_seconds(
     inbound, outbound = w.framed(op, pipeline)
     kinds = REQUESTS[op]
     per_byte = (inbound + outbound) / len(kinds)
-    entries = w.entries[op] / len(kinds)
     out = []
     for k in kinds:
         depth = 1.0 + (pipeline - 1) * rmw_share if (op == Operation.RMW and k == "write") else float(pipeline)
-        total = float(
-            c(
-                table.request_seconds(k),
-                table.batch_seconds(k),
-                depth,
-                table.entry_seconds(k),
-                entries,
-                table.byte_seconds(k),
-                per_byte,
-            )
-        )
+        total = float(c(table.request_seconds(k), table.batch_seconds(k), depth, table.byte_seconds(k), per_byte))
         reply = table.byte_seconds(k) * outbound / len(kinds) + REPLY_BATCH_SHARE * table.batch_seconds(k) / depth
         out.append((total, reply))
     return out

@@ -95,8 +95,6 @@ def _symbols() -> SimpleNamespace:
     BATCHSEC = sp.Symbol("c_batch", nonnegative=True)  # server CPU per pipelined batch (syscalls, wake-ups)
     PIPE = sp.Symbol("p_depth", positive=True)  # requests a client pipelines in one batch
     BYTESEC = sp.Symbol("c_byte", nonnegative=True)  # server CPU per byte on the wire
-    ENTRYSEC = sp.Symbol("c_entry", nonnegative=True)  # server CPU per entry a reply carries (a scan's rows)
-    ENTRIES = sp.Symbol("n_entries", nonnegative=True)  # entries a reply carries
     WIREBYTES = sp.Symbol("w_bytes", positive=True)  # bytes on the wire per operation
     NETBW = sp.Symbol("BW", positive=True)  # a VM's network bandwidth, bytes per second
     BURSTBW = sp.Symbol("BW_b", positive=True)  # its burst bandwidth
@@ -258,9 +256,8 @@ def _expressions() -> dict[str, Any]:
     # -- The served node (docs/model.md, "The served node"; issue 48). A request reaching
     # cosine-server costs, beyond the engine's CPU, c_req (parsing it, encoding its reply), a
     # share of its pipelined batch's c_batch (the read and write system calls, the task wake-ups:
-    # one per batch of p requests), c_entry per entry its reply carries (a scan's rows, each
-    # encoded as two bulk strings) and c_byte per byte on the wire:
-    e["serving_seconds"] = y.REQSEC + y.BATCHSEC / y.PIPE + y.ENTRYSEC * y.ENTRIES + y.BYTESEC * y.WIREBYTES
+    # one per batch of p requests) and c_byte per byte on the wire:
+    e["serving_seconds"] = y.REQSEC + y.BATCHSEC / y.PIPE + y.BYTESEC * y.WIREBYTES
     # The VM's network carries w bytes per operation: at most BW / w operations per second.
     e["throughput_network"] = y.NETBW / y.WIREBYTES
     # Burst credits (AWS: instances of 16 vCPUs or fewer): a node that runs at its peak a share d
@@ -323,7 +320,7 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "throughput_io": ("IOPS", "IO"),
     "stall_seconds": ("XFREE", "STALLRATE", "STALLSEC", "SLACKOPS"),
     "throughput_stalled": ("XFREE", "STALLTIME"),
-    "serving_seconds": ("REQSEC", "BATCHSEC", "PIPE", "ENTRYSEC", "ENTRIES", "BYTESEC", "WIREBYTES"),
+    "serving_seconds": ("REQSEC", "BATCHSEC", "PIPE", "BYTESEC", "WIREBYTES"),
     "throughput_network": ("NETBW", "WIREBYTES"),
     "burst_bandwidth": ("BURSTBW", "NETBW", "DUTY"),
     "fanout_scale": ("SHARDS", "SCANSHARE"),

@@ -108,8 +108,8 @@ def throughput_stalled(X_0, T_s):
     return (T_s + X_0**(-1.0))**(-1.0)
 
 
-def serving_seconds(c_req, c_batch, p_depth, c_entry, n_entries, c_byte, w_bytes):
-    return c_batch/p_depth + c_byte*w_bytes + c_entry*n_entries + c_req
+def serving_seconds(c_req, c_batch, p_depth, c_byte, w_bytes):
+    return c_batch/p_depth + c_byte*w_bytes + c_req
 
 
 def throughput_network(BW, w_bytes):

@@ -133,8 +133,8 @@ def throughput_stalled(X_0, T_s):
 
 
 @njit(cache=True, error_model="numpy")
-def serving_seconds(c_req, c_batch, p_depth, c_entry, n_entries, c_byte, w_bytes):
-    return c_batch/p_depth + c_byte*w_bytes + c_entry*n_entries + c_req
+def serving_seconds(c_req, c_batch, p_depth, c_byte, w_bytes):
+    return c_batch/p_depth + c_byte*w_bytes + c_req
 
 
 @njit(cache=True, error_model="numpy")

@@ -25,9 +25,8 @@ The CPU is each server thread's time on a CPU to the nanosecond (measure.server'
 each point's SETs go to a fresh store whose WAL they grow by at most
 :data:`~measure.engine.WAL_BYTES_PER_POINT`.
 
-The fit: relative least squares of ``c_req[kind] + c_batch[kind] / p + c_entry[kind] x entries +
-c_byte[kind] x wire bytes`` (the terms of cost_models.serving.KIND_TERMS) over every point, the
-bytes those of cost_models.network, the entries a RANGE's reply carries.
+The fit: relative least squares of ``c_req[kind] + c_batch[kind] / p + c_byte x wire bytes`` (the
+terms of cost_models.serving.KIND_TERMS) over every point, the bytes those of cost_models.network.
 A coefficient at or below 0 is a fit at a bound: refused (:class:`~measure.calibrate.CalibrationError`),
 as phi's are; the signed write term's bound is minus the engine's CPU per write (cost_models.serving.SIGNED_TERMS).
 """
@@ -351,16 +350,11 @@ def fit(points: list[ServingPoint]) -> dict[str, Any]:
     cols = [(k, t) for k in KINDS for t in KIND_TERMS[k]]
     a = np.zeros((len(points), len(cols)))
     y = np.zeros(len(points))
-    regressor: dict[str, Callable[[ServingPoint], float]] = {
-        "request_seconds": lambda p: 1.0,
-        "batch_seconds": lambda p: 1.0 / p.pipeline,
-        "entry_seconds": lambda p: float(p.entries),
-        "byte_seconds": lambda p: p.wire_bytes,
-    }
+    regressor = {"request_seconds": lambda p: 1.0, "batch_seconds": lambda p: 1.0 / p.pipeline}
     for i, pt in enumerate(points):
         for j, (k, t) in enumerate(cols):
             if k == pt.kind:
-                a[i, j] = regressor[t](pt)
+                a[i, j] = pt.wire_bytes if t == "byte_seconds" else regressor[t](pt)
         y[i] = pt.serving_seconds
     if np.linalg.matrix_rank(a) < len(cols):
         raise CalibrationError("the serving points do not determine every term (too few depths or sizes)")
@@ -414,12 +408,10 @@ def table_doc(points: list[ServingPoint], quick: bool, driver: ServingDriver, re
             f"the first half of the cores, {driver} pinned to the rest, "
             f"{CONNECTIONS} connections, {KEYSPACE} keys of {KEY_BYTES} bytes, GET / SET / RANGE at "
             f"depths {list(QUICK_DEPTHS if quick else DEPTHS)} and values "
-            f"{list(QUICK_VALUES if quick else VALUES)} bytes, RANGEs of {list(SCAN_COUNTS)} entries, "
-            f"each point the median of {repeat} passes; "
+            f"{list(QUICK_VALUES if quick else VALUES)} bytes, each point the median of {repeat} passes; "
             "server CPU (every thread's, to the nanosecond) per "
             "request less the engine's (phi.yaml); relative least squares of c_req[kind] + c_batch[kind] / "
-            "depth + c_entry[kind] x entries + c_byte[kind] x wire bytes (cost_models.serving.KIND_TERMS), "
-            "weighed by each point's "
+            "depth + c_byte[kind] x wire bytes (cost_models.serving.KIND_TERMS), weighed by each point's "
             "measured CPU per request. No value is clamped."
         ),
         **f,

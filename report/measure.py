@@ -308,14 +308,13 @@ def print_codecs(tab: dict[str, Any]) -> None:
 def print_serving(doc: dict[str, Any], points_csv: str) -> None:
     """`cosine calibrate serving`: the fitted serving CPU terms and every measured point."""
     t = Table(title=f"cosine-server CPU per request beyond the engine ({doc['machine']}, {doc['date']})")
-    for c in ("kind", "per request (us)", "per batch (us)", "per entry (us)", "per byte (ns)"):
+    for c in ("kind", "per request (us)", "per batch (us)", "per byte (ns)"):
         t.add_column(c, justify="right")
     for kind, terms in doc["kinds"].items():
         t.add_row(
             kind,
-            f"{terms['request_seconds'] * 1e6:.3f}" if "request_seconds" in terms else "-",
+            f"{terms.get('request_seconds', 0.0) * 1e6:.3f}",
             f"{terms['batch_seconds'] * 1e6:.3f}",
-            f"{terms['entry_seconds'] * 1e6:.3f}" if "entry_seconds" in terms else "-",
             f"{terms['byte_seconds'] * 1e9:.3f}",
         )
     Console().print(t)

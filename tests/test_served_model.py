@@ -256,55 +256,18 @@ def test_the_serving_table_is_checked() -> None:
     bad["kinds"]["write"]["request_seconds"] = -floor
     with pytest.raises(ServingTableError, match="write.request_seconds must be a number above"):
         check_table(bad, "serving.yaml")
-    # a term the kind does not have is refused, not read (a get's request term, a write's rows)
-    for kind, term in (("read", "request_seconds"), ("write", "entry_seconds"), ("scan", "bogus")):
-        bad = json.loads(json.dumps(dict(t.raw)))
-        bad["kinds"][kind][term] = 1e-6
-        with pytest.raises(ServingTableError, match=f"kinds.{kind} has no term '{term}'"):
-            check_table(bad, "serving.yaml")
-    assert t.entry_seconds("scan") > 0 and t.entry_seconds("read") == t.entry_seconds("write") == 0.0
-
-
-def test_a_scans_rows_cost_serving_cpu_each() -> None:
-    """A RANGE's serving CPU grows by the table's per-entry term for each row its reply carries,
-    beyond its bytes' (cost_models.serving.op_visit_seconds); an empty range carries none."""
-    from cost_models.serving import op_serving_seconds
-
-    t = load_serving()
-    short, long = wire(16, 100, 10.0), wire(16, 100, 50.0)
-    extra_bytes = sum(long.framed(Operation.RANGE, 1)) - sum(short.framed(Operation.RANGE, 1))
-    want = 40 * t.entry_seconds("scan") + extra_bytes * t.byte_seconds("scan")
-    got = op_serving_seconds(t, long, Operation.RANGE, 1) - op_serving_seconds(t, short, Operation.RANGE, 1)
-    assert got == pytest.approx(want, rel=1e-9)
-    assert long.entries[Operation.EMPTY_RANGE] == 0.0 and long.entries[Operation.RANGE] == 50.0
-
-
-#: A scan's rows in the fits' points, and the serving CPU each costs in the exact model.
-POINT_ENTRIES = {"read": (0,), "scan": (1, 16, 50), "write": (0,)}
-ENTRY_SECONDS = 0.15e-6
 
 
 def _points(req: dict[str, float], engine: dict[str, float], batch: float = 8e-6) -> list[Any]:
-    """Serving points of an exact model: per kind ``req`` per request, ``batch`` per batch,
-    :data:`ENTRY_SECONDS` per entry of a scan's reply, 1 ns a byte beyond the engine's ``engine``
-    per request, at 3 depths, 2 sizes and a scan's :data:`POINT_ENTRIES`."""
+    """Serving points of an exact model: per kind ``req`` per request, ``batch`` per batch, 1 ns a
+    byte beyond the engine's ``engine`` per request, at 3 depths and 2 sizes."""
     from measure.served_calibration import ServingPoint
 
     return [
         ServingPoint(
-            kind,
-            kind,
-            p,
-            64,
-            e,
-            1000,
-            1.0,
-            1000 * (engine[kind] + req[kind] + batch / p + ENTRY_SECONDS * e + 1e-9 * b),
-            engine[kind],
-            b,
+            kind, kind, p, 64, 0, 1000, 1.0, 1000 * (engine[kind] + req[kind] + batch / p + 1e-9 * b), engine[kind], b
         )
         for kind in ("read", "scan", "write")
-        for e in POINT_ENTRIES[kind]
         for p in (1, 4, 16)
         for b in (100.0, 5000.0)
     ]
@@ -316,29 +279,23 @@ def test_a_serving_fit_at_a_bound_is_refused() -> None:
 
     pts = []
     for kind in ("read", "scan", "write"):
-        for e in POINT_ENTRIES[kind]:
-            for p in (1, 4, 16):
-                for b in (100.0, 5000.0):
-                    # the per-batch CPU grows with depth: a fit wants a negative c_batch
-                    cpu = 1000 * (1e-6 * p + ENTRY_SECONDS * e + 1e-9 * b + 1e-6)
-                    pts.append(ServingPoint(kind, kind, p, 64, e, 1000, 1.0, cpu, 0.0, b))
+        for p in (1, 4, 16):
+            for b in (100.0, 5000.0):
+                # the per-batch CPU grows with depth: a fit wants a negative c_batch
+                pts.append(ServingPoint(kind, kind, p, 64, 0, 1000, 1.0, 1000 * (1e-6 * p + 1e-9 * b), 0.0, b))
     with pytest.raises(CalibrationError, match="batch_seconds"):
         fit(pts)
     engine = {"read": 0.2e-6, "scan": 2e-6, "write": 0.65e-6}
-    # a get has no per-request term (cost_models.serving.KIND_TERMS); a scan's is positive and it
-    # has one per entry; a write's is signed: its batch is one write group, the engine's table
-    # charges a group to each write
-    f = fit(_points({"read": 0.0, "scan": 1.2e-6, "write": -0.4e-6}, engine))
+    # a get and a scan have no per-request term (cost_models.serving.KIND_TERMS); a write's is signed:
+    # its batch is one write group, the engine's table charges a group to each write
+    f = fit(_points({"read": 0.0, "scan": 0.0, "write": -0.4e-6}, engine))
     assert f["kinds"]["read"]["batch_seconds"] == pytest.approx(8e-6, rel=1e-3)
-    assert f["kinds"]["scan"]["request_seconds"] == pytest.approx(1.2e-6, rel=1e-3)
-    assert f["kinds"]["scan"]["entry_seconds"] == pytest.approx(ENTRY_SECONDS, rel=1e-3)
-    assert "entry_seconds" not in f["kinds"]["read"] and "entry_seconds" not in f["kinds"]["write"]
     assert f["kinds"]["write"]["request_seconds"] == pytest.approx(-0.4e-6, rel=1e-3)
     assert f["write_engine_seconds"] == pytest.approx(0.65e-6)
     assert f["fit_accuracy"] == pytest.approx(1.0)
     # a write credited more than the engine's whole CPU per write would cost nothing at depth
     with pytest.raises(CalibrationError, match="write.request_seconds"):
-        fit(_points({"read": 0.0, "scan": 1.2e-6, "write": -0.7e-6}, engine))
+        fit(_points({"read": 0.0, "scan": 0.0, "write": -0.7e-6}, engine))
 
 
 def test_the_server_s_cpu_is_read_to_the_nanosecond() -> None:
@@ -729,7 +686,7 @@ def test_a_write_costs_the_table_s_terms_whatever_the_batch_s_share_of_sets() ->
     for depth in (1, 16):
         a, b = w.framed(Operation.UPDATE, depth)
         want = float(
-            c(t.request_seconds("write"), t.batch_seconds("write"), float(depth), 0.0, 0.0, t.byte_seconds("write"), a + b)
+            c(t.request_seconds("write"), t.batch_seconds("write"), float(depth), t.byte_seconds("write"), a + b)
         )
         assert op_serving_seconds(t, w, Operation.UPDATE, depth) == pytest.approx(want, rel=1e-12)
         # a node's serving CPU is the mix's average of its operations' own
@@ -757,8 +714,8 @@ def test_an_rmw_writes_in_a_batch_of_its_own_after_its_read() -> None:
     per_byte = (a + b) / 2
     rq, rb = t.request_seconds("read"), t.batch_seconds("read")
     wq, wb = t.request_seconds("write"), t.batch_seconds("write")
-    want = float(c(rq, rb, 16.0, 0.0, 0.0, t.byte_seconds("read"), per_byte)) + float(
-        c(wq, wb, 1.0 + 15 * 0.5, 0.0, 0.0, t.byte_seconds("write"), per_byte)
+    want = float(c(rq, rb, 16.0, t.byte_seconds("read"), per_byte)) + float(
+        c(wq, wb, 1.0 + 15 * 0.5, t.byte_seconds("write"), per_byte)
     )
     assert op_serving_seconds(t, w, Operation.RMW, 16, 0.5) == pytest.approx(want, rel=1e-12)
     # at depth 1 both requests are batches of one, whatever the mix
